@@ -1,0 +1,54 @@
+/*
+ * cmd.h - the CLI front end.  Each command lives in its own cmd_<name>.c,
+ * parses its arguments, calls liblev, and prints.  Nothing in src/lev does
+ * policy work itself.
+ *
+ * Exit codes shared by every command: 0 ok, 1 failed or denied, 2 usage.
+ * Commands with more codes (check, sandbox exec, run) document them in
+ * their usage text and in README.md.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum {
+	LEV_EXIT_OK = 0,
+	LEV_EXIT_FAIL = 1,
+	LEV_EXIT_USAGE = 2,
+};
+
+struct lev_ctx {
+	const char *argv0;
+	int verbose;
+};
+
+struct lev_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv, struct lev_ctx *ctx);
+	const char *summary;	/* one line, shown by `lev help` */
+	const char *usage;	/* full usage text, shown by `lev help NAME` and `--help` */
+};
+
+extern const struct lev_cmd lev_cmds[];
+
+const struct lev_cmd *lev_cmd_find(const char *name);
+
+/* Print the usage of NAME to F. */
+void lev_cmd_usage(const char *name, FILE *f);
+
+/* "lev NAME: <msg>" + the usage line, on stderr; returns LEV_EXIT_USAGE. */
+int lev_usage_error(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "lev: error: <msg>" on stderr; returns LEV_EXIT_FAIL. */
+int lev_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "lev: warning: <msg>" on stderr. */
+void lev_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* True when ARGV holds -h or --help before any "--". */
+bool lev_wants_help(int argc, char **argv);
+
+/* Commands (one file each). */
+int cmd_help(int argc, char **argv, struct lev_ctx *ctx);
+int cmd_version(int argc, char **argv, struct lev_ctx *ctx);

@@ -1,0 +1,207 @@
+/*
+ * main.c - global options, the command table, fd 0/1/2 check, exit codes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lev-version.h"
+#include "lev/cmd.h"
+
+#define USAGE_HELP "usage: lev help [COMMAND]\n"
+#define USAGE_VERSION "usage: lev version\n"
+
+/* Keep sorted by how often people reach for them. */
+const struct lev_cmd lev_cmds[] = {
+	{ "help", cmd_help, "show help for lev or one of its commands", USAGE_HELP },
+	{ "version", cmd_version, "print lev's version", USAGE_VERSION },
+	{ NULL, NULL, NULL, NULL },
+};
+
+const struct lev_cmd *lev_cmd_find(const char *name)
+{
+	const struct lev_cmd *c;
+
+	for (c = lev_cmds; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+void lev_cmd_usage(const char *name, FILE *f)
+{
+	const struct lev_cmd *c = lev_cmd_find(name);
+
+	if (c)
+		fputs(c->usage, f);
+}
+
+int lev_usage_error(const char *name, const char *fmt, ...)
+{
+	const struct lev_cmd *c = lev_cmd_find(name);
+	va_list ap;
+
+	fprintf(stderr, "lev %s: ", name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (c) {
+		/* the first line of the usage text only */
+		const char *nl = strchr(c->usage, '\n');
+		fprintf(stderr, "%.*s\n", nl ? (int)(nl - c->usage) : (int)strlen(c->usage),
+			c->usage);
+	}
+	fprintf(stderr, "Try 'lev help %s' for more.\n", name);
+	return LEV_EXIT_USAGE;
+}
+
+int lev_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lev: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return LEV_EXIT_FAIL;
+}
+
+void lev_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lev: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool lev_wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+static void print_overview(FILE *f)
+{
+	const struct lev_cmd *c;
+
+	fputs("usage: lev [--version] [--help] COMMAND [ARGS...]\n\n"
+	      "lev runs LLM agent blueprints behind permission, path, taint and sandbox gates.\n\n"
+	      "Commands:\n",
+	      f);
+	for (c = lev_cmds; c->name; c++)
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+	fputs("\nRun 'lev help COMMAND' for a command's options.\n"
+	      "Exit status: 0 ok, 1 failed or denied, 2 usage error (some commands add more).\n",
+	      f);
+}
+
+int cmd_help(int argc, char **argv, struct lev_ctx *ctx)
+{
+	(void)ctx;
+	if (argc > 2)
+		return lev_usage_error("help", "too many arguments");
+	if (argc < 2) {
+		print_overview(stdout);
+		return LEV_EXIT_OK;
+	}
+	if (!lev_cmd_find(argv[1]))
+		return lev_usage_error("help", "unknown command '%s'", argv[1]);
+	lev_cmd_usage(argv[1], stdout);
+	return LEV_EXIT_OK;
+}
+
+int cmd_version(int argc, char **argv, struct lev_ctx *ctx)
+{
+	(void)ctx;
+	if (argc > 1)
+		return lev_usage_error("version", "unexpected argument '%s'", argv[1]);
+	printf("lev %s\n", LEV_VERSION);
+	return LEV_EXIT_OK;
+}
+
+/* Make sure fds 0, 1 and 2 are open, so no file we open lands on them. */
+static void check_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR);
+			if (n < 0)
+				_exit(LEV_EXIT_FAIL);
+			if (n != fd)
+				close(n);
+		}
+	}
+}
+
+/* A full disk or closed pipe must not be reported as success. */
+static int finish(int r)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "lev: error: cannot write to standard output: %s\n", strerror(errno));
+		return LEV_EXIT_FAIL;
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct lev_ctx ctx = { .argv0 = argv[0], .verbose = 0 };
+	const struct lev_cmd *c;
+	int i = 1, r;
+
+	check_std_fds();
+	umask(077);
+
+	while (i < argc && argv[i][0] == '-') {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			print_overview(stdout);
+			return finish(LEV_EXIT_OK);
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("lev %s\n", LEV_VERSION);
+			return finish(LEV_EXIT_OK);
+		} else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			ctx.verbose++;
+			i++;
+		} else {
+			fprintf(stderr, "lev: unknown option '%s'\n", argv[i]);
+			fputs("usage: lev [--version] [--help] COMMAND [ARGS...]\n", stderr);
+			return LEV_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		print_overview(stderr);
+		return LEV_EXIT_USAGE;
+	}
+	c = lev_cmd_find(argv[i]);
+	if (!c) {
+		fprintf(stderr, "lev: '%s' is not a lev command; see 'lev --help'\n", argv[i]);
+		return LEV_EXIT_USAGE;
+	}
+	if (lev_wants_help(argc - i, argv + i)) {
+		/* every command answers -h/--help the same way */
+		fputs(c->usage, stdout);
+		r = LEV_EXIT_OK;
+	} else {
+		r = c->fn(argc - i, argv + i, &ctx);
+	}
+	return finish(r);
+}

@@ -1,0 +1,153 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/buf.h"
+#include "liblev/xalloc.h"
+
+char lev_buf_empty[1];
+
+void lev_buf_init(struct lev_buf *b, size_t max)
+{
+	b->buf = lev_buf_empty;
+	b->len = 0;
+	b->alloc = 0;
+	b->max = max;
+}
+
+void lev_buf_release(struct lev_buf *b)
+{
+	if (b->alloc)
+		free(b->buf);
+	lev_buf_init(b, b->max);
+}
+
+char *lev_buf_detach(struct lev_buf *b, size_t *len_out)
+{
+	char *r;
+
+	if (len_out)
+		*len_out = b->len;
+	r = b->alloc ? b->buf : xstrdup("");
+	lev_buf_init(b, b->max);
+	return r;
+}
+
+void lev_buf_reset(struct lev_buf *b)
+{
+	lev_buf_truncate(b, 0);
+}
+
+int lev_buf_grow(struct lev_buf *b, size_t extra)
+{
+	size_t want, n;
+
+	if (extra > b->max || b->len > b->max - extra)
+		return -E2BIG;
+	want = b->len + extra + 1;
+	if (want <= b->alloc)
+		return 0;
+	n = b->alloc ? b->alloc : 16;
+	while (n < want)
+		n = n > ((size_t)-1) / 2 ? want : n * 2;
+	if (b->alloc) {
+		b->buf = xrealloc(b->buf, n);
+	} else {
+		b->buf = xmalloc(n);
+		b->buf[0] = '\0';
+	}
+	b->alloc = n;
+	return 0;
+}
+
+void lev_buf_truncate(struct lev_buf *b, size_t len)
+{
+	if (len > b->len)
+		return;
+	b->len = len;
+	if (b->alloc)
+		b->buf[len] = '\0';
+}
+
+int lev_buf_add(struct lev_buf *b, const void *data, size_t len)
+{
+	int r = lev_buf_grow(b, len);
+
+	if (r < 0)
+		return r;
+	if (len)
+		memcpy(b->buf + b->len, data, len);
+	b->len += len;
+	b->buf[b->len] = '\0';
+	return 0;
+}
+
+int lev_buf_adds(struct lev_buf *b, const char *s)
+{
+	return lev_buf_add(b, s, strlen(s));
+}
+
+int lev_buf_addch(struct lev_buf *b, char c)
+{
+	return lev_buf_add(b, &c, 1);
+}
+
+int lev_buf_vaddf(struct lev_buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n, r;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return -EINVAL;
+	r = lev_buf_grow(b, (size_t)n);
+	if (r < 0)
+		return r;
+	vsnprintf(b->buf + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int lev_buf_addf(struct lev_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = lev_buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+	int r = lev_buf_addch(b, '"');
+
+	for (i = 0; r == 0 && i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		switch (c) {
+		case '"': r = lev_buf_add(b, "\\\"", 2); break;
+		case '\\': r = lev_buf_add(b, "\\\\", 2); break;
+		case '\b': r = lev_buf_add(b, "\\b", 2); break;
+		case '\f': r = lev_buf_add(b, "\\f", 2); break;
+		case '\n': r = lev_buf_add(b, "\\n", 2); break;
+		case '\r': r = lev_buf_add(b, "\\r", 2); break;
+		case '\t': r = lev_buf_add(b, "\\t", 2); break;
+		default:
+			if (c < 0x20 || c == 0x7f) {
+				char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+				r = lev_buf_add(b, u, 6);
+			} else {
+				r = lev_buf_addch(b, (char)c);
+			}
+		}
+	}
+	if (r == 0)
+		r = lev_buf_addch(b, '"');
+	return r;
+}

@@ -1,0 +1,133 @@
+# lib.sh - the shell integration test library (git t/test-lib.sh vocabulary,
+# bubblewrap's assertions).  Every test file sources it, then calls
+# test_expect_success / test_skip ... and finally test_done.  Output is TAP.
+#
+# Each file gets its own scratch directory with its own HOME, so ~/.leviath
+# is private to the file.  $LEV is the lev binary under test; $BUILD_DIR the
+# build tree (for helpers such as lev-probe); $SRC_DIR the source tree.
+
+set -u
+
+: "${LEV:?LEV must name the lev binary}"
+: "${BUILD_DIR:?BUILD_DIR must name the build directory}"
+: "${SRC_DIR:?SRC_DIR must name the source directory}"
+
+TEST_NAME=$(basename "$0" .sh)
+TRASH=$(mktemp -d "${TMPDIR:-/tmp}/lev-$TEST_NAME.XXXXXX")
+export HOME="$TRASH/home"
+mkdir -p "$HOME"
+chmod 700 "$HOME"
+unset LEVIATH_HOME LEVIATH_CONFIG_PATH
+export LC_ALL=C
+cd "$TRASH" || exit 1
+
+test_count=0
+test_failed=0
+
+_lev_cleanup() {
+	cd / && rm -rf "$TRASH"
+}
+trap _lev_cleanup EXIT
+
+lev() {
+	"$LEV" "$@"
+}
+
+# test_expect_success DESC BODY: BODY is evaluated in a subshell and must
+# exit 0.
+test_expect_success() {
+	test_count=$((test_count + 1))
+	if (eval "$2") >"$TRASH/.out" 2>&1; then
+		echo "ok $test_count - $1"
+	else
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - $1"
+		sed 's/^/#   /' "$TRASH/.out"
+	fi
+}
+
+# test_skip DESC REASON: a test that cannot run here.  Under
+# LEV_TEST_MUST_WORK=1 a skip is a failure.
+test_skip() {
+	test_count=$((test_count + 1))
+	if [ "${LEV_TEST_MUST_WORK:-0}" = 1 ]; then
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - $1 # skipped but LEV_TEST_MUST_WORK=1: $2"
+	else
+		echo "ok $test_count - $1 # SKIP $2"
+	fi
+}
+
+# test_must_fail [--code N] CMD...: CMD must fail (non-zero, not a crash);
+# with --code, with exactly that status.
+test_must_fail() {
+	local want=""
+	if [ "$1" = "--code" ]; then
+		want=$2
+		shift 2
+	fi
+	"$@"
+	local rc=$?
+	if [ $rc -eq 0 ]; then
+		echo "test_must_fail: '$*' succeeded" >&2
+		return 1
+	fi
+	if [ $rc -gt 128 ] && [ $rc -ne 130 ] && [ "$want" != "$rc" ]; then
+		echo "test_must_fail: '$*' died by signal $((rc - 128))" >&2
+		return 1
+	fi
+	if [ -n "$want" ] && [ "$rc" -ne "$want" ]; then
+		echo "test_must_fail: '$*' exited $rc, wanted $want" >&2
+		return 1
+	fi
+	return 0
+}
+
+# test_expect_code N CMD...: CMD must exit with status N.
+test_expect_code() {
+	local want=$1
+	shift
+	"$@"
+	local rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		echo "test_expect_code: '$*' exited $rc, wanted $want" >&2
+		return 1
+	fi
+	return 0
+}
+
+assert_file_has_content() {
+	if ! grep -q -e "$2" "$1"; then
+		echo "assert_file_has_content: '$1' does not match '$2'; it holds:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+}
+
+assert_not_file_has_content() {
+	if grep -q -e "$2" "$1"; then
+		echo "assert_not_file_has_content: '$1' matches '$2'; it holds:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+}
+
+# assert_one_line FILE: FILE holds exactly one non-empty line.
+assert_one_line() {
+	local n
+	n=$(grep -c . "$1")
+	if [ "$n" -ne 1 ]; then
+		echo "assert_one_line: '$1' has $n lines:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+}
+
+test_cmp() {
+	diff -u "$1" "$2"
+}
+
+test_done() {
+	echo "1..$test_count"
+	[ "$test_failed" -eq 0 ]
+}
