@@ -88,6 +88,9 @@ void lev_toml_table_key_pos(const struct lev_toml_table *t, size_t i, unsigned *
 			    unsigned *col);
 /* Look KEY up (NULL if absent). */
 const struct lev_toml_value *lev_toml_table_get(const struct lev_toml_table *t, const char *key);
+/* Look up the LEN bytes at KEY (which may hold NUL bytes); NULL if absent. */
+const struct lev_toml_value *lev_toml_table_getn(const struct lev_toml_table *t, const char *key,
+						  size_t len);
 /* Where the table itself was defined (its header, or its first key). */
 void lev_toml_table_pos(const struct lev_toml_table *t, unsigned *line, unsigned *col);
 
