@@ -1,0 +1,116 @@
+/*
+ * cmd_list.c - lev list [--json]: installed agents, their version and
+ * description, and how many of their declared read paths the config grants.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lev/cmd.h"
+#include "lev/report.h"
+#include "liblev/agentstore.h"
+#include "liblev/cleanup.h"
+#include "liblev/lint.h"
+#include "liblev/strv.h"
+
+const char lev_usage_list[] =
+	"usage: lev list [--json]\n"
+	"\n"
+	"List installed agents with their version, description and how many of the\n"
+	"read paths they declare your config grants.\n"
+	"\n"
+	"  --json   print {agents: [{name, version, description, path,\n"
+	"           read_paths: {declared, granted}, error}]}\n";
+
+int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct lev_agent_info *agents = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_free_ char *workdir = NULL;
+	_cleanup_free_ char *home = NULL;
+	struct lev_config cfg;
+	json_t *arr = NULL;
+	bool json = false;
+	size_t i, n = 0;
+	int k;
+
+	(void)ctx;
+	for (k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--json"))
+			json = true;
+		else if (argv[k][0] == '-')
+			return lev_usage_error("list", "unknown option '%s'", argv[k]);
+		else
+			return lev_usage_error("list", "unexpected argument '%s'", argv[k]);
+	}
+	if (lev_report_load_config(&cfg) < 0)
+		return LEV_EXIT_FAIL;
+	if (lev_agentstore_list(&agents, &n, &err) < 0) {
+		lev_config_release(&cfg);
+		return lev_fail("%s", err.msg);
+	}
+	lev_report_lint_dirs(&workdir, &home);
+	if (json)
+		arr = json_array();
+	else if (n == 0)
+		printf("no agents installed (install one with 'lev add DIR')\n");
+
+	for (i = 0; i < n; i++) {
+		const struct lev_agent_info *a = &agents[i];
+		_cleanup_free_ enum lev_grant_status *st = NULL;
+		struct lev_err rerr = LEV_ERR_INIT;
+		size_t declared = 0, granted = 0;
+		bool report_ok = true;
+
+		if (a->bp) {
+			declared = lev_strv_len(a->bp->read_paths);
+			report_ok = lev_lint_grant_report(a->bp, &cfg, workdir, home, &st, &granted,
+							  &rerr) == 0;
+		}
+		if (json) {
+			json_t *o = json_object();
+			json_t *rp = json_object();
+
+			json_object_set_new(o, "name", json_string(a->name));
+			json_object_set_new(o, "version",
+					    a->bp ? lev_report_jstr(a->bp->version) : json_null());
+			json_object_set_new(o, "description",
+					    a->bp ? lev_report_jstr(a->bp->description) : json_null());
+			json_object_set_new(o, "path", lev_report_jstr(a->dir));
+			json_object_set_new(rp, "declared", json_integer((json_int_t)declared));
+			json_object_set_new(rp, "granted", report_ok ? json_integer((json_int_t)granted)
+								     : json_null());
+			json_object_set_new(o, "read_paths", rp);
+			json_object_set_new(o, "error", a->bp ? (report_ok ? json_null()
+									  : lev_report_jstr(rerr.msg))
+							      : lev_report_jstr(a->error));
+			json_array_append_new(arr, o);
+			continue;
+		}
+		if (!a->bp) {
+			printf("%s (cannot load: %s)\n", a->name, a->error);
+			continue;
+		}
+		printf("%s %s", a->name, a->bp->version);
+		if (a->bp->description[0])
+			printf(" - %s", a->bp->description);
+		putchar('\n');
+		if (!report_ok)
+			printf("    read_paths: %zu declared, grants unknown: %s\n", declared,
+			       rerr.msg);
+		else if (granted < declared)
+			printf("    read_paths: %zu declared, %zu granted - `lev validate %s` shows "
+			       "which\n",
+			       declared, granted, a->name);
+		else
+			printf("    read_paths: %zu declared, %zu granted\n", declared, granted);
+	}
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "agents", arr);
+		lev_report_print_json(o);
+	}
+	lev_agentstore_list_free(agents, n);
+	lev_config_release(&cfg);
+	return LEV_EXIT_OK;
+}

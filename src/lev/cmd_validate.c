@@ -1,0 +1,148 @@
+/*
+ * cmd_validate.c - lev validate [PATH|NAME] [--json] [--deny-warnings]
+ *
+ * Parse a blueprint and the user's config and say whether it is valid,
+ * with a summary and every finding (severity, code, fix).  Exit 0 valid,
+ * 1 invalid (or warnings under --deny-warnings), 2 usage.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lev/cmd.h"
+#include "lev/report.h"
+#include "liblev/agentstore.h"
+#include "liblev/blueprint.h"
+#include "liblev/cleanup.h"
+#include "liblev/config.h"
+#include "liblev/lint.h"
+
+static void print_summary(const struct lev_blueprint *bp)
+{
+	size_t i;
+
+	printf("valid: blueprint '%s', version %s\n", bp->name, bp->version);
+	printf("  stages: %zu (", bp->n_stages);
+	for (i = 0; i < bp->n_stages; i++)
+		printf("%s%s", i ? ", " : "", bp->stages[i].name);
+	printf("), entry stage '%s'\n", bp->entry_stage);
+	printf("  regions: %zu%s\n", bp->n_regions, bp->default_regions ? " (default layout)" : "");
+}
+
+static json_t *blueprint_json(const struct lev_blueprint *bp)
+{
+	json_t *o = json_object();
+	json_t *stages = json_array();
+	size_t i;
+
+	for (i = 0; i < bp->n_stages; i++)
+		json_array_append_new(stages, json_string(bp->stages[i].name));
+	json_object_set_new(o, "name", json_string(bp->name));
+	json_object_set_new(o, "version", lev_report_jstr(bp->version));
+	json_object_set_new(o, "description", lev_report_jstr(bp->description));
+	json_object_set_new(o, "stages", stages);
+	json_object_set_new(o, "entry_stage", json_string(bp->entry_stage));
+	return o;
+}
+
+const char lev_usage_validate[] =
+	"usage: lev validate [PATH|NAME] [--json] [--deny-warnings]\n"
+	"\n"
+	"Check a blueprint against your config.toml and say what it asks for.  PATH is\n"
+	"a directory holding agent.leviath or the file itself; NAME an installed agent\n"
+	"(default: the current directory).  Every finding has a severity (error,\n"
+	"warning, note), a stable code and a fix.\n"
+	"\n"
+	"  --json            print {valid, blueprint, error, findings} as JSON\n"
+	"  --deny-warnings   fail when there is any warning\n"
+	"\n"
+	"Exit status: 0 valid, 1 invalid (or a warning under --deny-warnings), 2 usage.\n";
+
+int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
+{
+	bool json = false, deny_warnings = false, opts_done = false;
+	const char *arg = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *workdir = NULL;
+	_cleanup_free_ char *home = NULL;
+	struct lev_blueprint *bp = NULL;
+	struct lev_findings fs = { NULL, 0 };
+	struct lev_config cfg;
+	struct lev_err err = LEV_ERR_INIT;
+	size_t errors, warnings;
+	int i, rc;
+
+	(void)ctx;
+	for (i = 1; i < argc; i++) {
+		if (!opts_done && !strcmp(argv[i], "--json"))
+			json = true;
+		else if (!opts_done && !strcmp(argv[i], "--deny-warnings"))
+			deny_warnings = true;
+		else if (!opts_done && !strcmp(argv[i], "--"))
+			opts_done = true;
+		else if (!opts_done && argv[i][0] == '-' && argv[i][1])
+			return lev_usage_error("validate", "unknown option '%s'", argv[i]);
+		else if (arg)
+			return lev_usage_error("validate", "too many arguments");
+		else
+			arg = argv[i];
+	}
+	if (!arg)
+		arg = ".";
+
+	if (lev_agentstore_resolve(arg, &path, &err) < 0 ||
+	    lev_blueprint_load(path, &bp, &err) < 0) {
+		if (json) {
+			json_t *o = json_object();
+			json_object_set_new(o, "valid", json_false());
+			json_object_set_new(o, "blueprint", json_null());
+			json_object_set_new(o, "error", lev_report_jstr(err.msg));
+			json_object_set_new(o, "findings", json_array());
+			lev_report_print_json(o);
+		}
+		return lev_fail("%s", err.msg);
+	}
+	if (lev_report_load_config(&cfg) < 0) {
+		lev_blueprint_free(bp);
+		return LEV_EXIT_FAIL;
+	}
+	lev_report_lint_dirs(&workdir, &home);
+	if (lev_lint(bp, &cfg, workdir, home, &fs, &err) < 0) {
+		lev_config_release(&cfg);
+		lev_blueprint_free(bp);
+		return lev_fail("%s", err.msg);
+	}
+	errors = lev_findings_count(&fs, LEV_SEV_ERROR);
+	warnings = lev_findings_count(&fs, LEV_SEV_WARNING);
+
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "valid", json_boolean(errors == 0));
+		json_object_set_new(o, "blueprint", blueprint_json(bp));
+		json_object_set_new(o, "error", json_null());
+		json_object_set_new(o, "findings", lev_report_findings_json(&fs));
+		lev_report_print_json(o);
+	} else {
+		if (errors == 0)
+			print_summary(bp);
+		else
+			printf("invalid: blueprint '%s', version %s\n", bp->name, bp->version);
+		lev_report_findings(stdout, &fs);
+		printf("  %zu error(s), %zu warning(s), %zu note(s)\n", errors, warnings,
+		       lev_findings_count(&fs, LEV_SEV_NOTE));
+	}
+
+	rc = LEV_EXIT_OK;
+	if (errors) {
+		rc = LEV_EXIT_FAIL;
+	} else if (deny_warnings && warnings) {
+		if (!json)
+			lev_fail("%zu warning(s) and --deny-warnings", warnings);
+		rc = LEV_EXIT_FAIL;
+	}
+	lev_findings_release(&fs);
+	lev_config_release(&cfg);
+	lev_blueprint_free(bp);
+	return rc;
+}

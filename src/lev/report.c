@@ -1,0 +1,97 @@
+/*
+ * report.c - shared output for validate, list and add.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lev/cmd.h"
+#include "lev/report.h"
+#include "liblev/cleanup.h"
+#include "liblev/tomlval.h"
+#include "liblev/util.h"
+#include "liblev/xalloc.h"
+
+json_t *lev_report_jstr(const char *s)
+{
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	j = json_string(s);
+	if (!j) {
+		_cleanup_free_ char *p = lev_printable(s, strlen(s), 65536);
+		j = json_string(p);
+	}
+	return j ? j : json_null();
+}
+
+void lev_report_findings(FILE *f, const struct lev_findings *fs)
+{
+	int sev;
+	size_t i;
+
+	for (sev = LEV_SEV_ERROR; sev < _LEV_SEV_MAX; sev++) {
+		for (i = 0; i < fs->n; i++) {
+			const struct lev_finding *x = &fs->v[i];
+
+			if ((int)x->severity != sev)
+				continue;
+			fprintf(f, "  %s: ", lev_severity_name(x->severity));
+			if (x->stage)
+				fprintf(f, "stage '%s': ", x->stage);
+			fprintf(f, "%s [%s]\n", x->message, x->code);
+			if (x->fix)
+				fprintf(f, "    fix: %s\n", x->fix);
+		}
+	}
+}
+
+json_t *lev_report_findings_json(const struct lev_findings *fs)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < fs->n; i++) {
+		const struct lev_finding *x = &fs->v[i];
+		json_t *o = json_object();
+
+		json_object_set_new(o, "severity", json_string(lev_severity_name(x->severity)));
+		json_object_set_new(o, "code", lev_report_jstr(x->code));
+		json_object_set_new(o, "stage", lev_report_jstr(x->stage));
+		json_object_set_new(o, "message", lev_report_jstr(x->message));
+		json_object_set_new(o, "fix", lev_report_jstr(x->fix));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+int lev_report_print_json(json_t *json)
+{
+	int r = json_dumpf(json, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+	json_decref(json);
+	fputc('\n', stdout);
+	return r;
+}
+
+int lev_report_load_config(struct lev_config *cfg)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	if (lev_config_load(cfg, &err) < 0) {
+		lev_fail("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+void lev_report_lint_dirs(char **workdir_out, char **home_out)
+{
+	char *home = NULL;
+
+	*workdir_out = getcwd(NULL, 0);
+	if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+	*home_out = home;
+}

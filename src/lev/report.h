@@ -1,0 +1,35 @@
+/*
+ * report.h - printing shared by validate, list and add: findings as text
+ * and JSON, and the one way these commands load the user's config.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "liblev/config.h"
+#include "liblev/lint.h"
+
+/* A JSON string for S that is always valid UTF-8 (odd bytes escaped). */
+json_t *lev_report_jstr(const char *s);
+
+/*
+ * "  warning: stage 'x': message [code]" then "    fix: ..." for each
+ * finding, errors first, then warnings, then notes.
+ */
+void lev_report_findings(FILE *f, const struct lev_findings *fs);
+
+/* [{severity, code, stage, message, fix}, ...] */
+json_t *lev_report_findings_json(const struct lev_findings *fs);
+
+/* Print `json` to stdout (indented, one trailing newline); frees it. */
+int lev_report_print_json(json_t *json);
+
+/*
+ * Load the user's config; on failure print "lev: error: ..." and return
+ * -1.  Prints nothing on success.
+ */
+int lev_report_load_config(struct lev_config *cfg);
+
+/* The current directory and home directory for lint (either may be NULL). */
+void lev_report_lint_dirs(char **workdir_out, char **home_out);
