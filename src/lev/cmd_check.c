@@ -1,0 +1,249 @@
+/*
+ * cmd_check.c - lev check AGENT|PATH --tool NAME [--args JSON] [--workdir DIR]
+ *               [--stage S] [--taint LEVEL] [--yolo] [--allow TOOL]... [--json]
+ *
+ * Run every gate for one hypothetical tool call (liblev/check.h) against
+ * the real filesystem, without running it, and print the decision, the
+ * gate that made it, and the rule.  Exit 0 allow, 1 deny, 3 ask, 2 usage.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lev/cmd.h"
+#include "lev/report.h"
+#include "liblev/agentstore.h"
+#include "liblev/blueprint.h"
+#include "liblev/check.h"
+#include "liblev/cleanup.h"
+#include "liblev/config.h"
+#include "liblev/datadir.h"
+#include "liblev/strv.h"
+
+enum { EXIT_ASK = 3 };
+
+#define MAX_ALLOW 64
+
+const char lev_usage_check[] =
+	"usage: lev check AGENT|PATH --tool NAME [--args JSON] [--workdir DIR] [--stage S]\n"
+	"                 [--taint public|internal|private] [--yolo] [--allow TOOL]... [--json]\n"
+	"\n"
+	"Ask whether AGENT would be allowed to make one tool call here, without making\n"
+	"it.  Every gate runs against the real filesystem, in the runtime's order:\n"
+	"offered, schema, redirect (shell lines), permission, workdir / read_paths\n"
+	"(file tools), network, taint (outbound tools).  The first gate that denies\n"
+	"decides; else the first that asks; else the call is allowed.\n"
+	"\n"
+	"  --tool NAME       the tool (bash and shell are one tool)\n"
+	"  --args JSON       the call's arguments, a JSON object (default {}), e.g.\n"
+	"                    '{\"command\": \"ls -la\"}' or '{\"path\": \"src/main.c\"}'\n"
+	"  --workdir DIR     the working directory (default: the current directory)\n"
+	"  --stage S         the stage (default: the entry stage)\n"
+	"  --taint LEVEL     the taint of the context so far (default: public)\n"
+	"  --yolo            as under 'lev run --yolo' (never lifts a deny)\n"
+	"  --allow TOOL      as under 'lev run --allow TOOL' (repeatable)\n"
+	"  --json            print {decision, gate, reason, path, rule, keys} as JSON\n"
+	"\n"
+	"AGENT is an installed agent's name; PATH a blueprint directory or file.\n"
+	"Exit status: 0 allow, 1 deny (or an error), 3 ask, 2 usage.\n";
+
+struct check_args {
+	const char *agent;
+	struct lev_check_opts o;
+	const char *allow[MAX_ALLOW + 1];
+	size_t n_allow;
+	bool json;
+	bool taint_given;
+};
+
+/* "--name VALUE" or "--name=VALUE"; returns the value or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+{
+	size_t len = strlen(name);
+
+	*matched = false;
+	if (strncmp(argv[*i], name, len) != 0)
+		return NULL;
+	if (argv[*i][len] == '=') {
+		*matched = true;
+		return argv[*i] + len + 1;
+	}
+	if (argv[*i][len] != '\0')
+		return NULL;
+	*matched = true;
+	if (*i + 1 >= argc)
+		return NULL;
+	(*i)++;
+	return argv[*i];
+}
+
+/* Fill A from ARGV; no I/O.  Returns 0 or a usage error (already printed). */
+static int parse_args(int argc, char **argv, struct check_args *a)
+{
+	static const char *const valued[] = { "--tool", "--args", "--workdir", "--stage",
+					      "--taint", "--allow", NULL };
+	bool opts_done = false;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		bool handled = false;
+		size_t k;
+
+		if (!opts_done && !strcmp(arg, "--")) {
+			opts_done = true;
+			continue;
+		}
+		if (!opts_done && !strcmp(arg, "--json")) {
+			a->json = true;
+			continue;
+		}
+		if (!opts_done && !strcmp(arg, "--yolo")) {
+			a->o.yolo = true;
+			continue;
+		}
+		for (k = 0; !opts_done && valued[k] && !handled; k++) {
+			bool matched;
+			const char *v = opt_value(argc, argv, &i, valued[k], &matched);
+
+			if (!matched)
+				continue;
+			handled = true;
+			if (!v)
+				return lev_usage_error("check", "option '%s' needs a value", valued[k]);
+			if (!strcmp(valued[k], "--tool")) {
+				a->o.tool = v;
+			} else if (!strcmp(valued[k], "--args")) {
+				a->o.args_json = v;
+			} else if (!strcmp(valued[k], "--workdir")) {
+				a->o.workdir = v;
+			} else if (!strcmp(valued[k], "--stage")) {
+				a->o.stage = v;
+			} else if (!strcmp(valued[k], "--taint")) {
+				if (lev_level_parse(v, &a->o.taint) < 0)
+					return lev_usage_error("check",
+							       "--taint '%s' is not one of public, "
+							       "internal, private",
+							       v);
+				a->taint_given = true;
+			} else {
+				if (a->n_allow == MAX_ALLOW)
+					return lev_usage_error("check", "more than %d --allow options",
+							       MAX_ALLOW);
+				if (!*v)
+					return lev_usage_error("check", "--allow needs a tool name");
+				a->allow[a->n_allow++] = v;
+			}
+		}
+		if (handled)
+			continue;
+		if (!opts_done && arg[0] == '-' && arg[1])
+			return lev_usage_error("check", "unknown option '%s'", arg);
+		if (a->agent)
+			return lev_usage_error("check", "too many arguments ('%s')", arg);
+		a->agent = arg;
+	}
+	if (!a->agent)
+		return lev_usage_error("check", "name an agent or a blueprint path");
+	if (!a->o.tool || !*a->o.tool)
+		return lev_usage_error("check", "--tool is required");
+	a->allow[a->n_allow] = NULL;
+	a->o.allow = a->n_allow ? (char *const *)a->allow : NULL;
+	return 0;
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s ? lev_report_jstr(s) : json_null();
+}
+
+static void print_result(const struct lev_check_result *r, bool json)
+{
+	char *const *k;
+
+	if (json) {
+		json_t *o = json_object();
+		json_t *keys = json_array();
+
+		for (k = r->keys; k && *k; k++)
+			json_array_append_new(keys, lev_report_jstr(*k));
+		json_object_set_new(o, "decision", json_string(lev_verdict_name(r->decision)));
+		json_object_set_new(o, "gate", json_string(lev_check_gate_name(r->gate)));
+		json_object_set_new(o, "reason", jstr_or_null(r->reason));
+		json_object_set_new(o, "path", jstr_or_null(r->path));
+		json_object_set_new(o, "rule", jstr_or_null(r->rule));
+		json_object_set_new(o, "keys", keys);
+		lev_report_print_json(o);
+		return;
+	}
+	printf("%s (gate: %s)\n", lev_verdict_name(r->decision), lev_check_gate_name(r->gate));
+	printf("  reason: %s\n", r->reason ? r->reason : "");
+	if (r->rule)
+		printf("  rule: %s\n", r->rule);
+	if (r->path)
+		printf("  path: %s\n", r->path);
+	if (r->keys) {
+		printf("  keys:");
+		for (k = r->keys; *k; k++)
+			printf(" %s", *k);
+		putchar('\n');
+	}
+}
+
+int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct check_args a = { 0 };
+	struct lev_check_result res = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_blueprint *bp = NULL;
+	struct lev_config cfg;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *cwd = NULL;
+	_cleanup_free_ char *policy = NULL;
+	_cleanup_free_ char *rules = NULL;
+	char *const *w;
+	int r, rc;
+
+	(void)ctx;
+	a.o.confine = LEV_CONFINE_AUTO;
+	a.o.taint = LEV_PUBLIC;
+	r = parse_args(argc, argv, &a);
+	if (r)
+		return r;
+	if (!a.o.workdir) {
+		cwd = getcwd(NULL, 0);
+		if (!cwd)
+			return lev_fail("cannot read the current directory: %s", strerror(errno));
+		a.o.workdir = cwd;
+	}
+	if (lev_agentstore_resolve(a.agent, &path, &err) < 0 ||
+	    lev_blueprint_load(path, &bp, &err) < 0)
+		return lev_fail("%s", err.msg);
+	if (lev_report_load_config(&cfg) < 0) {
+		lev_blueprint_free(bp);
+		return LEV_EXIT_FAIL;
+	}
+	if (lev_datadir_policy_path(&policy, &err) == 0)
+		a.o.policy_path = policy;
+	if (lev_datadir_rules_dir(&rules, &err) == 0)
+		a.o.rules_dir = rules;
+
+	r = lev_check_run(&cfg, bp, &a.o, &res, &err);
+	lev_config_release(&cfg);
+	lev_blueprint_free(bp);
+	if (r == LEV_EUSAGE)
+		return lev_usage_error("check", "%s", err.msg);
+	if (r < 0)
+		return lev_fail("%s", err.msg);
+
+	for (w = res.warnings; w && *w; w++)
+		lev_warn("%s", *w);
+	print_result(&res, a.json);
+	rc = res.decision == LEV_ALLOW ? LEV_EXIT_OK : res.decision == LEV_ASK ? EXIT_ASK
+									: LEV_EXIT_FAIL;
+	lev_check_result_release(&res);
+	return rc;
+}

@@ -1,0 +1,111 @@
+/*
+ * shellkeys-internal.h - shared between the shell-line lexer/parser
+ * (shellkeys-parse.c) and the simple-command semantics (shellkeys-cmd.c).
+ * Not a public API: nothing outside the shellkeys module includes it.
+ *
+ * Two failure levels while reading a line:
+ *   sk_refuse()  the line is ungrantable, but its structure is still read
+ *                with certainty, so the parse goes on to locate every
+ *                write redirect (heredocs, [[ ]], function definitions ...);
+ *   sk_stop()    the parser cannot be sure it reads the line as the shell
+ *                will (unterminated quotes, backticks, eval, sh -c ...):
+ *                parsing stops, the line counts as writing, and any '>'
+ *                byte in it makes its writes unlocatable.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Nesting of $( ), ${ } and subshells. */
+#define SK_MAX_DEPTH 32
+/* Pending heredocs on one line. */
+#define SK_MAX_HEREDOCS 16
+/* Directory candidates a relative redirect may land in. */
+#define SK_MAX_CWDS 16
+
+/* A growable array of owned strings. */
+struct sk_vec {
+	char **v;
+	size_t n, cap;
+};
+
+void sk_vec_push_take(struct sk_vec *vec, char *s);
+void sk_vec_release(struct sk_vec *vec);
+
+/* One word of a simple command, after quote removal. */
+struct sk_word {
+	char *val;		/* owned; the literal text (expansions add nothing) */
+	size_t len;
+	bool quoted;		/* held quotes or backslash escapes */
+	bool expanded;		/* $, globs, braces, ~user, $'..': not literal */
+	bool tilde;		/* unquoted leading "~" or "~/": the home directory */
+	bool nonascii;		/* holds a byte >= 0x80 */
+	bool assign;		/* NAME=... or NAME+=... with an unquoted literal NAME */
+	size_t name_len;	/* with assign: the length of NAME */
+	bool procsubst_only;	/* exactly one <( ) or >( ) and nothing else */
+};
+
+void sk_word_release(struct sk_word *w);
+
+/* A literal change of directory (cd), in line order. */
+struct sk_cd {
+	char *dir;		/* "~", "~/x", "/abs", "rel"; NULL: cannot be followed */
+	bool cdpath;		/* a relative dir CDPATH could redirect */
+};
+
+/* A literal write redirect target. */
+struct sk_target {
+	char *path;		/* as written, after quote removal */
+	bool tilde;		/* "~" or "~/..." */
+	size_t n_cd;		/* directory changes before it */
+};
+
+struct sk {
+	const char *s;
+	size_t n, i;
+	unsigned depth;
+
+	struct sk_vec keys;	/* unsorted, may repeat */
+	struct sk_target *targets;
+	size_t n_targets, cap_targets;
+	struct sk_cd *cds;
+	size_t n_cds, cap_cds;
+	bool binds_home, binds_cdpath;
+
+	bool ungrantable;
+	const char *reason;	/* first reason it is ungrantable */
+	bool stopped;
+	const char *stop_reason;
+
+	bool writes;
+	bool unlocatable;
+	const char *write_reason;
+
+	struct {
+		char *delim;
+		bool strip_tabs;
+		bool quoted;
+	} heredocs[SK_MAX_HEREDOCS];
+	size_t n_heredocs;
+};
+
+/* The line is ungrantable; parsing goes on.  REASON is static text. */
+void sk_refuse(struct sk *p, const char *reason);
+/* The parser cannot read the line with certainty; parsing stops. */
+void sk_stop(struct sk *p, const char *reason);
+
+/* Add "shell:" + TEXT (LEN bytes) + optional " " + ARG as a key. */
+void sk_add_key(struct sk *p, const char *text, size_t len, const char *arg);
+/* The line binds variable NAME (LEN bytes): adds shell:env:NAME. */
+void sk_bind(struct sk *p, const char *name, size_t len);
+/* A write nobody can locate (an expanded target ...). */
+void sk_unlocatable(struct sk *p, const char *why);
+/* Record a change of directory (DIR NULL: cannot be followed). */
+void sk_add_cd(struct sk *p, const char *dir, bool cdpath);
+
+/* True when S[0..LEN) is a shell variable name. */
+bool sk_is_name(const char *s, size_t len);
+
+/* Key the simple command W[0..N) (assignments first, then the program). */
+void sk_command(struct sk *p, struct sk_word *w, size_t n);
