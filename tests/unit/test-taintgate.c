@@ -1,0 +1,1170 @@
+/*
+ * test-taintgate.c - target canonicalisation and pattern tricks, the
+ * policy.toml format, the gate's decision order, "allow for this run",
+ * reloading, audit records, and `lev policy add`'s textual append.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "liblev/buf.h"
+#include "liblev/policy.h"
+#include "liblev/strv.h"
+#include "liblev/taint.h"
+#include "liblev/taintgate.h"
+#include "liblev/target.h"
+#include "liblev/util.h"
+
+static char *tmpdir;
+
+/* Rules are judged by counted work only, whatever the machine's load. */
+static const struct lev_rules_limits test_limits = { 0, 60ULL * 1000 * 1000 * 1000, 0 };
+
+static int setup_dir(void **state)
+{
+	char tmpl[] = "/tmp/lev-taintgate.XXXXXX";
+
+	(void)state;
+	if (!mkdtemp(tmpl))
+		return -1;
+	tmpdir = strdup(tmpl);
+	return 0;
+}
+
+static int teardown_dir(void **state)
+{
+	(void)state;
+	lev_rm_rf(tmpdir, NULL);
+	free(tmpdir);
+	tmpdir = NULL;
+	return 0;
+}
+
+static char *path_in(const char *name)
+{
+	return lev_path_join(tmpdir, name);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+	assert_true(fd >= 0);
+	assert_int_equal(lev_write_all(fd, text, strlen(text)), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+__attribute__((noinline)) static char *read_all(const char *path)
+{
+	char *s = NULL;
+
+	assert_int_equal(lev_read_file(path, 1 << 20, &s, NULL, NULL), 0);
+	return s;
+}
+
+/* ---- hosts, URLs and patterns ---- */
+
+struct host_case {
+	const char *in;
+	const char *want;	/* NULL: refused */
+};
+
+static const struct host_case host_cases[] = {
+	{ "EXAMPLE.com", "example.com" },
+	{ "example.com.", "example.com" },
+	{ "example.com..", NULL },
+	{ "a..b", NULL },
+	{ "ex%61mple.com", "example.com" },
+	{ "evil.com%2f.example.com", NULL },
+	{ "evil.com%23.example.com", NULL },
+	{ "a%252eb", NULL },		/* one decoding pass only */
+	{ "a%zz", NULL },
+	{ "evil.com\xe3\x80\x82" "example.com", "evil.com.example.com" },	/* U+3002 */
+	{ "api.example.com\xe3\x80\x82" "evil.com", "api.example.com.evil.com" },
+	{ "\xef\xbd\x81\xef\xbd\x90\xef\xbd\x89.example.com", "api.example.com" },	/* fullwidth */
+	{ "b\xc3\xbc" "cher.example", "xn--bcher-kva.example" },
+	{ "\xff\xfe.com", NULL },
+	{ "[::1]", "[::1]" },
+	{ "[0:0:0:0:0:0:0:1]", "[::1]" },
+	{ "[::ffff:1.2.3.4]", "[::ffff:1.2.3.4]" },
+	{ "[fe80::1%25eth0]", NULL },
+	{ "[::1", NULL },
+	{ "127.1", "127.0.0.1" },
+	{ "0x7f.1", "127.0.0.1" },
+	{ "2130706433", "127.0.0.1" },
+	{ "0177.0.0.1", "127.0.0.1" },
+	{ "1.2.3.256", NULL },
+	{ "under_score.example.com", "under_score.example.com" },
+	{ "ex ample.com", NULL },
+	{ "a@b.com", NULL },
+	{ "", NULL },
+};
+
+static void test_host_canonicalisation(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(host_cases) / sizeof(host_cases[0]); i++) {
+		struct lev_err err = LEV_ERR_INIT;
+		char *out = NULL;
+		int r = lev_target_host_canon(host_cases[i].in, strlen(host_cases[i].in), &out, &err);
+
+		if (host_cases[i].want && (r != 0 || strcmp(out, host_cases[i].want) != 0))
+			fail_msg("host '%s': got %d '%s' (%s), wanted '%s'", host_cases[i].in, r,
+				 out ? out : "", err.msg, host_cases[i].want);
+		if (!host_cases[i].want && r == 0)
+			fail_msg("host '%s' should be refused, got '%s'", host_cases[i].in, out);
+		free(out);
+	}
+}
+
+static void test_url_parse_and_canonical_form(void **state)
+{
+	struct lev_target_url u = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)state;
+	assert_int_equal(lev_target_url_parse("HTTPS://u:p@API.Example.COM.:8443/v1?q=1#frag", &u, &err),
+			 0);
+	assert_string_equal(u.scheme, "https");
+	assert_string_equal(u.userinfo, "u:p");
+	assert_string_equal(u.host, "api.example.com");
+	assert_int_equal(u.port, 8443);
+	assert_string_equal(u.path, "/v1?q=1");
+	assert_string_equal(u.canonical, "https://u:p@api.example.com:8443/v1?q=1");
+	lev_target_url_release(&u);
+
+	assert_int_equal(lev_target_url_parse("example.com", &u, &err), 0);
+	assert_string_equal(u.canonical, "http://example.com/");
+	lev_target_url_release(&u);
+
+	assert_int_equal(lev_target_url_parse("https://[::1]:8080", &u, &err), 0);
+	assert_string_equal(u.host, "[::1]");
+	assert_int_equal(u.port, 8080);
+	lev_target_url_release(&u);
+
+	assert_int_equal(lev_target_url_parse("https://a.com:99999/", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("https://a.com:0/", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("https://a.com:8x/", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("http://evil.com\\@good.com/", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("https://a@b@c.com/", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("file:///etc/passwd", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("javascript://x.com/", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("http:/x.com", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("https://", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("https://x.com/a b", &u, &err), LEV_EPARSE);
+	assert_int_equal(lev_target_url_parse("", &u, &err), LEV_EPARSE);
+	assert_null(u.host);
+}
+
+struct pat_case {
+	const char *in;
+	const char *want;	/* NULL: refused */
+};
+
+static const struct pat_case pat_cases[] = {
+	{ "*", "*" },
+	{ "*.EXAMPLE.com.", "*.example.com" },
+	{ "*@Example.COM", "*@example.com" },
+	{ "megan@*", "megan@*" },
+	{ "+1555*", "+1555*" },
+	{ "API.Example.com", "api.example.com" },
+	{ "Bob@Example.com", "bob@example.com" },
+	{ "#Team-Standup", "#team-standup" },
+	{ "*example.com", NULL },	/* would match evilexample.com */
+	{ "a*b", NULL },
+	{ "**", NULL },
+	{ "*.*.com", NULL },
+	{ "*.1.2.3.4", NULL },
+	{ "*.", NULL },
+	{ "", NULL },
+	{ "ex ample*", NULL },
+};
+
+static void test_pattern_canonicalisation(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(pat_cases) / sizeof(pat_cases[0]); i++) {
+		struct lev_err err = LEV_ERR_INIT;
+		char *out = NULL;
+		int r = lev_target_pattern_canon(pat_cases[i].in, &out, &err);
+
+		if (pat_cases[i].want && (r != 0 || strcmp(out, pat_cases[i].want) != 0))
+			fail_msg("pattern '%s': got %d '%s' (%s)", pat_cases[i].in, r, out ? out : "",
+				 err.msg);
+		if (!pat_cases[i].want && r == 0)
+			fail_msg("pattern '%s' should be refused, got '%s'", pat_cases[i].in, out);
+		if (!pat_cases[i].want)
+			assert_true(err.msg[0] != '\0');
+		free(out);
+	}
+}
+
+struct match_case {
+	const char *pat, *target;
+	bool want;
+};
+
+static const struct match_case match_cases[] = {
+	{ "*.example.com", "a.example.com", true },
+	{ "*.example.com", "a.b.example.com", true },
+	{ "*.example.com", "example.com", false },	/* the apex is not a sub-domain */
+	{ "*.example.com", "evilexample.com", false },
+	{ "*.example.com", "example.com.evil.com", false },
+	{ "*.example.com", "bob@a.example.com", false },
+	{ "*.example.com", "#chan.example.com", false },
+	{ "*@example.com", "bob@example.com", true },
+	{ "*@example.com", "bob@a.example.com", false },
+	{ "*@example.com", "bob@example.com.evil.com", false },
+	{ "*@example.com", "example.com", false },
+	{ "megan@*", "megan@anything.org", true },
+	{ "megan@*", "megan", false },
+	{ "+1555*", "+15551234", true },
+	{ "+1555*", "+1666", false },
+	{ "api.example.com", "api.example.com", true },
+	{ "api.example.com", "api.example.com.evil.com", false },
+	{ "*", "anything", true },
+	{ "*", "", false },
+};
+
+static void test_pattern_matching(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(match_cases) / sizeof(match_cases[0]); i++)
+		if (lev_target_pattern_match(match_cases[i].pat, match_cases[i].target) !=
+		    match_cases[i].want)
+			fail_msg("'%s' vs '%s': wanted %d", match_cases[i].pat, match_cases[i].target,
+				 match_cases[i].want);
+	assert_false(lev_target_pattern_match(NULL, "x"));
+	assert_false(lev_target_pattern_match("*", NULL));
+}
+
+/* ---- policy.toml ---- */
+
+static struct lev_policy *parse_ok(const char *text)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_policy *p = NULL;
+
+	if (lev_policy_parse(text, strlen(text), "policy.toml", &p, &err) != 0)
+		fail_msg("parse failed: %s", err.msg);
+	return p;
+}
+
+static void parse_fails(const char *text, const char *want_in_msg)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_policy *p = NULL;
+
+	assert_int_equal(lev_policy_parse(text, strlen(text), "policy.toml", &p, &err), LEV_EPARSE);
+	assert_null(p);
+	if (!strstr(err.msg, want_in_msg))
+		fail_msg("message '%s' does not hold '%s'", err.msg, want_in_msg);
+}
+
+static void test_policy_parses_rules_and_overrides(void **state)
+{
+	struct lev_policy *p;
+	struct lev_tool_class c;
+
+	(void)state;
+	p = parse_ok("# comment\n"
+		     "[[allowlist]]\n"
+		     "tool = \"send_email\"\n"
+		     "to = [\"megan@*\", \"+1555\"]\n"
+		     "max_sensitivity = \"private\"\n"
+		     "\n"
+		     "[[allowlist]]\n"
+		     "tool = \"post_to_slack\"\n"
+		     "channel = \"#Team\"\n"
+		     "max_sensitivity = \"Internal\"\n"
+		     "\n"
+		     "[mcp_overrides.\"my-server\".tools]\n"
+		     "read_customer_data = { sensitivity = \"private\", direction = \"inbound\" }\n"
+		     "send = { clearance = \"internal\", target = \"recipient\" }\n"
+		     "\n"
+		     "[mcp_overrides.\"github.list_issues\"]\n"
+		     "direction = \"inbound\"\n");
+	assert_int_equal(p->n_rules, 2);
+	assert_string_equal(p->rules[0].tool, "send_email");
+	assert_int_equal(lev_strv_len(p->rules[0].to), 2);
+	assert_int_equal(p->rules[0].max_sensitivity, LEV_PRIVATE);
+	assert_int_equal(p->rules[0].line, 2);
+	assert_string_equal(p->rules[1].channel[0], "#team");
+	assert_int_equal(p->rules[1].max_sensitivity, LEV_INTERNAL);
+	assert_int_equal(p->rules[1].line, 7);
+	assert_int_equal(p->n_overrides, 3);
+	assert_null(p->warnings);
+
+	/* the dispatched MCP spelling finds the override too */
+	lev_policy_classify(p, "my-server__read_customer_data", &c);
+	assert_int_equal(c.sensitivity, LEV_PRIVATE);
+	assert_int_equal(c.direction, LEV_DIR_INBOUND);
+	assert_int_equal(c.clearance, LEV_PUBLIC);	/* not set: kept */
+	lev_policy_classify(p, "my-server.send", &c);
+	assert_int_equal(c.direction, LEV_DIR_OUTBOUND);
+	assert_int_equal(c.clearance, LEV_INTERNAL);
+	assert_int_equal(c.target_from, LEV_TARGET_FROM_ARG);
+	assert_string_equal(c.target_arg, "recipient");
+	lev_policy_classify(p, "github__list_issues", &c);
+	assert_int_equal(c.direction, LEV_DIR_INBOUND);
+	lev_policy_classify(p, "github__other", &c);
+	assert_int_equal(c.direction, LEV_DIR_OUTBOUND);
+	lev_policy_free(p);
+}
+
+static void test_policy_missing_or_bad_max_sensitivity_is_an_error(void **state)
+{
+	(void)state;
+	/* the original read these as Public: fail open */
+	parse_fails("\n\n[[allowlist]]\ntool = \"x\"\n", "policy.toml:3:");
+	parse_fails("[[allowlist]]\ntool = \"x\"\n", "max_sensitivity");
+	parse_fails("[[allowlist]]\ntool = \"x\"\nmax_sensitivity = \"secret\"\n", "policy.toml:3:");
+	parse_fails("[[allowlist]]\ntool = \"x\"\nmax_sensitivity = \"secret\"\n", "secret");
+	parse_fails("[[allowlist]]\ntool = \"x\"\nmax_sensitivity = 2\n", "policy.toml:3:");
+	parse_fails("[[allowlist]]\ntool = \"x\"\nmax_sensitivity = \"\"\n", "max_sensitivity");
+}
+
+static void test_policy_other_errors_name_the_place(void **state)
+{
+	(void)state;
+	parse_fails("[[allowlist]]\nmax_sensitivity = \"public\"\n", "has no 'tool'");
+	parse_fails("[[allowlist]]\ntool = \"\"\nmax_sensitivity = \"public\"\n", "policy.toml:2:");
+	parse_fails("[[allowlist]]\ntool = \"x\"\nto = [\"*example.com\"]\nmax_sensitivity = \"public\"\n",
+		    "policy.toml:3:");
+	parse_fails("[[allowlist]]\ntool = \"x\"\nto = [1]\nmax_sensitivity = \"public\"\n",
+		    "policy.toml:3:");
+	parse_fails("[allowlist]\ntool = \"x\"\n", "allowlist");
+	parse_fails("allowlist = [1]\n", "policy.toml:1:");
+	parse_fails("[mcp_overrides.s.tools]\nt = { direction = \"sideways\" }\n", "policy.toml:2:");
+	parse_fails("[mcp_overrides.s.tools]\nt = { sensitivity = \"top\" }\n", "sensitivity");
+	parse_fails("[mcp_overrides.s.tools]\nt = { target = \"a b\" }\n", "target");
+	parse_fails("[[allowlist]\n", "policy.toml:1:");
+}
+
+static void test_policy_unknown_keys_are_warnings(void **state)
+{
+	struct lev_policy *p;
+
+	(void)state;
+	p = parse_ok("colour = \"blue\"\n"
+		     "[[allowlist]]\ntool = \"x\"\nmax_sensitivity = \"public\"\nnote = \"hi\"\n"
+		     "[mcp_overrides.s]\nextra = 1\n"
+		     "[mcp_overrides.s.tools]\nt = { direction = \"inbound\", why = \"x\" }\n");
+	assert_int_equal(p->n_rules, 1);
+	assert_int_equal(lev_strv_len(p->warnings), 4);
+	assert_non_null(strstr(p->warnings[0], "policy.toml:1:"));
+	assert_non_null(strstr(p->warnings[0], "colour"));
+	assert_non_null(strstr(p->warnings[1], "note"));
+	lev_policy_free(p);
+}
+
+static void test_allowlist_matching_semantics(void **state)
+{
+	struct lev_policy *p;
+	char *one[] = { (char *)"a.example.com", NULL };
+	char *two_ok[] = { (char *)"a.example.com", (char *)"b.example.com", NULL };
+	char *mixed[] = { (char *)"a.example.com", (char *)"evil.com", NULL };
+	char *bob[] = { (char *)"bob@corp.com", NULL };
+
+	(void)state;
+	p = parse_ok("[[allowlist]]\ntool = \"http_post\"\nto = [\"*.example.com\"]\n"
+		     "max_sensitivity = \"internal\"\n"
+		     "[[allowlist]]\ntool = \"bash\"\nmax_sensitivity = \"private\"\n"
+		     "[[allowlist]]\ntool = \"http_post\"\nto = [\"*.example.com\"]\n"
+		     "max_sensitivity = \"private\"\n"
+		     "[[allowlist]]\ntool = \"mail.send\"\nto = [\"*@corp.com\"]\n"
+		     "max_sensitivity = \"private\"\n");
+	/* first match wins; max_sensitivity is an upper bound on the taint */
+	assert_int_equal(lev_policy_match(p, "http_post", one, LEV_INTERNAL), 0);
+	assert_int_equal(lev_policy_match(p, "http_post", one, LEV_PRIVATE), 2);
+	assert_int_equal(lev_policy_match(p, "http_post", two_ok, LEV_INTERNAL), 0);
+	/* every target must match */
+	assert_int_equal(lev_policy_match(p, "http_post", mixed, LEV_INTERNAL), -1);
+	/* a patterned rule never matches a call without a target */
+	assert_int_equal(lev_policy_match(p, "http_post", NULL, LEV_INTERNAL), -1);
+	/* a rule without patterns matches any target or none; bash is shell */
+	assert_int_equal(lev_policy_match(p, "shell", NULL, LEV_PRIVATE), 1);
+	assert_int_equal(lev_policy_match(p, "shell", mixed, LEV_PRIVATE), 1);
+	assert_int_equal(lev_policy_match(p, "mail__send", bob, LEV_PRIVATE), 3);
+	assert_int_equal(lev_policy_match(p, "mail_send", bob, LEV_PRIVATE), -1);
+	assert_int_equal(lev_policy_match(p, "web_fetch", one, LEV_PUBLIC), -1);
+	assert_true(lev_allow_rule_matches(&p->rules[0], "http_post", one, LEV_PUBLIC));
+	assert_false(lev_allow_rule_matches(&p->rules[0], "http_get", one, LEV_PUBLIC));
+	lev_policy_free(p);
+}
+
+/* The index must give the same first match as trying every rule in order. */
+static void test_index_agrees_with_linear_matching(void **state)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	struct lev_policy *p;
+	const char *pats[] = { "*.example.com", "api.example.com", "*@example.com", "megan@*",
+			       "*", "#team", "*.b.example.com", "+1555*", "b.example.com" };
+	const char *tools[] = { "http_post", "send_email", "shell", "mcp.tool" };
+	const char *targets[] = { "api.example.com", "a.b.example.com", "b.example.com",
+				  "example.com", "bob@example.com", "megan@x.org", "#team",
+				  "+15550000", "evil.com", "com", "x.api.example.com" };
+	const char *calls[] = { "http_post", "send_email", "bash", "mcp__tool", "other" };
+	size_t i, j, k, n = 0;
+	int lvl;
+
+	(void)state;
+	for (i = 0; i < 60; i++) {
+		lev_buf_addf(&b, "[[allowlist]]\ntool = \"%s\"\n", tools[i % 4]);
+		if (i % 7 != 3)
+			lev_buf_addf(&b, "to = [\"%s\", \"%s\"]\n", pats[i % 9], pats[(i * 5 + 2) % 9]);
+		lev_buf_addf(&b, "max_sensitivity = \"%s\"\n\n", lev_level_name((enum lev_level)(i % 3)));
+	}
+	p = parse_ok(b.buf);
+	assert_int_equal(p->n_rules, 60);
+	for (i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		for (lvl = 0; lvl < 3; lvl++) {
+			assert_int_equal(lev_policy_match(p, calls[i], NULL, (enum lev_level)lvl),
+					 lev_policy_match_linear(p, calls[i], NULL, (enum lev_level)lvl));
+			for (j = 0; j < sizeof(targets) / sizeof(targets[0]); j++) {
+				for (k = 0; k < sizeof(targets) / sizeof(targets[0]); k += 3) {
+					char *one[] = { (char *)targets[j], NULL };
+					char *two[] = { (char *)targets[j], (char *)targets[k], NULL };
+					int a = lev_policy_match(p, calls[i], one, (enum lev_level)lvl);
+
+					assert_int_equal(a, lev_policy_match_linear(p, calls[i], one,
+										    (enum lev_level)lvl));
+					assert_int_equal(lev_policy_match(p, calls[i], two, (enum lev_level)lvl),
+							 lev_policy_match_linear(p, calls[i], two,
+										 (enum lev_level)lvl));
+					n += a >= 0;
+				}
+			}
+		}
+	}
+	assert_true(n > 100);	/* the comparison saw plenty of matches, not just misses */
+	lev_policy_free(p);
+	lev_buf_release(&b);
+}
+
+/* ---- the gate ---- */
+
+static struct lev_gate *gate_with(const char *policy_text, const char *rule_name,
+				  const char *rule_text, bool enabled, bool yolo)
+{
+	struct lev_gate_options o = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_gate *g = NULL;
+	char *pol = path_in("policy.toml");
+	char *rules = path_in("rules");
+
+	lev_rm_rf(pol, NULL);
+	lev_rm_rf(rules, NULL);
+	if (policy_text)
+		write_file(pol, policy_text, 0600);
+	if (rule_name) {
+		char *f;
+
+		assert_int_equal(mkdir(rules, 0700), 0);
+		f = lev_path_join(rules, rule_name);
+		write_file(f, rule_text, 0600);
+		free(f);
+	}
+	o.policy_path = pol;
+	o.rules_dir = rules;
+	o.enabled = enabled;
+	o.yolo = yolo;
+	o.recheck_ns = -1;
+	o.rule_limits = &test_limits;
+	if (lev_gate_new(&o, &g, &err) != 0)
+		fail_msg("gate: %s", err.msg);
+	free(pol);
+	free(rules);
+	return g;
+}
+
+static void check(struct lev_gate *g, const char *tool, const char *args, enum lev_level taint,
+		  struct lev_gate_decision *d)
+{
+	struct lev_gate_call c = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+
+	c.tool = tool;
+	c.args_json = args;
+	c.args_len = args ? strlen(args) : 0;
+	c.taint = taint;
+	if (lev_gate_check(g, &c, d, &err) != 0)
+		fail_msg("check: %s", err.msg);
+}
+
+static const char *const A14_POLICY = "[[allowlist]]\n"
+				      "tool = \"http_post\"\n"
+				      "to = [\"*.example.com\"]\n"
+				      "max_sensitivity = \"internal\"\n";
+
+struct trick {
+	const char *url;
+	bool allowed;
+};
+
+/* A14 and friends: only the host the request really goes to counts. */
+static const struct trick tricks[] = {
+	{ "https://example.com.attacker.net/x", false },
+	{ "https://attacker.net/?h=.example.com", false },
+	{ "https://attacker.net#@api.example.com", false },
+	{ "https://user@attacker.net/api.example.com", false },
+	{ "https://xn--xample-xxx.com/", false },
+	{ "https://evil.com#.example.com", false },
+	{ "evil.com#.example.com", false },
+	{ "https://api.example.com@evil.com/", false },
+	{ "https://api.example.com:443@evil.com/", false },
+	{ "http://api.example.com\\@evil.com/", false },
+	{ "https://evilexample.com/", false },
+	{ "https://example.com/", false },	/* the apex: list it separately */
+	{ "https://EXAMPLE.com/", false },
+	{ "https://api.example.com\xe3\x80\x82" "evil.com/", false },
+	{ "https://evil.com%2f.example.com/", false },
+	{ "https://api.example.com%00.evil.com/", false },
+	{ "https://api.example.com../", false },
+	{ "https://[::1]/", false },
+	{ "https://api.example.com:99999/", false },
+	{ "ftp://api.example.com/", false },
+	{ "https://API.Example.com./v1", true },
+	{ "https://api.example.com:443/v1", true },
+	{ "https://WWW.EXAMPLE.COM", true },
+	{ "https://api%2eexample.com/", true },
+	{ "https://\xef\xbd\x81\xef\xbd\x90\xef\xbd\x89.example.com/", true },
+	{ "api.example.com/v1", true },
+};
+
+static void test_gate_pattern_tricks(void **state)
+{
+	struct lev_gate *g = gate_with(A14_POLICY, NULL, NULL, true, false);
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(tricks) / sizeof(tricks[0]); i++) {
+		struct lev_gate_decision d;
+		json_t *j = json_pack("{s:s,s:s}", "url", tricks[i].url, "body", "secret");
+		char *args = json_dumps(j, 0);
+		bool allowed;
+
+		check(g, "http_post", args, LEV_INTERNAL, &d);
+		allowed = d.result == LEV_GATE_ALLOWED;
+		if (allowed != tricks[i].allowed)
+			fail_msg("'%s': %s (target %s, error %s)", tricks[i].url,
+				 lev_gate_result_name(d.result), d.targets ? d.targets[0] : "-",
+				 d.target_error ? d.target_error : "-");
+		if (allowed) {
+			assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+			assert_int_equal(d.rule_index, 1);
+			assert_int_equal(d.rule_line, 1);
+		} else {
+			assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+			assert_int_equal(d.source, LEV_GATE_SRC_NONE);
+		}
+		lev_gate_decision_release(&d);
+		free(args);
+		json_decref(j);
+	}
+	lev_gate_free(g);
+}
+
+static void test_gate_decision_order(void **state)
+{
+	struct lev_gate *g = gate_with(A14_POLICY, NULL, NULL, true, false);
+	struct lev_gate_decision d;
+	const char *ok = "{\"url\":\"https://api.example.com/\"}";
+
+	(void)state;
+	check(g, "read_file", "{\"path\":\"x\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_GATE_SRC_NOT_OUTBOUND);
+	assert_false(d.outbound);
+	lev_gate_decision_release(&d);
+
+	check(g, "http_post", ok, LEV_PUBLIC, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_WITHIN_CLEARANCE);
+	assert_string_equal(d.targets[0], "api.example.com");	/* recorded even when allowed */
+	lev_gate_decision_release(&d);
+
+	check(g, "http_post", ok, LEV_INTERNAL, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+	lev_gate_decision_release(&d);
+
+	/* max_sensitivity internal does not cover private */
+	check(g, "http_post", ok, LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_int_equal(d.taint, LEV_PRIVATE);
+	assert_int_equal(d.clearance, LEV_PUBLIC);
+	lev_gate_decision_release(&d);
+
+	/* an unknown tool fails closed: gated as outbound */
+	check(g, "some_mcp__tool", "{}", LEV_INTERNAL, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_true(d.outbound);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+}
+
+static void test_gate_disabled_and_yolo(void **state)
+{
+	struct lev_gate *g = gate_with(NULL, NULL, NULL, false, false);
+	struct lev_gate_decision d;
+
+	(void)state;
+	check(g, "shell", "{\"command\":\"curl x\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_GATE_SRC_TAINT_DISABLED);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+
+	g = gate_with(NULL, NULL, NULL, true, true);
+	check(g, "shell", "{\"command\":\"curl x\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_GATE_SRC_YOLO);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+}
+
+static void test_gate_user_answers(void **state)
+{
+	struct lev_gate *g = gate_with(NULL, NULL, NULL, true, false);
+	struct lev_gate_decision d;
+	struct lev_tool_class c;
+
+	(void)state;
+	check(g, "http_post", "{\"url\":\"https://x.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_ONCE), 0);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_GATE_SRC_USER_ONCE);
+	/* answering twice is a caller bug */
+	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_RUN), -EINVAL);
+	lev_gate_decision_release(&d);
+
+	/* once means once */
+	check(g, "http_post", "{\"url\":\"https://x.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_DENY), 0);
+	assert_int_equal(d.result, LEV_GATE_BLOCKED);
+	assert_int_equal(d.source, LEV_GATE_SRC_USER_DENY);
+	lev_gate_decision_release(&d);
+
+	check(g, "http_post", "{\"url\":\"https://x.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_NONE), 0);
+	assert_int_equal(d.result, LEV_GATE_BLOCKED);
+	assert_int_equal(d.source, LEV_GATE_SRC_NO_ANSWER);
+	lev_gate_decision_release(&d);
+
+	/* allow for this run: the tool's clearance becomes Private for the rest of the run */
+	check(g, "http_post", "{\"url\":\"https://x.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_RUN), 0);
+	assert_int_equal(d.source, LEV_GATE_SRC_USER_RUN);
+	lev_gate_decision_release(&d);
+	lev_gate_classify(g, "http_post", &c);
+	assert_int_equal(c.clearance, LEV_PRIVATE);
+	check(g, "http_post", "{\"url\":\"https://other.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_GATE_SRC_WITHIN_CLEARANCE);
+	assert_true(d.clearance_raised);
+	assert_int_equal(d.clearance, LEV_PRIVATE);
+	lev_gate_decision_release(&d);
+	/* only that tool */
+	check(g, "web_fetch", "{\"url\":\"https://x.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+
+	/* a new gate is a new run: the raise is gone */
+	g = gate_with(NULL, NULL, NULL, true, false);
+	check(g, "http_post", "{\"url\":\"https://x.org\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+}
+
+static void test_gate_lua_rule_after_allowlist(void **state)
+{
+	struct lev_gate *g = gate_with(A14_POLICY, "ops.lua",
+				       "return tool == 'send_email' and target == 'ops@corp.com' "
+				       "and taint == 'private' and args.subject == 'report'",
+				       true, false);
+	struct lev_gate_decision d;
+
+	(void)state;
+	check(g, "send_email", "{\"to\":\"OPS@corp.com\",\"subject\":\"report\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_GATE_SRC_RULE);
+	assert_string_equal(d.rule_name, "ops");
+	lev_gate_decision_release(&d);
+	/* every recipient must pass */
+	check(g, "send_email", "{\"to\":\"ops@corp.com\",\"bcc\":\"x@evil.com\",\"subject\":\"report\"}",
+	      LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_gate_decision_release(&d);
+	/* unreadable arguments: rules are not consulted */
+	check(g, "send_email", "{\"to\":\"ops@corp.com\",\"to\":\"x@evil.com\",\"subject\":\"report\"}",
+	      LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_non_null(d.target_error);
+	assert_true(lev_strv_len(d.diags) >= 1);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+}
+
+static void test_gate_overrides_and_read_grants(void **state)
+{
+	struct lev_gate_options o = { 0 };
+	struct lev_gate *g = NULL;
+	struct lev_gate_decision d;
+	struct lev_tool_class c;
+	char *pol = path_in("policy.toml");
+
+	(void)state;
+	lev_rm_rf(pol, NULL);
+	write_file(pol,
+		   "[mcp_overrides.crm.tools]\n"
+		   "lookup = { sensitivity = \"private\", direction = \"inbound\" }\n"
+		   "notify = { target = \"who\", clearance = \"internal\" }\n"
+		   "[[allowlist]]\ntool = \"crm.notify\"\nto = [\"*@corp.com\"]\n"
+		   "max_sensitivity = \"private\"\n",
+		   0600);
+	o.policy_path = pol;
+	o.enabled = true;
+	o.read_grant_active = true;
+	o.recheck_ns = -1;
+	assert_int_equal(lev_gate_new(&o, &g, NULL), 0);
+	lev_gate_classify(g, "read_files", &c);
+	assert_int_equal(c.sensitivity, LEV_PRIVATE);
+	lev_gate_classify(g, "crm__lookup", &c);
+	assert_int_equal(c.sensitivity, LEV_PRIVATE);
+	check(g, "crm__lookup", "{}", LEV_PRIVATE, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_NOT_OUTBOUND);
+	lev_gate_decision_release(&d);
+	check(g, "crm__notify", "{\"who\":\"ann@corp.com\",\"to\":\"x@evil.com\"}", LEV_INTERNAL, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_WITHIN_CLEARANCE);
+	lev_gate_decision_release(&d);
+	check(g, "crm__notify", "{\"who\":\"ann@corp.com\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+	assert_string_equal(d.targets[0], "ann@corp.com");
+	lev_gate_decision_release(&d);
+	check(g, "crm__notify", "{\"who\":\"ann@evil.com\"}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_gate_decision_release(&d);
+	lev_gate_free(g);
+	free(pol);
+}
+
+static void test_gate_reloads_policy_and_fails_closed_on_breakage(void **state)
+{
+	struct lev_gate *g = gate_with(NULL, NULL, NULL, true, false);
+	struct lev_gate_decision d;
+	char *pol = path_in("policy.toml");
+
+	(void)state;
+	check(g, "shell", "{}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_gate_decision_release(&d);
+
+	write_file(pol, "[[allowlist]]\ntool = \"shell\"\nmax_sensitivity = \"private\"\n", 0600);
+	check(g, "shell", "{}", LEV_PRIVATE, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+	lev_gate_decision_release(&d);
+
+	/* broken mid-run: the allowlist stops counting, and the decision says why */
+	write_file(pol, "[[allowlist]]\ntool = \"shell\"\nmax_sensitivity = \"privat\"\n", 0600);
+	check(g, "shell", "{}", LEV_PRIVATE, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_int_equal(lev_strv_len(d.diags), 1);
+	assert_non_null(strstr(d.diags[0], "allowlist ignored"));
+	assert_non_null(strstr(d.diags[0], ":3:"));
+	lev_gate_decision_release(&d);
+
+	/* fixed again */
+	write_file(pol, "[[allowlist]]\ntool = \"shell\"\nmax_sensitivity = \"private\"\n\n", 0600);
+	check(g, "shell", "{}", LEV_PRIVATE, &d);
+	assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+	lev_gate_decision_release(&d);
+
+	/* rules appear too */
+	{
+		char *rules = path_in("rules");
+		char *f = lev_path_join(rules, "late.lua");
+
+		write_file(pol, "\n", 0600);
+		assert_int_equal(mkdir(rules, 0700), 0);
+		write_file(f, "return tool == 'shell'", 0600);
+		check(g, "shell", "{}", LEV_PRIVATE, &d);
+		assert_int_equal(d.source, LEV_GATE_SRC_RULE);
+		assert_string_equal(d.rule_name, "late");
+		lev_gate_decision_release(&d);
+		/* edited in place */
+		write_file(f, "return false -- now refuses", 0600);
+		check(g, "shell", "{}", LEV_PRIVATE, &d);
+		assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+		lev_gate_decision_release(&d);
+		free(f);
+		free(rules);
+	}
+	lev_gate_free(g);
+	free(pol);
+}
+
+static void test_gate_refuses_unsafe_or_broken_files_at_start(void **state)
+{
+	struct lev_gate_options o = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_gate *g = NULL;
+	char *pol = path_in("policy.toml");
+
+	(void)state;
+	o.policy_path = pol;
+	o.enabled = true;
+	write_file(pol, "[[allowlist]]\ntool = \"x\"\n", 0600);
+	assert_int_equal(lev_gate_new(&o, &g, &err), LEV_EPARSE);
+	assert_null(g);
+	write_file(pol, "\n", 0666);
+	assert_int_equal(lev_gate_new(&o, &g, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "writable"));
+	lev_rm_rf(pol, NULL);
+	free(pol);
+}
+
+/* The whole A12 story through the real gate. */
+static void test_gate_sees_laundered_taint(void **state)
+{
+	struct lev_gate *g = gate_with(NULL, NULL, NULL, true, false);
+	struct lev_taint_ctx *ctx = lev_taint_ctx_new();
+	struct lev_gate_call c = { 0 };
+	struct lev_gate_decision d;
+	int conv = lev_taint_region_add(ctx, "conversation", NULL);
+	int scratch = lev_taint_region_add(ctx, "scratch", NULL);
+	uint64_t secret, note;
+
+	(void)state;
+	lev_taint_add_entry(ctx, conv, LEV_PUBLIC, NULL, NULL);
+	lev_taint_add_entry(ctx, scratch, LEV_PRIVATE, &secret, NULL);
+	lev_taint_add_model_text(ctx, conv, LEV_PUBLIC, &note, NULL);
+	lev_taint_evict(ctx, secret, NULL);
+	c.tool = "http_post";
+	c.args_json = "{\"url\":\"https://x@partner.net/\",\"body\":\"463820\"}";
+	c.args_len = strlen(c.args_json);
+	c.ctx = ctx;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_int_equal(d.taint, LEV_PRIVATE);
+	assert_string_equal(d.regions, "conversation");
+	assert_string_equal(d.targets[0], "partner.net");
+	lev_gate_decision_release(&d);
+	/* B08: evict the derived note too and the same call is fine */
+	lev_taint_evict(ctx, note, NULL);
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.source, LEV_GATE_SRC_WITHIN_CLEARANCE);
+	lev_gate_decision_release(&d);
+	lev_taint_ctx_free(ctx);
+	lev_gate_free(g);
+}
+
+static void test_gate_given_targets_are_canonicalised(void **state)
+{
+	struct lev_gate *g = gate_with(A14_POLICY, NULL, NULL, true, false);
+	struct lev_gate_call c = { 0 };
+	struct lev_gate_decision d;
+	char *good[] = { (char *)"API.EXAMPLE.COM.", NULL };
+	char *bad[] = { (char *)"evil.com#.example.com", NULL };
+
+	(void)state;
+	c.tool = "http_post";
+	c.taint = LEV_INTERNAL;
+	c.targets_given = true;
+	c.targets = good;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+	lev_gate_decision_release(&d);
+	c.targets = bad;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_non_null(d.target_error);
+	lev_gate_decision_release(&d);
+	c.tool = NULL;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), -EINVAL);
+	lev_gate_free(g);
+}
+
+static void test_gate_takes_parsed_arguments(void **state)
+{
+	struct lev_gate *g = gate_with(A14_POLICY, NULL, NULL, true, false);
+	struct lev_gate_call c = { 0 };
+	struct lev_gate_decision d;
+	json_t *good = json_pack("{s:s}", "url", "https://api.example.com/x");
+	json_t *evil = json_pack("{s:s}", "url", "https://evil.com#.example.com");
+	json_t *arr = json_pack("[s]", "x");
+
+	(void)state;
+	c.tool = "http_post";
+	c.taint = LEV_INTERNAL;
+	c.args_json = "{\"url\":\"https://evil.com/\"}";	/* ignored: ARGS wins */
+	c.args_len = strlen(c.args_json);
+	c.args = good;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.source, LEV_GATE_SRC_ALLOWLIST);
+	assert_string_equal(d.targets[0], "api.example.com");
+	lev_gate_decision_release(&d);
+	c.args = evil;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_string_equal(d.targets[0], "evil.com");
+	lev_gate_decision_release(&d);
+	c.args = arr;
+	assert_int_equal(lev_gate_check(g, &c, &d, NULL), 0);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	assert_non_null(d.target_error);
+	lev_gate_decision_release(&d);
+	json_decref(good);
+	json_decref(evil);
+	json_decref(arr);
+	lev_gate_free(g);
+}
+
+static void test_audit_record_is_one_valid_json_line(void **state)
+{
+	struct lev_gate *g = gate_with(A14_POLICY, NULL, NULL, true, false);
+	struct lev_gate_decision d;
+	struct lev_buf b = LEV_BUF_INIT;
+	json_error_t jerr;
+	json_t *j;
+	char *p = path_in("audit.jsonl");
+	char *text;
+	int fd;
+
+	(void)state;
+	check(g, "http_post", "{\"url\":\"https://api.example.com/\"}", LEV_INTERNAL, &d);
+	assert_int_equal(lev_gate_audit_json(&d, "run-1", "call-7", &b), 0);
+	assert_int_equal(b.buf[b.len - 1], '\n');
+	assert_null(memchr(b.buf, '\n', b.len - 1));
+	j = json_loads(b.buf, 0, &jerr);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "run")), "run-1");
+	assert_string_equal(json_string_value(json_object_get(j, "call")), "call-7");
+	assert_string_equal(json_string_value(json_object_get(j, "tool")), "http_post");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "targets"), 0)),
+			    "api.example.com");
+	assert_true(json_is_true(json_object_get(j, "outbound")));
+	assert_string_equal(json_string_value(json_object_get(j, "taint")), "internal");
+	assert_string_equal(json_string_value(json_object_get(j, "clearance")), "public");
+	assert_string_equal(json_string_value(json_object_get(j, "result")), "allowed");
+	assert_string_equal(json_string_value(json_object_get(j, "source")), "allowlist");
+	assert_int_equal(json_integer_value(json_object_get(j, "rule")), 1);
+	assert_non_null(json_string_value(json_object_get(j, "time")));
+	json_decref(j);
+
+	fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(lev_gate_audit_append(fd, &d, "run-1", NULL, NULL), 0);
+	lev_gate_decision_release(&d);
+
+	/* a hostile tool name still gives valid JSON */
+	check(g, "bad\"\n\xff\xfe\xe3\x80tool", "{}", LEV_PRIVATE, &d);
+	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_NONE), 0);
+	assert_int_equal(lev_gate_audit_append(fd, &d, "run-1", NULL, NULL), 0);
+	lev_gate_decision_release(&d);
+	close(fd);
+
+	text = read_all(p);
+	{
+		char *nl = strchr(text, '\n');
+		json_t *second;
+
+		assert_non_null(nl);
+		second = json_loads(nl + 1, 0, &jerr);
+		if (!second)
+			fail_msg("second line is not JSON: %s", jerr.text);
+		assert_string_equal(json_string_value(json_object_get(second, "source")), "no_answer");
+		assert_string_equal(json_string_value(json_object_get(second, "result")), "blocked");
+		assert_true(json_is_null(json_object_get(second, "rule")));
+		json_decref(second);
+	}
+	free(text);
+	free(p);
+	lev_buf_release(&b);
+	lev_gate_free(g);
+}
+
+static void test_describe_does_not_echo_targets(void **state)
+{
+	struct lev_gate *g = gate_with(NULL, NULL, NULL, true, false);
+	struct lev_gate_decision d;
+	struct lev_buf b = LEV_BUF_INIT;
+
+	(void)state;
+	check(g, "http_post", "{\"url\":\"https://evil.example/?leak\"}", LEV_PRIVATE, &d);
+	assert_int_equal(lev_gate_describe(&d, &b), 0);
+	assert_non_null(strstr(b.buf, "'http_post' would send private data"));
+	assert_null(strstr(b.buf, "evil"));
+	lev_gate_decision_release(&d);
+	lev_buf_release(&b);
+	lev_gate_free(g);
+}
+
+/* ---- lev policy add ---- */
+
+static const char *const ORIGINAL =
+	"# my policy: keep this comment\n"
+	"colour = \"kept even though unknown\"   # trailing comment\n"
+	"\n"
+	"[[allowlist]]\n"
+	"tool = \"send_email\"\n"
+	"to = [\"megan@*\"]\n"
+	"max_sensitivity = \"private\"\n"
+	"\n"
+	"[mcp_overrides.\"my-server\".tools]\n"
+	"read_customer_data = { sensitivity = \"private\", direction = \"outbound\", clearance = \"internal\" }\n"
+	"# last line without newline";
+
+static void test_append_keeps_every_byte(void **state)
+{
+	char *p = path_in("policy.toml");
+	struct lev_policy *pol = NULL;
+	size_t idx = 0;
+	struct stat st;
+	char *after;
+
+	(void)state;
+	write_file(p, ORIGINAL, 0640);
+	assert_int_equal(lev_policy_append_rule(p, "http_post", "*.EXAMPLE.com", LEV_INTERNAL, &idx,
+						NULL), 0);
+	assert_int_equal(idx, 2);
+	after = read_all(p);
+	assert_memory_equal(after, ORIGINAL, strlen(ORIGINAL));
+	assert_non_null(strstr(after + strlen(ORIGINAL), "to = [\"*.example.com\"]"));
+	assert_int_equal(lev_policy_load(p, &pol, NULL, NULL), 0);
+	assert_int_equal(pol->n_rules, 2);
+	assert_string_equal(pol->rules[1].tool, "http_post");
+	assert_int_equal(pol->rules[1].max_sensitivity, LEV_INTERNAL);
+	assert_int_equal(pol->n_overrides, 1);
+	lev_policy_free(pol);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0640);
+
+	/* a second append keeps the first one too */
+	assert_int_equal(lev_policy_append_rule(p, "shell", NULL, LEV_PUBLIC, &idx, NULL), 0);
+	assert_int_equal(idx, 3);
+	{
+		char *again = read_all(p);
+
+		assert_memory_equal(again, after, strlen(after));
+		free(again);
+	}
+	free(after);
+	free(p);
+}
+
+static void test_append_creates_the_file_and_directory(void **state)
+{
+	char *dir = path_in("newroot");
+	char *p = lev_path_join(dir, "policy.toml");
+	struct lev_policy *pol = NULL;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(lev_policy_append_rule(p, "web_fetch", "docs.example.com", LEV_PRIVATE, NULL,
+						NULL), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(lev_policy_load(p, &pol, NULL, NULL), 0);
+	assert_int_equal(pol->n_rules, 1);
+	assert_string_equal(pol->rules[0].to[0], "docs.example.com");
+	lev_policy_free(pol);
+	free(p);
+	free(dir);
+}
+
+static void test_append_refuses_and_leaves_the_file_alone(void **state)
+{
+	char *p = path_in("policy.toml");
+	struct lev_err err = LEV_ERR_INIT;
+	const char *broken = "[[allowlist]]\ntool = \"x\"\n# no max_sensitivity\n";
+	const char *inline_arr = "allowlist = []\n";
+	char *now;
+
+	(void)state;
+	write_file(p, broken, 0600);
+	assert_true(lev_policy_append_rule(p, "shell", NULL, LEV_PUBLIC, NULL, &err) < 0);
+	assert_non_null(strstr(err.msg, "max_sensitivity"));
+	now = read_all(p);
+	assert_string_equal(now, broken);
+	free(now);
+
+	write_file(p, inline_arr, 0600);
+	assert_true(lev_policy_append_rule(p, "shell", NULL, LEV_PUBLIC, NULL, &err) < 0);
+	now = read_all(p);
+	assert_string_equal(now, inline_arr);
+	free(now);
+
+	assert_true(lev_policy_append_rule(p, "shell", "*evil.com", LEV_PUBLIC, NULL, &err) < 0);
+	assert_true(lev_policy_append_rule(p, "two words", NULL, LEV_PUBLIC, NULL, &err) < 0);
+	assert_true(lev_policy_append_rule(p, "q\"uote", NULL, LEV_PUBLIC, NULL, &err) < 0);
+	assert_true(lev_policy_append_rule(p, "x", NULL, (enum lev_level)9, NULL, &err) < 0);
+	now = read_all(p);
+	assert_string_equal(now, inline_arr);
+	free(now);
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_canonicalisation),
+		cmocka_unit_test(test_url_parse_and_canonical_form),
+		cmocka_unit_test(test_pattern_canonicalisation),
+		cmocka_unit_test(test_pattern_matching),
+		cmocka_unit_test(test_policy_parses_rules_and_overrides),
+		cmocka_unit_test(test_policy_missing_or_bad_max_sensitivity_is_an_error),
+		cmocka_unit_test(test_policy_other_errors_name_the_place),
+		cmocka_unit_test(test_policy_unknown_keys_are_warnings),
+		cmocka_unit_test(test_allowlist_matching_semantics),
+		cmocka_unit_test(test_index_agrees_with_linear_matching),
+		cmocka_unit_test_setup_teardown(test_gate_pattern_tricks, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_decision_order, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_disabled_and_yolo, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_user_answers, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_lua_rule_after_allowlist, setup_dir,
+						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_overrides_and_read_grants, setup_dir,
+						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_reloads_policy_and_fails_closed_on_breakage,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_refuses_unsafe_or_broken_files_at_start,
+						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_sees_laundered_taint, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_given_targets_are_canonicalised, setup_dir,
+						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_gate_takes_parsed_arguments, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_audit_record_is_one_valid_json_line, setup_dir,
+						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_describe_does_not_echo_targets, setup_dir,
+						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_append_keeps_every_byte, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_append_creates_the_file_and_directory, setup_dir,
+						teardown_dir),
+		cmocka_unit_test_setup_teardown(test_append_refuses_and_leaves_the_file_alone, setup_dir,
+						teardown_dir),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
