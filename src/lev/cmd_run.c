@@ -1,0 +1,780 @@
+/*
+ * cmd_run.c - lev run NAME|PATH --task TEXT|@FILE [--workdir DIR] [--yolo]
+ *             [--allow TOOL]... [--model PROVIDER/MODEL] [--no-seed-commands]
+ *             [--json]
+ *
+ * Runs an agent in the foreground.  On stderr: the progress (stages, each
+ * tool call with its decision and the gate that made it, a spinner while
+ * the model thinks when stderr is a terminal); prompts are asked and read on
+ * /dev/tty; the final output goes to stdout.  With --json, stdout carries one
+ * JSON object per event instead.  Exit 0 complete, 1 error, 130 interrupted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lev/cmd.h"
+#include "liblev/agent.h"
+#include "liblev/agentstore.h"
+#include "liblev/blueprint.h"
+#include "liblev/buf.h"
+#include "liblev/cleanup.h"
+#include "liblev/config.h"
+#include "liblev/datadir.h"
+#include "liblev/lint.h"
+#include "liblev/strv.h"
+#include "liblev/util.h"
+#include "liblev/xalloc.h"
+
+extern char **environ;
+
+#define EXIT_INTERRUPTED 130
+#define TASK_FILE_MAX ((size_t)1 << 20)
+#define LIBEXECDIR "/usr/local/libexec/lev"
+
+const char lev_usage_run[] =
+	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
+	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json]\n"
+	"\n"
+	"Run an agent in the foreground: every tool call passes permission, paths, the\n"
+	"network switch and the taint gate, and runs in the stage's sandbox.\n"
+	"\n"
+	"  --task TEXT|@FILE     the task (from FILE with @)\n"
+	"  --workdir DIR         the working directory (default: the current one)\n"
+	"  --yolo                allow every call that is not denied (deny still holds)\n"
+	"  --allow TOOL          allow TOOL without asking (repeatable; deny still holds)\n"
+	"  --model PROV/MODEL    use this model for every stage\n"
+	"  --no-seed-commands    refuse the blueprint's command seeds\n"
+	"  --json                one JSON object per event on stdout\n"
+	"\n"
+	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
+	"an answer is denied.  The run record is kept in <data root>/runs/<id>/.\n"
+	"Exit status: 0 complete, 1 error, 2 usage, 130 interrupted.\n";
+
+/* ---- signals -------------------------------------------------------------- */
+
+static volatile sig_atomic_t run_cancel;
+static int cancel_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	run_cancel = 1;
+	if (cancel_pipe[1] >= 0)
+		(void)!write(cancel_pipe[1], "x", 1);
+	errno = saved;
+}
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
+static int install_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;	/* no SA_RESTART: a prompt's read() must wake up */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/*
+	 * A reader of --json that goes away must not kill the run mid-record:
+	 * catch SIGPIPE (a handler, not SIG_IGN, which commands would inherit).
+	 */
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
+	return 0;
+}
+
+/* ---- the front end -------------------------------------------------------- */
+
+struct front {
+	bool json;
+	bool tty;		/* stderr is a terminal */
+	int tty_fd;		/* /dev/tty for prompts, -1 when there is none */
+	uint64_t ask_timeout_secs;
+	unsigned calls;
+	char *last_allowed;	/* id of the last call that was allowed */
+	/* spinner */
+	pthread_t spin_thread;
+	bool spin_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool thinking;
+	bool stop;
+	bool drawn;
+};
+
+static void spinner_clear(struct front *f)
+{
+	if (f->drawn) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		f->drawn = false;
+	}
+}
+
+static void *spinner_main(void *data)
+{
+	static const char frames[] = "|/-\\";
+	struct front *f = data;
+	unsigned i = 0;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->stop) {
+		if (!f->thinking) {
+			pthread_cond_wait(&f->cond, &f->lock);
+			continue;
+		}
+		fprintf(stderr, "\r  %c thinking...", frames[i++ % 4]);
+		fflush(stderr);
+		f->drawn = true;
+		{
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 120 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&f->cond, &f->lock, &ts);
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+static void hook_thinking(void *data, bool on)
+{
+	struct front *f = data;
+
+	if (!f->spin_started)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->thinking = on;
+	if (!on)
+		spinner_clear(f);
+	pthread_cond_signal(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Print on stderr without fighting the spinner. */
+static void say(struct front *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(struct front *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (f->spin_started)
+		pthread_mutex_lock(&f->lock);
+	spinner_clear(f);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+	if (f->spin_started)
+		pthread_mutex_unlock(&f->lock);
+}
+
+static const char *jstr(const json_t *ev, const char *key)
+{
+	const json_t *v = json_object_get(ev, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* One line describing a call's arguments, short. */
+static char *args_summary(const json_t *ev)
+{
+	const json_t *args = json_object_get(ev, "args");
+	const char *keys[] = { "command", "path", "url", "query", "region", NULL };
+	char *s;
+
+	if (json_is_object(args)) {
+		for (int i = 0; keys[i]; i++) {
+			const json_t *v = json_object_get(args, keys[i]);
+
+			if (json_is_string(v)) {
+				const char *t = json_string_value(v);
+				size_t n = strcspn(t, "\n");
+
+				return n > 80 ? xasprintf("%.77s...", t) : xstrndup(t, n);
+			}
+		}
+		if (json_is_array(json_object_get(args, "paths")))
+			return xasprintf("%zu files", json_array_size(json_object_get(args, "paths")));
+		if (json_is_string(json_object_get(args, "output")))
+			return xstrdup("(output)");
+	}
+	s = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (s && strlen(s) > 80)
+		s[80] = '\0';
+	return s ? s : xstrdup("");
+}
+
+static void hook_event(void *data, const json_t *ev, const char *line)
+{
+	struct front *f = data;
+	const char *name = jstr(ev, "event");
+
+	if (f->json) {
+		fputs(line, stdout);
+		fputc('\n', stdout);
+		fflush(stdout);
+		return;
+	}
+	if (!name)
+		return;
+	if (!strcmp(name, "run_started")) {
+		say(f, "lev: run %s: agent '%s' in %s\n", jstr(ev, "run") ? jstr(ev, "run") : "-",
+		    jstr(ev, "agent"), jstr(ev, "workdir"));
+	} else if (!strcmp(name, "stage_started")) {
+		say(f, "== stage '%s' (sandbox %s%s, model %s/%s)\n", jstr(ev, "stage"),
+		    jstr(ev, "sandbox"),
+		    json_is_false(json_object_get(ev, "network")) ? ", network off" : "",
+		    jstr(ev, "provider") ? jstr(ev, "provider") : "?",
+		    jstr(ev, "model") ? jstr(ev, "model") : "?");
+	} else if (!strcmp(name, "model_response")) {
+		const char *text = jstr(ev, "text");
+
+		if (text && *text) {
+			size_t n = strcspn(text, "\n");
+
+			say(f, "  model: %.*s%s\n", (int)(n > 100 ? 100 : n), text,
+			    n > 100 || text[n] ? " ..." : "");
+		}
+	} else if (!strcmp(name, "tool_call")) {
+		_cleanup_free_ char *sum = args_summary(ev);
+		bool allowed = lev_streq(jstr(ev, "decision"), "allow");
+		const char *gate = jstr(ev, "gate"), *rule = jstr(ev, "rule");
+
+		f->calls++;
+		free(f->last_allowed);
+		f->last_allowed = allowed && jstr(ev, "id") ? xstrdup(jstr(ev, "id")) : NULL;
+		if (allowed)
+			say(f, "  [%u] %s %s -> allow%s%s%s%s%s\n", f->calls, jstr(ev, "tool"), sum,
+			    gate && strcmp(gate, "none") ? " (" : "",
+			    gate && strcmp(gate, "none") ? gate : "",
+			    gate && strcmp(gate, "none") && rule ? ": " : "",
+			    gate && strcmp(gate, "none") && rule ? rule : "",
+			    gate && strcmp(gate, "none") ? ")" : "");
+		else
+			say(f, "  [%u] %s %s -> DENIED by %s: %s\n", f->calls, jstr(ev, "tool"), sum,
+			    gate ? gate : "?", jstr(ev, "reason") ? jstr(ev, "reason") : "");
+	} else if (!strcmp(name, "tool_result")) {
+		const char *text = jstr(ev, "text");
+
+		/* what an allowed call did, in one line */
+		if (f->last_allowed && lev_streq(f->last_allowed, jstr(ev, "id")) && text) {
+			bool ok = json_is_true(json_object_get(ev, "ok"));
+			size_t n = strcspn(text, "\n"), len = strlen(text), e = len, b;
+
+			/* for a failure, its last line says most */
+			while (e > 0 && text[e - 1] == '\n')
+				e--;
+			b = e;
+			while (b > 0 && text[b - 1] != '\n')
+				b--;
+			if (!ok && b > n && e - b > 0)
+				say(f, "       ! %.*s | %.*s\n", (int)(n > 60 ? 60 : n), text,
+				    (int)(e - b > 100 ? 100 : e - b), text + b);
+			else
+				say(f, "       %s %.*s%s\n", ok ? "=" : "!", (int)(n > 100 ? 100 : n),
+				    text, n > 100 || (text[n] && text[n + 1]) ? " ..." : "");
+		}
+	} else if (!strcmp(name, "warning")) {
+		say(f, "lev: warning: %s\n", jstr(ev, "message"));
+	} else if (!strcmp(name, "seed")) {
+		if (json_is_false(json_object_get(ev, "ok")))
+			say(f, "lev: warning: seed for region '%s': %s\n", jstr(ev, "region"),
+			    jstr(ev, "error") ? jstr(ev, "error") : "failed");
+	} else if (!strcmp(name, "stage_finished")) {
+		say(f, "== stage '%s' ended (%s) after %lld iteration(s)\n", jstr(ev, "stage"),
+		    jstr(ev, "end"), (long long)json_integer_value(json_object_get(ev, "iterations")));
+	}
+}
+
+/* Read one answer line from the terminal, waiting at most TIMEOUT_SECS. */
+static int read_answer(struct front *f, char *buf, size_t size)
+{
+	size_t n = 0;
+	int timeout_ms = f->ask_timeout_secs > INT_MAX / 1000 ? INT_MAX
+							      : (int)f->ask_timeout_secs * 1000;
+
+	while (n + 1 < size) {
+		struct pollfd p = { .fd = f->tty_fd, .events = POLLIN };
+		char c;
+		ssize_t r;
+		int pr = poll(&p, 1, timeout_ms);
+
+		if (pr <= 0 || run_cancel)
+			return -1;	/* timeout, signal or error: no answer */
+		r = read(f->tty_fd, &c, 1);
+		if (r <= 0)
+			return -1;
+		if (c == '\n')
+			break;
+		buf[n++] = c;
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+static void tty_printf(struct front *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void tty_printf(struct front *f, const char *fmt, ...)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	(void)lev_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	(void)lev_write_all(f->tty_fd, b.buf, b.len);
+	lev_buf_release(&b);
+}
+
+static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
+{
+	struct front *f = data;
+	char line[64];
+
+	if (f->tty_fd < 0)
+		return LEV_ANSWER_NONE;
+	if (f->spin_started)
+		pthread_mutex_lock(&f->lock);
+	spinner_clear(f);
+	if (q->kind == LEV_ASK_TAINT)
+		tty_printf(f, "\n? taint gate: %s\n", q->prompt);
+	else
+		tty_printf(f, "\n? %s\n", q->prompt);
+	if (q->detail)
+		tty_printf(f, "  %s\n", q->detail);
+	if (q->kind == LEV_ASK_PERMISSION)
+		tty_printf(f, "  1) Allow once\n  2) %s\n  3) %s\n  4) Deny\n  answer [1-4, default "
+			      "4]: ",
+			   q->stage_label, q->run_label);
+	else
+		tty_printf(f, "  1) Allow once\n  2) Allow for this run\n  3) Deny\n  answer [1-3, "
+			      "default 3]: ");
+	if (f->spin_started)
+		pthread_mutex_unlock(&f->lock);
+	if (read_answer(f, line, sizeof(line)) < 0) {
+		tty_printf(f, "\n  (no answer: denied)\n");
+		return LEV_ANSWER_NONE;
+	}
+	if (!strcmp(line, "1"))
+		return LEV_ANSWER_ONCE;
+	if (q->kind == LEV_ASK_PERMISSION) {
+		if (!strcmp(line, "2"))
+			return LEV_ANSWER_STAGE;
+		if (!strcmp(line, "3"))
+			return LEV_ANSWER_RUN;
+	} else if (!strcmp(line, "2")) {
+		return LEV_ANSWER_RUN;
+	}
+	return LEV_ANSWER_DENY;
+}
+
+/* ---- setup helpers --------------------------------------------------------- */
+
+static char *find_oci_helper(void)
+{
+	const char *env = secure_getenv("LEV_OCI_HELPER");
+	char self[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (env && *env)
+		return stat(env, &st) == 0 && S_ISREG(st.st_mode) ? xstrdup(env) : NULL;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			char *p;
+
+			*slash = '\0';
+			p = lev_path_join(self, "lev-oci-helper");
+			if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+				return p;
+			free(p);
+		}
+	}
+	if (stat(LIBEXECDIR "/lev-oci-helper", &st) == 0 && S_ISREG(st.st_mode))
+		return xstrdup(LIBEXECDIR "/lev-oci-helper");
+	return NULL;
+}
+
+static int load_task(const char *arg, char **out)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	size_t len = 0;
+
+	if (arg[0] != '@') {
+		*out = xstrdup(arg);
+		return 0;
+	}
+	if (lev_read_file(arg + 1, TASK_FILE_MAX, out, &len, &err) < 0)
+		return lev_fail("--task: %s", err.msg);
+	if (memchr(*out, '\0', len)) {
+		free(*out);
+		*out = NULL;
+		return lev_fail("--task: '%s' holds a NUL byte; the task must be text", arg + 1);
+	}
+	return 0;
+}
+
+/* True when DIR is under one of the [security] allowed_workdirs. */
+static bool workdir_allowed(const struct lev_config *cfg, const char *dir, const char *home)
+{
+	for (char **w = cfg->allowed_workdirs; w && *w; w++) {
+		_cleanup_free_ char *e = NULL;
+		char real[PATH_MAX];
+		size_t n;
+
+		e = home && (lev_streq(*w, "~") || lev_startswith(*w, "~/"))
+			    ? xasprintf("%s%s", home, *w + 1)
+			    : xstrdup(*w);
+		if (!realpath(e, real))
+			continue;
+		n = strlen(real);
+		if (!strcmp(real, "/") || (!strncmp(dir, real, n) && (dir[n] == '/' || !dir[n])))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The workdir guard: the home directory or the filesystem root as a
+ * workdir needs a yes on the terminal (or an allowed_workdirs entry).
+ * Without a terminal the run goes on with a warning.  Returns 0 to go on.
+ */
+static int workdir_guard(struct front *f, const struct lev_config *cfg, const char *dir,
+			 const char *home)
+{
+	char line[16];
+	bool risky = !strcmp(dir, "/");
+
+	if (home) {
+		char real[PATH_MAX];
+
+		if (realpath(home, real) && !strcmp(real, dir))
+			risky = true;
+	}
+	if (!risky || workdir_allowed(cfg, dir, home))
+		return 0;
+	if (f->tty_fd < 0) {
+		lev_warn("the workdir '%s' is %s: the agent can read and write everything under "
+			 "it; to stop this warning, add it to your config.toml:\n"
+			 "  [security]\n  allowed_workdirs = [\"%s\"]",
+			 dir, !strcmp(dir, "/") ? "the filesystem root" : "your home directory",
+			 dir);
+		return 0;
+	}
+	tty_printf(f, "? Use %s as the working directory? The agent can read and write "
+		      "everything under it. [y/N] ",
+		   dir);
+	if (read_answer(f, line, sizeof(line)) < 0 || (strcmp(line, "y") && strcmp(line, "yes")))
+		return lev_fail("not using '%s' as the workdir; pass --workdir DIR", dir);
+	return 0;
+}
+
+/* The read-path warning of `lev run` (with the stanza to add). */
+static void read_path_warning(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			      const char *workdir, const char *home)
+{
+	enum lev_grant_status *status = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	size_t granted = 0, n = lev_strv_len(bp->read_paths);
+	struct lev_buf allow = LEV_BUF_INIT;
+
+	if (!n)
+		return;
+	if (lev_lint_grant_report(bp, cfg, workdir, home, &status, &granted, &err) < 0) {
+		lev_warn("%s", err.msg);
+		return;
+	}
+	if (granted < n) {
+		for (size_t i = 0; i < n; i++) {
+			_cleanup_free_ char *q = NULL;
+
+			if (status[i] != LEV_GRANT_NOT_GRANTED)
+				continue;
+			q = lev_toml_quote(bp->read_paths[i]);
+			if (allow.len)
+				(void)lev_buf_adds(&allow, ", ");
+			(void)lev_buf_adds(&allow, q);
+		}
+		lev_warn("agent '%s' declares [read_paths] your config does not grant (%zu "
+			 "declared, %zu granted); reads outside the workdir will be refused%s%s%s%s%s",
+			 bp->name, n, granted, allow.len ? "\n  add to your config.toml:\n"
+								 "    [agent_read_paths."
+							    : "",
+			 allow.len ? bp->name : "", allow.len ? "]\n    allow = [" : "",
+			 allow.len ? allow.buf : "", allow.len ? "]" : "");
+	}
+	lev_buf_release(&allow);
+	free(status);
+}
+
+/* ---- the command ------------------------------------------------------------ */
+
+int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
+{
+	static const struct option longopts[] = {
+		{ "task", required_argument, NULL, 't' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "yolo", no_argument, NULL, 'y' },
+		{ "allow", required_argument, NULL, 'a' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "no-seed-commands", no_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct front f = { .tty_fd = -1 };
+	struct lev_agent_opts o = { .cancel_fd = -1 };
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_blueprint *bp = NULL;
+	struct lev_agent *agent = NULL;
+	struct lev_config cfg;
+	bool cfg_loaded = false;
+	_cleanup_free_ char *task_arg = NULL;
+	_cleanup_free_ char *task = NULL;
+	_cleanup_free_ char *workdir_arg = NULL;
+	_cleanup_free_ char *model = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *home = NULL;
+	_cleanup_free_ char *root = NULL;
+	_cleanup_free_ char *runs = NULL;
+	_cleanup_free_ char *policy = NULL;
+	_cleanup_free_ char *rules = NULL;
+	_cleanup_free_ char *creds = NULL;
+	_cleanup_free_ char *cfg_path = NULL;
+	_cleanup_free_ char *helper = NULL;
+	char **allow = NULL;
+	char real[PATH_MAX];
+	struct stat st;
+	int c, rc = LEV_EXIT_FAIL;
+
+	(void)ctx;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "t:w:m:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			free(task_arg);
+			task_arg = xstrdup(optarg);
+			break;
+		case 'w':
+			free(workdir_arg);
+			workdir_arg = xstrdup(optarg);
+			break;
+		case 'y':
+			o.yolo = true;
+			break;
+		case 'a':
+			if (!*optarg) {
+				lev_strv_free(allow);
+				return lev_usage_error("run", "--allow needs a tool name");
+			}
+			allow = lev_strv_push(allow, optarg);
+			break;
+		case 'm':
+			free(model);
+			model = xstrdup(optarg);
+			break;
+		case 'S':
+			o.no_seed_commands = true;
+			break;
+		case 'j':
+			f.json = true;
+			break;
+		default:
+			lev_strv_free(allow);
+			if (optopt && strchr("twm", optopt))
+				return lev_usage_error("run", "option '-%c' needs a value", optopt);
+			return lev_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		lev_strv_free(allow);
+		return lev_usage_error("run", "which agent? give a NAME or PATH");
+	}
+	if (optind + 1 < argc) {
+		lev_strv_free(allow);
+		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
+	}
+	if (model && (!strchr(model, '/') || model[0] == '/')) {
+		lev_strv_free(allow);
+		return lev_usage_error("run", "--model takes PROVIDER/MODEL, got '%s'", model);
+	}
+
+	if (task_arg && load_task(task_arg, &task) != 0)
+		goto out;
+
+	/* the blueprint and the config */
+	if (lev_agentstore_resolve(argv[optind], &path, &err) < 0 ||
+	    lev_blueprint_load(path, &bp, &err) < 0) {
+		lev_fail("%s", err.msg);
+		goto out;
+	}
+	for (char **w = bp->warnings; w && *w; w++)
+		lev_warn("%s", *w);
+	if (lev_config_load(&cfg, &err) < 0) {
+		lev_fail("%s", err.msg);
+		goto out;
+	}
+	cfg_loaded = true;
+	for (char **w = cfg.warnings; w && *w; w++)
+		lev_warn("%s", *w);
+
+	/* the workdir */
+	if (!workdir_arg)
+		workdir_arg = getcwd(NULL, 0);
+	if (!workdir_arg || !realpath(workdir_arg, real)) {
+		lev_fail("--workdir '%s' is not a usable directory: %s",
+			 workdir_arg ? workdir_arg : ".", strerror(errno));
+		goto out;
+	}
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		lev_fail("--workdir '%s' is not a directory", workdir_arg);
+		goto out;
+	}
+	if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+
+	/* where things live */
+	if (lev_datadir_root(&root, &err) < 0 || lev_datadir_runs_dir(&runs, &err) < 0 ||
+	    lev_datadir_policy_path(&policy, &err) < 0 || lev_datadir_rules_dir(&rules, &err) < 0 ||
+	    lev_datadir_credentials_path(&creds, &err) < 0 ||
+	    lev_datadir_config_path(&cfg_path, &err) < 0) {
+		lev_fail("%s", err.msg);
+		goto out;
+	}
+
+	f.tty = isatty(STDERR_FILENO);
+	f.tty_fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	f.ask_timeout_secs = cfg.limits.interaction_timeout_secs ? cfg.limits.interaction_timeout_secs
+								 : 3600;
+	if (install_signals() < 0) {
+		lev_fail("cannot set up signal handling: %s", strerror(errno));
+		goto out;
+	}
+	if (workdir_guard(&f, &cfg, real, home) != 0)
+		goto out;
+	read_path_warning(bp, &cfg, real, home);
+
+	if (f.tty && !f.json) {
+		pthread_mutex_init(&f.lock, NULL);
+		pthread_cond_init(&f.cond, NULL);
+		f.spin_started = pthread_create(&f.spin_thread, NULL, spinner_main, &f) == 0;
+	}
+
+	helper = find_oci_helper();
+	o.bp = bp;
+	o.cfg = &cfg;
+	o.workdir = real;
+	o.task = task;
+	o.allow = allow;
+	o.model = model;
+	o.runs_dir = runs;
+	o.data_root = root;
+	o.policy_path = policy;
+	o.rules_dir = rules;
+	o.credentials_path = creds;
+	o.config_path = cfg_path;
+	o.home = home;
+	o.oci_helper = helper;
+	o.envp = environ;
+	o.cancel = &run_cancel;
+	o.cancel_fd = cancel_pipe[0];
+	o.hooks.ask = hook_ask;
+	o.hooks.event = hook_event;
+	o.hooks.thinking = hook_thinking;
+	o.hooks.data = &f;
+
+	if (lev_agent_new(&o, &agent, &err) < 0) {
+		lev_fail("%s", err.msg);
+		goto out;
+	}
+	if (lev_agent_run(agent, &err) < 0)
+		lev_warn("%s", err.msg);
+
+	switch (lev_agent_status(agent)) {
+	case LEV_RUN_COMPLETE:
+		rc = LEV_EXIT_OK;
+		if (!f.json) {
+			const char *output = lev_agent_output(agent);
+
+			say(&f, "lev: run %s complete (record: %s)\n",
+			    lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-",
+			    lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none");
+			if (output) {
+				fputs(output, stdout);
+				if (*output && output[strlen(output) - 1] != '\n')
+					fputc('\n', stdout);
+			}
+		}
+		break;
+	case LEV_RUN_CANCELLED:
+		rc = EXIT_INTERRUPTED;
+		if (!f.json)
+			say(&f, "lev: run %s interrupted (record: %s)\n",
+			    lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-",
+			    lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none");
+		break;
+	default:
+		rc = LEV_EXIT_FAIL;
+		if (!f.json)
+			lev_fail("run %s failed: %s (record: %s)",
+				 lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-",
+				 lev_agent_error(agent) ? lev_agent_error(agent) : "unknown error",
+				 lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none");
+		break;
+	}
+out:
+	if (f.spin_started) {
+		pthread_mutex_lock(&f.lock);
+		f.stop = true;
+		pthread_cond_signal(&f.cond);
+		pthread_mutex_unlock(&f.lock);
+		pthread_join(f.spin_thread, NULL);
+		spinner_clear(&f);
+	}
+	/* freeing the agent kills commands and removes containers */
+	lev_agent_free(agent);
+	if (rc != EXIT_INTERRUPTED && run_cancel)
+		rc = EXIT_INTERRUPTED;
+	if (f.tty_fd >= 0)
+		close(f.tty_fd);
+	free(f.last_allowed);
+	if (cfg_loaded)
+		lev_config_release(&cfg);
+	lev_blueprint_free(bp);
+	lev_strv_free(allow);
+	return rc;
+}

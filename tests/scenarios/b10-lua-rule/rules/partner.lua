@@ -1,0 +1,2 @@
+-- allow posting to the partner API
+return tool == "http_post" and target == "api.partner.invalid"
