@@ -20,6 +20,17 @@
 const struct lev_cmd lev_cmds[] = {
 	{ "help", cmd_help, "show help for lev or one of its commands", USAGE_HELP },
 	{ "version", cmd_version, "print lev's version", USAGE_VERSION },
+	{ "validate", cmd_validate, "check a blueprint against your config and show what it asks for",
+	  lev_usage_validate },
+	{ "add", cmd_add, "install a blueprint and show what it asks for", lev_usage_add },
+	{ "list", cmd_list, "list installed agents", lev_usage_list },
+	{ "remove", cmd_remove, "remove an installed agent", lev_usage_remove },
+	{ "sandbox", cmd_sandbox, "run a command in a sandbox, or show what this machine offers",
+	  lev_usage_sandbox },
+	{ "policy", cmd_policy, "list, add or test taint policy rules", lev_usage_policy },
+	{ "check", cmd_check, "ask whether an agent may make one tool call here", lev_usage_check },
+	{ "run", cmd_run, "run an agent in the foreground, every tool call through every gate",
+	  lev_usage_run },
 	{ NULL, NULL, NULL, NULL },
 };
 

@@ -50,9 +50,13 @@ int lev_err_wrap(struct lev_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
+	/* append ": OLD", truncating; by hand so gcc sees no truncated format */
 	len = strlen(err->msg);
-	if (len < sizeof(err->msg))
-		snprintf(err->msg + len, sizeof(err->msg) - len, ": %s", old);
+	for (size_t i = 0; i < 2 && len + 1 < sizeof(err->msg); i++)
+		err->msg[len++] = ": "[i];
+	for (size_t i = 0; old[i] && len + 1 < sizeof(err->msg); i++)
+		err->msg[len++] = old[i];
+	err->msg[len] = '\0';
 	return err->code;
 }
 
