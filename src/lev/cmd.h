@@ -49,6 +49,9 @@ void lev_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* True when ARGV holds -h or --help before any "--". */
 bool lev_wants_help(int argc, char **argv);
 
+/* The container fast path's helper binary, or NULL; the caller frees it. */
+char *lev_find_oci_helper(void);
+
 /* Commands (one file each). */
 int cmd_help(int argc, char **argv, struct lev_ctx *ctx);
 int cmd_version(int argc, char **argv, struct lev_ctx *ctx);

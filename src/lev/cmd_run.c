@@ -42,7 +42,6 @@ extern char **environ;
 
 #define EXIT_INTERRUPTED 130
 #define TASK_FILE_MAX ((size_t)1 << 20)
-#define LIBEXECDIR "/usr/local/libexec/lev"
 
 const char lev_usage_run[] =
 	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
@@ -399,36 +398,6 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 
 /* ---- setup helpers --------------------------------------------------------- */
 
-static char *find_oci_helper(void)
-{
-	const char *env = secure_getenv("LEV_OCI_HELPER");
-	char self[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-
-	if (env && *env)
-		return stat(env, &st) == 0 && S_ISREG(st.st_mode) ? xstrdup(env) : NULL;
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			char *p;
-
-			*slash = '\0';
-			p = lev_path_join(self, "lev-oci-helper");
-			if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-				return p;
-			free(p);
-		}
-	}
-	if (stat(LIBEXECDIR "/lev-oci-helper", &st) == 0 && S_ISREG(st.st_mode))
-		return xstrdup(LIBEXECDIR "/lev-oci-helper");
-	return NULL;
-}
-
 static int load_task(const char *arg, char **out)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -694,7 +663,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		f.spin_started = pthread_create(&f.spin_thread, NULL, spinner_main, &f) == 0;
 	}
 
-	helper = find_oci_helper();
+	helper = lev_find_oci_helper();
 	o.bp = bp;
 	o.cfg = &cfg;
 	o.workdir = real;

@@ -33,10 +33,6 @@
 #include "liblev/util.h"
 #include "liblev/xalloc.h"
 
-#ifndef LEV_LIBEXECDIR
-#define LEV_LIBEXECDIR "/usr/local/libexec/lev"
-#endif
-
 #define EXIT_SETUP 125
 
 extern char **environ;
@@ -66,36 +62,6 @@ const char lev_usage_sandbox[] =
 #define exec_usage(...) lev_usage_error("sandbox", __VA_ARGS__)
 
 /* The helper that becomes each container's main process. */
-static char *find_oci_helper(void)
-{
-	const char *env = secure_getenv("LEV_OCI_HELPER");
-	char self[PATH_MAX];
-	ssize_t n;
-	struct stat st;
-
-	if (env && *env)
-		return stat(env, &st) == 0 && S_ISREG(st.st_mode) ? xstrdup(env) : NULL;
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		char *slash;
-
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			char *p;
-
-			*slash = '\0';
-			p = lev_path_join(self, "lev-oci-helper");
-			if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-				return p;
-			free(p);
-		}
-	}
-	if (stat(LEV_LIBEXECDIR "/lev-oci-helper", &st) == 0 && S_ISREG(st.st_mode))
-		return xstrdup(LEV_LIBEXECDIR "/lev-oci-helper");
-	return NULL;
-}
-
 static int parse_secs(const char *s, uint64_t *out)
 {
 	uint64_t v;
@@ -321,7 +287,7 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 		workdir = cwd;
 	}
 	snprintf(run_id, sizeof(run_id), "exec-%d", (int)getpid());
-	helper = find_oci_helper();
+	helper = lev_find_oci_helper();
 
 	o.workdir = workdir;
 	o.engine_args = cfg.sandbox_engine_args;
@@ -437,7 +403,7 @@ static int cmd_probe(int argc, char **argv)
 	struct lev_sandbox_probe p;
 	struct lev_err err = LEV_ERR_INIT;
 	const struct scmp_version *sv = seccomp_version();
-	_cleanup_free_ char *helper = find_oci_helper();
+	_cleanup_free_ char *helper = lev_find_oci_helper();
 	unsigned ns_off, ns_on;
 	bool json = false;
 	size_t k;
