@@ -1188,6 +1188,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		struct lev_net_policy np = {
 			.network_allowed = s->eff.network,
 			.allow_local_network = a->cfg->allow_local_network,
+			.search_endpoint = a->cfg->web_search_endpoint,
 			.cancel = a->o.cancel,
 		};
 		struct lev_net_result res = { 0 };

@@ -119,6 +119,7 @@ void lev_config_release(struct lev_config *c)
 	size_t i;
 
 	free(c->path);
+	free(c->web_search_endpoint);
 	lev_strv_free(c->allowed_workdirs);
 	lev_strv_free(c->allow_env_vars);
 	lev_strv_free(c->shell_env_withhold);
@@ -448,6 +449,43 @@ static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 	return 0;
 }
 
+/* [tools.web_search] endpoint = "https://..." */
+static int parse_tools(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		       struct lev_config *cfg, struct lev_err *err)
+{
+	static const char *const tools_known[] = { "web_search", NULL };
+	static const char *const search_known[] = { "endpoint", NULL };
+	const struct lev_toml_value *v = lev_toml_table_get(t, "web_search");
+	const struct lev_toml_table *ws = NULL;
+	const struct lev_toml_value *ep;
+	char *url = NULL;
+	int r;
+
+	r = lev_tomlval_check_keys(c, t, "[tools]", tools_known, false, err);
+	if (r < 0 || !v)
+		return r;
+	r = table_of(c, v, "tools.web_search", &ws, err);
+	if (r < 0)
+		return r;
+	r = lev_tomlval_check_keys(c, ws, "[tools.web_search]", search_known, false, err);
+	if (r < 0)
+		return r;
+	ep = lev_toml_table_get(ws, "endpoint");
+	if (!ep)
+		return 0;
+	r = lev_tomlval_string(c, ep, "tools.web_search.endpoint", &url, err);
+	if (r < 0)
+		return r;
+	if (!lev_startswith(url, "https://") && !lev_startswith(url, "http://")) {
+		free(url);
+		return lev_tomlval_fail(c, ep->line, ep->col, err,
+					"tools.web_search.endpoint must be an http:// or https:// URL");
+	}
+	free(cfg->web_search_endpoint);
+	cfg->web_search_endpoint = url;
+	return 0;
+}
+
 static int parse_provider(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			  const char *table, struct lev_provider_conf *pc, struct lev_err *err)
 {
@@ -679,6 +717,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		    lev_tomlval_key_is(root, i, "safe_commands") ||
 		    lev_tomlval_key_is(root, i, "agent_safe_commands") ||
 		    lev_tomlval_key_is(root, i, "limits") ||
+		    lev_tomlval_key_is(root, i, "tools") ||
 		    lev_tomlval_key_is(root, i, "providers")) {
 			r = table_of(c, v, p, &t, err);
 			if (r < 0)
@@ -708,6 +747,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = per_agent(c, t, "agent_safe_commands", agent_safe_fn, cfg, err);
 		else if (lev_tomlval_key_is(root, i, "limits"))
 			r = parse_limits(c, t, &cfg->limits, err);
+		else if (lev_tomlval_key_is(root, i, "tools"))
+			r = parse_tools(c, t, cfg, err);
 		else
 			r = parse_providers(c, t, cfg, err);
 		if (r < 0)

@@ -162,6 +162,9 @@ struct lev_config {
 	struct lev_provider_conf *providers;
 	size_t n_providers;
 
+	/* [tools.web_search] endpoint: a SearXNG-compatible JSON search URL */
+	char *web_search_endpoint;
+
 	char **warnings;	/* "FILE:LINE: unknown key 'k' in [t]" */
 };
 

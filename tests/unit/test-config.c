@@ -513,6 +513,24 @@ static void test_agent_names(void **state)
 		"a1234567890123456789012345678901234567890123456789012345678901234"));
 }
 
+static void test_web_search_endpoint(void **state)
+{
+	struct lev_config c;
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)state;
+	assert_int_equal(parse("[tools.web_search]\nendpoint = \"https://search.example/search\"\n",
+			       &c, &err), 0);
+	assert_string_equal(c.web_search_endpoint, "https://search.example/search");
+	lev_config_release(&c);
+	assert_int_equal(parse("", &c, &err), 0);
+	assert_null(c.web_search_endpoint);
+	lev_config_release(&c);
+	expect_error("[tools.web_search]\nendpoint = \"file:///etc/passwd\"\n",
+		     "config.toml:2:", "http:// or https://", NULL);
+	expect_error("[tools.web_search]\nendpoint = 3\n", "config.toml:2:", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_read_path_grants_and_safe_lists),
 		cmocka_unit_test(test_datadir),
 		cmocka_unit_test(test_agent_names),
+		cmocka_unit_test(test_web_search_endpoint),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
