@@ -5,7 +5,7 @@
 # so a broken probe cannot pass vacuously; the host is checked afterwards.
 . "$SRC_DIR/tests/lib.sh"
 
-PROBE="$BUILD_DIR/tests/helpers/lev-probe"
+PROBE=$(lev_helper_path lev-probe)
 
 # The fake home lives outside /tmp: the sandbox's private /tmp would hide a
 # home under /tmp entirely, and the secret tests would pass for the wrong

@@ -6,7 +6,7 @@
 # fail for the whole process tree as they do on kernels without them.
 . "$SRC_DIR/tests/lib.sh"
 
-PROBE="$BUILD_DIR/tests/helpers/lev-probe"
+PROBE=$(lev_helper_path lev-probe)
 NF="$BUILD_DIR/tests/helpers/no-feature"
 
 SHOME=$(mktemp -d /var/tmp/lev-t4100-home.XXXXXX)

@@ -5,7 +5,7 @@
 # a probe running inside.
 . "$SRC_DIR/tests/lib.sh"
 
-PROBE="$BUILD_DIR/tests/helpers/lev-probe"
+PROBE=$(lev_helper_path lev-probe)
 WD="$TRASH/wd"
 mkdir -p "$WD" "$HOME/.leviath"
 chmod 700 "$HOME/.leviath"

@@ -7,7 +7,7 @@
 # a lev that died are removed the next time.
 . "$SRC_DIR/tests/lib.sh"
 
-PROBE="$BUILD_DIR/tests/helpers/lev-probe"
+PROBE=$(lev_helper_path lev-probe)
 POOL="$BUILD_DIR/tests/helpers/sbx-pool"
 ENGINE=${LEV_TEST_ENGINE:-podman}
 IMAGE="localhost/lev-test-t4500:$$"
