@@ -34,12 +34,6 @@
 #define SEED_GLOB_MAX 64
 #define OUTPUT_EVENT_MAX ((size_t)64 << 10)	/* text shown in one event */
 
-static inline void strv_freep(char ***p)
-{
-	lev_strv_free(*p);
-}
-#define _cleanup_strv_ _cleanup_(strv_freep)
-
 struct prov_entry {
 	char *key;			/* "provider\nmodel\nscript" */
 	struct lev_provider *p;

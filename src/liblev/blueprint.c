@@ -48,11 +48,6 @@ static const char *const seed_keys[] = { "files", "glob", "literal", "command", 
 					 NULL };
 
 #define NAME_MAX_LEN 64
-
-static inline void strv_freep(char ***p)
-{
-	lev_strv_free(*p);
-}
 #define TOOL_NAME_MAX 128
 
 const char *lev_stage_mode_name(enum lev_stage_mode m)
@@ -255,7 +250,7 @@ static int set_line(const struct lev_tomlval_ctx *c, const struct lev_toml_value
 static int tool_list(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 		     const char *path, char ***out, struct lev_err *err)
 {
-	_cleanup_(strv_freep) char **raw = NULL;
+	_cleanup_strv_ char **raw = NULL;
 	const struct lev_toml_array *a;
 	char **res = NULL;
 	size_t i;
@@ -324,7 +319,7 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 			if (r == 0)
 				s->has_network = true;
 		} else if (lev_tomlval_key_is(t, i, "mount") || lev_tomlval_key_is(t, i, "mounts")) {
-			_cleanup_(strv_freep) char **list = NULL;
+			_cleanup_strv_ char **list = NULL;
 			char **m;
 			r = lev_tomlval_strv(c, v, p, &list, err);
 			for (m = list; r == 0 && m && *m; m++)
@@ -485,7 +480,7 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 	int r;
 
 	if (v->type == LEV_TOML_ARRAY) {
-		_cleanup_(strv_freep) char **targets = NULL;
+		_cleanup_strv_ char **targets = NULL;
 
 		r = lev_tomlval_strv(c, v, path, &targets, err);
 		if (r < 0)

@@ -14,11 +14,6 @@
 #include "liblev/tomlval.h"
 #include "liblev/xalloc.h"
 
-static inline void strv_freep(char ***p)
-{
-	lev_strv_free(*p);
-}
-
 static const char *const severity_names[] = { "error", "warning", "note" };
 
 /* Messages are one line and bounded, whatever the blueprint holds. */
@@ -110,7 +105,7 @@ int lev_lint_grant_report(const struct lev_blueprint *bp, const struct lev_confi
 			  struct lev_err *err)
 {
 	size_t i, n = lev_strv_len(bp->read_paths), granted = 0;
-	_cleanup_(strv_freep) char **grants = NULL;
+	_cleanup_strv_ char **grants = NULL;
 	enum lev_grant_status *st;
 	int r;
 
@@ -467,7 +462,7 @@ void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config 
 			const char *workdir, const char *home, char ***lines_out)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
-	_cleanup_(strv_freep) char **scripts = lev_blueprint_script_tools(bp->dir);
+	_cleanup_strv_ char **scripts = lev_blueprint_script_tools(bp->dir);
 	char **lines = NULL;
 	bool any_sandbox = false, honour_all = cfg && cfg->allow_blueprint_permissions;
 	size_t i, j;

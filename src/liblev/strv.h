@@ -17,3 +17,10 @@ char **lev_strv_push_take(char **v, char *s);
 bool lev_strv_contains(char *const *v, const char *s);
 char **lev_strv_copy(char *const *v);
 char **lev_strv_free(char **v);
+
+static inline void lev_strv_freep(char ***p)
+{
+	lev_strv_free(*p);
+}
+/* A strv freed when it goes out of scope. */
+#define _cleanup_strv_ __attribute__((cleanup(lev_strv_freep)))
