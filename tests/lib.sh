@@ -24,33 +24,36 @@ cd "$TRASH" || exit 1
 test_count=0
 test_failed=0
 
+# The namespace sandbox gives commands a private /tmp, so a build tree under
+# /tmp (a CI clone, say) is invisible inside it.  Then helpers that must run
+# inside a sandbox are copied to a directory under /var/tmp, made here in the
+# test file's own shell so the EXIT trap removes it.
 _LEV_VISIBLE_DIR=
+case "$(cd "$BUILD_DIR" && pwd -P)/" in
+/tmp/*|/run/*|/dev/shm/*)
+	_LEV_VISIBLE_DIR=$(mktemp -d /var/tmp/lev-test-helpers.XXXXXX) || exit 1
+	chmod 755 "$_LEV_VISIBLE_DIR"
+	;;
+esac
 
 _lev_cleanup() {
 	cd / && rm -rf "$TRASH"
-	[ -n "$_LEV_VISIBLE_DIR" ] && rm -rf "$_LEV_VISIBLE_DIR"
+	if [ -n "$_LEV_VISIBLE_DIR" ]; then
+		rm -rf "$_LEV_VISIBLE_DIR"
+	fi
 }
 
 # lev_helper_path NAME: the path of the test helper NAME (tests/helpers/NAME
-# in the build tree) where a namespace sandbox can see it.  The sandbox gives
-# commands a private /tmp, so a build tree under /tmp (a CI clone, say) is
-# invisible inside it; then the helper is copied to a directory under
-# /var/tmp, removed when the test file ends.
+# in the build tree) where a namespace sandbox can see it.
 lev_helper_path() {
 	local src="$BUILD_DIR/tests/helpers/$1"
-	case "$(cd "$BUILD_DIR" && pwd -P)/" in
-	/tmp/*|/run/*|/dev/shm/*)
-		if [ -z "$_LEV_VISIBLE_DIR" ]; then
-			_LEV_VISIBLE_DIR=$(mktemp -d /var/tmp/lev-test-helpers.XXXXXX) || return 1
-			chmod 755 "$_LEV_VISIBLE_DIR"
-		fi
+
+	if [ -n "$_LEV_VISIBLE_DIR" ]; then
 		cp "$src" "$_LEV_VISIBLE_DIR/$1" || return 1
 		echo "$_LEV_VISIBLE_DIR/$1"
-		;;
-	*)
+	else
 		echo "$src"
-		;;
-	esac
+	fi
 }
 trap _lev_cleanup EXIT
 
