@@ -7,4 +7,6 @@
 # scenario (tests/scenarios/runner.py prints them).
 . "$SRC_DIR/tests/lib.sh"
 
-exec python3 "$SRC_DIR/tests/scenarios/runner.py" --lev "$LEV" --tap
+# not exec: lib.sh's EXIT trap must still clean up after the runner
+python3 "$SRC_DIR/tests/scenarios/runner.py" --lev "$LEV" --tap
+exit $?
