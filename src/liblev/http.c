@@ -1,5 +1,4 @@
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,11 +7,10 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
 #include "lev-version.h"
 #include "liblev/buf.h"
 #include "liblev/cleanup.h"
+#include "liblev/curlapi.h"
 #include "liblev/http.h"
 #include "liblev/util.h"
 #include "liblev/xalloc.h"
@@ -22,21 +20,8 @@
 #define DEFAULT_MAX_RESPONSE ((size_t)8 << 20)
 #define MAX_HEADER_BYTES ((size_t)256 << 10)
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static CURLcode global_rc = CURLE_FAILED_INIT;
-
-static void global_init_once(void)
-{
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-int lev_http_global_init(void)
-{
-	pthread_once(&global_once, global_init_once);
-	return global_rc == CURLE_OK ? 0 : -EIO;
-}
-
 struct xfer {
+	const struct lev_curlapi *C;
 	const struct lev_http_request *req;
 	struct lev_buf body;
 	bool too_large;
@@ -60,7 +45,7 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /* Parse a Retry-After value: delta-seconds or an HTTP date. */
-static long parse_retry_after(const char *v, size_t len)
+static long parse_retry_after(const struct lev_curlapi *C, const char *v, size_t len)
 {
 	_cleanup_free_ char *s = NULL;
 	uint64_t secs;
@@ -78,7 +63,7 @@ static long parse_retry_after(const char *v, size_t len)
 	s = xstrndup(v, len);
 	if (lev_parse_u64(s, &secs) == 0)
 		return secs > 86400 * 365 ? 86400 * 365 : (long)secs;
-	when = curl_getdate(s, NULL);
+	when = C->getdate(s, NULL);
 	if (when == (time_t)-1)
 		return -1;
 	now = time(NULL);
@@ -100,7 +85,7 @@ static size_t header_cb(char *ptr, size_t size, size_t nitems, void *ud)
 	if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
 		x->retry_after = -1;
 	else if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0)
-		x->retry_after = parse_retry_after(ptr + sizeof(name) - 1, n - (sizeof(name) - 1));
+		x->retry_after = parse_retry_after(x->C, ptr + sizeof(name) - 1, n - (sizeof(name) - 1));
 	return n;
 }
 
@@ -137,7 +122,7 @@ static curl_socket_t opensocket_cb(void *ud, curlsocktype purpose, struct curl_s
 static int map_error(CURLcode rc, const struct xfer *x, const char *errbuf, size_t max,
 		     struct lev_err *err)
 {
-	const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+	const char *detail = errbuf[0] ? errbuf : x->C->easy_strerror(rc);
 
 	switch (rc) {
 	case CURLE_OPERATION_TIMEDOUT:
@@ -175,6 +160,18 @@ static int map_error(CURLcode rc, const struct xfer *x, const char *errbuf, size
 	return lev_err_set(err, -EPROTO, "request failed: %s", detail);
 }
 
+/*
+ * Set one option; the first one libcurl refuses fails the request, so a
+ * protection (TLS verification, protocol list, proxy override) is never
+ * silently missing.  Uses C, h, r and err of lev_http_perform().
+ */
+#define SETOPT(opt, val)							\
+	do {									\
+		if (r == 0 && C->easy_setopt(h, opt, val) != CURLE_OK)		\
+			r = lev_err_set(err, -EPROTO,				\
+					"libcurl refuses option %s", #opt);	\
+	} while (0)
+
 int lev_http_perform(const struct lev_http_request *req, struct lev_http_response *out,
 		     struct lev_err *err)
 {
@@ -189,6 +186,7 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 	_cleanup_free_ char *ua = NULL;
 	const char *method = req->method ? req->method : "GET";
 	bool post;
+	const struct lev_curlapi *C;
 	CURLcode rc;
 	CURL *h;
 	int r = 0;
@@ -203,15 +201,17 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 		post = true;
 	else
 		return lev_err_set(err, -EINVAL, "unsupported method '%s'", method);
-	if (lev_http_global_init() < 0)
-		return lev_err_set(err, -EIO, "cannot initialise libcurl");
+	r = lev_curlapi_get(&C, err);
+	if (r < 0)
+		return r;
+	x.C = C;
 
-	h = curl_easy_init();
+	h = C->easy_init();
 	if (!h)
 		return lev_err_set(err, -ENOMEM, "cannot create a libcurl handle");
 
 	for (const char *const *p = req->headers; p && *p; p++) {
-		struct curl_slist *n = curl_slist_append(hdrs, *p);
+		struct curl_slist *n = C->slist_append(hdrs, *p);
 		if (!n) {
 			r = lev_err_set(err, -ENOMEM, "out of memory");
 			goto out;
@@ -220,7 +220,7 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 	}
 	/* No "Expect: 100-continue" round trip for bodies. */
 	{
-		struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
+		struct curl_slist *n = C->slist_append(hdrs, "Expect:");
 		if (!n) {
 			r = lev_err_set(err, -ENOMEM, "out of memory");
 			goto out;
@@ -228,7 +228,7 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 		hdrs = n;
 	}
 	for (const char *const *p = req->resolve; p && *p; p++) {
-		struct curl_slist *n = curl_slist_append(resolve, *p);
+		struct curl_slist *n = C->slist_append(resolve, *p);
 		if (!n) {
 			r = lev_err_set(err, -ENOMEM, "out of memory");
 			goto out;
@@ -238,50 +238,53 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 	ua = req->user_agent ? xstrdup(req->user_agent) : xasprintf("lev/%s", LEV_VERSION);
 
 	/* The order below does not matter; each option is one policy decision. */
-	if (curl_easy_setopt(h, CURLOPT_URL, req->url) != CURLE_OK) {
+	if (C->easy_setopt(h, CURLOPT_URL, req->url) != CURLE_OK) {
 		r = lev_err_set(err, -EINVAL, "bad URL");
 		goto out;
 	}
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
+	SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
+	SETOPT(CURLOPT_NOSIGNAL, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
+	SETOPT(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
 	/* An empty string disables proxies, including those from the environment. */
-	curl_easy_setopt(h, CURLOPT_PROXY, req->proxy ? req->proxy : "");
-	curl_easy_setopt(h, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+	SETOPT(CURLOPT_PROXY, req->proxy ? req->proxy : "");
+	SETOPT(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+	SETOPT(CURLOPT_CONNECTTIMEOUT_MS,
 			 req->connect_timeout_ms > 0 ? req->connect_timeout_ms
 						     : DEFAULT_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+	SETOPT(CURLOPT_TIMEOUT_MS,
 			 req->timeout_ms > 0 ? req->timeout_ms : DEFAULT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-	curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, ua);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
-	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
-	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &x);
+	SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+	SETOPT(CURLOPT_FORBID_REUSE, 1L);
+	SETOPT(CURLOPT_ERRORBUFFER, errbuf);
+	SETOPT(CURLOPT_USERAGENT, ua);
+	SETOPT(CURLOPT_HTTPHEADER, hdrs);
+	SETOPT(CURLOPT_WRITEFUNCTION, write_cb);
+	SETOPT(CURLOPT_WRITEDATA, &x);
+	SETOPT(CURLOPT_HEADERFUNCTION, header_cb);
+	SETOPT(CURLOPT_HEADERDATA, &x);
+	SETOPT(CURLOPT_NOPROGRESS, 0L);
+	SETOPT(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+	SETOPT(CURLOPT_XFERINFODATA, &x);
+	SETOPT(CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+	SETOPT(CURLOPT_OPENSOCKETDATA, &x);
 	if (resolve)
-		curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
+		SETOPT(CURLOPT_RESOLVE, resolve);
 	if (post) {
-		curl_easy_setopt(h, CURLOPT_POST, 1L);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+		SETOPT(CURLOPT_POST, 1L);
+		SETOPT(CURLOPT_POSTFIELDS, req->body ? req->body : "");
+		SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
 	} else {
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+		SETOPT(CURLOPT_HTTPGET, 1L);
 	}
 
-	rc = curl_easy_perform(h);
+	if (r < 0)
+		goto out;
+
+	rc = C->easy_perform(h);
 	if (rc != CURLE_OK) {
 		r = map_error(rc, &x, errbuf, max, err);
 		goto out;
@@ -291,10 +294,10 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 		long status = 0;
 		char *ct = NULL, *loc = NULL, *ip = NULL;
 
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
-		curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
-		curl_easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip);
+		C->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		C->easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
+		C->easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
+		C->easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip);
 		out->status = status;
 		out->content_type = ct ? xstrdup(ct) : NULL;
 		out->redirect_url = loc && status >= 300 && status < 400 ? xstrdup(loc) : NULL;
@@ -307,9 +310,9 @@ out:
 	/* Header lines may hold API keys: do not leave them in freed memory. */
 	for (struct curl_slist *n = hdrs; n; n = n->next)
 		explicit_bzero(n->data, strlen(n->data));
-	curl_slist_free_all(hdrs);
-	curl_slist_free_all(resolve);
-	curl_easy_cleanup(h);
+	C->slist_free_all(hdrs);
+	C->slist_free_all(resolve);
+	C->easy_cleanup(h);
 	return r;
 }
 

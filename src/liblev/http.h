@@ -96,12 +96,6 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 void lev_http_response_release(struct lev_http_response *r);
 
 /*
- * Initialise libcurl once for the process (thread-safe; lev_http_perform()
- * calls it).  Returns 0 or -EIO.
- */
-int lev_http_global_init(void);
-
-/*
  * Percent-encode S for use in a query string (RFC 3986 unreserved
  * characters kept).  Returns a fresh string the caller frees.
  */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
 
+#include "liblev/curlapi.h"
 #include "liblev/cleanup.h"
 #include "liblev/http.h"
 #include "liblev/netguard.h"
@@ -261,14 +261,14 @@ void lev_url_release(struct lev_url *u)
 	memset(u, 0, sizeof(*u));
 }
 
-static char *url_get(CURLU *h, CURLUPart part, unsigned flags)
+static char *url_get(const struct lev_curlapi *C, CURLU *h, CURLUPart part, unsigned flags)
 {
 	char *s = NULL, *r;
 
-	if (curl_url_get(h, part, &s, flags) != CURLUE_OK || !s)
+	if (C->url_get(h, part, &s, flags) != CURLUE_OK || !s)
 		return NULL;
 	r = xstrdup(s);
-	curl_free(s);
+	C->free(s);
 	return r;
 }
 
@@ -278,8 +278,10 @@ int lev_url_parse(const char *url, struct lev_url *out, struct lev_err *err)
 			    *pass = NULL, *norm = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
+	const struct lev_curlapi *C;
 	CURLUcode uc;
 	unsigned long portnum;
+	int r;
 	size_t n;
 	CURLU *h;
 	char *end;
@@ -293,23 +295,24 @@ int lev_url_parse(const char *url, struct lev_url *out, struct lev_err *err)
 		if ((unsigned char)url[i] <= ' ' || url[i] == 0x7f)
 			return lev_err_set(err, -EINVAL,
 					   "URL holds a space or control character (encode it)");
-	if (lev_http_global_init() < 0)
-		return lev_err_set(err, -EIO, "cannot initialise libcurl");
-	h = curl_url();
+	r = lev_curlapi_get(&C, err);
+	if (r < 0)
+		return r;
+	h = C->url();
 	if (!h)
 		return lev_err_set(err, -ENOMEM, "out of memory");
-	uc = curl_url_set(h, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
+	uc = C->url_set(h, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME);
 	if (uc != CURLUE_OK) {
-		curl_url_cleanup(h);
-		return lev_err_set(err, -EINVAL, "bad URL '%.200s': %s", url, curl_url_strerror(uc));
+		C->url_cleanup(h);
+		return lev_err_set(err, -EINVAL, "bad URL '%.200s': %s", url, C->url_strerror(uc));
 	}
-	scheme = url_get(h, CURLUPART_SCHEME, 0);
-	host = url_get(h, CURLUPART_HOST, CURLU_PUNYCODE);
-	port = url_get(h, CURLUPART_PORT, CURLU_DEFAULT_PORT);
-	user = url_get(h, CURLUPART_USER, 0);
-	pass = url_get(h, CURLUPART_PASSWORD, 0);
-	norm = url_get(h, CURLUPART_URL, CURLU_PUNYCODE);
-	curl_url_cleanup(h);
+	scheme = url_get(C, h, CURLUPART_SCHEME, 0);
+	host = url_get(C, h, CURLUPART_HOST, CURLU_PUNYCODE);
+	port = url_get(C, h, CURLUPART_PORT, CURLU_DEFAULT_PORT);
+	user = url_get(C, h, CURLUPART_USER, 0);
+	pass = url_get(C, h, CURLUPART_PASSWORD, 0);
+	norm = url_get(C, h, CURLUPART_URL, CURLU_PUNYCODE);
+	C->url_cleanup(h);
 
 	if (!scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
 		return lev_err_set(err, -EINVAL, "URL scheme '%.40s' is not allowed (only http and https)",

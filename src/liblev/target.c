@@ -7,13 +7,13 @@
  * rule can allow, so refusing is the fail-closed answer.
  */
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <idn2.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "liblev/curlapi.h"
 #include "liblev/buf.h"
 #include "liblev/cleanup.h"
 #include "liblev/target.h"
@@ -274,20 +274,25 @@ static int cross_check_curl(const char *url, const char *host, unsigned port,
 {
 	_cleanup_free_ char *canon = NULL;
 	char *chost = NULL, *cport = NULL;
-	CURLU *h = curl_url();
+	const struct lev_curlapi *C;
 	CURLUcode rc;
-	int r = 0;
+	CURLU *h;
+	int r;
 
+	r = lev_curlapi_get(&C, err);
+	if (r < 0)
+		return r;
+	h = C->url();
 	if (!h)
 		return lev_err_set(err, -ENOMEM, "cannot allocate a URL handle");
-	rc = curl_url_set(h, CURLUPART_URL, url, CURLU_GUESS_SCHEME);
+	rc = C->url_set(h, CURLUPART_URL, url, CURLU_GUESS_SCHEME);
 	if (rc == CURLUE_OK)
-		rc = curl_url_get(h, CURLUPART_HOST, &chost, 0);
+		rc = C->url_get(h, CURLUPART_HOST, &chost, 0);
 	if (rc != CURLUE_OK) {
-		r = lev_err_set(err, LEV_EPARSE, "libcurl refuses the URL: %s", curl_url_strerror(rc));
+		r = lev_err_set(err, LEV_EPARSE, "libcurl refuses the URL: %s", C->url_strerror(rc));
 		goto out;
 	}
-	if (curl_url_get(h, CURLUPART_PORT, &cport, 0) != CURLUE_OK)
+	if (C->url_get(h, CURLUPART_PORT, &cport, 0) != CURLUE_OK)
 		cport = NULL;
 	if (lev_target_host_canon(chost, strlen(chost), &canon, NULL) < 0 || strcmp(canon, host) != 0) {
 		r = lev_err_set(err, LEV_EPARSE, "libcurl reads a different host out of the URL");
@@ -298,9 +303,9 @@ static int cross_check_curl(const char *url, const char *host, unsigned port,
 		goto out;
 	}
 out:
-	curl_free(chost);
-	curl_free(cport);
-	curl_url_cleanup(h);
+	C->free(chost);
+	C->free(cport);
+	C->url_cleanup(h);
 	return r;
 }
 

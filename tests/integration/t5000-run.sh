@@ -561,4 +561,44 @@ test_expect_success 'the quickstart example: every injected attempt is stopped b
 	! grep -rq FAKE-KEY-MATERIAL "$(last_run)"
 '
 
+# libcurl is loaded on first use only (src/liblev/curlapi.c): a run that never
+# touches a URL does not pay for loading it; one that does, loads it.
+mkagent nocurl <<'EOF'
+[agent]
+name = "nocurl"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["read_file", "web_fetch"]
+EOF
+cat >nocurl/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "hello.txt" }
+[[turn]]
+text = "done"
+EOF
+mkdir -p withcurl && cp nocurl/agent.leviath withcurl/
+cat >withcurl/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "web_fetch"
+args = { url = "http://127.0.0.1:9/" }
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'a run without network calls never loads libcurl' '
+	LD_DEBUG=files lev run nocurl --task t --workdir work --yolo >out 2>err &&
+	test "$(cat out)" = "done" &&
+	grep -q "file=libjansson" err &&
+	! grep -q "file=libcurl" err
+'
+
+test_expect_success 'a web_fetch call loads libcurl on first use' '
+	LD_DEBUG=files lev run withcurl --task t --workdir work --yolo --json >out 2>err &&
+	grep -q "file=libcurl" err &&
+	grep -q "\"tool\":\"web_fetch\"" out
+'
+
 test_done
