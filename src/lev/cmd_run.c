@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "lev/cmd.h"
+#include "lev/termout.h"
 #include "liblev/agent.h"
 #include "liblev/agentstore.h"
 #include "liblev/blueprint.h"
@@ -35,6 +36,7 @@
 #include "liblev/datadir.h"
 #include "liblev/lint.h"
 #include "liblev/strv.h"
+#include "liblev/termtext.h"
 #include "liblev/util.h"
 #include "liblev/xalloc.h"
 
@@ -127,8 +129,7 @@ struct front {
 static void spinner_clear(struct front *f)
 {
 	if (f->drawn) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
+		lev_termout_raw(STDERR_FILENO, "\r\033[K");
 		f->drawn = false;
 	}
 }
@@ -145,8 +146,12 @@ static void *spinner_main(void *data)
 			pthread_cond_wait(&f->cond, &f->lock);
 			continue;
 		}
-		fprintf(stderr, "\r  %c thinking...", frames[i++ % 4]);
-		fflush(stderr);
+		{
+			char frame[] = "\r  . thinking...";
+
+			frame[3] = frames[i++ % 4];
+			lev_termout_raw(STDERR_FILENO, frame);
+		}
 		f->drawn = true;
 		{
 			struct timespec ts;
@@ -345,13 +350,17 @@ static void tty_printf(struct front *f, const char *fmt, ...) __attribute__((for
 static void tty_printf(struct front *f, const char *fmt, ...)
 {
 	struct lev_buf b = LEV_BUF_INIT;
+	struct lev_buf safe = LEV_BUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
 	(void)lev_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
-	(void)lev_write_all(f->tty_fd, b.buf, b.len);
+	/* the prompt quotes the model's command: it must not steer the terminal */
+	lev_termtext_add(&safe, b.buf, b.len);
+	(void)lev_write_all(f->tty_fd, safe.buf, safe.len);
 	lev_buf_release(&b);
+	lev_buf_release(&safe);
 }
 
 static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)

@@ -12,6 +12,7 @@
 
 #include "lev-version.h"
 #include "lev/cmd.h"
+#include "lev/termout.h"
 
 #define USAGE_HELP "usage: lev help [COMMAND]\n"
 #define USAGE_VERSION "usage: lev version\n"
@@ -181,6 +182,7 @@ int main(int argc, char **argv)
 
 	check_std_fds();
 	umask(077);
+	lev_termout_install();
 
 	while (i < argc && argv[i][0] == '-') {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
