@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -405,6 +406,65 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 	return LEV_ANSWER_DENY;
 }
 
+/* ask_user_*: the model's question, shown as text, and the user's answer. */
+static int hook_question(void *data, const struct lev_question *q, char **answer)
+{
+	struct front *f = data;
+	char line[4096];
+	size_t n = 0;
+	int r;
+
+	if (f->tty_fd < 0)
+		return -1;
+	if (f->spin_started)
+		pthread_mutex_lock(&f->lock);
+	spinner_clear(f);
+	tty_printf(f, "\n? the agent asks (stage '%s'):\n  %s\n", q->stage, q->question);
+	if (q->kind == LEV_QUESTION_CHOICE) {
+		for (char *const *c = q->choices; c && *c; c++, n++)
+			tty_printf(f, "  %zu) %s\n", n + 1, *c);
+		tty_printf(f, "  answer [1-%zu]: ", n);
+	} else if (q->kind == LEV_QUESTION_CONFIRM) {
+		tty_printf(f, "  answer [y/n]: ");
+	} else {
+		tty_printf(f, "  answer (one line): ");
+	}
+	if (f->spin_started)
+		pthread_mutex_unlock(&f->lock);
+	for (;;) {
+		r = read_answer(f, line, sizeof(line));
+		if (r < 0) {
+			tty_printf(f, "\n  (no answer)\n");
+			return -1;
+		}
+		if (q->kind == LEV_QUESTION_TEXT) {
+			*answer = xstrdup(line);
+			return 0;
+		}
+		if (q->kind == LEV_QUESTION_CONFIRM) {
+			if (!strcasecmp(line, "y") || !strcasecmp(line, "yes")) {
+				*answer = xstrdup("yes");
+				return 0;
+			}
+			if (!strcasecmp(line, "n") || !strcasecmp(line, "no")) {
+				*answer = xstrdup("no");
+				return 0;
+			}
+			tty_printf(f, "  please answer y or n: ");
+			continue;
+		}
+		{
+			uint64_t k;
+
+			if (lev_parse_u64(line, &k) == 0 && k >= 1 && k <= n) {
+				*answer = xstrdup(q->choices[k - 1]);
+				return 0;
+			}
+			tty_printf(f, "  please answer a number from 1 to %zu: ", n);
+		}
+	}
+}
+
 /* ---- setup helpers --------------------------------------------------------- */
 
 static int load_task(const char *arg, char **out)
@@ -691,6 +751,8 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	o.cancel = &run_cancel;
 	o.cancel_fd = cancel_pipe[0];
 	o.hooks.ask = hook_ask;
+	if (f.tty_fd >= 0)
+		o.hooks.question = hook_question;
 	o.hooks.event = hook_event;
 	o.hooks.thinking = hook_thinking;
 	o.hooks.data = &f;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "liblev/agent.h"
@@ -70,6 +71,7 @@ struct lev_agent {
 	char **envp;			/* base environment for commands */
 	char **key_vars;		/* provider key variables, never passed on */
 	bool taint_enabled;
+	bool seeding;			/* a tool seed is being dispatched: nobody is asked */
 
 	size_t cur;			/* current stage */
 	unsigned iteration;
@@ -334,6 +336,11 @@ static void build_offered(struct lev_agent *a, struct stage_rt *s)
 		if (!ti) {
 			warn_event(a, "stage '%s' lists '%s', which lev does not provide; it is not "
 				   "offered", s->st->name, *t);
+			continue;
+		}
+		if (ti->kind == LEV_TOOL_ASK && !a->o.hooks.question) {
+			warn_event(a, "stage '%s' lists '%s', but nobody can answer a question in "
+				   "this run (no terminal); it is not offered", s->st->name, *t);
 			continue;
 		}
 		if (!lev_strv_contains(s->offered, ti->name))
@@ -667,7 +674,8 @@ static enum lev_ask_answer ask(struct lev_agent *a, const struct lev_ask *q)
 {
 	enum lev_ask_answer ans;
 
-	if (!a->o.hooks.ask || cancelled(a))
+	/* a seed runs before the run has anyone to ask (lint says so too) */
+	if (!a->o.hooks.ask || cancelled(a) || a->seeding)
 		return LEV_ANSWER_NONE;
 	if (a->rec)
 		(void)lev_runrecord_status(a->rec, "waiting", NULL);
@@ -1146,6 +1154,59 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	}
 }
 
+/* ask_user_*: the question goes to the front end; its answer is the result. */
+static void run_ask(struct lev_agent *a, struct call_state *cs)
+{
+	const json_t *jc = json_object_get(cs->args, "choices");
+	struct lev_question q = {
+		.kind = !strcmp(cs->tool, "ask_user_choice")	? LEV_QUESTION_CHOICE
+			: !strcmp(cs->tool, "ask_user_confirm") ? LEV_QUESTION_CONFIRM
+								: LEV_QUESTION_TEXT,
+		.stage = a->stages[a->cur].st->name,
+		.call_id = cs->call->id,
+		.question = arg_str(cs->args, "question"),
+	};
+	_cleanup_strv_ char **choices = NULL;
+	_cleanup_free_ char *answer = NULL;
+	size_t i;
+	json_t *v;
+	int r;
+
+	json_array_foreach(jc, i, v)
+		choices = lev_strv_push(choices, json_string_value(v));
+	q.choices = choices;
+	if (!a->o.hooks.question || cancelled(a)) {
+		lev_tool_output_set(cs->out, "[no answer] Nobody can answer a question in this run. "
+				    "Decide yourself and go on.", true);
+		return;
+	}
+	if (a->rec)
+		(void)lev_runrecord_status(a->rec, "waiting", NULL);
+	r = a->o.hooks.question(a->o.hooks.data, &q, &answer);
+	if (a->rec)
+		(void)lev_runrecord_status(a->rec, "running", NULL);
+	if (r < 0 || !answer)
+		lev_tool_output_set(cs->out, "[no answer] The user did not answer. Go on without "
+				    "the answer, or end the stage.", true);
+	else
+		lev_tool_output_set(cs->out, answer, false);
+}
+
+/* current_time: local time with its offset, and UTC (ISO 8601). */
+static void run_time(struct call_state *cs)
+{
+	char local[64] = "", utc[64] = "", text[160];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (localtime_r(&now, &tm))
+		strftime(local, sizeof(local), "%Y-%m-%dT%H:%M:%S%z (%Z, %A)", &tm);
+	if (gmtime_r(&now, &tm))
+		strftime(utc, sizeof(utc), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(text, sizeof(text), "local: %s\nutc: %s", local, utc);
+	lev_tool_output_set(cs->out, text, false);
+}
+
 static void execute(struct lev_agent *a, struct call_state *cs)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -1198,7 +1259,13 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		break;
 	}
 	case LEV_TOOL_INLINE:
-		run_inline(a, cs);
+		if (!strcmp(cs->tool, "current_time"))
+			run_time(cs);
+		else
+			run_inline(a, cs);
+		break;
+	case LEV_TOOL_ASK:
+		run_ask(a, cs);
 		break;
 	}
 }
@@ -1268,8 +1335,21 @@ static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 	cs->tool = call->name ? lev_tool_canonical(call->name) : "";
 	cs->ti = lev_tools_find(a->tools, cs->tool);
 
-	/* offered in this stage? */
-	if (!cs->ti || !lev_strv_contains(s->offered, cs->ti->name)) {
+	/* a tool seed: any tool lev runs, except the ones that act on the run itself */
+	if (a->seeding) {
+		if (!cs->ti || cs->ti->kind == LEV_TOOL_INLINE || cs->ti->kind == LEV_TOOL_ASK) {
+			t = xasprintf("[unavailable] '%s' cannot seed a region: only file, shell "
+				      "and network tools run at spawn",
+				      call->name ? call->name : "");
+			audit(a, &(struct audit_line){ .call_id = call->id, .tool = call->name,
+						       .gate = "offered", .rule = "seed",
+						       .reason = t });
+			refuse(cs, "offered", "seed", t);
+			return;
+		}
+		audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool,
+					       .gate = "offered", .rule = "seed", .allowed = true });
+	} else if (!cs->ti || !lev_strv_contains(s->offered, cs->ti->name)) {
 		if (s->offered)
 			t = xasprintf("[unavailable] '%s' is not available in this stage. You may "
 				      "call: %s.",
@@ -1285,9 +1365,11 @@ static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 					       .reason = t });
 		refuse(cs, "offered", cs->ti ? "not offered in this stage" : "unknown tool", t);
 		return;
+	} else {
+		audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool,
+					       .gate = "offered", .rule = "available_tools",
+					       .allowed = true });
 	}
-	audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool, .gate = "offered",
-				       .rule = "available_tools", .allowed = true });
 
 	/* arguments: valid JSON, valid against the schema */
 	if (!call->arguments) {
@@ -1559,6 +1641,68 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 	lev_tool_output_release(&out);
 }
 
+/*
+ * A tool seed calls a real tool before the first inference, in the entry
+ * stage, through the gates a model's call meets (schema, permission, paths,
+ * network, taint), with one difference: nobody is asked, so only what
+ * resolves to allow runs.  A shell seed is a command seed and meets the
+ * command-seed rules as well (allow_seed_commands, the safe list), so
+ * `tool = "shell"` is no way around them.
+ */
+static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct seed_result *sr)
+{
+	const char *tool = lev_tool_canonical(rg->seed.value);
+	const char *raw = rg->seed.args_json ? rg->seed.args_json : "{}";
+	struct lev_tool_call call = { 0 };
+	struct lev_tool_output out = { 0 };
+	struct lev_call_decision dec = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	json_error_t je;
+
+	call.arguments = json_loads(raw, JSON_REJECT_DUPLICATES, &je);
+	if (!strcmp(tool, "shell")) {
+		const char *cmd = arg_str(call.arguments, "command");
+
+		if (cmd)
+			seed_command(a, rg->name, cmd, sr);
+		else
+			sr->error = xasprintf("shell seed for region '%s' has no command", rg->name);
+		json_decref(call.arguments);
+		return;
+	}
+	call.id = xasprintf("seed:%s", rg->name);
+	call.name = xstrdup(rg->seed.value);
+	call.raw_arguments = xstrdup(raw);
+	if (!json_is_object(call.arguments)) {
+		json_decref(call.arguments);
+		call.arguments = NULL;
+		call.parse_error = xstrdup("the args table is not a JSON object");
+	}
+	a->seeding = true;
+	if (lev_agent_dispatch(a, &call, &out, &dec, &err) < 0)
+		sr->error = xasprintf("seed tool '%s': %s", tool, err.msg);
+	else if (!dec.allowed)
+		sr->error = xasprintf("seed tool '%s' refused by the %s gate: %s", tool,
+				      dec.gate ? dec.gate : "?", dec.reason ? dec.reason : "denied");
+	else if (out.is_error)
+		sr->error = xasprintf("seed tool '%s' failed: %.300s", tool,
+				      out.text ? out.text : "");
+	else {
+		struct call_state cs = { .call = &call, .tool = tool, .args = call.arguments };
+
+		sr->label = result_label(a, &cs);
+		sr->text = TAKE_PTR(out.text);
+	}
+	a->seeding = false;
+	lev_call_decision_release(&dec);
+	lev_tool_output_release(&out);
+	json_decref(call.arguments);
+	free(call.id);
+	free(call.name);
+	free(call.raw_arguments);
+	free(call.parse_error);
+}
+
 static int run_seeds(struct lev_agent *a, struct lev_err *err)
 {
 	bool task_placed = false;
@@ -1595,8 +1739,10 @@ static int run_seeds(struct lev_agent *a, struct lev_err *err)
 			seed_command(a, rg->name, rg->seed.value, &sr);
 			break;
 		case LEV_SEED_TOOL:
+			seed_tool(a, rg, &sr);
+			break;
 		default:
-			sr.error = xasprintf("tool seeds are not supported yet");
+			sr.error = xasprintf("unknown seed kind");
 			break;
 		}
 		ev = event_new("seed");

@@ -33,8 +33,9 @@
  *			(workdir, [read_paths]) is the file tools' own decision,
  *			made atomically when they open the path; no file tool is
  *			a network or outbound tool, so it meets nothing after.
- *			Inline tools (submit_output, context_*) go through the
- *			same gates.  Every gate's decision is one line of
+ *			Inline tools (submit_output, context_*, current_time)
+ *			and the questions for the user (ask_user_*, offered only
+ *			when the front end can ask) go through the same gates.  Every gate's decision is one line of
  *			audit.jsonl naming the gate and the rule that decided;
  *			every call gets exactly one tool_result.
  *
@@ -100,12 +101,34 @@ struct lev_ask {
 	const char *run_label;		/* "Allow shell:make for this run" */
 };
 
+/* A question the model asks the user (ask_user_*).  Strings are borrowed. */
+enum lev_question_kind {
+	LEV_QUESTION_TEXT,	/* a free-text answer */
+	LEV_QUESTION_CHOICE,	/* one of `choices` */
+	LEV_QUESTION_CONFIRM,	/* yes or no */
+};
+
+struct lev_question {
+	enum lev_question_kind kind;
+	const char *stage;
+	const char *call_id;
+	const char *question;		/* the model's words: show them as text, never raw */
+	char *const *choices;		/* LEV_QUESTION_CHOICE: 2..20 answers */
+};
+
 struct lev_agent_hooks {
 	/*
 	 * Ask the person at the terminal.  NULL, or LEV_ANSWER_NONE, means
 	 * nobody can answer: the call is denied.
 	 */
 	enum lev_ask_answer (*ask)(void *data, const struct lev_ask *q);
+	/*
+	 * Put a question to the user.  Returns 0 and *answer (malloc'ed:
+	 * the text; for a choice, the chosen entry; for confirm, "yes" or
+	 * "no"), or -1 when nobody answered (timeout, end of input).  NULL:
+	 * nobody can be asked, and ask_user_* are not offered to the model.
+	 */
+	int (*question)(void *data, const struct lev_question *q, char **answer);
 	/* Each event as recorded: the object and its line (both borrowed). */
 	void (*event)(void *data, const json_t *event, const char *line);
 	/* The model is thinking (true) or has answered (false). */

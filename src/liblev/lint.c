@@ -277,8 +277,9 @@ static void lint_seeds(const struct lev_blueprint *bp, const struct lev_config *
 	}
 	if (ntool)
 		lev_findings_add(out, LEV_SEV_NOTE, "tool-seed", NULL,
-				 "a seed tool runs only if its permission resolves to allow; ask and "
-				 "deny are refused at spawn",
+				 "a seed tool meets every gate a model's call does, with nobody to "
+				 "ask: it runs only where the policy says allow (ask and deny are "
+				 "refused); a shell seed is a command seed",
 				 "%zu region(s) call a tool at spawn, before any prompt: %s", ntool,
 				 tools.buf);
 	lev_buf_release(&cmds);

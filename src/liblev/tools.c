@@ -95,6 +95,26 @@ static json_t *schema_for(const char *name)
 		json_object_set_new(p, "region", str_prop("The name of a context region"));
 		return obj_schema(p, (const char *const[]){ "region", NULL });
 	}
+	if (!strcmp(name, "ask_user_text") || !strcmp(name, "ask_user_confirm")) {
+		json_object_set_new(p, "question",
+				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+					      "maxLength", 4000, "description",
+					      "The question, in one or a few sentences"));
+		return obj_schema(p, (const char *const[]){ "question", NULL });
+	}
+	if (!strcmp(name, "ask_user_choice")) {
+		json_object_set_new(p, "question",
+				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+					      "maxLength", 4000, "description", "The question"));
+		json_object_set_new(p, "choices",
+				    json_pack("{s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:s}", "type",
+					      "array", "items", "type", "string", "minLength", 1,
+					      "maxLength", 200, "minItems", 2, "maxItems", 20,
+					      "description", "The answers to choose from"));
+		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
+	}
+	if (!strcmp(name, "current_time"))
+		return obj_schema(p, NULL);
 	json_decref(p);
 	return NULL;
 }
@@ -127,6 +147,15 @@ static const struct {
 	{ "context_append", LEV_TOOL_INLINE,
 	  "Add a note to a temporary or clearable context region." },
 	{ "context_read", LEV_TOOL_INLINE, "Return the current content of a context region." },
+	{ "ask_user_text", LEV_TOOL_ASK,
+	  "Ask the user a question and wait for a free-text answer. Use it only when you cannot "
+	  "go on without them." },
+	{ "ask_user_choice", LEV_TOOL_ASK,
+	  "Ask the user to pick one of several answers; returns the chosen answer's text." },
+	{ "ask_user_confirm", LEV_TOOL_ASK,
+	  "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
+	{ "current_time", LEV_TOOL_INLINE,
+	  "The current date and time: local time with its UTC offset, and UTC." },
 };
 
 int lev_tools_new(struct lev_tools **out, struct lev_err *err)

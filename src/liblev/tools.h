@@ -6,7 +6,9 @@
  *	shell (alias bash)					below, through sandbox.h
  *	web_fetch http_post web_search				tools-net.h
  *	submit_output context_write context_append context_read	inline: the runtime
- *								(agent.c) runs them
+ *	current_time						(agent.c) runs them
+ *	ask_user_text ask_user_choice ask_user_confirm		questions for the user,
+ *								through the front end
  *
  * Every schema is checked against the argcheck subset when the registry is
  * built, so the runtime validates arguments with lev_argcheck_checked().
@@ -46,7 +48,8 @@ enum lev_tool_kind {
 	LEV_TOOL_FS,		/* tools-fs.h */
 	LEV_TOOL_SHELL,		/* the sandboxed shell */
 	LEV_TOOL_NET,		/* tools-net.h */
-	LEV_TOOL_INLINE,	/* run by the runtime itself (output, notes) */
+	LEV_TOOL_INLINE,	/* run by the runtime itself (output, notes, time) */
+	LEV_TOOL_ASK,		/* a question for the user, through the front end */
 };
 
 struct lev_tool_info {

@@ -460,6 +460,61 @@ test_expect_success 'seeds: --no-seed-commands refuses command seeds; a missing 
 	grep -q "give a --task" err
 '
 
+mkagent toolseeds <<'EOF'
+[agent]
+name = "toolseeds"
+[context.regions]
+task = { kind = "pinned", seed = "task" }
+notes = { kind = "pinned", seed = { tool = "read_file", args = { path = "hello.txt" } } }
+listing = { kind = "pinned", seed = { tool = "list_dir", args = { path = "." } } }
+escape = { kind = "pinned", seed = { tool = "read_file", args = { path = "../outside.txt" } } }
+written = { kind = "pinned", seed = { tool = "write_file", args = { path = "seeded.txt", content = "x" } } }
+sneaky = { kind = "pinned", seed = { tool = "shell", args = { command = "touch sneaky.txt" } } }
+inline = { kind = "pinned", seed = { tool = "submit_output", args = { output = "x" } } }
+badargs = { kind = "pinned", seed = { tool = "read_file", args = { path = 7 } } }
+conversation = { kind = "sliding_window", max_items = 10 }
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["read_file"]
+EOF
+cat >toolseeds/turns.toml <<'EOF'
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'tool seeds go through every gate, with nobody to ask' '
+	rm -f "$CONFIG" work/seeded.txt work/sneaky.txt &&
+	lev run toolseeds --task t --workdir work --json >ev 2>err &&
+	python3 - ev <<-PY
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	seeds = {e["region"]: e for e in ev if e["event"] == "seed"}
+	calls = {e["id"]: e for e in ev if e["event"] == "tool_call"}
+	assert seeds["notes"]["ok"] and seeds["notes"]["label"] == "internal", seeds["notes"]
+	assert seeds["listing"]["ok"], seeds["listing"]
+	assert calls["seed:notes"]["decision"] == "allow", calls
+	# the paths gate: outside the workdir
+	assert not seeds["escape"]["ok"] and "workdir" in seeds["escape"]["error"], seeds["escape"]
+	assert calls["seed:escape"]["gate"] == "workdir", calls["seed:escape"]
+	# write_file asks by default: refused, nobody is asked
+	assert not seeds["written"]["ok"] and "permission" in seeds["written"]["error"], seeds["written"]
+	assert calls["seed:written"]["asked"] is False
+	# a shell seed is a command seed: touch is not on the safe list
+	assert not seeds["sneaky"]["ok"] and "not pre-approved" in seeds["sneaky"]["error"], seeds["sneaky"]
+	assert not seeds["inline"]["ok"] and "cannot seed" in seeds["inline"]["error"], seeds["inline"]
+	assert not seeds["badargs"]["ok"] and "schema" in seeds["badargs"]["error"], seeds["badargs"]
+	assert ev[-1]["status"] == "complete"
+	PY
+	test ! -e work/seeded.txt && test ! -e work/sneaky.txt &&
+	grep -q "\"call\":\"seed:written\".*\"gate\":\"permission\".*\"decision\":\"deny\"" "$(last_run)/audit.jsonl"
+'
+
+test_expect_success 'a tool seed the user allows runs; a shell seed stays a command seed under --yolo' '
+	lev run toolseeds --task t --workdir work --json --allow write_file --yolo >ev 2>err &&
+	test "$(cat work/seeded.txt)" = x && test ! -e work/sneaky.txt &&
+	grep "\"region\":\"written\"" ev | grep -q "\"ok\":true"
+'
+
 test_expect_success 'a pinned region past its budget fails the run at the start' '
 	mkagent pinned <<-EOF &&
 	[agent]
@@ -635,5 +690,91 @@ if command -v script >/dev/null 2>&1; then
 else
 	test_skip 'on a terminal, model text cannot steer it' 'script(1) is not installed'
 fi
+
+mkagent asks <<'EOF'
+[agent]
+name = "asks"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["ask_user_text", "ask_user_choice", "ask_user_confirm", "current_time"]
+EOF
+cat >asks/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "ask_user_text"
+args = { question = "Which colour?\u001b[2J" }
+[[turn.call]]
+tool = "ask_user_choice"
+args = { question = "Which branch?", choices = ["main", "dev", "release"] }
+[[turn.call]]
+tool = "ask_user_confirm"
+args = { question = "Push it?" }
+[[turn.call]]
+tool = "ask_user_choice"
+args = { question = "Only one?", choices = ["a"] }
+[[turn.call]]
+tool = "current_time"
+args = {}
+[[turn]]
+text = "done"
+EOF
+
+# results TOOL...: "tool ok text" per tool_result event of a --json stream
+results() {
+	python3 - "$1" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "tool_result":
+        print(e["tool"], e["ok"], e["label"], e["text"].split("\n")[0][:29])
+PY
+}
+
+if command -v script >/dev/null 2>&1; then
+	test_expect_success 'on a terminal, ask_user_* put the question and return the answer' '
+		printf "blue\n7\n2\nmaybe\ny\n" |
+			script -qec "$LEV run asks --workdir work --json" /dev/null >tty.out &&
+		grep -q "Which colour?\\\\x1b\[2J" tty.out &&
+		! grep -q "$(printf "\033")\[2J" tty.out &&
+		grep -q "please answer a number from 1 to 3" tty.out &&
+		grep -q "please answer y or n" tty.out &&
+		tr -d "\r" <tty.out | grep "{" | sed "s/^[^{]*//" >ev &&
+		results ev >got &&
+		sed -n 1,4p got >got4 &&
+		cat >want <<-EOF &&
+		ask_user_text True internal blue
+		ask_user_choice True internal dev
+		ask_user_confirm True internal yes
+		ask_user_choice False public [error] invalid arguments for
+		EOF
+		test_cmp want got4 &&
+		grep -q "^current_time True public local: 20" got
+	'
+
+	test_expect_success 'a configured deny holds for ask_user_* (nothing is asked)' '
+		setconfig <<-EOF &&
+		[tool_permissions]
+		ask_user_text = "deny"
+		EOF
+		printf "blue\n2\ny\n" |
+			script -qec "$LEV run asks --workdir work --json" /dev/null >tty.out &&
+		rm -f "$CONFIG" &&
+		! grep -q "^  Which colour" tty.out &&
+		tr -d "\r" <tty.out | grep "{" | sed "s/^[^{]*//" >ev &&
+		decisions ev >got &&
+		grep -q "^ask_user_text deny permission" got &&
+		grep -q "^ask_user_choice allow none" got
+	'
+else
+	test_skip 'on a terminal, ask_user_* put the question' 'script(1) is not installed'
+fi
+
+test_expect_success 'with nobody to answer, ask_user_* are not offered (and say why)' '
+	lev run asks --workdir work --json >ev 2>err </dev/null &&
+	grep -q "nobody can answer a question in this run" ev &&
+	decisions ev >got &&
+	grep -q "^ask_user_text deny offered" got &&
+	grep -q "^current_time allow none" got
+'
 
 test_done
