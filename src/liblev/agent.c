@@ -256,6 +256,41 @@ static void on_evict(void *data, const char *region, enum lev_item_kind kind, ui
 	emit(a, ev);
 }
 
+/* The provider name a stage uses: --model's, the stage's, the config's first, "anthropic". */
+static char *stage_provider_name(const struct lev_agent *a, const struct lev_stage *st)
+{
+	if (a->o.model) {
+		const char *slash = strchr(a->o.model, '/');
+
+		return slash ? xstrndup(a->o.model, (size_t)(slash - a->o.model))
+			     : xstrdup(a->o.model);
+	}
+	return st->model.provider ? xstrdup(st->model.provider)
+	       : a->cfg->n_providers ? xstrdup(a->cfg->providers[0].name)
+				     : xstrdup("anthropic");
+}
+
+/*
+ * The window the context is fitted to: the smallest context_window among
+ * the providers the stages use, so the context fits every model that
+ * reads it.  0 (the default window) when none is configured.
+ */
+static uint64_t run_window(const struct lev_agent *a)
+{
+	uint64_t w = 0;
+
+	if (a->o.window_tokens)
+		return a->o.window_tokens;
+	for (size_t i = 0; i < a->bp->n_stages; i++) {
+		_cleanup_free_ char *name = stage_provider_name(a, &a->bp->stages[i]);
+		const struct lev_provider_conf *pc = lev_config_provider(a->cfg, name);
+
+		if (pc && pc->context_window && (!w || pc->context_window < w))
+			w = pc->context_window;
+	}
+	return w;
+}
+
 static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct lev_provider **out,
 			struct lev_err *err)
 {
@@ -267,18 +302,14 @@ static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct 
 	struct lev_provider *p = NULL;
 	int r;
 
+	prov_name = stage_provider_name(a, st);
 	if (a->o.model) {
 		const char *slash = strchr(a->o.model, '/');
 
-		prov_name = slash ? xstrndup(a->o.model, (size_t)(slash - a->o.model))
-				  : xstrdup(a->o.model);
 		model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
 		if (lev_streq(prov_name, st->model.provider))
 			script = st->model.script;
 	} else {
-		prov_name = st->model.provider ? xstrdup(st->model.provider)
-			    : a->cfg->n_providers ? xstrdup(a->cfg->providers[0].name)
-						  : xstrdup("anthropic");
 		model = st->model.model ? xstrdup(st->model.model) : NULL;
 		script = st->model.script;
 	}
@@ -464,7 +495,7 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 		goto fail;
 	}
 
-	co.window_tokens = opts->window_tokens;
+	co.window_tokens = run_window(a);
 	co.on_evict = on_evict;
 	co.evict_data = a;
 	r = lev_context_new(a->bp->regions, a->bp->n_regions, &co, &a->ctx, err);

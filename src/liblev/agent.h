@@ -156,7 +156,8 @@ struct lev_agent_opts {
 	char *const *envp;		/* environment shell commands start from (filtered) */
 	volatile sig_atomic_t *cancel;	/* set when the run must stop; may be NULL */
 	int cancel_fd;			/* readable once cancelled; -1: none */
-	uint64_t window_tokens;		/* model window for budgets; 0: the default */
+	uint64_t window_tokens;		/* model window for budgets; 0: the smallest [providers.X]
+					 * context_window of the stages, else the default */
 	struct lev_agent_hooks hooks;
 };
 

@@ -512,6 +512,8 @@ static int parse_provider(const struct lev_tomlval_ctx *c, const struct lev_toml
 			r = set_str(c, v, p, &pc->model, err);
 		else if (lev_tomlval_key_is(t, i, "timeout_secs"))
 			r = lev_tomlval_u64(c, v, p, 1, SECS_MAX, &pc->timeout_secs, err);
+		else if (lev_tomlval_key_is(t, i, "context_window"))
+			r = lev_tomlval_u64(c, v, p, 1024, 100000000, &pc->context_window, err);
 		else if (lev_tomlval_key_is(t, i, "api_key")) {
 			/* a key in the config would be readable by anything that reads it */
 			unsigned line = 0, col = 0;

@@ -85,6 +85,7 @@ struct lev_provider_conf {
 	char *api_key_env;	/* NULL: none (or credentials.toml) */
 	char *model;		/* NULL: none */
 	uint64_t timeout_secs;	/* 0: unset */
+	uint64_t context_window;	/* the model's window in tokens; 0: unset (128000) */
 };
 
 /* [agent_read_paths.<agent>] */

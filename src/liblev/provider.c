@@ -560,6 +560,7 @@ int lev_provider_spec_from_config(struct lev_provider_spec *s, const struct lev_
 	}
 	if (credentials_path && (!cfg || cfg->credential_store == LEV_CRED_FILE))
 		n.credentials_path = xstrdup(credentials_path);
+	n.keychain = cfg && cfg->credential_store == LEV_CRED_KEYCHAIN;
 	/* Keep the caller's test hooks and limits. */
 	n.sleep = s->sleep;
 	n.sleep_data = s->sleep_data;
@@ -677,6 +678,13 @@ int lev_provider_new(const struct lev_provider_spec *spec, struct lev_provider *
 					"provider '%s': no API key: set %s in the environment, or add "
 					"[providers.%s] api_key to '%s'",
 					name, spec->api_key_env, name, spec->credentials_path);
+		else if (spec->keychain)
+			r = lev_err_set(err, -EACCES,
+					"provider '%s': no API key: set %s in the environment "
+					"(credential_store = \"keychain\" is not supported by lev: "
+					"keys come from the environment, or from credentials.toml "
+					"with credential_store = \"file\")",
+					name, spec->api_key_env);
 		else
 			r = lev_err_set(err, -EACCES,
 					"provider '%s': no API key: set %s in the environment", name,

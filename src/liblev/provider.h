@@ -242,6 +242,7 @@ struct lev_provider_spec {
 	char *base_url;		/* NULL: https://api.openai.com/v1 or https://api.anthropic.com/v1 */
 	char *api_key_env;	/* variable holding the key; NULL: no key from the environment */
 	char *credentials_path;	/* credentials.toml to consult, or NULL */
+	bool keychain;		/* the config asks for credential_store = "keychain" */
 	char *script_path;	/* script provider: the turns file (resolved) */
 	char *proxy;		/* NULL: no proxy (environment proxies are ignored) */
 	char *anthropic_version;	/* NULL: "2023-06-01" */

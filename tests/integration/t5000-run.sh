@@ -530,6 +530,29 @@ test_expect_success 'a pinned region past its budget fails the run at the start'
 	grep -q "pinned with a budget of 5 tokens" err
 '
 
+test_expect_success '[providers.X] context_window sizes the budgets' '
+	mkagent windowed <<-EOF &&
+	[agent]
+	name = "windowed"
+	[context.regions]
+	task = { kind = "pinned", budget = "10%", seed = "task" }
+	conversation = { kind = "sliding_window", max_items = 10 }
+	[stages.main]
+	model = { provider = "script", script = "turns.toml" }
+	EOF
+	cp seeds/turns.toml windowed/ &&
+	task=$(python3 -c "print(\"word \" * 2000)") &&
+	lev run windowed --task "$task" --workdir work >out 2>err &&
+	setconfig <<-EOF &&
+	[providers.script]
+	kind = "script"
+	context_window = 8000
+	EOF
+	test_must_fail --code 1 lev run windowed --task "$task" --workdir work 2>err &&
+	grep -q "pinned with a budget of 800 tokens" err &&
+	rm -f "$CONFIG"
+'
+
 test_expect_success 'the read-path warning names the stanza to add' '
 	mkagent reader <<-EOF &&
 	[agent]

@@ -738,6 +738,12 @@ static void test_new_without_key(void **state)
 	assert_null(p);
 	assert_non_null(strstr(err.msg, "LEV_TEST_NO_SUCH_KEY"));
 	assert_non_null(strstr(err.msg, "no API key"));
+	assert_null(strstr(err.msg, "keychain"));
+	/* a keychain the config asks for is not there: the message says so */
+	s.keychain = true;
+	assert_int_equal(lev_provider_new(&s, &p, &err), -EACCES);
+	assert_non_null(strstr(err.msg, "credential_store = \"keychain\" is not supported"));
+	s.keychain = false;
 	/* no key variable: a keyless local server is fine */
 	free(s.api_key_env);
 	s.api_key_env = NULL;
