@@ -1133,6 +1133,101 @@ static bool gate_taint(struct lev_agent *a, struct call_state *cs)
 
 /* ---- execution ----------------------------------------------------------- */
 
+struct redirect_ctx {
+	struct lev_agent *a;
+	struct call_state *cs;
+};
+
+/*
+ * A network tool is about to follow a redirect to URL: the taint gate
+ * judges the new target as it would judge a web_fetch of URL now (the
+ * hop is a GET of it), asking when it would ask.  Every hop is one line
+ * of audit.jsonl under the taint gate.
+ */
+static int redirect_gate(void *data, const char *tool, const char *url, struct lev_err *err)
+{
+	struct redirect_ctx *rc = data;
+	struct lev_agent *a = rc->a;
+	struct call_state *cs = rc->cs;
+	struct lev_gate_decision d;
+	struct lev_gate_call gc = { 0 };
+	struct lev_err gerr = LEV_ERR_INIT;
+	_cleanup_free_ char *args_json = NULL;
+	_cleanup_free_ char *rule = NULL;
+	_cleanup_free_ char *targets = NULL;
+	_cleanup_free_ char *reason = NULL;
+	enum lev_ask_answer ans = LEV_ANSWER_NONE;
+	bool asked = false;
+	json_t *args;
+	int r;
+
+	if (!a->taint_enabled)
+		return 0;
+	args = json_pack("{s:s}", "url", url);
+	args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
+	json_decref(args);
+	memset(&d, 0, sizeof(d));
+	gc.tool = "web_fetch";
+	gc.args_json = args_json;
+	gc.args_len = args_json ? strlen(args_json) : 0;
+	gc.ctx = lev_context_taint(a->ctx);
+	gc.taint = lev_context_taint_level(a->ctx);
+	r = lev_gate_check(a->gate, &gc, &d, &gerr);
+	if (r < 0) {
+		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = tool,
+					       .gate = "taint", .rule = "error", .target = url,
+					       .reason = gerr.msg });
+		return lev_err_set(err, LEV_EDENIED, "the taint gate failed: %s", gerr.msg);
+	}
+	if (d.result == LEV_GATE_NEEDS_USER) {
+		struct lev_buf desc = LEV_BUF_INIT;
+		_cleanup_free_ char *prompt = NULL;
+		struct lev_ask q = { 0 };
+
+		(void)lev_gate_describe(&d, &desc);
+		prompt = xasprintf("%s was redirected: %s. Allow it?", tool, desc.buf);
+		q.kind = LEV_ASK_TAINT;
+		q.stage = a->stages[a->cur].st->name;
+		q.call_id = cs->call->id;
+		q.tool = tool;
+		q.prompt = prompt;
+		q.detail = url;
+		q.run_label = "Allow for this run";
+		ans = ask(a, &q);
+		asked = ans != LEV_ANSWER_NONE;
+		(void)lev_gate_answer(a->gate, &d,
+				      ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE
+					      ? LEV_GATE_ANSWER_ONCE
+				      : ans == LEV_ANSWER_RUN  ? LEV_GATE_ANSWER_RUN
+				      : ans == LEV_ANSWER_DENY ? LEV_GATE_ANSWER_DENY
+							       : LEV_GATE_ANSWER_NONE);
+		lev_buf_release(&desc);
+	}
+	targets = joined_targets(d.targets);
+	rule = gate_rule_name(&d);
+	reason = xasprintf("redirect to '%.300s'%s%s", url, d.target_error ? ": " : "",
+			   d.target_error ? d.target_error : "");
+	cs->dec->asked = cs->dec->asked || asked;
+	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = tool, .gate = "taint",
+				       .rule = rule, .allowed = d.result == LEV_GATE_ALLOWED,
+				       .asked = asked,
+				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
+				       .target = targets, .has_clearance = true,
+				       .clearance = d.clearance, .reason = reason });
+	if (d.result != LEV_GATE_ALLOWED) {
+		struct lev_buf desc = LEV_BUF_INIT;
+
+		(void)lev_gate_describe(&d, &desc);
+		r = lev_err_set(err, LEV_EDENIED, "the taint gate refuses it (%s); call the "
+				"tool with that URL if you need it", desc.buf);
+		lev_buf_release(&desc);
+		lev_gate_decision_release(&d);
+		return r;
+	}
+	lev_gate_decision_release(&d);
+	return 0;
+}
+
 static void run_inline(struct lev_agent *a, struct call_state *cs)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -1278,7 +1373,10 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.cancel = a->o.cancel,
 		};
 		struct lev_net_result res = { 0 };
+		struct redirect_ctx rc = { .a = a, .cs = cs };
 
+		np.redirect_hook = redirect_gate;
+		np.redirect_hook_data = &rc;
 		if (lev_tool_net_run(cs->tool, cs->args, &np, &res, &err) < 0) {
 			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
 

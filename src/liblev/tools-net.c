@@ -470,6 +470,14 @@ static int guarded_request(const char *url, const struct lev_net_policy *pol,
 		out->target_host = xstrdup(u.host);
 		free(out->final_url);
 		out->final_url = xstrdup(u.url);
+		if (hop > 0 && pol->redirect_hook &&
+		    pol->redirect_hook(pol->redirect_hook_data, o->tool, u.url, &e) < 0) {
+			lev_url_release(&u);
+			return result_error(out, LEV_NET_URL_REFUSED,
+					    "%s refused to follow a redirect to '%.300s': %s", o->tool,
+					    out->final_url, e.msg),
+			       -1;
+		}
 		g.host = out->target_host;
 		req.url = u.url;
 		out->hops = hop + 1;

@@ -17,7 +17,7 @@
  *     embedding one of those -- unless allow_local_network is set; cloud
  *     metadata addresses are refused even then (netguard.h);
  *   - there are more than max_redirects (at most 5) redirects; every hop is
- *     re-parsed and re-checked.  http_post never follows redirects (it
+ *     re-parsed and re-checked (and put to redirect_hook, below).  http_post never follows redirects (it
  *     reports the 3xx and its Location), so a body is only ever sent to
  *     the URL the call named.
  *
@@ -59,6 +59,17 @@ struct lev_net_policy {
 	 */
 	const char *const *resolve;
 	volatile sig_atomic_t *cancel;	/* NULL: not cancellable */
+	/*
+	 * Asked before each redirect is followed, with the tool and the URL
+	 * the hop will request (normalised, as libcurl sends it).  A negative
+	 * return refuses the hop: the call fails with ERR's message and the
+	 * URL is not contacted.  NULL: every hop the address guard passes is
+	 * followed.  lev run points it at the taint gate, so a redirect (an
+	 * open redirect on an allowed host, say) cannot carry a URL with
+	 * tainted data to a host the gate would refuse.
+	 */
+	int (*redirect_hook)(void *data, const char *tool, const char *url, struct lev_err *err);
+	void *redirect_hook_data;
 };
 
 enum lev_net_outcome {

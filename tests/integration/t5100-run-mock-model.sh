@@ -279,4 +279,67 @@ test_expect_success 'a missing key is a clear error before the run starts' '
 	test ! -s requests.jsonl
 '
 
+test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
+	cat >redirect.json <<-\EOF &&
+	{"routes": {
+	  "/go": {"status": 302, "headers": {"Location": "http://localhost:${PORT}/collect?d=hello"}},
+	  "/collect": {"content_type": "text/plain", "body": "collected"},
+	  "/same": {"status": 302, "headers": {"Location": "/page"}},
+	  "/page": {"content_type": "text/plain", "body": "a page"}}}
+	EOF
+	start_mock redirect.json &&
+	cat >>"$CONFIG" <<-EOF &&
+	[security]
+	allow_local_network = true
+	[agent_tool_permissions.redir]
+	web_fetch = "allow"
+	EOF
+	cat >"$LEVIATH_HOME/.leviath/policy.toml" <<-EOF &&
+	[[allowlist]]
+	tool = "web_fetch"
+	to = ["127.0.0.1"]
+	max_sensitivity = "internal"
+	EOF
+	mkdir -p redir &&
+	cat >redir/agent.leviath <<-EOF &&
+	[agent]
+	name = "redir"
+	[security]
+	taint_tracking = true
+	[stages.main]
+	model = { provider = "script", script = "turns.toml" }
+	available_tools = ["read_file", "web_fetch"]
+	EOF
+	cat >redir/turns.toml <<-EOF &&
+	[[turn]]
+	[[turn.call]]
+	tool = "read_file"
+	args = { path = "hello.txt" }
+	[[turn]]
+	[[turn.call]]
+	tool = "web_fetch"
+	args = { url = "http://127.0.0.1:$PORT/go" }
+	[[turn.call]]
+	tool = "web_fetch"
+	args = { url = "http://127.0.0.1:$PORT/same" }
+	[[turn]]
+	text = "done"
+	EOF
+	lev run ./redir --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
+	rm -f "$LEVIATH_HOME/.leviath/policy.toml";
+	test $rc = 0 &&
+	grep -q "\"/go\"" requests.jsonl &&
+	! grep -q "/collect" requests.jsonl &&
+	grep -q "\"/page\"" requests.jsonl &&
+	python3 - ev <<-\PY &&
+	import json, sys
+	res = [e for e in map(json.loads, open(sys.argv[1])) if e["event"] == "tool_result"]
+	assert res[0]["label"] == "internal", res[0]
+	assert not res[1]["ok"] and "refused to follow a redirect" in res[1]["text"], res[1]
+	assert "localhost" in res[1]["text"] and "taint gate" in res[1]["text"], res[1]
+	assert res[2]["ok"] and "a page" in res[2]["text"], res[2]
+	PY
+	grep "\"gate\":\"taint\"" "$(last_run)/audit.jsonl" | grep "redirect to" | grep -q "\"decision\":\"deny\""
+'
+
 test_done

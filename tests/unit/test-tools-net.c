@@ -541,6 +541,54 @@ static void test_html_to_text(void **state)
 	}
 }
 
+struct hook_log {
+	unsigned calls;
+	char last[512];
+	const char *refuse_containing;	/* refuse a hop whose URL holds this */
+};
+
+static int hook(void *data, const char *tool, const char *u, struct lev_err *err)
+{
+	struct hook_log *h = data;
+
+	h->calls++;
+	assert_string_equal(tool, "web_fetch");
+	snprintf(h->last, sizeof(h->last), "%s", u);
+	if (h->refuse_containing && strstr(u, h->refuse_containing))
+		return lev_err_set(err, LEV_EDENIED, "test says no");
+	return 0;
+}
+
+static void test_redirect_hook(void **state)
+{
+	struct lev_net_policy p = local_ok();
+	struct hook_log h = { 0 };
+	struct lev_net_result r;
+	size_t before;
+
+	(void)state;
+	p.redirect_hook = hook;
+	p.redirect_hook_data = &h;
+	/* /r1 -> /r2 -> /plain: asked for each hop, not for the first request */
+	run("web_fetch", url("/r1"), &p, &r);
+	assert_false(r.is_error);
+	assert_int_equal(h.calls, 2);
+	assert_non_null(strstr(h.last, "/plain"));
+	lev_net_result_release(&r);
+
+	/* refusing the second hop: /plain is never requested */
+	h = (struct hook_log){ .refuse_containing = "/plain" };
+	before = request_count();
+	run("web_fetch", url("/r1"), &p, &r);
+	assert_true(r.is_error);
+	assert_int_equal(r.outcome, LEV_NET_URL_REFUSED);
+	assert_non_null(strstr(r.text, "refused to follow a redirect to"));
+	assert_non_null(strstr(r.text, "test says no"));
+	assert_int_equal(request_count() - before, 2);	/* /r1 and /r2 only */
+	assert_int_equal(h.calls, 2);
+	lev_net_result_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -549,6 +597,7 @@ int main(void)
 		cmocka_unit_test(test_fetch_html),
 		cmocka_unit_test(test_fetch_limits),
 		cmocka_unit_test(test_redirects),
+		cmocka_unit_test(test_redirect_hook),
 		cmocka_unit_test(test_pinned_name),
 		cmocka_unit_test(test_http_post),
 		cmocka_unit_test(test_web_search),
