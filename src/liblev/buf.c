@@ -1,9 +1,11 @@
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "liblev/buf.h"
+#include "liblev/util.h"
 #include "liblev/xalloc.h"
 
 char lev_buf_empty[1];
@@ -150,4 +152,49 @@ int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
 	if (r == 0)
 		r = lev_buf_addch(b, '"');
 	return r;
+}
+
+int lev_buf_add_json_text(struct lev_buf *b, const char *s, size_t len, bool ascii)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	int r = lev_buf_addch(b, '"');
+
+	while (r == 0 && i < len) {
+		size_t start = i, n;
+		uint32_t cp;
+		char u[16];
+
+		while (i < len && p[i] < 0x80)
+			i++;
+		if (i > start) {
+			/* the shared escaper, without its quotes */
+			size_t at = b->len;
+
+			r = lev_buf_add_json_str(b, s + start, i - start);
+			if (r == 0) {
+				memmove(b->buf + at, b->buf + at + 1, b->len - at - 2);
+				lev_buf_truncate(b, b->len - 2);
+			}
+			continue;
+		}
+		n = lev_utf8_decode(p + i, len - i, &cp);
+		if (n == 0) {
+			r = lev_buf_adds(b, "\\ufffd");
+			i++;
+		} else if (!ascii) {
+			r = lev_buf_add(b, s + i, n);
+			i += n;
+		} else {
+			if (cp > 0xffff)
+				snprintf(u, sizeof(u), "\\u%04x\\u%04x",
+					 (unsigned)(0xd800 + ((cp - 0x10000) >> 10)),
+					 (unsigned)(0xdc00 + ((cp - 0x10000) & 0x3ff)));
+			else
+				snprintf(u, sizeof(u), "\\u%04x", (unsigned)cp);
+			r = lev_buf_adds(b, u);
+			i += n;
+		}
+	}
+	return r ? r : lev_buf_addch(b, '"');
 }

@@ -47,6 +47,14 @@ int lev_buf_grow(struct lev_buf *b, size_t extra);
 void lev_buf_truncate(struct lev_buf *b, size_t len);
 /* Append S as a JSON string literal, quotes included. */
 int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len);
+/*
+ * The same for text that may not be valid UTF-8 (a file, a model's
+ * answer): each byte that does not start a well-formed character is
+ * written as \ufffd.  With ASCII, every non-ASCII character is written as
+ * \uXXXX (a surrogate pair past U+FFFF), as jansson's JSON_ENSURE_ASCII
+ * does; without, it is copied.
+ */
+int lev_buf_add_json_text(struct lev_buf *b, const char *s, size_t len, bool ascii);
 
 static inline void lev_buf_releasep(struct lev_buf *b)
 {

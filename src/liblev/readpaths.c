@@ -162,34 +162,10 @@ static int entry_err(struct lev_err *err, const char *raw, const char *fmt, ...)
 /* Decode one UTF-8 character; an invalid byte decodes as itself, alone. */
 static size_t u8dec(const unsigned char *s, size_t n, uint32_t *cp)
 {
-	uint32_t c = s[0];
-	size_t len, i;
+	size_t len = lev_utf8_decode(s, n, cp);
 
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, c &= 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, c &= 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, c &= 0x07;
-	else
-		goto bad;
-	if (len > n)
-		goto bad;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			goto bad;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		goto bad;
-	*cp = c;
-	return len;
-bad:
+	if (len)
+		return len;
 	*cp = 0x110000u + s[0];
 	return 1;
 }

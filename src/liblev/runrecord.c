@@ -36,31 +36,10 @@ struct lev_runrecord {
 /* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-	unsigned c = s[0];
-	size_t len, i;
-	unsigned cp;
+	uint32_t cp;
 
-	if (c >= 0x01 && c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
+	/* a NUL would end the string early: it is replaced too */
+	return s[0] ? lev_utf8_decode(s, n, &cp) : 0;
 }
 
 json_t *lev_json_text(const char *s, size_t len)

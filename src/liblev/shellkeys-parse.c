@@ -10,6 +10,7 @@
  * handed to sk_command() (shellkeys-cmd.c).  Whatever this file is not sure
  * it reads exactly as bash does stops the parse (sk_stop()).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@
 #include "liblev/cleanup.h"
 #include "liblev/shellkeys-internal.h"
 #include "liblev/shellkeys.h"
+#include "liblev/util.h"
 #include "liblev/xalloc.h"
 
 /* Redirections and changes of directory a line may carry before it is refused as unreadable. */
@@ -1262,8 +1264,8 @@ static const char *check_bytes(const unsigned char *s, size_t n)
 
 	while (i < n) {
 		unsigned c = s[i];
-		size_t len, k;
-		unsigned cp;
+		uint32_t cp;
+		size_t len;
 
 		if (c < 0x80) {
 			if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
@@ -1272,27 +1274,8 @@ static const char *check_bytes(const unsigned char *s, size_t n)
 			i++;
 			continue;
 		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			len = 2;
-			cp = c & 0x1f;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			len = 3;
-			cp = c & 0x0f;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			len = 4;
-			cp = c & 0x07;
-		} else {
-			return "bytes that are not valid UTF-8";
-		}
-		if (i + len > n)
-			return "bytes that are not valid UTF-8";
-		for (k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return "bytes that are not valid UTF-8";
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
+		len = lev_utf8_decode(s + i, n - i, &cp);
+		if (len == 0)
 			return "bytes that are not valid UTF-8";
 		/* C1 controls, line/paragraph separators, BOM: read differently by some tools */
 		if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff)

@@ -391,56 +391,7 @@ int lev_gate_answer(struct lev_gate *g, struct lev_gate_decision *d, enum lev_ga
 /* Append S as a JSON string; invalid UTF-8 becomes U+FFFD. */
 static int json_str(struct lev_buf *b, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, n = strlen(s), start;
-	int r = lev_buf_addch(b, '"');
-
-	while (r == 0 && i < n) {
-		unsigned char c = p[i];
-		size_t len = 0;
-
-		if (c < 0x80) {
-			start = i;
-			while (i < n && p[i] < 0x80)
-				i++;
-			/* reuse the shared escaper for the ASCII run, without its quotes */
-			{
-				struct lev_buf t = LEV_BUF_INIT_MAX(b->max);
-
-				r = lev_buf_add_json_str(&t, s + start, i - start);
-				if (r == 0)
-					r = lev_buf_add(b, t.buf + 1, t.len - 2);
-				lev_buf_release(&t);
-			}
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			len = 2;
-		else if (c >= 0xe0 && c <= 0xef)
-			len = 3;
-		else if (c >= 0xf0 && c <= 0xf4)
-			len = 4;
-		if (len && i + len <= n) {
-			size_t k;
-			bool ok = true;
-
-			for (k = 1; k < len; k++)
-				ok = ok && (p[i + k] & 0xc0) == 0x80;
-			/* no overlongs, surrogates or values past U+10FFFF */
-			if (ok && len == 3 && ((c == 0xe0 && p[i + 1] < 0xa0) || (c == 0xed && p[i + 1] > 0x9f)))
-				ok = false;
-			if (ok && len == 4 && ((c == 0xf0 && p[i + 1] < 0x90) || (c == 0xf4 && p[i + 1] > 0x8f)))
-				ok = false;
-			if (ok) {
-				r = lev_buf_add(b, s + i, len);
-				i += len;
-				continue;
-			}
-		}
-		r = lev_buf_adds(b, "\\ufffd");
-		i++;
-	}
-	return r ? r : lev_buf_addch(b, '"');
+	return lev_buf_add_json_text(b, s, strlen(s), false);
 }
 
 static int json_str_or_null(struct lev_buf *b, const char *s)

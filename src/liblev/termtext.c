@@ -2,42 +2,7 @@
 #include <string.h>
 
 #include "liblev/termtext.h"
-
-/*
- * Decode one well-formed UTF-8 sequence (RFC 3629: no overlongs, no
- * surrogates, at most U+10FFFF) at S.  Returns its length and the code
- * point, or 0 when the bytes are not one.
- */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
-{
-	uint32_t c;
-	size_t n;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		c = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		c = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		c = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || c > 0x10ffff ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
+#include "liblev/util.h"
 
 /* Code points that steer or hide what a terminal shows. */
 static bool hidden(uint32_t c)
@@ -75,7 +40,7 @@ void lev_termtext_add(struct lev_buf *out, const char *str, size_t len)
 			i = j;
 			continue;
 		}
-		n = s[i] >= 0x80 ? utf8_decode(s + i, len - i, &cp) : 0;
+		n = s[i] >= 0x80 ? lev_utf8_decode(s + i, len - i, &cp) : 0;
 		if (n == 0)
 			(void)lev_buf_addf(out, "\\x%02x", s[i++]);
 		else if (hidden(cp))
@@ -106,7 +71,7 @@ bool lev_termtext_is_safe(const char *str, size_t len)
 		i = safe_run(s, len, i);
 		if (i == len)
 			break;
-		n = s[i] >= 0x80 ? utf8_decode(s + i, len - i, &cp) : 0;
+		n = s[i] >= 0x80 ? lev_utf8_decode(s + i, len - i, &cp) : 0;
 		if (n == 0 || hidden(cp))
 			return false;
 		i += n;

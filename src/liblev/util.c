@@ -254,3 +254,35 @@ char *lev_path_join(const char *a, const char *b)
 		return xasprintf("/%s", b);
 	return xasprintf("%.*s/%s", (int)la, a, b);
 }
+
+size_t lev_utf8_decode(const void *str, size_t n, uint32_t *cp)
+{
+	const unsigned char *s = str;
+	uint32_t c = s[0];
+	size_t len;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, c &= 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, c &= 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, c &= 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}

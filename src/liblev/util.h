@@ -56,3 +56,13 @@ char *lev_path_join(const char *a, const char *b);
 
 /* Write all of BUF to FD, retrying on EINTR and short writes. */
 int lev_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * Decode the UTF-8 character at S (N > 0 bytes available).  Returns its
+ * length (1 to 4) and sets *CP, or 0 when the bytes do not start a
+ * well-formed character (RFC 3629: no overlong forms, no surrogates,
+ * nothing past U+10FFFF, no sequence cut short).  ASCII, NUL included,
+ * is length 1.  The one UTF-8 decoder of liblev: callers decide what an
+ * invalid byte means for them.
+ */
+size_t lev_utf8_decode(const void *s, size_t n, uint32_t *cp);

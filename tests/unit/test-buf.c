@@ -9,6 +9,7 @@
 
 #include "liblev/buf.h"
 #include "liblev/error.h"
+#include "liblev/util.h"
 
 static void test_init_is_empty_and_terminated(void **state)
 {
@@ -76,6 +77,60 @@ static void test_err_set_and_wrap(void **state)
 	assert_string_equal(err.msg, "open: Permission denied");
 }
 
+static void test_utf8_decode(void **state)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+		size_t len;
+		uint32_t cp;
+	} cases[] = {
+		{ "a", 1, 1, 'a' },
+		{ "", 1, 1, 0 },			/* NUL is ASCII */
+		{ "\xc3\xa9", 2, 2, 0xe9 },
+		{ "\xe2\x80\xae", 3, 3, 0x202e },
+		{ "\xf0\x9f\x90\x8b", 4, 4, 0x1f40b },
+		{ "\xf4\x8f\xbf\xbf", 4, 4, 0x10ffff },
+		{ "\xc0\xaf", 2, 0, 0 },		/* overlong */
+		{ "\xc1\xbf", 2, 0, 0 },
+		{ "\xe0\x9f\xbf", 3, 0, 0 },		/* overlong, 3 bytes */
+		{ "\xf0\x8f\xbf\xbf", 4, 0, 0 },	/* overlong, 4 bytes */
+		{ "\xed\xa0\x80", 3, 0, 0 },		/* surrogate */
+		{ "\xf4\x90\x80\x80", 4, 0, 0 },	/* past U+10FFFF */
+		{ "\xf5\x80\x80\x80", 4, 0, 0 },
+		{ "\xe2\x80", 2, 0, 0 },		/* cut short */
+		{ "\xe2\x80\xae", 2, 0, 0 },		/* cut by N */
+		{ "\x80", 1, 0, 0 },			/* lone continuation */
+		{ "\xc3(", 2, 0, 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t cp = 0xdeadbeef;
+		size_t len = lev_utf8_decode(cases[i].s, cases[i].n, &cp);
+
+		if (len != cases[i].len || (len && cp != cases[i].cp))
+			fail_msg("case %zu: got %zu U+%04X", i, len, (unsigned)cp);
+	}
+}
+
+static void test_json_text(void **state)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	const char in[] = "a\"\n\xc3\xa9\xff\xf0\x9f\x90\x8b\x1b";
+
+	(void)state;
+	assert_int_equal(lev_buf_add_json_text(&b, in, sizeof(in) - 1, false), 0);
+	assert_string_equal(b.buf, "\"a\\\"\\n\xc3\xa9\\ufffd\xf0\x9f\x90\x8b\\u001b\"");
+	lev_buf_reset(&b);
+	assert_int_equal(lev_buf_add_json_text(&b, in, sizeof(in) - 1, true), 0);
+	assert_string_equal(b.buf, "\"a\\\"\\n\\u00e9\\ufffd\\ud83d\\udc0b\\u001b\"");
+	lev_buf_reset(&b);
+	assert_int_equal(lev_buf_add_json_text(&b, "", 0, true), 0);
+	assert_string_equal(b.buf, "\"\"");
+	lev_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -83,6 +138,8 @@ int main(void)
 		cmocka_unit_test(test_append_and_detach),
 		cmocka_unit_test(test_max_is_enforced_and_buffer_unchanged),
 		cmocka_unit_test(test_json_string_escapes),
+		cmocka_unit_test(test_utf8_decode),
+		cmocka_unit_test(test_json_text),
 		cmocka_unit_test(test_err_set_and_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
