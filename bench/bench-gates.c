@@ -19,7 +19,8 @@
  * call, no fsync: read_file has no side effect).  Prints the medians of 9
  * interleaved rounds and the overhead per call in microseconds, and the
  * difference of the fastest rounds (less sensitive to a busy machine).  No sandbox is
- * involved: read_file runs in lev's own process.
+ * involved: read_file runs in lev's own process.  BENCH_ONLY_REC=1 in the
+ * environment runs the run-record case alone (for profiling it).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -100,11 +100,31 @@ int lev_buf_vaddf(struct lev_buf *b, const char *fmt, va_list ap)
 	va_list cp;
 	int n, r;
 
-	va_copy(cp, ap);
-	n = vsnprintf(NULL, 0, fmt, cp);
-	va_end(cp);
-	if (n < 0)
-		return -EINVAL;
+	/* first into the room there is (git strbuf): one pass in the common case */
+	if (b->alloc > b->len + 1) {
+		va_copy(cp, ap);
+		n = vsnprintf(b->buf + b->len, b->alloc - b->len, fmt, cp);
+		va_end(cp);
+		if (n < 0) {
+			b->buf[b->len] = '\0';
+			return -EINVAL;
+		}
+		if ((size_t)n < b->alloc - b->len) {
+			if ((size_t)n > b->max - b->len) {
+				b->buf[b->len] = '\0';
+				return -E2BIG;
+			}
+			b->len += (size_t)n;
+			return 0;
+		}
+		b->buf[b->len] = '\0';
+	} else {
+		va_copy(cp, ap);
+		n = vsnprintf(NULL, 0, fmt, cp);
+		va_end(cp);
+		if (n < 0)
+			return -EINVAL;
+	}
 	r = lev_buf_grow(b, (size_t)n);
 	if (r < 0)
 		return r;
@@ -132,6 +152,17 @@ int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
 
 	for (i = 0; r == 0 && i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
+		size_t j = i;
+
+		/* a run that needs no escape, in one piece */
+		while (j < len && (unsigned char)s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' &&
+		       s[j] != 0x7f)
+			j++;
+		if (j > i) {
+			r = lev_buf_add(b, s + i, j - i);
+			i = j - 1;
+			continue;
+		}
 		switch (c) {
 		case '"': r = lev_buf_add(b, "\\\"", 2); break;
 		case '\\': r = lev_buf_add(b, "\\\\", 2); break;

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,14 +131,22 @@ bool lev_run_id_valid(const char *s)
 
 static void timestamp(char *buf, size_t size)
 {
+	/* the date part changes once a second: format it once (per thread) */
+	static _Thread_local time_t cached_sec = -1;
+	static _Thread_local char cached[64];
 	struct timespec ts;
-	struct tm tm;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(ts.tv_nsec / 1000000) % 1000);
+	if (ts.tv_sec != cached_sec) {
+		struct tm tm;
+
+		gmtime_r(&ts.tv_sec, &tm);
+		snprintf(cached, sizeof(cached), "%04d-%02d-%02dT%02d:%02d:%02d",
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec);
+		cached_sec = ts.tv_sec;
+	}
+	snprintf(buf, size, "%s.%03dZ", cached, (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
 static int open_new(int dir_fd, const char *dir, const char *name, int *fd_out,
@@ -275,44 +284,39 @@ static void redact(const struct lev_runrecord *rr, char *s)
  * FD.  The line is written with a single write(2) on an O_APPEND fd, so it
  * lands whole or (on a full disk) is reported.
  */
-static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending, uint64_t *seq,
-		       const json_t *obj, const char *file, char **line_out, struct lev_err *err)
+static int append_body(struct lev_runrecord *rr, int fd, struct lev_buf *pending, uint64_t *seq,
+		       const char *body, size_t body_len, const char *event, const char *file,
+		       char **line_out, struct lev_err *err)
 {
-	_cleanup_free_ char *body = NULL;
 	struct lev_buf line = LEV_BUF_INIT_MAX(LEV_RUNRECORD_LINE_MAX + 256);
 	char ts[80];
 	int r;
 
-	if (!json_is_object(obj))
-		return lev_err_set(err, -EINVAL, "a record line must be a JSON object");
-	body = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
-	if (!body)
-		return lev_err_set(err, -ENOMEM, "cannot serialise a record line");
 	timestamp(ts, sizeof(ts));
 	(*seq)++;
+	(void)lev_buf_grow(&line, body_len < LEV_RUNRECORD_LINE_MAX ? body_len + 96 : 256);
 	r = lev_buf_addf(&line, "{\"ts\":\"%s\",\"seq\":%llu", ts, (unsigned long long)*seq);
-	if (r == 0 && strlen(body) > LEV_RUNRECORD_LINE_MAX) {
-		const json_t *ev = json_object_get(obj, "event");
-
+	if (r == 0 && body_len > LEV_RUNRECORD_LINE_MAX) {
 		r = lev_buf_adds(&line, ",\"event\":");
 		if (r == 0)
-			r = lev_buf_add_json_str(&line, json_is_string(ev) ? json_string_value(ev)
-									   : "unknown",
-						 json_is_string(ev) ? json_string_length(ev) : 7);
+			r = lev_buf_add_json_str(&line, event ? event : "unknown",
+						 strlen(event ? event : "unknown"));
 		if (r == 0)
-			r = lev_buf_addf(&line, ",\"truncated\":true,\"bytes\":%zu}", strlen(body));
+			r = lev_buf_addf(&line, ",\"truncated\":true,\"bytes\":%zu}", body_len);
 	} else if (r == 0) {
-		if (strlen(body) > 2)
+		if (body_len > 2)
 			r = lev_buf_addch(&line, ',');
 		if (r == 0)
-			r = lev_buf_adds(&line, body + 1);	/* drop the '{' */
+			r = lev_buf_add(&line, body + 1, body_len - 1);	/* drop the '{' */
 	}
 	if (r < 0) {
 		lev_buf_release(&line);
 		return lev_err_set(err, r, "a line for '%s' is too long", file);
 	}
-	redact(rr, line.buf);
-	line.len = strlen(line.buf);
+	if (rr->secrets) {
+		redact(rr, line.buf);
+		line.len = strlen(line.buf);
+	}
 	if (line_out)
 		*line_out = xstrdup(line.buf);
 	r = lev_buf_addch(&line, '\n');
@@ -335,6 +339,22 @@ static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 		return lev_err_errno(err, r, "cannot write '%s/%s'", rr->dir, file);
 	}
 	return 0;
+}
+
+static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending, uint64_t *seq,
+		       const json_t *obj, const char *file, char **line_out, struct lev_err *err)
+{
+	_cleanup_free_ char *body = NULL;
+	const json_t *ev;
+
+	if (!json_is_object(obj))
+		return lev_err_set(err, -EINVAL, "a record line must be a JSON object");
+	body = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
+	if (!body)
+		return lev_err_set(err, -ENOMEM, "cannot serialise a record line");
+	ev = json_object_get(obj, "event");
+	return append_body(rr, fd, pending, seq, body, strlen(body),
+			   json_is_string(ev) ? json_string_value(ev) : NULL, file, line_out, err);
 }
 
 int lev_runrecord_flush(struct lev_runrecord *rr, struct lev_err *err)
@@ -365,36 +385,50 @@ int lev_runrecord_event(struct lev_runrecord *rr, const json_t *event, char **li
 			   line_out, err);
 }
 
-static void set_str(json_t *o, const char *key, const char *v)
+/* ,"KEY":VALUE with VALUE a JSON string of S, or null; nothing when S is NULL and !NULLABLE. */
+static void audit_field(struct lev_buf *b, const char *key, const char *s, bool nullable)
 {
-	if (v)
-		json_object_set_new(o, key, lev_json_text(v, strlen(v)));
+	if (!s && !nullable)
+		return;
+	if (b->len > 1)
+		(void)lev_buf_addch(b, ',');
+	(void)lev_buf_addch(b, '"');
+	(void)lev_buf_adds(b, key);
+	(void)lev_buf_adds(b, "\":");
+	if (s)
+		(void)lev_buf_add_json_text(b, s, strlen(s), true);
+	else
+		(void)lev_buf_adds(b, "null");
 }
 
+/*
+ * Audit lines are written field by field (several per tool call, so no
+ * jansson object is built and dumped for them): the same JSON, in the
+ * same key order, as the events' serialiser would give.
+ */
 int lev_runrecord_audit(struct lev_runrecord *rr, const struct lev_audit *a, struct lev_err *err)
 {
-	json_t *o = json_object();
+	struct lev_buf b = LEV_BUF_INIT_MAX(SIZE_MAX / 2);	/* append_body caps the line */
 	int r;
 
-	set_str(o, "stage", a->stage);
-	set_str(o, "call", a->call_id);
-	set_str(o, "tool", a->tool);
-	set_str(o, "gate", a->gate);
-	json_object_set_new(o, "rule", a->rule ? json_string(a->rule) : json_null());
-	set_str(o, "decision", a->decision);
-	json_object_set_new(o, "asked", json_boolean(a->asked));
-	if (a->answer)
-		set_str(o, "answer", a->answer);
-	json_object_set_new(o, "target", lev_json_text(a->target, a->target ? strlen(a->target) : 0));
-	json_object_set_new(o, "taint", a->has_taint ? json_string(lev_level_name(a->taint))
-						     : json_null());
-	json_object_set_new(o, "clearance",
-			    a->has_clearance ? json_string(lev_level_name(a->clearance))
-					     : json_null());
-	set_str(o, "reason", a->reason);
-	r = append_line(rr, rr->audit_fd, &rr->audit_pending, &rr->audit_seq, o, "audit.jsonl",
-			NULL, err);
-	json_decref(o);
+	(void)lev_buf_grow(&b, 384);
+	(void)lev_buf_addch(&b, '{');
+	audit_field(&b, "stage", a->stage, false);
+	audit_field(&b, "call", a->call_id, false);
+	audit_field(&b, "tool", a->tool, false);
+	audit_field(&b, "gate", a->gate, false);
+	audit_field(&b, "rule", a->rule, true);
+	audit_field(&b, "decision", a->decision, false);
+	(void)lev_buf_adds(&b, a->asked ? ",\"asked\":true" : ",\"asked\":false");
+	audit_field(&b, "answer", a->answer, false);
+	audit_field(&b, "target", a->target, true);
+	audit_field(&b, "taint", a->has_taint ? lev_level_name(a->taint) : NULL, true);
+	audit_field(&b, "clearance", a->has_clearance ? lev_level_name(a->clearance) : NULL, true);
+	audit_field(&b, "reason", a->reason, false);
+	(void)lev_buf_addch(&b, '}');
+	r = append_body(rr, rr->audit_fd, &rr->audit_pending, &rr->audit_seq, b.buf, b.len, NULL,
+			"audit.jsonl", NULL, err);
+	lev_buf_release(&b);
 	return r;
 }
 
