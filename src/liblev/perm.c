@@ -227,7 +227,7 @@ static void note_source(struct lev_perm_decision *d, const char *source)
 
 /* Is KEY covered: exactly on a safe list, by its program, or by a grant? */
 static bool covered(const struct lev_perm_input *in, const struct lev_grants *grants,
-		    const char *key, struct lev_perm_decision *d)
+		    const char *key, const char *outside, struct lev_perm_decision *d)
 {
 	bool program = lev_shellkeys_is_program_key(key);
 	const char *sp = program ? strchr(key, ' ') : NULL;
@@ -240,6 +240,11 @@ static bool covered(const struct lev_perm_input *in, const struct lev_grants *gr
 		if (!s)
 			continue;
 		if (!strcmp(s, key) || (plen && strlen(s) == plen && !strncmp(s, key, plen))) {
+			/* read-only is not confined: a safe list covers the workdir only */
+			if (outside) {
+				d->safe_outside = outside;
+				break;
+			}
 			note_source(d, in->safe[i].source ? in->safe[i].source : "safe commands");
 			return true;
 		}
@@ -281,9 +286,9 @@ void lev_perm_decide(const struct lev_perm_input *in, const char *tool,
 		if (!sk || !sk->grantable || !sk->keys || !sk->keys[0])
 			return;
 		for (k = sk->keys; *k; k++)
-			if (!covered(in, grants, *k, out))
+			if (!covered(in, grants, *k, sk->reads_outside, out))
 				goto not_covered;
-	} else if (!covered(in, grants, out->own.tool, out)) {
+	} else if (!covered(in, grants, out->own.tool, NULL, out)) {
 		goto not_covered;
 	}
 	out->verdict = LEV_ALLOW;
@@ -350,5 +355,9 @@ int lev_perm_describe(const struct lev_perm_decision *d, struct lev_buf *out)
 	e |= resolution_text(out, &d->own);
 	if (d->why == LEV_PERM_WHY_COVERED)
 		e |= lev_buf_addch(out, ')');
+	else if (d->safe_outside && d->verdict == LEV_ASK)
+		e |= lev_buf_addf(out, "; the safe commands do not cover it: it names '%.200s', "
+				  "outside the working directory",
+				  d->safe_outside);
 	return e ? -E2BIG : 0;
 }

@@ -122,6 +122,13 @@ struct lev_perm_decision {
 	const char *safe_sources[LEV_PERM_MAX_SOURCES];
 	size_t n_safe_sources;
 	bool by_grant;
+	/*
+	 * A safe list would have covered a key, but the line names this path
+	 * outside the working directory (lev_shellkeys.reads_outside,
+	 * borrowed), so it did not: safe lists pre-approve reading the
+	 * workdir, not the machine.  Grants and explicit allows still apply.
+	 */
+	const char *safe_outside;
 };
 
 /* The gate name every permission decision reports. */

@@ -527,6 +527,12 @@ static void shell_string(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	}
 }
 
+/* Programs whose arguments are text, never paths they open or list. */
+static const char *const never_open[] = {
+	"echo", "printf", "basename", "dirname", "true", "false", "seq", "sleep", "pwd",
+	"uname", "whoami", "id", "hostname", "which", "type", NULL,
+};
+
 static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 {
 	const struct sk_word *prog = &w[i];
@@ -549,6 +555,10 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 			sk_stop(p, hidden_code[k].reason);
 			return;
 		}
+	/* programs that only print their arguments never open them */
+	if (!in_list(never_open, base))
+		for (k = i + 1; k < n; k++)
+			sk_note_outside(p, &w[k]);
 	shell_string(p, w, i, n);
 	program_misuse(p, base, w, i, n);
 	if (p->stopped)

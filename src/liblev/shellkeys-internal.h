@@ -39,6 +39,7 @@ struct sk_word {
 	size_t len;
 	bool quoted;		/* held quotes or backslash escapes */
 	bool expanded;		/* $, globs, braces, ~user, $'..': not literal */
+	bool dollar;		/* holds a $ expansion (a variable, $( ), $(( ))): any text */
 	bool tilde;		/* unquoted leading "~" or "~/": the home directory */
 	bool nonascii;		/* holds a byte >= 0x80 */
 	bool assign;		/* NAME=... or NAME+=... with an unquoted literal NAME */
@@ -82,6 +83,8 @@ struct sk {
 	bool unlocatable;
 	const char *write_reason;
 
+	char *outside;		/* the first path that may lie outside the workdir */
+
 	struct {
 		char *delim;
 		bool strip_tabs;
@@ -103,6 +106,8 @@ void sk_bind(struct sk *p, const char *name, size_t len);
 void sk_unlocatable(struct sk *p, const char *why);
 /* Record a change of directory (DIR NULL: cannot be followed). */
 void sk_add_cd(struct sk *p, const char *dir, bool cdpath);
+/* Note W when, as a path, it may name something outside the working directory. */
+void sk_note_outside(struct sk *p, const struct sk_word *w);
 
 /* True when S[0..LEN) is a shell variable name. */
 bool sk_is_name(const char *s, size_t len);

@@ -97,6 +97,44 @@ void sk_unlocatable(struct sk *p, const char *why)
 	sk_refuse(p, "a write whose destination cannot be named before it runs");
 }
 
+/* A ".." path component in V: at the start, after '/', or after '=' (--opt=..). */
+static bool has_dotdot(const char *v)
+{
+	for (size_t i = 0; v[i]; i++)
+		if ((i == 0 || v[i - 1] == '/' || v[i - 1] == '=') && v[i] == '.' &&
+		    v[i + 1] == '.' && (v[i + 2] == '/' || v[i + 2] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * Whether a word, read as a path or an option carrying one, may name
+ * something outside the working directory: an absolute path, the home
+ * directory, a ".." component, or a $ expansion (which can be anything).
+ * Options: "--file=/x", "--file=~/x", and a short option with the path
+ * attached ("-f/x").  A relative glob cannot climb out (no "..", no '/'
+ * start), so globs alone do not count.
+ */
+static bool reaches_out(const struct sk_word *w)
+{
+	const char *v = w->val;
+
+	if (w->dollar || w->tilde || v[0] == '/' || v[0] == '~' || has_dotdot(v))
+		return true;
+	if (v[0] == '-')
+		return strstr(v, "=/") || strstr(v, "=~") ||
+		       (v[1] != '-' && v[1] && v[2] == '/');
+	return false;
+}
+
+void sk_note_outside(struct sk *p, const struct sk_word *w)
+{
+	if (p->outside || !reaches_out(w))
+		return;
+	p->outside = w->dollar ? xasprintf("%s (a $ expansion)", *w->val ? w->val : "$...")
+			       : xstrdup(w->val);
+}
+
 void sk_add_cd(struct sk *p, const char *dir, bool cdpath)
 {
 	if (p->n_cds >= SK_MAX_CDS) {
@@ -107,6 +145,9 @@ void sk_add_cd(struct sk *p, const char *dir, bool cdpath)
 		p->cap_cds = p->cap_cds ? p->cap_cds * 2 : 8;
 		p->cds = xreallocarray(p->cds, p->cap_cds, sizeof(*p->cds));
 	}
+	/* after a cd out of the workdir, every relative path is outside it */
+	if (!p->outside && (!dir || dir[0] == '/' || dir[0] == '~' || has_dotdot(dir)))
+		p->outside = xasprintf("cd %s", dir ? dir : "(to a directory that cannot be named)");
 	p->cds[p->n_cds].dir = dir ? xstrdup(dir) : NULL;
 	p->cds[p->n_cds].cdpath = cdpath;
 	p->n_cds++;
@@ -412,6 +453,7 @@ static void read_dollar(struct sk *p, struct wctx *x, bool in_dq)
 
 	adv(p); /* '$' */
 	x->w.expanded = true;
+	x->w.dollar = true;
 	x->plain_prefix = false;
 	x->other = true;
 	c = peekc(p);
@@ -838,6 +880,8 @@ static void redirect(struct sk *p)
 	case R_READ:
 	case R_HERESTRING:
 	case R_DUP_IN:
+		if (kind == R_READ)
+			sk_note_outside(p, &t);
 		if (t.expanded && kind != R_HERESTRING && !t.procsubst_only)
 			sk_refuse(p, "an expanded redirect target");
 		else if (kind != R_HERESTRING && is_network_path(t.val))
@@ -1387,6 +1431,7 @@ static void free_parser(struct sk *p)
 	for (i = 0; i < p->n_cds; i++)
 		free(p->cds[i].dir);
 	free(p->cds);
+	free(p->outside);
 	drop_heredocs(p);
 }
 
@@ -1466,6 +1511,7 @@ void lev_shellkeys_parse(const char *line, struct lev_shellkeys *out)
 		memset(&p.keys, 0, sizeof(p.keys));
 	}
 	out->write_targets = targets.v;
+	out->reads_outside = TAKE_PTR(p.outside);
 	out->writes = p.writes || p.unlocatable;
 	out->unlocatable_write = p.unlocatable;
 	out->write_reason = p.unlocatable ? p.write_reason : NULL;

@@ -34,6 +34,7 @@ void lev_shellkeys_release(struct lev_shellkeys *k)
 		return;
 	lev_strv_free(k->keys);
 	lev_strv_free(k->write_targets);
+	free(k->reads_outside);
 	memset(k, 0, sizeof(*k));
 }
 

@@ -70,6 +70,16 @@ struct lev_shellkeys {
 	 * The redirect gate refuses such a line outright.
 	 */
 	bool unlocatable_write;
+	/*
+	 * The first argument, read redirect or directory change that may
+	 * name something outside the working directory ("/etc/passwd",
+	 * "~/.ssh/id_rsa", "../x", "$HOME/x (a $ expansion)", "cd /tmp"),
+	 * owned; NULL when the line only names paths inside it.  Safe lists
+	 * pre-approve only lines without one (see perm.h).  Arguments of
+	 * echo, printf and other programs that never open them are not
+	 * counted.
+	 */
+	char *reads_outside;
 	/* Static text: why the line is ungrantable (NULL when grantable). */
 	const char *reason;
 	/* Static text: why a write cannot be located (NULL when it can). */

@@ -606,6 +606,38 @@ static void test_safe_lists_turn_ask_into_allow_only_when_every_key_is_covered(v
 	assert_int_equal(shell_call(&p, "shell", "ls > out", NULL), LEV_DENY);
 }
 
+static void test_safe_lists_cover_the_workdir_not_the_machine(void **state)
+{
+	struct pin p;
+	struct lev_grants g;
+	char **keys = lev_shellkeys_keys("cat /etc/hostname");
+	char *a;
+
+	(void)state;
+	pin_init(&p);
+	safe_defaults(&p);
+	assert_int_equal(shell_call(&p, "shell", "cat README.md", NULL), LEV_ALLOW);
+	assert_int_equal(shell_call(&p, "shell", "cat ~/.ssh/id_rsa", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "cat ../secret", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "grep -r key /etc", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "wc -c < /etc/shadow", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "cd / && cat etc/passwd", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "echo ~ /etc", NULL), LEV_ALLOW);
+	a = account(&p, "shell", "cat ~/.ssh/id_rsa");
+	assert_non_null(strstr(a, "the safe commands do not cover it: it names '~/.ssh/id_rsa', "
+				  "outside the working directory"));
+	free(a);
+	/* the user's own answers still count: a grant, or shell = "allow" */
+	lev_grants_init(&g);
+	lev_grants_enter_stage(&g, 0);
+	assert_int_equal(lev_grants_add(&g, LEV_GRANT_RUN, keys), 0);
+	assert_int_equal(shell_call(&p, "shell", "cat /etc/hostname", &g), LEV_ALLOW);
+	lev_grants_release(&g);
+	lev_strv_free(keys);
+	global(&p, "shell", LEV_ALLOW);
+	assert_int_equal(shell_call(&p, "shell", "cat ~/.ssh/id_rsa", NULL), LEV_ALLOW);
+}
+
 static void test_an_env_prefix_cannot_ride_a_safe_program(void **state)
 {
 	struct pin p;
@@ -1175,6 +1207,7 @@ int main(void)
 		cmocka_unit_test(test_a_call_that_writes_nothing_is_untouched),
 		cmocka_unit_test(test_the_write_policy_and_launch_under_the_clamp),
 		cmocka_unit_test(test_safe_lists_turn_ask_into_allow_only_when_every_key_is_covered),
+		cmocka_unit_test(test_safe_lists_cover_the_workdir_not_the_machine),
 		cmocka_unit_test(test_an_env_prefix_cannot_ride_a_safe_program),
 		cmocka_unit_test(test_a_grant_does_not_carry_to_a_chained_command),
 		cmocka_unit_test(test_a_grant_does_not_survive_into_a_stage_that_denies),

@@ -735,6 +735,53 @@ static void test_the_write_targets_wrapper(void **state)
 	assert_null(lev_shellkeys_write_targets("ls 2>&1 >/dev/null"));
 }
 
+static void test_reads_outside(void **state)
+{
+	static const struct {
+		const char *line;
+		const char *outside;	/* NULL: only workdir paths */
+	} cases[] = {
+		{ "cat README.md", NULL },
+		{ "ls -la src/ && wc -l *.c", NULL },
+		{ "grep -rn --include=*.h foo .", NULL },
+		{ "git log -p -- src/x.c", NULL },
+		{ "echo /etc/passwd ~ ../x", NULL },	/* echo opens nothing */
+		{ "printf '%s\\n' /etc/shadow", NULL },
+		{ "cat ..foo ./..bar", NULL },		/* not a .. component */
+		{ "cat ~/.ssh/id_rsa", "~/.ssh/id_rsa" },
+		{ "cat /etc/passwd", "/etc/passwd" },
+		{ "cat ../outside.txt", "../outside.txt" },
+		{ "head a/../../b", "a/../../b" },
+		{ "cat src/..", "src/.." },
+		{ "cat \"/etc/passwd\"", "/etc/passwd" },	/* quotes change nothing */
+		{ "grep --file=/etc/x y", "--file=/etc/x" },
+		{ "grep --file=../x y", "--file=../x" },
+		{ "grep -f/etc/x y", "-f/etc/x" },
+		{ "wc -l < /etc/shadow", "/etc/shadow" },
+		{ "cat $HOME/.netrc", "/.netrc (a $ expansion)" },
+		{ "cat \"$F\"", "$... (a $ expansion)" },
+		{ "cd /tmp && ls", "/tmp" },
+		{ "cd .. && cat x", ".." },
+		{ "cd && cat .ssh/id_rsa", "cd ~" },
+		{ "ls | grep x; cat /proc/self/environ", "/proc/self/environ" },
+		{ "echo $(cat /etc/hostname)", "/etc/hostname" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lev_shellkeys k;
+
+		lev_shellkeys_parse(cases[i].line, &k);
+		if (!cases[i].outside && k.reads_outside)
+			fail_msg("'%s': unexpected outside path '%s'", cases[i].line, k.reads_outside);
+		if (cases[i].outside &&
+		    (!k.reads_outside || strcmp(k.reads_outside, cases[i].outside) != 0))
+			fail_msg("'%s': want '%s', got '%s'", cases[i].line, cases[i].outside,
+				 k.reads_outside ? k.reads_outside : "(none)");
+		lev_shellkeys_release(&k);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -753,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_no_safe_entry_widens_onto_a_write_or_env_key),
 		cmocka_unit_test(test_writes_a_file_agrees_with_the_write_keys),
 		cmocka_unit_test(test_the_write_targets_wrapper),
+		cmocka_unit_test(test_reads_outside),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
