@@ -17,6 +17,7 @@
 #include "liblev/context.h"
 #include "liblev/credentials.h"
 #include "liblev/envfilter.h"
+#include "liblev/landlock-rules.h"
 #include "liblev/perm-config.h"
 #include "liblev/perm.h"
 #include "liblev/runrecord.h"
@@ -72,6 +73,7 @@ struct lev_agent {
 	char **key_vars;		/* provider key variables, never passed on */
 	bool taint_enabled;
 	bool seeding;			/* a tool seed is being dispatched: nobody is asked */
+	bool landlock;			/* the kernel has Landlock (the kind-none read fence) */
 
 	size_t cur;			/* current stage */
 	unsigned iteration;
@@ -535,6 +537,7 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 		warn_event(a, "%s", *w);
 	a->safe_only.safe = a->perms[0].in.safe;
 	a->safe_only.n_safe = a->perms[0].in.n_safe;
+	a->landlock = lev_landlock_abi() >= 1;
 	for (size_t i = 0; i < a->n_stages; i++) {
 		r = get_provider(a, a->stages[i].st, &a->stages[i].prov, err);
 		if (r < 0)
@@ -727,6 +730,7 @@ struct call_state {
 	char *approval_rule;
 	struct lev_shellkeys sk;	/* the parsed command of a shell call */
 	bool sk_parsed;
+	bool read_fence;		/* run it in the kind-none read fence */
 };
 
 static void refuse(struct call_state *cs, const char *gate, const char *rule, const char *text)
@@ -762,6 +766,22 @@ static bool gate_permission(struct lev_agent *a, struct call_state *cs)
 
 	lev_perm_decide(&a->perms[a->cur].in, cs->tool, sk, &a->grants, &pd);
 	(void)lev_perm_describe(&pd, &why);
+	/*
+	 * A shell line nobody approved (a safe list did) runs, with no
+	 * sandbox, inside a Landlock read fence; without Landlock it cannot,
+	 * so it asks like any other line (fail closed).
+	 */
+	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
+	    cs->ti->kind == LEV_TOOL_SHELL && s->eff.kind == LEV_SANDBOX_NONE) {
+		if (a->landlock) {
+			cs->read_fence = true;
+		} else {
+			pd.verdict = pd.own.verdict;
+			pd.why = pd.own.why;
+			(void)lev_buf_adds(&why, "; with no sandbox, pre-approved commands need a "
+					   "Landlock read fence, and this kernel has none");
+		}
+	}
 	if (pd.verdict == LEV_ALLOW) {
 		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
 					       .gate = LEV_PERM_GATE, .rule = why.buf,
@@ -1356,6 +1376,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.sandbox = s->sb,
 			.envp = a->envp,
 			.cancel_fd = a->o.cancel_fd,
+			.read_fence = cs->read_fence,
 		};
 
 		if (lev_tool_shell(&so, arg_str(cs->args, "command"), cs->out, &err) < 0) {
@@ -1752,6 +1773,16 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 		return;
 	}
 	lev_shellkeys_release(&sk);
+	if (entry->eff.kind == LEV_SANDBOX_NONE && !a->landlock) {
+		sr->error = xasprintf("seed command '%s' cannot run: with no sandbox, a command "
+				      "seed runs inside a Landlock read fence, and this kernel has "
+				      "none", command);
+		audit(a, &(struct audit_line){ .tool = "shell", .gate = "seed",
+					       .rule = "no read fence", .target = region,
+					       .reason = sr->error });
+		return;
+	}
+	so.read_fence = entry->eff.kind == LEV_SANDBOX_NONE;
 	audit(a, &(struct audit_line){ .tool = "shell", .gate = "seed", .rule = "safe list",
 				       .allowed = true, .target = region, .reason = command });
 	(void)lev_tool_shell(&so, command, &out, NULL);

@@ -438,6 +438,41 @@ static void plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *s
 	pl->ll.n_rules = pl->n_rules;
 }
 
+/*
+ * The read fence of kind none (lev_sandbox_limits.read_fence): reads
+ * everywhere except the masks (the secrets under $HOME, lev's data root,
+ * deny_read), decided rule by rule as in the Landlock-only fallback, and
+ * writes only to the workdir and the harmless devices.
+ */
+static int plan_read_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
+			   struct lev_err *err)
+{
+	int abi = lev_landlock_abi();
+	char **masks;
+	size_t i;
+
+	if (abi < 1)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "a pre-approved command runs without a sandbox only inside a "
+				   "Landlock read fence, and this kernel has no Landlock");
+	pl->use_nnp = true;
+	pl->use_ll = true;
+	pl->ll.abi = abi;
+	pl->ll.handled_fs = lev_landlock_fs_rights(abi);
+	masks = lev_strv_copy(sb->masks);
+	plan_read_except(pl, "/", masks, 0);
+	lev_strv_free(masks);
+	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
+		add_rule(pl, p, DEV_RW);
+	}
+	add_rule(pl, "/dev/pts", LEV_LL_FS_READ_DIR | DEV_RW);
+	add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	pl->ll.rules = pl->rules;
+	pl->ll.n_rules = pl->n_rules;
+	return 0;
+}
+
 static char **plan_env(const struct lev_sandbox *sb, char *const *envp, const char *tmpdir)
 {
 	char **env = lev_envfilter_apply(&sb->env, envp);
@@ -506,6 +541,14 @@ static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *con
 		if (sb->have_sc) {
 			pl->use_sc = true;
 			pl->sc = &sb->sc;
+		}
+	}
+	if (sb->kind == LEV_SANDBOX_NONE && limits->read_fence) {
+		int r = plan_read_fence(pl, sb, err);
+
+		if (r < 0) {
+			lev_sbx_nsplan_free(pl);
+			return r;
 		}
 	}
 	pl->envp = plan_env(sb, envp, tmp_env);

@@ -741,7 +741,16 @@ int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 	if (!cwd_ok(sb, cwd, &realcwd, err))
 		return err ? err->code : -EINVAL;
 	if (limits) {
+		/* unset fields: the sandbox's own, then the defaults */
 		lim = *limits;
+		lim.timeout_ms = lim.timeout_ms ? lim.timeout_ms : sb->limits.timeout_ms;
+		lim.output_max = lim.output_max ? lim.output_max : sb->limits.output_max;
+		lim.nproc = lim.nproc ? lim.nproc : sb->limits.nproc;
+		lim.mem_bytes = lim.mem_bytes ? lim.mem_bytes : sb->limits.mem_bytes;
+		lim.fsize = lim.fsize ? lim.fsize : sb->limits.fsize;
+		lim.nofile = lim.nofile ? lim.nofile : sb->limits.nofile;
+		lim.cpu_secs = lim.cpu_secs ? lim.cpu_secs : sb->limits.cpu_secs;
+		lim.tmp_bytes = lim.tmp_bytes ? lim.tmp_bytes : sb->limits.tmp_bytes;
 		lev_sandbox_limits_fill(&lim);
 	} else {
 		lim = sb->limits;

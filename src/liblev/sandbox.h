@@ -86,6 +86,15 @@ struct lev_sandbox_limits {
 	uint64_t nofile;	/* 1024 open files */
 	uint64_t cpu_secs;	/* CPU seconds; default max(60, 2 * timeout) */
 	uint64_t tmp_bytes;	/* 512 MiB private /tmp */
+	/*
+	 * Kind none only: run the command inside a Landlock read fence
+	 * (reads everywhere but the masked secrets, writes only to the
+	 * workdir) with no_new_privs.  lev run sets it for a shell line that
+	 * runs without a question only because a safe list covered it, so a
+	 * symlink in the workdir cannot carry a pre-approved `cat` to
+	 * ~/.ssh.  Fails with LEV_EUNSUPP when the kernel has no Landlock.
+	 */
+	bool read_fence;
 };
 
 #define LEV_SANDBOX_DEFAULT_TIMEOUT_MS 60000ULL

@@ -342,10 +342,12 @@ int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
 		return lev_err_set(err, -EINVAL, "the shell tool needs a sandbox and a command");
 	limits.timeout_ms = opts->timeout_ms;
 	limits.output_max = opts->output_max;
+	limits.read_fence = opts->read_fence;
 	io.cancel_fd = opts->cancel_fd;
 	argv = lev_shell_argv(lev_sandbox_kind(opts->sandbox), command);
 	r = lev_sandbox_spawn(opts->sandbox, argv, opts->envp, opts->cwd,
-			      opts->timeout_ms || opts->output_max ? &limits : NULL, &io, &p, &e);
+			      opts->timeout_ms || opts->output_max || opts->read_fence ? &limits : NULL,
+			      &io, &p, &e);
 	lev_strv_free(argv);
 	if (r == 0)
 		r = lev_sandbox_wait(p, &res, &e);

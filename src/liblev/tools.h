@@ -96,6 +96,7 @@ struct lev_shell_opts {
 	uint64_t timeout_ms;		/* 0: the sandbox's default (60 s) */
 	uint64_t output_max;		/* per stream; 0: 1 MiB */
 	int cancel_fd;			/* -1: none; readable: kill the command now */
+	bool read_fence;		/* kind none: see lev_sandbox_limits.read_fence */
 };
 
 /* The shell argv for COMMAND in a sandbox of KIND (caller frees the strv). */

@@ -800,4 +800,60 @@ test_expect_success 'with nobody to answer, ask_user_* are not offered (and say 
 	grep -q "^current_time allow none" got
 '
 
+test_expect_success 'a pre-approved command runs in a read fence with no sandbox' '
+	mkdir -p fenced/work fenced/home/.ssh &&
+	echo "fence-secret-0451" >fenced/home/.ssh/id_rsa &&
+	echo "inside text" >fenced/work/inside.txt &&
+	ln -s ../home/.ssh/id_rsa fenced/work/link &&
+	ln -s ../home/.ssh fenced/work/dirlink &&
+	mkagent fenced/agent <<-EOF &&
+	[agent]
+	name = "fenced"
+	[stages.main]
+	model = { provider = "script", script = "turns.toml" }
+	available_tools = ["shell"]
+	EOF
+	cat >fenced/agent/turns.toml <<-EOF &&
+	[[turn]]
+	[[turn.call]]
+	tool = "shell"
+	args = { command = "cat inside.txt" }
+	[[turn.call]]
+	tool = "shell"
+	args = { command = "cat link" }
+	[[turn.call]]
+	tool = "shell"
+	args = { command = "grep -r fence dirlink/" }
+	[[turn.call]]
+	tool = "shell"
+	args = { command = "ls -la" }
+	[[turn]]
+	text = "done"
+	EOF
+	rm -f "$CONFIG" &&
+	HOME="$TRASH/fenced/home" lev run ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
+	python3 - ev <<-\PY &&
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	calls = [e for e in ev if e["event"] == "tool_call"]
+	res = [e for e in ev if e["event"] == "tool_result"]
+	assert all(c["decision"] == "allow" for c in calls), calls
+	assert "inside text" in res[0]["text"], res[0]
+	assert "Permission denied" in res[1]["text"], res[1]
+	assert "Permission denied" in res[2]["text"], res[2]
+	assert "inside.txt" in res[3]["text"], res[3]
+	PY
+	! grep -rq "fence-secret-0451" ev "$(last_run)"
+'
+
+test_expect_success 'what the user allows is not fenced (shell = "allow")' '
+	setconfig <<-EOF &&
+	[tool_permissions]
+	shell = "allow"
+	EOF
+	HOME="$TRASH/fenced/home" lev run ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
+	rm -f "$CONFIG" &&
+	grep -q "fence-secret-0451" ev
+'
+
 test_done
