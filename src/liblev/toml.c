@@ -564,35 +564,16 @@ static unsigned col_of(struct parser *P, const char *at)
 	return col;
 }
 
-/* Length of the valid UTF-8 sequence at P (lead byte >= 0x80), else 0. */
+/*
+ * Length of the valid UTF-8 sequence at S (lead byte >= 0x80), else 0.
+ * The input is NUL-terminated and the decoder stops at the first byte
+ * that is not a continuation, so it never reads past the end.
+ */
 static inline unsigned utf8_len(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	unsigned c = p[0];
+	uint32_t cp;
 
-	if (c >= 0xc2 && c <= 0xdf)
-		return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		unsigned lo = 0x80, hi = 0xbf;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80)
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		unsigned lo = 0x80, hi = 0xbf;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-		if (p[1] < lo || p[1] > hi || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
+	return (unsigned)lev_utf8_decode(s, 4, &cp);
 }
 
 /* Describe the input at AT for "found ..." in messages. */
@@ -994,12 +975,21 @@ static int scan_literal(struct parser *P, const char **s, size_t *n)
 	return 0;
 }
 
-/* Multi-line basic string at '"""'; the result goes to scratch. */
-static int scan_ml_basic(struct parser *P)
+/*
+ * A multi-line string at its three opening quotes, QUOTE being '"' (basic:
+ * escapes and line-ending backslashes) or '\'' (literal); the result goes
+ * to scratch.  Always inlined with a constant QUOTE, so each caller gets
+ * the loop for its kind alone.
+ */
+static inline __attribute__((always_inline)) int scan_ml(struct parser *P, const char quote)
 {
+	const bool basic = quote == '"';
+	const unsigned char mask = basic ? C_BASIC : C_LITERAL;
+	const char *what = basic ? "multi-line string" : "multi-line literal string";
 	const char *open = P->p, *p = P->p + 3;
 	int r;
 
+	/* a newline right after the opening quotes is trimmed */
 	if (*p == '\n' || (*p == '\r' && p[1] == '\n')) {
 		P->p = p;
 		r = eat_newline(P);
@@ -1011,25 +1001,26 @@ static int scan_ml_basic(struct parser *P)
 		const char *run = p;
 		unsigned char c;
 
-		while (cls[U(*p)] & C_BASIC)
+		while (cls[U(*p)] & mask)
 			p++;
 		scratch_add(P, run, (size_t)(p - run));
 		c = U(*p);
-		if (c == '"') {
+		if (c == (unsigned char)quote) {
+			/* up to two quotes may end the content before the closing three */
 			size_t q = 1;
-			while (p[q] == '"')
+			while (p[q] == quote)
 				q++;
 			if (q >= 3) {
 				if (q > 5)
-					return perr(P, p + 5, "too many quotes at the end of a "
-						    "multi-line string");
+					return perr(P, p + 5, "too many quotes at the end of a %s",
+						    what);
 				scratch_add(P, p, q - 3);
 				P->p = p + q;
 				return 0;
 			}
 			scratch_add(P, p, q);
 			p += q;
-		} else if (c == '\\') {
+		} else if (basic && c == '\\') {
 			const char *q = p + 1;
 			while (*q == ' ' || *q == '\t')
 				q++;
@@ -1066,63 +1057,19 @@ static int scan_ml_basic(struct parser *P)
 			scratch_add(P, p, l);
 			p += l;
 		} else {
-			return bad_string_char(P, p, open, "multi-line string",
-					       "'\"\"\"'");
+			return bad_string_char(P, p, open, what, basic ? "'\"\"\"'" : "\"'''\"");
 		}
 	}
 }
 
-/* Multi-line literal string at "'''"; the result goes to scratch. */
+static int scan_ml_basic(struct parser *P)
+{
+	return scan_ml(P, '"');
+}
+
 static int scan_ml_literal(struct parser *P)
 {
-	const char *open = P->p, *p = P->p + 3;
-	int r;
-
-	if (*p == '\n' || (*p == '\r' && p[1] == '\n')) {
-		P->p = p;
-		r = eat_newline(P);
-		if (r < 0)
-			return r;
-		p = P->p;
-	}
-	for (;;) {
-		const char *run = p;
-		unsigned char c;
-
-		while (cls[U(*p)] & C_LITERAL)
-			p++;
-		scratch_add(P, run, (size_t)(p - run));
-		c = U(*p);
-		if (c == '\'') {
-			size_t q = 1;
-			while (p[q] == '\'')
-				q++;
-			if (q >= 3) {
-				if (q > 5)
-					return perr(P, p + 5, "too many quotes at the end of a "
-						    "multi-line literal string");
-				scratch_add(P, p, q - 3);
-				P->p = p + q;
-				return 0;
-			}
-			scratch_add(P, p, q);
-			p += q;
-		} else if (c == '\n' || (c == '\r' && p[1] == '\n')) {
-			P->p = p;
-			eat_newline(P);
-			p = P->p;
-			scratch_addch(P, '\n');
-		} else if (c >= 0x80) {
-			unsigned l = utf8_len(p);
-			if (!l)
-				return perr(P, p, "invalid UTF-8 in string");
-			scratch_add(P, p, l);
-			p += l;
-		} else {
-			return bad_string_char(P, p, open, "multi-line literal string",
-					       "\"'''\"");
-		}
-	}
+	return scan_ml(P, '\'');
 }
 
 /* ---- keys ---- */

@@ -100,35 +100,13 @@ static void set_msg(struct target *t, enum tstatus st, enum lev_fs_gate gate, ch
 
 static bool utf8_valid(const char *s, size_t n)
 {
-	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 
 	while (i < n) {
-		unsigned char c = u[i];
-		size_t len, k;
 		uint32_t cp;
+		size_t len = lev_utf8_decode(s + i, n - i, &cp);
 
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			len = 2, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			len = 3, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			len = 4, cp = c & 0x07;
-		else
-			return false;
-		if (i + len > n)
-			return false;
-		for (k = 1; k < len; k++) {
-			if ((u[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (u[i + k] & 0x3f);
-		}
-		if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
+		if (!len)
 			return false;
 		i += len;
 	}
@@ -138,21 +116,9 @@ static bool utf8_valid(const char *s, size_t n)
 /* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-	size_t len;
+	uint32_t cp;
 
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (len > n || !utf8_valid((const char *)s, len))
-		return 0;
-	return len;
+	return lev_utf8_decode(s, n, &cp);
 }
 
 /* Append S, replacing invalid UTF-8 with U+FFFD; returns bytes replaced. */
