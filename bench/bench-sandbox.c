@@ -1,5 +1,5 @@
 /*
- * bench-sandbox - wall time per command of /bin/true, five ways, in one run:
+ * bench-sandbox - wall time per command of /bin/true, seven ways, in one run:
  *
  *   (a) a bare fork+exec (posix_spawn + waitpid): the baseline
  *   (b) lev's namespace sandbox through the library, network off: user,
@@ -9,6 +9,9 @@
  *       --ro-bind / /, --dev, --proc, --tmpfs /tmp, the workdir bound)
  *   (d) `<engine> exec` into a warm container
  *   (e) lev's container fast path (the helper inside the warm container)
+ *   (f) kind none (a plain spawn through the library)
+ *   (g) kind none inside the read fence of pre-approved lines (Landlock,
+ *       reads everywhere but the masks, writes to the workdir)
  *
  *	bench-sandbox [-n N] [-w WORKDIR] [-e ENGINE -i IMAGE -H HELPER]
  *
@@ -134,6 +137,29 @@ static int run_sandbox(void *ctx)
 	return sandbox_run(ctx, argv);
 }
 
+/* Kind none with the read fence: what a pre-approved shell line costs. */
+static int run_fenced(void *ctx)
+{
+	static char *argv[] = { (char *)"/bin/true", NULL };
+	struct lev_sandbox_limits lim = { .read_fence = true };
+	struct lev_sandbox_proc *p = NULL;
+	struct lev_sandbox_result res;
+	struct lev_err err = LEV_ERR_INIT;
+	int r;
+
+	r = lev_sandbox_spawn(ctx, argv, environ, NULL, &lim, NULL, &p, &err);
+	if (r == 0)
+		r = lev_sandbox_wait(p, &res, &err);
+	lev_sandbox_proc_free(p);
+	if (r < 0) {
+		fprintf(stderr, "bench-sandbox: %s\n", err.msg);
+		return r;
+	}
+	r = res.exit_code == 0 ? 0 : -EIO;
+	lev_sandbox_result_release(&res);
+	return r;
+}
+
 static struct lev_sandbox *make(enum lev_sandbox_kind kind, const char *workdir, const char *engine,
 				const char *image, const char *helper, struct lev_sandbox_pool *pool)
 {
@@ -165,14 +191,16 @@ int main(int argc, char **argv)
 	const char *workdir = NULL, *engine = NULL, *image = NULL, *helper = NULL;
 	char cwd[4096];
 	int n = 200, c;
-	struct row rows[5] = {
+	struct row rows[7] = {
 		{ "(a) fork+exec (baseline)", 0, 0, false },
 		{ "(b) lev namespace sandbox", 0, 0, false },
 		{ "(c) bubblewrap, same namespaces", 0, 0, false },
 		{ "(d) <engine> exec, warm container", 0, 0, false },
 		{ "(e) lev container fast path", 0, 0, false },
+		{ "(f) kind none", 0, 0, false },
+		{ "(g) kind none, read fence", 0, 0, false },
 	};
-	struct lev_sandbox *ns = NULL, *fast = NULL;
+	struct lev_sandbox *ns = NULL, *fast = NULL, *none = NULL;
 	struct lev_sandbox_pool *pool = NULL;
 	char *true_argv[] = { (char *)"/bin/true", NULL };
 	char **bwrap = NULL, **exec_argv = NULL;
@@ -208,6 +236,14 @@ int main(int argc, char **argv)
 	/* (a) */
 	if (measure(&rows[0], run_spawn, true_argv, n) < 0)
 		fprintf(stderr, "bench-sandbox: (a) failed\n");
+
+	/* (f), (g): the kind-none read fence of pre-approved lines */
+	none = make(LEV_SANDBOX_NONE, workdir, NULL, NULL, NULL, NULL);
+	if (none && measure(&rows[5], run_sandbox, none, n) < 0)
+		fprintf(stderr, "bench-sandbox: (f) failed\n");
+	if (none && measure(&rows[6], run_fenced, none, n) < 0)
+		fprintf(stderr, "bench-sandbox: (g) failed\n");
+	lev_sandbox_free(none);
 
 	/* (b) */
 	ns = make(LEV_SANDBOX_NAMESPACE, workdir, NULL, NULL, NULL, NULL);
@@ -278,7 +314,7 @@ int main(int argc, char **argv)
 	printf("/bin/true, wall time per command in ms (%d runs per row, %d for (d)):\n", n,
 	       n / 4 < 10 ? 10 : n / 4);
 	printf("  %-36s %9s %9s\n", "", "median", "p90");
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 7; i++) {
 		if (rows[i].ran)
 			printf("  %-36s %9.3f %9.3f\n", rows[i].name, rows[i].median, rows[i].p90);
 		else
@@ -291,6 +327,9 @@ int main(int argc, char **argv)
 		printf("goal (e) <= 5 ms: %s; (e) is %.0fx faster than (d)\n",
 		       rows[4].median <= 5.0 ? "met" : "MISSED",
 		       rows[3].ran ? rows[3].median / rows[4].median : 0.0);
+	if (rows[5].ran && rows[6].ran)
+		printf("the read fence adds %.2f ms per pre-approved command with no sandbox\n",
+		       rows[6].median - rows[5].median);
 
 	lev_sandbox_free(fast);
 	lev_sandbox_free(ns);

@@ -44,6 +44,7 @@ struct lev_sandbox {
 	bool have_sc;
 	struct lev_scfilter sc;
 	char *resolv_target;		/* /etc/resolv.conf's target when it lives under /run */
+	struct lev_sbx_fence *fence;	/* kind none: the read fence's rules, built on first use */
 
 	/* container backend */
 	struct lev_sandbox_pool *pool;
@@ -52,6 +53,18 @@ struct lev_sandbox {
 	char **engine_args;
 	char *oci_helper;
 	char *path_env;
+};
+
+/*
+ * The read-everywhere-but-the-masks rules of the kind-none read fence:
+ * walking / and the home directory costs a few hundred system calls, so
+ * they are planned once per sandbox and reused by every fenced spawn.
+ */
+struct lev_sbx_fence {
+	bool ready;
+	char **paths;
+	uint64_t *access;
+	size_t n;
 };
 
 /* A setup report from a child: which step failed, and how. */

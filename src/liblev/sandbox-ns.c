@@ -459,9 +459,26 @@ static int plan_read_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *
 	pl->use_ll = true;
 	pl->ll.abi = abi;
 	pl->ll.handled_fs = lev_landlock_fs_rights(abi);
-	masks = lev_strv_copy(sb->masks);
-	plan_read_except(pl, "/", masks, 0);
-	lev_strv_free(masks);
+	if (!sb->fence->ready) {
+		/* plan the walk once, into a scratch plan, and keep its rules */
+		struct lev_sbx_nsplan *scratch = xcalloc(1, sizeof(*scratch));
+		struct lev_sbx_fence *f = sb->fence;
+
+		masks = lev_strv_copy(sb->masks);
+		plan_read_except(scratch, "/", masks, 0);
+		lev_strv_free(masks);
+		f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
+					  sizeof(*f->access));
+		for (i = 0; i < scratch->n_rules; i++) {
+			f->paths = lev_strv_push(f->paths, scratch->rules[i].path);
+			f->access[i] = scratch->rules[i].access;
+		}
+		f->n = scratch->n_rules;
+		f->ready = true;
+		lev_sbx_nsplan_free(scratch);
+	}
+	for (i = 0; i < sb->fence->n; i++)
+		add_rule(pl, sb->fence->paths[i], sb->fence->access[i]);
 	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
 		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
 		add_rule(pl, p, DEV_RW);

@@ -603,6 +603,7 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	int r;
 
 	sb = xcalloc(1, sizeof(*sb));
+	sb->fence = xcalloc(1, sizeof(*sb->fence));
 	lev_sandbox_spec_copy(&sb->spec, spec);
 	sb->kind = spec->has_kind ? spec->kind : LEV_SANDBOX_NONE;
 	sb->uid = getuid();
@@ -673,6 +674,11 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 	free(sb->workdir);
 	free(sb->home);
 	free(sb->resolv_target);
+	if (sb->fence) {
+		lev_strv_free(sb->fence->paths);
+		free(sb->fence->access);
+		free(sb->fence);
+	}
 	lev_strv_free(sb->masks);
 	lev_strv_free(sb->env_withhold);
 	lev_strv_free(sb->env_allow);
