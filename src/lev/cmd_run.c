@@ -62,7 +62,8 @@ const char lev_usage_run[] =
 	"  --json                one JSON object per event on stdout\n"
 	"\n"
 	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
-	"an answer is denied.  The run record is kept in <data root>/runs/<id>/.\n"
+	"an answer is denied and the agent's own questions (ask_user_*) are not\n"
+	"offered.  The run record is kept in <data root>/runs/<id>/.\n"
 	"Exit status: 0 complete, 1 error, 2 usage, 130 interrupted.\n";
 
 /* ---- signals -------------------------------------------------------------- */
