@@ -1048,17 +1048,90 @@ static bool outbound(struct lev_agent *a, const char *tool)
 	return cls.direction == LEV_DIR_OUTBOUND;
 }
 
+/*
+ * Put one outbound call (GATE_TOOL with ARGS_JSON) to the taint gate,
+ * asking the user when the gate would ask, and record the decision under
+ * the taint gate.  REDIRECT is the URL of a redirect hop the call is about
+ * to follow, or NULL for the call itself; it shapes the prompt and the
+ * audit reason.  Returns 0 with *D filled (release it) and *RULE (free it),
+ * or a negative code with ERR set when the gate failed (recorded too).
+ */
+static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *gate_tool,
+			const char *args_json, const char *redirect, struct lev_gate_decision *d,
+			char **rule, struct lev_err *err)
+{
+	struct lev_gate_call gc = {
+		.tool = gate_tool,
+		.args_json = args_json,
+		.args_len = args_json ? strlen(args_json) : 0,
+		.ctx = lev_context_taint(a->ctx),
+		.taint = lev_context_taint_level(a->ctx),
+	};
+	_cleanup_free_ char *targets = NULL;
+	_cleanup_free_ char *reason = NULL;
+	enum lev_ask_answer ans = LEV_ANSWER_NONE;
+	bool asked = false;
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	r = lev_gate_check(a->gate, &gc, d, err);
+	if (r < 0) {
+		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
+					       .gate = "taint", .rule = "error", .target = redirect,
+					       .reason = err ? err->msg : NULL });
+		return r;
+	}
+	targets = joined_targets(d->targets);
+	if (d->result == LEV_GATE_NEEDS_USER) {
+		struct lev_buf desc = LEV_BUF_INIT;
+		_cleanup_free_ char *prompt = NULL;
+		_cleanup_free_ char *detail = NULL;
+		struct lev_ask q = { 0 };
+
+		(void)lev_gate_describe(d, &desc);
+		prompt = redirect ? xasprintf("%s was redirected: %s. Allow it?", cs->tool, desc.buf)
+				  : xasprintf("%s. Allow it?", desc.buf);
+		detail = redirect ? xstrdup(redirect)
+			 : targets ? xasprintf("target: %s", targets)
+				   : NULL;
+		q.kind = LEV_ASK_TAINT;
+		q.stage = a->stages[a->cur].st->name;
+		q.call_id = cs->call->id;
+		q.tool = cs->tool;
+		q.prompt = prompt;
+		q.detail = detail;
+		q.run_label = "Allow for this run";
+		ans = ask(a, &q);
+		asked = ans != LEV_ANSWER_NONE;
+		(void)lev_gate_answer(a->gate, d,
+				      ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE
+					      ? LEV_GATE_ANSWER_ONCE
+				      : ans == LEV_ANSWER_RUN  ? LEV_GATE_ANSWER_RUN
+				      : ans == LEV_ANSWER_DENY ? LEV_GATE_ANSWER_DENY
+							       : LEV_GATE_ANSWER_NONE);
+		lev_buf_release(&desc);
+	}
+	if (redirect)
+		reason = xasprintf("redirect to '%.300s'%s%s", redirect, d->target_error ? ": " : "",
+				   d->target_error ? d->target_error : "");
+	*rule = gate_rule_name(d);
+	cs->dec->asked = cs->dec->asked || asked;
+	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = "taint",
+				       .rule = *rule, .allowed = d->result == LEV_GATE_ALLOWED,
+				       .asked = asked,
+				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
+				       .target = targets, .has_clearance = true,
+				       .clearance = d->clearance,
+				       .reason = redirect ? reason : d->target_error });
+	return 0;
+}
+
 static bool gate_taint(struct lev_agent *a, struct call_state *cs)
 {
 	struct lev_gate_decision d;
-	struct lev_gate_call gc = { 0 };
 	struct lev_err err = LEV_ERR_INIT;
 	_cleanup_free_ char *args_json = NULL;
 	_cleanup_free_ char *rule = NULL;
-	_cleanup_free_ char *targets = NULL;
-	bool asked = false;
-	enum lev_ask_answer ans = LEV_ANSWER_NONE;
-	int r;
 
 	if (cs->ti->kind == LEV_TOOL_SHELL && a->taint_enabled && shell_offline(a)) {
 		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
@@ -1075,59 +1148,13 @@ static bool gate_taint(struct lev_agent *a, struct call_state *cs)
 					       .allowed = true });
 		return true;
 	}
-	memset(&d, 0, sizeof(d));
 	args_json = cs->args ? json_dumps(cs->args, JSON_COMPACT) : NULL;
-	gc.tool = cs->tool;
-	gc.args_json = args_json;
-	gc.args_len = args_json ? strlen(args_json) : 0;
-	gc.ctx = lev_context_taint(a->ctx);
-	gc.taint = lev_context_taint_level(a->ctx);
-	r = lev_gate_check(a->gate, &gc, &d, &err);
-	if (r < 0) {
+	if (taint_decide(a, cs, cs->tool, args_json, NULL, &d, &rule, &err) < 0) {
 		_cleanup_free_ char *t = xasprintf("[blocked] the taint gate failed: %s", err.msg);
 
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "taint", .rule = "error", .reason = err.msg });
 		refuse(cs, "taint", "error", t);
 		return false;
 	}
-	if (d.result == LEV_GATE_NEEDS_USER) {
-		struct lev_buf desc = LEV_BUF_INIT;
-		_cleanup_free_ char *prompt = NULL;
-		_cleanup_free_ char *detail = NULL;
-		struct lev_ask q = { 0 };
-
-		(void)lev_gate_describe(&d, &desc);
-		prompt = xasprintf("%s. Allow it?", desc.buf);
-		targets = joined_targets(d.targets);
-		detail = targets ? xasprintf("target: %s", targets) : NULL;
-		q.kind = LEV_ASK_TAINT;
-		q.stage = a->stages[a->cur].st->name;
-		q.call_id = cs->call->id;
-		q.tool = cs->tool;
-		q.prompt = prompt;
-		q.detail = detail;
-		q.run_label = "Allow for this run";
-		ans = ask(a, &q);
-		asked = ans != LEV_ANSWER_NONE;
-		(void)lev_gate_answer(a->gate, &d,
-				      ans == LEV_ANSWER_ONCE	  ? LEV_GATE_ANSWER_ONCE
-				      : ans == LEV_ANSWER_RUN	  ? LEV_GATE_ANSWER_RUN
-				      : ans == LEV_ANSWER_STAGE ? LEV_GATE_ANSWER_ONCE
-				      : ans == LEV_ANSWER_DENY	  ? LEV_GATE_ANSWER_DENY
-								  : LEV_GATE_ANSWER_NONE);
-		lev_buf_release(&desc);
-	}
-	if (!targets)
-		targets = joined_targets(d.targets);
-	rule = gate_rule_name(&d);
-	cs->dec->asked = cs->dec->asked || asked;
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = "taint",
-				       .rule = rule, .allowed = d.result == LEV_GATE_ALLOWED,
-				       .asked = asked,
-				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
-				       .target = targets, .has_clearance = true,
-				       .clearance = d.clearance, .reason = d.target_error });
 	if (d.result != LEV_GATE_ALLOWED) {
 		struct lev_buf desc = LEV_BUF_INIT;
 		_cleanup_free_ char *t = NULL;
@@ -1167,73 +1194,21 @@ struct redirect_ctx {
 static int redirect_gate(void *data, const char *tool, const char *url, struct lev_err *err)
 {
 	struct redirect_ctx *rc = data;
-	struct lev_agent *a = rc->a;
-	struct call_state *cs = rc->cs;
 	struct lev_gate_decision d;
-	struct lev_gate_call gc = { 0 };
 	struct lev_err gerr = LEV_ERR_INIT;
 	_cleanup_free_ char *args_json = NULL;
 	_cleanup_free_ char *rule = NULL;
-	_cleanup_free_ char *targets = NULL;
-	_cleanup_free_ char *reason = NULL;
-	enum lev_ask_answer ans = LEV_ANSWER_NONE;
-	bool asked = false;
 	json_t *args;
 	int r;
 
-	if (!a->taint_enabled)
+	(void)tool;	/* the call's own tool; the gate judges the hop as a GET */
+	if (!rc->a->taint_enabled)
 		return 0;
 	args = json_pack("{s:s}", "url", url);
 	args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
 	json_decref(args);
-	memset(&d, 0, sizeof(d));
-	gc.tool = "web_fetch";
-	gc.args_json = args_json;
-	gc.args_len = args_json ? strlen(args_json) : 0;
-	gc.ctx = lev_context_taint(a->ctx);
-	gc.taint = lev_context_taint_level(a->ctx);
-	r = lev_gate_check(a->gate, &gc, &d, &gerr);
-	if (r < 0) {
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = tool,
-					       .gate = "taint", .rule = "error", .target = url,
-					       .reason = gerr.msg });
+	if (taint_decide(rc->a, rc->cs, "web_fetch", args_json, url, &d, &rule, &gerr) < 0)
 		return lev_err_set(err, LEV_EDENIED, "the taint gate failed: %s", gerr.msg);
-	}
-	if (d.result == LEV_GATE_NEEDS_USER) {
-		struct lev_buf desc = LEV_BUF_INIT;
-		_cleanup_free_ char *prompt = NULL;
-		struct lev_ask q = { 0 };
-
-		(void)lev_gate_describe(&d, &desc);
-		prompt = xasprintf("%s was redirected: %s. Allow it?", tool, desc.buf);
-		q.kind = LEV_ASK_TAINT;
-		q.stage = a->stages[a->cur].st->name;
-		q.call_id = cs->call->id;
-		q.tool = tool;
-		q.prompt = prompt;
-		q.detail = url;
-		q.run_label = "Allow for this run";
-		ans = ask(a, &q);
-		asked = ans != LEV_ANSWER_NONE;
-		(void)lev_gate_answer(a->gate, &d,
-				      ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE
-					      ? LEV_GATE_ANSWER_ONCE
-				      : ans == LEV_ANSWER_RUN  ? LEV_GATE_ANSWER_RUN
-				      : ans == LEV_ANSWER_DENY ? LEV_GATE_ANSWER_DENY
-							       : LEV_GATE_ANSWER_NONE);
-		lev_buf_release(&desc);
-	}
-	targets = joined_targets(d.targets);
-	rule = gate_rule_name(&d);
-	reason = xasprintf("redirect to '%.300s'%s%s", url, d.target_error ? ": " : "",
-			   d.target_error ? d.target_error : "");
-	cs->dec->asked = cs->dec->asked || asked;
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = tool, .gate = "taint",
-				       .rule = rule, .allowed = d.result == LEV_GATE_ALLOWED,
-				       .asked = asked,
-				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
-				       .target = targets, .has_clearance = true,
-				       .clearance = d.clearance, .reason = reason });
 	if (d.result != LEV_GATE_ALLOWED) {
 		struct lev_buf desc = LEV_BUF_INIT;
 

@@ -253,10 +253,8 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 	SETOPT(CURLOPT_PROXY, req->proxy ? req->proxy : "");
 	SETOPT(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
 	SETOPT(CURLOPT_CONNECTTIMEOUT_MS,
-			 req->connect_timeout_ms > 0 ? req->connect_timeout_ms
-						     : DEFAULT_CONNECT_TIMEOUT_MS);
-	SETOPT(CURLOPT_TIMEOUT_MS,
-			 req->timeout_ms > 0 ? req->timeout_ms : DEFAULT_TIMEOUT_MS);
+	       req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS);
+	SETOPT(CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : DEFAULT_TIMEOUT_MS);
 	SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
 	SETOPT(CURLOPT_FORBID_REUSE, 1L);
 	SETOPT(CURLOPT_ERRORBUFFER, errbuf);

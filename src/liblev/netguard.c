@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-#include "liblev/curlapi.h"
 #include "liblev/cleanup.h"
-#include "liblev/http.h"
+#include "liblev/curlapi.h"
 #include "liblev/netguard.h"
 #include "liblev/xalloc.h"
 

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/curlapi.h"
 #include "liblev/buf.h"
 #include "liblev/cleanup.h"
+#include "liblev/curlapi.h"
 #include "liblev/target.h"
 #include "liblev/tomlval.h"
 #include "liblev/xalloc.h"

@@ -50,31 +50,3 @@ void lev_termtext_add(struct lev_buf *out, const char *str, size_t len)
 		i += n;
 	}
 }
-
-char *lev_termtext(const char *s)
-{
-	struct lev_buf b = LEV_BUF_INIT;
-
-	lev_termtext_add(&b, s ? s : "", s ? strlen(s) : 0);
-	return lev_buf_detach(&b, NULL);
-}
-
-bool lev_termtext_is_safe(const char *str, size_t len)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t i = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		size_t n;
-
-		i = safe_run(s, len, i);
-		if (i == len)
-			break;
-		n = s[i] >= 0x80 ? lev_utf8_decode(s + i, len - i, &cp) : 0;
-		if (n == 0 || hidden(cp))
-			return false;
-		i += n;
-	}
-	return true;
-}

@@ -23,16 +23,9 @@
  */
 #pragma once
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "liblev/buf.h"
 
 /* Append the terminal-safe form of S (LEN bytes) to OUT. */
 void lev_termtext_add(struct lev_buf *out, const char *s, size_t len);
-
-/* The terminal-safe form of S (NUL-terminated); the caller frees it. */
-char *lev_termtext(const char *s);
-
-/* True when S (LEN bytes) is shown unchanged by lev_termtext_add(). */
-bool lev_termtext_is_safe(const char *s, size_t len);
