@@ -704,6 +704,13 @@ static char *keys_label(char *const *keys)
 	return lev_buf_detach(&b, NULL);
 }
 
+/* The record's status says when the run waits for the person at the terminal. */
+static void set_waiting(struct lev_agent *a, bool waiting)
+{
+	if (a->rec)
+		(void)lev_runrecord_status(a->rec, waiting ? "waiting" : "running", NULL);
+}
+
 static enum lev_ask_answer ask(struct lev_agent *a, const struct lev_ask *q)
 {
 	enum lev_ask_answer ans;
@@ -711,11 +718,9 @@ static enum lev_ask_answer ask(struct lev_agent *a, const struct lev_ask *q)
 	/* a seed runs before the run has anyone to ask (lint says so too) */
 	if (!a->o.hooks.ask || cancelled(a) || a->seeding)
 		return LEV_ANSWER_NONE;
-	if (a->rec)
-		(void)lev_runrecord_status(a->rec, "waiting", NULL);
+	set_waiting(a, true);
 	ans = a->o.hooks.ask(a->o.hooks.data, q);
-	if (a->rec)
-		(void)lev_runrecord_status(a->rec, "running", NULL);
+	set_waiting(a, false);
 	return ans;
 }
 
@@ -1301,11 +1306,9 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 				    "Decide yourself and go on.", true);
 		return;
 	}
-	if (a->rec)
-		(void)lev_runrecord_status(a->rec, "waiting", NULL);
+	set_waiting(a, true);
 	r = a->o.hooks.question(a->o.hooks.data, &q, &answer);
-	if (a->rec)
-		(void)lev_runrecord_status(a->rec, "running", NULL);
+	set_waiting(a, false);
 	if (r < 0 || !answer)
 		lev_tool_output_set(cs->out, "[no answer] The user did not answer. Go on without "
 				    "the answer, or end the stage.", true);
