@@ -144,13 +144,14 @@ int lev_buf_addf(struct lev_buf *b, const char *fmt, ...)
 	return r;
 }
 
-int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
+/* S escaped for the inside of a JSON string literal (no quotes). */
+static int add_json_escaped(struct lev_buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t i;
-	int r = lev_buf_addch(b, '"');
+	size_t i = 0;
+	int r = 0;
 
-	for (i = 0; r == 0 && i < len; i++) {
+	while (r == 0 && i < len) {
 		unsigned char c = (unsigned char)s[i];
 		size_t j = i;
 
@@ -160,7 +161,7 @@ int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
 			j++;
 		if (j > i) {
 			r = lev_buf_add(b, s + i, j - i);
-			i = j - 1;
+			i = j;
 			continue;
 		}
 		switch (c) {
@@ -171,15 +172,23 @@ int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
 		case '\n': r = lev_buf_add(b, "\\n", 2); break;
 		case '\r': r = lev_buf_add(b, "\\r", 2); break;
 		case '\t': r = lev_buf_add(b, "\\t", 2); break;
-		default:
-			if (c < 0x20 || c == 0x7f) {
-				char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-				r = lev_buf_add(b, u, 6);
-			} else {
-				r = lev_buf_addch(b, (char)c);
-			}
+		default: {
+			/* the other controls and DEL */
+			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			r = lev_buf_add(b, u, 6);
 		}
+		}
+		i++;
 	}
+	return r;
+}
+
+int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len)
+{
+	int r = lev_buf_addch(b, '"');
+
+	if (r == 0)
+		r = add_json_escaped(b, s, len);
 	if (r == 0)
 		r = lev_buf_addch(b, '"');
 	return r;
@@ -199,14 +208,7 @@ int lev_buf_add_json_text(struct lev_buf *b, const char *s, size_t len, bool asc
 		while (i < len && p[i] < 0x80)
 			i++;
 		if (i > start) {
-			/* the shared escaper, without its quotes */
-			size_t at = b->len;
-
-			r = lev_buf_add_json_str(b, s + start, i - start);
-			if (r == 0) {
-				memmove(b->buf + at, b->buf + at + 1, b->len - at - 2);
-				lev_buf_truncate(b, b->len - 2);
-			}
+			r = add_json_escaped(b, s + start, i - start);
 			continue;
 		}
 		n = lev_utf8_decode(p + i, len - i, &cp);
