@@ -39,15 +39,21 @@ static ssize_t termout_write(void *cookie, const char *buf, size_t size)
 	struct termout *t = cookie;
 	struct lev_buf in = LEV_BUF_INIT_MAX(SIZE_MAX / 2);
 	struct lev_buf out = LEV_BUF_INIT_MAX(SIZE_MAX / 2);
-	size_t tail;
+	const char *text = buf;
+	size_t len = size, tail;
 	int r;
 
-	(void)lev_buf_add(&in, t->carry, t->ncarry);
-	(void)lev_buf_add(&in, buf, size);
-	tail = incomplete_tail((const unsigned char *)in.buf, in.len);
-	memcpy(t->carry, in.buf + in.len - tail, tail);
+	/* only a sequence cut by the last write needs joining to this one */
+	if (t->ncarry) {
+		(void)lev_buf_add(&in, t->carry, t->ncarry);
+		(void)lev_buf_add(&in, buf, size);
+		text = in.buf;
+		len = in.len;
+	}
+	tail = incomplete_tail((const unsigned char *)text, len);
+	memcpy(t->carry, text + len - tail, tail);
 	t->ncarry = tail;
-	lev_termtext_add(&out, in.buf, in.len - tail);
+	lev_termtext_add(&out, text, len - tail);
 	r = lev_write_all(t->fd, out.buf, out.len);
 	lev_buf_release(&in);
 	lev_buf_release(&out);
