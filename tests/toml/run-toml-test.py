@@ -47,7 +47,7 @@ def read_exclusions(path):
 
     One case a line: 'NAME  reason'; the reason is required."""
     out = {}
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line or line.startswith("#"):
@@ -69,7 +69,7 @@ def find_suite():
             continue
         listing = os.path.join(root, LISTING)
         if os.path.isfile(listing):
-            with open(listing) as f:
+            with open(listing, encoding="utf-8") as f:
                 names = [l.strip() for l in f if l.strip().endswith(".toml")]
             return ("toml-test at %s (%s, its TOML 1.0 list)" % (os.path.normpath(root), label),
                     os.path.join(root, "tests"), names)
@@ -233,7 +233,7 @@ def main():
                 if rc != 0:
                     problem = "rejected a valid document: " + errs.strip()[:300]
                 else:
-                    with open(path[:-5] + ".json") as f:
+                    with open(path[:-5] + ".json", encoding="utf-8") as f:
                         want = json.load(f)
                     try:
                         have = json.loads(out.decode("utf-8"))
