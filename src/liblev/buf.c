@@ -231,3 +231,32 @@ int lev_buf_add_json_text(struct lev_buf *b, const char *s, size_t len, bool asc
 	}
 	return r ? r : lev_buf_addch(b, '"');
 }
+
+int lev_buf_add_utf8(struct lev_buf *b, const void *s, size_t len, bool nul_bad, size_t *replaced)
+{
+	const unsigned char *p = s;
+	size_t i = 0, start = 0, bad = 0;
+	int r = 0;
+
+	while (i < len && r == 0) {
+		uint32_t cp;
+		size_t n = p[i] < 0x80 ? (p[i] || !nul_bad) : lev_utf8_decode(p + i, len - i, &cp);
+
+		if (n) {
+			i += n;
+			continue;
+		}
+		if (b) {
+			r = lev_buf_add(b, p + start, i - start);
+			if (r == 0)
+				r = lev_buf_add(b, "\xef\xbf\xbd", 3);
+		}
+		bad++;
+		start = ++i;
+	}
+	if (r == 0 && b)
+		r = lev_buf_add(b, p + start, len - start);
+	if (replaced)
+		*replaced = bad;
+	return r;
+}

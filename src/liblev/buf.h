@@ -56,6 +56,15 @@ int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len);
  */
 int lev_buf_add_json_text(struct lev_buf *b, const char *s, size_t len, bool ascii);
 
+/*
+ * The one UTF-8 sanitizer: append the LEN bytes at S to B as valid UTF-8,
+ * each byte that does not start a valid sequence (and, with nul_bad, each
+ * NUL) written as U+FFFD.  *REPLACED (may be NULL) gets the number of bytes
+ * replaced.  With B NULL it only counts.  Returns 0, or -ENOSPC when B's cap
+ * is reached.
+ */
+int lev_buf_add_utf8(struct lev_buf *b, const void *s, size_t len, bool nul_bad, size_t *replaced);
+
 static inline void lev_buf_releasep(struct lev_buf *b)
 {
 	lev_buf_release(b);

@@ -47,5 +47,3 @@ int lev__bounded_name(const json_t *v, const char *what, char **out, struct lev_
  */
 json_t *lev__jstr(const char *s);
 json_t *lev__jstrn(const char *s, size_t len);
-/* Append S to B as valid UTF-8 (invalid bytes become U+FFFD). */
-void lev__utf8_sanitize(struct lev_buf *b, const char *s, size_t len);

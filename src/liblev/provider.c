@@ -999,33 +999,6 @@ int lev_provider_infer(struct lev_provider *p, const struct lev_infer_request *r
 
 /* ---- UTF-8 ----------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-
-	return lev_utf8_decode(s, n, &cp);
-}
-
-void lev__utf8_sanitize(struct lev_buf *b, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-
-	while (i < len) {
-		size_t n = utf8_seq(p + i, len - i);
-		if (n == 0) {
-			if (lev_buf_adds(b, "\xef\xbf\xbd") < 0)
-				return;
-			i++;
-			continue;
-		}
-		if (lev_buf_add(b, p + i, n) < 0)
-			return;
-		i += n;
-	}
-}
-
 json_t *lev__jstrn(const char *s, size_t len)
 {
 	struct lev_buf b = LEV_BUF_INIT;
@@ -1036,7 +1009,7 @@ json_t *lev__jstrn(const char *s, size_t len)
 	v = json_stringn(s, len);
 	if (v)
 		return v;
-	lev__utf8_sanitize(&b, s, len);
+	(void)lev_buf_add_utf8(&b, s, len, false, NULL);
 	v = json_stringn(b.buf, b.len);
 	lev_buf_release(&b);
 	if (!v)

@@ -34,45 +34,25 @@ struct lev_runrecord {
 	struct lev_buf audit_pending;	/* audit lines not yet written */
 };
 
-/* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-
-	/* a NUL would end the string early: it is replaced too */
-	return s[0] ? lev_utf8_decode(s, n, &cp) : 0;
-}
-
 json_t *lev_json_text(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
 	struct lev_buf b = LEV_BUF_INIT;
-	size_t i = 0, start = 0;
+	size_t bad;
 	json_t *j;
 
 	if (!s)
 		return json_null();
-	while (i < len) {
-		size_t n = utf8_seq(p + i, len - i);
-
-		if (n) {
-			i += n;
-			continue;
-		}
-		if (!b.len && !start)
-			(void)lev_buf_grow(&b, len + 16);
-		(void)lev_buf_add(&b, s + start, i - start);
-		(void)lev_buf_adds(&b, "\xef\xbf\xbd");
-		i++;
-		start = i;
+	/* a NUL would end the string early: it is replaced too */
+	(void)lev_buf_add_utf8(NULL, s, len, true, &bad);
+	if (!bad)
+		j = json_stringn(s, len);
+	else {
+		(void)lev_buf_add_utf8(&b, s, len, true, NULL);
+		j = json_stringn(b.buf, b.len);
 	}
-	if (start == 0) {
-		lev_buf_release(&b);
-		return json_stringn(s, len);
-	}
-	(void)lev_buf_add(&b, s + start, len - start);
-	j = json_stringn(b.buf, b.len);
 	lev_buf_release(&b);
+	if (!j)
+		abort();	/* only on out-of-memory */
 	return j;
 }
 

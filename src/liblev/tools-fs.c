@@ -100,17 +100,10 @@ static void set_msg(struct target *t, enum tstatus st, enum lev_fs_gate gate, ch
 
 static bool utf8_valid(const char *s, size_t n)
 {
-	size_t i = 0;
+	size_t bad;
 
-	while (i < n) {
-		uint32_t cp;
-		size_t len = lev_utf8_decode(s + i, n - i, &cp);
-
-		if (!len)
-			return false;
-		i += len;
-	}
-	return true;
+	(void)lev_buf_add_utf8(NULL, s, n, false, &bad);
+	return bad == 0;
 }
 
 /* Length of the valid UTF-8 sequence at S (N bytes left), or 0. */
@@ -119,29 +112,6 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	uint32_t cp;
 
 	return lev_utf8_decode(s, n, &cp);
-}
-
-/* Append S, replacing invalid UTF-8 with U+FFFD; returns bytes replaced. */
-static size_t add_utf8_clean(struct lev_buf *b, const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, bad = 0, run = 0;
-
-	while (i < n) {
-		size_t l = utf8_seq(u + i, n - i);
-		if (l) {
-			i += l;
-			run += l;
-			continue;
-		}
-		lev_buf_add(b, s + i - run, run);
-		run = 0;
-		lev_buf_add(b, "\xef\xbf\xbd", 3);
-		bad++;
-		i++;
-	}
-	lev_buf_add(b, s + i - run, run);
-	return bad;
 }
 
 /* Quote a path for a one-line message: control bytes and bad UTF-8 escaped. */
@@ -970,7 +940,7 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
 			last_out = first;
 		}
 	}
-	bad = add_utf8_clean(out, raw.buf, cut);
+	(void)lev_buf_add_utf8(out, raw.buf, cut, false, &bad);
 	lev_buf_release(&raw);
 
 	if (!truncated && !more && first > 1 && last_out == 0) {

@@ -124,7 +124,7 @@ static void body_to_utf8(struct lev_buf *b, const char *body, size_t len, const 
 			return;
 		}
 	}
-	lev__utf8_sanitize(b, body, len);
+	(void)lev_buf_add_utf8(b, body, len, false, NULL);
 }
 
 /* ---- HTML to text ------------------------------------------------------------- */
@@ -278,7 +278,7 @@ char *lev_html_to_text(const char *html, size_t len, size_t max)
 	size_t cut;
 	char *r;
 
-	lev__utf8_sanitize(&clean, html ? html : "", html ? len : 0);
+	(void)lev_buf_add_utf8(&clean, html ? html : "", html ? len : 0, false, NULL);
 	p = clean.buf;
 	end = clean.buf + clean.len;
 	while (p < end) {
