@@ -131,13 +131,6 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static char *key_path(const char *table, const struct lev_toml_table *t, size_t i)
-{
-	_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
-
-	return xasprintf("%s.%s", table, k);
-}
-
 static int fail_at_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t, size_t i,
 		       struct lev_err *err, const char *msg)
 {
@@ -154,17 +147,6 @@ static int fail_at_table(const struct lev_tomlval_ctx *c, const struct lev_toml_
 
 	lev_toml_table_pos(t, &line, &col);
 	return lev_tomlval_fail(c, line, col, err, "%s", msg);
-}
-
-static int table_of(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
-		    const char *path, const struct lev_toml_table **out, struct lev_err *err)
-{
-	int r = lev_tomlval_type(c, v, LEV_TOML_TABLE, path, err);
-
-	if (r < 0)
-		return r;
-	*out = v->u.table;
-	return 0;
 }
 
 /* Stage and region names: [A-Za-z0-9_-], 1..64 bytes. */
@@ -220,23 +202,10 @@ static bool line_ok(const char *s)
 static int set_line(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 		    const char *path, char **dst, struct lev_err *err);
 
-static int set_str(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
-		   const char *path, char **dst, struct lev_err *err)
-{
-	char *s = NULL;
-	int r = lev_tomlval_string(c, v, path, &s, err);
-
-	if (r < 0)
-		return r;
-	free(*dst);
-	*dst = s;
-	return 0;
-}
-
 static int set_line(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 		    const char *path, char **dst, struct lev_err *err)
 {
-	int r = set_str(c, v, path, dst, err);
+	int r = lev_tomlval_set_str(c, v, path, dst, err);
 
 	if (r == 0 && !line_ok(*dst))
 		return lev_tomlval_fail(c, v->line, v->col, err,
@@ -295,7 +264,7 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 	s->kind = LEV_SANDBOX_NONE;	/* a block without kind means none */
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int e = 0;
 
 		if (lev_tomlval_key_is(t, i, "kind")) {
@@ -305,7 +274,7 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 				s->kind = (enum lev_sandbox_kind)e;
 			}
 		} else if (lev_tomlval_key_is(t, i, "image")) {
-			r = set_str(c, v, p, &s->image, err);
+			r = lev_tomlval_set_str(c, v, p, &s->image, err);
 		} else if (lev_tomlval_key_is(t, i, "engine")) {
 			_cleanup_free_ char *engine = NULL;
 			r = lev_tomlval_string(c, v, p, &engine, err);
@@ -424,14 +393,14 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 	n = lev_toml_table_len(t);
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *e = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(path, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(path, t, i);
 
 		if (lev_tomlval_key_is(t, i, "provider"))
-			r = set_str(c, e, p, &m->provider, err);
+			r = lev_tomlval_set_str(c, e, p, &m->provider, err);
 		else if (lev_tomlval_key_is(t, i, "model"))
-			r = set_str(c, e, p, &m->model, err);
+			r = lev_tomlval_set_str(c, e, p, &m->model, err);
 		else if (lev_tomlval_key_is(t, i, "script")) {
-			r = set_str(c, e, p, &m->script, err);
+			r = lev_tomlval_set_str(c, e, p, &m->script, err);
 			if (r == 0 && !inside_path_ok(m->script))
 				r = lev_tomlval_fail(c, e->line, e->col, err,
 						     "'%s' must be a relative path inside the "
@@ -505,11 +474,11 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 		const struct lev_toml_table *sub = NULL;
 		const struct lev_toml_value *e;
 		struct lev_transition *tr = &st->transitions[st->n_transitions];
-		_cleanup_free_ char *p = key_path(path, tt, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(path, tt, i);
 		_cleanup_free_ char *where = xasprintf("'%s'", p);
 		int w = 0;
 
-		r = table_of(c, lev_toml_table_value(tt, i), p, &sub, err);
+		r = lev_tomlval_table(c, lev_toml_table_value(tt, i), p, &sub, err);
 		if (r < 0)
 			return r;
 		r = lev_tomlval_check_keys(c, sub, where, transition_keys, true, err);
@@ -520,7 +489,7 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 		e = lev_toml_table_get(sub, "hint");
 		if (e) {
 			_cleanup_free_ char *hp = xasprintf("%s.hint", p);
-			r = set_str(c, e, hp, &tr->hint, err);
+			r = lev_tomlval_set_str(c, e, hp, &tr->hint, err);
 			if (r < 0)
 				return r;
 		}
@@ -571,7 +540,7 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 	st->mode = LEV_MODE_AUTONOMOUS;
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int e = 0;
 
 		if (lev_tomlval_key_is(t, i, "description"))
@@ -588,26 +557,26 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = tool_list(c, v, p, &st->required_tools, err);
 		else if (lev_tomlval_key_is(t, i, "tool_permissions")) {
 			const struct lev_toml_table *sub = NULL;
-			r = table_of(c, v, p, &sub, err);
+			r = lev_tomlval_table(c, v, p, &sub, err);
 			if (r == 0)
 				r = lev__tool_perms_parse(c, sub, p, &st->tool_permissions, err);
 		} else if (lev_tomlval_key_is(t, i, "sandbox")) {
 			const struct lev_toml_table *sub = NULL;
-			r = table_of(c, v, p, &sub, err);
+			r = lev_tomlval_table(c, v, p, &sub, err);
 			if (r == 0)
 				r = parse_sandbox(c, sub, p, &st->sandbox, err);
 		} else if (lev_tomlval_key_is(t, i, "security")) {
 			const struct lev_toml_table *sub = NULL;
-			r = table_of(c, v, p, &sub, err);
+			r = lev_tomlval_table(c, v, p, &sub, err);
 			if (r == 0)
 				r = parse_security(c, sub, p, &st->taint_tracking, err);
 			st->has_security = true;
 		} else if (lev_tomlval_key_is(t, i, "system_prompt"))
-			r = set_str(c, v, p, &st->system_prompt, err);
+			r = lev_tomlval_set_str(c, v, p, &st->system_prompt, err);
 		else if (lev_tomlval_key_is(t, i, "max_iterations"))
 			r = lev_tomlval_u64(c, v, p, 1, 100000, &st->max_iterations, err);
 		else if (lev_tomlval_key_is(t, i, "next"))
-			r = set_str(c, v, p, &st->next, err);
+			r = lev_tomlval_set_str(c, v, p, &st->next, err);
 		else if (lev_tomlval_key_is(t, i, "transitions"))
 			r = parse_transitions(c, v, p, st, err);
 		else
@@ -820,7 +789,7 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 	rg->kind = LEV_REGION_TEMPORARY;
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int e = 0;
 
 		if (lev_tomlval_key_is(t, i, "kind")) {
@@ -839,7 +808,7 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 		else if (lev_tomlval_key_is(t, i, "required"))
 			r = lev_tomlval_bool(c, v, p, &rg->required, err);
 		else if (lev_tomlval_key_is(t, i, "required_message"))
-			r = set_str(c, v, p, &rg->required_message, err);
+			r = lev_tomlval_set_str(c, v, p, &rg->required_message, err);
 		else {
 			_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
 			unsigned line = 0, col = 0;
@@ -869,7 +838,7 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 
 	for (i = 0; i < n; i++) {
 		if (lev_tomlval_key_is(t, i, "regions")) {
-			r = table_of(c, lev_toml_table_value(t, i), "context.regions", &regions,
+			r = lev_tomlval_table(c, lev_toml_table_value(t, i), "context.regions", &regions,
 				     err);
 			if (r < 0)
 				return r;
@@ -899,7 +868,7 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 				NAME_MAX_LEN);
 			return fail_at_key(c, regions, i, err, msg);
 		}
-		r = table_of(c, lev_toml_table_value(regions, i), p, &sub, err);
+		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
 		if (r < 0)
 			return r;
 		r = parse_region(c, name, sub, &bp->regions[bp->n_regions++], err);
@@ -937,10 +906,10 @@ static int parse_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path("agent", t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path("agent", t, i);
 
 		if (lev_tomlval_key_is(t, i, "name")) {
-			r = set_str(c, v, p, &bp->name, err);
+			r = lev_tomlval_set_str(c, v, p, &bp->name, err);
 			if (r == 0 && !lev_agent_name_valid(bp->name)) {
 				_cleanup_free_ char *q = lev_printable(bp->name, strlen(bp->name), 64);
 				r = lev_tomlval_fail(c, v->line, v->col, err,
@@ -957,7 +926,7 @@ static int parse_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 		} else if (lev_tomlval_key_is(t, i, "description"))
 			r = set_line(c, v, p, &bp->description, err);
 		else if (lev_tomlval_key_is(t, i, "entry_stage"))
-			r = set_str(c, v, p, &bp->entry_stage, err);
+			r = lev_tomlval_set_str(c, v, p, &bp->entry_stage, err);
 		else {
 			_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
 			unsigned line = 0, col = 0;
@@ -999,7 +968,7 @@ static int parse_stages(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 				NAME_MAX_LEN);
 			return fail_at_key(c, t, i, err, msg);
 		}
-		r = table_of(c, lev_toml_table_value(t, i), p, &sub, err);
+		r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
 		if (r < 0)
 			return r;
 		r = parse_stage(c, name, sub, &bp->stages[bp->n_stages++], err);
@@ -1109,7 +1078,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 					 p);
 			continue;
 		}
-		r = table_of(c, v, p, &t, err);
+		r = lev_tomlval_table(c, v, p, &t, err);
 		if (r < 0)
 			return r;
 		if (lev_tomlval_key_is(root, i, "agent")) {

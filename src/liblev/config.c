@@ -158,14 +158,6 @@ void lev_config_release(struct lev_config *c)
 
 /* ---- parsing ---------------------------------------------------------- */
 
-/* "TABLE.KEY" for messages; TABLE may be "" for the top level. */
-static char *key_path(const char *table, const struct lev_toml_table *t, size_t i)
-{
-	_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
-
-	return *table ? xasprintf("%s.%s", table, k) : xstrdup(k);
-}
-
 static void warn_unknown(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			 size_t i, const char *where)
 {
@@ -179,44 +171,6 @@ static void warn_unknown(const struct lev_tomlval_ctx *c, const struct lev_toml_
 		lev_tomlval_warn(c, line, "unknown key '%s' at the top level", k);
 }
 
-static int table_of(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
-		    const char *path, const struct lev_toml_table **out, struct lev_err *err)
-{
-	int r = lev_tomlval_type(c, v, LEV_TOML_TABLE, path, err);
-
-	if (r < 0)
-		return r;
-	*out = v->u.table;
-	return 0;
-}
-
-/* Replace *dst with a freshly parsed strv. */
-static int set_strv(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
-		    const char *path, char ***dst, struct lev_err *err)
-{
-	char **list = NULL;
-	int r = lev_tomlval_strv(c, v, path, &list, err);
-
-	if (r < 0)
-		return r;
-	lev_strv_free(*dst);
-	*dst = list;
-	return 0;
-}
-
-static int set_str(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
-		   const char *path, char **dst, struct lev_err *err)
-{
-	char *s = NULL;
-	int r = lev_tomlval_string(c, v, path, &s, err);
-
-	if (r < 0)
-		return r;
-	free(*dst);
-	*dst = s;
-	return 0;
-}
-
 static int parse_security(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			  struct lev_config *cfg, struct lev_err *err)
 {
@@ -224,17 +178,17 @@ static int parse_security(const struct lev_tomlval_ctx *c, const struct lev_toml
 
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path("security", t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path("security", t, i);
 		int r, e = 0;
 
 		if (lev_tomlval_key_is(t, i, "allowed_workdirs"))
-			r = set_strv(c, v, p, &cfg->allowed_workdirs, err);
+			r = lev_tomlval_set_strv(c, v, p, &cfg->allowed_workdirs, err);
 		else if (lev_tomlval_key_is(t, i, "allow_seed_commands"))
 			r = lev_tomlval_bool(c, v, p, &cfg->allow_seed_commands, err);
 		else if (lev_tomlval_key_is(t, i, "allow_local_network"))
 			r = lev_tomlval_bool(c, v, p, &cfg->allow_local_network, err);
 		else if (lev_tomlval_key_is(t, i, "allow_env_vars"))
-			r = set_strv(c, v, p, &cfg->allow_env_vars, err);
+			r = lev_tomlval_set_strv(c, v, p, &cfg->allow_env_vars, err);
 		else if (lev_tomlval_key_is(t, i, "allow_blueprint_read_paths"))
 			r = lev_tomlval_bool(c, v, p, &cfg->allow_blueprint_read_paths, err);
 		else if (lev_tomlval_key_is(t, i, "allow_blueprint_safe_commands"))
@@ -246,9 +200,9 @@ static int parse_security(const struct lev_tomlval_ctx *c, const struct lev_toml
 			if (r == 0)
 				cfg->shell_env = (enum lev_shell_env)e;
 		} else if (lev_tomlval_key_is(t, i, "shell_env_withhold"))
-			r = set_strv(c, v, p, &cfg->shell_env_withhold, err);
+			r = lev_tomlval_set_strv(c, v, p, &cfg->shell_env_withhold, err);
 		else if (lev_tomlval_key_is(t, i, "read_paths"))
-			r = set_strv(c, v, p, &cfg->read_paths, err);
+			r = lev_tomlval_set_strv(c, v, p, &cfg->read_paths, err);
 		else if (lev_tomlval_key_is(t, i, "credential_store")) {
 			r = lev_tomlval_enum(c, v, p, cred_names, _LEV_CRED_MAX, &e, err);
 			if (r == 0)
@@ -273,7 +227,7 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 	s->present = true;
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int r, e = 0;
 
 		if (lev_tomlval_key_is(t, i, "kind")) {
@@ -283,15 +237,15 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 				s->kind = (enum lev_sandbox_kind)e;
 			}
 		} else if (lev_tomlval_key_is(t, i, "image"))
-			r = set_str(c, v, p, &s->image, err);
+			r = lev_tomlval_set_str(c, v, p, &s->image, err);
 		else if (lev_tomlval_key_is(t, i, "engine"))
-			r = set_str(c, v, p, &s->engine, err);
+			r = lev_tomlval_set_str(c, v, p, &s->engine, err);
 		else if (lev_tomlval_key_is(t, i, "network")) {
 			r = lev_tomlval_bool(c, v, p, &s->network, err);
 			if (r == 0)
 				s->has_network = true;
 		} else if (lev_tomlval_key_is(t, i, "mounts"))
-			r = set_strv(c, v, p, &s->mounts, err);
+			r = lev_tomlval_set_strv(c, v, p, &s->mounts, err);
 		else if (lev_tomlval_key_is(t, i, "on_unavailable")) {
 			r = lev_tomlval_enum(c, v, p, onun_words, _LEV_ON_UNAVAILABLE_MAX, &e, err);
 			if (r == 0) {
@@ -299,9 +253,9 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 				s->on_unavailable = (enum lev_on_unavailable)e;
 			}
 		} else if (lev_tomlval_key_is(t, i, "deny_read"))
-			r = set_strv(c, v, p, &s->deny_read, err);
+			r = lev_tomlval_set_strv(c, v, p, &s->deny_read, err);
 		else if (lev_tomlval_key_is(t, i, "engine_args"))
-			r = set_strv(c, v, p, &cfg->sandbox_engine_args, err);
+			r = lev_tomlval_set_strv(c, v, p, &cfg->sandbox_engine_args, err);
 		else if (lev_tomlval_key_is(t, i, "timeout_secs"))
 			r = lev_tomlval_u64(c, v, p, 1, SECS_MAX, &cfg->sandbox_timeout_secs, err);
 		else {
@@ -328,7 +282,7 @@ int lev__tool_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml
 	}
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		size_t klen = 0;
 		const char *k = lev_toml_table_key(t, i, &klen);
 		int r, e = 0;
@@ -369,7 +323,7 @@ int lev__script_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_to
 
 			if (!lev_tomlval_key_is(t, i, keys[j]))
 				continue;
-			p = key_path(table, t, i);
+			p = lev_tomlval_key_path(table, t, i);
 			r = lev_tomlval_enum(c, lev_toml_table_value(t, i), p, script_perm_names,
 					     _LEV_SCRIPT_PERM_MAX, &e, err);
 			if (r < 0)
@@ -388,7 +342,7 @@ static int parse_safe(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int r;
 
 		if (defaults && lev_tomlval_key_is(t, i, "defaults"))
@@ -396,9 +350,9 @@ static int parse_safe(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		else if (allow_blueprint && lev_tomlval_key_is(t, i, "allow_blueprint"))
 			r = lev_tomlval_bool(c, v, p, allow_blueprint, err);
 		else if (lev_tomlval_key_is(t, i, "tools"))
-			r = set_strv(c, v, p, tools, err);
+			r = lev_tomlval_set_strv(c, v, p, tools, err);
 		else if (lev_tomlval_key_is(t, i, "shell"))
-			r = set_strv(c, v, p, shell, err);
+			r = lev_tomlval_set_strv(c, v, p, shell, err);
 		else {
 			warn_unknown(c, t, i, table);
 			r = 0;
@@ -437,7 +391,7 @@ static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 			if (!lev_tomlval_key_is(t, i, keys[j].key))
 				continue;
 			found = true;
-			p = key_path("limits", t, i);
+			p = lev_tomlval_key_path("limits", t, i);
 			r = lev_tomlval_u64(c, lev_toml_table_value(t, i), p, keys[j].min,
 					    keys[j].max, (uint64_t *)((char *)l + keys[j].off), err);
 			if (r < 0)
@@ -464,7 +418,7 @@ static int parse_tools(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 	r = lev_tomlval_check_keys(c, t, "[tools]", tools_known, false, err);
 	if (r < 0 || !v)
 		return r;
-	r = table_of(c, v, "tools.web_search", &ws, err);
+	r = lev_tomlval_table(c, v, "tools.web_search", &ws, err);
 	if (r < 0)
 		return r;
 	r = lev_tomlval_check_keys(c, ws, "[tools.web_search]", search_known, false, err);
@@ -494,7 +448,7 @@ static int parse_provider(const struct lev_tomlval_ctx *c, const struct lev_toml
 
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int r, e = 0;
 
 		if (lev_tomlval_key_is(t, i, "kind")) {
@@ -505,11 +459,11 @@ static int parse_provider(const struct lev_tomlval_ctx *c, const struct lev_toml
 				has_kind = true;
 			}
 		} else if (lev_tomlval_key_is(t, i, "base_url"))
-			r = set_str(c, v, p, &pc->base_url, err);
+			r = lev_tomlval_set_str(c, v, p, &pc->base_url, err);
 		else if (lev_tomlval_key_is(t, i, "api_key_env"))
-			r = set_str(c, v, p, &pc->api_key_env, err);
+			r = lev_tomlval_set_str(c, v, p, &pc->api_key_env, err);
 		else if (lev_tomlval_key_is(t, i, "model"))
-			r = set_str(c, v, p, &pc->model, err);
+			r = lev_tomlval_set_str(c, v, p, &pc->model, err);
 		else if (lev_tomlval_key_is(t, i, "timeout_secs"))
 			r = lev_tomlval_u64(c, v, p, 1, SECS_MAX, &pc->timeout_secs, err);
 		else if (lev_tomlval_key_is(t, i, "context_window"))
@@ -560,11 +514,11 @@ static int per_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_tabl
 	}
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_table *sub = NULL;
-		_cleanup_free_ char *p = key_path(name, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(name, t, i);
 		_cleanup_free_ char *agent = lev_tomlval_key_dup(t, i);
 		int r;
 
-		r = table_of(c, lev_toml_table_value(t, i), p, &sub, err);
+		r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
 		if (r < 0)
 			return r;
 		if (!lev_agent_name_valid(agent)) {
@@ -588,14 +542,14 @@ static int agent_read_paths_fn(const struct lev_tomlval_ctx *c, const char *agen
 	size_t i, n = lev_toml_table_len(t);
 
 	for (i = 0; i < n; i++) {
-		_cleanup_free_ char *p = key_path(table, t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
 		int r;
 
 		if (!lev_tomlval_key_is(t, i, "allow")) {
 			warn_unknown(c, t, i, table);
 			continue;
 		}
-		r = set_strv(c, lev_toml_table_value(t, i), p, &e.allow, err);
+		r = lev_tomlval_set_strv(c, lev_toml_table_value(t, i), p, &e.allow, err);
 		if (r < 0) {
 			lev_strv_free(e.allow);
 			return r;
@@ -679,11 +633,11 @@ static int parse_providers(const struct lev_tomlval_ctx *c, const struct lev_tom
 	}
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_table *sub = NULL;
-		_cleanup_free_ char *p = key_path("providers", t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path("providers", t, i);
 		_cleanup_free_ char *name = lev_tomlval_key_dup(t, i);
 		int r;
 
-		r = table_of(c, lev_toml_table_value(t, i), p, &sub, err);
+		r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
 		if (r < 0)
 			return r;
 		r = provider_fn(c, name, sub, p, cfg, err);
@@ -701,7 +655,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(root, i);
 		const struct lev_toml_table *t = NULL;
-		_cleanup_free_ char *p = key_path("", root, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path("", root, i);
 		int r;
 
 		if (lev_tomlval_key_is(root, i, "taint_tracking")) {
@@ -721,7 +675,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		    lev_tomlval_key_is(root, i, "limits") ||
 		    lev_tomlval_key_is(root, i, "tools") ||
 		    lev_tomlval_key_is(root, i, "providers")) {
-			r = table_of(c, v, p, &t, err);
+			r = lev_tomlval_table(c, v, p, &t, err);
 			if (r < 0)
 				return r;
 		} else {

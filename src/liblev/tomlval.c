@@ -261,3 +261,47 @@ int lev_tomlval_check_keys(const struct lev_tomlval_ctx *c, const struct lev_tom
 	}
 	return 0;
 }
+
+char *lev_tomlval_key_path(const char *table, const struct lev_toml_table *t, size_t i)
+{
+	_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
+
+	return *table ? xasprintf("%s.%s", table, k) : xstrdup(k);
+}
+
+int lev_tomlval_table(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+		      const char *path, const struct lev_toml_table **out, struct lev_err *err)
+{
+	int r = lev_tomlval_type(c, v, LEV_TOML_TABLE, path, err);
+
+	if (r < 0)
+		return r;
+	*out = v->u.table;
+	return 0;
+}
+
+int lev_tomlval_set_str(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			const char *path, char **dst, struct lev_err *err)
+{
+	char *s = NULL;
+	int r = lev_tomlval_string(c, v, path, &s, err);
+
+	if (r < 0)
+		return r;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+int lev_tomlval_set_strv(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			 const char *path, char ***dst, struct lev_err *err)
+{
+	char **list = NULL;
+	int r = lev_tomlval_strv(c, v, path, &list, err);
+
+	if (r < 0)
+		return r;
+	lev_strv_free(*dst);
+	*dst = list;
+	return 0;
+}

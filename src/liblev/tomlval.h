@@ -71,6 +71,16 @@ int lev_tomlval_u64(const struct lev_tomlval_ctx *c, const struct lev_toml_value
 /* An array of strings (at most LEV_TOMLVAL_LIST_MAX); an empty array gives NULL. */
 int lev_tomlval_strv(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 		     const char *path, char ***out, struct lev_err *err);
+/* "TABLE.KEY" of T's I-th key for messages ("KEY" when TABLE is ""); caller frees. */
+char *lev_tomlval_key_path(const char *table, const struct lev_toml_table *t, size_t i);
+/* V as a table: *out borrows V's table. */
+int lev_tomlval_table(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+		      const char *path, const struct lev_toml_table **out, struct lev_err *err);
+/* Replace *DST (freed) with V's string / string list; *DST unchanged on error. */
+int lev_tomlval_set_str(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			const char *path, char **dst, struct lev_err *err);
+int lev_tomlval_set_strv(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			 const char *path, char ***dst, struct lev_err *err);
 /*
  * A string that must be one of the N words in NAMES (case-insensitive);
  * *out gets its index.
