@@ -11,7 +11,6 @@
 #include "liblev/cleanup.h"
 #include "liblev/http.h"
 #include "liblev/netguard.h"
-#include "liblev/provider-internal.h"
 #include "liblev/tools-net.h"
 #include "liblev/util.h"
 #include "liblev/xalloc.h"
