@@ -5,7 +5,7 @@ usage: check-doc-paths.py SRC_DIR
 
 Reads README.md, HACKING.md and docs/**/*.md.  A citation is
   - a backquoted word with a '/' whose first component is a top-level entry
-    of the repository (`src/liblev/agent.c`, `tests/integration/tNNNN-*.sh`,
+    of the repository (`src/liblev/run/agent.c`, `tests/integration/tNNNN-*.sh`,
     `scripts/test`); bare names such as `config.toml` are file formats,
     not paths, and are not checked;
   - in HACKING.md, each module its "One module per concern" list names

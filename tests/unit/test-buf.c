@@ -7,9 +7,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/error.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/error.h"
+#include "liblev/base/util.h"
 
 static void test_init_is_empty_and_terminated(void **state)
 {
