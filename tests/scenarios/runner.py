@@ -12,6 +12,10 @@ and optionally
     args            extra `lev run` arguments, one per line
     task            the --task text
     env             extra environment, NAME=VALUE per line
+    install         present: `lev add` the agent first and run it by its
+                    installed name (the file holds that name)
+    after_install   a sh script run after `lev add` (cwd: the scratch dir;
+                    $LEVIATH_HOME/.leviath/agents/<name> is the installed copy)
 
 Each scenario runs in a fresh scratch directory:
     work/       the workdir: README.md, secrets.txt, notes.md, calc.sh,
@@ -231,7 +235,15 @@ def run_one(lev, sdir):
         extra = []
         if os.path.exists(os.path.join(sdir, "args")):
             extra = [l.strip() for l in open(os.path.join(sdir, "args")) if l.strip()]
-        cmd = ["setsid", "-w", lev, "run", os.path.join(scratch, "agent"), "--task", task,
+        target = os.path.join(scratch, "agent")
+        if os.path.exists(os.path.join(sdir, "install")):
+            target = open(os.path.join(sdir, "install")).read().strip()
+            subprocess.run([lev, "add", os.path.join(scratch, "agent")], cwd=scratch, env=env,
+                           check=True, capture_output=True)
+            if os.path.exists(os.path.join(sdir, "after_install")):
+                subprocess.run(["sh", os.path.join(sdir, "after_install")], cwd=scratch, env=env,
+                               check=True)
+        cmd = ["setsid", "-w", lev, "run", target, "--task", task,
                "--workdir", work, "--json"] + extra
         p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
                            timeout=300)
@@ -274,9 +286,12 @@ def run_one(lev, sdir):
             if os.path.lexists(os.path.join(scratch, path)):
                 failures.append("'%s' exists" % path)
         for path, data in before.items():
-            with open(os.path.join(scratch, path), "rb") as f:
-                if f.read() != data:
-                    failures.append("'%s' changed" % path)
+            try:
+                with open(os.path.join(scratch, path), "rb") as f:
+                    if f.read() != data:
+                        failures.append("'%s' changed" % path)
+            except FileNotFoundError:
+                failures.append("'%s' was removed" % path)
         runs = os.path.join(scratch, "lh", ".leviath", "runs")
         record = ""
         for root, _, files in os.walk(runs):
