@@ -1799,6 +1799,118 @@ static int parse_keyval(struct parser *P, struct lev_toml_table *t, unsigned dep
 }
 
 /* A [header] or [[header]] at the cursor. */
+/*
+ * The table a header's key K opens under T when no entry of that name
+ * exists yet: a header table for the last key (the first element of a new
+ * array of tables for [[...]]), an implicit table for a key on the way.
+ */
+static struct lev_toml_table *header_add(struct parser *P, struct lev_toml_table *t,
+					 const struct kpart *k, uint32_t hash, bool is_last, bool aot,
+					 unsigned line, unsigned col)
+{
+	struct lev_toml_table *nt;
+	struct tentry *e;
+
+	if (is_last && aot) {
+		struct lev_toml_array *a = arena_zalloc(P->doc, sizeof(*a));
+
+		nt = table_new(P->doc, TK_HEADER, line, col);
+		a->aot = true;
+		a->cap = 4;
+		a->len = 1;
+		a->v = arena_zalloc(P->doc, 4 * sizeof(*a->v));
+		a->v[0].type = LEV_TOML_TABLE;
+		a->v[0].line = line;
+		a->v[0].col = col;
+		a->v[0].u.table = nt;
+		e = table_add(P->doc, t, k->s, k->len, hash, k->line, k->col);
+		e->val.type = LEV_TOML_ARRAY;
+		e->val.line = line;
+		e->val.col = col;
+		e->val.u.array = a;
+		return nt;
+	}
+	if (is_last)
+		nt = table_new(P->doc, TK_HEADER, line, col);
+	else
+		nt = table_new(P->doc, TK_IMPLICIT, k->line, k->col);
+	e = table_add(P->doc, t, k->s, k->len, hash, k->line, k->col);
+	e->val.type = LEV_TOML_TABLE;
+	e->val.line = nt->line;
+	e->val.col = nt->col;
+	e->val.u.table = nt;
+	return nt;
+}
+
+/*
+ * A header's I-th key names the existing table of E: refuse what TOML
+ * forbids (extending an inline table, redefining a table, [[x]] over [x]);
+ * a table so far only implied becomes the header's.
+ */
+static int header_reopen(struct parser *P, struct tentry *e, size_t i, bool is_last, bool aot,
+			 const char *open, unsigned line, unsigned col)
+{
+	struct lev_toml_table *et = (struct lev_toml_table *)e->val.u.table;
+	char path[200];
+
+	if (et->kind == TK_INLINE) {
+		fmt_path(P, i + 1, path, sizeof(path));
+		return perr(P, P->keys[i].at, "cannot extend '%s': it is an inline table "
+			    "(at line %u, column %u), which is closed once written",
+			    path, e->val.line, e->val.col);
+	}
+	if (!is_last)
+		return 0;
+	if (aot || et->kind != TK_IMPLICIT)
+		fmt_path(P, i + 1, path, sizeof(path));
+	if (aot)
+		return perr(P, open, "cannot define '%s' as an array of tables: it "
+			    "is already a table (at line %u, column %u)", path,
+			    e->val.line, e->val.col);
+	if (et->kind == TK_DOTTED)
+		return perr(P, open, "cannot define table '%s': it was "
+			    "already defined by dotted keys (at line %u, "
+			    "column %u)", path, e->val.line, e->val.col);
+	if (et->kind != TK_IMPLICIT)
+		return perr(P, open, "table '%s' is defined twice (first at "
+			    "line %u, column %u)", path, e->val.line,
+			    e->val.col);
+	et->kind = TK_HEADER;
+	et->line = line;
+	et->col = col;
+	e->val.line = line;
+	e->val.col = col;
+	return 0;
+}
+
+/* [[...]] names the existing array of tables A (the I-th key): append a table to it. */
+static int header_append(struct parser *P, struct lev_toml_array *a, size_t i, const char *open,
+			 unsigned line, unsigned col, struct lev_toml_table **out)
+{
+	struct lev_toml_table *nt;
+	char path[200];
+
+	if (a->len == UINT32_MAX) {
+		fmt_path(P, i + 1, path, sizeof(path));
+		return perr(P, open, "too many tables in array '%s'", path);
+	}
+	if (a->len == a->cap) {
+		uint32_t ncap = a->cap * 2;
+		a->v = arena_grow(P->doc, a->v, a->cap * sizeof(*a->v),
+				  ncap * sizeof(*a->v));
+		a->cap = ncap;
+	}
+	nt = table_new(P->doc, TK_HEADER, line, col);
+	memset(&a->v[a->len], 0, sizeof(a->v[a->len]));
+	a->v[a->len].type = LEV_TOML_TABLE;
+	a->v[a->len].line = line;
+	a->v[a->len].col = col;
+	a->v[a->len].u.table = nt;
+	a->len++;
+	*out = nt;
+	return 0;
+}
+
 static int parse_header(struct parser *P)
 {
 	const char *open = P->p;
@@ -1823,86 +1935,25 @@ static int parse_header(struct parser *P)
 			       "']' to close the table header");
 	P->p += aot ? 2 : 1;
 
+	/* walk the key, each part one level down (an array of tables counts two) */
 	for (i = 0; i < n; i++) {
 		const struct kpart *k = &P->keys[i];
 		bool is_last = i + 1 == n;
 
 		e = table_find(t, k->s, k->len, &hash);
 		if (!e) {
-			struct lev_toml_table *nt;
-
-			depth++;
-			if (is_last && aot) {
-				struct lev_toml_array *a = arena_zalloc(P->doc, sizeof(*a));
-				depth++;
-				if (depth > LEV_TOML_MAX_DEPTH)
-					break;
-				nt = table_new(P->doc, TK_HEADER, line, col);
-				a->aot = true;
-				a->cap = 4;
-				a->len = 1;
-				a->v = arena_zalloc(P->doc, 4 * sizeof(*a->v));
-				a->v[0].type = LEV_TOML_TABLE;
-				a->v[0].line = line;
-				a->v[0].col = col;
-				a->v[0].u.table = nt;
-				e = table_add(P->doc, t, k->s, k->len, hash, k->line, k->col);
-				e->val.type = LEV_TOML_ARRAY;
-				e->val.line = line;
-				e->val.col = col;
-				e->val.u.array = a;
-			} else {
-				if (depth > LEV_TOML_MAX_DEPTH)
-					break;
-				if (is_last)
-					nt = table_new(P->doc, TK_HEADER, line, col);
-				else
-					nt = table_new(P->doc, TK_IMPLICIT, k->line, k->col);
-				e = table_add(P->doc, t, k->s, k->len, hash, k->line, k->col);
-				e->val.type = LEV_TOML_TABLE;
-				e->val.line = nt->line;
-				e->val.col = nt->col;
-				e->val.u.table = nt;
-			}
-			t = nt;
+			depth += is_last && aot ? 2 : 1;
+			if (depth > LEV_TOML_MAX_DEPTH)
+				break;
+			t = header_add(P, t, k, hash, is_last, aot, line, col);
 			continue;
 		}
 		if (e->val.type == LEV_TOML_TABLE) {
-			struct lev_toml_table *et = (struct lev_toml_table *)e->val.u.table;
-
 			depth++;
-			if (et->kind == TK_INLINE) {
-				fmt_path(P, i + 1, path, sizeof(path));
-				return perr(P, k->at, "cannot extend '%s': it is an inline table "
-					    "(at line %u, column %u), which is closed once written",
-					    path, e->val.line, e->val.col);
-			}
-			if (is_last && aot) {
-				fmt_path(P, i + 1, path, sizeof(path));
-				return perr(P, open, "cannot define '%s' as an array of tables: it "
-					    "is already a table (at line %u, column %u)", path,
-					    e->val.line, e->val.col);
-			}
-			if (is_last) {
-				if (et->kind == TK_IMPLICIT) {
-					et->kind = TK_HEADER;
-					et->line = line;
-					et->col = col;
-					e->val.line = line;
-					e->val.col = col;
-				} else if (et->kind == TK_DOTTED) {
-					fmt_path(P, i + 1, path, sizeof(path));
-					return perr(P, open, "cannot define table '%s': it was "
-						    "already defined by dotted keys (at line %u, "
-						    "column %u)", path, e->val.line, e->val.col);
-				} else {
-					fmt_path(P, i + 1, path, sizeof(path));
-					return perr(P, open, "table '%s' is defined twice (first at "
-						    "line %u, column %u)", path, e->val.line,
-						    e->val.col);
-				}
-			}
-			t = et;
+			r = header_reopen(P, e, i, is_last, aot, open, line, col);
+			if (r < 0)
+				return r;
+			t = (struct lev_toml_table *)e->val.u.table;
 		} else if (e->val.type == LEV_TOML_ARRAY && e->val.u.array->aot) {
 			struct lev_toml_array *a = (struct lev_toml_array *)e->val.u.array;
 
@@ -1913,30 +1964,14 @@ static int parse_header(struct parser *P)
 					    "array of tables (at line %u, column %u)", path,
 					    e->val.line, e->val.col);
 			}
-			if (is_last) {
-				struct lev_toml_table *nt;
+			if (!is_last) {
+				t = (struct lev_toml_table *)a->v[a->len - 1].u.table;
+			} else {
 				if (depth > LEV_TOML_MAX_DEPTH)
 					break;
-				if (a->len == UINT32_MAX) {
-					fmt_path(P, i + 1, path, sizeof(path));
-					return perr(P, open, "too many tables in array '%s'", path);
-				}
-				if (a->len == a->cap) {
-					uint32_t ncap = a->cap * 2;
-					a->v = arena_grow(P->doc, a->v, a->cap * sizeof(*a->v),
-							  ncap * sizeof(*a->v));
-					a->cap = ncap;
-				}
-				nt = table_new(P->doc, TK_HEADER, line, col);
-				memset(&a->v[a->len], 0, sizeof(a->v[a->len]));
-				a->v[a->len].type = LEV_TOML_TABLE;
-				a->v[a->len].line = line;
-				a->v[a->len].col = col;
-				a->v[a->len].u.table = nt;
-				a->len++;
-				t = nt;
-			} else {
-				t = (struct lev_toml_table *)a->v[a->len - 1].u.table;
+				r = header_append(P, a, i, open, line, col, &t);
+				if (r < 0)
+					return r;
 			}
 		} else {
 			fmt_path(P, i + 1, path, sizeof(path));
