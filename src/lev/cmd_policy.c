@@ -137,88 +137,75 @@ static const char *opt_level(bool has, enum lev_level l)
 	return has ? lev_level_name(l) : NULL;
 }
 
-static int policy_list(int argc, char **argv)
+static int list_json(const char *ppath, const char *rdir, const struct lev_policy *pol,
+		     const struct lev_rules *rules)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
-	_cleanup_free_ char *ppath = NULL, *rdir = NULL;
-	struct lev_err err = LEV_ERR_INIT;
-	struct lev_policy *pol = NULL;
-	struct lev_rules *rules = NULL;
-	char *const *w;
-	bool json = false;
+	json_t *root = json_object(), *a = json_array(), *lr = json_array(), *ov = json_array();
 	size_t i;
-	int c, r;
 
-	optind = 0;
-	opterr = 0;
-	for (;;) {
-		c = getopt_long(argc, argv, "+", opts, NULL);
-		if (c == -1)
-			break;
-		if (c == 'j')
-			json = true;
-		else
-			return usage("list: unknown option '%s'", argv[optind - 1]);
+	json_object_set_new(root, "policy", jstr(ppath));
+	json_object_set_new(root, "rules_dir", jstr(rdir));
+	for (i = 0; i < pol->n_rules; i++) {
+		const struct lev_allow_rule *ar = &pol->rules[i];
+
+		json_array_append_new(
+			a, json_pack("{s:I,s:I,s:o,s:o,s:o,s:s}", "index", (json_int_t)i + 1,
+				     "line", (json_int_t)ar->line, "tool", jstr(ar->tool), "to",
+				     jstrv(ar->to), "channel", jstrv(ar->channel),
+				     "max_sensitivity", lev_level_name(ar->max_sensitivity)));
 	}
-	if (optind < argc)
-		return usage("list: unexpected argument '%s'", argv[optind]);
-	r = paths(&ppath, &rdir);
-	if (r)
-		return r;
-	if (lev_policy_load(ppath, &pol, NULL, &err) < 0)
-		return lev_fail("%s", err.msg);
-	if (lev_rules_load_dir(rdir, NULL, &rules, &err) < 0) {
-		lev_policy_free(pol);
-		return lev_fail("%s", err.msg);
+	for (i = 0; i < lev_rules_count(rules); i++)
+		json_array_append_new(lr, json_pack("{s:o,s:o}", "name",
+						    jstr(lev_rules_name(rules, i)), "file",
+						    jstr(lev_rules_file(rules, i))));
+	for (i = 0; i < pol->n_overrides; i++) {
+		const struct lev_tool_override *o = &pol->overrides[i];
+
+		json_array_append_new(
+			ov, json_pack("{s:o,s:o,s:o,s:o,s:o}", "tool", jstr(o->name),
+				      "sensitivity",
+				      jstr(opt_level(o->has_sensitivity, o->sensitivity)),
+				      "direction",
+				      jstr(o->has_direction ? lev_direction_name(o->direction) : NULL),
+				      "clearance", jstr(opt_level(o->has_clearance, o->clearance)),
+				      "target", jstr(o->target)));
 	}
-	for (w = pol->warnings; w && *w; w++)
-		lev_warn("%s", *w);
-	for (w = lev_rules_load_errors(rules); w && *w; w++)
-		lev_warn("skipped %s", *w);
+	json_object_set_new(root, "allowlist", a);
+	json_object_set_new(root, "lua_rules", lr);
+	json_object_set_new(root, "overrides", ov);
+	json_object_set_new(root, "warnings", jstrv(pol->warnings));
+	json_object_set_new(root, "skipped", jstrv(lev_rules_load_errors(rules)));
+	return print_json(root);
+}
 
-	if (json) {
-		json_t *root = json_object(), *a = json_array(), *lr = json_array(),
-		       *ov = json_array();
+static void print_override(const struct lev_tool_override *o)
+{
+	const char *sep = "";
 
-		json_object_set_new(root, "policy", jstr(ppath));
-		json_object_set_new(root, "rules_dir", jstr(rdir));
-		for (i = 0; i < pol->n_rules; i++) {
-			const struct lev_allow_rule *ar = &pol->rules[i];
-
-			json_array_append_new(
-				a, json_pack("{s:I,s:I,s:o,s:o,s:o,s:s}", "index", (json_int_t)i + 1,
-					     "line", (json_int_t)ar->line, "tool", jstr(ar->tool), "to",
-					     jstrv(ar->to), "channel", jstrv(ar->channel),
-					     "max_sensitivity", lev_level_name(ar->max_sensitivity)));
-		}
-		for (i = 0; i < lev_rules_count(rules); i++)
-			json_array_append_new(lr, json_pack("{s:o,s:o}", "name",
-							    jstr(lev_rules_name(rules, i)), "file",
-							    jstr(lev_rules_file(rules, i))));
-		for (i = 0; i < pol->n_overrides; i++) {
-			const struct lev_tool_override *o = &pol->overrides[i];
-
-			json_array_append_new(
-				ov, json_pack("{s:o,s:o,s:o,s:o,s:o}", "tool", jstr(o->name),
-					      "sensitivity",
-					      jstr(opt_level(o->has_sensitivity, o->sensitivity)),
-					      "direction",
-					      jstr(o->has_direction ? lev_direction_name(o->direction) : NULL),
-					      "clearance", jstr(opt_level(o->has_clearance, o->clearance)),
-					      "target", jstr(o->target)));
-		}
-		json_object_set_new(root, "allowlist", a);
-		json_object_set_new(root, "lua_rules", lr);
-		json_object_set_new(root, "overrides", ov);
-		json_object_set_new(root, "warnings", jstrv(pol->warnings));
-		json_object_set_new(root, "skipped", jstrv(lev_rules_load_errors(rules)));
-		lev_policy_free(pol);
-		lev_rules_free(rules);
-		return print_json(root);
+	fputs("  ", stdout);
+	put_safe(o->name);
+	fputs(" [", stdout);
+	if (o->has_sensitivity) {
+		printf("%ssensitivity=%s", sep, lev_level_name(o->sensitivity));
+		sep = ", ";
 	}
+	if (o->has_direction) {
+		printf("%sdirection=%s", sep, lev_direction_name(o->direction));
+		sep = ", ";
+	}
+	if (o->has_clearance) {
+		printf("%sclearance=%s", sep, lev_level_name(o->clearance));
+		sep = ", ";
+	}
+	if (o->target)
+		printf("%starget=%s", sep, o->target);
+	puts("]");
+}
+
+static void list_text(const char *ppath, const char *rdir, const struct lev_policy *pol,
+		      const struct lev_rules *rules)
+{
+	size_t i;
 
 	printf("policy: %s\n", ppath);
 	if (pol->n_rules == 0) {
@@ -249,33 +236,57 @@ static int policy_list(int argc, char **argv)
 	}
 	if (pol->n_overrides) {
 		printf("tool overrides (%zu):\n", pol->n_overrides);
-		for (i = 0; i < pol->n_overrides; i++) {
-			const struct lev_tool_override *o = &pol->overrides[i];
-			const char *sep = "";
+		for (i = 0; i < pol->n_overrides; i++)
+			print_override(&pol->overrides[i]);
+	}
+}
 
-			fputs("  ", stdout);
-			put_safe(o->name);
-			fputs(" [", stdout);
-			if (o->has_sensitivity) {
-				printf("%ssensitivity=%s", sep, lev_level_name(o->sensitivity));
-				sep = ", ";
-			}
-			if (o->has_direction) {
-				printf("%sdirection=%s", sep, lev_direction_name(o->direction));
-				sep = ", ";
-			}
-			if (o->has_clearance) {
-				printf("%sclearance=%s", sep, lev_level_name(o->clearance));
-				sep = ", ";
-			}
-			if (o->target)
-				printf("%starget=%s", sep, o->target);
-			puts("]");
-		}
+static int policy_list(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_free_ char *ppath = NULL, *rdir = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_policy *pol = NULL;
+	struct lev_rules *rules = NULL;
+	char *const *w;
+	bool json = false;
+	int c, r;
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = true;
+		else
+			return usage("list: unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind < argc)
+		return usage("list: unexpected argument '%s'", argv[optind]);
+	r = paths(&ppath, &rdir);
+	if (r)
+		return r;
+	if (lev_policy_load(ppath, &pol, NULL, &err) < 0)
+		return lev_fail("%s", err.msg);
+	if (lev_rules_load_dir(rdir, NULL, &rules, &err) < 0) {
+		lev_policy_free(pol);
+		return lev_fail("%s", err.msg);
+	}
+	for (w = pol->warnings; w && *w; w++)
+		lev_warn("%s", *w);
+	for (w = lev_rules_load_errors(rules); w && *w; w++)
+		lev_warn("skipped %s", *w);
+	if (json) {
+		r = list_json(ppath, rdir, pol, rules);
+	} else {
+		list_text(ppath, rdir, pol, rules);
+		r = LEV_EXIT_OK;
 	}
 	lev_policy_free(pol);
 	lev_rules_free(rules);
-	return LEV_EXIT_OK;
+	return r;
 }
 
 static int parse_level(const char *what, const char *s, enum lev_level *out)
@@ -391,7 +402,15 @@ static void print_result_text(const struct lev_gate_decision *d)
 	}
 }
 
-static int policy_test(int argc, char **argv)
+struct test_opts {
+	char **targets;			/* --target, in order; NULL: none given */
+	enum lev_level taint;		/* --taint; default private */
+	const char *args;		/* --args, checked to be a JSON object */
+	bool json;
+};
+
+/* Parse `lev policy test`'s arguments into O and the tool's name; 0 or an exit status. */
+static int test_parse(int argc, char **argv, struct test_opts *o, const char **tool)
 {
 	static const struct option opts[] = {
 		{ "target", required_argument, NULL, 't' },
@@ -400,87 +419,122 @@ static int policy_test(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	_cleanup_free_ char *ppath = NULL, *rdir = NULL;
 	struct lev_err err = LEV_ERR_INIT;
-	struct lev_gate_options go = { 0 };
-	struct lev_gate_call call = { 0 };
-	struct lev_gate_decision d;
-	struct lev_gate *g = NULL;
-	struct lev_taint_ctx *ctx = NULL;
-	enum lev_level taint = LEV_PRIVATE;
-	const char *args = NULL;
-	char **targets = NULL, *const *w;
-	bool json = false;
-	int c, r, region;
+	int c, r;
 
 	optind = 0;
 	opterr = 0;
-	for (;;) {
-		c = getopt_long(argc, argv, ":", opts, NULL);
-		if (c == -1)
-			break;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			if (lev_strv_len(targets) >= LEV_TAINT_TARGETS_MAX) {
-				lev_strv_free(targets);
+			if (lev_strv_len(o->targets) >= LEV_TAINT_TARGETS_MAX)
 				return usage("test: more than %d targets", LEV_TAINT_TARGETS_MAX);
-			}
-			targets = lev_strv_push(targets, optarg);
+			o->targets = lev_strv_push(o->targets, optarg);
 			break;
 		case 'T':
-			r = parse_level("taint", optarg, &taint);
-			if (r) {
-				lev_strv_free(targets);
+			r = parse_level("taint", optarg, &o->taint);
+			if (r)
 				return r;
-			}
 			break;
 		case 'a':
-			args = optarg;
+			o->args = optarg;
 			break;
 		case 'j':
-			json = true;
+			o->json = true;
 			break;
 		case ':':
-			lev_strv_free(targets);
 			return usage("test: option '%s' needs a value", argv[optind - 1]);
 		default:
-			lev_strv_free(targets);
 			return usage("test: unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc || optind + 1 < argc) {
-		lev_strv_free(targets);
-		return optind >= argc ? usage("test: missing TOOL")
-				      : usage("test: unexpected argument '%s'", argv[optind + 1]);
-	}
-	call.tool = argv[optind];
-	if (args) {
+	if (optind >= argc)
+		return usage("test: missing TOOL");
+	if (optind + 1 < argc)
+		return usage("test: unexpected argument '%s'", argv[optind + 1]);
+	*tool = argv[optind];
+	if (o->args) {
 		struct json_t *j = NULL;
 
-		if (lev_taint_args_parse(args, strlen(args), &j, &err) < 0) {
-			lev_strv_free(targets);
+		if (lev_taint_args_parse(o->args, strlen(o->args), &j, &err) < 0)
 			return usage("test: invalid --args: %s", err.msg);
-		}
 		json_decref(j);
-		call.args_json = args;
-		call.args_len = strlen(args);
 	}
-	call.targets_given = targets != NULL;
-	call.targets = targets;
+	return 0;
+}
+
+static void print_test_json(const struct lev_gate_decision *d)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "tool", jstr(d->tool));
+	json_object_set_new(o, "outbound", json_boolean(d->outbound));
+	json_object_set_new(o, "clearance", json_string(lev_level_name(d->clearance)));
+	json_object_set_new(o, "taint", json_string(lev_level_name(d->taint)));
+	json_object_set_new(o, "result", json_string(d->result == LEV_GATE_ALLOWED ? "allowed"
+										    : "blocked"));
+	json_object_set_new(o, "source", json_string(lev_gate_source_name(d->source)));
+	if (d->source == LEV_GATE_SRC_ALLOWLIST)
+		json_object_set_new(o, "rule", json_integer((json_int_t)d->rule_index));
+	else if (d->source == LEV_GATE_SRC_RULE)
+		json_object_set_new(o, "rule", jstr(d->rule_name));
+	else
+		json_object_set_new(o, "rule", json_null());
+	(void)print_json(o);
+}
+
+static void print_test_text(const struct lev_gate_decision *d)
+{
+	char *const *t;
+
+	fputs("tool: ", stdout);
+	put_safe(d->tool);
+	printf("\n  sensitivity: %s\n  direction: %s\n  clearance: %s%s\n",
+	       lev_level_name(d->sensitivity), lev_direction_name(d->direction),
+	       lev_level_name(d->clearance), d->clearance_raised ? " (raised for this run)" : "");
+	printf("scenario:\n  taint: %s\n", lev_level_name(d->taint));
+	if (!d->outbound) {
+		/* targets are only read for outbound tools */
+	} else if (d->target_error) {
+		fputs("  target: none usable (", stdout);
+		put_safe(d->target_error);
+		puts(")");
+	} else if (!d->targets) {
+		puts("  target: none");
+	} else {
+		for (t = d->targets; *t; t++) {
+			fputs("  target: ", stdout);
+			put_safe(*t);
+			putchar('\n');
+		}
+	}
+	print_result_text(d);
+}
+
+/*
+ * The real gate (policy.toml and rules/) on CALL, in a context holding one
+ * entry at TAINT; *D gets the decision.  0, or an exit status after a message.
+ */
+static int test_decide(struct lev_gate_call *call, enum lev_level taint,
+		       struct lev_gate_decision *d)
+{
+	_cleanup_free_ char *ppath = NULL, *rdir = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_gate_options go = { 0 };
+	struct lev_taint_ctx *ctx;
+	struct lev_gate *g = NULL;
+	char *const *w;
+	int r, region;
 
 	r = paths(&ppath, &rdir);
-	if (r) {
-		lev_strv_free(targets);
+	if (r)
 		return r;
-	}
 	go.policy_path = ppath;
 	go.rules_dir = rdir;
 	go.enabled = true;
 	go.recheck_ns = -1;
-	if (lev_gate_new(&go, &g, &err) < 0) {
-		lev_strv_free(targets);
+	if (lev_gate_new(&go, &g, &err) < 0)
 		return lev_fail("%s", err.msg);
-	}
 	for (w = lev_gate_policy(g)->warnings; w && *w; w++)
 		lev_warn("%s", *w);
 	for (w = lev_gate_rules_load_errors(g); w && *w; w++)
@@ -492,66 +546,48 @@ static int policy_test(int argc, char **argv)
 	if (region < 0 || lev_taint_add_entry(ctx, (size_t)region, taint, NULL, &err) < 0) {
 		lev_taint_ctx_free(ctx);
 		lev_gate_free(g);
-		lev_strv_free(targets);
 		return lev_fail("cannot build the test context");
 	}
-	call.ctx = ctx;
-	r = lev_gate_check(g, &call, &d, &err);
+	call->ctx = ctx;
+	r = lev_gate_check(g, call, d, &err);
+	call->ctx = NULL;
 	lev_taint_ctx_free(ctx);
-	lev_strv_free(targets);
-	if (r < 0) {
-		lev_gate_free(g);
+	lev_gate_free(g);
+	if (r < 0)
 		return lev_fail("%s", err.msg);
+	return 0;
+}
+
+static int policy_test(int argc, char **argv)
+{
+	struct test_opts o = { .taint = LEV_PRIVATE };
+	_cleanup_strv_ char **targets = NULL;
+	struct lev_gate_call call = { 0 };
+	struct lev_gate_decision d;
+	char *const *w;
+	int r;
+
+	r = test_parse(argc, argv, &o, &call.tool);
+	targets = o.targets;
+	if (r)
+		return r;
+	if (o.args) {
+		call.args_json = o.args;
+		call.args_len = strlen(o.args);
 	}
+	call.targets_given = targets != NULL;
+	call.targets = targets;
+	r = test_decide(&call, o.taint, &d);
+	if (r)
+		return r;
 	for (w = d.diags; w && *w; w++)
 		lev_warn("%s", *w);
-
-	if (json) {
-		json_t *o = json_object();
-
-		json_object_set_new(o, "tool", jstr(d.tool));
-		json_object_set_new(o, "outbound", json_boolean(d.outbound));
-		json_object_set_new(o, "clearance", json_string(lev_level_name(d.clearance)));
-		json_object_set_new(o, "taint", json_string(lev_level_name(d.taint)));
-		json_object_set_new(o, "result", json_string(d.result == LEV_GATE_ALLOWED ? "allowed"
-											 : "blocked"));
-		json_object_set_new(o, "source", json_string(lev_gate_source_name(d.source)));
-		if (d.source == LEV_GATE_SRC_ALLOWLIST)
-			json_object_set_new(o, "rule", json_integer((json_int_t)d.rule_index));
-		else if (d.source == LEV_GATE_SRC_RULE)
-			json_object_set_new(o, "rule", jstr(d.rule_name));
-		else
-			json_object_set_new(o, "rule", json_null());
-		(void)print_json(o);
-	} else {
-		char *const *t;
-
-		fputs("tool: ", stdout);
-		put_safe(d.tool);
-		printf("\n  sensitivity: %s\n  direction: %s\n  clearance: %s%s\n",
-		       lev_level_name(d.sensitivity), lev_direction_name(d.direction),
-		       lev_level_name(d.clearance), d.clearance_raised ? " (raised for this run)" : "");
-		printf("scenario:\n  taint: %s\n", lev_level_name(d.taint));
-		if (!d.outbound) {
-			/* targets are only read for outbound tools */
-		} else if (d.target_error) {
-			fputs("  target: none usable (", stdout);
-			put_safe(d.target_error);
-			puts(")");
-		} else if (!d.targets) {
-			puts("  target: none");
-		} else {
-			for (t = d.targets; *t; t++) {
-				fputs("  target: ", stdout);
-				put_safe(*t);
-				putchar('\n');
-			}
-		}
-		print_result_text(&d);
-	}
+	if (o.json)
+		print_test_json(&d);
+	else
+		print_test_text(&d);
 	r = d.result == LEV_GATE_ALLOWED ? LEV_EXIT_OK : LEV_EXIT_FAIL;
 	lev_gate_decision_release(&d);
-	lev_gate_free(g);
 	return r;
 }
 
