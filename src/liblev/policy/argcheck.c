@@ -290,13 +290,14 @@ static int invalid(struct lev_err *err, const struct lev_buf *path, const char *
 }
 
 static int check_value(const json_t *s, const json_t *v, unsigned depth, struct lev_buf *path,
-		       struct lev_err *err)
+		       struct lev_err *err);
+
+/* "type", "enum", and the bounds of a number or a string. */
+static int check_scalar(const json_t *s, const json_t *v, struct lev_buf *path,
+			struct lev_err *err)
 {
 	const json_t *type, *k;
 	int r;
-
-	if (depth > LEV_ARGCHECK_MAX_DEPTH)
-		return invalid(err, path, "nests too deeply");
 
 	type = json_object_get(s, "type");
 	if (type && !type_matches(json_string_value(type), v)) {
@@ -355,66 +356,94 @@ static int check_value(const json_t *s, const json_t *v, unsigned depth, struct 
 					   shown_path(path), (long long)json_integer_value(k));
 	}
 
-	if (json_is_array(v)) {
-		size_t n = json_array_size(v), i;
-		const json_t *items = json_object_get(s, "items");
-		const json_t *e;
+	return 0;
+}
 
-		k = json_object_get(s, "minItems");
-		if (k && n < (uint64_t)json_integer_value(k))
-			return lev_err_set(err, -EINVAL, "argument '%s' needs at least %lld items",
-					   shown_path(path), (long long)json_integer_value(k));
-		k = json_object_get(s, "maxItems");
-		if (k && n > (uint64_t)json_integer_value(k))
-			return lev_err_set(err, -EINVAL, "argument '%s' takes at most %lld items",
-					   shown_path(path), (long long)json_integer_value(k));
-		json_array_foreach(v, i, e) {
-			size_t old = path_push_index(path, i);
+/* "minItems", "maxItems", and each item against "items". */
+static int check_array(const json_t *s, const json_t *v, unsigned depth, struct lev_buf *path,
+		       struct lev_err *err)
+{
+	const json_t *items = json_object_get(s, "items");
+	size_t n = json_array_size(v), i;
+	const json_t *k, *e;
+	int r;
 
-			r = items ? check_value(items, e, depth + 1, path, err) : 0;
-			lev_buf_truncate(path, old);
-			if (r < 0)
-				return r;
-		}
+	k = json_object_get(s, "minItems");
+	if (k && n < (uint64_t)json_integer_value(k))
+		return lev_err_set(err, -EINVAL, "argument '%s' needs at least %lld items",
+				   shown_path(path), (long long)json_integer_value(k));
+	k = json_object_get(s, "maxItems");
+	if (k && n > (uint64_t)json_integer_value(k))
+		return lev_err_set(err, -EINVAL, "argument '%s' takes at most %lld items",
+				   shown_path(path), (long long)json_integer_value(k));
+	json_array_foreach(v, i, e) {
+		size_t old = path_push_index(path, i);
+
+		r = items ? check_value(items, e, depth + 1, path, err) : 0;
+		lev_buf_truncate(path, old);
+		if (r < 0)
+			return r;
 	}
+	return 0;
+}
 
-	if (json_is_object(v)) {
-		const json_t *props = json_object_get(s, "properties");
-		const json_t *req = json_object_get(s, "required");
-		const json_t *extra = json_object_get(s, "additionalProperties");
-		const char *name;
-		const json_t *e;
-		size_t i;
+/* "required", each property against its schema, "additionalProperties": false. */
+static int check_object(const json_t *s, const json_t *v, unsigned depth, struct lev_buf *path,
+			struct lev_err *err)
+{
+	const json_t *props = json_object_get(s, "properties");
+	const json_t *req = json_object_get(s, "required");
+	const json_t *extra = json_object_get(s, "additionalProperties");
+	const char *name;
+	const json_t *e;
+	size_t i;
+	int r;
 
-		if (req) {
-			json_array_foreach(req, i, e) {
-				const char *rn = json_string_value(e);
+	if (req) {
+		json_array_foreach(req, i, e) {
+			const char *rn = json_string_value(e);
 
-				if (!json_object_get(v, rn)) {
-					size_t old = path_push_name(path, rn);
+			if (!json_object_get(v, rn)) {
+				size_t old = path_push_name(path, rn);
 
-					r = lev_err_set(err, -EINVAL, "argument '%s' is required",
-							shown_path(path));
-					lev_buf_truncate(path, old);
-					return r;
-				}
+				r = lev_err_set(err, -EINVAL, "argument '%s' is required",
+						shown_path(path));
+				lev_buf_truncate(path, old);
+				return r;
 			}
 		}
-		json_object_foreach((json_t *)v, name, e) {
-			const json_t *sub = props ? json_object_get(props, name) : NULL;
-			size_t old = path_push_name(path, name);
-
-			r = 0;
-			if (sub)
-				r = check_value(sub, e, depth + 1, path, err);
-			else if (extra && json_is_false(extra))
-				r = lev_err_set(err, -EINVAL, "argument '%s' is not a parameter of this "
-						"tool", shown_path(path));
-			lev_buf_truncate(path, old);
-			if (r < 0)
-				return r;
-		}
 	}
+	json_object_foreach((json_t *)v, name, e) {
+		const json_t *sub = props ? json_object_get(props, name) : NULL;
+		size_t old = path_push_name(path, name);
+
+		r = 0;
+		if (sub)
+			r = check_value(sub, e, depth + 1, path, err);
+		else if (extra && json_is_false(extra))
+			r = lev_err_set(err, -EINVAL, "argument '%s' is not a parameter of this "
+					"tool", shown_path(path));
+		lev_buf_truncate(path, old);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int check_value(const json_t *s, const json_t *v, unsigned depth, struct lev_buf *path,
+		       struct lev_err *err)
+{
+	int r;
+
+	if (depth > LEV_ARGCHECK_MAX_DEPTH)
+		return invalid(err, path, "nests too deeply");
+	r = check_scalar(s, v, path, err);
+	if (r < 0)
+		return r;
+	if (json_is_array(v))
+		return check_array(s, v, depth, path, err);
+	if (json_is_object(v))
+		return check_object(s, v, depth, path, err);
 	return 0;
 }
 
