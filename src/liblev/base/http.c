@@ -172,9 +172,94 @@ static int map_error(CURLcode rc, const struct xfer *x, const char *errbuf, size
 					"libcurl refuses option %s", #opt);	\
 	} while (0)
 
+/* Append each of the NULL-terminated LINES to *LIST. */
+static int slist_add(const struct lev_curlapi *C, struct curl_slist **list,
+		     const char *const *lines, struct lev_err *err)
+{
+	for (const char *const *p = lines; p && *p; p++) {
+		struct curl_slist *n = C->slist_append(*list, *p);
+
+		if (!n)
+			return lev_err_set(err, -ENOMEM, "out of memory");
+		*list = n;
+	}
+	return 0;
+}
+
+/*
+ * Every option of the transfer on H.  The order does not matter; each
+ * option is one policy decision, and a refused one fails the request.
+ */
+static int set_options(const struct lev_curlapi *C, CURL *h, const struct lev_http_request *req,
+		       struct xfer *x, struct curl_slist *hdrs, struct curl_slist *resolve,
+		       const char *ua, char *errbuf, size_t max, bool post, struct lev_err *err)
+{
+	int r = 0;
+
+	if (C->easy_setopt(h, CURLOPT_URL, req->url) != CURLE_OK)
+		return lev_err_set(err, -EINVAL, "bad URL");
+	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
+	SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
+	SETOPT(CURLOPT_NOSIGNAL, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
+	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
+	SETOPT(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	/* An empty string disables proxies, including those from the environment. */
+	SETOPT(CURLOPT_PROXY, req->proxy ? req->proxy : "");
+	SETOPT(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+	SETOPT(CURLOPT_CONNECTTIMEOUT_MS,
+	       req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS);
+	SETOPT(CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : DEFAULT_TIMEOUT_MS);
+	SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
+	SETOPT(CURLOPT_FORBID_REUSE, 1L);
+	SETOPT(CURLOPT_ERRORBUFFER, errbuf);
+	SETOPT(CURLOPT_USERAGENT, ua);
+	SETOPT(CURLOPT_HTTPHEADER, hdrs);
+	SETOPT(CURLOPT_WRITEFUNCTION, write_cb);
+	SETOPT(CURLOPT_WRITEDATA, x);
+	SETOPT(CURLOPT_HEADERFUNCTION, header_cb);
+	SETOPT(CURLOPT_HEADERDATA, x);
+	SETOPT(CURLOPT_NOPROGRESS, 0L);
+	SETOPT(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+	SETOPT(CURLOPT_XFERINFODATA, x);
+	SETOPT(CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+	SETOPT(CURLOPT_OPENSOCKETDATA, x);
+	if (resolve)
+		SETOPT(CURLOPT_RESOLVE, resolve);
+	if (post) {
+		SETOPT(CURLOPT_POST, 1L);
+		SETOPT(CURLOPT_POSTFIELDS, req->body ? req->body : "");
+		SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	} else {
+		SETOPT(CURLOPT_HTTPGET, 1L);
+	}
+	return r;
+}
+
+/* Fill OUT from the finished transfer on H; OUT takes X's body. */
+static void take_response(const struct lev_curlapi *C, CURL *h, struct xfer *x,
+			  struct lev_http_response *out)
+{
+	long status = 0;
+	char *ct = NULL, *loc = NULL, *ip = NULL;
+
+	C->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	C->easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
+	C->easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
+	C->easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip);
+	out->status = status;
+	out->content_type = ct ? xstrdup(ct) : NULL;
+	out->redirect_url = loc && status >= 300 && status < 400 ? xstrdup(loc) : NULL;
+	out->primary_ip = ip && ip[0] ? xstrdup(ip) : NULL;
+	out->retry_after_secs = x->retry_after;
+	out->body = lev_buf_detach(&x->body, &out->body_len);
+}
+
 int lev_http_perform(const struct lev_http_request *req, struct lev_http_response *out,
 		     struct lev_err *err)
 {
+	static const char *const no_expect[] = { "Expect:", NULL };
 	size_t max = req->max_response ? req->max_response : DEFAULT_MAX_RESPONSE;
 	struct xfer x = {
 		.req = req,
@@ -209,76 +294,16 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 	h = C->easy_init();
 	if (!h)
 		return lev_err_set(err, -ENOMEM, "cannot create a libcurl handle");
-
-	for (const char *const *p = req->headers; p && *p; p++) {
-		struct curl_slist *n = C->slist_append(hdrs, *p);
-		if (!n) {
-			r = lev_err_set(err, -ENOMEM, "out of memory");
-			goto out;
-		}
-		hdrs = n;
-	}
-	/* No "Expect: 100-continue" round trip for bodies. */
-	{
-		struct curl_slist *n = C->slist_append(hdrs, "Expect:");
-		if (!n) {
-			r = lev_err_set(err, -ENOMEM, "out of memory");
-			goto out;
-		}
-		hdrs = n;
-	}
-	for (const char *const *p = req->resolve; p && *p; p++) {
-		struct curl_slist *n = C->slist_append(resolve, *p);
-		if (!n) {
-			r = lev_err_set(err, -ENOMEM, "out of memory");
-			goto out;
-		}
-		resolve = n;
-	}
-	ua = req->user_agent ? xstrdup(req->user_agent) : xasprintf("lev/%s", LEV_VERSION);
-
-	/* The order below does not matter; each option is one policy decision. */
-	if (C->easy_setopt(h, CURLOPT_URL, req->url) != CURLE_OK) {
-		r = lev_err_set(err, -EINVAL, "bad URL");
+	/* no "Expect: 100-continue" round trip for bodies */
+	r = slist_add(C, &hdrs, req->headers, err);
+	if (r == 0)
+		r = slist_add(C, &hdrs, no_expect, err);
+	if (r == 0)
+		r = slist_add(C, &resolve, req->resolve, err);
+	if (r < 0)
 		goto out;
-	}
-	SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
-	SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
-	SETOPT(CURLOPT_NOSIGNAL, 1L);
-	SETOPT(CURLOPT_SSL_VERIFYPEER, 1L);
-	SETOPT(CURLOPT_SSL_VERIFYHOST, 2L);
-	SETOPT(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
-	/* An empty string disables proxies, including those from the environment. */
-	SETOPT(CURLOPT_PROXY, req->proxy ? req->proxy : "");
-	SETOPT(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-	SETOPT(CURLOPT_CONNECTTIMEOUT_MS,
-	       req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS);
-	SETOPT(CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : DEFAULT_TIMEOUT_MS);
-	SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-	SETOPT(CURLOPT_FORBID_REUSE, 1L);
-	SETOPT(CURLOPT_ERRORBUFFER, errbuf);
-	SETOPT(CURLOPT_USERAGENT, ua);
-	SETOPT(CURLOPT_HTTPHEADER, hdrs);
-	SETOPT(CURLOPT_WRITEFUNCTION, write_cb);
-	SETOPT(CURLOPT_WRITEDATA, &x);
-	SETOPT(CURLOPT_HEADERFUNCTION, header_cb);
-	SETOPT(CURLOPT_HEADERDATA, &x);
-	SETOPT(CURLOPT_NOPROGRESS, 0L);
-	SETOPT(CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
-	SETOPT(CURLOPT_XFERINFODATA, &x);
-	SETOPT(CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
-	SETOPT(CURLOPT_OPENSOCKETDATA, &x);
-	if (resolve)
-		SETOPT(CURLOPT_RESOLVE, resolve);
-	if (post) {
-		SETOPT(CURLOPT_POST, 1L);
-		SETOPT(CURLOPT_POSTFIELDS, req->body ? req->body : "");
-		SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-	} else {
-		SETOPT(CURLOPT_HTTPGET, 1L);
-	}
-
+	ua = req->user_agent ? xstrdup(req->user_agent) : xasprintf("lev/%s", LEV_VERSION);
+	r = set_options(C, h, req, &x, hdrs, resolve, ua, errbuf, max, post, err);
 	if (r < 0)
 		goto out;
 
@@ -287,22 +312,7 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 		r = map_error(rc, &x, errbuf, max, err);
 		goto out;
 	}
-
-	{
-		long status = 0;
-		char *ct = NULL, *loc = NULL, *ip = NULL;
-
-		C->easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-		C->easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct);
-		C->easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
-		C->easy_getinfo(h, CURLINFO_PRIMARY_IP, &ip);
-		out->status = status;
-		out->content_type = ct ? xstrdup(ct) : NULL;
-		out->redirect_url = loc && status >= 300 && status < 400 ? xstrdup(loc) : NULL;
-		out->primary_ip = ip && ip[0] ? xstrdup(ip) : NULL;
-		out->retry_after_secs = x.retry_after;
-		out->body = lev_buf_detach(&x.body, &out->body_len);
-	}
+	take_response(C, h, &x, out);
 out:
 	lev_buf_release(&x.body);
 	/* Header lines may hold API keys: do not leave them in freed memory. */
