@@ -595,6 +595,34 @@ static int check_workdir(struct lev_sandbox *sb, const char *given, struct lev_e
 	return 0;
 }
 
+/*
+ * Kind none with network = false (as configured, or after a container fell
+ * back to the host): every command runs under no_new_privs and the
+ * network-only seccomp filter.  Without seccomp the network cannot be
+ * closed, so the sandbox is refused whatever on_unavailable says: a
+ * `network = false` is never advisory.
+ */
+static int host_network_fence(struct lev_sandbox *sb, struct lev_err *err)
+{
+	const struct lev_sbx_kernel *k = lev_sbx_kernel();
+	struct lev_err e2 = LEV_ERR_INIT;
+
+	lev_scfilter_release(&sb->sc);
+	sb->have_sc = false;
+	if (k->seccomp < 0)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "network = false with sandbox kind none needs seccomp, which "
+				   "this kernel does not offer; use kind = 'namespace' or allow "
+				   "the network");
+	if (lev_scfilter_build(LEV_SCFILTER_NET_ONLY, &sb->sc, &e2) < 0)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "network = false with sandbox kind none needs seccomp: %s", e2.msg);
+	sb->have_sc = true;
+	sb->layers |= LEV_LAYER_SECCOMP | LEV_LAYER_NNP;
+	sb->wanted |= LEV_LAYER_SECCOMP | LEV_LAYER_NNP;
+	return 0;
+}
+
 int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbox_opts *opts,
 		    struct lev_sandbox **out, struct lev_err *err)
 {
@@ -653,6 +681,8 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 		r = lev_sbx_oci_setup(sb, opts, err);
 		break;
 	}
+	if (r == 0 && sb->kind == LEV_SANDBOX_NONE && !sb->spec.network)
+		r = host_network_fence(sb, err);
 	if (r < 0)
 		goto fail;
 	*out = sb;

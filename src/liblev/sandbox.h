@@ -124,18 +124,15 @@ struct lev_sandbox_opts {
  * Resolve the effective sandbox for one stage (leviath-spec §5.2), the
  * stage block replacing the agent block wholesale.  GLOBAL is the user's
  * config; AGENT and STAGE come from a blueprint (any may be NULL or have
- * present == false).  A blueprint may choose a stronger kind or narrow,
- * never weaken:
- *   - its engine is always dropped;
- *   - it cannot turn an active user sandbox off or trade container for
- *     namespace (the stronger kind wins);
- *   - it cannot turn the network back on (network = both agree);
- *   - it keeps only the mounts the user listed (exact strings);
- *   - the user's image and on_unavailable win;
- *   - with no active user sandbox, its opt-in stands as written.
- * The user's engine and deny_read always apply.  *out is complete (present
- * and every has_* set, defaults filled) and owned by the caller (release it
- * with lev_sandbox_spec_release()).
+ * present == false).  Each field merges by its own rule, so tightening one
+ * field never reopens another:
+ *   - kind: the stronger of the two (a blueprint's none never lowers it);
+ *   - network: on only when neither side writes false;
+ *   - on_unavailable: error when either says error (the user's unwritten
+ *     value is error);
+ *   - image, engine, mounts, deny_read: the user's only.
+ * *out is complete (present and every has_* set, defaults filled) and owned
+ * by the caller (release it with lev_sandbox_spec_release()).
  */
 void lev_sandbox_resolve(const struct lev_sandbox_spec *global, const struct lev_sandbox_spec *agent,
 			 const struct lev_sandbox_spec *stage, struct lev_sandbox_spec *out);
