@@ -646,6 +646,7 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	sb->engine_args = lev_strv_copy(opts->engine_args);
 	sb->oci_helper = opts->oci_helper ? xstrdup(opts->oci_helper) : NULL;
 	sb->path_env = opts->path_env ? xstrdup(opts->path_env) : NULL;
+	sb->plan_only = opts->plan_only;
 
 	if (opts->home) {
 		sb->home = xstrdup(opts->home);
@@ -724,6 +725,11 @@ enum lev_sandbox_kind lev_sandbox_kind(const struct lev_sandbox *sb)
 	return sb->kind;
 }
 
+bool lev_sandbox_network(const struct lev_sandbox *sb)
+{
+	return sb->spec.network;
+}
+
 unsigned lev_sandbox_layers(const struct lev_sandbox *sb)
 {
 	return sb->layers;
@@ -774,6 +780,8 @@ int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 
 	if (!argv || !argv[0] || !argv[0][0])
 		return lev_err_set(err, LEV_EUSAGE, "no command to run");
+	if (sb->plan_only)
+		return lev_err_set(err, LEV_EUSAGE, "a sandbox made for a plan runs nothing");
 	if (!cwd_ok(sb, cwd, &realcwd, err))
 		return err ? err->code : -EINVAL;
 	if (limits) {
@@ -1098,6 +1106,7 @@ int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
 	res->err_truncated = se.truncated;
 	res->layers = p->sb->layers;
 	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
+	res->timeout_ms = p->timeout_ms;
 	return 0;
 }
 

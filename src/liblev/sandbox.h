@@ -116,6 +116,12 @@ struct lev_sandbox_opts {
 	const char *path_env;		/* PATH to find engines in; NULL: $PATH */
 	struct lev_envfilter env;	/* [security] shell_env */
 	struct lev_sandbox_limits limits;	/* defaults for every spawn */
+	/*
+	 * Plan only (--dry-run): the sandbox is set up far enough to be
+	 * described, but no container is started and the engine is never run
+	 * to start or remove one; lev_sandbox_spawn() refuses with LEV_EUSAGE.
+	 */
+	bool plan_only;
 };
 
 #define LEV_SANDBOX_OPTS_INIT { .env = LEV_ENVFILTER_INIT }
@@ -164,6 +170,8 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb);
 
 /* The kind that actually runs (none after a warn fallback to the host). */
 enum lev_sandbox_kind lev_sandbox_kind(const struct lev_sandbox *sb);
+/* Whether commands may use the network (the resolved spec's network). */
+bool lev_sandbox_network(const struct lev_sandbox *sb);
 /* Layers in force, and layers wanted but missing (warn mode). */
 unsigned lev_sandbox_layers(const struct lev_sandbox *sb);
 unsigned lev_sandbox_missing(const struct lev_sandbox *sb);
@@ -223,6 +231,7 @@ struct lev_sandbox_result {
 	bool err_truncated;
 	unsigned layers;	/* layers the command ran under */
 	uint64_t elapsed_ms;
+	uint64_t timeout_ms;	/* the timeout that was enforced (name it in messages) */
 };
 
 /*
