@@ -596,6 +596,42 @@ static int check_workdir(struct lev_sandbox *sb, const char *given, struct lev_e
 }
 
 /*
+ * lev's own files (data root, config) inside the workdir.  A sandbox with a
+ * mount namespace (namespace, container) covers them with a mask, so a
+ * missing data root is created first (0700) to have something to mask:
+ * otherwise a command could create ~/.leviath/config.toml for the next run
+ * to obey.  Without a mount namespace (kind none, or a namespace that fell
+ * back to Landlock only) the workdir is writable as a whole, so such a
+ * workdir is refused.
+ */
+static int own_files_in_workdir(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
+				bool masked, struct lev_err *err)
+{
+	_cleanup_strv_ char **own = lev_datadir_own_paths(o->data_root, NULL);
+	_cleanup_free_ char *root = NULL;
+	char *const *p;
+
+	if (o->data_root)
+		root = xstrdup(o->data_root);
+	else if (lev_datadir_root(&root, NULL) < 0)
+		root = NULL;
+	for (p = own; p && *p; p++) {
+		if (!path_within(*p, sb->workdir))
+			continue;
+		if (!masked)
+			return lev_err_set(err, LEV_EUSAGE,
+					   "workdir '%s' contains lev's own files ('%s'): with sandbox "
+					   "kind none a command could rewrite lev's config and policy; "
+					   "run in a project directory, or set [sandbox] kind = "
+					   "\"namespace\"", sb->workdir, *p);
+		if (root && access(root, F_OK) < 0 && errno == ENOENT &&
+		    lev_datadir_ensure(root, NULL) == 0 && !lev_strv_contains(sb->masks, root))
+			sb->masks = lev_strv_push(sb->masks, root);
+	}
+	return 0;
+}
+
+/*
  * Kind none with network = false (as configured, or after a container fell
  * back to the host): every command runs under no_new_privs and the
  * network-only seccomp filter.  Without seccomp the network cannot be
@@ -669,6 +705,12 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	r = check_workdir(sb, opts->workdir, err);
 	if (r < 0)
 		goto fail;
+	if (sb->kind != LEV_SANDBOX_NONE) {
+		/* make sure the data root exists to be masked (checked again below) */
+		r = own_files_in_workdir(sb, opts, true, err);
+		if (r < 0)
+			goto fail;
+	}
 
 	switch (sb->kind) {
 	case LEV_SANDBOX_NONE:
@@ -682,6 +724,8 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 		r = lev_sbx_oci_setup(sb, opts, err);
 		break;
 	}
+	if (r == 0 && sb->kind != LEV_SANDBOX_CONTAINER && !(sb->layers & LEV_LAYER_MOUNTNS))
+		r = own_files_in_workdir(sb, opts, false, err);
 	if (r == 0 && sb->kind == LEV_SANDBOX_NONE && !sb->spec.network)
 		r = host_network_fence(sb, err);
 	if (r < 0)
