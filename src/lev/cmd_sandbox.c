@@ -4,7 +4,7 @@
  * `exec` runs one command the way the runtime would: the effective sandbox
  * is the user's [sandbox] (with the command-line flags laid over it, since
  * they are the user's own choice), or with --agent the agent's block
- * clamped by it.  Standard streams pass through (each capped at the output
+ * merged with it field by field.  Standard streams pass through (each capped at the output
  * limit); the exit status is the command's, and 125 means the sandbox
  * itself could not be set up.
  *
@@ -47,7 +47,8 @@ const char lev_usage_sandbox[] =
 	"\n"
 	"exec runs CMD the way the runtime runs a shell command: in the user's\n"
 	"[sandbox] with these flags laid over it (namespace when nothing is set),\n"
-	"or with --agent in the agent's sandbox clamped by the user's config.\n"
+	"or with --agent in the agent's sandbox merged field by field with the\n"
+	"user's config (the stronger kind, network only if both allow it).\n"
 	"--memory and --pids lower the limits (defaults 4096 MiB, 512 processes).\n"
 	"--dry-run prints the plan (mounts, masks, Landlock and seccomp rules,\n"
 	"limits, environment, container argv) instead of running; it never starts\n"

@@ -100,6 +100,31 @@ else
 	test_skip 'file tools and the namespace mask with workdir = home' 'no user namespaces here'
 fi
 
+ENGINE=${LEV_TEST_ENGINE:-podman}
+IMAGE="localhost/lev-test-t4320:$$"
+PROBE=$(lev_helper_path lev-probe)
+if command -v "$ENGINE" >/dev/null &&
+   out=$("$SRC_DIR/tests/helpers/oci-test-image.sh" "$ENGINE" "$IMAGE" "$PROBE" 2>&1); then
+	cbx() {
+		"$LEV" sandbox exec --kind container --engine "$ENGINE" --image "$IMAGE" \
+			--network off --workdir "$HOME" "$@"
+	}
+	test_expect_success 'container, workdir = home: a shell cannot write the data root' '
+		rm -f "$ROOT/config.toml" &&
+		cbx -- sh -c "echo x >> .leviath/policy.toml" 2>err;
+		test "$(cat "$ROOT/policy.toml")" = "# the user'"'"'s policy" &&
+		cbx -- sh -c "cat .leviath/policy.toml" >out 2>err;
+		! grep -q "policy" out
+	'
+	test_expect_success 'benign twin: the container writes notes2.txt in the same workdir' '
+		cbx -- sh -c "echo c >> notes2.txt" &&
+		test "$(cat "$HOME/notes2.txt")" = c
+	'
+	"$ENGINE" rmi -f "$IMAGE" >/dev/null 2>&1
+else
+	test_skip 'the container mask with workdir = home' "no usable '$ENGINE' or test image here"
+fi
+
 test_expect_success 'kind none refuses a workdir that contains the data root' '
 	printf "[sandbox]\nkind = \"none\"\n" | config &&
 	test_expect_code 125 "$LEV" sandbox exec --workdir "$HOME" -- sh -c "echo x >> .leviath/policy.toml" 2>err &&
