@@ -624,7 +624,7 @@ static int own_files_in_workdir(struct lev_sandbox *sb, const struct lev_sandbox
 					   "kind none a command could rewrite lev's config and policy; "
 					   "run in a project directory, or set [sandbox] kind = "
 					   "\"namespace\"", sb->workdir, *p);
-		if (root && access(root, F_OK) < 0 && errno == ENOENT &&
+		if (root && !sb->plan_only && access(root, F_OK) < 0 && errno == ENOENT &&
 		    lev_datadir_ensure(root, NULL) == 0 && !lev_strv_contains(sb->masks, root))
 			sb->masks = lev_strv_push(sb->masks, root);
 	}
