@@ -565,7 +565,7 @@ static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *con
 			pl->sc = &sb->sc;
 		}
 	}
-	if (sb->kind == LEV_SANDBOX_NONE && sb->have_sc) {
+	if (sb->kind == LEV_SANDBOX_NONE && sb->have_sc && (sb->sc.flags & LEV_SCFILTER_NET_ONLY)) {
 		/* network = false on the host: the network-only filter */
 		pl->use_nnp = true;
 		pl->use_sc = true;
