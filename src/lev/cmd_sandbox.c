@@ -114,9 +114,9 @@ static void print_layers(const struct lev_sandbox *sb)
 
 	(void)lev_sandbox_layers_format(lev_sandbox_layers(sb), &in);
 	(void)lev_sandbox_layers_format(lev_sandbox_missing(sb), &out);
-	fprintf(stderr, "lev: sandbox %s, network %s\nlev: layers in force: %s\nlev: layers missing: %s\n",
-		lev_sandbox_kind_name(lev_sandbox_kind(sb)),
-		lev_sandbox_network(sb) ? "on" : "off", in.buf, out.buf);
+	fprintf(stderr, "lev: sandbox %s, network %s\n", lev_sandbox_kind_name(lev_sandbox_kind(sb)),
+		lev_sandbox_network(sb) ? "on" : "off");
+	fprintf(stderr, "lev: layers in force: %s\nlev: layers missing: %s\n", in.buf, out.buf);
 	lev_buf_release(&in);
 	lev_buf_release(&out);
 }

@@ -620,10 +620,10 @@ static int own_files_in_workdir(struct lev_sandbox *sb, const struct lev_sandbox
 			continue;
 		if (!masked)
 			return lev_err_set(err, LEV_EUSAGE,
-					   "workdir '%s' contains lev's own files ('%s'): with sandbox "
-					   "kind none a command could rewrite lev's config and policy; "
-					   "run in a project directory, or set [sandbox] kind = "
-					   "\"namespace\"", sb->workdir, *p);
+				"workdir '%s' contains lev's own files ('%s'): with sandbox kind "
+				"none a command could rewrite lev's config and policy; run in a "
+				"project directory, or set [sandbox] kind = \"namespace\"",
+				sb->workdir, *p);
 		if (root && !sb->plan_only && access(root, F_OK) < 0 && errno == ENOENT &&
 		    lev_datadir_ensure(root, NULL) == 0 && !lev_strv_contains(sb->masks, root))
 			sb->masks = lev_strv_push(sb->masks, root);
@@ -652,7 +652,8 @@ static int host_network_fence(struct lev_sandbox *sb, struct lev_err *err)
 				   "the network");
 	if (lev_scfilter_build(LEV_SCFILTER_NET_ONLY, &sb->sc, &e2) < 0)
 		return lev_err_set(err, LEV_EUNSUPP,
-				   "network = false with sandbox kind none needs seccomp: %s", e2.msg);
+				   "network = false with sandbox kind none needs seccomp: %s",
+				   e2.msg);
 	sb->have_sc = true;
 	sb->layers |= LEV_LAYER_SECCOMP | LEV_LAYER_NNP;
 	sb->wanted |= LEV_LAYER_SECCOMP | LEV_LAYER_NNP;

@@ -55,8 +55,9 @@ struct lev_fs_opts {
 	char *const *declared;		/* the blueprint's [read_paths] allow (strv) */
 	char *const *grants;		/* [security] read_paths ++ [agent_read_paths.<agent>] allow */
 	bool allow_blueprint;		/* [security] allow_blueprint_read_paths */
-	const char *config_path;	/* named in messages, never written; NULL: "your config.toml" */
-	const char *data_root;		/* lev's data root, never written; NULL: from the env */
+	const char *config_path;	/* named in messages, never written;
+					   NULL: "your config.toml" */
+	const char *data_root;		/* lev's data root, never written; NULL: the env's */
 	enum lev_confine_mode confine;	/* LEV_CONFINE_AUTO, or _WALK to force the fallback */
 };
 
