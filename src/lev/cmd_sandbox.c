@@ -4,7 +4,7 @@
  * `exec` runs one command the way the runtime would: the effective sandbox
  * is the user's [sandbox] (with the command-line flags laid over it, since
  * they are the user's own choice), or with --agent the agent's block
- * clamped by it.  Standard streams pass through (each capped at the output
+ * merged with it field by field.  Standard streams pass through (each capped at the output
  * limit); the exit status is the command's, and 125 means the sandbox
  * itself could not be set up.
  *
@@ -41,16 +41,19 @@ const char lev_usage_sandbox[] =
 	"usage: lev sandbox exec [--agent NAME [--stage S]] [--kind none|namespace|container]\n"
 	"                        [--network on|off] [--workdir DIR] [--image IMG] [--engine E]\n"
 	"                        [--mount PATH]... [--timeout SECS] [--on-unavailable error|warn]\n"
-	"                        [--memory MIB] [--pids N]\n"
+	"                        [--memory MIB] [--pids N] [-v]\n"
 	"                        [--dry-run [--json]] -- CMD [ARG...]\n"
 	"   or: lev sandbox probe [--json]\n"
 	"\n"
 	"exec runs CMD the way the runtime runs a shell command: in the user's\n"
 	"[sandbox] with these flags laid over it (namespace when nothing is set),\n"
-	"or with --agent in the agent's sandbox clamped by the user's config.\n"
+	"or with --agent in the agent's sandbox merged field by field with the\n"
+	"user's config (the stronger kind, network only if both allow it).\n"
 	"--memory and --pids lower the limits (defaults 4096 MiB, 512 processes).\n"
 	"--dry-run prints the plan (mounts, masks, Landlock and seccomp rules,\n"
-	"limits, environment, container argv) instead of running.\n"
+	"limits, environment, container argv) instead of running; it never starts\n"
+	"a container.  -v (--verbose) prints the kind, the layers in force and the\n"
+	"layers missing on stderr before running.\n"
 	"\n"
 	"probe shows user namespaces, the Landlock ABI, seccomp, openat2, the\n"
 	"container engines and what each kind would use.\n"
@@ -104,6 +107,20 @@ static int load_agent(const char *name, const char *stage_name, struct lev_bluep
 	return 0;
 }
 
+/* -v: the kind, the network, the layers in force and the layers missing. */
+static void print_layers(const struct lev_sandbox *sb)
+{
+	struct lev_buf in = LEV_BUF_INIT_MAX(4096), out = LEV_BUF_INIT_MAX(4096);
+
+	(void)lev_sandbox_layers_format(lev_sandbox_layers(sb), &in);
+	(void)lev_sandbox_layers_format(lev_sandbox_missing(sb), &out);
+	fprintf(stderr, "lev: sandbox %s, network %s\n", lev_sandbox_kind_name(lev_sandbox_kind(sb)),
+		lev_sandbox_network(sb) ? "on" : "off");
+	fprintf(stderr, "lev: layers in force: %s\nlev: layers missing: %s\n", in.buf, out.buf);
+	lev_buf_release(&in);
+	lev_buf_release(&out);
+}
+
 static int report_result(const struct lev_sandbox_result *res, char *const *argv,
 			 uint64_t timeout_ms, uint64_t cap, int cancel_sig)
 {
@@ -114,8 +131,10 @@ static int report_result(const struct lev_sandbox_result *res, char *const *argv
 		lev_warn("standard error was cut at %llu bytes (%llu written)",
 			 (unsigned long long)cap, (unsigned long long)res->err_total);
 	if (res->timed_out) {
+		uint64_t ms = res->timeout_ms ? res->timeout_ms : timeout_ms;
+
 		lev_fail("'%s' timed out after %llu s and was killed with everything it started",
-			 argv[0], (unsigned long long)(timeout_ms / 1000));
+			 argv[0], (unsigned long long)((ms + 999) / 1000));
 		return res->exit_code;
 	}
 	if (res->cancelled)
@@ -134,7 +153,7 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 	const char *agent_name = NULL, *stage_name = NULL, *workdir = NULL;
 	const char *kind_s = NULL, *net_s = NULL, *image = NULL, *engine = NULL, *onun_s = NULL;
 	char **mounts = NULL;
-	bool dry_run = false, json = false;
+	bool dry_run = false, json = false, verbose = ctx->verbose > 0;
 	uint64_t timeout_s = 0, mem_mib = 0, pids = 0;
 	struct lev_config cfg;
 	struct lev_sandbox_spec global, eff;
@@ -169,6 +188,10 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 		}
 		if (!strcmp(a, "--json")) {
 			json = true;
+			continue;
+		}
+		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = true;
 			continue;
 		}
 		if (!v)
@@ -325,6 +348,7 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 		goto out_eff;
 	}
 	o.pool = pool;
+	o.plan_only = dry_run;
 	if (lev_sandbox_new(&eff, &o, &sb, &err) < 0) {
 		lev_fail("%s", err.msg);
 		goto out_pool;
@@ -335,14 +359,9 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 		(void)lev_sandbox_layers_format(lev_sandbox_layers(sb), &b);
 		lev_warn("sandbox degraded: %s; layers in force: %s", lev_sandbox_degraded(sb), b.buf);
 		lev_buf_release(&b);
-	} else if (ctx->verbose) {
-		struct lev_buf b = LEV_BUF_INIT_MAX(4096);
-
-		(void)lev_sandbox_layers_format(lev_sandbox_layers(sb), &b);
-		fprintf(stderr, "lev: sandbox %s: %s\n", lev_sandbox_kind_name(lev_sandbox_kind(sb)),
-			b.buf);
-		lev_buf_release(&b);
 	}
+	if (verbose)
+		print_layers(sb);
 
 	if (dry_run) {
 		struct lev_buf b = LEV_BUF_INIT_MAX(8 << 20);

@@ -30,6 +30,18 @@ static void print_summary(const struct lev_blueprint *bp)
 	printf("  regions: %zu%s\n", bp->n_regions, bp->default_regions ? " (default layout)" : "");
 }
 
+/* --json for a run that could not get as far as linting: {valid: false, error}. */
+static void print_failure_json(const char *source, const char *msg)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "valid", json_false());
+	json_object_set_new(o, "blueprint", json_null());
+	json_object_set_new(o, "error", lev_report_error_json(source, msg));
+	json_object_set_new(o, "findings", json_array());
+	lev_report_print_json(o);
+}
+
 static json_t *blueprint_json(const struct lev_blueprint *bp)
 {
 	json_t *o = json_object();
@@ -54,7 +66,8 @@ const char lev_usage_validate[] =
 	"(default: the current directory).  Every finding has a severity (error,\n"
 	"warning, note), a stable code and a fix.\n"
 	"\n"
-	"  --json            print {valid, blueprint, error, findings} as JSON\n"
+	"  --json            print {valid, blueprint, error, findings} as JSON, also\n"
+	"                    when the blueprint or the config does not parse\n"
 	"  --deny-warnings   fail when there is any warning\n"
 	"\n"
 	"Exit status: 0 valid, 1 invalid (or a warning under --deny-warnings), 2 usage.\n";
@@ -93,22 +106,20 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 
 	if (lev_agentstore_resolve(arg, &path, &err) < 0 ||
 	    lev_blueprint_load(path, &bp, &err) < 0) {
-		if (json) {
-			json_t *o = json_object();
-			json_object_set_new(o, "valid", json_false());
-			json_object_set_new(o, "blueprint", json_null());
-			json_object_set_new(o, "error", lev_report_jstr(err.msg));
-			json_object_set_new(o, "findings", json_array());
-			lev_report_print_json(o);
-		}
+		if (json)
+			print_failure_json("blueprint", err.msg);
 		return lev_fail("%s", err.msg);
 	}
-	if (lev_report_load_config(&cfg) < 0) {
+	if (lev_config_load(&cfg, &err) < 0) {
+		if (json)
+			print_failure_json("config", err.msg);
 		lev_blueprint_free(bp);
-		return LEV_EXIT_FAIL;
+		return lev_fail("%s", err.msg);
 	}
 	lev_report_lint_dirs(&workdir, &home);
 	if (lev_lint(bp, &cfg, workdir, home, &fs, &err) < 0) {
+		if (json)
+			print_failure_json("lint", err.msg);
 		lev_config_release(&cfg);
 		lev_blueprint_free(bp);
 		return lev_fail("%s", err.msg);

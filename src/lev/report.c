@@ -12,6 +12,54 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
+/* Parse ":LINE:COL: " at P; the length of the match, or 0. */
+static size_t pos_at(const char *p, unsigned long *line, unsigned long *col)
+{
+	const char *q = p;
+	char *end;
+
+	if (*q++ != ':' || *q < '0' || *q > '9')
+		return 0;
+	*line = strtoul(q, &end, 10);
+	if (*end != ':' || end[1] < '0' || end[1] > '9')
+		return 0;
+	*col = strtoul(end + 1, &end, 10);
+	if (end[0] != ':' || end[1] != ' ')
+		return 0;
+	return (size_t)(end + 2 - p);
+}
+
+json_t *lev_report_error_json(const char *source, const char *msg)
+{
+	json_t *o = json_object();
+	unsigned long line = 0, col = 0;
+	const char *p;
+	size_t n = 0;
+
+	if (!msg)
+		msg = "";
+	for (p = strchr(msg, ':'); p; p = strchr(p + 1, ':')) {
+		n = pos_at(p, &line, &col);
+		if (n)
+			break;
+	}
+	json_object_set_new(o, "source", json_string(source));
+	if (p && n && p > msg) {
+		_cleanup_free_ char *file = xstrndup(msg, (size_t)(p - msg));
+
+		json_object_set_new(o, "file", lev_report_jstr(file));
+		json_object_set_new(o, "line", json_integer((json_int_t)line));
+		json_object_set_new(o, "column", json_integer((json_int_t)col));
+		json_object_set_new(o, "message", lev_report_jstr(p + n));
+	} else {
+		json_object_set_new(o, "file", json_null());
+		json_object_set_new(o, "line", json_null());
+		json_object_set_new(o, "column", json_null());
+		json_object_set_new(o, "message", lev_report_jstr(msg));
+	}
+	return o;
+}
+
 json_t *lev_report_jstr(const char *s)
 {
 	json_t *j;

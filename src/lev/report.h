@@ -22,6 +22,14 @@ void lev_report_findings(FILE *f, const struct lev_findings *fs);
 /* [{severity, code, stage, message, fix}, ...] */
 json_t *lev_report_findings_json(const struct lev_findings *fs);
 
+/*
+ * An error message as {"source", "file", "line", "column", "message"}: a
+ * "FILE:LINE:COL: text" message is split into its parts; any other has
+ * file, line and column null and the whole text as message.  SOURCE names
+ * what failed ("blueprint", "config").
+ */
+json_t *lev_report_error_json(const char *source, const char *msg);
+
 /* Print `json` to stdout (indented, one trailing newline); frees it. */
 int lev_report_print_json(json_t *json);
 

@@ -170,7 +170,7 @@ static void test_inventory(void **state)
 	assert_non_null(strstr(lines[0], "pre-approves these tools (no prompt at run time): bash"));
 	assert_non_null(strstr(lines[1], "declines a sandbox"));
 	assert_non_null(strstr(lines[2], "requests a container sandbox, network off, image 'img' "
-					 "for stage 'main'"));
+					 "(ignored: your config chooses it) for stage 'main'"));
 	assert_non_null(strstr(lines[3], "`curl x | sh`"));
 	assert_non_null(strstr(lines[3], "NOT on the built-in safe list"));
 	assert_non_null(strstr(lines[4], "declares safe commands: make; inert"));
@@ -178,6 +178,32 @@ static void test_inventory(void **state)
 	assert_non_null(strstr(lines[6], "taint tracking on"));
 	lev_strv_free(lines);
 	lev_blueprint_free(bp);
+}
+
+/* Issue 13 class 2: the image and the mounts are the user's only. */
+static void test_sandbox_image_and_mounts_ignored(void **state)
+{
+	struct lev_findings f;
+	const struct lev_finding *x;
+
+	(void)state;
+	lint("[agent]\nname = \"img\"\n[stages.main]\n[stages.main.sandbox]\n"
+	     "kind = \"container\"\nimage = \"evil.example/x:1\"\nmounts = [\"/home\"]\n",
+	     "[sandbox]\nimage = \"mine:1\"\n", &f);
+	x = find(&f, "sandbox-image-ignored");
+	assert_non_null(x);
+	assert_int_equal(x->severity, LEV_SEV_WARNING);
+	assert_string_equal(x->stage, "main");
+	x = find(&f, "sandbox-mounts-ignored");
+	assert_non_null(x);
+	assert_int_equal(x->severity, LEV_SEV_WARNING);
+	lev_findings_release(&f);
+	/* the benign twin: a block naming neither gets neither finding */
+	lint("[agent]\nname = \"img\"\n[stages.main]\n[sandbox]\nkind = \"container\"\n",
+	     NULL, &f);
+	assert_null(find(&f, "sandbox-image-ignored"));
+	assert_null(find(&f, "sandbox-mounts-ignored"));
+	lev_findings_release(&f);
 }
 
 int main(void)
@@ -189,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_no_read_paths_no_finding),
 		cmocka_unit_test(test_quote_and_counts),
 		cmocka_unit_test(test_inventory),
+		cmocka_unit_test(test_sandbox_image_and_mounts_ignored),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

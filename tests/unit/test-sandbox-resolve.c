@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -174,7 +175,7 @@ static void test_a_manifest_cannot_widen_a_sandbox_the_user_configured(void **st
 	lev_sandbox_spec_release(&agent);
 }
 
-static void test_mounts_are_matched_as_exact_strings(void **state)
+static void test_mounts_are_the_users_whatever_the_blueprint_lists(void **state)
 {
 	struct lev_sandbox_spec g = block(NS, NULL, NULL, UNSET, "/opt/tool", NULL, UNSET);
 	struct lev_sandbox_spec agent = block(CT, "x", NULL, UNSET, "/opt/tool/", "/opt", UNSET);
@@ -182,7 +183,8 @@ static void test_mounts_are_matched_as_exact_strings(void **state)
 
 	(void)state;
 	lev_sandbox_resolve(&g, &agent, NULL, &o);
-	assert_null(o.mounts);
+	assert_int_equal(lev_strv_len(o.mounts), 1);
+	assert_string_equal(o.mounts[0], "/opt/tool");
 	lev_sandbox_spec_release(&o);
 	lev_sandbox_spec_release(&g);
 	lev_sandbox_spec_release(&agent);
@@ -234,16 +236,16 @@ static void test_a_manifest_may_still_choose_its_own_isolation_and_narrow(void *
 	(void)state;
 	lev_sandbox_resolve(&g, &agent, NULL, &o);
 	assert_int_equal(o.kind, CT);			/* stronger kind */
-	assert_string_equal(o.image, "node:22-slim");	/* its own image: the user pinned none */
+	assert_null(o.image);				/* never its own image */
 	assert_false(o.network);			/* narrowed */
-	assert_int_equal(lev_strv_len(o.mounts), 1);
+	assert_int_equal(lev_strv_len(o.mounts), 2);	/* the user's mounts */
 	assert_string_equal(o.mounts[0], "/a");
 	lev_sandbox_spec_release(&o);
 	lev_sandbox_spec_release(&g);
 	lev_sandbox_spec_release(&agent);
 }
 
-static void test_a_manifest_opting_in_from_nothing_is_not_clamped(void **state)
+static void test_a_manifest_opting_in_from_nothing_keeps_only_its_fence(void **state)
 {
 	struct lev_sandbox_spec agent = block(CT, "node:22", "docker", 1, "/data", NULL, WARN);
 	struct lev_sandbox_spec g_inactive = block(NONE, "debian", NULL, 0, NULL, NULL, ERR);
@@ -252,17 +254,17 @@ static void test_a_manifest_opting_in_from_nothing_is_not_clamped(void **state)
 	(void)state;
 	lev_sandbox_resolve(NULL, &agent, NULL, &o);
 	assert_int_equal(o.kind, CT);
-	assert_string_equal(o.image, "node:22");
+	assert_null(o.image);				/* the image is the user's only */
 	assert_true(o.network);
-	assert_string_equal(o.mounts[0], "/data");
-	assert_int_equal(o.on_unavailable, WARN);
+	assert_null(o.mounts);				/* so are the mounts */
+	assert_int_equal(o.on_unavailable, ERR);	/* the user's default, error, wins */
 	assert_null(o.engine);				/* engine still stripped */
 	lev_sandbox_spec_release(&o);
-	/* a user block with kind none is "nothing" too */
+	/* issue 13 class 2: a user block with kind none still holds its other fields */
 	lev_sandbox_resolve(&g_inactive, &agent, NULL, &o);
 	assert_int_equal(o.kind, CT);
-	assert_string_equal(o.image, "node:22");
-	assert_true(o.network);
+	assert_string_equal(o.image, "debian");
+	assert_false(o.network);
 	lev_sandbox_spec_release(&o);
 	lev_sandbox_spec_release(&agent);
 	lev_sandbox_spec_release(&g_inactive);
@@ -291,9 +293,9 @@ static void test_stage_overrides_agent_and_global(void **state)
 	(void)state;
 	lev_sandbox_resolve(&g, &agent, &stage, &o);
 	assert_int_equal(o.kind, CT);
-	assert_string_equal(o.image, "b:2");
-	assert_false(o.network);
-	assert_null(o.mounts);		/* wholesale: the agent's mount is not merged in */
+	assert_null(o.image);
+	assert_false(o.network);	/* the stage's false; the agent's true is not merged in */
+	assert_int_equal(lev_strv_len(o.mounts), 1);	/* the user's */
 	lev_sandbox_spec_release(&o);
 	lev_sandbox_spec_release(&g);
 	lev_sandbox_spec_release(&agent);
@@ -325,7 +327,7 @@ static void test_agent_overrides_global_when_no_stage(void **state)
 	memset(&absent_stage, 0, sizeof(absent_stage));
 	lev_sandbox_resolve(&g, &agent, &absent_stage, &o);
 	assert_int_equal(o.kind, CT);
-	assert_string_equal(o.image, "a:1");
+	assert_null(o.image);
 	lev_sandbox_spec_release(&o);
 	lev_sandbox_spec_release(&g);
 	lev_sandbox_spec_release(&agent);
@@ -390,6 +392,173 @@ static void test_is_active_true_for_isolating_kinds(void **state)
 	lev_sandbox_spec_release(&a_none);
 }
 
+/*
+ * Issue 13, class 2: every field merges by its own rule, whatever the other
+ * fields say.  The whole cross product of a user block and a blueprint block
+ * (each absent, or present with every field unset or set to each value) is
+ * resolved with the blueprint block at the agent level, at the stage level,
+ * and at the stage level over an agent block that must not leak in; each
+ * field of the result is checked against its own table below.
+ */
+enum { F_ABSENT, F_UNSET, F_V1, F_V2, F_V3 };	/* column/row index of a table */
+
+/* kind: absent, unset (none), none, namespace, container */
+static const int kind_table[5][5] = {
+	/* bp:     absent unset none  ns   ct */
+	/* absent */ { NONE, NONE, NONE, NS, CT },
+	/* unset  */ { NONE, NONE, NONE, NS, CT },
+	/* none   */ { NONE, NONE, NONE, NS, CT },
+	/* ns     */ { NS, NS, NS, NS, CT },
+	/* ct     */ { CT, CT, CT, CT, CT },
+};
+
+/* network: absent, unset, true, false; 1 = on */
+static const int net_table[4][4] = {
+	/* bp:      absent unset true false */
+	/* absent */ { 1, 1, 1, 0 },
+	/* unset  */ { 1, 1, 1, 0 },
+	/* true   */ { 1, 1, 1, 0 },
+	/* false  */ { 0, 0, 0, 0 },
+};
+
+/* on_unavailable: absent, unset, error, warn */
+static const int onun_table[4][4] = {
+	/* bp:      absent unset error warn */
+	/* absent */ { ERR, ERR, ERR, ERR },
+	/* unset  */ { ERR, ERR, ERR, ERR },
+	/* error  */ { ERR, ERR, ERR, ERR },
+	/* warn   */ { WARN, WARN, ERR, WARN },
+};
+
+/* One side's state: kind 0..4, network 0..3, on_unavailable 0..3, strings 0..2. */
+struct side {
+	int kind, net, onun, strs;
+};
+
+#define N_KIND 5
+#define N_NET 4
+#define N_ONUN 4
+#define N_STRS 3	/* absent, unset, set: image, engine, mounts, deny_read */
+
+/* Every state of a side: one absent block, then every present combination. */
+static size_t sides(struct side *out)
+{
+	size_t n = 0;
+	int k, nw, ou, st;
+
+	out[n++] = (struct side){ F_ABSENT, F_ABSENT, F_ABSENT, F_ABSENT };
+	for (k = F_UNSET; k < N_KIND; k++)
+		for (nw = F_UNSET; nw < N_NET; nw++)
+			for (ou = F_UNSET; ou < N_ONUN; ou++)
+				for (st = F_UNSET; st < N_STRS; st++)
+					out[n++] = (struct side){ k, nw, ou, st };
+	return n;
+}
+
+static struct lev_sandbox_spec side_block(const struct side *sd, const char *tag)
+{
+	static const int kinds[] = { 0, UNSET, NONE, NS, CT };
+	static const int nets[] = { 0, UNSET, 1, 0 };
+	static const int onuns[] = { 0, UNSET, ERR, WARN };
+	struct lev_sandbox_spec s;
+	char image[32], engine[32], mount[32], deny[32];
+
+	if (sd->kind == F_ABSENT) {
+		memset(&s, 0, sizeof(s));
+		return s;
+	}
+	snprintf(image, sizeof(image), "%s-image", tag);
+	snprintf(engine, sizeof(engine), "/%s/engine", tag);
+	snprintf(mount, sizeof(mount), "/%s/mount", tag);
+	snprintf(deny, sizeof(deny), "~/%s-secret", tag);
+	s = block(kinds[sd->kind], sd->strs == F_V1 ? image : NULL,
+		  sd->strs == F_V1 ? engine : NULL, nets[sd->net],
+		  sd->strs == F_V1 ? mount : NULL, NULL, onuns[sd->onun]);
+	if (sd->strs == F_V1)
+		s.deny_read = lev_strv_push(NULL, deny);
+	return s;
+}
+
+static void check_merged(const struct lev_sandbox_spec *o, const struct side *u, const struct side *b)
+{
+	bool user_strs = u->strs == F_V1;
+
+	assert_complete(o);
+	assert_int_equal(o->kind, kind_table[u->kind][b->kind]);
+	assert_int_equal(o->network, net_table[u->net][b->net]);
+	assert_int_equal(o->on_unavailable, onun_table[u->onun][b->onun]);
+	if (user_strs) {
+		assert_string_equal(o->image, "user-image");
+		assert_string_equal(o->engine, "/user/engine");
+		assert_int_equal(lev_strv_len(o->mounts), 1);
+		assert_string_equal(o->mounts[0], "/user/mount");
+		assert_int_equal(lev_strv_len(o->deny_read), 1);
+		assert_string_equal(o->deny_read[0], "~/user-secret");
+	} else {
+		assert_null(o->image);
+		assert_null(o->engine);
+		assert_null(o->mounts);
+		assert_null(o->deny_read);
+	}
+}
+
+static void test_every_field_merges_by_its_own_rule_in_every_combination(void **state)
+{
+	static struct side all[1 + (N_KIND - 1) * (N_NET - 1) * (N_ONUN - 1) * (N_STRS - 1)];
+	/* an agent block a stage block replaces: its values must never show */
+	struct side loud = { F_V3, F_V2, F_V1, F_V1 };	/* container, network false, error */
+	struct lev_sandbox_spec agent_loud = side_block(&loud, "agent");
+	size_t n = sides(all), i, j, runs = 0;
+
+	(void)state;
+	assert_int_equal(n, sizeof(all) / sizeof(all[0]));
+	for (i = 0; i < n; i++) {
+		struct lev_sandbox_spec g = side_block(&all[i], "user");
+
+		for (j = 0; j < n; j++) {
+			struct lev_sandbox_spec bp = side_block(&all[j], "bp");
+			struct lev_sandbox_spec o;
+
+			lev_sandbox_resolve(&g, &bp, NULL, &o);		/* agent level */
+			check_merged(&o, &all[i], &all[j]);
+			lev_sandbox_spec_release(&o);
+			lev_sandbox_resolve(&g, NULL, &bp, &o);		/* stage level */
+			check_merged(&o, &all[i], &all[j]);
+			lev_sandbox_spec_release(&o);
+			if (all[j].kind != F_ABSENT) {			/* stage over agent */
+				lev_sandbox_resolve(&g, &agent_loud, &bp, &o);
+				check_merged(&o, &all[i], &all[j]);
+				lev_sandbox_spec_release(&o);
+			}
+			lev_sandbox_spec_release(&bp);
+			runs++;
+		}
+		lev_sandbox_spec_release(&g);
+	}
+	assert_int_equal(runs, n * n);
+	lev_sandbox_spec_release(&agent_loud);
+}
+
+/* The red-team's case, spelled out: tightening the kind keeps the network closed. */
+static void test_a_stronger_kind_does_not_reopen_the_users_network(void **state)
+{
+	struct lev_sandbox_spec g = block(NONE, NULL, NULL, 0, NULL, NULL, UNSET);
+	struct lev_sandbox_spec agent = block(NS, NULL, NULL, 1, NULL, NULL, UNSET);
+	struct lev_sandbox_spec o;
+
+	(void)state;
+	lev_sandbox_resolve(&g, &agent, NULL, &o);
+	assert_int_equal(o.kind, NS);
+	assert_false(o.network);
+	lev_sandbox_spec_release(&o);
+	lev_sandbox_resolve(&g, NULL, &agent, &o);
+	assert_int_equal(o.kind, NS);
+	assert_false(o.network);
+	lev_sandbox_spec_release(&o);
+	lev_sandbox_spec_release(&g);
+	lev_sandbox_spec_release(&agent);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,11 +569,11 @@ int main(void)
 		cmocka_unit_test(test_manifest_cannot_disable_the_users_sandbox),
 		cmocka_unit_test(test_a_manifest_cannot_trade_a_container_for_a_namespace),
 		cmocka_unit_test(test_a_manifest_cannot_widen_a_sandbox_the_user_configured),
-		cmocka_unit_test(test_mounts_are_matched_as_exact_strings),
+		cmocka_unit_test(test_mounts_are_the_users_whatever_the_blueprint_lists),
 		cmocka_unit_test(test_a_manifest_can_never_choose_the_container_engine),
 		cmocka_unit_test(test_the_users_engine_survives_a_manifest_that_names_none),
 		cmocka_unit_test(test_a_manifest_may_still_choose_its_own_isolation_and_narrow),
-		cmocka_unit_test(test_a_manifest_opting_in_from_nothing_is_not_clamped),
+		cmocka_unit_test(test_a_manifest_opting_in_from_nothing_keeps_only_its_fence),
 		cmocka_unit_test(test_manifest_may_opt_into_a_sandbox_the_user_did_not_set),
 		cmocka_unit_test(test_stage_overrides_agent_and_global),
 		cmocka_unit_test(test_a_stage_block_without_kind_replaces_the_agent_block),
@@ -412,6 +581,8 @@ int main(void)
 		cmocka_unit_test(test_network_defaults_to_on_and_either_side_can_turn_it_off),
 		cmocka_unit_test(test_deny_read_is_always_the_users),
 		cmocka_unit_test(test_is_active_true_for_isolating_kinds),
+		cmocka_unit_test(test_every_field_merges_by_its_own_rule_in_every_combination),
+		cmocka_unit_test(test_a_stronger_kind_does_not_reopen_the_users_network),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

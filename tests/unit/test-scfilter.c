@@ -184,6 +184,43 @@ static void test_describe_names_every_rule(void **state)
 	lev_buf_release(&b);
 }
 
+/* What the network-only filter (kind none, network = false) leaves alone. */
+static int check_net_only_leaves_the_rest(void)
+{
+	int fd;
+
+	EXPECT_ERRNO(syscall(SYS_io_uring_setup, 4, NULL), EPERM);
+	EXPECT_ERRNO(syscall(SYS_ptrace, 0, 1, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_pidfd_getfd, -1, 0, 0), EPERM);
+	/* not network: the kernel answers, not the filter (EBADF, not EPERM) */
+	errno = 0;
+	if (syscall(SYS_setns, -1, 0) != -1 || errno != EBADF)
+		return 9;
+	if (unshare(CLONE_FILES) < 0)
+		return 10;
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (fd < 0)
+		return 11;
+	close(fd);
+	return 0;
+}
+
+static void test_network_only_filter(void **state)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	(void)state;
+	assert_int_equal(lev_scfilter_describe(LEV_SCFILTER_NET_ONLY, &b), 0);
+	assert_non_null(strstr(b.buf, "socket: EPERM unless AF_UNIX"));
+	assert_non_null(strstr(b.buf, "ptrace: EPERM"));
+	assert_null(strstr(b.buf, "mount: "));
+	assert_null(strstr(b.buf, "keyctl: "));
+	lev_buf_release(&b);
+	need_seccomp();
+	assert_int_equal(under_filter(LEV_SCFILTER_NET_ONLY, check_network_off), 0);
+	assert_int_equal(under_filter(LEV_SCFILTER_NET_ONLY, check_net_only_leaves_the_rest), 0);
+}
+
 static void test_probe_answers(void **state)
 {
 	(void)state;
@@ -199,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_dangerous_calls_are_always_refused),
 		cmocka_unit_test(test_ordinary_calls_still_work),
 		cmocka_unit_test(test_describe_names_every_rule),
+		cmocka_unit_test(test_network_only_filter),
 		cmocka_unit_test(test_probe_answers),
 	};
 

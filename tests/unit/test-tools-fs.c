@@ -1187,6 +1187,108 @@ static void a_symlink_swapped_in_the_workdir_never_leaks(void **state)
 	lev_fs_ctx_free(c);
 }
 
+/* ---- lev's own files (issue 13) ------------------------------------------- */
+
+/* A context whose workdir is a scratch home holding lev's data root. */
+static struct lev_fs_ctx *ctx_home(void **state, bool default_root)
+{
+	struct lev_fs_opts o;
+	struct lev_fs_ctx *c = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	char *wd = tp("uhome"), *root = tp("uhome/.leviath");
+
+	memset(&o, 0, sizeof(o));
+	o.workdir = wd;
+	o.agent = "tester";
+	o.home = wd;
+	o.data_root = default_root ? NULL : root;
+	o.confine = M(state);
+	if (lev_fs_ctx_new(&o, &c, &err) < 0)
+		fail_msg("ctx: %s", err.msg);
+	free(wd);
+	free(root);
+	return c;
+}
+
+static void write_expect_refused(struct lev_fs_ctx *c, const char *path)
+{
+	struct lev_fs_result r;
+	struct lev_fs_decision d;
+
+	lev_fs_write_file(c, path, "pwned\n", 6, &r);
+	if (!r.is_error || !strstr(r.text, "one of lev's own files"))
+		fail_msg("write_file('%s') = '%s', wanted a refusal", path, r.text);
+	lev_fs_result_release(&r);
+	assert_int_equal(lev_fs_check(c, "write_file", path, &d, NULL), 0);
+	assert_int_equal(d.verdict, LEV_DENY);
+	lev_fs_decision_release(&d);
+}
+
+static void lev_own_files_are_never_written_even_inside_the_workdir(void **state)
+{
+	struct lev_fs_ctx *c;
+	struct lev_fs_result r;
+	char *abs = tp("uhome/.leviath/config.toml");
+	char *s;
+
+	mk("uhome/.leviath/rules");
+	puts_("uhome/.leviath/policy.toml", "# policy\n");
+	puts_("uhome/.leviath/config.toml", "# config\n");
+	if (!exists("uhome/leviath-link"))
+		ln(".leviath", "uhome/leviath-link");
+	c = ctx_home(state, false);
+	write_expect_refused(c, ".leviath/policy.toml");
+	write_expect_refused(c, "./sub/../.leviath/policy.toml");
+	write_expect_refused(c, abs);
+	write_expect_refused(c, ".leviath/rules/new.lua");
+	write_expect_refused(c, ".leviath/agents/x/agent.leviath");	/* not there yet */
+	write_expect_refused(c, "leviath-link/policy.toml");		/* through a symlink */
+	write_expect_refused(c, ".leviath");				/* the root itself */
+	assert_false(exists("uhome/.leviath/agents"));			/* nothing created */
+	lev_fs_edit_file(c, ".leviath/config.toml", "config", 6, "owned", 5, &r);
+	assert_true(r.is_error);
+	assert_non_null(strstr(r.text, "one of lev's own files"));
+	lev_fs_result_release(&r);
+	s = get("uhome/.leviath/policy.toml");
+	assert_string_equal(s, "# policy\n");
+	free(s);
+	s = get("uhome/.leviath/config.toml");
+	assert_string_equal(s, "# config\n");
+	free(s);
+
+	/* the benign twins in the same workdir */
+	lev_fs_write_file(c, "notes.txt", "notes\n", 6, &r);
+	assert_false(r.is_error);
+	lev_fs_result_release(&r);
+	lev_fs_write_file(c, ".leviath-notes/a.txt", "a\n", 2, &r);	/* a prefix is not a match */
+	assert_false(r.is_error);
+	lev_fs_result_release(&r);
+	s = get("uhome/notes.txt");
+	assert_string_equal(s, "notes\n");
+	free(s);
+	lev_fs_ctx_free(c);
+	free(abs);
+}
+
+static void lev_own_files_default_to_the_environments_data_root(void **state)
+{
+	struct lev_fs_ctx *c;
+	char *lh = tp("uhome");
+	char *old = getenv("LEVIATH_HOME") ? xstrdup(getenv("LEVIATH_HOME")) : NULL;
+
+	mk("uhome/.leviath");
+	setenv("LEVIATH_HOME", lh, 1);
+	c = ctx_home(state, true);
+	write_expect_refused(c, ".leviath/policy.toml");
+	lev_fs_ctx_free(c);
+	if (old)
+		setenv("LEVIATH_HOME", old, 1);
+	else
+		unsetenv("LEVIATH_HOME");
+	free(old);
+	free(lh);
+}
+
 #define BOTH(fn)                                                                        \
 	{ #fn " (auto)", fn, NULL, NULL, (void *)&MODE_AUTO },                          \
 	{ #fn " (walk)", fn, NULL, NULL, (void *)&MODE_WALK }
@@ -1224,6 +1326,8 @@ int main(void)
 		BOTH(a_symlink_swapped_in_a_granted_directory_never_leaks),
 		BOTH(a_symlink_swapped_in_the_workdir_never_leaks),
 		BOTH(list_dir_sorts_and_marks_types),
+		BOTH(lev_own_files_are_never_written_even_inside_the_workdir),
+		BOTH(lev_own_files_default_to_the_environments_data_root),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

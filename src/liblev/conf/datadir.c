@@ -8,6 +8,7 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/datadir.h"
+#include "liblev/base/strv.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -52,6 +53,58 @@ int lev_datadir_config_path(char **out, struct lev_err *err)
 		return 0;
 	}
 	return under_root("config.toml", out, err);
+}
+
+/* P with its longest existing prefix resolved (symlinks, "..") */
+static char *real_prefix(const char *p)
+{
+	_cleanup_free_ char *dir = NULL;
+	char *r = realpath(p, NULL);
+	const char *slash;
+
+	if (r || p[0] != '/')
+		return r;
+	slash = strrchr(p, '/');
+	if (!slash || slash == p)
+		return NULL;
+	dir = xstrndup(p, (size_t)(slash - p));
+	r = real_prefix(dir);
+	if (!r)
+		return NULL;
+	{
+		char *j = xasprintf("%s%s", strcmp(r, "/") ? r : "", slash);
+		free(r);
+		return j;
+	}
+}
+
+static char **push_own(char **v, const char *p)
+{
+	_cleanup_free_ char *real = NULL;
+
+	if (!p || p[0] != '/')
+		return v;
+	if (!lev_strv_contains(v, p))
+		v = lev_strv_push(v, p);
+	real = real_prefix(p);
+	if (real && !lev_strv_contains(v, real))
+		v = lev_strv_push(v, real);
+	return v;
+}
+
+char **lev_datadir_own_paths(const char *data_root, const char *config_path)
+{
+	_cleanup_free_ char *root = NULL, *cfg = NULL;
+	char **v = NULL;
+
+	if (data_root)
+		v = push_own(v, data_root);
+	else if (lev_datadir_root(&root, NULL) == 0)
+		v = push_own(v, root);
+	if (lev_datadir_config_path(&cfg, NULL) == 0)
+		v = push_own(v, cfg);
+	v = push_own(v, config_path);
+	return v;
 }
 
 int lev_datadir_policy_path(char **out, struct lev_err *err)

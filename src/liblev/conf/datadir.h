@@ -49,5 +49,17 @@ int lev_datadir_agent_dir(const char *name, char **out, struct lev_err *err);
  */
 bool lev_agent_name_valid(const char *name);
 
+/*
+ * lev's own files, which no tool may ever write: the data root (DATA_ROOT,
+ * or from the environment when NULL; config.toml, policy.toml, rules/,
+ * credentials.toml, agents/ and runs/ live beneath it) and the config file
+ * (LEVIATH_CONFIG_PATH may put it elsewhere), plus CONFIG_PATH when not
+ * NULL.  Each path is given as written and, when it differs, as its real
+ * path (the longest existing prefix resolved), so a path read back from an
+ * fd can be compared as a prefix at a "/" boundary.  A fresh strv (free it with
+ * lev_strv_free()); never NULL when some path is known.
+ */
+char **lev_datadir_own_paths(const char *data_root, const char *config_path);
+
 /* mkdir -p DIR, creating missing directories with LEV_DIR_MODE. */
 int lev_datadir_ensure(const char *dir, struct lev_err *err);

@@ -296,6 +296,17 @@ static void lint_sandbox(const struct lev_blueprint *bp, const struct lev_config
 		const struct lev_sandbox_spec *s = i == 0 ? &bp->sandbox : &bp->stages[i - 1].sandbox;
 		const char *stage = i == 0 ? NULL : bp->stages[i - 1].name;
 
+		if (s->present && s->image)
+			lev_findings_add(out, LEV_SEV_WARNING, "sandbox-image-ignored", stage,
+					 "set [sandbox] image in your config.toml to choose the "
+					 "container image",
+					 "names a container image; it is ignored: only your config "
+					 "chooses what the engine runs (or fetches)");
+		if (s->present && s->mounts)
+			lev_findings_add(out, LEV_SEV_WARNING, "sandbox-mounts-ignored", stage,
+					 "list host paths under [sandbox] mounts in your config.toml",
+					 "asks for host mounts; they are ignored: only your config "
+					 "mounts host paths into a sandbox");
 		if (!s->present || s->kind != LEV_SANDBOX_NONE)
 			continue;
 		if (user_active)
@@ -451,11 +462,12 @@ static void describe_sandbox(struct lev_buf *b, const struct lev_sandbox_spec *s
 	(void)lev_buf_adds(b, s->network ? ", network on" : ", network off");
 	if (s->image) {
 		_cleanup_free_ char *p = lev_printable(s->image, strlen(s->image), 128);
-		(void)lev_buf_addf(b, ", image '%s'", p);
+		(void)lev_buf_addf(b, ", image '%s' (ignored: your config chooses it)", p);
 	}
 	if (s->mounts) {
 		(void)lev_buf_adds(b, ", mounts ");
 		add_list(b, s->mounts, ", ");
+		(void)lev_buf_adds(b, " (ignored: your config chooses them)");
 	}
 }
 

@@ -480,6 +480,7 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	fo.grants = grants;
 	fo.allow_blueprint = a->cfg->allow_blueprint_read_paths;
 	fo.config_path = opts->config_path;
+	fo.data_root = opts->data_root;
 	r = lev_fs_ctx_new(&fo, &a->fs, err);
 	lev_strv_free(grants);
 	if (r < 0)

@@ -146,7 +146,8 @@ struct lev_agent_opts {
 	const char *model;		/* --model PROVIDER/MODEL, or NULL */
 	bool no_seed_commands;		/* --no-seed-commands */
 	const char *runs_dir;		/* <data root>/runs; NULL: no record (benchmarks) */
-	const char *data_root;		/* masked inside sandboxes; NULL: from the env */
+	const char *data_root;		/* masked inside sandboxes, never written by file
+					   tools; NULL: from the env */
 	const char *policy_path;	/* policy.toml; NULL: none */
 	const char *rules_dir;		/* Lua rules; NULL: none */
 	const char *credentials_path;	/* credentials.toml; NULL: none */

@@ -53,6 +53,7 @@ struct lev_sandbox {
 	char **engine_args;
 	char *oci_helper;
 	char *path_env;
+	bool plan_only;			/* opts->plan_only: describe, never start or run */
 };
 
 /*

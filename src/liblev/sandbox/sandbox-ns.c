@@ -239,6 +239,11 @@ int lev_sbx_ns_setup(struct lev_sandbox *sb, struct lev_err *err)
 		have &= ~LEV_LAYER_RLIMITS;
 	}
 
+	/* network = false is never advisory: one of the two layers must close it */
+	if (!sb->spec.network && !(have & (LEV_LAYER_NETNS | LEV_LAYER_SECCOMP)))
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "namespace sandbox unavailable: network = false needs a network "
+				   "namespace or seccomp, and neither is available: %s", why.buf);
 	sb->wanted = wanted;
 	sb->layers = have;
 	sb->missing = wanted & ~have;
@@ -559,6 +564,12 @@ static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *con
 			pl->use_sc = true;
 			pl->sc = &sb->sc;
 		}
+	}
+	if (sb->kind == LEV_SANDBOX_NONE && sb->have_sc && (sb->sc.flags & LEV_SCFILTER_NET_ONLY)) {
+		/* network = false on the host: the network-only filter */
+		pl->use_nnp = true;
+		pl->use_sc = true;
+		pl->sc = &sb->sc;
 	}
 	if (sb->kind == LEV_SANDBOX_NONE && limits->read_fence) {
 		int r = plan_read_fence(pl, sb, err);

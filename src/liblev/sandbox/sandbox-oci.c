@@ -522,6 +522,7 @@ struct lev_sbx_ct {
 	pid_t init_pid;		/* the helper's pid on the host, 0 when unknown */
 	bool seccomp;		/* the helper installs the filter */
 	bool no_cgroup_limits;	/* the engine ignored --pids-limit and --memory */
+	bool planned;		/* plan_only: described, never started (nothing to remove) */
 	char **run_argv;	/* for describe */
 };
 
@@ -565,10 +566,14 @@ static void ct_free(struct lev_sbx_ct *c)
 
 static int ct_remove(struct lev_sbx_ct *c, struct lev_err *err)
 {
-	char **argv = lev_oci_rm_argv(c->engine, c->engine_args, c->name);
+	char **argv;
 	_cleanup_free_ char *o = NULL, *e = NULL;
-	int rc = run_capture(argv, CMD_TIMEOUT_MS, &o, &e);
+	int rc;
 
+	if (c->planned)
+		return 0;	/* never started: the engine is not run to remove it */
+	argv = lev_oci_rm_argv(c->engine, c->engine_args, c->name);
+	rc = run_capture(argv, CMD_TIMEOUT_MS, &o, &e);
 	lev_strv_free(argv);
 	if (rc != 0)
 		return lev_err_set(err, rc < 0 ? rc : -EIO, "cannot remove container '%s': %s",
@@ -994,6 +999,12 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	}
 	lev_strv_free(hide_dirs);
 	lev_strv_free(hide_files);
+	if (sb->plan_only) {
+		/* --dry-run: the plan names the run argv; the engine never runs */
+		c->planned = true;
+		*out = c;
+		return 0;
+	}
 
 	sweep_orphans(sb->pool, c->engine, c->engine_args);
 	r = run_capture(c->run_argv, RUN_TIMEOUT_MS, &o, &e);
@@ -1104,7 +1115,7 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 	sig = lev_oci_signature(engine, sb->engine_args, sb->spec.image, sb->spec.network, mounts,
 				sb->workdir);
 	for (i = 0; i < sb->pool->n; i++)
-		if (sb->pool->cts[i]->sig == sig)
+		if (sb->pool->cts[i]->sig == sig && sb->pool->cts[i]->planned == sb->plan_only)
 			sb->ct = sb->pool->cts[i];
 	if (!sb->ct) {
 		struct lev_sbx_ct *c = NULL;
@@ -1432,6 +1443,7 @@ int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const 
 	json_object_set_new(c, "engine", json_string(sb->ct->engine));
 	json_object_set_new(c, "image", json_string(sb->spec.image));
 	json_object_set_new(c, "name", json_string(sb->ct->name));
+	json_object_set_new(c, "started", json_boolean(!sb->ct->planned));
 	json_object_set_new(c, "user", json_string("the invoking uid:gid"));
 	a = json_array();
 	for (s = sb->ct->run_argv; s && *s; s++)

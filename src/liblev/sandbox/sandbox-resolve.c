@@ -1,11 +1,20 @@
 /*
  * sandbox-resolve.c - the effective [sandbox] for a stage (leviath-spec §5.2).
  *
- * The user's block is both the default and the ceiling.  A blueprint's block
- * (the stage block replacing the agent block wholesale) may ask for a
- * stronger kind or narrow the user's settings, never loosen them; its engine
- * is never used, because the engine binary runs on the host before any
- * prompt.
+ * The user's block and the blueprint's block (the stage block replacing the
+ * agent block wholesale) are merged field by field, each field by its own
+ * rule, so tightening one field can never reopen another the user closed:
+ *
+ *   kind            the stronger fence of the two (none < namespace < container)
+ *   network         on only when both allow it (an unwritten network allows)
+ *   on_unavailable  error when either side says error (the user's unwritten
+ *                   value is error, a blueprint's unwritten value is no opinion)
+ *   image, engine,  the user's only: the engine runs on the host and the image
+ *   mounts,         is fetched by it before any prompt, mounts expose host
+ *   deny_read       paths, masks hide them
+ *
+ * Limits and timeouts ([limits], [sandbox] timeout_secs) are user-only keys:
+ * a blueprint cannot write them, so there is nothing of its to merge.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,58 +31,13 @@ static bool present(const struct lev_sandbox_spec *s)
 /* A written block's kind: a block without `kind` means none (the host). */
 static enum lev_sandbox_kind kind_of(const struct lev_sandbox_spec *s)
 {
-	return s->has_kind ? s->kind : LEV_SANDBOX_NONE;
+	return s && s->has_kind ? s->kind : LEV_SANDBOX_NONE;
 }
 
-/* A written block's network: true unless written false. */
+/* A block's network: true unless written false. */
 static bool network_of(const struct lev_sandbox_spec *s)
 {
-	return s->has_network ? s->network : true;
-}
-
-static enum lev_on_unavailable onun_of(const struct lev_sandbox_spec *s)
-{
-	return s->has_on_unavailable ? s->on_unavailable : LEV_ON_UNAVAILABLE_ERROR;
-}
-
-/* Copy S as written, filling every default, without its engine. */
-static void as_written(const struct lev_sandbox_spec *s, struct lev_sandbox_spec *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->present = true;
-	out->has_kind = true;
-	out->kind = kind_of(s);
-	out->image = s->image ? xstrdup(s->image) : NULL;
-	out->engine = NULL;
-	out->has_network = true;
-	out->network = network_of(s);
-	out->mounts = lev_strv_copy(s->mounts);
-	out->has_on_unavailable = true;
-	out->on_unavailable = onun_of(s);
-	out->deny_read = NULL;
-}
-
-/* The blueprint block N clamped by the user's active block G. */
-static void clamp(const struct lev_sandbox_spec *n, const struct lev_sandbox_spec *g,
-		  struct lev_sandbox_spec *out)
-{
-	char *const *m;
-
-	memset(out, 0, sizeof(*out));
-	out->present = true;
-	out->has_kind = true;
-	out->kind = kind_of(n) > kind_of(g) ? kind_of(n) : kind_of(g);
-	if (g->image)
-		out->image = xstrdup(g->image);
-	else if (n->image)
-		out->image = xstrdup(n->image);
-	out->has_network = true;
-	out->network = network_of(n) && network_of(g);
-	for (m = n->mounts; m && *m; m++)
-		if (lev_strv_contains(g->mounts, *m) && !lev_strv_contains(out->mounts, *m))
-			out->mounts = lev_strv_push(out->mounts, *m);
-	out->has_on_unavailable = true;
-	out->on_unavailable = onun_of(g);
+	return s && s->has_network ? s->network : true;
 }
 
 void lev_sandbox_resolve(const struct lev_sandbox_spec *global, const struct lev_sandbox_spec *agent,
@@ -81,24 +45,27 @@ void lev_sandbox_resolve(const struct lev_sandbox_spec *global, const struct lev
 {
 	const struct lev_sandbox_spec *n = present(stage) ? stage : present(agent) ? agent : NULL;
 	const struct lev_sandbox_spec *g = present(global) ? global : NULL;
-	bool g_active = g && kind_of(g) != LEV_SANDBOX_NONE;
 
-	if (n && g_active && kind_of(n) == LEV_SANDBOX_NONE)
-		as_written(g, out);		/* a blueprint cannot turn the user's sandbox off */
-	else if (n && g_active)
-		clamp(n, g, out);
-	else if (n)
-		as_written(n, out);		/* opting in from nothing stands as written */
-	else if (g)
-		as_written(g, out);
-	else {
-		static const struct lev_sandbox_spec host = { .present = false };
-		as_written(&host, out);		/* nothing anywhere: the host */
-	}
+	memset(out, 0, sizeof(*out));
+	out->present = true;
 
-	/* Only the user ever names the engine binary or the masks. */
-	free(out->engine);
+	out->has_kind = true;
+	out->kind = kind_of(g);
+	if (kind_of(n) > out->kind)
+		out->kind = kind_of(n);		/* a blueprint's none never lowers it */
+
+	out->has_network = true;
+	out->network = network_of(g) && network_of(n);
+
+	out->has_on_unavailable = true;
+	out->on_unavailable = g && g->has_on_unavailable ? g->on_unavailable
+							 : LEV_ON_UNAVAILABLE_ERROR;
+	if (n && n->has_on_unavailable && n->on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
+		out->on_unavailable = LEV_ON_UNAVAILABLE_ERROR;
+
+	/* Only the user ever names the image, the engine, the mounts or the masks. */
+	out->image = g && g->image ? xstrdup(g->image) : NULL;
 	out->engine = g && g->engine ? xstrdup(g->engine) : NULL;
-	lev_strv_free(out->deny_read);
+	out->mounts = g ? lev_strv_copy(g->mounts) : NULL;
 	out->deny_read = g ? lev_strv_copy(g->deny_read) : NULL;
 }

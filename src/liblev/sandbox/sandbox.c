@@ -595,6 +595,71 @@ static int check_workdir(struct lev_sandbox *sb, const char *given, struct lev_e
 	return 0;
 }
 
+/*
+ * lev's own files (data root, config) inside the workdir.  A sandbox with a
+ * mount namespace (namespace, container) covers them with a mask, so a
+ * missing data root is created first (0700) to have something to mask:
+ * otherwise a command could create ~/.leviath/config.toml for the next run
+ * to obey.  Without a mount namespace (kind none, or a namespace that fell
+ * back to Landlock only) the workdir is writable as a whole, so such a
+ * workdir is refused.
+ */
+static int own_files_in_workdir(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
+				bool masked, struct lev_err *err)
+{
+	_cleanup_strv_ char **own = lev_datadir_own_paths(o->data_root, NULL);
+	_cleanup_free_ char *root = NULL;
+	char *const *p;
+
+	if (o->data_root)
+		root = xstrdup(o->data_root);
+	else if (lev_datadir_root(&root, NULL) < 0)
+		root = NULL;
+	for (p = own; p && *p; p++) {
+		if (!path_within(*p, sb->workdir))
+			continue;
+		if (!masked)
+			return lev_err_set(err, LEV_EUSAGE,
+				"workdir '%s' contains lev's own files ('%s'): with sandbox kind "
+				"none a command could rewrite lev's config and policy; run in a "
+				"project directory, or set [sandbox] kind = \"namespace\"",
+				sb->workdir, *p);
+		if (root && !sb->plan_only && access(root, F_OK) < 0 && errno == ENOENT &&
+		    lev_datadir_ensure(root, NULL) == 0 && !lev_strv_contains(sb->masks, root))
+			sb->masks = lev_strv_push(sb->masks, root);
+	}
+	return 0;
+}
+
+/*
+ * Kind none with network = false (as configured, or after a container fell
+ * back to the host): every command runs under no_new_privs and the
+ * network-only seccomp filter.  Without seccomp the network cannot be
+ * closed, so the sandbox is refused whatever on_unavailable says: a
+ * `network = false` is never advisory.
+ */
+static int host_network_fence(struct lev_sandbox *sb, struct lev_err *err)
+{
+	const struct lev_sbx_kernel *k = lev_sbx_kernel();
+	struct lev_err e2 = LEV_ERR_INIT;
+
+	lev_scfilter_release(&sb->sc);
+	sb->have_sc = false;
+	if (k->seccomp < 0)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "network = false with sandbox kind none needs seccomp, which "
+				   "this kernel does not offer; use kind = 'namespace' or allow "
+				   "the network");
+	if (lev_scfilter_build(LEV_SCFILTER_NET_ONLY, &sb->sc, &e2) < 0)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "network = false with sandbox kind none needs seccomp: %s",
+				   e2.msg);
+	sb->have_sc = true;
+	sb->layers |= LEV_LAYER_SECCOMP | LEV_LAYER_NNP;
+	sb->wanted |= LEV_LAYER_SECCOMP | LEV_LAYER_NNP;
+	return 0;
+}
+
 int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbox_opts *opts,
 		    struct lev_sandbox **out, struct lev_err *err)
 {
@@ -618,6 +683,7 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	sb->engine_args = lev_strv_copy(opts->engine_args);
 	sb->oci_helper = opts->oci_helper ? xstrdup(opts->oci_helper) : NULL;
 	sb->path_env = opts->path_env ? xstrdup(opts->path_env) : NULL;
+	sb->plan_only = opts->plan_only;
 
 	if (opts->home) {
 		sb->home = xstrdup(opts->home);
@@ -640,6 +706,12 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	r = check_workdir(sb, opts->workdir, err);
 	if (r < 0)
 		goto fail;
+	if (sb->kind != LEV_SANDBOX_NONE) {
+		/* make sure the data root exists to be masked (checked again below) */
+		r = own_files_in_workdir(sb, opts, true, err);
+		if (r < 0)
+			goto fail;
+	}
 
 	switch (sb->kind) {
 	case LEV_SANDBOX_NONE:
@@ -653,6 +725,10 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 		r = lev_sbx_oci_setup(sb, opts, err);
 		break;
 	}
+	if (r == 0 && sb->kind != LEV_SANDBOX_CONTAINER && !(sb->layers & LEV_LAYER_MOUNTNS))
+		r = own_files_in_workdir(sb, opts, false, err);
+	if (r == 0 && sb->kind == LEV_SANDBOX_NONE && !sb->spec.network)
+		r = host_network_fence(sb, err);
 	if (r < 0)
 		goto fail;
 	*out = sb;
@@ -692,6 +768,11 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 enum lev_sandbox_kind lev_sandbox_kind(const struct lev_sandbox *sb)
 {
 	return sb->kind;
+}
+
+bool lev_sandbox_network(const struct lev_sandbox *sb)
+{
+	return sb->spec.network;
 }
 
 unsigned lev_sandbox_layers(const struct lev_sandbox *sb)
@@ -744,6 +825,8 @@ int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 
 	if (!argv || !argv[0] || !argv[0][0])
 		return lev_err_set(err, LEV_EUSAGE, "no command to run");
+	if (sb->plan_only)
+		return lev_err_set(err, LEV_EUSAGE, "a sandbox made for a plan runs nothing");
 	if (!cwd_ok(sb, cwd, &realcwd, err))
 		return err ? err->code : -EINVAL;
 	if (limits) {
@@ -1068,6 +1151,7 @@ int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
 	res->err_truncated = se.truncated;
 	res->layers = p->sb->layers;
 	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
+	res->timeout_ms = p->timeout_ms;
 	return 0;
 }
 

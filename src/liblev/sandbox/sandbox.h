@@ -116,6 +116,12 @@ struct lev_sandbox_opts {
 	const char *path_env;		/* PATH to find engines in; NULL: $PATH */
 	struct lev_envfilter env;	/* [security] shell_env */
 	struct lev_sandbox_limits limits;	/* defaults for every spawn */
+	/*
+	 * Plan only (--dry-run): the sandbox is set up far enough to be
+	 * described, but no container is started and the engine is never run
+	 * to start or remove one; lev_sandbox_spawn() refuses with LEV_EUSAGE.
+	 */
+	bool plan_only;
 };
 
 #define LEV_SANDBOX_OPTS_INIT { .env = LEV_ENVFILTER_INIT }
@@ -124,18 +130,15 @@ struct lev_sandbox_opts {
  * Resolve the effective sandbox for one stage (leviath-spec §5.2), the
  * stage block replacing the agent block wholesale.  GLOBAL is the user's
  * config; AGENT and STAGE come from a blueprint (any may be NULL or have
- * present == false).  A blueprint may choose a stronger kind or narrow,
- * never weaken:
- *   - its engine is always dropped;
- *   - it cannot turn an active user sandbox off or trade container for
- *     namespace (the stronger kind wins);
- *   - it cannot turn the network back on (network = both agree);
- *   - it keeps only the mounts the user listed (exact strings);
- *   - the user's image and on_unavailable win;
- *   - with no active user sandbox, its opt-in stands as written.
- * The user's engine and deny_read always apply.  *out is complete (present
- * and every has_* set, defaults filled) and owned by the caller (release it
- * with lev_sandbox_spec_release()).
+ * present == false).  Each field merges by its own rule, so tightening one
+ * field never reopens another:
+ *   - kind: the stronger of the two (a blueprint's none never lowers it);
+ *   - network: on only when neither side writes false;
+ *   - on_unavailable: error when either says error (the user's unwritten
+ *     value is error);
+ *   - image, engine, mounts, deny_read: the user's only.
+ * *out is complete (present and every has_* set, defaults filled) and owned
+ * by the caller (release it with lev_sandbox_spec_release()).
  */
 void lev_sandbox_resolve(const struct lev_sandbox_spec *global, const struct lev_sandbox_spec *agent,
 			 const struct lev_sandbox_spec *stage, struct lev_sandbox_spec *out);
@@ -167,6 +170,8 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb);
 
 /* The kind that actually runs (none after a warn fallback to the host). */
 enum lev_sandbox_kind lev_sandbox_kind(const struct lev_sandbox *sb);
+/* Whether commands may use the network (the resolved spec's network). */
+bool lev_sandbox_network(const struct lev_sandbox *sb);
 /* Layers in force, and layers wanted but missing (warn mode). */
 unsigned lev_sandbox_layers(const struct lev_sandbox *sb);
 unsigned lev_sandbox_missing(const struct lev_sandbox *sb);
@@ -226,6 +231,7 @@ struct lev_sandbox_result {
 	bool err_truncated;
 	unsigned layers;	/* layers the command ran under */
 	uint64_t elapsed_ms;
+	uint64_t timeout_ms;	/* the timeout that was enforced (name it in messages) */
 };
 
 /*

@@ -43,16 +43,17 @@ struct rule {
 	int nr_x86_64;		/* used when libseccomp does not know the name; -1: none */
 	enum rule_kind kind;
 	const char *why;
+	bool net;		/* part of the network-only filter (LEV_SCFILTER_NET_ONLY) */
 };
 
 static const struct rule rules[] = {
-	{ "io_uring_setup", 425, R_DENY, "io_uring can open sockets without socket()" },
-	{ "io_uring_enter", 426, R_DENY, "io_uring" },
-	{ "io_uring_register", 427, R_DENY, "io_uring" },
-	{ "ptrace", 101, R_DENY, "no tracing of other processes" },
-	{ "process_vm_readv", 310, R_DENY, "no reading other processes' memory" },
-	{ "process_vm_writev", 311, R_DENY, "no writing other processes' memory" },
-	{ "pidfd_getfd", 438, R_DENY, "no stealing other processes' files" },
+	{ "io_uring_setup", 425, R_DENY, "io_uring can open sockets without socket()", true },
+	{ "io_uring_enter", 426, R_DENY, "io_uring", true },
+	{ "io_uring_register", 427, R_DENY, "io_uring", true },
+	{ "ptrace", 101, R_DENY, "no tracing of other processes", true },
+	{ "process_vm_readv", 310, R_DENY, "no reading other processes' memory", true },
+	{ "process_vm_writev", 311, R_DENY, "no writing other processes' memory", true },
+	{ "pidfd_getfd", 438, R_DENY, "no stealing other processes' files", true },
 	{ "process_madvise", 440, R_DENY, "no acting on other processes' memory" },
 	{ "bpf", 321, R_DENY, "kernel attack surface" },
 	{ "perf_event_open", 298, R_DENY, "kernel attack surface, side channels" },
@@ -84,8 +85,8 @@ static const struct rule rules[] = {
 	{ "clone", 56, R_NSFLAGS, "a new user namespace would give back capabilities" },
 	{ "clone3", 435, R_ENOSYS, "flags are out of reach; libc falls back to clone" },
 	{ "ioctl", 16, R_IOCTL, "no typing into the terminal (TIOCSTI, TIOCLINUX)" },
-	{ "socket", 41, R_FAMILY, "network off: AF_UNIX only" },
-	{ "socketpair", 53, R_FAMILY, "network off: AF_UNIX only" },
+	{ "socket", 41, R_FAMILY, "network off: AF_UNIX only", true },
+	{ "socketpair", 53, R_FAMILY, "network off: AF_UNIX only", true },
 };
 
 static const uint64_t ns_flags[] = {
@@ -113,6 +114,8 @@ static int add_rules(scmp_filter_ctx ctx, const struct rule *r, unsigned flags)
 	int rc = 0;
 	size_t i;
 
+	if ((flags & LEV_SCFILTER_NET_ONLY) && !r->net)
+		return 0;
 	if (nr < 0)
 		return -ENOSYS;
 	switch (r->kind) {
@@ -247,6 +250,8 @@ int lev_scfilter_describe(unsigned flags, struct lev_buf *out)
 		const struct rule *ru = &rules[i];
 		const char *action;
 
+		if ((flags & LEV_SCFILTER_NET_ONLY) && !ru->net)
+			continue;
 		switch (ru->kind) {
 		case R_ENOSYS:
 			action = "ENOSYS";

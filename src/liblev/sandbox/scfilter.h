@@ -36,6 +36,14 @@
 
 enum {
 	LEV_SCFILTER_NET = 1u << 0,	/* network allowed: no socket-family rule */
+	/*
+	 * Only the rules that keep a process off the network: socket and
+	 * socketpair of every family but AF_UNIX, io_uring, and the calls
+	 * that reach into another process (ptrace, process_vm_readv/writev,
+	 * pidfd_getfd), which could borrow its sockets.  The filter of kind
+	 * none with network = false.  Other architectures are still killed.
+	 */
+	LEV_SCFILTER_NET_ONLY = 1u << 1,
 };
 
 struct lev_scfilter {

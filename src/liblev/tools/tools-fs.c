@@ -17,6 +17,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/conf/datadir.h"
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
 #include "liblev/tools/tools-fs.h"
@@ -38,6 +39,7 @@ struct lev_fs_ctx {
 	struct lev_readpaths *grants;
 	bool allow_blueprint;
 	enum lev_confine_mode mode;
+	char **own;		/* lev's own files: never written (lev_datadir_own_paths) */
 };
 
 enum want {
@@ -579,9 +581,55 @@ static int open_dir_creating(struct lev_fs_ctx *c, const char *rel_dir, bool cre
 }
 
 /*
+ * The one of lev's own files (data root, config) that the real path REAL
+ * is or lies beneath, or NULL.  Whatever the workdir: with the workdir at
+ * $HOME, ~/.leviath is inside it, and still no tool may write there.
+ */
+static const char *own_file(const struct lev_fs_ctx *c, const char *real)
+{
+	char *const *p;
+
+	for (p = c->own; real && p && *p; p++)
+		if (path_under(real, *p))
+			return *p;
+	return NULL;
+}
+
+/* The real path a write would reach: DFD's real path, then MISSING, then NAME. */
+static char *write_real(const struct lev_fs_ctx *c, int dfd, const char *dir, const char *missing,
+			const char *name)
+{
+	_cleanup_free_ char *dreal = NULL;
+
+	if (lev_confine_fd_path(dfd, &dreal, NULL) < 0)
+		dreal = lexical_abs(c, dir);
+	return missing ? xasprintf("%s%s%s/%s", dreal, strcmp(dreal, "/") ? "/" : "", missing, name)
+		       : lev_path_join(dreal, name);
+}
+
+/* Refuse T when REAL is one of lev's own files; true when refused. */
+static bool refuse_own(const struct lev_fs_ctx *c, const char *tool, const char *path,
+		       const char *real, struct target *t)
+{
+	_cleanup_free_ char *p = NULL, *o = NULL;
+	const char *own = own_file(c, real);
+
+	if (!own)
+		return false;
+	p = disp(path);
+	o = disp(own);
+	set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR,
+		msgf("'%s' is one of lev's own files (under '%s'): %s never writes lev's data "
+		     "root, config or policy, whatever the workdir; edit it yourself outside the run",
+		     p, o, tool));
+	return true;
+}
+
+/*
  * Resolve PATH for write_file / edit_file (TOOL): the directory that will
  * hold it, opened confined, and its final name.  CREATE makes missing
- * parent directories (write_file running for real).
+ * parent directories (write_file running for real), only once the target
+ * is known not to be one of lev's own files.
  */
 static void resolve_write(struct lev_fs_ctx *c, const char *tool, const char *path, bool create,
 			  bool need_real, struct target *t)
@@ -631,7 +679,21 @@ static void resolve_write(struct lev_fs_ctx *c, const char *tool, const char *pa
 		return;
 	}
 	t->name = xstrdup(name);
-	r = open_dir_creating(c, dir, create, &t->dfd, &missing);
+	r = open_dir_creating(c, dir, false, &t->dfd, &missing);
+	if (r == 0 && missing && create) {
+		/* decide before creating anything, then create and decide again */
+		_cleanup_free_ char *would = write_real(c, t->dfd, dir, missing, name);
+
+		if (refuse_own(c, tool, path, would, t)) {
+			t->real = TAKE_PTR(would);
+			return;
+		}
+		close(t->dfd);
+		t->dfd = -1;
+		free(missing);
+		missing = NULL;
+		r = open_dir_creating(c, dir, true, &t->dfd, &missing);
+	}
 	if (r < 0) {
 		t->real = lexical_abs(c, rel);
 		if (r == -EXDEV)
@@ -644,14 +706,11 @@ static void resolve_write(struct lev_fs_ctx *c, const char *tool, const char *pa
 				   path, r);
 		return;
 	}
-	if (need_real) {
-		_cleanup_free_ char *dreal = NULL;
-		if (lev_confine_fd_path(t->dfd, &dreal, NULL) < 0)
-			dreal = lexical_abs(c, dir);
-		t->real = missing ? xasprintf("%s%s%s/%s", dreal, strcmp(dreal, "/") ? "/" : "",
-					      missing, name)
-				  : lev_path_join(dreal, name);
-	}
+	/* the real path is always needed: lev's own files are decided on it */
+	t->real = write_real(c, t->dfd, dir, missing, name);
+	(void)need_real;
+	if (refuse_own(c, tool, path, t->real, t))
+		return;
 	if (missing) {
 		/* nothing exists there yet: the tool would create it, confined */
 		t->status = T_OK;
@@ -760,6 +819,7 @@ int lev_fs_ctx_new(const struct lev_fs_opts *o, struct lev_fs_ctx **out, struct 
 			c->home = real;
 		}
 	}
+	c->own = lev_datadir_own_paths(o->data_root, o->config_path);
 	r = lev_readpaths_new(o->declared, c->root_real, c->home, &c->declared, err);
 	if (r < 0) {
 		lev_err_wrap(err, "agent '%s' [read_paths]", o->agent ? o->agent : "?");
@@ -791,6 +851,7 @@ struct lev_fs_ctx *lev_fs_ctx_free(struct lev_fs_ctx *c)
 	free(c->config_path);
 	lev_readpaths_free(c->declared);
 	lev_readpaths_free(c->grants);
+	lev_strv_free(c->own);
 	free(c);
 	return NULL;
 }

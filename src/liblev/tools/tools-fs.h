@@ -6,7 +6,9 @@
  * string and opened later) beneath the workdir's directory fd.  Only the
  * read tools may leave the workdir, and only when the [read_paths] policy
  * (readpaths.h) allows the REAL path read back from the opened fd.
- * write_file and edit_file never leave the workdir, whatever is granted.
+ * write_file and edit_file never leave the workdir, whatever is granted,
+ * and never write lev's own files (its data root and config, see
+ * lev_datadir_own_paths()) even when they lie inside the workdir.
  *
  * Paths: relative paths resolve against the workdir; an absolute path under
  * the workdir (its real path, or the path it was given as) is made relative
@@ -53,7 +55,9 @@ struct lev_fs_opts {
 	char *const *declared;		/* the blueprint's [read_paths] allow (strv) */
 	char *const *grants;		/* [security] read_paths ++ [agent_read_paths.<agent>] allow */
 	bool allow_blueprint;		/* [security] allow_blueprint_read_paths */
-	const char *config_path;	/* named in messages; NULL: "your config.toml" */
+	const char *config_path;	/* named in messages, never written;
+					   NULL: "your config.toml" */
+	const char *data_root;		/* lev's data root, never written; NULL: the env's */
 	enum lev_confine_mode confine;	/* LEV_CONFINE_AUTO, or _WALK to force the fallback */
 };
 

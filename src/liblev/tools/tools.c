@@ -288,7 +288,10 @@ void lev_shell_format(const char *command, const struct lev_sandbox_result *res,
 		      res->exec_errno;
 
 	if (res->timed_out) {
-		uint64_t secs = (timeout_ms ? timeout_ms : LEV_SANDBOX_DEFAULT_TIMEOUT_MS) / 1000;
+		/* the timeout the sandbox enforced, whoever chose it */
+		uint64_t ms = res->timeout_ms ? res->timeout_ms
+				: timeout_ms ? timeout_ms : LEV_SANDBOX_DEFAULT_TIMEOUT_MS;
+		uint64_t secs = (ms + 999) / 1000;
 
 		(void)lev_buf_addf(&b, "[timed out] Command exceeded %llus: %s",
 				   (unsigned long long)secs, command);
