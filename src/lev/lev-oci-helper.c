@@ -6,11 +6,14 @@
  *
  * `serve` listens on SOCKET (in a directory lev bind-mounts) and runs one
  * command per connection, as described in src/liblev/oci-proto.h: the
- * command gets the three descriptors lev sent as its stdio, a new session,
- * and (with LEV_OCI_FLAG_SECCOMP) lev's seccomp filter from
- * /.lev/seccomp.bpf; when it ends, or when lev says so, its process group
- * and every process it left behind are killed, and its status goes back.
- * As PID 1 of the container it also reaps orphans, and exits on SIGTERM.
+ * command gets the three descriptors lev sent as its stdio, exactly the
+ * environment lev sent, a new session, a PID namespace of its own (whose
+ * first process dies with the per-connection supervisor, and whose end
+ * kills everything the command started), no capabilities, and (with
+ * LEV_OCI_FLAG_SECCOMP) lev's seccomp filter from /.lev/seccomp.bpf; when
+ * it ends, or when lev says so, the namespace is killed and its status
+ * goes back.  As PID 1 of the container it also reaps orphans, and exits
+ * on SIGTERM.
  *
  * `run` is the same for one command given on the command line, for `<engine>
  * exec` when the fast path is not used; it exits with the command's code

@@ -690,6 +690,7 @@ struct lev_sbx_ct {
 	uid_t run_uid;		/* --user */
 	gid_t run_gid;
 	uid_t file_uid;		/* who owns on the host what commands create */
+	bool rootless;		/* --user 0:0, the engine's root being the caller */
 };
 
 struct lev_sandbox_pool {
@@ -1125,6 +1126,7 @@ static void pick_user(const struct lev_sandbox *sb, bool rootless, struct lev_sb
 	c->run_uid = sb->uid;
 	c->run_gid = sb->gid;
 	c->file_uid = sb->uid;
+	c->rootless = rootless;
 	if (rootless || sb->uid != 0)
 		return;
 	c->run_uid = 65534;
@@ -1855,9 +1857,24 @@ int lev_sbx_oci_after(struct lev_sandbox_proc *p, struct lev_err *err)
 
 /* ---- describe ---- */
 
+/* "UID:GID", and who that is. */
+static const char *describe_user(const struct lev_sbx_ct *c, char *buf, size_t n)
+{
+	if (c->rootless)
+		snprintf(buf, n, "0:0 (rootless: the engine's root is the invoking user)");
+	else if (getuid() == 0)
+		snprintf(buf, n, "%u:%u (lev runs as root: the workdir's owner, else nobody; "
+			 "never root)", (unsigned)c->run_uid, (unsigned)c->run_gid);
+	else
+		snprintf(buf, n, "%u:%u (the invoking user)", (unsigned)c->run_uid,
+			 (unsigned)c->run_gid);
+	return buf;
+}
+
 int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
 			 void *jv, struct lev_buf *out, struct lev_err *err)
 {
+	char ubuf[160];
 	json_t *o = jv, *c = json_object(), *a;
 	char **v;
 	char *const *s;
@@ -1867,7 +1884,8 @@ int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const 
 	json_object_set_new(c, "engine", json_string(sb->ct->engine));
 	json_object_set_new(c, "image", json_string(sb->spec.image));
 	json_object_set_new(c, "name", json_string(sb->ct->name));
-	json_object_set_new(c, "user", json_string("the invoking uid:gid"));
+	json_object_set_new(c, "user", json_string_nocheck(describe_user(sb->ct, ubuf,
+									   sizeof(ubuf))));
 	a = json_array();
 	for (s = sb->ct->run_argv; s && *s; s++)
 		json_array_append_new(a, json_string(*s));
@@ -1886,7 +1904,9 @@ int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const 
 		lev_strv_free(v);
 	}
 	json_object_set_new(c, "seccomp", json_boolean(sb->ct->seccomp));
-	json_object_set_new(c, "environment", json_string("the image's (the host's is never passed)"));
+	json_object_set_new(c, "environment",
+			    json_string("the image's, plus [security] allow_env_vars (nothing else "
+					"of the host's, nothing the engine adds)"));
 	json_object_set_new(o, "container", c);
 	return 0;
 }

@@ -87,9 +87,9 @@ char **lev_oci_engine_env(char *const *envp);
 /*
  * Strip what a container call must not leave in the workdir DIRFD (walked
  * with fd-relative calls, never following a symlink, crossing no more than
- * LEV_OCI_SCRUB_DEPTH levels): the setuid and setgid bits of every file and
- * directory owned by UID whose status changed at or after SINCE (seconds,
- * the wall clock), and every device node changed since then.  *fixed counts
+ * LEV_OCI_SCRUB_DEPTH levels): the setuid and setgid bits of every regular
+ * file owned by UID whose status changed at or after SINCE (seconds, the
+ * wall clock), and every device node changed since then.  *fixed counts
  * what was changed.  0, or the first -errno (the walk goes on past it).
  */
 #define LEV_OCI_SCRUB_DEPTH 256

@@ -16,6 +16,8 @@ HELPER="$BUILD_DIR/src/lev/lev-oci-helper"
 ENGINE=${LEV_TEST_ENGINE:-podman}
 IMAGE="localhost/lev-test-t4510:$$"
 MARK="t4510-mark-$$"
+# the chain's own processes only (not a shell or helper naming it in argv)
+CHAIN="^sh \./$MARK\.sh"
 
 SHOME=$(mktemp -d /var/tmp/lev-t4510-home.XXXXXX)
 chmod 755 "$SHOME"
@@ -26,7 +28,7 @@ ours() {
 }
 cleanup_t4510() {
 	for p in $HOSTPIDS; do kill "$p" 2>/dev/null; done
-	pkill -f "$MARK" 2>/dev/null
+	pkill -f "$CHAIN" 2>/dev/null
 	if command -v "$ENGINE" >/dev/null; then
 		ids=$(ours)
 		[ -n "$ids" ] && "$ENGINE" rm -f $ids >/dev/null 2>&1
@@ -128,33 +130,33 @@ sleep 1000
 EOT
 chmod 644 "$WD/$MARK.sh"
 
-count_inside='n=0; for i in $(seq 200); do n=$(ps -o args | grep -c "[t]4510-mark"); [ "$n" -ge 51 ] && break; sleep 0.1; done; echo chain=$n'
+# the lines the calls run (inside: busybox sh and ps; on the host: pgrep)
+export CHAIN
+COUNT='n=0; for i in $(seq 200); do n=$(ps -o args | grep -c "^sh \./t4510-mark"); [ "$n" -ge 51 ] && break; sleep 0.1; done; echo chain=$n'
+NONE_ON_HOST='host:! pgrep -f "$CHAIN"'
+NONE_INSIDE='ps -o args | grep -c "^sh \./t4510-mark"; true'
+KILL_SUPERVISOR='for p in $(ps -o pid,args | grep "[l]ev-oci-helper" | sed "s/^ *//" | cut -d" " -f1); do kill -9 $p 2>/dev/null; done; echo still-here'
 
 test_expect_success '9: a 50-deep double-forked chain dies with its call' '
 	LEV_OCI_HELPER="$HELPER" "$CALLS" "$WD" "$ENGINE" "$IMAGE" 60 \
-		"(sh ./$MARK.sh 50 &); $count_inside" \
-		"host:! pgrep -f $MARK" \
-		"ps -o args | grep -c [t]4510-mark; true" >out &&
-	sed -n 1p out | grep -q "^chain=51$" && [ "$(sed -n 2p out)" = rc=0 ] &&
+		"(sh ./$MARK.sh 50 &); $COUNT" "$NONE_ON_HOST" "$NONE_INSIDE" >out &&
+	[ "$(sed -n 1p out)" = chain=51 ] && [ "$(sed -n 2p out)" = rc=0 ] &&
 	[ "$(sed -n 3p out)" = rc=0 ] &&
 	[ "$(sed -n 4p out)" = 0 ] && [ "$(sed -n 5p out)" = rc=0 ] &&
-	! pgrep -f "$MARK"
+	! pgrep -f "$CHAIN"
 '
 
 test_expect_success '9: a command that kills its supervisor cannot outlive the call' '
 	LEV_OCI_HELPER="$HELPER" "$CALLS" "$WD" "$ENGINE" "$IMAGE" 60 \
-		"(sh ./$MARK.sh 3 &); for p in \$(ps -o pid,args | grep \"[l]ev-oci-helper\" | sed \"s/^ *//\" | cut -d\" \" -f1); do kill -9 \$p 2>/dev/null; done; echo still-here" \
-		"host:! pgrep -f $MARK" \
-		"echo alive" >out &&
-	grep -q "^still-here$" out && [ "$(sed -n 3p out)" = rc=0 ] &&
-	grep -q "^alive$" out && ! pgrep -f "$MARK"
+		"(sh ./$MARK.sh 3 &); $KILL_SUPERVISOR" "$NONE_ON_HOST" "echo alive" >out &&
+	[ "$(sed -n 1p out)" = still-here ] && [ "$(sed -n 3p out)" = rc=0 ] &&
+	[ "$(sed -n 4p out)" = alive ] && ! pgrep -f "$CHAIN"
 '
 
 test_expect_success '9: past the timeout the whole chain is gone' '
 	LEV_OCI_HELPER="$HELPER" "$CALLS" "$WD" "$ENGINE" "$IMAGE" 5 \
-		"(sh ./$MARK.sh 10 &); sleep 1000" \
-		"host:! pgrep -f $MARK" >out &&
-	grep -q "^timed-out$" out && [ "$(tail -1 out)" = rc=0 ] && ! pgrep -f "$MARK"
+		"(sh ./$MARK.sh 10 &); sleep 1000" "$NONE_ON_HOST" >out &&
+	grep -q "^timed-out$" out && [ "$(tail -1 out)" = rc=0 ] && ! pgrep -f "$CHAIN"
 '
 
 test_expect_success '9 (benign): a background job the command waits for completes' '
@@ -232,7 +234,7 @@ test_expect_success '11 (benign): with the helper nothing is missing' '
 '
 
 test_expect_success 'the host is unharmed: no containers, no marker processes left' '
-	[ -z "$(ours)" ] && ! pgrep -f "$MARK"
+	[ -z "$(ours)" ] && ! pgrep -f "$CHAIN"
 '
 
 test_done
