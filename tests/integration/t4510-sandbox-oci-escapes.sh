@@ -159,6 +159,31 @@ test_expect_success '9: past the timeout the whole chain is gone' '
 	grep -q "^timed-out$" out && [ "$(tail -1 out)" = rc=0 ] && ! pgrep -f "$CHAIN"
 '
 
+# the per-command supervisors: helpers whose parent is the container's
+# first helper (itself the child of the engine's monitor, not a helper)
+supervisors() {
+	for p in $(pgrep -f "^/.lev/lev-oci-helper serve"); do
+		pp=$(ps -o ppid= -p "$p" | tr -d " ") && [ -n "$pp" ] || continue
+		ppp=$(ps -o ppid= -p "$pp" | tr -d " ") && [ -n "$ppp" ] || continue
+		[ "$(ps -o comm= -p "$pp")" = lev-oci-helper ] &&
+			[ "$(ps -o comm= -p "$ppp")" != lev-oci-helper ] && echo "$p"
+	done
+	true
+}
+
+test_expect_success '9: losing the supervisor kills the call' '
+	(exec "$LEV" sandbox exec --kind container --engine "$ENGINE" --image "$IMAGE" \
+		--network off --timeout 300 --workdir "$WD" -- \
+		sh -c "(sh ./$MARK.sh 5 &); sleep 1000" >/dev/null 2>&1) &
+	pid=$! &&
+	for i in $(seq 300); do [ "$(pgrep -f "$CHAIN" | wc -l)" -ge 6 ] && break; sleep 0.1; done &&
+	[ "$(pgrep -f "$CHAIN" | wc -l)" -ge 6 ] &&
+	sv=$(supervisors) && [ -n "$sv" ] && kill -9 $sv &&
+	for i in $(seq 300); do pgrep -f "$CHAIN" >/dev/null || break; sleep 0.1; done &&
+	! pgrep -f "$CHAIN" &&
+	wait $pid; rc=$?; [ $rc != 0 ] && [ -z "$(ours)" ]
+'
+
 test_expect_success '9 (benign): a background job the command waits for completes' '
 	cbx -- sh -c "(sleep 1; echo bg-done >bg.txt) & wait; cat bg.txt" >out &&
 	grep -q "^bg-done$" out
