@@ -130,6 +130,11 @@ sleep 1000
 EOT
 chmod 644 "$WD/$MARK.sh"
 
+cat >"$WD/respawn-$$.sh" <<EOT
+while :; do (sh ./$MARK.sh 0 &); done
+EOT
+chmod 644 "$WD/respawn-$$.sh"
+
 # the lines the calls run (inside: busybox sh and ps; on the host: pgrep)
 export CHAIN
 COUNT='n=0; for i in $(seq 200); do n=$(ps -o args | grep -c "^sh \./t4510-mark"); [ "$n" -ge 51 ] && break; sleep 0.1; done; echo chain=$n'
@@ -157,6 +162,14 @@ test_expect_success '9: past the timeout the whole chain is gone' '
 	LEV_OCI_HELPER="$HELPER" "$CALLS" "$WD" "$ENGINE" "$IMAGE" 5 \
 		"(sh ./$MARK.sh 10 &); sleep 1000" "$NONE_ON_HOST" >out &&
 	grep -q "^timed-out$" out && [ "$(tail -1 out)" = rc=0 ] && ! pgrep -f "$CHAIN"
+'
+
+test_expect_success '9: a loop that keeps spawning orphans dies with its call' '
+	LEV_OCI_HELPER="$HELPER" "$CALLS" "$WD" "$ENGINE" "$IMAGE" 60 \
+		"(sh ./respawn-$$.sh &); sleep 1; echo spawned" "$NONE_ON_HOST" \
+		"host:! pgrep -f \"^sh \\./respawn-$$\"" "$NONE_INSIDE" >out &&
+	[ "$(sed -n 1p out)" = spawned ] && [ "$(sed -n 3p out)" = rc=0 ] &&
+	[ "$(sed -n 4p out)" = rc=0 ] && [ "$(sed -n 5p out)" = 0 ] && ! pgrep -f "$CHAIN"
 '
 
 # the per-command supervisors: helpers whose parent is the container's
