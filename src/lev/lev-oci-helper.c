@@ -42,6 +42,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -64,6 +66,92 @@ static void reset_signals(void)
 		(void)sigaction(s, &sa, NULL);
 	sigemptyset(&none);
 	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__riscv) && __riscv_xlen == 64
+#define NATIVE_ARCH AUDIT_ARCH_RISCV64
+#endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+#else
+#define ARG_LO(i) (offsetof(struct seccomp_data, args) + 8 * (i) + 4)
+#endif
+#define SUIDBITS (S_ISUID | S_ISGID)
+
+/* NR with its mode in argument MODE: setuid/setgid bits are refused. */
+#define BLOCK_MODE(nr, mode)                                                    \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 4),                         \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(mode)),                        \
+	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SUIDBITS, 0, 1),                    \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),                    \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+/* ... only when argument FLAGS creates a file (O_CREAT, O_TMPFILE). */
+#define BLOCK_CREATE(nr, flags, mode)                                           \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 6),                         \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(flags)),                       \
+	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_CREAT | __O_TMPFILE, 0, 3),       \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(mode)),                        \
+	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, SUIDBITS, 0, 1),                    \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),                    \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/*
+ * No setuid or setgid file comes out of a command: every way to set those
+ * bits (chmod and friends, creating a file with them: open, creat, mknod)
+ * fails with EPERM, and openat2, whose mode the filter cannot read, with
+ * ENOSYS (libc falls back to openat).  The workdir outlives the container,
+ * and a setuid file there would be one on the host.  lev still walks the
+ * workdir after a call that ran without this filter.
+ */
+static int load_nosuid_filter(void)
+{
+#ifdef NATIVE_ARCH
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#ifdef __x86_64__
+		/* the x32 ABI: its numbers carry bit 30 */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+#ifdef __NR_chmod
+		BLOCK_MODE(__NR_chmod, 1),
+#endif
+		BLOCK_MODE(__NR_fchmod, 1),
+		BLOCK_MODE(__NR_fchmodat, 2),
+		BLOCK_MODE(__NR_fchmodat2, 2),
+#ifdef __NR_creat
+		BLOCK_MODE(__NR_creat, 1),
+#endif
+#ifdef __NR_mknod
+		BLOCK_MODE(__NR_mknod, 1),
+#endif
+		BLOCK_MODE(__NR_mknodat, 2),
+#ifdef __NR_open
+		BLOCK_CREATE(__NR_open, 1, 2),
+#endif
+		BLOCK_CREATE(__NR_openat, 2, 3),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return -errno;
+	return 0;
+#else
+	return -ENOSYS;
+#endif
 }
 
 static int load_filter(const char *path)
@@ -97,7 +185,7 @@ static int load_filter(const char *path)
 		return -errno;
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 		return -errno;
-	return 0;
+	return load_nosuid_filter();
 }
 
 /* Kill every process whose parent is us (orphans reparented to a subreaper). */

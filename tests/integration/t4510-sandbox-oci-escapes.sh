@@ -67,15 +67,27 @@ cbx() {
 
 # --- 7: outputs that outlive the sandbox ---
 
-test_expect_success '7: a setuid copy of a shell and device nodes do not outlive the call' '
-	cbx -- sh -c "cp /bin/busybox ./x; chmod 4755 ./x; chmod g+s ./x; mkdir -p d/e/f;
-		cp /bin/busybox d/e/f/y; chmod 6755 d/e/f/y; ls -l ./x d/e/f/y;
-		mknod ./cdev c 1 3; mknod ./bdev b 8 0; true" >out 2>&1 &&
-	grep -q "^-rws" out &&
+SUID_LINE="cp /bin/busybox ./x; chmod 4755 ./x; chmod g+s ./x; mkdir -p d/e/f;
+	cp /bin/busybox d/e/f/y; chmod 6755 d/e/f/y; ls -l ./x d/e/f/y;
+	mknod ./cdev c 1 3; mknod ./bdev b 8 0; true"
+no_suid_left() {
 	test -f "$WD/x" && ! test -u "$WD/x" && ! test -g "$WD/x" &&
 	test -f "$WD/d/e/f/y" && ! test -u "$WD/d/e/f/y" && ! test -g "$WD/d/e/f/y" &&
 	[ "$(stat -c %u "$WD/x")" != 0 ] && [ "$(stat -c %u:%g "$WD/x")" = "$RUNAS" ] &&
 	! test -e "$WD/cdev" && ! test -e "$WD/bdev"
+}
+
+test_expect_success '7: setuid bits are refused at the source (the helper'"'"'s filter)' '
+	cbx -- sh -c "$SUID_LINE" >out 2>&1 &&
+	! grep -q "^-rws" out && grep -q "Operation not permitted" out &&
+	no_suid_left && rm -rf "$WD/x" "$WD/d" &&
+	cbx -- sh -c "lev-probe create-mode $WD/z 4755; lev-probe create-mode $WD/z2 0755" >out &&
+	[ "$(cat out | tr "\n" " ")" = "EPERM ok " ] && ! test -e "$WD/z" && test -f "$WD/z2"
+'
+
+test_expect_success '7: without the helper'"'"'s filter, lev strips what the call left' '
+	LEV_OCI_HELPER=/nonexistent cbx --on-unavailable warn -- sh -c "$SUID_LINE" >out 2>&1 &&
+	grep -q "^-rws" out && no_suid_left && rm -rf "$WD/x" "$WD/d"
 '
 
 test_expect_success '7: commands never run as root, even in a root-owned workdir' '
