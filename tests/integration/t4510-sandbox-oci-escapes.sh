@@ -277,6 +277,54 @@ test_expect_success '11: under warn the plan, the warning and the probe name the
 	grep -q "^  container .*without: seccomp, pidns" probe
 '
 
+# the run record: a lev run against a mock model on loopback
+MOCK="$BUILD_DIR/tests/helpers/mock-model"
+mkdir -p "$TRASH/agent11"
+cat >"$TRASH/agent11/agent.leviath" <<'EOT'
+[agent]
+name = "layers"
+[stages.main]
+model = { provider = "mockoa", model = "mock-1" }
+available_tools = ["shell"]
+system_prompt = "You are tested."
+EOT
+cat >"$TRASH/conv11.json" <<'EOT'
+{ "responses": [
+  { "text": "running", "calls": [ { "id": "c1", "name": "shell", "arguments": { "command": "echo ran-inside" } } ] },
+  { "text": "done" }
+] }
+EOT
+
+test_expect_success '11: the run record names the missing layers' '
+	rm -f port &&
+	"$MOCK" --script "$TRASH/conv11.json" --port-file port >/dev/null 2>mock.err &
+	mpid=$! &&
+	for i in $(seq 100); do [ -s port ] && break; sleep 0.05; done &&
+	cat >"$HOME/.leviath/config.toml" <<-EOT &&
+	[tool_permissions]
+	shell = "allow"
+	[sandbox]
+	kind = "container"
+	engine = "$ENGINE"
+	image = "$IMAGE"
+	network = false
+	on_unavailable = "warn"
+	[providers.mockoa]
+	kind = "openai"
+	base_url = "http://127.0.0.1:$(cat port)/v1"
+	api_key_env = "MOCK_T4510_KEY"
+	model = "mock-1"
+	timeout_secs = 5
+	EOT
+	chmod 600 "$HOME/.leviath/config.toml" &&
+	MOCK_T4510_KEY=sk-mock LEV_OCI_HELPER=/nonexistent setsid -w "$LEV" run "$TRASH/agent11" \
+		--task "go" --workdir "$WD" --json >ev 2>err;
+	rc=$?; kill $mpid; wait $mpid; rm -f "$HOME/.leviath/config.toml";
+	[ $rc = 0 ] && d=$(ls -d "$HOME/.leviath/runs"/* | sort | tail -n 1) &&
+	grep -q "ran-inside" "$d/events.jsonl" &&
+	grep -q "sandbox runs without seccomp, pidns" "$d/events.jsonl" && [ -z "$(ours)" ]
+'
+
 test_expect_success '11 (benign): with the helper nothing is missing' '
 	cbx --dry-run --json -- true >plan.json &&
 	python3 -c "import json; d=json.load(open(\"plan.json\")); assert d[\"missing\"] == [], d[\"missing\"]; assert \"seccomp\" in d[\"layers\"] and \"pidns\" in d[\"layers\"]" &&
