@@ -290,7 +290,9 @@ static int enter_pidns(void)
 	return r;
 }
 
-/* Every capability the new user namespace gave us, gone (async-signal-safe). */
+/* Every capability we hold, gone (async-signal-safe); dropping the bounding
+ * set needs CAP_SETPCAP, which the fallback path lacks: no_new_privs then
+ * keeps exec from granting any. */
 static int drop_caps(void)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
@@ -308,7 +310,7 @@ static int drop_caps(void)
 }
 
 /* In the child: become the command, or write the errno to EP and exit. */
-static void become(const struct cmd *c, int ep, bool pidns)
+static void become(const struct cmd *c, int ep)
 {
 	int e, i;
 
@@ -321,7 +323,9 @@ static void become(const struct cmd *c, int ep, bool pidns)
 		e = errno;
 		goto fail;
 	}
-	if (pidns && drop_caps() < 0) {
+	/* whatever the helper holds (the capabilities of a new user
+	 * namespace; CAP_SETFCAP in a rootless container) is not the command's */
+	if (drop_caps() < 0) {
 		e = errno;
 		goto fail;
 	}
@@ -367,7 +371,7 @@ static void ns_init(const struct cmd *c, int ep, int sp, pid_t parent)
 	}
 	if (cmd == 0) {
 		close(sp);
-		become(c, ep, true);
+		become(c, ep);
 	}
 	close(ep);
 	for (;;) {
@@ -425,7 +429,7 @@ static pid_t start(const struct cmd *c, bool pidns, int *execfd, int *statfd)
 			ns_init(c, ep[1], sp[1], me);
 		}
 		(void)setsid();
-		become(c, ep[1], false);
+		become(c, ep[1]);
 	}
 	close(ep[1]);
 	*execfd = ep[0];

@@ -98,6 +98,10 @@ char **lev_oci_run_argv(const struct lev_oci_run_cfg *c)
 	}
 	v = lev_strv_push(v, "--cap-drop");
 	v = lev_strv_push(v, "ALL");
+	if (c->setfcap) {
+		v = lev_strv_push(v, "--cap-add");
+		v = lev_strv_push(v, "SETFCAP");
+	}
 	v = lev_strv_push(v, "--security-opt");
 	v = lev_strv_push(v, "no-new-privileges");
 	v = lev_strv_push(v, "--pids-limit");
@@ -1314,6 +1318,9 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	if (c->sockpath) {
 		_cleanup_free_ char *sockdir = lev_path_join(c->hostdir, "sock");
 
+		/* mapping uid 0 into a new user namespace takes CAP_SETFCAP
+		 * (Linux 5.12+); only the helper keeps it */
+		rc.setfcap = rc.rootless;
 		rc.helper_dir = c->hostdir;
 		rc.sock_dir = sockdir;
 		c->run_argv = lev_oci_run_argv(&rc);

@@ -27,6 +27,9 @@ struct lev_oci_run_cfg {
 	bool rootless;			/* rootless engine: its root is the caller (--user 0:0) */
 	bool podman;			/* podman-only options: --http-proxy=false, --unsetenv-all,
 					   nosuid,nodev on the workdir */
+	bool setfcap;			/* --cap-add SETFCAP: a rootless helper needs it to map
+					   its root into each command's user namespace (the
+					   command itself drops every capability) */
 	char *const *env;		/* the whole environment ("N=V"): -e each */
 	const char *image;
 	bool network;			/* false: --network none */
@@ -49,7 +52,7 @@ struct lev_oci_run_cfg {
  * <engine> [engine_args] run -d --rm --pull=never --name NAME
  *	--label lev.sandbox=1 --label lev.run=RUN --label lev.owner=OWNER --label lev.uid=LABEL_UID
  *	[--label lev.dir=HOST_DIR]
- *	--cap-drop ALL --security-opt no-new-privileges
+ *	--cap-drop ALL [--cap-add SETFCAP] --security-opt no-new-privileges
  *	--pids-limit N --memory BYTES --ulimit nofile=N:N --ulimit nproc=N:N
  *	[--network none] --user UID:GID (rootless: --user 0:0, which is the caller)
  *	[podman: --http-proxy=false --unsetenv-all] [-e N=V ...]

@@ -257,7 +257,9 @@ test_expect_success 'orphans of a lev that died hard are removed at the next sta
 	orphan=$(ours) && [ -n "$orphan" ] &&
 	dir=$(helper_dir "$orphan") && test -d "$dir" &&
 	kill -KILL $pid; wait $pid;
-	[ "$(ours)" = "$orphan" ] && test -d "$dir" &&
+	# (another lev starting a container meanwhile, t4510 in parallel, may
+	# have swept it already: that is the same rule at work)
+	{ { [ "$(ours)" = "$orphan" ] && test -d "$dir"; } || [ -z "$(ours)" ]; } &&
 	cbx -- true &&
 	[ -z "$(ours)" ] && test ! -e "$dir"
 '

@@ -124,7 +124,7 @@ static void test_container_run_argv_with_the_fast_path_helper(void **state)
 		"lev-run1-00000000000000ab",
 		"--label", "lev.sandbox=1", "--label", "lev.run=run1", "--label", "lev.owner=host:42:777",
 		"--label", "lev.uid=1000",
-		"--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--cap-drop", "ALL", "--cap-add", "SETFCAP", "--security-opt", "no-new-privileges",
 		"--pids-limit", "512", "--memory", "2147483648",
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
 		"--network", "none",
@@ -145,6 +145,7 @@ static void test_container_run_argv_with_the_fast_path_helper(void **state)
 	c.network = false;
 	c.rootless = true;
 	c.podman = true;
+	c.setfcap = true;
 	c.env = env;
 	c.helper_dir = "/tmp/lev-oci-x";
 	c.sock_dir = "/tmp/lev-oci-x/sock";
