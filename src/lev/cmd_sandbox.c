@@ -478,6 +478,16 @@ static int cmd_probe(int argc, char **argv)
 		ct = json_object();
 		json_object_set_new(ct, "engine", pick ? json_string(pick->name) : json_null());
 		json_object_set_new(ct, "fast_path_helper", helper ? json_string(helper) : json_null());
+		{
+			/* what the container kind lacks without the helper */
+			json_t *miss = json_array();
+
+			if (!helper) {
+				json_array_append_new(miss, json_string("seccomp"));
+				json_array_append_new(miss, json_string("pidns"));
+			}
+			json_object_set_new(ct, "missing", miss);
+		}
 		json_object_set_new(kinds, "container", ct);
 		json_object_set_new(o, "kinds", kinds);
 		{
@@ -526,7 +536,9 @@ static int cmd_probe(int argc, char **argv)
 		if (pick)
 			printf("  container  %s%s; commands %s\n", pick->name,
 			       pick->responds ? "" : " (does not respond)",
-			       helper ? "through the fast-path helper" : "through '<engine> exec'");
+			       helper ? "through the fast-path helper" :
+					"through '<engine> exec', without: seccomp, pidns "
+					"(lev-oci-helper not found)");
 		else
 			printf("  container  unavailable: no docker or podman on PATH\n");
 	}

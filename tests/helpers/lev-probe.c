@@ -15,6 +15,7 @@
  *   cat PATH              print PATH's contents (or the errno name)
  *   ls DIR                list DIR
  *   mkdir PATH            create a directory
+ *   create-mode PATH OCT  open(PATH, O_CREAT|O_EXCL|O_WRONLY, OCT): a setuid mode at birth
  *   socket FAMILY         socket(): inet inet6 unix netlink packet vsock
  *   socket-hi FAMILY      socket() with garbage in the high 32 bits of the family
  *   connect IP PORT       TCP connect to an IPv4/IPv6 literal
@@ -381,6 +382,14 @@ int main(int argc, char **argv)
 		return p_ls(a1);
 	if (!strcmp(w, "mkdir") && a1)
 		return result(mkdir(a1, 0755));
+	if (!strcmp(w, "create-mode") && a1 && a2) {
+		int fd = open(a1, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+			      (mode_t)strtoul(a2, NULL, 8));
+
+		if (fd >= 0)
+			close(fd);
+		return result(fd < 0 ? -1 : 0);
+	}
 	if ((!strcmp(w, "socket") || !strcmp(w, "socket-hi")) && a1) {
 		long fam = family(a1);
 

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -47,6 +49,7 @@ static struct lev_oci_run_cfg base_cfg(void)
 	c.name = "lev-run1-00000000000000ab";
 	c.run_id = "run1";
 	c.owner = "host:42:777";
+	c.label_uid = 1000;
 	c.uid = 1000;
 	c.gid = 1001;
 	c.image = "debian:bookworm-slim";
@@ -64,7 +67,7 @@ static void test_container_run_argv_with_network(void **state)
 	struct lev_oci_run_cfg c = base_cfg();
 	char *mounts[] = { (char *)"/opt/toolchain", NULL };
 	const char *const want[] = {
-		"docker", "run", "-d", "--rm", "--name", "lev-run1-00000000000000ab",
+		"docker", "run", "-d", "--rm", "--pull=never", "--name", "lev-run1-00000000000000ab",
 		"--label", "lev.sandbox=1", "--label", "lev.run=run1", "--label", "lev.owner=host:42:777",
 		"--label", "lev.uid=1000",
 		"--cap-drop", "ALL", "--security-opt", "no-new-privileges",
@@ -115,17 +118,19 @@ static void test_container_run_argv_with_the_fast_path_helper(void **state)
 	char *args[] = { (char *)"--runtime", (char *)"runc", NULL };
 	char *hide_dirs[] = { (char *)"/home/me/proj/.ssh", NULL };
 	char *hide_files[] = { (char *)"/home/me/proj/.netrc", NULL };
+	char *env[] = { (char *)"PATH=/bin", (char *)"LANG=C.UTF-8", NULL };
 	const char *const want[] = {
-		"/usr/bin/podman", "--runtime", "runc", "run", "-d", "--rm", "--name",
+		"/usr/bin/podman", "--runtime", "runc", "run", "-d", "--rm", "--pull=never", "--name",
 		"lev-run1-00000000000000ab",
 		"--label", "lev.sandbox=1", "--label", "lev.run=run1", "--label", "lev.owner=host:42:777",
 		"--label", "lev.uid=1000",
-		"--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--cap-drop", "ALL", "--cap-add", "SETFCAP", "--security-opt", "no-new-privileges",
 		"--pids-limit", "512", "--memory", "2147483648",
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
 		"--network", "none",
-		"--user", "0:0", "--read-only", "--tmpfs", "/tmp",
-		"-v", "/home/me/proj:/home/me/proj", "-w", "/home/me/proj",
+		"--user", "0:0", "--http-proxy=false", "--unsetenv-all", "-e", "PATH=/bin",
+		"-e", "LANG=C.UTF-8", "--read-only", "--tmpfs", "/tmp",
+		"-v", "/home/me/proj:/home/me/proj:nosuid,nodev", "-w", "/home/me/proj",
 		"-v", "/tmp/lev-oci-x/empty-dir:/home/me/proj/.ssh:ro",
 		"-v", "/tmp/lev-oci-x/empty-file:/home/me/proj/.netrc:ro",
 		"-v", "/tmp/lev-oci-x:/.lev:ro", "-v", "/tmp/lev-oci-x/sock:/.lev-sock",
@@ -139,6 +144,9 @@ static void test_container_run_argv_with_the_fast_path_helper(void **state)
 	c.engine_args = args;
 	c.network = false;
 	c.rootless = true;
+	c.podman = true;
+	c.setfcap = true;
+	c.env = env;
 	c.helper_dir = "/tmp/lev-oci-x";
 	c.sock_dir = "/tmp/lev-oci-x/sock";
 	c.hide_dirs = hide_dirs;
@@ -186,18 +194,20 @@ static void test_container_exec_argv_shape(void **state)
 	const char *const plain[] = {
 		"docker", "exec", "-w", "/w/sub", "lev-x", "sh", "-c", "echo $HOME; rm -rf /", NULL,
 	};
+	char *env[] = { (char *)"LEV_OK=1", NULL };
 	const char *const helper[] = {
-		"podman", "exec", "-i", "-w", "/w", "lev-x", "/.lev/lev-oci-helper", "run",
+		"podman", "exec", "-i", "-e", "LEV_OK=1", "-w", "/w", "lev-x", "/.lev/lev-oci-helper", "run",
 		"--timeout-ms", "60000", "--seccomp", "/.lev/seccomp.bpf", "--",
 		"sh", "-c", "echo $HOME; rm -rf /", NULL,
 	};
 	char **v;
 
 	(void)state;
-	v = lev_oci_exec_argv("docker", NULL, "lev-x", "/w/sub", false, false, false, 60000, argv);
+	v = lev_oci_exec_argv("docker", NULL, "lev-x", "/w/sub", false, false, false, 60000, NULL,
+			      argv);
 	assert_argv(v, plain);
 	lev_strv_free(v);
-	v = lev_oci_exec_argv("podman", NULL, "lev-x", "/w", true, true, true, 60000, argv);
+	v = lev_oci_exec_argv("podman", NULL, "lev-x", "/w", true, true, true, 60000, env, argv);
 	assert_argv(v, helper);
 	lev_strv_free(v);
 }
@@ -230,6 +240,110 @@ static void test_container_ps_argv_shape(void **state)
 	v = lev_oci_ps_argv("podman", NULL, 1000);
 	assert_argv(v, want);
 	lev_strv_free(v);
+}
+
+static void test_container_never_runs_as_root_on_a_rootful_engine(void **state)
+{
+	struct lev_oci_run_cfg c = base_cfg();
+	char **v;
+	size_t i;
+
+	(void)state;
+	c.label_uid = 0;
+	c.uid = 65534;
+	c.gid = 65534;
+	v = lev_oci_run_argv(&c);
+	for (i = 0; v[i] && strcmp(v[i], "--user"); i++)
+		;
+	assert_non_null(v[i]);
+	assert_string_equal(v[i + 1], "65534:65534");
+	for (i = 0; v[i]; i++)
+		if (!strcmp(v[i], "--label") && !strncmp(v[i + 1], "lev.uid=", 8))
+			assert_string_equal(v[i + 1], "lev.uid=0");
+	lev_strv_free(v);
+}
+
+static void test_the_engine_gets_no_proxy_and_no_credentials(void **state)
+{
+	char *env[] = {
+		(char *)"PATH=/usr/bin", (char *)"HTTPS_PROXY=http://u:secret@127.0.0.1:9",
+		(char *)"http_proxy=http://u:secret@127.0.0.1:9", (char *)"No_Proxy=localhost",
+		(char *)"ALL_PROXY=socks5://x", (char *)"ANTHROPIC_API_KEY=sk-x",
+		(char *)"DOCKER_HOST=unix:///run/d.sock", (char *)"CONTAINERS_CONF=/etc/c.conf",
+		(char *)"XDG_RUNTIME_DIR=/run/user/1", (char *)"PROXY_MODE=keep", NULL,
+	};
+	const char *const want[] = {
+		"PATH=/usr/bin", "DOCKER_HOST=unix:///run/d.sock", "CONTAINERS_CONF=/etc/c.conf",
+		"XDG_RUNTIME_DIR=/run/user/1", "PROXY_MODE=keep", NULL,
+	};
+	char **v;
+
+	(void)state;
+	v = lev_oci_engine_env(env);
+	assert_argv(v, want);
+	lev_strv_free(v);
+}
+
+static void test_the_scrub_strips_setuid_and_keeps_the_rest(void **state)
+{
+	char tmpl[] = "/tmp/lev-test-scrub-XXXXXX";
+	char *dir = mkdtemp(tmpl), *p;
+	struct stat st;
+	unsigned fixed = 0;
+	int fd;
+
+	(void)state;
+	assert_non_null(dir);
+	p = lev_path_join(dir, "sub");
+	assert_int_equal(mkdir(p, 0755), 0);
+	free(p);
+	/* made by the call: setuid, setgid, and a plain script */
+	p = lev_path_join(dir, "sub/x");
+	assert_true(lev_write_file_atomic(p, "#!/bin/sh\n", 10, 0755, NULL) == 0);
+	assert_int_equal(chmod(p, 06755), 0);
+	free(p);
+	p = lev_path_join(dir, "plain.sh");
+	assert_true(lev_write_file_atomic(p, "echo hi\n", 8, 0755, NULL) == 0);
+	free(p);
+	/* outside the workdir, reached only through a symlink: never touched */
+	p = xasprintf("%s-outside", dir);
+	assert_true(lev_write_file_atomic(p, "x", 1, 0755, NULL) == 0);
+	assert_int_equal(chmod(p, 04755), 0);
+	free(p);
+	p = lev_path_join(dir, "link");
+	{
+		char *target = xasprintf("%s-outside", dir);
+
+		assert_int_equal(symlink(target, p), 0);
+		free(target);
+	}
+	free(p);
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	/* another uid's files, or files older than the call, are left alone */
+	assert_int_equal(lev_oci_scrub(fd, getuid() + 1, 0, &fixed), 0);
+	assert_int_equal(fixed, 0);
+	assert_int_equal(lev_oci_scrub(fd, getuid(), (int64_t)time(NULL) + 100, &fixed), 0);
+	assert_int_equal(fixed, 0);
+	assert_int_equal(lev_oci_scrub(fd, getuid(), 0, &fixed), 0);
+	assert_int_equal(fixed, 1);
+	close(fd);
+
+	p = lev_path_join(dir, "sub/x");
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	free(p);
+	p = lev_path_join(dir, "plain.sh");
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	free(p);
+	p = xasprintf("%s-outside", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 04755);
+	unlink(p);
+	free(p);
+	assert_int_equal(lev_rm_rf(dir, NULL), 0);
 }
 
 static void refused(const char *m, const char *why)
@@ -362,6 +476,9 @@ int main(void)
 		cmocka_unit_test(test_container_run_argv_with_the_fast_path_helper),
 		cmocka_unit_test(test_container_run_argv_accepts_arbitrary_engine),
 		cmocka_unit_test(test_container_runs_as_the_invoking_user),
+		cmocka_unit_test(test_container_never_runs_as_root_on_a_rootful_engine),
+		cmocka_unit_test(test_the_engine_gets_no_proxy_and_no_credentials),
+		cmocka_unit_test(test_the_scrub_strips_setuid_and_keeps_the_rest),
 		cmocka_unit_test(test_container_exec_argv_shape),
 		cmocka_unit_test(test_container_rm_argv_shape),
 		cmocka_unit_test(test_container_ps_argv_shape),

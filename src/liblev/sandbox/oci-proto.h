@@ -10,11 +10,16 @@
  * lev connects to <host dir>/sock/ctl and sends one request: a struct
  * lev_oci_req in a sendmsg() that carries three file descriptors
  * (SCM_RIGHTS: stdin, stdout, stderr of the command), then `len` bytes of
- * `nstr` NUL-terminated strings: the working directory, then argv.  The
- * helper forks the command in a new session with those descriptors, applies
- * the seccomp program, and answers with one struct lev_oci_ans when it
- * exits.  Any byte from lev (or EOF) before then means "kill it": the
- * helper kills the command's process group and every descendant.
+ * `nstr` NUL-terminated strings: the working directory, then argv, then
+ * `nenv` more: the command's whole environment ("NAME=VALUE"; the helper's
+ * own, which the engine made, is never passed on).  The helper makes the
+ * command the only child of the first process of a new PID namespace (so
+ * everything the command starts dies with it, and the command cannot
+ * signal its supervisor), applies the seccomp program, and answers with
+ * one struct lev_oci_ans when it exits.  Any byte from lev (or EOF) before
+ * then means "kill it": the helper kills the namespace.  When the kernel
+ * refuses the namespace, the helper falls back to killing the process group
+ * and what it left behind, and says so in the answer's flags.
  *
  * Both sides bound everything: LEV_OCI_REQ_MAX bytes, LEV_OCI_ARGS_MAX
  * strings.  Host byte order (both ends run on the same kernel).
@@ -23,12 +28,15 @@
 
 #include <stdint.h>
 
-#define LEV_OCI_REQ_MAGIC 0x3156454cu	/* "LEV1" */
+#define LEV_OCI_REQ_MAGIC 0x3256454cu	/* "LEV2" */
 #define LEV_OCI_ANS_MAGIC 0x4156454cu	/* "LEVA" */
 #define LEV_OCI_REQ_MAX (1u << 20)
 #define LEV_OCI_ARGS_MAX 65536u
 
 #define LEV_OCI_FLAG_SECCOMP 1u		/* install /.lev/seccomp.bpf before exec */
+#define LEV_OCI_FLAG_PROBE 2u		/* run nothing: answer with the flags below */
+
+#define LEV_OCI_ANS_PIDNS 1u		/* the command ran in a PID namespace of its own */
 
 #define LEV_OCI_DIR "/.lev"
 #define LEV_OCI_SOCK_DIR "/.lev-sock"
@@ -41,6 +49,7 @@ struct lev_oci_req {
 	uint32_t flags;
 	uint32_t timeout_ms;	/* 0: none (lev enforces its own) */
 	uint32_t nstr;		/* strings that follow: cwd, argv[0], ... */
+	uint32_t nenv;		/* then this many environment strings */
 	uint32_t len;		/* bytes that follow */
 };
 
@@ -49,4 +58,6 @@ struct lev_oci_ans {
 	int32_t status;		/* the command's wait status */
 	int32_t exec_errno;	/* the command could not be executed: errno, else 0 */
 	int32_t setup_errno;	/* the helper could not set up: errno, else 0 */
+	uint32_t flags;		/* LEV_OCI_ANS_* */
+	int32_t pidns_errno;	/* no PID namespace: why, else 0 */
 };

@@ -112,6 +112,7 @@ struct lev_sandbox_proc {
 	uint64_t timeout_ms;
 	uint64_t output_max;
 	uint64_t start_ms;
+	int64_t start_wall;		/* OCI: wall-clock seconds at the start, for the scrub */
 	bool reaped;
 	char *tmpdir;			/* PLAIN fallback: private TMPDIR to remove */
 	struct lev_sbx_nsplan *plan;	/* for naming a failed mount step */
@@ -171,9 +172,16 @@ const struct lev_sbx_kernel *lev_sbx_kernel(void);
 /* Container backend (sandbox-oci.c). */
 int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts,
 		      struct lev_err *err);
-int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, const char *cwd,
-		      const struct lev_sandbox_limits *limits, const struct lev_sandbox_io *io,
-		      struct lev_sandbox_proc **out, struct lev_err *err);
+int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *envp,
+		      const char *cwd, const struct lev_sandbox_limits *limits,
+		      const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
+		      struct lev_err *err);
+/*
+ * After a container command ended (all of its processes gone): strip the
+ * setuid/setgid bits and device nodes it left in the workdir.  0, or an
+ * error naming what could not be checked.
+ */
+int lev_sbx_oci_after(struct lev_sandbox_proc *p, struct lev_err *err);
 int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
 			 void *json, struct lev_buf *out, struct lev_err *err);
 /* Read the helper's answer on P->sock into *status / *exec_errno: 0, or -errno. */

@@ -24,6 +24,7 @@
  * checks the listener's SO_PEERCRED pid against the container's main
  * process, so a command cannot plant a fake helper for the next one.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -34,14 +35,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/policy/envfilter.h"
 #include "liblev/sandbox/oci-proto.h"
 #include "liblev/sandbox/sandbox-internal.h"
 #include "liblev/sandbox/sandbox-oci.h"
@@ -76,6 +80,8 @@ char **lev_oci_run_argv(const struct lev_oci_run_cfg *c)
 	v = lev_strv_push(v, "run");
 	v = lev_strv_push(v, "-d");
 	v = lev_strv_push(v, "--rm");
+	/* the image comes from the user's machine: never from a registry */
+	v = lev_strv_push(v, "--pull=never");
 	v = lev_strv_push(v, "--name");
 	v = lev_strv_push(v, c->name);
 	v = lev_strv_push(v, "--label");
@@ -85,13 +91,17 @@ char **lev_oci_run_argv(const struct lev_oci_run_cfg *c)
 	v = lev_strv_push(v, "--label");
 	v = lev_strv_push_take(v, xasprintf("lev.owner=%s", c->owner));
 	v = lev_strv_push(v, "--label");
-	v = lev_strv_push_take(v, xasprintf("lev.uid=%u", (unsigned)c->uid));
+	v = lev_strv_push_take(v, xasprintf("lev.uid=%u", (unsigned)c->label_uid));
 	if (c->host_dir) {
 		v = lev_strv_push(v, "--label");
 		v = lev_strv_push_take(v, xasprintf("lev.dir=%s", c->host_dir));
 	}
 	v = lev_strv_push(v, "--cap-drop");
 	v = lev_strv_push(v, "ALL");
+	if (c->setfcap) {
+		v = lev_strv_push(v, "--cap-add");
+		v = lev_strv_push(v, "SETFCAP");
+	}
 	v = lev_strv_push(v, "--security-opt");
 	v = lev_strv_push(v, "no-new-privileges");
 	v = lev_strv_push(v, "--pids-limit");
@@ -109,17 +119,30 @@ char **lev_oci_run_argv(const struct lev_oci_run_cfg *c)
 		v = lev_strv_push(v, "none");
 	}
 	/* files in the workdir must come out the caller's: rootful engines run
-	 * the caller's uid; a rootless engine maps its root to the caller */
+	 * the uid the caller picked (never root); a rootless engine maps its
+	 * root to the caller */
 	v = lev_strv_push(v, "--user");
 	if (c->rootless)
 		v = lev_strv_push(v, "0:0");
 	else
 		v = lev_strv_push_take(v, xasprintf("%u:%u", (unsigned)c->uid, (unsigned)c->gid));
+	/* the environment is exactly lev's: no host proxies, no engine defaults */
+	if (c->podman) {
+		v = lev_strv_push(v, "--http-proxy=false");
+		v = lev_strv_push(v, "--unsetenv-all");
+	}
+	for (m = c->env; m && *m; m++) {
+		v = lev_strv_push(v, "-e");
+		v = lev_strv_push(v, *m);
+	}
 	v = lev_strv_push(v, "--read-only");
 	v = lev_strv_push(v, "--tmpfs");
 	v = lev_strv_push(v, "/tmp");
 	v = lev_strv_push(v, "-v");
-	v = lev_strv_push_take(v, xasprintf("%s:%s", c->workdir, c->workdir));
+	if (c->podman)
+		v = lev_strv_push_take(v, xasprintf("%s:%s:nosuid,nodev", c->workdir, c->workdir));
+	else
+		v = lev_strv_push_take(v, xasprintf("%s:%s", c->workdir, c->workdir));
 	v = lev_strv_push(v, "-w");
 	v = lev_strv_push(v, c->workdir);
 	for (m = c->hide_dirs; c->empty_dir && m && *m; m++) {
@@ -155,7 +178,7 @@ char **lev_oci_run_argv(const struct lev_oci_run_cfg *c)
 
 char **lev_oci_exec_argv(const char *engine, char *const *engine_args, const char *name,
 			 const char *cwd, bool interactive, bool helper, bool seccomp,
-			 uint64_t timeout_ms, char *const *argv)
+			 uint64_t timeout_ms, char *const *env, char *const *argv)
 {
 	char **v = start_argv(engine, engine_args);
 	char *const *a;
@@ -163,6 +186,10 @@ char **lev_oci_exec_argv(const char *engine, char *const *engine_args, const cha
 	v = lev_strv_push(v, "exec");
 	if (interactive)
 		v = lev_strv_push(v, "-i");
+	for (a = env; a && *a; a++) {
+		v = lev_strv_push(v, "-e");
+		v = lev_strv_push(v, *a);
+	}
 	v = lev_strv_push(v, "-w");
 	v = lev_strv_push(v, cwd);
 	v = lev_strv_push(v, name);
@@ -182,7 +209,7 @@ char **lev_oci_exec_argv(const char *engine, char *const *engine_args, const cha
 	return v;
 }
 
-static bool is_podman(const char *engine)
+bool lev_oci_is_podman(const char *engine)
 {
 	const char *base = strrchr(engine, '/');
 
@@ -196,7 +223,7 @@ char **lev_oci_rm_argv(const char *engine, char *const *engine_args, const char 
 
 	v = lev_strv_push(v, "rm");
 	v = lev_strv_push(v, "-f");
-	if (is_podman(engine)) {
+	if (lev_oci_is_podman(engine)) {
 		v = lev_strv_push(v, "-t");
 		v = lev_strv_push(v, "0");
 	}
@@ -381,7 +408,145 @@ char *lev_oci_find_engine(const char *name, const char *path_env)
 	return NULL;
 }
 
+static bool is_proxy_var(const char *name, size_t n)
+{
+	static const char *const names[] = {
+		"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy",
+	};
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (n == strlen(names[i]) && !strncasecmp(name, names[i], n))
+			return true;
+	return false;
+}
+
+char **lev_oci_engine_env(char *const *envp)
+{
+	static const char *const keep[] = { "DOCKER_", "CONTAINER_", "CONTAINERS_", "PODMAN_" };
+	char **v = NULL;
+	char *const *e;
+
+	for (e = envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		_cleanup_free_ char *name = NULL;
+		bool kept = false;
+		size_t i;
+
+		if (!eq || eq == *e)
+			continue;
+		if (is_proxy_var(*e, (size_t)(eq - *e)))
+			continue;
+		name = xstrndup(*e, (size_t)(eq - *e));
+		for (i = 0; i < ARRAY_SIZE(keep); i++)
+			if (!strncmp(name, keep[i], strlen(keep[i])))
+				kept = true;
+		if (!kept && lev_env_name_sensitive(name))
+			continue;
+		v = lev_strv_push(v, *e);
+	}
+	return v;
+}
+
+/* Clear the setuid and setgid bits of NAME in DFD, which must still be ST. */
+static int strip_bits(int dfd, const char *name, const struct stat *st)
+{
+	char proc[64];
+	struct stat now;
+	_cleanup_close_ int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &now) < 0)
+		return -errno;
+	if (now.st_dev != st->st_dev || now.st_ino != st->st_ino || !S_ISREG(now.st_mode))
+		return -ESTALE;
+	/* chmod through the O_PATH descriptor: the very inode, no path walk */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (chmod(proc, now.st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Takes DFD. */
+static int scrub_dir(int dfd, uid_t uid, int64_t since, unsigned depth, unsigned *fixed)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	int first = 0;
+
+	if (!d) {
+		first = -errno;
+		close(dfd);
+		return first;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		const char *n = de->d_name;
+		struct stat st;
+		int r = 0;
+
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT && first == 0)
+				first = -errno;
+			continue;
+		}
+		if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && st.st_ctim.tv_sec >= since) {
+			r = unlinkat(dirfd(d), n, 0) < 0 ? -errno : 0;
+			if (r == 0)
+				(*fixed)++;
+		} else if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) &&
+			   st.st_uid == uid && st.st_ctim.tv_sec >= since) {
+			r = strip_bits(dirfd(d), n, &st);
+			if (r == 0)
+				(*fixed)++;
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub;
+
+			if (depth >= LEV_OCI_SCRUB_DEPTH) {
+				r = -ELOOP;
+			} else {
+				sub = openat(dirfd(d), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sub < 0)
+					r = -errno;
+				else
+					r = scrub_dir(sub, uid, since, depth + 1, fixed);
+			}
+		}
+		if (r < 0 && first == 0)
+			first = r;
+	}
+	if (errno && first == 0)
+		first = -errno;
+	closedir(d);
+	return first;
+}
+
+int lev_oci_scrub(int dirfd, uid_t uid, int64_t since, unsigned *fixed)
+{
+	/* a fresh open file description: a dup would share (and move) the offset */
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	*fixed = 0;
+	if (fd < 0)
+		return -errno;
+	return scrub_dir(fd, uid, since, 0, fixed);
+}
+
 /* ---- running engine commands ---- */
+
+/* posix_spawn the engine with lev_oci_engine_env(): 0 or an errno. */
+static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_actions_t *fa,
+			const posix_spawnattr_t *at)
+{
+	static char *const empty[] = { NULL };
+	char **env = lev_oci_engine_env(environ);
+	int rc = posix_spawn(pid, argv[0], fa, at, argv, env ? env : empty);
+
+	lev_strv_free(env);
+	return rc;
+}
 
 /*
  * Run ARGV (no shell) with stdin /dev/null, collecting up to CAPTURE_MAX
@@ -420,7 +585,7 @@ static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, cha
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
 				 POSIX_SPAWN_SETPGROUP);
 	posix_spawnattr_setpgroup(&at, 0);
-	rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	rc = spawn_engine(&pid, argv, &fa, &at);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(po[1]);
@@ -521,9 +686,16 @@ struct lev_sbx_ct {
 	char *sockpath;		/* NULL: no fast path */
 	pid_t init_pid;		/* the helper's pid on the host, 0 when unknown */
 	bool seccomp;		/* the helper installs the filter */
+	bool pidns;		/* the helper gives each command its own PID namespace */
+	int pidns_errno;	/* ... or why not */
 	bool no_cgroup_limits;	/* the engine ignored --pids-limit and --memory */
 	bool planned;		/* plan_only: described, never started (nothing to remove) */
 	char **run_argv;	/* for describe */
+	char **env;		/* the image's environment: every command's base */
+	uid_t run_uid;		/* --user */
+	gid_t run_gid;
+	uid_t file_uid;		/* who owns on the host what commands create */
+	bool rootless;		/* --user 0:0, the engine's root being the caller */
 };
 
 struct lev_sandbox_pool {
@@ -561,6 +733,7 @@ static void ct_free(struct lev_sbx_ct *c)
 	}
 	free(c->sockpath);
 	lev_strv_free(c->run_argv);
+	lev_strv_free(c->env);
 	free(c);
 }
 
@@ -834,6 +1007,8 @@ int lev_sbx_oci_probe_engines(const char *path_env, struct lev_sandbox_probe *ou
 
 /* ---- setup ---- */
 
+static int connect_helper(const struct lev_sbx_ct *c, struct lev_err *err);
+
 static int copy_file(const char *src, const char *dst, mode_t mode, struct lev_err *err)
 {
 	_cleanup_free_ char *data = NULL;
@@ -896,6 +1071,148 @@ static pid_t inspect_pid(struct lev_sbx_ct *c)
 	return pid > 0 ? (pid_t)pid : 0;
 }
 
+/*
+ * The image's own environment (its ENV lines), which every command starts
+ * from.  Asking the local store is also the check that the image is here:
+ * lev never pulls, so a missing image is an error that says how to get it.
+ */
+static int image_env(struct lev_sbx_ct *c, const char *image, struct lev_buf *why)
+{
+	char **argv = start_argv(c->engine, c->engine_args);
+	_cleanup_free_ char *o = NULL, *e = NULL;
+	json_t *j, *item;
+	size_t i;
+	int rc;
+
+	argv = lev_strv_push(argv, "image");
+	argv = lev_strv_push(argv, "inspect");
+	argv = lev_strv_push(argv, "--format");
+	argv = lev_strv_push(argv, "{{json .Config.Env}}");
+	argv = lev_strv_push(argv, image);
+	rc = run_capture(argv, CMD_TIMEOUT_MS, &o, &e);
+	lev_strv_free(argv);
+	if (rc != 0) {
+		const char *base = strrchr(c->engine, '/');
+
+		(void)lev_buf_addf(why, "image '%s' is not on this machine (%s); lev never pulls "
+				   "images: fetch it yourself ('%s pull %s') or name a local one "
+				   "in [sandbox] image", image,
+				   rc < 0 ? strerror(-rc) : first_line(e), base ? base + 1 : c->engine,
+				   image);
+		return LEV_EUNSUPP;
+	}
+	j = json_loads(o ? o : "", JSON_DECODE_ANY, NULL);
+	json_array_foreach(j, i, item) {
+		const char *v = json_string_value(item);
+
+		if (v && strchr(v, '=') && v[0] != '=')
+			c->env = lev_strv_push(c->env, v);
+	}
+	json_decref(j);
+	/* a home the command can write: the container's private /tmp */
+	{
+		char *const *h;
+
+		for (h = c->env; h && *h && strncmp(*h, "HOME=", 5); h++)
+			;
+		if (!h || !*h)
+			c->env = lev_strv_push(c->env, "HOME=/tmp");
+	}
+	return 0;
+}
+
+/*
+ * Who commands run as.  A normal caller: itself (rootless podman: its own
+ * root, which is the caller).  Root: never root, whose files outlive the
+ * sandbox as root's (a setuid copy of a shell would be a root shell for
+ * every local user): the owner of the workdir when that is not root, else
+ * nobody (65534); the group is the workdir's unless that is root's.
+ */
+static void pick_user(const struct lev_sandbox *sb, bool rootless, struct lev_sbx_ct *c)
+{
+	struct stat st;
+
+	c->run_uid = sb->uid;
+	c->run_gid = sb->gid;
+	c->file_uid = sb->uid;
+	c->rootless = rootless;
+	if (rootless || sb->uid != 0)
+		return;
+	c->run_uid = 65534;
+	c->run_gid = 65534;
+	if (stat(sb->workdir, &st) == 0) {
+		if (st.st_uid != 0)
+			c->run_uid = st.st_uid;
+		if (st.st_gid != 0)
+			c->run_gid = st.st_gid;
+	}
+	c->file_uid = c->run_uid;
+}
+
+/* Ask the helper what it can do for each command (a PID namespace). */
+static void probe_helper(struct lev_sbx_ct *c)
+{
+	struct lev_oci_req req;
+	struct lev_oci_ans a;
+	static const char payload[] = "/\0true";
+	struct msghdr mh;
+	struct iovec iov[2];
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct cmsghdr *cm;
+	_cleanup_close_ int s = -1, nul = -1;
+	int fds[3];
+	size_t got = 0;
+
+	c->pidns = false;
+	c->pidns_errno = EIO;
+	s = connect_helper(c, NULL);
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (s < 0 || nul < 0)
+		return;
+	memset(&req, 0, sizeof(req));
+	req.magic = LEV_OCI_REQ_MAGIC;
+	req.flags = LEV_OCI_FLAG_PROBE;
+	req.nstr = 2;
+	req.len = sizeof(payload);
+	memset(&mh, 0, sizeof(mh));
+	memset(&u, 0, sizeof(u));
+	iov[0].iov_base = &req;
+	iov[0].iov_len = sizeof(req);
+	iov[1].iov_base = (void *)payload;
+	iov[1].iov_len = sizeof(payload);
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 2;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	fds[0] = fds[1] = fds[2] = nul;
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(s, &mh, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + sizeof(payload)))
+		return;
+	memset(&a, 0, sizeof(a));
+	while (got < sizeof(a)) {
+		struct pollfd pf = { s, POLLIN, 0 };
+		ssize_t n;
+
+		if (poll(&pf, 1, CMD_TIMEOUT_MS) <= 0)
+			return;
+		n = read(s, (char *)&a + got, sizeof(a) - got);
+		if (n <= 0)
+			return;
+		got += (size_t)n;
+	}
+	if (a.magic != LEV_OCI_ANS_MAGIC)
+		return;
+	c->pidns = (a.flags & LEV_OCI_ANS_PIDNS) != 0;
+	c->pidns_errno = c->pidns ? 0 : (a.pidns_errno ? a.pidns_errno : EIO);
+}
+
 /* Start the warm container for SB; *why gets the reason on failure. */
 static int start_container(struct lev_sandbox *sb, const char *engine, char **mounts,
 			   uint64_t sig, struct lev_sbx_ct **out, struct lev_buf *why,
@@ -915,6 +1232,12 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	c->sig = sig;
 	c->engine = xstrdup(engine);
 	c->engine_args = lev_strv_copy(sb->engine_args);
+	r = image_env(c, sb->spec.image, why);
+	if (r < 0) {
+		ct_free(c);
+		return r;
+	}
+	pick_user(sb, lev_oci_is_podman(engine) && sb->uid != 0, c);
 
 	if (!mkdtemp(tmpl)) {
 		r = lev_err_errno(err, -errno, "cannot create a directory for the container");
@@ -956,6 +1279,12 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 			sockdir = lev_path_join(c->hostdir, "sock");
 			if (mkdir(sockdir, 0700) < 0)
 				r = lev_err_errno(err, -errno, "cannot create '%s'", sockdir);
+			/* the helper runs as the command's uid and binds its socket
+			 * here (lev checks who serves it: SO_PEERCRED) */
+			else if (c->run_uid != sb->uid &&
+				 chown(sockdir, c->run_uid, c->run_gid) < 0)
+				r = lev_err_errno(err, -errno, "cannot hand '%s' to uid %u", sockdir,
+						  (unsigned)c->run_uid);
 		}
 		if (r < 0) {
 			lev_strv_free(hide_dirs);
@@ -972,9 +1301,12 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	rc.name = c->name;
 	rc.run_id = sb->pool->run_id;
 	rc.owner = owner;
-	rc.uid = sb->uid;
-	rc.gid = sb->gid;
-	rc.rootless = is_podman(engine) && sb->uid != 0;
+	rc.label_uid = sb->uid;
+	rc.uid = c->run_uid;
+	rc.gid = c->run_gid;
+	rc.rootless = lev_oci_is_podman(engine) && sb->uid != 0;
+	rc.podman = lev_oci_is_podman(engine);
+	rc.env = c->env;
 	rc.image = sb->spec.image;
 	rc.network = sb->spec.network;
 	rc.mounts = mounts;
@@ -991,6 +1323,9 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	if (c->sockpath) {
 		_cleanup_free_ char *sockdir = lev_path_join(c->hostdir, "sock");
 
+		/* mapping uid 0 into a new user namespace takes CAP_SETFCAP
+		 * (Linux 5.12+); only the helper keeps it */
+		rc.setfcap = rc.rootless;
 		rc.helper_dir = c->hostdir;
 		rc.sock_dir = sockdir;
 		c->run_argv = lev_oci_run_argv(&rc);
@@ -1030,6 +1365,7 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 			ct_free(c);
 			return LEV_EUNSUPP;
 		}
+		probe_helper(c);
 	}
 	*out = c;
 	return 0;
@@ -1039,8 +1375,10 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 		      struct lev_err *err)
 {
 	_cleanup_buf_ struct lev_buf why = LEV_BUF_INIT_MAX(2048);
+	_cleanup_buf_ struct lev_buf lack_why = LEV_BUF_INIT_MAX(2048);
 	_cleanup_free_ char *engine = NULL;
 	char **mounts = NULL, *const *m;
+	unsigned lack = 0;
 	uint64_t sig;
 	size_t i;
 	int r;
@@ -1097,11 +1435,28 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 		goto unavailable;
 	}
 
-	/* our seccomp filter, installed inside by the helper */
-	if (sb->oci_helper && lev_sbx_kernel()->seccomp == 0 &&
-	    lev_scfilter_build(sb->spec.network ? LEV_SCFILTER_NET : 0, &sb->sc, NULL) == 0) {
+	/* our seccomp filter and a PID namespace per command come with the
+	 * helper: without it, or without seccomp, those layers are missing,
+	 * and that is said (and refused under on_unavailable = "error") */
+	sb->wanted |= LEV_LAYER_SECCOMP;
+	if (!sb->oci_helper) {
+		lack |= LEV_LAYER_SECCOMP | LEV_LAYER_PIDNS;
+		(void)lev_buf_addf(&lack_why, "seccomp, pidns: lev-oci-helper was not found (next "
+				   "to lev, in the libexec directory, or at $LEV_OCI_HELPER), so "
+				   "commands go through '%s exec' without lev's seccomp filter and "
+				   "without a PID namespace per command", engine);
+	} else if (lev_sbx_kernel()->seccomp != 0 ||
+		   lev_scfilter_build(sb->spec.network ? LEV_SCFILTER_NET : 0, &sb->sc, NULL) != 0) {
+		lack |= LEV_LAYER_SECCOMP;
+		(void)lev_buf_adds(&lack_why, "seccomp: the filter cannot be built here");
+	} else {
 		sb->have_sc = true;
-		sb->wanted |= LEV_LAYER_SECCOMP;
+	}
+	if (lack && sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR) {
+		lev_strv_free(mounts);
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
+				   "in [sandbox] to run without them", lack_why.buf);
 	}
 
 	if (opts->pool) {
@@ -1129,25 +1484,33 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 		sb->pool->cts[sb->pool->n++] = c;
 		sb->ct = c;
 	}
-	sb->layers = sb->wanted;
-	if (!sb->ct->seccomp)
-		sb->layers &= ~LEV_LAYER_SECCOMP;
-	sb->missing = 0;
-	if (sb->ct->no_cgroup_limits) {
-		sb->layers &= ~LEV_LAYER_RLIMITS;
-		sb->missing = LEV_LAYER_RLIMITS;
-		if (sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR) {
-			lev_strv_free(mounts);
-			return lev_err_set(err, LEV_EUNSUPP,
-					   "container sandbox unavailable: rlimits: '%s' ignores "
-					   "--pids-limit and --memory here (rootless on cgroup v1); set "
-					   "on_unavailable = \"warn\" in [sandbox] to run without them",
-					   engine);
-		}
-		sb->degraded = xasprintf("rlimits: '%s' ignores --pids-limit and --memory here "
-					 "(rootless on cgroup v1); the ulimits still apply", engine);
+	if (!sb->ct->seccomp && !(lack & LEV_LAYER_SECCOMP)) {
+		lack |= LEV_LAYER_SECCOMP;
+		(void)lev_buf_addf(&lack_why, "%sseccomp: the filter could not be handed to the "
+				   "container", lack_why.len ? "; " : "");
 	}
+	if (sb->ct->sockpath && !sb->ct->pidns) {
+		lack |= LEV_LAYER_PIDNS;
+		(void)lev_buf_addf(&lack_why, "%spidns: the helper cannot give each command a PID "
+				   "namespace of its own (%s); what a command leaves behind is "
+				   "killed by a scan only", lack_why.len ? "; " : "",
+				   strerror(sb->ct->pidns_errno));
+	}
+	if (sb->ct->no_cgroup_limits) {
+		lack |= LEV_LAYER_RLIMITS;
+		(void)lev_buf_addf(&lack_why, "%srlimits: '%s' ignores --pids-limit and --memory "
+				   "here (rootless on cgroup v1); the ulimits still apply",
+				   lack_why.len ? "; " : "", engine);
+	}
+	sb->layers = sb->wanted & ~lack;
+	sb->missing = sb->wanted & lack;
 	lev_strv_free(mounts);
+	if (lack && sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
+				   "in [sandbox] to run without them", lack_why.buf);
+	if (lack)
+		sb->degraded = xstrdup(lack_why.buf);
 	return 0;
 
 unavailable:
@@ -1170,7 +1533,7 @@ fail:
 /* ---- spawn ---- */
 
 static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const char *cwd,
-			char *const *argv, uint64_t timeout_ms)
+			char *const *argv, char *const *env, uint64_t timeout_ms)
 {
 	struct lev_oci_req req;
 	struct lev_buf payload = LEV_BUF_INIT_MAX(LEV_OCI_REQ_MAX);
@@ -1182,14 +1545,16 @@ static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const cha
 	} u;
 	struct cmsghdr *cm;
 	char *const *a;
-	uint32_t nstr = 1;
+	uint32_t nstr = 1, nenv = 0;
 	ssize_t n;
 	int r;
 
 	r = lev_buf_add(&payload, cwd, strlen(cwd) + 1);
 	for (a = argv; a && *a && r == 0; a++, nstr++)
 		r = lev_buf_add(&payload, *a, strlen(*a) + 1);
-	if (r < 0 || nstr > LEV_OCI_ARGS_MAX) {
+	for (a = env; a && *a && r == 0; a++, nenv++)
+		r = lev_buf_add(&payload, *a, strlen(*a) + 1);
+	if (r < 0 || nstr > LEV_OCI_ARGS_MAX || nenv > LEV_OCI_ARGS_MAX) {
 		lev_buf_release(&payload);
 		return -E2BIG;
 	}
@@ -1198,6 +1563,7 @@ static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const cha
 	req.flags = c->seccomp ? LEV_OCI_FLAG_SECCOMP : 0;
 	req.timeout_ms = timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)timeout_ms;
 	req.nstr = nstr;
+	req.nenv = nenv;
 	req.len = (uint32_t)payload.len;
 
 	memset(&mh, 0, sizeof(mh));
@@ -1274,9 +1640,10 @@ static int connect_helper(const struct lev_sbx_ct *c, struct lev_err *err)
 	return s;
 }
 
-static int spawn_exec(struct lev_sandbox *sb, char *const *argv, const char *cwd,
-		      const struct lev_sandbox_limits *limits, const struct lev_sandbox_io *io,
-		      int outw, int errw, pid_t *pid_out, struct lev_err *err)
+static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *allowed,
+		      const char *cwd, const struct lev_sandbox_limits *limits,
+		      const struct lev_sandbox_io *io, int outw, int errw, pid_t *pid_out,
+		      struct lev_err *err)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -1287,7 +1654,7 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, const char *cwd
 
 	v = lev_oci_exec_argv(sb->ct->engine, sb->ct->engine_args, sb->ct->name, cwd,
 			      io->stdin_fd >= 0, sb->oci_helper != NULL, sb->ct->seccomp,
-			      limits->timeout_ms, argv);
+			      limits->timeout_ms, allowed, argv);
 	posix_spawn_file_actions_init(&fa);
 	if (io->stdin_fd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, io->stdin_fd, 0);
@@ -1303,7 +1670,7 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, const char *cwd
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
 				 POSIX_SPAWN_SETPGROUP);
 	posix_spawnattr_setpgroup(&at, 0);
-	rc = posix_spawn(&pid, v[0], &fa, &at, v, environ);
+	rc = spawn_engine(&pid, v, &fa, &at);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	lev_strv_free(v);
@@ -1313,13 +1680,65 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, const char *cwd
 	return 0;
 }
 
-int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, const char *cwd,
-		      const struct lev_sandbox_limits *limits, const struct lev_sandbox_io *io,
-		      struct lev_sandbox_proc **out, struct lev_err *err)
+/*
+ * The variables of ENVP that [security] allow_env_vars names (exact,
+ * case-insensitive; never the shell start-up ones): the only part of the
+ * host's environment a container command sees.  Fresh strv or NULL.
+ */
+static char **allowed_env(const struct lev_sandbox *sb, char *const *envp)
+{
+	char **v = NULL;
+	char *const *e, *const *a;
+
+	for (e = envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		_cleanup_free_ char *name = NULL;
+
+		if (!eq || eq == *e)
+			continue;
+		name = xstrndup(*e, (size_t)(eq - *e));
+		if (lev_env_name_shell_startup(name))
+			continue;
+		for (a = sb->env_allow; a && *a; a++)
+			if (!strcasecmp(*a, name)) {
+				v = lev_strv_push(v, *e);
+				break;
+			}
+	}
+	return v;
+}
+
+/* The image's environment with ALLOWED set over it: a command's whole one. */
+static char **command_env(const struct lev_sbx_ct *c, char *const *allowed)
+{
+	char **v = NULL;
+	char *const *e, *const *a;
+
+	for (e = c->env; e && *e; e++) {
+		size_t n = (size_t)(strchr(*e, '=') - *e);
+		bool over = false;
+
+		for (a = allowed; a && *a; a++)
+			if (!strncmp(*a, *e, n + 1))
+				over = true;
+		if (!over)
+			v = lev_strv_push(v, *e);
+	}
+	for (a = allowed; a && *a; a++)
+		v = lev_strv_push(v, *a);
+	return v;
+}
+
+int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *envp,
+		      const char *cwd, const struct lev_sandbox_limits *limits,
+		      const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
+		      struct lev_err *err)
 {
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, in = -1, s = -1, r;
 	struct lev_sandbox_proc *p;
 	bool fast = sb->ct->sockpath != NULL;
+	_cleanup_strv_ char **allowed = allowed_env(sb, envp);
+	struct timespec now;
 
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		r = lev_err_errno(err, -errno, "cannot create pipes");
@@ -1350,7 +1769,12 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, const char *cwd
 		fds[0] = in;
 		fds[1] = outp[1];
 		fds[2] = errp[1];
-		r = send_request(s, sb->ct, fds, cwd, argv, limits->timeout_ms);
+		{
+			char **env = command_env(sb->ct, allowed);
+
+			r = send_request(s, sb->ct, fds, cwd, argv, env, limits->timeout_ms);
+			lev_strv_free(env);
+		}
 		if (io->stdin_fd < 0)
 			close(in);
 		if (r < 0) {
@@ -1363,7 +1787,7 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, const char *cwd
 	} else {
 		pid_t pid;
 
-		r = spawn_exec(sb, argv, cwd, limits, io, outp[1], errp[1], &pid, err);
+		r = spawn_exec(sb, argv, allowed, cwd, limits, io, outp[1], errp[1], &pid, err);
 		if (r < 0) {
 			free(p);
 			goto fail;
@@ -1381,6 +1805,8 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, const char *cwd
 	p->timeout_ms = limits->timeout_ms;
 	p->output_max = limits->output_max;
 	p->start_ms = lev_sbx_now_ms();
+	clock_gettime(CLOCK_REALTIME, &now);
+	p->start_wall = (int64_t)now.tv_sec;
 	p->argv0 = xstrdup(argv[0]);
 	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
 	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
@@ -1429,11 +1855,48 @@ void lev_sbx_oci_kill(struct lev_sandbox_proc *p)
 		(void)send(p->sock, "K", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+int lev_sbx_oci_after(struct lev_sandbox_proc *p, struct lev_err *err)
+{
+	const struct lev_sandbox *sb = p->sb;
+	_cleanup_close_ int fd = open(sb->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	unsigned fixed = 0;
+	int r;
+
+	/* the helper's filter refused every way to set those bits, and no
+	 * container here may make device nodes: nothing to walk for */
+	if (p->mode == LEV_SBX_OCI_FAST && sb->ct->seccomp)
+		return 0;
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot check the workdir '%s' after '%s'",
+				     sb->workdir, p->argv0);
+	/* one second of slack: file times come from a coarse clock */
+	r = lev_oci_scrub(fd, sb->ct->file_uid, p->start_wall - 1, &fixed);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot check what '%s' left in the workdir '%s'",
+				     p->argv0, sb->workdir);
+	return 0;
+}
+
 /* ---- describe ---- */
+
+/* "UID:GID", and who that is. */
+static const char *describe_user(const struct lev_sbx_ct *c, char *buf, size_t n)
+{
+	if (c->rootless)
+		snprintf(buf, n, "0:0 (rootless: the engine's root is the invoking user)");
+	else if (getuid() == 0)
+		snprintf(buf, n, "%u:%u (lev runs as root: the workdir's owner, else nobody; "
+			 "never root)", (unsigned)c->run_uid, (unsigned)c->run_gid);
+	else
+		snprintf(buf, n, "%u:%u (the invoking user)", (unsigned)c->run_uid,
+			 (unsigned)c->run_gid);
+	return buf;
+}
 
 int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
 			 void *jv, struct lev_buf *out, struct lev_err *err)
 {
+	char ubuf[160];
 	json_t *o = jv, *c = json_object(), *a;
 	char **v;
 	char *const *s;
@@ -1444,7 +1907,8 @@ int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const 
 	json_object_set_new(c, "image", json_string(sb->spec.image));
 	json_object_set_new(c, "name", json_string(sb->ct->name));
 	json_object_set_new(c, "started", json_boolean(!sb->ct->planned));
-	json_object_set_new(c, "user", json_string("the invoking uid:gid"));
+	json_object_set_new(c, "user", json_string_nocheck(describe_user(sb->ct, ubuf,
+									   sizeof(ubuf))));
 	a = json_array();
 	for (s = sb->ct->run_argv; s && *s; s++)
 		json_array_append_new(a, json_string(*s));
@@ -1455,7 +1919,7 @@ int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const 
 	} else {
 		v = lev_oci_exec_argv(sb->ct->engine, sb->ct->engine_args, sb->ct->name,
 				      cwd ? cwd : sb->workdir, false, false, false,
-				      sb->limits.timeout_ms, argv);
+				      sb->limits.timeout_ms, NULL, argv);
 		a = json_array();
 		for (s = v; s && *s; s++)
 			json_array_append_new(a, json_string(*s));
@@ -1463,7 +1927,9 @@ int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const 
 		lev_strv_free(v);
 	}
 	json_object_set_new(c, "seccomp", json_boolean(sb->ct->seccomp));
-	json_object_set_new(c, "environment", json_string("the image's (the host's is never passed)"));
+	json_object_set_new(c, "environment",
+			    json_string("the image's, plus [security] allow_env_vars (nothing else "
+					"of the host's, nothing the engine adds)"));
 	json_object_set_new(o, "container", c);
 	return 0;
 }

@@ -21,9 +21,16 @@ struct lev_oci_run_cfg {
 	const char *name;		/* container name */
 	const char *run_id;		/* label lev.run */
 	const char *owner;		/* label lev.owner: "host:pid:starttime" */
-	uid_t uid;			/* --user uid:gid, and label lev.uid */
+	uid_t label_uid;		/* label lev.uid: the invoking uid */
+	uid_t uid;			/* --user uid:gid: never 0 on a rootful engine */
 	gid_t gid;
 	bool rootless;			/* rootless engine: its root is the caller (--user 0:0) */
+	bool podman;			/* podman-only options: --http-proxy=false, --unsetenv-all,
+					   nosuid,nodev on the workdir */
+	bool setfcap;			/* --cap-add SETFCAP: a rootless helper needs it to map
+					   its root into each command's user namespace (the
+					   command itself drops every capability) */
+	char *const *env;		/* the whole environment ("N=V"): -e each */
 	const char *image;
 	bool network;			/* false: --network none */
 	char *const *mounts;		/* extra read-only mounts, already checked */
@@ -42,14 +49,16 @@ struct lev_oci_run_cfg {
 };
 
 /*
- * <engine> [engine_args] run -d --rm --name NAME
- *	--label lev.sandbox=1 --label lev.run=RUN --label lev.owner=OWNER --label lev.uid=UID
+ * <engine> [engine_args] run -d --rm --pull=never --name NAME
+ *	--label lev.sandbox=1 --label lev.run=RUN --label lev.owner=OWNER --label lev.uid=LABEL_UID
  *	[--label lev.dir=HOST_DIR]
- *	--cap-drop ALL --security-opt no-new-privileges
+ *	--cap-drop ALL [--cap-add SETFCAP] --security-opt no-new-privileges
  *	--pids-limit N --memory BYTES --ulimit nofile=N:N --ulimit nproc=N:N
  *	[--network none] --user UID:GID (rootless: --user 0:0, which is the caller)
+ *	[podman: --http-proxy=false --unsetenv-all] [-e N=V ...]
  *	--read-only --tmpfs /tmp
- *	-v WORKDIR:WORKDIR -w WORKDIR [-v EMPTY_DIR:D:ro ...] [-v EMPTY_FILE:F:ro ...]
+ *	-v WORKDIR:WORKDIR[:nosuid,nodev with podman] -w WORKDIR
+ *	[-v EMPTY_DIR:D:ro ...] [-v EMPTY_FILE:F:ro ...]
  *	[-v M:M:ro ...]
  *	then either  -v HELPER_DIR:/.lev:ro -v SOCK_DIR:/.lev-sock
  *	             --entrypoint /.lev/lev-oci-helper IMAGE serve /.lev-sock/ctl
@@ -58,13 +67,36 @@ struct lev_oci_run_cfg {
 char **lev_oci_run_argv(const struct lev_oci_run_cfg *c);
 
 /*
- * <engine> [engine_args] exec [-i] -w CWD NAME
+ * <engine> [engine_args] exec [-i] [-e N=V ...] -w CWD NAME
  *	[/.lev/lev-oci-helper run --timeout-ms N [--seccomp /.lev/seccomp.bpf] --] ARGV...
- * HELPER false: ARGV directly.
+ * HELPER false: ARGV directly.  ENV: variables added to the container's.
  */
 char **lev_oci_exec_argv(const char *engine, char *const *engine_args, const char *name,
 			 const char *cwd, bool interactive, bool helper, bool seccomp,
-			 uint64_t timeout_ms, char *const *argv);
+			 uint64_t timeout_ms, char *const *env, char *const *argv);
+
+/* True when ENGINE (a name or path) is podman. */
+bool lev_oci_is_podman(const char *engine);
+
+/*
+ * The environment for the engine's own process, from ENVP: without the
+ * proxy variables (http_proxy, HTTPS_PROXY, ...: podman copies them into
+ * every container) and credential-shaped names (the engine needs none of
+ * lev's), but with DOCKER_*, CONTAINER_*, CONTAINERS_* and PODMAN_* kept.
+ * Fresh strv.
+ */
+char **lev_oci_engine_env(char *const *envp);
+
+/*
+ * Strip what a container call must not leave in the workdir DIRFD (walked
+ * with fd-relative calls, never following a symlink, crossing no more than
+ * LEV_OCI_SCRUB_DEPTH levels): the setuid and setgid bits of every regular
+ * file owned by UID whose status changed at or after SINCE (seconds, the
+ * wall clock), and every device node changed since then.  *fixed counts
+ * what was changed.  0, or the first -errno (the walk goes on past it).
+ */
+#define LEV_OCI_SCRUB_DEPTH 256
+int lev_oci_scrub(int dirfd, uid_t uid, int64_t since, unsigned *fixed);
 
 /* <engine> [engine_args] rm -f [-t 0 for podman] NAME */
 char **lev_oci_rm_argv(const char *engine, char *const *engine_args, const char *name);

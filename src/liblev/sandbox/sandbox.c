@@ -847,7 +847,7 @@ int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 	if (!io)
 		io = &capture;
 	if (sb->kind == LEV_SANDBOX_CONTAINER)
-		return lev_sbx_oci_spawn(sb, argv, realcwd, &lim, io, out, err);
+		return lev_sbx_oci_spawn(sb, argv, envp, realcwd, &lim, io, out, err);
 	return lev_sbx_ns_spawn(sb, argv, envp, realcwd, &lim, io, out, err);
 }
 
@@ -1123,6 +1123,15 @@ int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
 		lev_buf_release(&se.buf);
 		lev_sbx_ns_explain(p, &setup, err);
 		return err ? err->code : -EIO;
+	}
+	if (p->mode == LEV_SBX_OCI_FAST || p->mode == LEV_SBX_OCI_EXEC) {
+		int r = lev_sbx_oci_after(p, err);
+
+		if (r < 0) {
+			lev_buf_release(&so.buf);
+			lev_buf_release(&se.buf);
+			return r;
+		}
 	}
 
 	status_to_result(wstatus, res);

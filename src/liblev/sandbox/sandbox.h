@@ -202,7 +202,8 @@ struct lev_sandbox_proc;
 /*
  * Start ARGV (argv[0] is looked up in the filtered environment's PATH
  * inside the sandbox) with the environment ENVP (filtered by the sandbox's
- * envfilter; NULL: empty; containers keep the image's environment instead)
+ * envfilter; NULL: empty; a container command gets exactly the image's
+ * environment plus the ENVP variables [security] allow_env_vars names)
  * in CWD (NULL: the workdir; it must be the workdir or beneath it).  LIMITS
  * NULL: the sandbox's; IO NULL: capture both streams, stdin /dev/null.
  * Returns once the command is set up to run; the output is drained and the
