@@ -557,6 +557,8 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	for (size_t i = 0; i < a->n_stages; i++)
 		build_offered(a, &a->stages[i]);
 	build_env(a);
+	/* the keys leave lev's own environment block too (/proc/<pid>/environ) */
+	lev_credentials_scrub_env(a->key_vars);
 	r = build_sandboxes(a, err);
 	if (r < 0)
 		goto fail;
