@@ -90,6 +90,13 @@ for pid in $pids; do
 done
 rm -f "$tmp"
 echo done >>"$out"
+# hold the call open until the test has looked at lev from outside
+echo ready >probe.ready
+i=0
+while [ ! -e probe.go ] && [ $i -lt 1200 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
 EOF
 chmod 644 "$ROOTDIR/probe.sh"
 
@@ -140,7 +147,7 @@ setup_home() {
 # run_probe DIR [WRAPPER...]: start the mock, run the agent (as WRAPPER says),
 # stop the mock.  The key is in lev's environment, nowhere else.
 run_probe() {
-	local d=$1 rc mpid port
+	local d=$1 rc mpid port lpid
 	shift
 	rm -f "$d/port"
 	"$MOCK" --script "$ROOTDIR/conversation.json" --port-file "$d/port" >/dev/null 2>&1 &
@@ -156,7 +163,17 @@ run_probe() {
 	"$@" setsid -w env HOME="$d/home" LEVIATH_HOME="$d/lh" OPENAI_API_KEY="$KEY_A$KEY_B" \
 		sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$d/levpid" \
 		"$LEV" run "$d/agent" --task probe --workdir "$d/work" --json \
-		>"$d/ev" 2>"$d/err"
+		>"$d/ev" 2>"$d/err" &
+	lpid=$!
+	# while the probe runs: lev's environment block, read as root from
+	# outside, no longer holds the key (it was overwritten, not just unset)
+	for _ in $(seq 1200); do
+		[ -e "$d/work/probe.ready" ] && break
+		sleep 0.1
+	done
+	tr '\0' '\n' <"/proc/$(cat "$d/levpid")/environ" >"$d/levenv"
+	touch "$d/work/probe.go"
+	wait $lpid
 	rc=$?
 	kill "$mpid" 2>/dev/null
 	wait "$mpid" 2>/dev/null
@@ -170,6 +187,10 @@ check_probe() {
 	# the benign twin: its own environment is there, filtered but usable
 	assert_file_has_content "$d/work/probe.out" '^self PATH$' &&
 	assert_file_has_content "$d/work/probe.out" '^self HOME$' &&
+	# lev's own block: the variable is there, its value is not
+	assert_file_has_content "$d/levenv" "^HOME=$d/home\$" &&
+	assert_file_has_content "$d/levenv" "^OPENAI_API_KEY=" &&
+	assert_not_file_has_content "$d/levenv" "$KEY_A$KEY_B" &&
 	# the attack: the key is nowhere the command can read
 	assert_not_file_has_content "$d/work/probe.out" '^LEAK' &&
 	! grep -rq "$KEY_A$KEY_B" "$d/work" "$d/ev" "$d/lh/.leviath/runs" &&
