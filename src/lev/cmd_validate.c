@@ -103,6 +103,8 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 		}
 		return lev_fail("%s", err.msg);
 	}
+	/* per-agent grants go to the installed agent, unchanged, only */
+	lev_agentstore_bind(bp);
 	if (lev_report_load_config(&cfg) < 0) {
 		lev_blueprint_free(bp);
 		return LEV_EXIT_FAIL;
