@@ -21,6 +21,8 @@ const char lev_usage_add[] =
 	"asks for: tools it pre-approves, the sandbox it requests or declines, read\n"
 	"paths declared and granted, commands it runs at start, script tools it ships.\n"
 	"Links, devices and oversized trees are refused; nothing is left half-installed.\n"
+	"A fingerprint of its files is recorded: your per-agent grants apply to the\n"
+	"installed agent only while its files match (lev list shows it).\n"
 	"\n"
 	"  -f, --force   replace an installed agent of the same name\n";
 

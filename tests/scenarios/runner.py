@@ -37,6 +37,7 @@ expect lines:
 import json
 import os
 import shutil
+import re
 import subprocess
 import sys
 import tempfile
@@ -156,7 +157,17 @@ def run_one(lev, sdir):
         extra = []
         if os.path.exists(os.path.join(sdir, "args")):
             extra = [l.strip() for l in open(os.path.join(sdir, "args")) if l.strip()]
-        cmd = ["setsid", "-w", lev, "run", os.path.join(scratch, "agent"), "--task", task,
+        # The scenarios' per-agent grants are for the user's installed agent:
+        # per-agent loosening never applies to a blueprint run from a path
+        # (issue 13 class 3), so install it and run the installed copy.  A
+        # blueprint that cannot be installed runs from its path.
+        agent = os.path.join(scratch, "agent")
+        m = re.search(r'^name\s*=\s*"([^"]+)"', open(os.path.join(agent, "agent.leviath")).read(),
+                      re.M) if os.path.exists(os.path.join(agent, "agent.leviath")) else None
+        if m and subprocess.run([lev, "add", "--force", agent], cwd=scratch, env=env,
+                                capture_output=True).returncode == 0:
+            agent = os.path.join(scratch, "lh", ".leviath", "agents", m.group(1))
+        cmd = ["setsid", "-w", lev, "run", agent, "--task", task,
                "--workdir", work, "--json"] + extra
         p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
                            timeout=300)
