@@ -21,6 +21,8 @@ const char lev_usage_add[] =
 	"asks for: tools it pre-approves, the sandbox it requests or declines, read\n"
 	"paths declared and granted, commands it runs at start, script tools it ships.\n"
 	"Links, devices and oversized trees are refused; nothing is left half-installed.\n"
+	"A fingerprint of its files is recorded: your per-agent grants apply to the\n"
+	"installed agent only while its files match (lev list shows it).\n"
 	"\n"
 	"  -f, --force   replace an installed agent of the same name\n";
 
@@ -60,6 +62,16 @@ int cmd_add(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	printf("%s '%s' %s in %s\n", replaced ? "replaced" : "installed", bp->name, bp->version,
 	       bp->dir);
+	{
+		char fp[LEV_AGENT_FINGERPRINT_LEN + 1];
+
+		/* per-agent grants in the config follow this fingerprint */
+		if (lev_agentstore_fingerprint(bp->dir, fp, &err) == 0)
+			printf("fingerprint %s: your per-agent grants for '%s' apply while its "
+			       "files match\n", fp, bp->name);
+		else
+			lev_warn("%s", err.msg);
+	}
 	lev_report_lint_dirs(&workdir, &home);
 	lev_lint_inventory(bp, &cfg, workdir, home, &lines);
 	if (lines) {

@@ -222,6 +222,8 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 	if (lev_agentstore_resolve(a.agent, &path, &err) < 0 ||
 	    lev_blueprint_load(path, &bp, &err) < 0)
 		return lev_fail("%s", err.msg);
+	/* per-agent grants go to the installed agent, unchanged, only */
+	lev_agentstore_bind(bp);
 	if (lev_report_load_config(&cfg) < 0) {
 		lev_blueprint_free(bp);
 		return LEV_EXIT_FAIL;

@@ -1,6 +1,7 @@
 /*
  * cmd_list.c - lev list [--json]: installed agents, their version and
- * description, and how many of their declared read paths the config grants.
+ * description, whether their files still match what `lev add` recorded,
+ * and how many of their declared read paths the config grants.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,14 @@
 const char lev_usage_list[] =
 	"usage: lev list [--json]\n"
 	"\n"
-	"List installed agents with their version, description and how many of the\n"
-	"read paths they declare your config grants.\n"
+	"List installed agents with their version, description, whether their files\n"
+	"still match the fingerprint 'lev add' recorded (per-agent grants in your\n"
+	"config apply only then), and how many of the read paths they declare your\n"
+	"config grants.\n"
 	"\n"
-	"  --json   print {agents: [{name, version, description, path,\n"
-	"           read_paths: {declared, granted}, error}]}\n";
+	"  --json   print {agents: [{name, version, description, path, files,\n"
+	"           files_note, read_paths: {declared, granted}, error}]}; files is\n"
+	"           verified, changed, no-record or unchecked\n";
 
 int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 {
@@ -77,6 +81,9 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 			json_object_set_new(o, "description",
 					    a->bp ? lev_report_jstr(a->bp->description) : json_null());
 			json_object_set_new(o, "path", lev_report_jstr(a->dir));
+			json_object_set_new(o, "files",
+					    json_string(lev_agent_identity_name(a->identity)));
+			json_object_set_new(o, "files_note", lev_report_jstr(a->identity_note));
 			json_object_set_new(rp, "declared", json_integer((json_int_t)declared));
 			json_object_set_new(rp, "granted", report_ok ? json_integer((json_int_t)granted)
 								     : json_null());
@@ -95,6 +102,19 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 		if (a->bp->description[0])
 			printf(" - %s", a->bp->description);
 		putchar('\n');
+		switch (a->identity) {
+		case LEV_IDENTITY_VERIFIED:
+			printf("    files: as installed\n");
+			break;
+		case LEV_IDENTITY_CHANGED:
+			printf("    files: CHANGED since 'lev add': per-agent grants withheld (%s)\n",
+			       a->identity_note);
+			break;
+		default:
+			printf("    files: not verified: per-agent grants withheld (%s)\n",
+			       a->identity_note ? a->identity_note : "unknown");
+			break;
+		}
 		if (!report_ok)
 			printf("    read_paths: %zu declared, grants unknown: %s\n", declared,
 			       rerr.msg);

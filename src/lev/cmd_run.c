@@ -681,6 +681,8 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		lev_fail("%s", err.msg);
 		goto out;
 	}
+	/* per-agent grants go to the installed agent, unchanged, only */
+	lev_agentstore_bind(bp);
 	for (char **w = bp->warnings; w && *w; w++)
 		lev_warn("%s", *w);
 	if (lev_config_load(&cfg, &err) < 0) {

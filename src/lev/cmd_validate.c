@@ -110,6 +110,8 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 			print_failure_json("blueprint", err.msg);
 		return lev_fail("%s", err.msg);
 	}
+	/* per-agent grants go to the installed agent, unchanged, only */
+	lev_agentstore_bind(bp);
 	if (lev_config_load(&cfg, &err) < 0) {
 		if (json)
 			print_failure_json("config", err.msg);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lev-version.h"
+#include "liblev/conf/credentials.h"
 #include "lev/cmd.h"
 #include "lev/termout.h"
 
@@ -178,8 +179,13 @@ int main(int argc, char **argv)
 {
 	struct lev_ctx ctx = { .argv0 = argv[0], .verbose = 0 };
 	const struct lev_cmd *c;
+	struct lev_err err = LEV_ERR_INIT;
 	int i = 1, r;
 
+	/* first: nothing of ours (API keys, the environment) is readable
+	 * through /proc or ptrace by a process lev starts */
+	if (lev_credentials_protect_process(&err) < 0)
+		return lev_fail("%s", err.msg);
 	check_std_fds();
 	umask(077);
 	lev_termout_install();

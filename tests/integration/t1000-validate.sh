@@ -34,10 +34,16 @@ test_expect_success '--deny-warnings fails on that warning, with exit 1' '
 	grep -q "deny-warnings" err
 '
 
-test_expect_success 'under the example config the demo has no warnings at all' '
-	LEVIATH_CONFIG_PATH="$SRC_DIR/examples/config.toml" lev validate --deny-warnings "$DEMO" >out &&
+# per-agent grants go to the installed agent (a path only claims the name)
+test_expect_success 'under the example config the installed demo has no warnings at all' '
+	lev add "$DEMO" >/dev/null &&
+	LEVIATH_CONFIG_PATH="$SRC_DIR/examples/config.toml" lev validate --deny-warnings demo >out &&
 	grep -q "1 declared, 1 granted" out &&
-	grep -q "0 warning(s)" out
+	grep -q "0 warning(s)" out &&
+	LEVIATH_CONFIG_PATH="$SRC_DIR/examples/config.toml" lev validate "$DEMO" >out &&
+	grep -q "1 declared, 0 granted" out &&
+	grep -q "per-agent grants for .demo. are not applied.*\[agent-grants-withheld\]" out &&
+	lev remove demo >/dev/null
 '
 
 test_expect_success 'the command seed on the safe list is a note naming the command' '
@@ -229,7 +235,9 @@ test_expect_success 'a web_fetch pre-approval is honoured even by default, so it
 test_expect_success 'a malformed grant in the config is read-paths-grant-invalid' '
 	mkdir -p "$HOME/.leviath" &&
 	printf "[agent_read_paths.broad]\nallow = [\"regex:.*\"]\n" >"$HOME/.leviath/config.toml" &&
-	lev validate broad >out &&
+	lev add broad >/dev/null &&
+	(cd / && lev validate broad) >out &&
+	lev remove broad >/dev/null &&
 	grep -q "warning: read_paths grant in your config.toml: .*\[read-paths-grant-invalid\]" out &&
 	rm "$HOME/.leviath/config.toml"
 '

@@ -134,7 +134,7 @@ test_expect_success 'a binary config is a one-line error' '
 '
 
 test_expect_success 'LEVIATH_CONFIG_PATH names the config file' '
-	printf "[agent_read_paths.demo]\nallow = [\"glob:~/.config/lev-demo/*.md\"]\n" >mine.toml &&
+	printf "[security]\nread_paths = [\"glob:~/.config/lev-demo/*.md\"]\n" >mine.toml &&
 	LEVIATH_CONFIG_PATH="$PWD/mine.toml" lev validate "$DEMO" >out &&
 	grep -q "1 declared, 1 granted" out
 '

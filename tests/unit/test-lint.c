@@ -22,6 +22,7 @@ static struct lev_blueprint *bp_of(const char *text)
 
 	if (lev_blueprint_parse(text, strlen(text), "agent.leviath", "/nonexistent", &bp, &err) < 0)
 		fail_msg("%s", err.msg);
+	bp->identity_verified = true;	/* as if installed and unchanged */
 	return bp;
 }
 
@@ -81,6 +82,40 @@ static void test_read_paths_partial_grant(void **state)
 	assert_string_equal(x->fix, "add to your config.toml: [agent_read_paths.cto] allow = "
 				    "[\"glob:~/design-docs/**\"]");
 	lev_findings_release(&f);
+}
+
+static void test_agent_grants_withheld(void **state)
+{
+	struct lev_blueprint *bp = bp_of(RP);
+	struct lev_findings f;
+	struct lev_config c;
+	struct lev_err err = LEV_ERR_INIT;
+	const struct lev_finding *x;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	cfg_of("[agent_read_paths.cto]\nallow = [\"~/.leviath/runs\"]\n", &c);
+	bp->identity_verified = false;
+	bp->identity_note = strdup("the files of installed agent 'cto' changed since 'lev add'");
+	assert_int_equal(lev_lint(bp, &c, "/work", "/home/u", &f, &err), 0);
+	x = find(&f, "agent-grants-withheld");
+	assert_non_null(x);
+	assert_int_equal(x->severity, LEV_SEV_WARNING);
+	assert_non_null(strstr(x->message, "[agent_read_paths.cto]"));
+	assert_non_null(strstr(x->message, "changed since 'lev add'"));
+	/* and the grant is not counted */
+	x = find(&f, "read-paths-declared");
+	assert_non_null(strstr(x->message, "2 declared, 0 granted"));
+	lev_findings_release(&f);
+
+	/* the benign twin: the verified install is not warned about */
+	memset(&f, 0, sizeof(f));
+	bp->identity_verified = true;
+	assert_int_equal(lev_lint(bp, &c, "/work", "/home/u", &f, &err), 0);
+	assert_null(find(&f, "agent-grants-withheld"));
+	lev_findings_release(&f);
+	lev_config_release(&c);
+	lev_blueprint_free(bp);
 }
 
 static void test_read_paths_blanket_and_offline(void **state)
@@ -212,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_read_paths_partial_grant),
 		cmocka_unit_test(test_read_paths_blanket_and_offline),
 		cmocka_unit_test(test_read_paths_bad_grant),
+		cmocka_unit_test(test_agent_grants_withheld),
 		cmocka_unit_test(test_no_read_paths_no_finding),
 		cmocka_unit_test(test_quote_and_counts),
 		cmocka_unit_test(test_inventory),

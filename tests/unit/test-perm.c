@@ -849,6 +849,10 @@ static const char bp_text[] =
 	"[stages.ship]\navailable_tools = [\"shell\"]\n"
 	"[stages.ship.tool_permissions]\nshell = \"deny\"\n";
 
+/* The blueprints below are the installed agent 'coder', unchanged, unless a
+ * test says otherwise (lev_agentstore_bind() sets this for real). */
+static bool bp_verified = true;
+
 static void setup_from(const char *config_text, const char *stage_name, bool yolo,
 		       struct lev_perm_setup *s, struct lev_config *cfg, struct lev_blueprint **bp)
 {
@@ -859,6 +863,9 @@ static void setup_from(const char *config_text, const char *stage_name, bool yol
 	if (lev_blueprint_parse(bp_text, strlen(bp_text), "agent.leviath", "/nonexistent", bp,
 				&err) < 0)
 		fail_msg("blueprint: %s", err.msg);
+	(*bp)->identity_verified = bp_verified;
+	if (!bp_verified)
+		(*bp)->identity_note = strdup("'/nonexistent' is not the installed agent 'coder'");
 	if (lev_perm_setup_init(s, cfg, *bp, stage_name, yolo, NULL, &err) < 0)
 		fail_msg("setup: %s", err.msg);
 }
@@ -956,6 +963,71 @@ static void test_a_blueprint_list_is_inert_until_the_user_opts_in(void **state)
 		   &bp);
 	assert_int_equal(setup_shell(&s, "make"), LEV_ASK);
 	teardown(&s, &cfg, bp);
+}
+
+/*
+ * Issue 13 class 3: a blueprint that only calls itself 'coder' (run from a
+ * path, or an installed copy whose files changed) gets none of the user's
+ * loosening for 'coder', and is told; the tightening still applies.
+ */
+static void test_agent_grants_follow_identity(void **state)
+{
+	static const char *const cfg_text =
+		"[tool_permissions]\nweb_fetch = \"deny\"\nedit_file = \"ask\"\n"
+		"[agent_tool_permissions.coder]\nshell = \"allow\"\nweb_fetch = \"ask\"\n"
+		"write_file = \"deny\"\nlist_dir = \"ask\"\n"
+		"[agent_safe_commands.coder]\nshell = [\"cargo test\"]\nallow_blueprint = true\n"
+		"[agent_read_paths.coder]\nallow = [\"/srv/shared\"]\n";
+	struct lev_perm_setup s;
+	struct lev_config cfg;
+	struct lev_blueprint *bp = NULL;
+	struct lev_perm_decision d;
+
+	(void)state;
+	/* the benign twin: the installed, unchanged 'coder' gets its grants */
+	setup_from(cfg_text, NULL, false, &s, &cfg, &bp);
+	assert_int_equal(setup_shell(&s, "rm -rf x"), LEV_ALLOW);	/* shell = allow */
+	assert_int_equal(setup_shell(&s, "cargo test"), LEV_ALLOW);
+	assert_int_equal(setup_shell(&s, "make"), LEV_ALLOW);	/* allow_blueprint */
+	lev_perm_decide(&s.in, "web_fetch", NULL, NULL, &d);
+	assert_int_equal(d.verdict, LEV_ASK);	/* the agent entry replaces the global deny */
+	assert_null(s.warnings);
+	teardown(&s, &cfg, bp);
+
+	/* the attack: the same name, not the installed agent */
+	bp_verified = false;
+	setup_from(cfg_text, NULL, false, &s, &cfg, &bp);
+	bp_verified = true;
+	assert_int_equal(setup_shell(&s, "rm -rf x"), LEV_ASK);
+	assert_int_equal(setup_shell(&s, "cargo test"), LEV_ASK);
+	assert_int_equal(setup_shell(&s, "make"), LEV_ASK);
+	lev_perm_decide(&s.in, "web_fetch", NULL, NULL, &d);
+	assert_int_equal(d.verdict, LEV_DENY);	/* an agent "ask" may not loosen a deny */
+	/* tightening still applies to any blueprint of that name */
+	lev_perm_decide(&s.in, "write_file", NULL, NULL, &d);
+	assert_int_equal(d.verdict, LEV_DENY);
+	lev_perm_decide(&s.in, "list_dir", NULL, NULL, &d);
+	assert_int_equal(d.verdict, LEV_ASK);	/* stricter than the default allow */
+	/* and it is told which grants and why */
+	assert_int_equal(lev_strv_len(s.warnings), 1);
+	assert_non_null(strstr(s.warnings[0], "per-agent grants for 'coder' are not applied"));
+	assert_non_null(strstr(s.warnings[0], "[agent_read_paths.coder]"));
+	assert_non_null(strstr(s.warnings[0], "[agent_safe_commands.coder]"));
+	assert_non_null(strstr(s.warnings[0], "is not the installed agent 'coder'"));
+	teardown(&s, &cfg, bp);
+
+	/* the read-path grants follow the same name */
+	assert_int_equal(lev_config_parse(cfg_text, strlen(cfg_text), "config.toml", &cfg, NULL),
+			 0);
+	{
+		char **g = lev_config_read_path_grants_for_agent(&cfg, NULL);
+
+		assert_null(g);
+		g = lev_config_read_path_grants_for_agent(&cfg, "coder");
+		assert_int_equal(lev_strv_len(g), 1);
+		lev_strv_free(g);
+	}
+	lev_config_release(&cfg);
 }
 
 static void test_each_layer_contributes_and_bad_entries_are_skipped(void **state)
@@ -1219,6 +1291,7 @@ int main(void)
 		cmocka_unit_test(test_glue_unknown_stage),
 		cmocka_unit_test(test_a_blueprint_list_is_inert_until_the_user_opts_in),
 		cmocka_unit_test(test_each_layer_contributes_and_bad_entries_are_skipped),
+		cmocka_unit_test(test_agent_grants_follow_identity),
 		cmocka_unit_test(test_a_redirect_outside_the_workdir_is_refused),
 		cmocka_unit_test(test_a_redirect_inside_the_workdir_is_allowed),
 		cmocka_unit_test(test_home_targets_inside_a_workdir_under_home),

@@ -639,6 +639,41 @@ static void test_key_resolution(void **state)
 	assert_false(lev_api_key_valid(NULL));
 }
 
+/* A key taken out of the environment is gone from it, and still resolves. */
+static void test_scrubbed_key_still_resolves(void **state)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	enum lev_key_source src;
+	char s1[] = "LEV_TEST_KEY_S", s2[] = "LEV_TEST_KEY_UNSET";
+	char *names[] = { s1, s2, NULL };
+	char *key = NULL;
+
+	(void)state;
+	setenv("LEV_TEST_KEY_S", "sk-scrub-0123456789", 1);
+	unsetenv("LEV_TEST_KEY_UNSET");
+	lev_credentials_scrub_env(names);
+	assert_null(getenv("LEV_TEST_KEY_S"));
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, &key, &src, &err), 0);
+	assert_int_equal(src, LEV_KEY_ENV);
+	assert_string_equal(key, "sk-scrub-0123456789");
+	lev_secret_free(key);
+	/* a variable that was not set stays a missing key */
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_UNSET", NULL, &key, &src,
+					     &err), 0);
+	assert_null(key);
+	/* what is in the environment now still wins */
+	setenv("LEV_TEST_KEY_S", "sk-newer-0123456789", 1);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, &key, &src, &err), 0);
+	assert_string_equal(key, "sk-newer-0123456789");
+	lev_secret_free(key);
+	unsetenv("LEV_TEST_KEY_S");
+	/* scrubbing twice is harmless */
+	lev_credentials_scrub_env(names);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, &key, &src, &err), 0);
+	assert_string_equal(key, "sk-scrub-0123456789");
+	lev_secret_free(key);
+}
+
 /* ---- specs ---- */
 
 static void test_spec_defaults(void **state)
@@ -780,6 +815,7 @@ int main(void)
 		cmocka_unit_test(test_spec_defaults),
 		cmocka_unit_test(test_spec_from_config),
 		cmocka_unit_test(test_new_without_key),
+		cmocka_unit_test(test_scrubbed_key_still_resolves),
 	};
 	return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "liblev/conf/agentstore.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/datadir.h"
+#include "liblev/base/sha256.h"
 #include "liblev/base/strv.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/util.h"
@@ -102,7 +105,8 @@ static int copy_tree(int sfd, int dfd, const char *rel, unsigned depth, struct c
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (depth == 0 && !strcmp(de->d_name, ".git"))
+		if (depth == 0 && (!strcmp(de->d_name, ".git") ||
+				   !strcmp(de->d_name, LEV_STORE_RECORD)))
 			continue;
 		pname = lev_printable(de->d_name, strlen(de->d_name), 128);
 		sub = *rel ? xasprintf("%s/%s", rel, pname) : xstrdup(pname);
@@ -145,6 +149,297 @@ static int copy_tree(int sfd, int dfd, const char *rel, unsigned depth, struct c
 	}
 	closedir(d);
 	return r;
+}
+
+/* ---- fingerprints ---- */
+
+struct fp_state {
+	struct lev_sha256 h;
+	size_t files;
+	size_t bytes;
+};
+
+static void fp_add(struct fp_state *fs, const char *s)
+{
+	lev_sha256_update(&fs->h, s, strlen(s) + 1);	/* with its NUL: unambiguous */
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int fp_file(int dfd, const char *name, const char *rel, struct fp_state *fs,
+		   struct lev_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	char buf[65536], meta[64];
+	struct stat st;
+
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot open '%s'", rel);
+	if (fstat(fd, &st) < 0)
+		return lev_err_errno(err, -errno, "cannot stat '%s'", rel);
+	if (!S_ISREG(st.st_mode))
+		return lev_err_set(err, -EINVAL, "'%s' changed while being read", rel);
+	snprintf(meta, sizeof(meta), "%o %jd", (unsigned)(st.st_mode & 07777),
+		 (intmax_t)st.st_size);
+	fp_add(fs, "f");
+	fp_add(fs, rel);
+	fp_add(fs, meta);
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return lev_err_errno(err, -errno, "cannot read '%s'", rel);
+		if (n == 0)
+			break;
+		fs->bytes += (size_t)n;
+		if (fs->bytes > LEV_STORE_MAX_BYTES)
+			return lev_err_set(err, -EFBIG, "the agent directory is too large (over %zu MiB)",
+					   LEV_STORE_MAX_BYTES >> 20);
+		lev_sha256_update(&fs->h, buf, (size_t)n);
+	}
+	return 0;
+}
+
+static int fp_tree(int dfd, const char *rel, unsigned depth, struct fp_state *fs,
+		   struct lev_err *err)
+{
+	char **names = NULL;
+	size_t n = 0, i;
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
+
+	if (depth > LEV_STORE_MAX_DEPTH)
+		return lev_err_set(err, -ELOOP, "the agent directory is nested too deeply");
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot list '%s'", *rel ? rel : ".");
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return lev_err_errno(err, r, "cannot list '%s'", *rel ? rel : ".");
+	}
+	while ((errno = 0, de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (depth == 0 && !strcmp(de->d_name, LEV_STORE_RECORD))
+			continue;
+		if (++fs->files > LEV_STORE_MAX_FILES) {
+			r = lev_err_set(err, -EFBIG, "the agent directory has too many entries");
+			break;
+		}
+		names = lev_strv_push(names, de->d_name);
+		n++;
+	}
+	if (!r && errno)
+		r = lev_err_errno(err, -errno, "cannot list '%s'", *rel ? rel : ".");
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
+	for (i = 0; r == 0 && i < n; i++) {
+		_cleanup_free_ char *sub = *rel ? xasprintf("%s/%s", rel, names[i])
+						: xstrdup(names[i]);
+		struct stat st;
+
+		if (fstatat(dirfd(d), names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = lev_err_errno(err, -errno, "cannot stat '%s'", sub);
+		} else if (S_ISDIR(st.st_mode)) {
+			char mode[16];
+			_cleanup_close_ int sfd = openat(dirfd(d), names[i],
+							 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+								 O_CLOEXEC);
+
+			snprintf(mode, sizeof(mode), "%o", (unsigned)(st.st_mode & 07777));
+			fp_add(fs, "d");
+			fp_add(fs, sub);
+			fp_add(fs, mode);
+			if (sfd < 0)
+				r = lev_err_errno(err, -errno, "cannot open '%s'", sub);
+			else
+				r = fp_tree(sfd, sub, depth + 1, fs, err);
+		} else if (S_ISREG(st.st_mode)) {
+			r = fp_file(dirfd(d), names[i], sub, fs, err);
+		} else {
+			char kind[16];
+
+			snprintf(kind, sizeof(kind), "%o", (unsigned)(st.st_mode & S_IFMT));
+			fp_add(fs, "o");
+			fp_add(fs, sub);
+			fp_add(fs, kind);
+		}
+	}
+	lev_strv_free(names);
+	closedir(d);
+	return r;
+}
+
+static int fingerprint_fd(int dfd, char *out, struct lev_err *err)
+{
+	struct fp_state fs = { .files = 0, .bytes = 0 };
+	uint8_t dg[LEV_SHA256_LEN];
+	char hex[LEV_SHA256_HEX_LEN + 1];
+	int r;
+
+	lev_sha256_init(&fs.h);
+	fp_add(&fs, "lev agent fingerprint 1");
+	r = fp_tree(dfd, "", 0, &fs, err);
+	lev_sha256_final(&fs.h, dg);
+	if (r < 0)
+		return r;
+	lev_sha256_hex(dg, hex);
+	snprintf(out, LEV_AGENT_FINGERPRINT_LEN + 1, "sha256:%s", hex);
+	return 0;
+}
+
+int lev_agentstore_fingerprint(const char *dir, char *out, struct lev_err *err)
+{
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot open '%s'", dir);
+	return fingerprint_fd(fd, out, err);
+}
+
+/* Write the record (fingerprint of DFD, install path DEST) into DFD. */
+static int write_record(int dfd, const char *dest, struct lev_err *err)
+{
+	char fp[LEV_AGENT_FINGERPRINT_LEN + 1];
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *text = NULL;
+	json_t *o;
+	int r;
+
+	r = fingerprint_fd(dfd, fp, err);
+	if (r < 0)
+		return lev_err_wrap(err, "cannot fingerprint the copy");
+	o = json_pack("{s:s, s:s}", "fingerprint", fp, "path", dest);
+	if (!o)
+		return lev_err_set(err, -EINVAL, "install path '%s' is not valid UTF-8", dest);
+	text = json_dumps(o, JSON_INDENT(1) | JSON_SORT_KEYS);
+	json_decref(o);
+	if (!text)
+		return lev_err_set(err, -ENOMEM, "cannot encode the install record");
+	fd = openat(dfd, LEV_STORE_RECORD, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot write '%s'", LEV_STORE_RECORD);
+	r = lev_write_all(fd, text, strlen(text));
+	if (r == 0)
+		r = lev_write_all(fd, "\n", 1);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot write '%s'", LEV_STORE_RECORD);
+	return 0;
+}
+
+const char *lev_agent_identity_name(enum lev_agent_identity id)
+{
+	switch (id) {
+	case LEV_IDENTITY_VERIFIED:
+		return "verified";
+	case LEV_IDENTITY_PATH:
+		return "path";
+	case LEV_IDENTITY_NO_RECORD:
+		return "no-record";
+	case LEV_IDENTITY_CHANGED:
+		return "changed";
+	case LEV_IDENTITY_UNCHECKED:
+		break;
+	}
+	return "unchecked";
+}
+
+static bool same_dir(const char *a, const char *b)
+{
+	char ra[PATH_MAX], rb[PATH_MAX];
+
+	return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
+}
+
+enum lev_agent_identity lev_agentstore_verify(const char *dir, const char *name,
+					      char **note_out)
+{
+	struct lev_err lerr = LEV_ERR_INIT;
+	_cleanup_free_ char *inst = NULL;
+	_cleanup_free_ char *rpath = NULL;
+	_cleanup_free_ char *data = NULL;
+	char now[LEV_AGENT_FINGERPRINT_LEN + 1];
+	const char *rec_fp = NULL, *rec_path = NULL;
+	enum lev_agent_identity id;
+	char *note = NULL;
+	json_t *o = NULL;
+	int r;
+
+	if (!name || lev_datadir_agent_dir(name, &inst, NULL) < 0 || !same_dir(dir, inst)) {
+		id = LEV_IDENTITY_PATH;
+		note = xasprintf("'%s' is not the installed agent '%s'; per-agent grants in your "
+				 "config apply only to the agent installed with 'lev add'",
+				 dir, name ? name : "");
+		goto out;
+	}
+	rpath = lev_path_join(inst, LEV_STORE_RECORD);
+	r = lev_read_file(rpath, 64 << 10, &data, NULL, &lerr);
+	if (r == -ENOENT) {
+		id = LEV_IDENTITY_NO_RECORD;
+		note = xasprintf("installed agent '%s' has no fingerprint (an older lev installed "
+				 "it); reinstall it with 'lev add --force'", name);
+		goto out;
+	}
+	if (r < 0) {
+		id = LEV_IDENTITY_UNCHECKED;
+		note = xasprintf("cannot check installed agent '%s': %s", name, lerr.msg);
+		goto out;
+	}
+	o = json_loads(data, 0, NULL);
+	if (!o || json_unpack(o, "{s:s, s:s}", "fingerprint", &rec_fp, "path", &rec_path) < 0) {
+		id = LEV_IDENTITY_CHANGED;
+		note = xasprintf("the install record of agent '%s' is damaged; review the agent, "
+				 "then reinstall it with 'lev add --force'", name);
+		goto out;
+	}
+	if (!same_dir(rec_path, inst)) {
+		id = LEV_IDENTITY_CHANGED;
+		note = xasprintf("installed agent '%s' was recorded for '%s', not '%s'; reinstall "
+				 "it with 'lev add --force'", name, rec_path, inst);
+		goto out;
+	}
+	if (lev_agentstore_fingerprint(inst, now, &lerr) < 0) {
+		id = LEV_IDENTITY_UNCHECKED;
+		note = xasprintf("cannot check installed agent '%s': %s", name, lerr.msg);
+		goto out;
+	}
+	if (strcmp(now, rec_fp)) {
+		id = LEV_IDENTITY_CHANGED;
+		note = xasprintf("the files of installed agent '%s' changed since 'lev add' "
+				 "(recorded %.19s..., now %.19s...); review them, then reinstall it "
+				 "with 'lev add --force'", name, rec_fp, now);
+		goto out;
+	}
+	id = LEV_IDENTITY_VERIFIED;
+out:
+	json_decref(o);
+	if (note_out)
+		*note_out = note;
+	else
+		free(note);
+	return id;
+}
+
+void lev_agentstore_bind(struct lev_blueprint *bp)
+{
+	char *note = NULL;
+
+	bp->identity_verified =
+		lev_agentstore_verify(bp->dir, bp->name, &note) == LEV_IDENTITY_VERIFIED;
+	free(bp->identity_note);
+	bp->identity_note = note;
 }
 
 /* Remove .tmp-* / .rm-* entries a crashed lev left behind. */
@@ -283,6 +578,13 @@ int lev_agentstore_install(const char *src, bool force, struct lev_blueprint **b
 		r = lev_err_set(err, -EAGAIN, "'%s' changed while being copied; try again", src);
 		goto out;
 	}
+	r = write_record(dfd, dest, err);
+	if (r < 0)
+		goto out;
+	if (fsync(dfd) < 0) {
+		r = lev_err_errno(err, -errno, "cannot write '%s'", tmp);
+		goto out;
+	}
 	r = put_in_place(tmp, dest, agents, force, bp->name, &old, err);
 	if (r < 0)
 		goto out;
@@ -298,6 +600,7 @@ int lev_agentstore_install(const char *src, bool force, struct lev_blueprint **b
 	free(copy->path);
 	copy->dir = xstrdup(dest);
 	copy->path = lev_path_join(dest, LEV_BLUEPRINT_FILE);
+	lev_agentstore_bind(copy);
 	if (replaced_out)
 		*replaced_out = old != NULL;
 	if (bp_out)
@@ -361,6 +664,7 @@ void lev_agentstore_list_free(struct lev_agent_info *v, size_t n)
 		free(v[i].dir);
 		lev_blueprint_free(v[i].bp);
 		free(v[i].error);
+		free(v[i].identity_note);
 	}
 	free(v);
 }
@@ -407,6 +711,11 @@ int lev_agentstore_list(struct lev_agent_info **out, size_t *n_out, struct lev_e
 		a->dir = lev_path_join(agents, de->d_name);
 		if (lev_blueprint_load(a->dir, &a->bp, &lerr) < 0)
 			a->error = xstrdup(lerr.msg);
+		a->identity = lev_agentstore_verify(a->dir, a->name, &a->identity_note);
+		if (a->bp) {
+			a->bp->identity_verified = a->identity == LEV_IDENTITY_VERIFIED;
+			a->bp->identity_note = a->identity_note ? xstrdup(a->identity_note) : NULL;
+		}
 	}
 	closedir(d);
 	if (n)

@@ -12,6 +12,17 @@
  * Replacing an installed agent needs FORCE; the swap is atomic
  * (renameat2(RENAME_EXCHANGE)), then the old tree is deleted.
  *
+ * Every install records a fingerprint: SHA-256 over every file and
+ * directory of the installed copy (relative path, kind, permission bits,
+ * size, contents, in sorted order), with the install path, in
+ * <root>/agents/<name>/LEV_STORE_RECORD (a source file of that name is not
+ * copied, and the record is not part of the fingerprint).  The user's
+ * per-agent loosening ([agent_tool_permissions.X] allow,
+ * [agent_read_paths.X], [agent_safe_commands.X]) applies only to the
+ * installed agent X whose files still match (lev_agentstore_bind()): not to
+ * a blueprint run from a path that merely calls itself X, nor to an
+ * installed agent whose files changed since `lev add`.
+ *
  * Strings and blueprints handed out through OUT parameters are owned by
  * the caller.
  */
@@ -26,12 +37,44 @@
 #define LEV_STORE_MAX_FILES 2000
 #define LEV_STORE_MAX_DEPTH 16
 #define LEV_STORE_MAX_BYTES ((size_t)64 << 20)
+#define LEV_STORE_RECORD ".lev-install.json"
+
+enum lev_agent_identity {
+	LEV_IDENTITY_VERIFIED,	/* the installed agent, files as at `lev add` */
+	LEV_IDENTITY_PATH,	/* not the installed agent of its name (run from a path) */
+	LEV_IDENTITY_NO_RECORD,	/* installed without a fingerprint (an older lev) */
+	LEV_IDENTITY_CHANGED,	/* its files changed since `lev add` */
+	LEV_IDENTITY_UNCHECKED,	/* the check itself failed (see the note) */
+};
+
+/* "verified", "path", "no-record", "changed", "unchecked". */
+const char *lev_agent_identity_name(enum lev_agent_identity id);
+
+/*
+ * The fingerprint of the agent directory DIR ("sha256:" + 64 hex digits,
+ * written to OUT, LEV_AGENT_FINGERPRINT_LEN + 1 bytes).  Symbolic links and
+ * special files are counted by name and kind (an install never holds
+ * them).  The limits of an install apply.
+ */
+#define LEV_AGENT_FINGERPRINT_LEN (7 + 64)
+int lev_agentstore_fingerprint(const char *dir, char *out, struct lev_err *err);
+
+/*
+ * Is the agent directory DIR the installed agent NAME, unchanged?  Never
+ * fails: a check that cannot be made is LEV_IDENTITY_UNCHECKED.  *note_out
+ * (optional) gets a sentence saying why not (NULL when verified).
+ */
+enum lev_agent_identity lev_agentstore_verify(const char *dir, const char *name,
+					      char **note_out);
+
+/* Set BP->identity_verified and BP->identity_note (lev_agentstore_verify()). */
+void lev_agentstore_bind(struct lev_blueprint *bp);
 
 /*
  * Install the blueprint directory SRC (or the directory of an agent.leviath
  * file).  On success *bp_out (optional) gets the installed blueprint (its
- * dir/path point into the store) and *replaced_out (optional) says whether
- * an older install was replaced.  -EEXIST when the agent is installed and
+ * dir/path point into the store), *replaced_out (optional) says whether
+ * an older install was replaced, and the fingerprint is recorded.  -EEXIST when the agent is installed and
  * FORCE is false.
  */
 int lev_agentstore_install(const char *src, bool force, struct lev_blueprint **bp_out,
@@ -45,6 +88,8 @@ struct lev_agent_info {
 	char *dir;
 	struct lev_blueprint *bp;	/* NULL when it does not load */
 	char *error;			/* why it does not load, else NULL */
+	enum lev_agent_identity identity;	/* its files against its fingerprint */
+	char *identity_note;		/* why not verified, else NULL */
 };
 
 /*

@@ -125,8 +125,14 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	lev_strv_free(bp->safe_tools);
 	lev_strv_free(bp->safe_shell);
 	lev_strv_free(bp->warnings);
+	free(bp->identity_note);
 	free(bp);
 	return NULL;
+}
+
+const char *lev_blueprint_grant_name(const struct lev_blueprint *bp)
+{
+	return bp && bp->identity_verified ? bp->name : NULL;
 }
 
 /* ---- helpers ---------------------------------------------------------- */

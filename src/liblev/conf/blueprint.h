@@ -174,7 +174,27 @@ struct lev_blueprint {
 	struct lev_script_perms script_permissions;	/* may only tighten */
 
 	char **warnings;	/* "FILE:LINE: ..." for unknown keys, ignored engine, ... */
+
+	/*
+	 * Who this is, as far as the user's per-agent grants go: set by
+	 * lev_agentstore_bind() (agentstore.h).  True only for the installed
+	 * agent <data root>/agents/<name> whose files still match the
+	 * fingerprint `lev add` recorded; otherwise identity_note says why not
+	 * (NULL when nobody checked).  Fail closed: a blueprint nobody bound
+	 * gets no per-agent loosening.
+	 */
+	bool identity_verified;
+	char *identity_note;
 };
+
+/*
+ * The agent name per-agent loosening in the user's config
+ * ([agent_tool_permissions.X] allow, [agent_read_paths.X],
+ * [agent_safe_commands.X]) is looked up by: BP's name when its identity is
+ * verified, else NULL (none applies).  Per-agent tightening (deny, ask)
+ * always goes by bp->name.
+ */
+const char *lev_blueprint_grant_name(const struct lev_blueprint *bp);
 
 /*
  * Load the blueprint at PATH: a directory holding agent.leviath, or the

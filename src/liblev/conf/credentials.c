@@ -1,7 +1,11 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +21,121 @@ void lev_secret_free(char *s)
 		return;
 	explicit_bzero(s, strlen(s));
 	free(s);
+}
+
+int lev_credentials_protect_process(struct lev_err *err)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return lev_err_errno(err, -errno, "cannot make the process non-dumpable");
+	return 0;
+}
+
+/* ---- variables taken out of the environment ---- */
+
+struct scrubbed {
+	char *name;
+	char *value;	/* a secret; NULL when the variable was unset or empty */
+};
+
+static pthread_mutex_t scrub_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct scrubbed *scrub_v;
+static size_t scrub_n;
+
+/* The kernel's [env_start, env_end) of this process (fields 50 and 51 of
+ * /proc/self/stat), or false when it cannot be read. */
+static bool env_block(uintptr_t *start, uintptr_t *end)
+{
+	char buf[2048], *p, *q;
+	ssize_t n;
+	int fd, field;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p)
+		return false;
+	p++;
+	/* field 3 (state) follows the command name */
+	for (field = 3; field < 50; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return false;
+	}
+	errno = 0;
+	*start = (uintptr_t)strtoumax(p + 1, &q, 10);
+	if (errno || q == p + 1 || *q != ' ')
+		return false;
+	*end = (uintptr_t)strtoumax(q + 1, &p, 10);
+	if (errno || p == q + 1 || *end <= *start)
+		return false;
+	return true;
+}
+
+static struct scrubbed *scrub_find(const char *name)
+{
+	for (size_t i = 0; i < scrub_n; i++)
+		if (!strcmp(scrub_v[i].name, name))
+			return &scrub_v[i];
+	return NULL;
+}
+
+void lev_credentials_scrub_env(char *const *names)
+{
+	extern char **environ;
+	uintptr_t start = 0, end = 0;
+	bool have_block;
+
+	pthread_mutex_lock(&scrub_lock);
+	have_block = env_block(&start, &end);
+	for (char *const *nm = names; nm && *nm; nm++) {
+		size_t len = strlen(*nm);
+		struct scrubbed *s;
+
+		if (!len || strchr(*nm, '='))
+			continue;
+		s = scrub_find(*nm);
+		if (!s) {
+			const char *v = getenv(*nm);
+
+			scrub_v = xreallocarray(scrub_v, scrub_n + 1, sizeof(*scrub_v));
+			s = &scrub_v[scrub_n++];
+			s->name = xstrdup(*nm);
+			s->value = v && *v ? xstrdup(v) : NULL;
+		}
+		/* overwrite every copy that lives in the block the kernel shows */
+		for (char **e = environ; have_block && e && *e; e++) {
+			uintptr_t a = (uintptr_t)*e;
+			char *val;
+
+			if (strncmp(*e, *nm, len) != 0 || (*e)[len] != '=')
+				continue;
+			val = *e + len + 1;
+			if (a >= start && a < end && (uintptr_t)val + strlen(val) < end)
+				explicit_bzero(val, strlen(val));
+		}
+		(void)unsetenv(*nm);
+	}
+	pthread_mutex_unlock(&scrub_lock);
+}
+
+/* The value lev_credentials_scrub_env() kept for NAME, as a fresh secret. */
+static char *scrubbed_value(const char *name)
+{
+	struct scrubbed *s;
+	char *v = NULL;
+
+	pthread_mutex_lock(&scrub_lock);
+	s = scrub_find(name);
+	if (s && s->value)
+		v = xstrdup(s->value);
+	pthread_mutex_unlock(&scrub_lock);
+	return v;
 }
 
 bool lev_api_key_valid(const char *key)
@@ -145,14 +264,24 @@ int lev_api_key_resolve(const char *provider, const char *env_name,
 	int r;
 
 	if (env_name && *env_name) {
+		char *kept = NULL;
+
 		v = secure_getenv(env_name);
+		if (!v || !*v) {
+			/* taken out of the environment earlier in this process */
+			if (getuid() == geteuid() && getgid() == getegid())
+				kept = scrubbed_value(env_name);
+			v = kept;
+		}
 		if (v && *v) {
-			if (!lev_api_key_valid(v))
+			if (!lev_api_key_valid(v)) {
+				lev_secret_free(kept);
 				return lev_err_set(err, -EINVAL,
 						   "the key in $%s must be 1..%d printable characters "
 						   "with no spaces or newlines",
 						   env_name, LEV_API_KEY_MAX);
-			*out = xstrdup(v);
+			}
+			*out = kept ? kept : xstrdup(v);
 			*source_out = LEV_KEY_ENV;
 			return 0;
 		}

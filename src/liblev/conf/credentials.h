@@ -46,7 +46,8 @@ int lev_credentials_lookup(const char *path, const char *provider, char **out,
 			   struct lev_err *err);
 
 /*
- * Resolve PROVIDER's key: the variable ENV_NAME (may be NULL), then
+ * Resolve PROVIDER's key: the variable ENV_NAME (may be NULL; a variable
+ * taken out by lev_credentials_scrub_env() still counts), then
  * CREDENTIALS_PATH (may be NULL: no file store).  0 with *out = NULL and
  * *source_out = LEV_KEY_NONE when neither has one.
  */
@@ -59,3 +60,22 @@ bool lev_api_key_valid(const char *key);
 
 /* Zero and free a secret; accepts NULL. */
 void lev_secret_free(char *s);
+
+/*
+ * Keep this process's secrets from other processes: mark it non-dumpable
+ * (PR_SET_DUMPABLE 0), so /proc/<pid>/environ, mem, maps, fd, ... and
+ * ptrace need CAP_SYS_PTRACE, which a lev of the same uid does not have and
+ * every kind-none command drops.  Children are not affected: execve makes
+ * them dumpable again.  Call once, first thing.  0 or -errno.
+ */
+int lev_credentials_protect_process(struct lev_err *err);
+
+/*
+ * Take the variables NAMES (NULL-terminated; NULL is none) out of this
+ * process's environment: their values are kept in a process-wide store
+ * that lev_api_key_resolve() reads when the variable is no longer set, the
+ * bytes of each value are overwritten in place in the environment block
+ * the kernel shows as /proc/<pid>/environ (unsetenv() alone leaves them
+ * there), and the variables are unset.  Idempotent.
+ */
+void lev_credentials_scrub_env(char *const *names);

@@ -9,6 +9,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/policy/lint.h"
+#include "liblev/policy/perm-config.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/strv.h"
 #include "liblev/conf/tomlval.h"
@@ -114,7 +115,7 @@ int lev_lint_grant_report(const struct lev_blueprint *bp, const struct lev_confi
 		*granted_out = 0;
 		return 0;
 	}
-	grants = lev_config_read_path_grants_for_agent(cfg, bp->name);
+	grants = lev_config_read_path_grants_for_agent(cfg, lev_blueprint_grant_name(bp));
 	st = xcalloc(n, sizeof(*st));
 	r = lev_readpaths_report(bp->read_paths, grants,
 				 cfg->allow_blueprint_read_paths, workdir, home, st, err);
@@ -398,7 +399,7 @@ static void lint_safe_commands(const struct lev_blueprint *bp, const struct lev_
 			       struct lev_findings *out)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
-	bool honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, bp->name);
+	bool honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, lev_blueprint_grant_name(bp));
 	_cleanup_free_ char *fix = NULL;
 
 	if (!bp->safe_tools && !bp->safe_shell)
@@ -436,6 +437,15 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 	lint_preapproved(bp, cfg, out);
 	lint_orphans(bp, out);
 	lint_safe_commands(bp, cfg, out);
+	if (cfg) {
+		_cleanup_free_ char *held = lev_perm_withheld_grants(cfg, bp);
+
+		if (held)
+			lev_findings_add(out, LEV_SEV_WARNING, "agent-grants-withheld", NULL,
+					 "run the installed agent by name; after reviewing a "
+					 "changed agent, reinstall it with 'lev add --force'",
+					 "%s", held);
+	}
 	if (lev_blueprint_wants_taint(bp))
 		lev_findings_add(out, LEV_SEV_NOTE, "taint-opt-in", NULL, NULL,
 				 "turns taint tracking on for its runs: outbound tools are gated "
@@ -582,7 +592,7 @@ void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config 
 	}
 
 	if (bp->safe_tools || bp->safe_shell) {
-		bool honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, bp->name);
+		bool honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, lev_blueprint_grant_name(bp));
 		(void)lev_buf_adds(&b, "declares safe commands: ");
 		add_list(&b, bp->safe_tools, ", ");
 		if (bp->safe_tools && bp->safe_shell)

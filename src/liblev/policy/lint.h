@@ -23,6 +23,8 @@
  *	taint-opt-in		note	the blueprint turns taint tracking on
  *	ignored-setting		warning	something in the blueprint lev ignores
  *	config-unknown-key	warning	something in config.toml lev ignores
+ *	agent-grants-withheld	warning	per-agent grants not applied: not the installed
+ *				agent of that name, or its files changed since `lev add`
  *
  * Ownership: struct lev_findings owns its findings and their strings.
  */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/strv.h"
@@ -91,12 +92,51 @@ static const struct lev_tool_perms *agent_ceiling(const struct lev_config *cfg, 
 	return NULL;
 }
 
+char *lev_perm_withheld_grants(const struct lev_config *cfg, const struct lev_blueprint *bp)
+{
+	const struct lev_tool_perms *agent_perms = agent_ceiling(cfg, bp->name);
+	const struct lev_agent_read_paths *arp = lev_config_agent_read_paths(cfg, bp->name);
+	const struct lev_agent_safe_commands *asc = lev_config_agent_safe_commands(cfg, bp->name);
+	struct lev_buf what = LEV_BUF_INIT;
+	char *msg;
+	size_t i;
+	bool loosen = false;
+
+	if (bp->identity_verified)
+		return NULL;
+	for (i = 0; agent_perms && i < agent_perms->n; i++)
+		if (agent_perms->v[i].verdict != LEV_DENY)
+			loosen = true;
+	if (loosen)
+		(void)lev_buf_addf(&what, "[agent_tool_permissions.%s] entries looser than "
+				   "[tool_permissions], ", bp->name);
+	if (arp && arp->allow)
+		(void)lev_buf_addf(&what, "[agent_read_paths.%s], ", bp->name);
+	if (asc && (asc->tools || asc->shell || asc->allow_blueprint))
+		(void)lev_buf_addf(&what, "[agent_safe_commands.%s], ", bp->name);
+	if (!what.len) {
+		lev_buf_release(&what);
+		return NULL;
+	}
+	lev_buf_truncate(&what, what.len - 2);
+	msg = xasprintf("per-agent grants for '%s' are not applied (%s; its stricter entries "
+			"still are): %s",
+			bp->name, what.buf,
+			bp->identity_note ? bp->identity_note
+					  : "the blueprint was not checked against an installed agent");
+	lev_buf_release(&what);
+	return msg;
+}
+
 int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 			const struct lev_blueprint *bp, const char *stage, bool yolo,
 			char *const *allow, struct lev_err *err)
 {
 	const struct lev_tool_perms *agent_perms = agent_ceiling(cfg, bp->name);
-	const struct lev_agent_safe_commands *asc = lev_config_agent_safe_commands(cfg, bp->name);
+	/* loosening goes by the installed agent, tightening by the name */
+	const char *grant_name = lev_blueprint_grant_name(bp);
+	const struct lev_agent_safe_commands *asc =
+		lev_config_agent_safe_commands(cfg, grant_name);
 	const struct lev_stage *st;
 	size_t total, at = 0, n, n_safe = 0, cap_safe = 0, i;
 
@@ -119,6 +159,7 @@ int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 		      keep(s, xasprintf("[agent_tool_permissions.%s]", bp->name)));
 	s->in.user_agent = s->rules + at;
 	s->in.n_user_agent = n;
+	s->in.user_agent_tighten_only = !bp->identity_verified;
 	at += n;
 	n = add_rules(s, at, &st->tool_permissions,
 		      keep(s, xasprintf("blueprint [stages.%s.tool_permissions]", st->name)));
@@ -144,11 +185,17 @@ int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 	if (asc)
 		add_safe_lists(s, &n_safe, &cap_safe, asc->tools, asc->shell,
 			       keep(s, xasprintf("[agent_safe_commands.%s]", bp->name)));
-	if (lev_config_honours_blueprint_safe_commands(cfg, bp->name))
+	if (lev_config_honours_blueprint_safe_commands(cfg, grant_name))
 		add_safe_lists(s, &n_safe, &cap_safe, bp->safe_tools, bp->safe_shell,
 			       "blueprint [safe_commands]");
 	s->in.safe = s->safe;
 	s->in.n_safe = n_safe;
+	{
+		char *w = lev_perm_withheld_grants(cfg, bp);
+
+		if (w)
+			warn(s, w);
+	}
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  * stage from the user's config and the agent's blueprint.
  *
  * This is the only place that knows where each layer lives:
- *   user ceiling  [tool_permissions], [agent_tool_permissions.<agent>]
+ *   user ceiling  [tool_permissions], [agent_tool_permissions.<agent>] (its
+ *                 looser entries only for the verified installed agent)
  *   blueprint     [stages.<stage>.tool_permissions], [tool_permissions]
  *   safe keys     the built-in list (when [safe_commands] defaults), then
  *                 [safe_commands], [agent_safe_commands.<agent>], then the
@@ -49,3 +50,14 @@ int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 			const struct lev_blueprint *bp, const char *stage, bool yolo,
 			char *const *allow, struct lev_err *err);
 void lev_perm_setup_release(struct lev_perm_setup *s);
+
+/*
+ * Per-agent grants follow identity: the user's loosening entries for an
+ * agent (([agent_tool_permissions.X] entries looser than [tool_permissions],
+ * [agent_read_paths.X], [agent_safe_commands.X]) apply only when
+ * bp->identity_verified (agentstore.h lev_agentstore_bind()); its deny and
+ * stricter entries apply to any blueprint named X.  When BP does not get
+ * loosening the config holds for its name, a fresh sentence saying which and
+ * why (also among the setup's warnings); else NULL.
+ */
+char *lev_perm_withheld_grants(const struct lev_config *cfg, const struct lev_blueprint *bp);

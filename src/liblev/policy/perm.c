@@ -96,14 +96,18 @@ void lev_perm_resolve(const struct lev_perm_input *in, const char *tool,
 {
 	const char *canon = lev_tool_canonical(tool);
 	bool shell = !strcmp(canon, "shell");
-	const struct lev_perm_rule *ceil, *bp;
+	const struct lev_perm_rule *ceil, *glob, *bp;
 	enum lev_verdict def;
 
 	memset(out, 0, sizeof(*out));
 	out->tool = canon;
 	ceil = lookup(in->user_agent, in->n_user_agent, canon, shell);
+	glob = lookup(in->user_global, in->n_user_global, canon, shell);
+	if (ceil && in->user_agent_tighten_only &&
+	    ceil->verdict < (glob ? glob->verdict : lev_perm_default(canon)))
+		ceil = NULL;	/* it would loosen, for a blueprint that only claims the name */
 	if (!ceil)
-		ceil = lookup(in->user_global, in->n_user_global, canon, shell);
+		ceil = glob;
 	bp = lookup(in->bp_stage, in->n_bp_stage, canon, shell);
 	if (!bp)
 		bp = lookup(in->bp_agent, in->n_bp_agent, canon, shell);

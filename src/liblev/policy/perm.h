@@ -68,6 +68,10 @@ struct lev_perm_input {
 	size_t n_user_global;
 	const struct lev_perm_rule *user_agent;		/* [agent_tool_permissions.<agent>] */
 	size_t n_user_agent;
+	/* the blueprint is not the installed agent it names (agentstore.h): a
+	 * user_agent entry applies only where it is at least as strict as the
+	 * user_global entry (or the default) it would replace */
+	bool user_agent_tighten_only;
 	const struct lev_perm_rule *bp_stage;		/* [stages.S.tool_permissions] */
 	size_t n_bp_stage;
 	const struct lev_perm_rule *bp_agent;		/* the blueprint's [tool_permissions] */

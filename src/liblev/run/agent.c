@@ -472,7 +472,7 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	if (r < 0)
 		goto fail;
 
-	grants = lev_config_read_path_grants_for_agent(a->cfg, a->bp->name);
+	grants = lev_config_read_path_grants_for_agent(a->cfg, lev_blueprint_grant_name(a->bp));
 	fo.workdir = a->workdir;
 	fo.agent = a->bp->name;
 	fo.home = opts->home;
@@ -558,6 +558,8 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	for (size_t i = 0; i < a->n_stages; i++)
 		build_offered(a, &a->stages[i]);
 	build_env(a);
+	/* the keys leave lev's own environment block too (/proc/<pid>/environ) */
+	lev_credentials_scrub_env(a->key_vars);
 	r = build_sandboxes(a, err);
 	if (r < 0)
 		goto fail;
@@ -2226,6 +2228,8 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 	ev = event_new("run_started");
 	json_object_set_new(ev, "run", jtext(lev_agent_run_id(a)));
 	json_object_set_new(ev, "agent", jtext(a->bp->name));
+	/* the installed agent, unchanged since `lev add` (agentstore.h) */
+	json_object_set_new(ev, "agent_verified", json_boolean(a->bp->identity_verified));
 	json_object_set_new(ev, "workdir", jtext(a->workdir));
 	json_object_set_new(ev, "record", jtext(lev_agent_record_dir(a)));
 	json_object_set_new(ev, "pid", json_integer(getpid()));

@@ -435,7 +435,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	}
 
 	/* the workdir: the file tools and the redirect gate both need it */
-	grants = lev_config_read_path_grants_for_agent(cfg, bp->name);
+	grants = lev_config_read_path_grants_for_agent(cfg, lev_blueprint_grant_name(bp));
 	{
 		struct lev_fs_opts fo = {
 			.workdir = o->workdir,

@@ -167,6 +167,17 @@ struct lev_sbx_kernel {
 };
 /* Write the uid/gid maps (own ids, one each) of the new user namespace of PID. */
 int lev_sbx_write_maps(pid_t pid, uid_t uid, gid_t gid, struct lev_err *err);
+
+/*
+ * The map handshake.  lev is not dumpable, so a child it forks starts with
+ * /proc/<pid>/uid_map owned by root: in the child, lev_sbx_maps_ready()
+ * makes it dumpable (when lev is not root) and writes one byte on READY_WR
+ * (then closes it); the child makes itself non-dumpable again once it has
+ * read its go-ahead.  In the parent, lev_sbx_maps_wait() waits for that
+ * byte before lev_sbx_write_maps().  Async-signal-safe in the child.
+ */
+void lev_sbx_maps_ready(int ready_wr);
+int lev_sbx_maps_wait(int ready_rd, struct lev_err *err);
 const struct lev_sbx_kernel *lev_sbx_kernel(void);
 
 /* Container backend (sandbox-oci.c). */

@@ -32,7 +32,14 @@
  * the command runs as our direct child in its own session with the layers
  * that remain: Landlock (reads of the masked paths excluded rule by rule,
  * writes only in the workdir and a private TMPDIR), seccomp, no_new_privs,
- * capabilities and rlimits.  Kind none uses the same path with no layers.
+ * capabilities and rlimits.  Kind none uses the same path with no layers
+ * but no_new_privs and no capabilities.
+ *
+ * lev itself is not dumpable (lev_credentials_protect_process()), and a
+ * forked child inherits that, which would make its /proc/<pid>/uid_map
+ * root's.  So the namespace child becomes dumpable just long enough for the
+ * parent to write its maps (lev_sbx_maps_ready/lev_sbx_maps_wait), and not
+ * dumpable again before it does anything else.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -565,9 +572,14 @@ static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *con
 			pl->sc = &sb->sc;
 		}
 	}
+	if (sb->kind == LEV_SANDBOX_NONE) {
+		/* no fence, but nothing to reach lev with either: as root,
+		 * CAP_SYS_PTRACE would read lev's memory and /proc entries */
+		pl->use_nnp = true;
+		pl->use_caps = true;
+	}
 	if (sb->kind == LEV_SANDBOX_NONE && sb->have_sc && (sb->sc.flags & LEV_SCFILTER_NET_ONLY)) {
 		/* network = false on the host: the network-only filter */
-		pl->use_nnp = true;
 		pl->use_sc = true;
 		pl->sc = &sb->sc;
 	}
@@ -788,6 +800,7 @@ static int fence(const struct lev_sbx_nsplan *pl, int report_fd)
 }
 
 struct childfds {
+	int ready_wr;
 	int sync_rd;
 	int report_wr;
 	int status_wr;
@@ -826,9 +839,11 @@ static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
 	int st;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	lev_sbx_maps_ready(f->ready_wr);
 	do
 		n = read(f->sync_rd, &go, 1);
 	while (n < 0 && errno == EINTR);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (n != 1) {
 		lev_sbx_report(f->report_wr, LEV_SBX_PH_SYNC, 0, EPIPE);
 		_exit(125);
@@ -942,7 +957,7 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 {
 	struct lev_sbx_nsplan *pl = NULL;
 	int rep[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int syncp[2] = { -1, -1 }, statp[2] = { -1, -1 };
+	int syncp[2] = { -1, -1 }, statp[2] = { -1, -1 }, readyp[2] = { -1, -1 };
 	int in = -1, pidfd = -1, r;
 	bool own_in = false;
 	struct childfds f;
@@ -954,7 +969,8 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 	if (r < 0)
 		return r;
 	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    (pl->mode == LEV_SBX_NS && (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statp, O_CLOEXEC) < 0))) {
+	    (pl->mode == LEV_SBX_NS && (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statp, O_CLOEXEC) < 0 ||
+					pipe2(readyp, O_CLOEXEC) < 0))) {
 		r = lev_err_errno(err, -errno, "cannot create pipes");
 		goto fail;
 	}
@@ -968,6 +984,7 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 		}
 		own_in = true;
 	}
+	f.ready_wr = readyp[1];
 	f.sync_rd = syncp[0];
 	f.report_wr = rep[1];
 	f.status_wr = statp[1];
@@ -1002,8 +1019,12 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 
 		close(syncp[0]);
 		close(statp[1]);
-		syncp[0] = statp[1] = -1;
-		r = lev_sbx_write_maps((pid_t)pid, pl->uid, pl->gid, err);
+		close(readyp[1]);
+		syncp[0] = statp[1] = readyp[1] = -1;
+		r = lev_sbx_maps_wait(readyp[0], err);
+		closep2(readyp);
+		if (r == 0)
+			r = lev_sbx_write_maps((pid_t)pid, pl->uid, pl->gid, err);
 		if (r == 0 && write(syncp[1], &go, 1) != 1)
 			r = lev_err_errno(err, -errno, "cannot start the sandbox");
 		close(syncp[1]);
@@ -1055,6 +1076,7 @@ fail:
 	closep2(errp);
 	closep2(syncp);
 	closep2(statp);
+	closep2(readyp);
 	if (pl && pl->tmpdir)
 		(void)rmdir(pl->tmpdir);
 	lev_sbx_nsplan_free(pl);

@@ -270,6 +270,32 @@ int lev_sbx_drop_caps(void)
 	return 0;
 }
 
+void lev_sbx_maps_ready(int ready_wr)
+{
+	ssize_t n;
+
+	if (geteuid() != 0)
+		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	do
+		n = write(ready_wr, "r", 1);
+	while (n < 0 && errno == EINTR);
+	close(ready_wr);
+}
+
+int lev_sbx_maps_wait(int ready_rd, struct lev_err *err)
+{
+	char c;
+	ssize_t n;
+
+	do
+		n = read(ready_rd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		return lev_err_errno(err, n < 0 ? -errno : -EPIPE,
+				     "the sandbox child died before its uid map was written");
+	return 0;
+}
+
 /* ---- the kernel probe, once per process ---- */
 
 static struct lev_sbx_kernel kernel;
@@ -316,7 +342,7 @@ static int probe_child_pidmax(void)
 
 static void probe_kernel(void)
 {
-	int pidfd = -1, status = 0, syncp[2], resp[2];
+	int pidfd = -1, status = 0, syncp[2], resp[2], readyp[2];
 	int res[2] = { EIO, EIO };
 	long pid;
 
@@ -334,6 +360,14 @@ static void probe_kernel(void)
 		close(syncp[1]);
 		return;
 	}
+	if (pipe2(readyp, O_CLOEXEC) < 0) {
+		kernel.userns = kernel.mount_api = -errno;
+		close(syncp[0]);
+		close(syncp[1]);
+		close(resp[0]);
+		close(resp[1]);
+		return;
+	}
 	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
 			  CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD,
 		      0, &pidfd, 0, 0);
@@ -348,8 +382,10 @@ static void probe_kernel(void)
 		int r[2];
 
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		lev_sbx_maps_ready(readyp[1]);
 		if (read(syncp[0], &go, 1) != 1)
 			_exit(1);
+		(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 		r[0] = probe_child_mounts();
 		r[1] = probe_child_pidmax();
 		_exit(write(resp[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
@@ -357,7 +393,10 @@ static void probe_kernel(void)
 	kernel.userns = 0;
 	close(resp[1]);
 	resp[1] = -1;
-	if (lev_sbx_write_maps((pid_t)pid, getuid(), getgid(), NULL) == 0)
+	close(readyp[1]);
+	readyp[1] = -1;
+	if (lev_sbx_maps_wait(readyp[0], NULL) == 0 &&
+	    lev_sbx_write_maps((pid_t)pid, getuid(), getgid(), NULL) == 0)
 		(void)!write(syncp[1], "g", 1);
 	close(syncp[1]);
 	syncp[1] = -1;
@@ -371,6 +410,9 @@ static void probe_kernel(void)
 	kernel.mount_api = -res[0];
 	kernel.pidmax_ns = -res[1];
 out:
+	close(readyp[0]);
+	if (readyp[1] >= 0)
+		close(readyp[1]);
 	close(syncp[0]);
 	if (syncp[1] >= 0)
 		close(syncp[1]);
