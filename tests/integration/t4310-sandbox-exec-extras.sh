@@ -40,24 +40,28 @@ test_expect_success 'sandbox exec --verbose, and without -v nothing is printed' 
 
 FAKE="$TRASH/fake-engine"
 mkdir -p "$FAKE"
+# It logs every call; it knows the image (lev reads the local store, which
+# starts nothing) and fails everything else.
 cat >"$FAKE/podman" <<EOF
 #!/bin/sh
 echo "\$*" >>"$TRASH/engine-calls"
+case "\$1 \$2" in
+"image inspect") echo '["PATH=/bin"]'; exit 0 ;;
+esac
 exit 1
 EOF
 chmod 755 "$FAKE/podman"
 
-test_expect_success '--dry-run with the container kind prints the plan and runs no engine' '
+test_expect_success '--dry-run with the container kind prints the plan and starts nothing (it only reads the image store)' '
 	rm -f "$TRASH/engine-calls" &&
 	"$LEV" sandbox exec --kind container --engine "$FAKE/podman" --image local/x:1 \
 		--workdir "$WD" --dry-run --json -- true >plan.json &&
 	test "$(json_get plan.json "d[\"container\"][\"started\"]")" = False &&
 	test "$(json_get plan.json "d[\"container\"][\"run_argv\"][1]")" = run &&
-	test ! -e "$TRASH/engine-calls" &&
 	"$LEV" sandbox exec --kind container --engine "$FAKE/podman" --image local/x:1 \
 		--workdir "$WD" --dry-run -- true >plan.txt &&
 	grep -q "started: no" plan.txt &&
-	test ! -e "$TRASH/engine-calls"
+	if [ -e "$TRASH/engine-calls" ]; then ! grep -vqE "^image inspect " "$TRASH/engine-calls"; fi
 '
 
 test_expect_success '--dry-run with an engine found on PATH starts nothing either' '

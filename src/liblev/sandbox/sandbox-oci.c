@@ -1489,7 +1489,8 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 		(void)lev_buf_addf(&lack_why, "%sseccomp: the filter could not be handed to the "
 				   "container", lack_why.len ? "; " : "");
 	}
-	if (sb->ct->sockpath && !sb->ct->pidns) {
+	/* a plan starts no container, so the helper is not asked: it plans the layer */
+	if (sb->ct->sockpath && !sb->ct->planned && !sb->ct->pidns) {
 		lack |= LEV_LAYER_PIDNS;
 		(void)lev_buf_addf(&lack_why, "%spidns: the helper cannot give each command a PID "
 				   "namespace of its own (%s); what a command leaves behind is "
