@@ -660,8 +660,12 @@ static void trace(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	if (!p->trace)
 		return;
 	for (k = i; k < n; k++) {
-		char kind = w[k].opaque ? 'O' : w[k].procsubst_only ? 'P' : w[k].glob ? 'G' :
-			    w[k].tilde ? 'T' : 'L';
+		char kind = w[k].opaque		? 'O'
+			    : w[k].procsubst_only	? 'P'
+			    : w[k].glob && w[k].tilde ? 'g'
+			    : w[k].glob		? 'G'
+			    : w[k].tilde		? 'T'
+						: 'L';
 
 		if (k > i)
 			(void)lev_buf_addch(&b, '\x1f');

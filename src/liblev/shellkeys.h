@@ -106,7 +106,8 @@ void lev_shellkeys_release(struct lev_shellkeys *k);
  * get a key, in line order, each as its fields joined by 0x1f; every field
  * starts with its kind: 'L' known text, 'T' a path starting with "~"
  * (the home directory), 'G' a pathname pattern (zero or more matching
- * names, or the pattern itself), 'P' a process substitution's /dev/fd/N.
+ * names, or the pattern itself), 'g' a pattern starting with "~", 'P' a
+ * process substitution's /dev/fd/N.
  * NULL when the line is ungrantable.  Caller frees.
  */
 char **lev_shellkeys_commands(const char *line);

@@ -16,7 +16,8 @@
  *	each writes one NUL-terminated record of 0x1d-separated parts:
  *	grantable (0/1), needs_fence (0/1), covered by the built-in safe list
  *	(0/1), the keys (0x1e-separated), lev_shellkeys_commands() (0x1e-
- *	separated), the reason
+ *	separated), the reason, whether it names a path outside the
+ *	workdir (0/1)
  *
  * FS-OPTIONS: --workdir W (required) --home H --agent A --declare E...
  *	--grant E... --allow-blueprint --walk (force the fallback walk)
@@ -304,7 +305,7 @@ static int cmd_shellkeys_dump(int argc, char **argv, struct opts *o)
 		put_joined(k.keys, 0x1e);
 		putchar(0x1d);
 		put_joined(cmds, 0x1e);
-		printf("\x1d%s", k.reason ? k.reason : "");
+		printf("\x1d%s\x1d%d", k.reason ? k.reason : "", k.reads_outside != NULL);
 		putchar('\0');
 		lev_strv_free(cmds);
 		lev_shellkeys_release(&k);
