@@ -22,6 +22,9 @@ test -v, find -exec ...) or with a path outside the workdir.
         namespace --network off` when L is given and works (the executing
         half re-runs this script there), else directly with `env -i`, a
         scratch HOME and no line that redirects anything.
+    shelldiff.py gen N
+        write N lines (corpus, grammar, mutations), NUL-terminated, for
+        bench/run-shellkeys.sh.
     shelldiff.py exec WORKDIR LINES-FILE STUB-DIR OUT-FILE
         (internal) run each line in bash and record what the stubs saw.
 
@@ -446,6 +449,16 @@ def run_main(argv):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "exec":
         exec_main(*sys.argv[2:6])
+        sys.exit(0)
+    if len(sys.argv) > 2 and sys.argv[1] == "gen":
+        # N lines, NUL-terminated, for bench/run-shellkeys.sh: corpus, grammar, mutations
+        rng = random.Random(13)
+        corpus = load_corpus(os.path.join(HERE, "corpus.txt"))
+        n = int(sys.argv[2])
+        gen = [gen_line(rng) for _ in range(n // 2)]
+        out = (corpus + gen + [mutate(rng, rng.choice(corpus + gen))
+                               for _ in range(n - n // 2)])[:n]
+        sys.stdout.buffer.write(b"".join(l.encode() + b"\0" for l in out))
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "run":
         sys.exit(run_main(sys.argv[2:]))
