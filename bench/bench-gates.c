@@ -29,12 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "liblev/agent.h"
-#include "liblev/blueprint.h"
-#include "liblev/config.h"
-#include "liblev/tools-fs.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/run/agent.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/config.h"
+#include "liblev/tools/tools-fs.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 #define ROUNDS 9
 

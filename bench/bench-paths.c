@@ -27,11 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "liblev/readpaths.h"
-#include "liblev/strv.h"
-#include "liblev/tools-fs.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/conf/readpaths.h"
+#include "liblev/base/strv.h"
+#include "liblev/tools/tools-fs.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 #define NGRANTS 1000
 

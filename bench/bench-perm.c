@@ -20,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "liblev/perm.h"
-#include "liblev/shellkeys.h"
-#include "liblev/strv.h"
+#include "liblev/policy/perm.h"
+#include "liblev/policy/shellkeys.h"
+#include "liblev/base/strv.h"
 
 #define ROUNDS 5
 

@@ -29,9 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "liblev/sandbox.h"
-#include "liblev/strv.h"
-#include "liblev/xalloc.h"
+#include "liblev/sandbox/sandbox.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
 
 extern char **environ;
 

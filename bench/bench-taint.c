@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "liblev/buf.h"
-#include "liblev/taintgate.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/policy/taintgate.h"
+#include "liblev/base/util.h"
 
 /*
  * CPU time of this thread: the machines this runs on are shared, and wall

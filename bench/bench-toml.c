@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "liblev/cleanup.h"
-#include "liblev/toml.h"
-#include "liblev/util.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/toml.h"
+#include "liblev/base/util.h"
 
 static size_t count_value(const struct lev_toml_value *v);
 

@@ -22,13 +22,16 @@ FLAGS="-O2 -std=gnu17 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64"
 
 python3 "$SRC/tests/shelldiff/shelldiff.py" gen "$LINES" >"$TMP/lines"
 
-build() { # build TREE OUT
-	local objs=() f
-	for f in "$1"/src/liblev/shellkeys*.c "$1"/src/liblev/{buf,strv,xalloc,util,error}.c; do
+build() { # build TREE OUT (flat src/liblev or one folder per layer)
+	local objs=() f hdr
+	hdr=$(cd "$1/src" && find liblev -name shellkeys.h | head -n 1)
+	for f in $(find "$1/src/liblev" \( -name 'shellkeys*.c' -o -name buf.c -o -name strv.c \
+			-o -name xalloc.c -o -name util.c -o -name error.c \)); do
 		$CC $FLAGS -I"$1/src" -c "$f" -o "$TMP/$(basename "$2").$(basename "$f").o"
 		objs+=("$TMP/$(basename "$2").$(basename "$f").o")
 	done
-	$CC $FLAGS -I"$1/src" "$SRC/bench/bench-shellkeys.c" "${objs[@]}" -o "$2"
+	$CC $FLAGS -I"$1/src" -DSHELLKEYS_H="\"$hdr\"" "$SRC/bench/bench-shellkeys.c" \
+		"${objs[@]}" -o "$2"
 }
 
 mkdir -p "$TMP/old"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/argcheck.h"
+#include "liblev/policy/argcheck.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/blueprint.h"
-#include "liblev/datadir.h"
-#include "liblev/lint.h"
-#include "liblev/strv.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/policy/lint.h"
+#include "liblev/base/strv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

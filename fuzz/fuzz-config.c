@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/config.h"
-#include "liblev/strv.h"
+#include "liblev/conf/config.h"
+#include "liblev/base/strv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/policy.h"
-#include "liblev/strv.h"
-#include "liblev/target.h"
+#include "liblev/policy/policy.h"
+#include "liblev/base/strv.h"
+#include "liblev/policy/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/provider.h"
+#include "liblev/provider/provider.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/readpaths.h"
+#include "liblev/conf/readpaths.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/shellkeys.h"
-#include "liblev/strv.h"
+#include "liblev/policy/shellkeys.h"
+#include "liblev/base/strv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

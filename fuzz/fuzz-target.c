@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/strv.h"
-#include "liblev/taint.h"
-#include "liblev/target.h"
+#include "liblev/base/strv.h"
+#include "liblev/policy/taint.h"
+#include "liblev/policy/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

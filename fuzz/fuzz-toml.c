@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/toml.h"
+#include "liblev/conf/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

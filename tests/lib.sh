@@ -12,8 +12,23 @@ set -u
 : "${BUILD_DIR:?BUILD_DIR must name the build directory}"
 : "${SRC_DIR:?SRC_DIR must name the source directory}"
 
+# No test may reach the terminal of the person running the suite (lev run
+# asks on /dev/tty): a test file runs in a session of its own, with no
+# controlling terminal, wherever it was started from.
+if [ -z "${_LEV_TEST_SETSID:-}" ] && (: </dev/tty) 2>/dev/null; then
+	export _LEV_TEST_SETSID=1
+	exec setsid -w bash "$0" "$@"
+fi
+
 TEST_NAME=$(basename "$0" .sh)
 TRASH=$(mktemp -d "${TMPDIR:-/tmp}/lev-$TEST_NAME.XXXXXX")
+# Tests run scripts they write (fake engines, stub programs): where the
+# temporary directory is mounted noexec, use /var/tmp instead.
+printf '#!/bin/sh\nexit 0\n' >"$TRASH/.exec-check" && chmod +x "$TRASH/.exec-check"
+if ! "$TRASH/.exec-check" 2>/dev/null; then
+	rm -rf "$TRASH"
+	TRASH=$(mktemp -d "/var/tmp/lev-$TEST_NAME.XXXXXX")
+fi
 export HOME="$TRASH/home"
 mkdir -p "$HOME"
 chmod 700 "$HOME"
@@ -61,10 +76,41 @@ lev() {
 	"$LEV" "$@"
 }
 
-# test_expect_success DESC BODY: BODY is evaluated in a subshell and must
-# exit 0.
+# Prerequisites (git's vocabulary): a positive control that passed sets one,
+# and a negative check that names it counts only when it is set.
+_lev_prereqs=" "
+
+test_set_prereq() {
+	_lev_prereqs="$_lev_prereqs$1 "
+}
+
+test_have_prereq() {
+	case "$_lev_prereqs" in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+# test_expect_success [PREREQS] DESC BODY: BODY is evaluated in a subshell and
+# must exit 0.  PREREQS (comma-separated) name positive controls that must
+# have passed first: a check such as "cannot reach the server" proves nothing
+# unless the server was shown reachable, so a missing prerequisite is a
+# failure, never a pass and never a silent skip.
 test_expect_success() {
+	local prereqs="" p missing=""
+	if [ $# -eq 3 ]; then
+		prereqs=$1
+		shift
+	fi
 	test_count=$((test_count + 1))
+	for p in ${prereqs//,/ }; do
+		test_have_prereq "$p" || missing="$missing $p"
+	done
+	if [ -n "$missing" ]; then
+		test_failed=$((test_failed + 1))
+		echo "not ok $test_count - $1 # its positive control did not pass:$missing"
+		return
+	fi
 	if (eval "$2") >"$TRASH/.out" 2>&1; then
 		echo "ok $test_count - $1"
 	else
@@ -72,6 +118,33 @@ test_expect_success() {
 		echo "not ok $test_count - $1"
 		sed 's/^/#   /' "$TRASH/.out"
 	fi
+}
+
+# test_control PREREQ DESC BODY: a positive control; when it passes, PREREQ
+# is set for the checks that rely on it.
+test_control() {
+	local before=$test_failed
+	test_expect_success "$2" "$3"
+	[ "$test_failed" -eq "$before" ] && test_set_prereq "$1"
+}
+
+# lev_start_http_server ADDR: serve $TRASH/www on ADDR, a port the kernel
+# picks; sets PORT (empty when the server did not come up in 30 s) and adds
+# the server to HOSTPIDS.  The port comes through a file, never a child's
+# (buffered) output.
+lev_start_http_server() {
+	local i pf="$TRASH/http-port.$$.$RANDOM"
+
+	mkdir -p "$TRASH/www"
+	echo "lev test page" >"$TRASH/www/index.html"
+	python3 "$SRC_DIR/tests/helpers/http-server.py" "$1" "$pf" "$TRASH/www" \
+		>"$TRASH/http.log" 2>&1 &
+	HOSTPIDS="${HOSTPIDS:-} $!"
+	PORT=
+	for i in $(seq 300); do
+		[ -s "$pf" ] && { PORT=$(cat "$pf"); break; }
+		sleep 0.1
+	done
 }
 
 # test_skip DESC REASON: a test that cannot run here.  Under

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "liblev/buf.h"
-#include "liblev/cleanup.h"
-#include "liblev/toml.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/toml.h"
+#include "liblev/base/util.h"
 
 /* The largest document read from stdin. */
 #define DECODER_MAX_INPUT ((size_t)256 << 20)

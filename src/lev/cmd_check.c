@@ -2,7 +2,7 @@
  * cmd_check.c - lev check AGENT|PATH --tool NAME [--args JSON] [--workdir DIR]
  *               [--stage S] [--taint LEVEL] [--yolo] [--allow TOOL]... [--json]
  *
- * Run every gate for one hypothetical tool call (liblev/check.h) against
+ * Run every gate for one hypothetical tool call (liblev/run/check.h) against
  * the real filesystem, without running it, and print the decision, the
  * gate that made it, and the rule.  Exit 0 allow, 1 deny, 3 ask, 2 usage.
  */
@@ -15,13 +15,13 @@
 
 #include "lev/cmd.h"
 #include "lev/report.h"
-#include "liblev/agentstore.h"
-#include "liblev/blueprint.h"
-#include "liblev/check.h"
-#include "liblev/cleanup.h"
-#include "liblev/config.h"
-#include "liblev/datadir.h"
-#include "liblev/strv.h"
+#include "liblev/conf/agentstore.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/run/check.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/base/strv.h"
 
 enum { EXIT_ASK = 3 };
 

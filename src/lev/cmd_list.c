@@ -8,10 +8,10 @@
 
 #include "lev/cmd.h"
 #include "lev/report.h"
-#include "liblev/agentstore.h"
-#include "liblev/cleanup.h"
-#include "liblev/lint.h"
-#include "liblev/strv.h"
+#include "liblev/conf/agentstore.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/policy/lint.h"
+#include "liblev/base/strv.h"
 
 const char lev_usage_list[] =
 	"usage: lev list [--json]\n"

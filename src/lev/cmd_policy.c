@@ -16,16 +16,16 @@
 #include <string.h>
 
 #include "lev/cmd.h"
-#include "liblev/cleanup.h"
-#include "liblev/datadir.h"
-#include "liblev/policy.h"
-#include "liblev/rules.h"
-#include "liblev/strv.h"
-#include "liblev/taint.h"
-#include "liblev/taintgate.h"
-#include "liblev/target.h"
-#include "liblev/tomlval.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/policy/policy.h"
+#include "liblev/policy/rules.h"
+#include "liblev/base/strv.h"
+#include "liblev/policy/taint.h"
+#include "liblev/policy/taintgate.h"
+#include "liblev/policy/target.h"
+#include "liblev/conf/tomlval.h"
+#include "liblev/base/xalloc.h"
 
 const char lev_usage_policy[] =
 	"usage: lev policy list [--json]\n"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "lev/cmd.h"
-#include "liblev/agentstore.h"
+#include "liblev/conf/agentstore.h"
 
 const char lev_usage_remove[] =
 	"usage: lev remove NAME\n"

@@ -24,14 +24,14 @@
 #include <unistd.h>
 
 #include "lev/cmd.h"
-#include "liblev/agentstore.h"
-#include "liblev/blueprint.h"
-#include "liblev/cleanup.h"
-#include "liblev/config.h"
-#include "liblev/sandbox.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/conf/agentstore.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
+#include "liblev/sandbox/sandbox.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 #define EXIT_SETUP 125
 

@@ -12,11 +12,11 @@
 
 #include "lev/cmd.h"
 #include "lev/report.h"
-#include "liblev/agentstore.h"
-#include "liblev/blueprint.h"
-#include "liblev/cleanup.h"
-#include "liblev/config.h"
-#include "liblev/lint.h"
+#include "liblev/conf/agentstore.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
+#include "liblev/policy/lint.h"
 
 static void print_summary(const struct lev_blueprint *bp)
 {

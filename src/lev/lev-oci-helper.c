@@ -5,7 +5,7 @@
  *	lev-oci-helper run [--timeout-ms N] [--seccomp FILE] -- ARGV...
  *
  * `serve` listens on SOCKET (in a directory lev bind-mounts) and runs one
- * command per connection, as described in src/liblev/oci-proto.h: the
+ * command per connection, as described in src/liblev/sandbox/oci-proto.h: the
  * command gets the three descriptors lev sent as its stdio, a new session,
  * and (with LEV_OCI_FLAG_SECCOMP) lev's seccomp filter from
  * /.lev/seccomp.bpf; when it ends, or when lev says so, its process group
@@ -41,7 +41,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "liblev/oci-proto.h"
+#include "liblev/sandbox/oci-proto.h"
 
 #define FILTER_MAX_BYTES (4096 * 8)
 

@@ -11,8 +11,8 @@
 
 #include "lev-version.h"
 #include "lev/cmd.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 static bool is_file(const char *p)
 {

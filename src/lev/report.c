@@ -7,10 +7,10 @@
 
 #include "lev/cmd.h"
 #include "lev/report.h"
-#include "liblev/cleanup.h"
-#include "liblev/tomlval.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/tomlval.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 json_t *lev_report_jstr(const char *s)
 {

@@ -7,8 +7,8 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "liblev/config.h"
-#include "liblev/lint.h"
+#include "liblev/conf/config.h"
+#include "liblev/policy/lint.h"
 
 /* A JSON string for S that is always valid UTF-8 (odd bytes escaped). */
 json_t *lev_report_jstr(const char *s);

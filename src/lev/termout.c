@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include "lev/termout.h"
-#include "liblev/buf.h"
-#include "liblev/termtext.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/termtext.h"
+#include "liblev/base/util.h"
 
 struct termout {
 	int fd;

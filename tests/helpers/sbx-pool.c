@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "liblev/sandbox.h"
-#include "liblev/strv.h"
-#include "liblev/xalloc.h"
+#include "liblev/sandbox/sandbox.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
 
 extern char **environ;
 

@@ -29,12 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "liblev/buf.h"
-#include "liblev/error.h"
-#include "liblev/readpaths.h"
-#include "liblev/shellkeys.h"
-#include "liblev/strv.h"
-#include "liblev/tools-fs.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/error.h"
+#include "liblev/conf/readpaths.h"
+#include "liblev/base/strv.h"
+#include "liblev/policy/shellkeys.h"
+#include "liblev/tools/tools-fs.h"
 
 struct opts {
 	const char *workdir, *home, *agent, *config;

@@ -193,17 +193,25 @@ test_expect_success 'a masked path cannot be renamed away or unmounted' '
 
 # --- the network ---
 
-PORT=
-python3 -m http.server --bind 127.0.0.1 0 >"$TRASH/http.log" 2>&1 &
-HOSTPIDS="$HOSTPIDS $!"
-for i in $(seq 50); do
-	PORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$TRASH/http.log" | head -1)
-	[ -n "$PORT" ] && break
-	sleep 0.1
-done
+lev_start_http_server 127.0.0.1
 
-test_expect_success 'a host web server is up for the network tests' '
-	test -n "$PORT" && curl -sS -m 5 -o /dev/null "http://127.0.0.1:$PORT/"
+# Positive controls first: every "cannot reach" check below counts only when
+# the same server was reachable without the sandbox, and with network on.
+test_control HOSTWEB 'a host web server is up for the network tests (no sandbox)' '
+	test -n "$PORT" && curl -sS -m 5 -o page "http://127.0.0.1:$PORT/" &&
+	grep -q "lev test page" page &&
+	nc -z -w 2 127.0.0.1 "$PORT" &&
+	bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT"
+'
+
+test_control NETON 'the positive control: inet sockets and the tools work with network on' '
+	test -n "$PORT" &&
+	expect_word ok "$LEV" sandbox exec --network on --workdir "$WD" -- "$PROBE" socket inet &&
+	expect_word ok "$LEV" sandbox exec --network on --workdir "$WD" -- "$PROBE" connect 127.0.0.1 "$PORT" &&
+	"$LEV" sandbox exec --network on --workdir "$WD" -- curl -sS -m 5 -o /dev/null "http://127.0.0.1:$PORT/" &&
+	"$LEV" sandbox exec --network on --workdir "$WD" -- wget -q -t 1 -T 5 -O /dev/null "http://127.0.0.1:$PORT/" &&
+	"$LEV" sandbox exec --network on --workdir "$WD" -- nc -z -w 2 127.0.0.1 "$PORT" &&
+	"$LEV" sandbox exec --network on --workdir "$WD" -- bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT"
 '
 
 test_expect_success 'no inet socket with network off (any family but AF_UNIX)' '
@@ -216,32 +224,50 @@ test_expect_success 'no inet socket with network off (any family but AF_UNIX)' '
 	expect_word ok inside socket unix
 '
 
-test_expect_success 'the positive control: inet sockets with network on' '
-	expect_word ok "$LEV" sandbox exec --network on --workdir "$WD" -- "$PROBE" socket inet &&
-	expect_word ok "$LEV" sandbox exec --network on --workdir "$WD" -- "$PROBE" connect 127.0.0.1 "$PORT"
-'
-
-test_expect_success 'connect to a host server fails with network off' '
+test_expect_success HOSTWEB,NETON 'connect to a host server fails with network off' '
 	expect_word EPERM inside connect 127.0.0.1 "$PORT"
 '
 
-test_expect_success 'curl, wget, nc and bash /dev/tcp fail with network off' '
+test_expect_success HOSTWEB,NETON 'curl, wget, nc and bash /dev/tcp fail with network off' '
 	test_must_fail sbx -- curl -sS -m 5 -o /dev/null "http://127.0.0.1:$PORT/" &&
 	test_must_fail sbx -- wget -q -t 1 -T 5 -O /dev/null "http://127.0.0.1:$PORT/" &&
 	test_must_fail sbx -- nc -z -w 2 127.0.0.1 "$PORT" &&
 	test_must_fail sbx -- bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT"
 '
 
-test_expect_success 'the positive control: the same tools work with network on' '
-	"$LEV" sandbox exec --network on --workdir "$WD" -- curl -sS -m 5 -o /dev/null "http://127.0.0.1:$PORT/" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- wget -q -t 1 -T 5 -O /dev/null "http://127.0.0.1:$PORT/" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- nc -z -w 2 127.0.0.1 "$PORT" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT"
+# A UDP listener on loopback stands in for a name server: it records every
+# datagram, so the host's send (the control) and the sandbox's (refused) are
+# both seen from outside.
+python3 -c '
+import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+open(sys.argv[1] + ".tmp", "w").write("%d\n" % s.getsockname()[1])
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    data, _ = s.recvfrom(4096)
+    with open(sys.argv[2], "ab") as f:
+        f.write(data + b"\n")
+' "$TRASH/udp-port" "$TRASH/udp.log" >/dev/null 2>&1 &
+HOSTPIDS="$HOSTPIDS $!"
+for i in $(seq 300); do [ -s "$TRASH/udp-port" ] && break; sleep 0.1; done
+UPORT=$(cat "$TRASH/udp-port" 2>/dev/null)
+
+test_control HOSTUDP 'a datagram from the host reaches the UDP listener (no sandbox)' '
+	test -n "$UPORT" && bash -c "echo from-host >/dev/udp/127.0.0.1/$UPORT" &&
+	for i in $(seq 50); do grep -q from-host "$TRASH/udp.log" 2>/dev/null && break; sleep 0.1; done &&
+	grep -q from-host "$TRASH/udp.log"
 '
 
-test_expect_success 'name lookups fail with network off (getent)' '
-	test_must_fail sbx -- getent ahosts example.com &&
-	sbx -- getent hosts localhost >out && grep -q 127.0.0.1 out
+test_expect_success HOSTUDP 'no datagram leaves with network off (a name server query would not)' '
+	test_must_fail sbx -- bash -c "echo from-sandbox >/dev/udp/127.0.0.1/$UPORT" &&
+	bash -c "echo after >/dev/udp/127.0.0.1/$UPORT" &&
+	for i in $(seq 50); do grep -q after "$TRASH/udp.log" && break; sleep 0.1; done &&
+	! grep -q from-sandbox "$TRASH/udp.log"
+'
+
+test_expect_success 'names from /etc/hosts still resolve with network off' '
+	sbx -- getent hosts localhost >out && grep -Eq "127\.0\.0\.1|::1" out
 '
 
 # --- processes ---

@@ -63,14 +63,7 @@ cbx_on() {
 }
 
 GW=$("$ENGINE" network inspect podman --format '{{range .Subnets}}{{.Gateway}}{{end}}' 2>/dev/null)
-PORT=
-python3 -m http.server --bind 0.0.0.0 0 >"$TRASH/http.log" 2>&1 &
-HOSTPIDS="$HOSTPIDS $!"
-for i in $(seq 50); do
-	PORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$TRASH/http.log" | head -1)
-	[ -n "$PORT" ] && break
-	sleep 0.1
-done
+lev_start_http_server 0.0.0.0
 sleep 300 &
 VICTIM=$!
 HOSTPIDS="$HOSTPIDS $VICTIM"
@@ -144,22 +137,23 @@ test_expect_success 'extra mounts are read-only; refused mounts are errors' '
 	[ -z "$(ours)" ]
 '
 
-test_expect_success 'no inet socket and no host server with network off' '
+test_control NETON 'the positive control: with network on the host server answers' '
+	test -n "$GW" && test -n "$PORT" &&
+	cbx_on -- sh -c "lev-probe connect $GW $PORT; timeout 5 wget -q -O /dev/null http://$GW:$PORT/ && echo fetched" >out &&
+	grep -q "^ok$" out && grep -q "^fetched$" out
+'
+
+test_expect_success NETON 'no inet socket and no host server with network off' '
 	cbx -- sh -c "lev-probe socket inet; lev-probe socket inet6; lev-probe socket unix; lev-probe connect $GW $PORT" >out &&
 	[ "$(sed -n 1p out)" = EPERM ] && [ "$(sed -n 2p out)" = EPERM ] &&
 	[ "$(sed -n 3p out)" = ok ] && [ "$(sed -n 4p out)" = EPERM ]
 '
 
-test_expect_success 'busybox wget and nc fail with network off' '
+test_expect_success NETON 'busybox wget and nc fail with network off' '
 	test_must_fail cbx -- timeout 5 wget -q -O /dev/null "http://$GW:$PORT/" &&
 	test_must_fail cbx -- nc -w 2 "$GW" "$PORT" </dev/null
 '
 
-test_expect_success 'the positive control: with network on the host server answers' '
-	test -n "$GW" && test -n "$PORT" &&
-	cbx_on -- sh -c "lev-probe connect $GW $PORT; timeout 5 wget -q -O /dev/null http://$GW:$PORT/ && echo fetched" >out &&
-	grep -q "^ok$" out && grep -q "^fetched$" out
-'
 
 test_expect_success 'host processes are invisible; tracing, io_uring, TIOCSTI, unshare refused' '
 	cbx -- sh -c "lev-probe pid-visible $VICTIM; lev-probe kill $VICTIM 9; lev-probe ptrace 1; lev-probe io_uring; lev-probe tiocsti; lev-probe unshare-remount /tmp; lev-probe mount-tmpfs /tmp; lev-probe keyctl; lev-probe bpf" >out &&
@@ -254,7 +248,7 @@ test_expect_success 'orphans of a lev that died hard are removed at the next sta
 	[ -z "$(ours)" ] && test ! -e "$dir"
 '
 
-test_expect_success 'the exec path (no fast-path helper) works and is fenced too' '
+test_expect_success NETON 'the exec path (no fast-path helper) works and is fenced too' '
 	LEV_OCI_HELPER=/nonexistent cbx --dry-run -- true >plan &&
 	grep -q "exec_argv:" plan &&
 	LEV_OCI_HELPER=/nonexistent cbx -- sh -c "lev-probe write /etc/x; lev-probe write $WD/via-exec; lev-probe connect $GW $PORT" >out &&

@@ -639,7 +639,7 @@ test_expect_success 'the quickstart example: every injected attempt is stopped b
 	! grep -rq FAKE-KEY-MATERIAL "$(last_run)"
 '
 
-# libcurl is loaded on first use only (src/liblev/curlapi.c): a run that never
+# libcurl is loaded on first use only (src/liblev/base/curlapi.c): a run that never
 # touches a URL does not pay for loading it; one that does, loads it.
 mkagent nocurl <<'EOF'
 [agent]

@@ -3,8 +3,16 @@
 
 usage: run-toml-test.py TOML-DECODER
 
-The suite is $LEV_TOML_TEST_DIR, else $SRC_DIR/../shared/toml-test.  A missing
-suite is a failure, not a skip.
+Where the suite comes from, first found wins:
+  1. $LEV_TOML_TEST_DIR (a toml-test checkout: tests/files-toml-1.0.0 lists
+     the TOML 1.0 cases);
+  2. $SRC_DIR/../shared/toml-test (the same, on the project's own machines);
+  3. the copy Debian ships in golang-github-burntsushi-toml-dev (installed by
+     scripts/install-deps): it has no TOML 1.0 listing, so every case under
+     valid/ and invalid/ runs, less the TOML 1.1 cases named, each with its
+     reason, in tests/toml/exclude-debian.txt.
+No suite, or a suite with no cases, is a failure, never a skip.  The first TAP
+comment line says which suite ran and how many cases.
 
 valid/*.toml: the decoder must exit 0 and print JSON equal to the .json file
 beside it (same structure, same type tags; integers, strings and booleans
@@ -29,12 +37,65 @@ SANITIZER = re.compile(r"AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitiz
 ERROR_POS = re.compile(r"<stdin>:\d+:\d+: ")
 
 
-def suite_dir():
-    d = os.environ.get("LEV_TOML_TEST_DIR")
-    if not d:
-        src = os.environ.get("SRC_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-        d = os.path.join(src, "..", "shared", "toml-test")
-    return os.path.normpath(d)
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEBIAN_SUITE = "/usr/share/gocode/src/github.com/BurntSushi/toml/internal/toml-test/tests"
+LISTING = os.path.join("tests", "files-toml-1.0.0")
+
+
+def read_exclusions(path):
+    """Names (relative to the suite's tests/ folder) that the list excludes.
+
+    One case a line: 'NAME  reason'; the reason is required."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split(None, 1)
+            if len(parts) != 2:
+                raise SystemExit("%s:%d: an exclusion needs a reason" % (path, n))
+            out[parts[0]] = parts[1]
+    return out
+
+
+def find_suite():
+    """Return (description, tests folder, [case names]) or raise SystemExit."""
+    env = os.environ.get("LEV_TOML_TEST_DIR")
+    src = os.environ.get("SRC_DIR") or os.path.join(HERE, "..", "..")
+    shared = os.path.normpath(os.path.join(src, "..", "shared", "toml-test"))
+    for label, root in (("$LEV_TOML_TEST_DIR", env), ("shared", shared)):
+        if not root:
+            continue
+        listing = os.path.join(root, LISTING)
+        if os.path.isfile(listing):
+            with open(listing, encoding="utf-8") as f:
+                names = [l.strip() for l in f if l.strip().endswith(".toml")]
+            return ("toml-test at %s (%s, its TOML 1.0 list)" % (os.path.normpath(root), label),
+                    os.path.join(root, "tests"), names)
+        if label == "$LEV_TOML_TEST_DIR":
+            raise SystemExit("LEV_TOML_TEST_DIR='%s' has no %s" % (root, LISTING))
+    if os.path.isdir(os.path.join(DEBIAN_SUITE, "valid")):
+        excl = read_exclusions(os.path.join(HERE, "exclude-debian.txt"))
+        names = []
+        for top in ("valid", "invalid"):
+            for d, _, files in os.walk(os.path.join(DEBIAN_SUITE, top)):
+                for fn in files:
+                    if fn.endswith(".toml"):
+                        names.append(os.path.relpath(os.path.join(d, fn), DEBIAN_SUITE))
+        names.sort()
+        stale = sorted(set(excl) - set(names))
+        if stale:
+            raise SystemExit("exclude-debian.txt names cases the suite does not have: %s"
+                             % ", ".join(stale))
+        names = [n for n in names if n not in excl]
+        return ("toml-test from Debian's golang-github-burntsushi-toml-dev at %s "
+                "(all of valid/ and invalid/, %d TOML 1.1 case(s) excluded by "
+                "tests/toml/exclude-debian.txt)" % (DEBIAN_SUITE, len(excl)),
+                DEBIAN_SUITE, names)
+    raise SystemExit("toml-test suite not found: no $LEV_TOML_TEST_DIR, no '%s', no '%s' "
+                     "(scripts/install-deps installs golang-github-burntsushi-toml-dev)"
+                     % (os.path.join(shared, LISTING), DEBIAN_SUITE))
 
 
 def norm_datetime(kind, s):
@@ -140,19 +201,21 @@ def main():
         print("usage: run-toml-test.py TOML-DECODER", file=sys.stderr)
         return 2
     decoder = sys.argv[1]
-    root = suite_dir()
-    listing = os.path.join(root, "tests", "files-toml-1.0.0")
-    if not os.path.isfile(listing):
+    try:
+        what, tests, names = find_suite()
+    except SystemExit as e:
         print("1..1")
-        print("not ok 1 - toml-test suite not found: '%s' is missing "
-              "(put toml-test at $SRC_DIR/../shared/toml-test or set LEV_TOML_TEST_DIR)" % listing)
+        print("not ok 1 - %s" % e)
         return 1
-    with open(listing) as f:
-        names = [l.strip() for l in f if l.strip().endswith(".toml")]
+    if not names:
+        print("1..1")
+        print("not ok 1 - %s holds no cases" % what)
+        return 1
     print("1..%d" % len(names))
+    print("# suite: %s; %d cases" % (what, len(names)))
     failed = 0
     for i, name in enumerate(names, 1):
-        path = os.path.join(root, "tests", name)
+        path = os.path.join(tests, name)
         valid = name.startswith("valid/")
         problem = None
         if not os.path.isfile(path):
@@ -170,7 +233,7 @@ def main():
                 if rc != 0:
                     problem = "rejected a valid document: " + errs.strip()[:300]
                 else:
-                    with open(path[:-5] + ".json") as f:
+                    with open(path[:-5] + ".json", encoding="utf-8") as f:
                         want = json.load(f)
                     try:
                         have = json.loads(out.decode("utf-8"))
@@ -192,7 +255,7 @@ def main():
                 print("# " + line)
         else:
             print("ok %d - %s" % (i, name))
-    print("# %d passed, %d failed" % (len(names) - failed, failed))
+    print("# toml-test: %d cases, %d passed, %d failed" % (len(names), len(names) - failed, failed))
     return 1 if failed else 0
 
 

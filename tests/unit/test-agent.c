@@ -14,12 +14,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/agent.h"
-#include "liblev/blueprint.h"
-#include "liblev/config.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/run/agent.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/config.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 static char *scratch;
 

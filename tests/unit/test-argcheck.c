@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/argcheck.h"
-#include "liblev/error.h"
+#include "liblev/policy/argcheck.h"
+#include "liblev/base/error.h"
 
 static json_t *J(const char *text)
 {

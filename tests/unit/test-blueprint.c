@@ -14,13 +14,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/agentstore.h"
-#include "liblev/blueprint.h"
-#include "liblev/cleanup.h"
-#include "liblev/datadir.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/conf/agentstore.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 static char tmpdir[] = "/tmp/lev-test-blueprint.XXXXXX";
 

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/error.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/error.h"
+#include "liblev/base/util.h"
 
 static void test_init_is_empty_and_terminated(void **state)
 {
@@ -131,6 +131,39 @@ static void test_json_text(void **state)
 	lev_buf_release(&b);
 }
 
+static void test_add_utf8(void **state)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	size_t bad = 99;
+
+	(void)state;
+	/* valid text, ASCII and multi-byte, is copied as it is */
+	assert_int_equal(lev_buf_add_utf8(&b, "a\xc3\xa9\xe2\x82\xac", 6, false, &bad), 0);
+	assert_string_equal(b.buf, "a\xc3\xa9\xe2\x82\xac");
+	assert_int_equal(bad, 0);
+	lev_buf_reset(&b);
+	/* a stray continuation byte, a cut sequence, an overlong form */
+	assert_int_equal(lev_buf_add_utf8(&b, "x\x80y\xe2\x82", 5, false, &bad), 0);
+	assert_string_equal(b.buf, "x\xef\xbf\xbdy\xef\xbf\xbd\xef\xbf\xbd");
+	assert_int_equal(bad, 3);
+	lev_buf_reset(&b);
+	assert_int_equal(lev_buf_add_utf8(&b, "\xc0\xaf", 2, false, &bad), 0);
+	assert_int_equal(bad, 2);
+	lev_buf_reset(&b);
+	/* NUL: kept, or replaced with nul_bad */
+	assert_int_equal(lev_buf_add_utf8(&b, "a\0b", 3, false, &bad), 0);
+	assert_int_equal(b.len, 3);
+	assert_int_equal(bad, 0);
+	lev_buf_reset(&b);
+	assert_int_equal(lev_buf_add_utf8(&b, "a\0b", 3, true, &bad), 0);
+	assert_string_equal(b.buf, "a\xef\xbf\xbd" "b");
+	assert_int_equal(bad, 1);
+	/* counting only */
+	assert_int_equal(lev_buf_add_utf8(NULL, "\xff\xfe ok", 5, false, &bad), 0);
+	assert_int_equal(bad, 2);
+	lev_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_json_string_escapes),
 		cmocka_unit_test(test_utf8_decode),
 		cmocka_unit_test(test_json_text),
+		cmocka_unit_test(test_add_utf8),
 		cmocka_unit_test(test_err_set_and_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,12 +14,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/cleanup.h"
-#include "liblev/config.h"
-#include "liblev/datadir.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 static char tmpdir[] = "/tmp/lev-test-config.XXXXXX";
 

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/context.h"
-#include "liblev/error.h"
-#include "liblev/provider.h"
-#include "liblev/xalloc.h"
+#include "liblev/run/context.h"
+#include "liblev/base/error.h"
+#include "liblev/provider/provider.h"
+#include "liblev/base/xalloc.h"
 
 static struct lev_region R(const char *name, enum lev_region_kind kind, unsigned pct,
 			   uint64_t max_tokens, uint64_t max_items)

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/curlapi.h"
-#include "liblev/netguard.h"
+#include "liblev/base/curlapi.h"
+#include "liblev/policy/netguard.h"
 
 /* Runs first: nothing in this process has needed libcurl yet. */
 static void test_not_loaded_until_needed(void **state)

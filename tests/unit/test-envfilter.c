@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/envfilter.h"
-#include "liblev/strv.h"
+#include "liblev/policy/envfilter.h"
+#include "liblev/base/strv.h"
 
 static void test_credential_shaped_names(void **state)
 {

@@ -24,11 +24,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/cleanup.h"
-#include "liblev/error.h"
-#include "liblev/fsconfine.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/base/error.h"
+#include "liblev/policy/fsconfine.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 #define MARKER "MARKER-OUTSIDE-0xDEADBEEF"
 #define RACE_ROUNDS 4000

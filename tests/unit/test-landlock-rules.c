@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/landlock-rules.h"
-#include "liblev/util.h"
+#include "liblev/sandbox/landlock-rules.h"
+#include "liblev/base/util.h"
 
 static int abi;
 static char dir[] = "/tmp/lev-test-landlock-XXXXXX";

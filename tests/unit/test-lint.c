@@ -10,10 +10,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/blueprint.h"
-#include "liblev/config.h"
-#include "liblev/lint.h"
-#include "liblev/strv.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/config.h"
+#include "liblev/policy/lint.h"
+#include "liblev/base/strv.h"
 
 static struct lev_blueprint *bp_of(const char *text)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/netguard.h"
+#include "liblev/policy/netguard.h"
 
 struct addr_case {
 	const char *text;

@@ -15,11 +15,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/error.h"
-#include "liblev/sandbox-oci.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/error.h"
+#include "liblev/sandbox/sandbox-oci.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 static void assert_argv(char **got, const char *const *want)
 {

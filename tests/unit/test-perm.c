@@ -18,17 +18,17 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/blueprint.h"
-#include "liblev/buf.h"
-#include "liblev/cleanup.h"
-#include "liblev/config.h"
-#include "liblev/fsconfine.h"
-#include "liblev/perm-config.h"
-#include "liblev/perm.h"
-#include "liblev/shellkeys.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
+#include "liblev/policy/fsconfine.h"
+#include "liblev/policy/perm-config.h"
+#include "liblev/policy/perm.h"
+#include "liblev/policy/shellkeys.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 /* ---- building inputs ------------------------------------------------------ */
 

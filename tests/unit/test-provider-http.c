@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/provider.h"
+#include "liblev/provider/provider.h"
 #include "mock-server.h"
 
 #define TEST_KEY "sk-test-Zq8HvY2mK4pL9wX3rT6n"

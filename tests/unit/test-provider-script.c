@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/provider.h"
+#include "liblev/provider/provider.h"
 
 static char dir[64];
 

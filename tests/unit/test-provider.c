@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/config.h"
-#include "liblev/credentials.h"
-#include "liblev/provider.h"
+#include "liblev/conf/config.h"
+#include "liblev/conf/credentials.h"
+#include "liblev/provider/provider.h"
 
 static json_t *parse(const char *s)
 {

@@ -16,12 +16,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/cleanup.h"
-#include "liblev/error.h"
-#include "liblev/readpaths.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/base/error.h"
+#include "liblev/conf/readpaths.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 /* -Wwrite-strings: literals are const; strv APIs take char *const *. */
 #define S(x) ((char *)(x))

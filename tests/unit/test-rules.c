@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/rules.h"
-#include "liblev/strv.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/policy/rules.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
 
 static char *tmpdir;
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/sandbox.h"
-#include "liblev/strv.h"
-#include "liblev/xalloc.h"
+#include "liblev/sandbox/sandbox.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
 
 /* A block as a config or blueprint would write it. */
 static struct lev_sandbox_spec block(int kind, const char *image, const char *engine,

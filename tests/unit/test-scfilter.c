@@ -20,8 +20,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/scfilter.h"
+#include "liblev/base/buf.h"
+#include "liblev/sandbox/scfilter.h"
 
 /* Run CHECK in a child under the filter for FLAGS; CHECK returns 0 when the
  * kernel answered as expected, else a line number. */

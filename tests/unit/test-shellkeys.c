@@ -13,11 +13,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/cleanup.h"
-#include "liblev/shellkeys.h"
-#include "liblev/strv.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/policy/shellkeys.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
 
 #define UNGRANTABLE NULL
 

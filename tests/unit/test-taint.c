@@ -12,10 +12,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/strv.h"
-#include "liblev/taint.h"
-#include "liblev/types.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/strv.h"
+#include "liblev/policy/taint.h"
+#include "liblev/base/types.h"
 
 /* ---- levels and directions ---- */
 

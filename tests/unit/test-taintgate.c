@@ -17,13 +17,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/policy.h"
-#include "liblev/strv.h"
-#include "liblev/taint.h"
-#include "liblev/taintgate.h"
-#include "liblev/target.h"
-#include "liblev/util.h"
+#include "liblev/base/buf.h"
+#include "liblev/policy/policy.h"
+#include "liblev/base/strv.h"
+#include "liblev/policy/taint.h"
+#include "liblev/policy/taintgate.h"
+#include "liblev/policy/target.h"
+#include "liblev/base/util.h"
 
 static char *tmpdir;
 

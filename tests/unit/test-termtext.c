@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/termtext.h"
+#include "liblev/base/termtext.h"
 
 static void check(const char *in, size_t len, const char *want)
 {

@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/error.h"
-#include "liblev/toml.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/error.h"
+#include "liblev/conf/toml.h"
 
 static struct lev_toml_doc *parse_ok(const char *text)
 {

@@ -23,13 +23,13 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "liblev/buf.h"
-#include "liblev/cleanup.h"
-#include "liblev/error.h"
-#include "liblev/strv.h"
-#include "liblev/tools-fs.h"
-#include "liblev/util.h"
-#include "liblev/xalloc.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/base/error.h"
+#include "liblev/base/strv.h"
+#include "liblev/tools/tools-fs.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 
 #define OUT_MARKER "OUTSIDE-MARKER-7f3a"
 #define SSH_MARKER "SSH-SECRET-MARKER-91c2"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "liblev/tools-net.h"
+#include "liblev/tools/tools-net.h"
 #include "mock-server.h"
 
 static struct mock m;

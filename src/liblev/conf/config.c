@@ -1,0 +1,901 @@
+/*
+ * config.c - config.toml into struct lev_config.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/base/strv.h"
+#include "liblev/conf/toml.h"
+#include "liblev/conf/tomlval.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+static const char *const shell_env_names[] = { "filtered", "strict", "custom", "inherit" };
+static const char *const cred_names[] = { "file", "keychain" };
+static const char *const script_perm_names[] = { "inherit", "allow", "deny" };
+static const char *const provider_kind_names[] = { "openai", "anthropic", "script" };
+static const char *const verdict_words[] = { "allow", "ask", "deny" };
+static const char *const kind_words[] = { "none", "namespace", "container" };
+static const char *const onun_words[] = { "error", "warn" };
+
+/* Upper bound for every duration in seconds (a day) and byte limit (1 PiB). */
+#define SECS_MAX ((uint64_t)86400)
+#define BYTES_MAX ((uint64_t)1 << 50)
+#define PER_AGENT_MAX 1024
+
+const char *lev_shell_env_name(enum lev_shell_env e)
+{
+	return e < _LEV_SHELL_ENV_MAX ? shell_env_names[e] : "strict";
+}
+
+const char *lev_script_perm_name(enum lev_script_perm p)
+{
+	return p < _LEV_SCRIPT_PERM_MAX ? script_perm_names[p] : "deny";
+}
+
+const char *lev_provider_kind_name(enum lev_provider_kind k)
+{
+	return k < _LEV_PROVIDER_KIND_MAX ? provider_kind_names[k] : "?";
+}
+
+void lev_config_init(struct lev_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->allow_seed_commands = true;
+	c->shell_env = LEV_SHELL_ENV_FILTERED;
+	c->credential_store = LEV_CRED_FILE;
+	c->safe_defaults = true;
+	c->limits.script_shell_timeout_secs = 60;
+	c->limits.shell_timeout_secs = 60;
+	c->limits.interaction_timeout_secs = 3600;
+	c->limits.max_tool_output_bytes = (uint64_t)1 << 20;
+	c->limits.max_iterations = 50;
+}
+
+void lev_tool_perms_release(struct lev_tool_perms *perms)
+{
+	size_t i;
+
+	for (i = 0; i < perms->n; i++)
+		free(perms->v[i].tool);
+	free(perms->v);
+	perms->v = NULL;
+	perms->n = 0;
+}
+
+void lev_tool_perms_set(struct lev_tool_perms *perms, const char *tool, enum lev_verdict v)
+{
+	size_t i;
+
+	for (i = 0; i < perms->n; i++) {
+		if (!strcmp(perms->v[i].tool, tool)) {
+			perms->v[i].verdict = v;
+			return;
+		}
+	}
+	perms->v = xreallocarray(perms->v, perms->n + 1, sizeof(*perms->v));
+	perms->v[perms->n].tool = xstrdup(tool);
+	perms->v[perms->n].verdict = v;
+	perms->n++;
+}
+
+void lev_tool_perms_copy(struct lev_tool_perms *dst, const struct lev_tool_perms *src)
+{
+	size_t i;
+
+	memset(dst, 0, sizeof(*dst));
+	for (i = 0; i < src->n; i++)
+		lev_tool_perms_set(dst, src->v[i].tool, src->v[i].verdict);
+}
+
+bool lev_tool_perms_lookup(const struct lev_tool_perms *perms, const char *tool,
+			   enum lev_verdict *out)
+{
+	bool found = false;
+	enum lev_verdict v = LEV_ALLOW;
+	size_t i;
+
+	for (i = 0; i < perms->n; i++) {
+		if (!lev_tool_same(perms->v[i].tool, tool))
+			continue;
+		v = found ? lev_verdict_stricter(v, perms->v[i].verdict) : perms->v[i].verdict;
+		found = true;
+	}
+	if (found)
+		*out = v;
+	return found;
+}
+
+void lev_config_release(struct lev_config *c)
+{
+	size_t i;
+
+	free(c->path);
+	free(c->web_search_endpoint);
+	lev_strv_free(c->allowed_workdirs);
+	lev_strv_free(c->allow_env_vars);
+	lev_strv_free(c->shell_env_withhold);
+	lev_strv_free(c->read_paths);
+	for (i = 0; i < c->n_agent_read_paths; i++) {
+		free(c->agent_read_paths[i].agent);
+		lev_strv_free(c->agent_read_paths[i].allow);
+	}
+	free(c->agent_read_paths);
+	lev_sandbox_spec_release(&c->sandbox);
+	lev_strv_free(c->sandbox_engine_args);
+	lev_tool_perms_release(&c->tool_permissions);
+	for (i = 0; i < c->n_agent_tool_permissions; i++) {
+		free(c->agent_tool_permissions[i].agent);
+		lev_tool_perms_release(&c->agent_tool_permissions[i].perms);
+	}
+	free(c->agent_tool_permissions);
+	lev_strv_free(c->safe_tools);
+	lev_strv_free(c->safe_shell);
+	for (i = 0; i < c->n_agent_safe_commands; i++) {
+		free(c->agent_safe_commands[i].agent);
+		lev_strv_free(c->agent_safe_commands[i].tools);
+		lev_strv_free(c->agent_safe_commands[i].shell);
+	}
+	free(c->agent_safe_commands);
+	for (i = 0; i < c->n_providers; i++) {
+		free(c->providers[i].name);
+		free(c->providers[i].base_url);
+		free(c->providers[i].api_key_env);
+		free(c->providers[i].model);
+	}
+	free(c->providers);
+	lev_strv_free(c->warnings);
+	memset(c, 0, sizeof(*c));
+}
+
+/* ---- parsing ---------------------------------------------------------- */
+
+static void warn_unknown(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 size_t i, const char *where)
+{
+	_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
+	unsigned line = 0, col = 0;
+
+	lev_toml_table_key_pos(t, i, &line, &col);
+	if (*where)
+		lev_tomlval_warn(c, line, "unknown key '%s' in [%s]", k, where);
+	else
+		lev_tomlval_warn(c, line, "unknown key '%s' at the top level", k);
+}
+
+static int parse_security(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			  struct lev_config *cfg, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path("security", t, i);
+		int r, e = 0;
+
+		if (lev_tomlval_key_is(t, i, "allowed_workdirs"))
+			r = lev_tomlval_set_strv(c, v, p, &cfg->allowed_workdirs, err);
+		else if (lev_tomlval_key_is(t, i, "allow_seed_commands"))
+			r = lev_tomlval_bool(c, v, p, &cfg->allow_seed_commands, err);
+		else if (lev_tomlval_key_is(t, i, "allow_local_network"))
+			r = lev_tomlval_bool(c, v, p, &cfg->allow_local_network, err);
+		else if (lev_tomlval_key_is(t, i, "allow_env_vars"))
+			r = lev_tomlval_set_strv(c, v, p, &cfg->allow_env_vars, err);
+		else if (lev_tomlval_key_is(t, i, "allow_blueprint_read_paths"))
+			r = lev_tomlval_bool(c, v, p, &cfg->allow_blueprint_read_paths, err);
+		else if (lev_tomlval_key_is(t, i, "allow_blueprint_safe_commands"))
+			r = lev_tomlval_bool(c, v, p, &cfg->allow_blueprint_safe_commands, err);
+		else if (lev_tomlval_key_is(t, i, "allow_blueprint_permissions"))
+			r = lev_tomlval_bool(c, v, p, &cfg->allow_blueprint_permissions, err);
+		else if (lev_tomlval_key_is(t, i, "shell_env")) {
+			r = lev_tomlval_enum(c, v, p, shell_env_names, _LEV_SHELL_ENV_MAX, &e, err);
+			if (r == 0)
+				cfg->shell_env = (enum lev_shell_env)e;
+		} else if (lev_tomlval_key_is(t, i, "shell_env_withhold"))
+			r = lev_tomlval_set_strv(c, v, p, &cfg->shell_env_withhold, err);
+		else if (lev_tomlval_key_is(t, i, "read_paths"))
+			r = lev_tomlval_set_strv(c, v, p, &cfg->read_paths, err);
+		else if (lev_tomlval_key_is(t, i, "credential_store")) {
+			r = lev_tomlval_enum(c, v, p, cred_names, _LEV_CRED_MAX, &e, err);
+			if (r == 0)
+				cfg->credential_store = (enum lev_credential_store)e;
+		} else {
+			warn_unknown(c, t, i, "security");
+			r = 0;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* [sandbox]: the user's machine-wide sandbox; unknown keys warn. */
+static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 const char *table, struct lev_config *cfg, struct lev_err *err)
+{
+	struct lev_sandbox_spec *s = &cfg->sandbox;
+	size_t i, n = lev_toml_table_len(t);
+
+	s->present = true;
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
+		int r, e = 0;
+
+		if (lev_tomlval_key_is(t, i, "kind")) {
+			r = lev_tomlval_enum(c, v, p, kind_words, _LEV_SANDBOX_KIND_MAX, &e, err);
+			if (r == 0) {
+				s->has_kind = true;
+				s->kind = (enum lev_sandbox_kind)e;
+			}
+		} else if (lev_tomlval_key_is(t, i, "image"))
+			r = lev_tomlval_set_str(c, v, p, &s->image, err);
+		else if (lev_tomlval_key_is(t, i, "engine"))
+			r = lev_tomlval_set_str(c, v, p, &s->engine, err);
+		else if (lev_tomlval_key_is(t, i, "network")) {
+			r = lev_tomlval_bool(c, v, p, &s->network, err);
+			if (r == 0)
+				s->has_network = true;
+		} else if (lev_tomlval_key_is(t, i, "mounts"))
+			r = lev_tomlval_set_strv(c, v, p, &s->mounts, err);
+		else if (lev_tomlval_key_is(t, i, "on_unavailable")) {
+			r = lev_tomlval_enum(c, v, p, onun_words, _LEV_ON_UNAVAILABLE_MAX, &e, err);
+			if (r == 0) {
+				s->has_on_unavailable = true;
+				s->on_unavailable = (enum lev_on_unavailable)e;
+			}
+		} else if (lev_tomlval_key_is(t, i, "deny_read"))
+			r = lev_tomlval_set_strv(c, v, p, &s->deny_read, err);
+		else if (lev_tomlval_key_is(t, i, "engine_args"))
+			r = lev_tomlval_set_strv(c, v, p, &cfg->sandbox_engine_args, err);
+		else if (lev_tomlval_key_is(t, i, "timeout_secs"))
+			r = lev_tomlval_u64(c, v, p, 1, SECS_MAX, &cfg->sandbox_timeout_secs, err);
+		else {
+			warn_unknown(c, t, i, table);
+			r = 0;
+		}
+		if (r < 0)
+			return r;
+	}
+	if (!s->has_network)
+		s->network = true;
+	return 0;
+}
+
+int lev__tool_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			  const char *table, struct lev_tool_perms *out, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	if (n > LEV_TOMLVAL_LIST_MAX) {
+		unsigned line = 0, col = 0;
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err, "[%s] has too many entries", table);
+	}
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
+		size_t klen = 0;
+		const char *k = lev_toml_table_key(t, i, &klen);
+		int r, e = 0;
+
+		if (klen == 0 || klen > 128 || memchr(k, '\0', klen)) {
+			unsigned line = 0, col = 0;
+			lev_toml_table_key_pos(t, i, &line, &col);
+			return lev_tomlval_fail(c, line, col, err, "'%s' is not a tool name", p);
+		}
+		r = lev_tomlval_enum(c, v, p, verdict_words, _LEV_VERDICT_MAX, &e, err);
+		if (r < 0)
+			return r;
+		lev_tool_perms_set(out, k, (enum lev_verdict)e);
+	}
+	return 0;
+}
+
+/* Shared with blueprint.c: [tool_script_permissions]. */
+int lev__script_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			    const char *table, bool unknown_is_error, struct lev_script_perms *out,
+			    struct lev_err *err)
+{
+	static const char *const keys[] = { "http_get", "http_post", "shell", "read_file",
+					    "write_file", "env_var", NULL };
+	enum lev_script_perm *fields[] = { &out->http_get, &out->http_post, &out->shell,
+					   &out->read_file, &out->write_file, &out->env_var };
+	_cleanup_free_ char *where = xasprintf("[%s]", table);
+	size_t i, j, n = lev_toml_table_len(t);
+	int r;
+
+	r = lev_tomlval_check_keys(c, t, where, keys, unknown_is_error, err);
+	if (r < 0)
+		return r;
+	for (i = 0; i < n; i++) {
+		for (j = 0; keys[j]; j++) {
+			_cleanup_free_ char *p = NULL;
+			int e = 0;
+
+			if (!lev_tomlval_key_is(t, i, keys[j]))
+				continue;
+			p = lev_tomlval_key_path(table, t, i);
+			r = lev_tomlval_enum(c, lev_toml_table_value(t, i), p, script_perm_names,
+					     _LEV_SCRIPT_PERM_MAX, &e, err);
+			if (r < 0)
+				return r;
+			*fields[j] = (enum lev_script_perm)e;
+		}
+	}
+	return 0;
+}
+
+static int parse_safe(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		      const char *table, bool *defaults, bool *allow_blueprint, char ***tools,
+		      char ***shell, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
+		int r;
+
+		if (defaults && lev_tomlval_key_is(t, i, "defaults"))
+			r = lev_tomlval_bool(c, v, p, defaults, err);
+		else if (allow_blueprint && lev_tomlval_key_is(t, i, "allow_blueprint"))
+			r = lev_tomlval_bool(c, v, p, allow_blueprint, err);
+		else if (lev_tomlval_key_is(t, i, "tools"))
+			r = lev_tomlval_set_strv(c, v, p, tools, err);
+		else if (lev_tomlval_key_is(t, i, "shell"))
+			r = lev_tomlval_set_strv(c, v, p, shell, err);
+		else {
+			warn_unknown(c, t, i, table);
+			r = 0;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			struct lev_limits *l, struct lev_err *err)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		uint64_t min, max;
+	} keys[] = {
+		{ "script_shell_timeout_secs", offsetof(struct lev_limits, script_shell_timeout_secs), 1, SECS_MAX },
+		{ "shell_timeout_secs", offsetof(struct lev_limits, shell_timeout_secs), 1, SECS_MAX },
+		{ "interaction_timeout_secs", offsetof(struct lev_limits, interaction_timeout_secs), 1, SECS_MAX },
+		{ "max_tool_call_write_bytes", offsetof(struct lev_limits, max_tool_call_write_bytes), 1, BYTES_MAX },
+		{ "max_run_write_bytes", offsetof(struct lev_limits, max_run_write_bytes), 1, BYTES_MAX },
+		{ "max_tool_output_bytes", offsetof(struct lev_limits, max_tool_output_bytes), 1024, (uint64_t)1 << 30 },
+		{ "max_iterations", offsetof(struct lev_limits, max_iterations), 1, 100000 },
+	};
+	size_t i, j, n = lev_toml_table_len(t);
+
+	for (i = 0; i < n; i++) {
+		bool found = false;
+
+		for (j = 0; j < ARRAY_SIZE(keys) && !found; j++) {
+			_cleanup_free_ char *p = NULL;
+			int r;
+
+			if (!lev_tomlval_key_is(t, i, keys[j].key))
+				continue;
+			found = true;
+			p = lev_tomlval_key_path("limits", t, i);
+			r = lev_tomlval_u64(c, lev_toml_table_value(t, i), p, keys[j].min,
+					    keys[j].max, (uint64_t *)((char *)l + keys[j].off), err);
+			if (r < 0)
+				return r;
+		}
+		if (!found)
+			warn_unknown(c, t, i, "limits");
+	}
+	return 0;
+}
+
+/* [tools.web_search] endpoint = "https://..." */
+static int parse_tools(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		       struct lev_config *cfg, struct lev_err *err)
+{
+	static const char *const tools_known[] = { "web_search", NULL };
+	static const char *const search_known[] = { "endpoint", NULL };
+	const struct lev_toml_value *v = lev_toml_table_get(t, "web_search");
+	const struct lev_toml_table *ws = NULL;
+	const struct lev_toml_value *ep;
+	char *url = NULL;
+	int r;
+
+	r = lev_tomlval_check_keys(c, t, "[tools]", tools_known, false, err);
+	if (r < 0 || !v)
+		return r;
+	r = lev_tomlval_table(c, v, "tools.web_search", &ws, err);
+	if (r < 0)
+		return r;
+	r = lev_tomlval_check_keys(c, ws, "[tools.web_search]", search_known, false, err);
+	if (r < 0)
+		return r;
+	ep = lev_toml_table_get(ws, "endpoint");
+	if (!ep)
+		return 0;
+	r = lev_tomlval_string(c, ep, "tools.web_search.endpoint", &url, err);
+	if (r < 0)
+		return r;
+	if (!lev_startswith(url, "https://") && !lev_startswith(url, "http://")) {
+		free(url);
+		return lev_tomlval_fail(c, ep->line, ep->col, err,
+					"tools.web_search.endpoint must be an http:// or https:// URL");
+	}
+	free(cfg->web_search_endpoint);
+	cfg->web_search_endpoint = url;
+	return 0;
+}
+
+static int parse_provider(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			  const char *table, struct lev_provider_conf *pc, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+	bool has_kind = false;
+
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
+		int r, e = 0;
+
+		if (lev_tomlval_key_is(t, i, "kind")) {
+			r = lev_tomlval_enum(c, v, p, provider_kind_names, _LEV_PROVIDER_KIND_MAX,
+					     &e, err);
+			if (r == 0) {
+				pc->kind = (enum lev_provider_kind)e;
+				has_kind = true;
+			}
+		} else if (lev_tomlval_key_is(t, i, "base_url"))
+			r = lev_tomlval_set_str(c, v, p, &pc->base_url, err);
+		else if (lev_tomlval_key_is(t, i, "api_key_env"))
+			r = lev_tomlval_set_str(c, v, p, &pc->api_key_env, err);
+		else if (lev_tomlval_key_is(t, i, "model"))
+			r = lev_tomlval_set_str(c, v, p, &pc->model, err);
+		else if (lev_tomlval_key_is(t, i, "timeout_secs"))
+			r = lev_tomlval_u64(c, v, p, 1, SECS_MAX, &pc->timeout_secs, err);
+		else if (lev_tomlval_key_is(t, i, "context_window"))
+			r = lev_tomlval_u64(c, v, p, 1024, 100000000, &pc->context_window, err);
+		else if (lev_tomlval_key_is(t, i, "api_key")) {
+			/* a key in the config would be readable by anything that reads it */
+			unsigned line = 0, col = 0;
+			lev_toml_table_key_pos(t, i, &line, &col);
+			return lev_tomlval_fail(c, line, col, err,
+						"'%s' is not accepted: put the key in an environment "
+						"variable and name it with 'api_key_env'", p);
+		} else {
+			warn_unknown(c, t, i, table);
+			r = 0;
+		}
+		if (r < 0)
+			return r;
+	}
+	if (!has_kind) {
+		unsigned line = 0, col = 0;
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err,
+					"[%s] needs 'kind' (one of openai, anthropic, script)", table);
+	}
+	return 0;
+}
+
+/*
+ * Walk a table of per-agent tables ([agent_read_paths.<agent>] and
+ * friends), calling FN for each.  Agent names that can never match an
+ * installed agent are warned about.
+ */
+typedef int (*per_agent_fn)(const struct lev_tomlval_ctx *c, const char *agent,
+			    const struct lev_toml_table *t, const char *table,
+			    struct lev_config *cfg, struct lev_err *err);
+
+static int per_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		     const char *name, per_agent_fn fn, struct lev_config *cfg,
+		     struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	if (n > PER_AGENT_MAX) {
+		unsigned line = 0, col = 0;
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err, "[%s] has more than %d agents", name,
+					PER_AGENT_MAX);
+	}
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		_cleanup_free_ char *p = lev_tomlval_key_path(name, t, i);
+		_cleanup_free_ char *agent = lev_tomlval_key_dup(t, i);
+		int r;
+
+		r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
+		if (r < 0)
+			return r;
+		if (!lev_agent_name_valid(agent)) {
+			unsigned line = 0, col = 0;
+			lev_toml_table_key_pos(t, i, &line, &col);
+			lev_tomlval_warn(c, line, "[%s] names '%s', which is not a valid agent name "
+					 "and can never apply", p, agent);
+		}
+		r = fn(c, agent, sub, p, cfg, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int agent_read_paths_fn(const struct lev_tomlval_ctx *c, const char *agent,
+			       const struct lev_toml_table *t, const char *table,
+			       struct lev_config *cfg, struct lev_err *err)
+{
+	struct lev_agent_read_paths e = { .agent = NULL, .allow = NULL };
+	size_t i, n = lev_toml_table_len(t);
+
+	for (i = 0; i < n; i++) {
+		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
+		int r;
+
+		if (!lev_tomlval_key_is(t, i, "allow")) {
+			warn_unknown(c, t, i, table);
+			continue;
+		}
+		r = lev_tomlval_set_strv(c, lev_toml_table_value(t, i), p, &e.allow, err);
+		if (r < 0) {
+			lev_strv_free(e.allow);
+			return r;
+		}
+	}
+	e.agent = xstrdup(agent);
+	cfg->agent_read_paths = xreallocarray(cfg->agent_read_paths, cfg->n_agent_read_paths + 1,
+					      sizeof(e));
+	cfg->agent_read_paths[cfg->n_agent_read_paths++] = e;
+	return 0;
+}
+
+static int agent_tool_perms_fn(const struct lev_tomlval_ctx *c, const char *agent,
+			       const struct lev_toml_table *t, const char *table,
+			       struct lev_config *cfg, struct lev_err *err)
+{
+	struct lev_agent_tool_perms e = { .agent = NULL, .perms = { NULL, 0 } };
+	int r = lev__tool_perms_parse(c, t, table, &e.perms, err);
+
+	if (r < 0) {
+		lev_tool_perms_release(&e.perms);
+		return r;
+	}
+	e.agent = xstrdup(agent);
+	cfg->agent_tool_permissions = xreallocarray(cfg->agent_tool_permissions,
+						    cfg->n_agent_tool_permissions + 1, sizeof(e));
+	cfg->agent_tool_permissions[cfg->n_agent_tool_permissions++] = e;
+	return 0;
+}
+
+static int agent_safe_fn(const struct lev_tomlval_ctx *c, const char *agent,
+			 const struct lev_toml_table *t, const char *table,
+			 struct lev_config *cfg, struct lev_err *err)
+{
+	struct lev_agent_safe_commands e = { NULL, NULL, NULL, false };
+	int r = parse_safe(c, t, table, NULL, &e.allow_blueprint, &e.tools, &e.shell, err);
+
+	if (r < 0) {
+		lev_strv_free(e.tools);
+		lev_strv_free(e.shell);
+		return r;
+	}
+	e.agent = xstrdup(agent);
+	cfg->agent_safe_commands = xreallocarray(cfg->agent_safe_commands,
+						 cfg->n_agent_safe_commands + 1, sizeof(e));
+	cfg->agent_safe_commands[cfg->n_agent_safe_commands++] = e;
+	return 0;
+}
+
+static int provider_fn(const struct lev_tomlval_ctx *c, const char *agent,
+		       const struct lev_toml_table *t, const char *table, struct lev_config *cfg,
+		       struct lev_err *err)
+{
+	struct lev_provider_conf pc;
+	int r;
+
+	memset(&pc, 0, sizeof(pc));
+	r = parse_provider(c, t, table, &pc, err);
+	if (r < 0) {
+		free(pc.base_url);
+		free(pc.api_key_env);
+		free(pc.model);
+		return r;
+	}
+	pc.name = xstrdup(agent);
+	cfg->providers = xreallocarray(cfg->providers, cfg->n_providers + 1, sizeof(pc));
+	cfg->providers[cfg->n_providers++] = pc;
+	return 0;
+}
+
+/* [providers.<name>]: provider names are not agent names; no name warning. */
+static int parse_providers(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			   struct lev_config *cfg, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	if (n > PER_AGENT_MAX) {
+		unsigned line = 0, col = 0;
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err, "[providers] has too many entries");
+	}
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		_cleanup_free_ char *p = lev_tomlval_key_path("providers", t, i);
+		_cleanup_free_ char *name = lev_tomlval_key_dup(t, i);
+		int r;
+
+		r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
+		if (r < 0)
+			return r;
+		r = provider_fn(c, name, sub, p, cfg, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_table *root,
+		      struct lev_config *cfg, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(root);
+
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(root, i);
+		const struct lev_toml_table *t = NULL;
+		_cleanup_free_ char *p = lev_tomlval_key_path("", root, i);
+		int r;
+
+		if (lev_tomlval_key_is(root, i, "taint_tracking")) {
+			r = lev_tomlval_bool(c, v, p, &cfg->taint_tracking, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (lev_tomlval_key_is(root, i, "security") ||
+		    lev_tomlval_key_is(root, i, "agent_read_paths") ||
+		    lev_tomlval_key_is(root, i, "sandbox") ||
+		    lev_tomlval_key_is(root, i, "tool_permissions") ||
+		    lev_tomlval_key_is(root, i, "agent_tool_permissions") ||
+		    lev_tomlval_key_is(root, i, "tool_script_permissions") ||
+		    lev_tomlval_key_is(root, i, "safe_commands") ||
+		    lev_tomlval_key_is(root, i, "agent_safe_commands") ||
+		    lev_tomlval_key_is(root, i, "limits") ||
+		    lev_tomlval_key_is(root, i, "tools") ||
+		    lev_tomlval_key_is(root, i, "providers")) {
+			r = lev_tomlval_table(c, v, p, &t, err);
+			if (r < 0)
+				return r;
+		} else {
+			warn_unknown(c, root, i, "");
+			continue;
+		}
+
+		if (lev_tomlval_key_is(root, i, "security"))
+			r = parse_security(c, t, cfg, err);
+		else if (lev_tomlval_key_is(root, i, "agent_read_paths"))
+			r = per_agent(c, t, "agent_read_paths", agent_read_paths_fn, cfg, err);
+		else if (lev_tomlval_key_is(root, i, "sandbox"))
+			r = parse_sandbox(c, t, "sandbox", cfg, err);
+		else if (lev_tomlval_key_is(root, i, "tool_permissions"))
+			r = lev__tool_perms_parse(c, t, "tool_permissions", &cfg->tool_permissions, err);
+		else if (lev_tomlval_key_is(root, i, "agent_tool_permissions"))
+			r = per_agent(c, t, "agent_tool_permissions", agent_tool_perms_fn, cfg, err);
+		else if (lev_tomlval_key_is(root, i, "tool_script_permissions"))
+			r = lev__script_perms_parse(c, t, "tool_script_permissions", false,
+						    &cfg->script_permissions, err);
+		else if (lev_tomlval_key_is(root, i, "safe_commands"))
+			r = parse_safe(c, t, "safe_commands", &cfg->safe_defaults, NULL,
+				       &cfg->safe_tools, &cfg->safe_shell, err);
+		else if (lev_tomlval_key_is(root, i, "agent_safe_commands"))
+			r = per_agent(c, t, "agent_safe_commands", agent_safe_fn, cfg, err);
+		else if (lev_tomlval_key_is(root, i, "limits"))
+			r = parse_limits(c, t, &cfg->limits, err);
+		else if (lev_tomlval_key_is(root, i, "tools"))
+			r = parse_tools(c, t, cfg, err);
+		else
+			r = parse_providers(c, t, cfg, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int lev_config_parse(const char *buf, size_t len, const char *name, struct lev_config *out,
+		     struct lev_err *err)
+{
+	struct lev_toml_doc *doc = NULL;
+	struct lev_config cfg;
+	struct lev_tomlval_ctx c = { .file = name, .warnings = &cfg.warnings };
+	int r;
+
+	if (len > LEV_CONFIG_MAX_FILE)
+		return lev_err_set(err, -EFBIG, "'%s' is too large (%zu bytes; the limit is %zu)",
+				   name, len, LEV_CONFIG_MAX_FILE);
+	r = lev_toml_parse(buf, len, name, &doc, err);
+	if (r < 0)
+		return r;
+	lev_config_init(&cfg);
+	r = parse_root(&c, lev_toml_root(doc), &cfg, err);
+	lev_toml_free(doc);
+	if (r < 0) {
+		lev_config_release(&cfg);
+		return r;
+	}
+	*out = cfg;
+	return 0;
+}
+
+int lev_config_load_file(const char *path, struct lev_config *out, struct lev_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *data = NULL;
+	struct stat st;
+	size_t len = 0;
+	int r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT) {
+			lev_config_init(out);
+			return 0;
+		}
+		return lev_err_errno(err, -errno, "cannot open config '%s'", path);
+	}
+	if (fstat(fd, &st) < 0)
+		return lev_err_errno(err, -errno, "cannot stat config '%s'", path);
+	if (!S_ISREG(st.st_mode))
+		return lev_err_set(err, -EINVAL, "config '%s' is not a regular file", path);
+	if (st.st_uid != getuid() && st.st_uid != 0)
+		return lev_err_set(err, -EPERM,
+				   "config '%s' is owned by uid %u, not by you; refusing to take "
+				   "policy from it",
+				   path, (unsigned)st.st_uid);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return lev_err_set(err, -EPERM,
+				   "config '%s' is writable by %s; refusing to take policy from it "
+				   "(fix: chmod 600 '%s')",
+				   path, (st.st_mode & S_IWOTH) ? "everyone" : "its group", path);
+	r = lev_read_fd(fd, path, LEV_CONFIG_MAX_FILE, &data, &len, err);
+	if (r < 0)
+		return r;
+	r = lev_config_parse(data, len, path, out, err);
+	if (r < 0)
+		return r;
+	out->path = xstrdup(path);
+	return 0;
+}
+
+int lev_config_load(struct lev_config *out, struct lev_err *err)
+{
+	_cleanup_free_ char *path = NULL;
+	int r = lev_datadir_config_path(&path, err);
+
+	if (r < 0)
+		return r;
+	return lev_config_load_file(path, out, err);
+}
+
+/* ---- queries ---------------------------------------------------------- */
+
+void lev_config_permissions_for_agent(const struct lev_config *c, const char *agent,
+				      struct lev_tool_perms *out)
+{
+	struct lev_tool_perms res;
+	size_t i, j, k;
+
+	lev_tool_perms_copy(&res, &c->tool_permissions);
+	for (i = 0; agent && i < c->n_agent_tool_permissions; i++) {
+		const struct lev_tool_perms *ap = &c->agent_tool_permissions[i].perms;
+
+		if (strcmp(c->agent_tool_permissions[i].agent, agent))
+			continue;
+		/* an agent entry replaces the global value in every spelling */
+		for (j = 0; j < ap->n; j++) {
+			for (k = 0; k < res.n;) {
+				if (lev_tool_same(res.v[k].tool, ap->v[j].tool)) {
+					free(res.v[k].tool);
+					memmove(&res.v[k], &res.v[k + 1],
+						(res.n - k - 1) * sizeof(res.v[0]));
+					res.n--;
+				} else {
+					k++;
+				}
+			}
+		}
+		for (j = 0; j < ap->n; j++)
+			lev_tool_perms_set(&res, ap->v[j].tool, ap->v[j].verdict);
+	}
+	*out = res;
+}
+
+const struct lev_agent_read_paths *lev_config_agent_read_paths(const struct lev_config *c,
+							      const char *agent)
+{
+	size_t i;
+
+	for (i = 0; agent && i < c->n_agent_read_paths; i++)
+		if (!strcmp(c->agent_read_paths[i].agent, agent))
+			return &c->agent_read_paths[i];
+	return NULL;
+}
+
+char **lev_config_read_path_grants_for_agent(const struct lev_config *c, const char *agent)
+{
+	const struct lev_agent_read_paths *a = lev_config_agent_read_paths(c, agent);
+	char **res = lev_strv_copy(c->read_paths);
+	char **s;
+
+	for (s = a ? a->allow : NULL; s && *s; s++)
+		res = lev_strv_push(res, *s);
+	return res;
+}
+
+const struct lev_agent_safe_commands *
+lev_config_agent_safe_commands(const struct lev_config *c, const char *agent)
+{
+	size_t i;
+
+	for (i = 0; agent && i < c->n_agent_safe_commands; i++)
+		if (!strcmp(c->agent_safe_commands[i].agent, agent))
+			return &c->agent_safe_commands[i];
+	return NULL;
+}
+
+bool lev_config_honours_blueprint_safe_commands(const struct lev_config *c, const char *agent)
+{
+	const struct lev_agent_safe_commands *a = lev_config_agent_safe_commands(c, agent);
+
+	return c->allow_blueprint_safe_commands || (a && a->allow_blueprint);
+}
+
+static char **append_all(char **dst, char *const *src)
+{
+	for (; src && *src; src++)
+		dst = lev_strv_push(dst, *src);
+	return dst;
+}
+
+void lev_config_safe_commands_for_agent(const struct lev_config *c, const char *agent,
+					char *const *bp_tools, char *const *bp_shell,
+					bool *defaults_out, char ***tools_out, char ***shell_out)
+{
+	const struct lev_agent_safe_commands *a = lev_config_agent_safe_commands(c, agent);
+	char **tools = append_all(NULL, c->safe_tools);
+	char **shell = append_all(NULL, c->safe_shell);
+
+	if (a) {
+		tools = append_all(tools, a->tools);
+		shell = append_all(shell, a->shell);
+	}
+	if (lev_config_honours_blueprint_safe_commands(c, agent)) {
+		tools = append_all(tools, bp_tools);
+		shell = append_all(shell, bp_shell);
+	}
+	*defaults_out = c->safe_defaults;
+	*tools_out = tools;
+	*shell_out = shell;
+}
+
+const struct lev_provider_conf *lev_config_provider(const struct lev_config *c,
+						    const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < c->n_providers; i++)
+		if (!strcmp(c->providers[i].name, name))
+			return &c->providers[i];
+	return NULL;
+}

@@ -1,0 +1,265 @@
+/*
+ * config.h - the user's config.toml as plain data.
+ *
+ * The config is the user's side of every decision: it is the ceiling for
+ * tool permissions, the only source of read-path grants, the sandbox floor,
+ * and the switches that let a blueprint ask for more.  A blueprint never
+ * writes here.
+ *
+ * Loading never fails open:
+ *   - a missing file gives the defaults (lev_config_init);
+ *   - a file that group or others can write, or that is owned by another
+ *     user, is refused (a config is policy: whoever can write it decides);
+ *   - a file over LEV_CONFIG_MAX_FILE bytes is refused;
+ *   - a wrong type or an invalid enum word is an error naming
+ *     FILE:LINE:COL and the valid values; nothing falls back to a default;
+ *   - an unknown key is a warning "FILE:LINE: unknown key 'k' in [table]"
+ *     collected in `warnings` (the library never prints).
+ *
+ * Ownership: struct lev_config owns every string, array and sub-struct in
+ * it; lev_config_release() frees them all.  Getters taking a
+ * `const struct lev_config *` borrow.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "liblev/base/error.h"
+#include "liblev/base/types.h"
+
+#define LEV_CONFIG_MAX_FILE ((size_t)1 << 20)
+
+/* [security] shell_env: which variables shells and command seeds lose. */
+enum lev_shell_env {
+	LEV_SHELL_ENV_FILTERED,	/* credential-shaped names, except SSH_AUTH_SOCK */
+	LEV_SHELL_ENV_STRICT,	/* every credential-shaped name */
+	LEV_SHELL_ENV_CUSTOM,	/* exactly shell_env_withhold */
+	LEV_SHELL_ENV_INHERIT,	/* nothing withheld */
+	_LEV_SHELL_ENV_MAX,
+};
+
+enum lev_credential_store {
+	LEV_CRED_FILE,		/* <root>/credentials.toml, 0600 */
+	LEV_CRED_KEYCHAIN,
+	_LEV_CRED_MAX,
+};
+
+/* [tool_script_permissions] (config and blueprint): allow | deny | inherit. */
+enum lev_script_perm {
+	LEV_SCRIPT_INHERIT,
+	LEV_SCRIPT_ALLOW,
+	LEV_SCRIPT_DENY,
+	_LEV_SCRIPT_PERM_MAX,
+};
+
+struct lev_script_perms {
+	enum lev_script_perm http_get, http_post, shell, read_file, write_file, env_var;
+};
+
+/* One `tool = "verdict"` line, tool name as written. */
+struct lev_tool_perm {
+	char *tool;
+	enum lev_verdict verdict;
+};
+
+/* An ordered [tool_permissions]-style table. */
+struct lev_tool_perms {
+	struct lev_tool_perm *v;
+	size_t n;
+};
+
+enum lev_provider_kind {
+	LEV_PROVIDER_OPENAI,	/* Chat Completions (OpenAI, Ollama, llama.cpp, vLLM) */
+	LEV_PROVIDER_ANTHROPIC,	/* Messages API */
+	LEV_PROVIDER_SCRIPT,	/* deterministic scripted turns, for tests */
+	_LEV_PROVIDER_KIND_MAX,
+};
+
+/* [providers.<name>] */
+struct lev_provider_conf {
+	char *name;
+	enum lev_provider_kind kind;
+	char *base_url;		/* NULL: the kind's default */
+	char *api_key_env;	/* NULL: none (or credentials.toml) */
+	char *model;		/* NULL: none */
+	uint64_t timeout_secs;	/* 0: unset */
+	uint64_t context_window;	/* the model's window in tokens; 0: unset (128000) */
+};
+
+/* [agent_read_paths.<agent>] */
+struct lev_agent_read_paths {
+	char *agent;
+	char **allow;		/* strv, may be NULL */
+};
+
+/* [agent_tool_permissions.<agent>] */
+struct lev_agent_tool_perms {
+	char *agent;
+	struct lev_tool_perms perms;
+};
+
+/* [agent_safe_commands.<agent>] */
+struct lev_agent_safe_commands {
+	char *agent;
+	char **tools;
+	char **shell;
+	bool allow_blueprint;	/* honour this agent's own [safe_commands] */
+};
+
+/* [limits]; a 0 byte limit means "not set". */
+struct lev_limits {
+	uint64_t script_shell_timeout_secs;	/* command seeds; default 60 */
+	uint64_t shell_timeout_secs;		/* the shell tool; default 60 */
+	uint64_t interaction_timeout_secs;	/* unanswered prompt = denied; default 3600 */
+	uint64_t max_tool_call_write_bytes;	/* 0: unset */
+	uint64_t max_run_write_bytes;		/* 0: unset */
+	uint64_t max_tool_output_bytes;		/* per stream; default 1 MiB */
+	uint64_t max_iterations;		/* per stage when the blueprint sets none; default 50 */
+};
+
+struct lev_config {
+	char *path;		/* the file read, NULL when none existed */
+
+	bool taint_tracking;	/* top-level master switch */
+
+	/* [security] */
+	char **allowed_workdirs;
+	bool allow_seed_commands;		/* default true */
+	bool allow_local_network;
+	char **allow_env_vars;
+	bool allow_blueprint_read_paths;
+	bool allow_blueprint_safe_commands;
+	bool allow_blueprint_permissions;
+	enum lev_shell_env shell_env;		/* default filtered */
+	char **shell_env_withhold;
+	char **read_paths;			/* machine-wide read grants */
+	enum lev_credential_store credential_store;	/* default file */
+
+	struct lev_agent_read_paths *agent_read_paths;
+	size_t n_agent_read_paths;
+
+	/* [sandbox]: the machine-wide default and ceiling */
+	struct lev_sandbox_spec sandbox;
+	char **sandbox_engine_args;	/* extra engine arguments (user config only) */
+	uint64_t sandbox_timeout_secs;	/* 0: unset */
+
+	struct lev_tool_perms tool_permissions;
+	struct lev_agent_tool_perms *agent_tool_permissions;
+	size_t n_agent_tool_permissions;
+
+	struct lev_script_perms script_permissions;
+
+	/* [safe_commands] */
+	bool safe_defaults;	/* default true: the built-in safe list is active */
+	char **safe_tools;
+	char **safe_shell;
+	struct lev_agent_safe_commands *agent_safe_commands;
+	size_t n_agent_safe_commands;
+
+	struct lev_limits limits;
+
+	struct lev_provider_conf *providers;
+	size_t n_providers;
+
+	/* [tools.web_search] endpoint: a SearXNG-compatible JSON search URL */
+	char *web_search_endpoint;
+
+	char **warnings;	/* "FILE:LINE: unknown key 'k' in [t]" */
+};
+
+/* The defaults (what a missing config.toml means). */
+void lev_config_init(struct lev_config *c);
+void lev_config_release(struct lev_config *c);
+
+/*
+ * Parse LEN bytes at BUF (named NAME in messages) into *out, which must be
+ * unused storage; on failure *out holds nothing to release.  No permission
+ * check: that belongs to lev_config_load_file().
+ */
+int lev_config_parse(const char *buf, size_t len, const char *name, struct lev_config *out,
+		     struct lev_err *err);
+
+/*
+ * Load PATH: a missing file gives the defaults (with path NULL); otherwise
+ * the file must be a regular file owned by the caller or root, not
+ * writable by group or others, and at most LEV_CONFIG_MAX_FILE bytes.
+ */
+int lev_config_load_file(const char *path, struct lev_config *out, struct lev_err *err);
+
+/* Load the config at lev_datadir_config_path(). */
+int lev_config_load(struct lev_config *out, struct lev_err *err);
+
+/* Names for messages. */
+const char *lev_shell_env_name(enum lev_shell_env e);
+const char *lev_script_perm_name(enum lev_script_perm p);
+const char *lev_provider_kind_name(enum lev_provider_kind k);
+
+/*
+ * Look TOOL up in PERMS by any spelling (bash and shell are one tool).
+ * When several spellings are present the strictest wins.  Returns true and
+ * sets *out when found.
+ */
+bool lev_tool_perms_lookup(const struct lev_tool_perms *perms, const char *tool,
+			   enum lev_verdict *out);
+/* Add or replace TOOL's entry (matched by exact spelling). */
+void lev_tool_perms_set(struct lev_tool_perms *perms, const char *tool, enum lev_verdict v);
+void lev_tool_perms_copy(struct lev_tool_perms *dst, const struct lev_tool_perms *src);
+void lev_tool_perms_release(struct lev_tool_perms *perms);
+
+/*
+ * The user's ceiling for AGENT: global [tool_permissions] with
+ * [agent_tool_permissions.AGENT] laid over it (an agent entry replaces the
+ * global value for the same tool, in any spelling).  *out is fresh; the
+ * caller releases it with lev_tool_perms_release().
+ */
+void lev_config_permissions_for_agent(const struct lev_config *c, const char *agent,
+				      struct lev_tool_perms *out);
+
+/*
+ * Read-path grants for AGENT: [security] read_paths followed by
+ * [agent_read_paths.AGENT] allow.  Returns a fresh strv (NULL when empty).
+ */
+char **lev_config_read_path_grants_for_agent(const struct lev_config *c, const char *agent);
+
+/* Borrowed per-agent entries, or NULL. */
+const struct lev_agent_safe_commands *
+lev_config_agent_safe_commands(const struct lev_config *c, const char *agent);
+const struct lev_agent_read_paths *lev_config_agent_read_paths(const struct lev_config *c,
+							      const char *agent);
+
+/* Whether a blueprint's [safe_commands] is honoured for AGENT. */
+bool lev_config_honours_blueprint_safe_commands(const struct lev_config *c, const char *agent);
+
+/*
+ * The safe-command lists for AGENT, layered: [safe_commands], then
+ * [agent_safe_commands.AGENT], then the blueprint's own lists (BP_TOOLS,
+ * BP_SHELL, may be NULL) only when lev_config_honours_blueprint_safe_commands().
+ * *defaults_out says whether the built-in safe list is active.  The strvs
+ * are fresh (NULL when empty); the caller frees them.
+ */
+void lev_config_safe_commands_for_agent(const struct lev_config *c, const char *agent,
+					char *const *bp_tools, char *const *bp_shell,
+					bool *defaults_out, char ***tools_out, char ***shell_out);
+
+/* The [providers.NAME] entry, or NULL. */
+const struct lev_provider_conf *lev_config_provider(const struct lev_config *c,
+						    const char *name);
+
+/*
+ * Semi-private (shared with blueprint.c): parse a [tool_script_permissions]
+ * table named TABLE into *out (fields not written keep their value).
+ */
+struct lev_tomlval_ctx;
+struct lev_toml_table;
+int lev__script_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			    const char *table, bool unknown_is_error, struct lev_script_perms *out,
+			    struct lev_err *err);
+
+/*
+ * Semi-private (shared with blueprint.c): parse a [tool_permissions]-style
+ * table named TABLE, adding its entries to *out.
+ */
+int lev__tool_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			  const char *table, struct lev_tool_perms *out, struct lev_err *err);

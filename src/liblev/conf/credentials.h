@@ -1,0 +1,61 @@
+/*
+ * credentials.h - where provider API keys come from.
+ *
+ * A key is looked up, in this order:
+ *   1. the environment variable named by [providers.<name>] api_key_env
+ *      (read with secure_getenv(); an empty value counts as unset);
+ *   2. with [security] credential_store = "file", <data root>/credentials.toml:
+ *
+ *	[providers.openai]
+ *	api_key = "sk-..."
+ *
+ *      The file must be a regular file (not a symlink) owned by the user
+ *      running lev, with no permission bits for group or others (0600 or
+ *      0400), and at most LEV_CREDENTIALS_MAX_FILE bytes; anything else is
+ *      refused with a message saying how to fix it, never read.
+ *
+ * Keys are secrets: they are returned in fresh buffers the caller frees
+ * with lev_secret_free() (which zeroes them first), they never appear in
+ * an error message, and a key holding control characters (a header
+ * injection) is refused.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "liblev/base/error.h"
+
+#define LEV_CREDENTIALS_MAX_FILE ((size_t)64 << 10)
+#define LEV_API_KEY_MAX 4096
+
+enum lev_key_source {
+	LEV_KEY_NONE,
+	LEV_KEY_ENV,
+	LEV_KEY_FILE,
+};
+
+/*
+ * Read [providers.PROVIDER] api_key from the credentials file at PATH.
+ * A missing file, table or key is not an error: 0 with *out = NULL.  A
+ * file with unsafe ownership or mode is refused with -EPERM; a malformed
+ * file with LEV_EPARSE; a key that is not a plain string of printable
+ * characters with -EINVAL.  *out (a secret) is freed with lev_secret_free().
+ */
+int lev_credentials_lookup(const char *path, const char *provider, char **out,
+			   struct lev_err *err);
+
+/*
+ * Resolve PROVIDER's key: the variable ENV_NAME (may be NULL), then
+ * CREDENTIALS_PATH (may be NULL: no file store).  0 with *out = NULL and
+ * *source_out = LEV_KEY_NONE when neither has one.
+ */
+int lev_api_key_resolve(const char *provider, const char *env_name,
+			const char *credentials_path, char **out,
+			enum lev_key_source *source_out, struct lev_err *err);
+
+/* A key may be sent in a header: 1..LEV_API_KEY_MAX printable ASCII bytes. */
+bool lev_api_key_valid(const char *key);
+
+/* Zero and free a secret; accepts NULL. */
+void lev_secret_free(char *s);

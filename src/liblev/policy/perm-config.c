@@ -1,0 +1,168 @@
+/*
+ * perm-config.c - struct lev_perm_input from config.toml and a blueprint
+ * (see perm-config.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/policy/perm-config.h"
+#include "liblev/policy/shellkeys.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
+
+/* Keep S alive in the setup and return it. */
+static const char *keep(struct lev_perm_setup *s, char *str)
+{
+	if (s->n_strings == s->cap_strings) {
+		s->cap_strings = s->cap_strings ? s->cap_strings * 2 : 32;
+		s->strings = xreallocarray(s->strings, s->cap_strings, sizeof(*s->strings));
+	}
+	s->strings[s->n_strings++] = str;
+	return str;
+}
+
+static size_t add_rules(struct lev_perm_setup *s, size_t at, const struct lev_tool_perms *t,
+			const char *source)
+{
+	size_t i;
+
+	for (i = 0; t && i < t->n; i++) {
+		s->rules[at + i].tool = keep(s, xstrdup(t->v[i].tool));
+		s->rules[at + i].verdict = t->v[i].verdict;
+		s->rules[at + i].source = source;
+	}
+	return t ? t->n : 0;
+}
+
+static void add_safe(struct lev_perm_setup *s, size_t *n, size_t *cap, const char *key,
+		     const char *source)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		s->safe = xreallocarray(s->safe, *cap, sizeof(*s->safe));
+	}
+	s->safe[*n].key = key;
+	s->safe[*n].source = source;
+	(*n)++;
+}
+
+/* At most this many warnings are kept. */
+#define MAX_WARNINGS 64
+
+static void warn(struct lev_perm_setup *s, char *msg)
+{
+	if (lev_strv_len(s->warnings) < MAX_WARNINGS)
+		s->warnings = lev_strv_push_take(s->warnings, msg);
+	else
+		free(msg);
+}
+
+static void add_safe_lists(struct lev_perm_setup *s, size_t *n, size_t *cap, char *const *tools,
+			   char *const *shell, const char *source)
+{
+	for (; tools && *tools; tools++) {
+		if (!strncmp(*tools, "shell:", 6)) {
+			warn(s, xasprintf("%s: tools entry '%s' is spelled as a shell key; skipped "
+					  "(put shell commands under shell)",
+					  source, *tools));
+			continue;
+		}
+		add_safe(s, n, cap, keep(s, xstrdup(*tools)), source);
+	}
+	for (; shell && *shell; shell++) {
+		if (!lev_shellkeys_is_valid_prefix(*shell)) {
+			warn(s, xasprintf("%s: shell entry '%s' is not a command prefix a call can "
+					  "produce; skipped",
+					  source, *shell));
+			continue;
+		}
+		add_safe(s, n, cap, keep(s, xasprintf("shell:%s", *shell)), source);
+	}
+}
+
+static const struct lev_tool_perms *agent_ceiling(const struct lev_config *cfg, const char *agent)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->n_agent_tool_permissions; i++)
+		if (!strcmp(cfg->agent_tool_permissions[i].agent, agent))
+			return &cfg->agent_tool_permissions[i].perms;
+	return NULL;
+}
+
+int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
+			const struct lev_blueprint *bp, const char *stage, bool yolo,
+			char *const *allow, struct lev_err *err)
+{
+	const struct lev_tool_perms *agent_perms = agent_ceiling(cfg, bp->name);
+	const struct lev_agent_safe_commands *asc = lev_config_agent_safe_commands(cfg, bp->name);
+	const struct lev_stage *st;
+	size_t total, at = 0, n, n_safe = 0, cap_safe = 0, i;
+
+	memset(s, 0, sizeof(*s));
+	st = lev_blueprint_stage(bp, stage ? stage : bp->entry_stage);
+	if (!st)
+		return lev_err_set(err, -ENOENT, "agent '%s' has no stage '%s'", bp->name,
+				   stage ? stage : bp->entry_stage);
+	s->stage = xstrdup(st->name);
+
+	total = cfg->tool_permissions.n + (agent_perms ? agent_perms->n : 0) +
+		st->tool_permissions.n + bp->tool_permissions.n;
+	s->rules = xcalloc(total ? total : 1, sizeof(*s->rules));
+
+	n = add_rules(s, at, &cfg->tool_permissions, "[tool_permissions]");
+	s->in.user_global = s->rules + at;
+	s->in.n_user_global = n;
+	at += n;
+	n = add_rules(s, at, agent_perms,
+		      keep(s, xasprintf("[agent_tool_permissions.%s]", bp->name)));
+	s->in.user_agent = s->rules + at;
+	s->in.n_user_agent = n;
+	at += n;
+	n = add_rules(s, at, &st->tool_permissions,
+		      keep(s, xasprintf("blueprint [stages.%s.tool_permissions]", st->name)));
+	s->in.bp_stage = s->rules + at;
+	s->in.n_bp_stage = n;
+	at += n;
+	n = add_rules(s, at, &bp->tool_permissions, "blueprint [tool_permissions]");
+	s->in.bp_agent = s->rules + at;
+	s->in.n_bp_agent = n;
+	s->in.blueprint_may_loosen = cfg->allow_blueprint_permissions;
+
+	s->in.yolo = yolo;
+	s->allow = lev_strv_copy(allow);
+	s->in.allow = (const char *const *)s->allow;
+
+	if (cfg->safe_defaults)
+		for (i = 0; lev_safe_shell_default[i]; i++)
+			add_safe(s, &n_safe, &cap_safe,
+				 keep(s, xasprintf("shell:%s", lev_safe_shell_default[i])),
+				 "built-in list");
+	add_safe_lists(s, &n_safe, &cap_safe, cfg->safe_tools, cfg->safe_shell,
+		       "[safe_commands]");
+	if (asc)
+		add_safe_lists(s, &n_safe, &cap_safe, asc->tools, asc->shell,
+			       keep(s, xasprintf("[agent_safe_commands.%s]", bp->name)));
+	if (lev_config_honours_blueprint_safe_commands(cfg, bp->name))
+		add_safe_lists(s, &n_safe, &cap_safe, bp->safe_tools, bp->safe_shell,
+			       "blueprint [safe_commands]");
+	s->in.safe = s->safe;
+	s->in.n_safe = n_safe;
+	return 0;
+}
+
+void lev_perm_setup_release(struct lev_perm_setup *s)
+{
+	size_t i;
+
+	free(s->rules);
+	free(s->safe);
+	for (i = 0; i < s->n_strings; i++)
+		free(s->strings[i]);
+	free(s->strings);
+	lev_strv_free(s->allow);
+	lev_strv_free(s->warnings);
+	free(s->stage);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,383 @@
+/*
+ * perm.c - tool permission resolution, the effect clamp, safe-list and
+ * grant coverage, the grant store, and the account of each decision.
+ * See perm.h for the rules.  Nothing here reads the config or the
+ * blueprint (perm-config.c builds the input), and resolution does not
+ * allocate: it runs on every tool call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/policy/perm.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
+
+/*
+ * The reviewed list: tools that run without asking when nobody configured
+ * them.  Each reads, keeps the agent's own notes, talks to the person at
+ * the keyboard, or manages sub-agents (which still pass through policy, so
+ * a configured deny holds).  Exact names only: a prefix rule such as
+ * "context_*" would hand the default allow to any script or MCP tool that
+ * picked a matching name.  Adding a name here is a security decision; the
+ * unit test only_reviewed_tools_run_without_asking pins the list.
+ */
+/* Sorted bytewise: lev_perm_default() searches it. */
+const char *const lev_perm_default_allowed[] = {
+	"ask_user_choice", "ask_user_confirm", "ask_user_text", "check_agent", "context_append",
+	"context_delete", "context_list", "context_read", "context_write", "current_time",
+	"edit_document", "environment_info", "kill_agent", "list_dir", "locale_info", "read_file",
+	"read_files", "runtime_info", "send_to_agent", "spawn_agent", "submit_output", "system_info",
+	"todo_add", "todo_done", "todo_note", "wait_for_agent", "which_command",
+	NULL,
+};
+
+/* A blueprint may pre-approve these even where the user said nothing. */
+static const char *const blueprint_loosenable[] = { "web_search", "web_fetch", NULL };
+
+static bool in_list(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return true;
+	return false;
+}
+
+static int cmp_name(const void *key, const void *elem)
+{
+	return strcmp(key, *(const char *const *)elem);
+}
+
+enum lev_verdict lev_perm_default(const char *tool)
+{
+	return bsearch(lev_tool_canonical(tool), lev_perm_default_allowed,
+		       ARRAY_SIZE(lev_perm_default_allowed) - 1, sizeof(lev_perm_default_allowed[0]),
+		       cmp_name)
+		       ? LEV_ALLOW
+		       : LEV_ASK;
+}
+
+/* Does the tool spelled WRITTEN name the canonical tool CANON? */
+static inline bool names(const char *written, const char *canon, bool shell)
+{
+	if (shell)
+		return !strcmp(written, "shell") || !strcmp(written, "bash");
+	return !strcmp(written, canon);
+}
+
+/* The strictest entry of V for the canonical tool CANON, or NULL. */
+static const struct lev_perm_rule *lookup(const struct lev_perm_rule *v, size_t n,
+					  const char *canon, bool shell)
+{
+	const struct lev_perm_rule *best = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].tool && names(v[i].tool, canon, shell) &&
+		    (!best || v[i].verdict > best->verdict))
+			best = &v[i];
+	return best;
+}
+
+/* The launch override for CANON: the --allow spelling, "--yolo", or NULL. */
+static const char *launch_for(const struct lev_perm_input *in, const char *canon, bool shell)
+{
+	const char *const *a;
+
+	for (a = in->allow; a && *a; a++)
+		if (names(*a, canon, shell))
+			return *a;
+	return in->yolo ? "--yolo" : NULL;
+}
+
+void lev_perm_resolve(const struct lev_perm_input *in, const char *tool,
+		      struct lev_perm_resolution *out)
+{
+	const char *canon = lev_tool_canonical(tool);
+	bool shell = !strcmp(canon, "shell");
+	const struct lev_perm_rule *ceil, *bp;
+	enum lev_verdict def;
+
+	memset(out, 0, sizeof(*out));
+	out->tool = canon;
+	ceil = lookup(in->user_agent, in->n_user_agent, canon, shell);
+	if (!ceil)
+		ceil = lookup(in->user_global, in->n_user_global, canon, shell);
+	bp = lookup(in->bp_stage, in->n_bp_stage, canon, shell);
+	if (!bp)
+		bp = lookup(in->bp_agent, in->n_bp_agent, canon, shell);
+
+	if (bp && ceil) {
+		if (bp->verdict > ceil->verdict) {
+			out->configured_why = LEV_PERM_WHY_BLUEPRINT;
+			out->rule = bp;
+		} else {
+			out->configured_why = LEV_PERM_WHY_USER;
+			out->rule = ceil;
+			if (bp->verdict < ceil->verdict)
+				out->capped = bp;
+		}
+		out->configured = out->rule->verdict;
+	} else if (bp) {
+		def = lev_perm_default(canon);
+		if (in->blueprint_may_loosen || in_list(blueprint_loosenable, canon) ||
+		    bp->verdict >= def) {
+			out->configured_why = LEV_PERM_WHY_BLUEPRINT;
+			out->rule = bp;
+			out->configured = bp->verdict;
+		} else {
+			out->configured_why = LEV_PERM_WHY_DEFAULT;
+			out->capped = bp;
+			out->configured = def;
+		}
+	} else if (ceil) {
+		out->configured_why = LEV_PERM_WHY_USER;
+		out->rule = ceil;
+		out->configured = ceil->verdict;
+	} else {
+		out->configured_why = LEV_PERM_WHY_DEFAULT;
+		out->configured = lev_perm_default(canon);
+	}
+
+	out->verdict = out->configured;
+	out->why = out->configured_why;
+	out->launch = launch_for(in, canon, shell);
+	if (out->configured == LEV_DENY || !out->launch)
+		return; /* deny is final; launch stays recorded to say it was refused */
+	if (out->configured != LEV_ALLOW) {
+		out->verdict = LEV_ALLOW;
+		out->why = LEV_PERM_WHY_LAUNCH;
+	} else {
+		out->launch = NULL; /* the configuration already allowed it */
+	}
+}
+
+/* ---- grants ------------------------------------------------------------------ */
+
+void lev_grants_init(struct lev_grants *g)
+{
+	g->stage = NULL;
+	g->run = NULL;
+	g->stage_index = -1;
+}
+
+void lev_grants_release(struct lev_grants *g)
+{
+	g->stage = lev_strv_free(g->stage);
+	g->run = lev_strv_free(g->run);
+	g->stage_index = -1;
+}
+
+void lev_grants_enter_stage(struct lev_grants *g, long index)
+{
+	if (index != g->stage_index)
+		g->stage = lev_strv_free(g->stage);
+	g->stage_index = index;
+}
+
+int lev_grants_add(struct lev_grants *g, enum lev_grant_scope scope, char *const *keys)
+{
+	char ***v;
+	size_t have, add = 0;
+
+	if (scope == LEV_GRANT_ONCE || !keys)
+		return 0;
+	v = scope == LEV_GRANT_STAGE ? &g->stage : &g->run;
+	have = lev_strv_len(g->stage) + lev_strv_len(g->run);
+	for (; *keys; keys++) {
+		if (lev_strv_contains(*v, *keys))
+			continue;
+		if (have + add >= LEV_GRANTS_MAX)
+			return -E2BIG;
+		*v = lev_strv_push(*v, *keys);
+		add++;
+	}
+	return 0;
+}
+
+bool lev_grants_has(const struct lev_grants *g, const char *key)
+{
+	return g && (lev_strv_contains(g->stage, key) || lev_strv_contains(g->run, key));
+}
+
+/* ---- one call ------------------------------------------------------------------ */
+
+char **lev_perm_call_keys(const char *tool, const struct lev_shellkeys *sk)
+{
+	const char *canon = lev_tool_canonical(tool);
+
+	if (strcmp(canon, "shell") != 0)
+		return lev_strv_push(NULL, canon);
+	if (!sk || !sk->grantable)
+		return NULL;
+	return lev_strv_copy(sk->keys);
+}
+
+static void note_source(struct lev_perm_decision *d, const char *source)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_safe_sources; i++)
+		if (!strcmp(d->safe_sources[i], source))
+			return;
+	if (d->n_safe_sources < LEV_PERM_MAX_SOURCES)
+		d->safe_sources[d->n_safe_sources++] = source;
+}
+
+/* Is KEY covered: exactly on a safe list, by its program, or by a grant? */
+static bool covered(const struct lev_perm_input *in, const struct lev_grants *grants,
+		    const char *key, const char *outside, struct lev_perm_decision *d)
+{
+	bool program = lev_shellkeys_is_program_key(key);
+	const char *sp = program ? strchr(key, ' ') : NULL;
+	size_t plen = sp ? (size_t)(sp - key) : 0;
+	size_t i;
+
+	for (i = 0; i < in->n_safe; i++) {
+		const char *s = in->safe[i].key;
+
+		if (!s)
+			continue;
+		if (!strcmp(s, key) || (plen && strlen(s) == plen && !strncmp(s, key, plen))) {
+			/* read-only is not confined: a safe list covers the workdir only */
+			if (outside) {
+				d->safe_outside = outside;
+				break;
+			}
+			note_source(d, in->safe[i].source ? in->safe[i].source : "safe commands");
+			return true;
+		}
+	}
+	if (lev_grants_has(grants, key)) {
+		d->by_grant = true;
+		return true;
+	}
+	return false;
+}
+
+void lev_perm_decide(const struct lev_perm_input *in, const char *tool,
+		     const struct lev_shellkeys *sk, const struct lev_grants *grants,
+		     struct lev_perm_decision *out)
+{
+	bool shell;
+
+	memset(out, 0, sizeof(*out));
+	lev_perm_resolve(in, tool, &out->own);
+	out->verdict = out->own.verdict;
+	out->why = out->own.why;
+	shell = !strcmp(out->own.tool, "shell");
+
+	/* A shell line that writes a file answers to write_file as well. */
+	if (shell && sk && sk->writes && out->verdict != LEV_DENY) {
+		lev_perm_resolve(in, "write_file", &out->write);
+		if (out->write.verdict > out->verdict) {
+			out->write_clamp = true;
+			out->verdict = out->write.verdict;
+			out->why = LEV_PERM_WHY_CLAMP;
+		}
+	}
+
+	if (out->verdict != LEV_ASK)
+		return;
+	if (shell) {
+		char *const *k;
+
+		if (!sk || !sk->grantable || !sk->keys || !sk->keys[0])
+			return;
+		for (k = sk->keys; *k; k++)
+			if (!covered(in, grants, *k, sk->reads_outside, out))
+				goto not_covered;
+	} else if (!covered(in, grants, out->own.tool, NULL, out)) {
+		goto not_covered;
+	}
+	out->verdict = LEV_ALLOW;
+	out->why = LEV_PERM_WHY_COVERED;
+	return;
+not_covered:
+	out->n_safe_sources = 0;
+	out->by_grant = false;
+}
+
+/* ---- accounts ------------------------------------------------------------------- */
+
+static int rule_text(struct lev_buf *b, enum lev_perm_why why, const struct lev_perm_rule *rule,
+		     const char *tool, enum lev_verdict v)
+{
+	if (why == LEV_PERM_WHY_DEFAULT || !rule)
+		return lev_buf_addf(b, "built-in default %s = \"%s\"", tool, lev_verdict_name(v));
+	return lev_buf_addf(b, "%s %s = \"%s\"", rule->source ? rule->source : "(unknown)",
+			    rule->tool, lev_verdict_name(rule->verdict));
+}
+
+static int resolution_text(struct lev_buf *b, const struct lev_perm_resolution *r)
+{
+	int e = 0;
+
+	if (r->why == LEV_PERM_WHY_LAUNCH) {
+		if (strcmp(r->launch, "--yolo"))
+			e |= lev_buf_addf(b, "--allow %s (over ", r->launch);
+		else
+			e |= lev_buf_adds(b, "--yolo (over ");
+	}
+	e |= rule_text(b, r->configured_why, r->rule, r->tool, r->configured);
+	if (r->why == LEV_PERM_WHY_LAUNCH)
+		e |= lev_buf_addch(b, ')');
+	if (r->capped)
+		e |= lev_buf_addf(b, "; %s %s = \"%s\" cannot loosen it",
+				  r->capped->source ? r->capped->source : "the blueprint's entry",
+				  r->capped->tool, lev_verdict_name(r->capped->verdict));
+	if (r->verdict == LEV_DENY && r->launch)
+		e |= lev_buf_addf(b, "; a deny is final: %s does not lift it",
+				  strcmp(r->launch, "--yolo") ? "--allow" : "--yolo");
+	return e ? -E2BIG : 0;
+}
+
+int lev_perm_describe(const struct lev_perm_decision *d, struct lev_buf *out)
+{
+	int e = 0;
+	size_t i;
+
+	if (d->why == LEV_PERM_WHY_COVERED) {
+		e |= lev_buf_adds(out, "every key of the call is covered by ");
+		for (i = 0; i < d->n_safe_sources; i++)
+			e |= lev_buf_addf(out, "%s%s", i ? ", " : "the safe commands of ",
+					  d->safe_sources[i]);
+		if (d->by_grant)
+			e |= lev_buf_adds(out, d->n_safe_sources ? " and a grant" : "a grant");
+		e |= lev_buf_adds(out, " (otherwise: ");
+	}
+	if (d->write_clamp) {
+		e |= lev_buf_adds(out, "the line writes a file, so write_file's rule applies: ");
+		e |= resolution_text(out, &d->write);
+		e |= lev_buf_adds(out, "; shell alone: ");
+	}
+	e |= resolution_text(out, &d->own);
+	if (d->why == LEV_PERM_WHY_COVERED)
+		e |= lev_buf_addch(out, ')');
+	else if (d->safe_outside && d->verdict == LEV_ASK)
+		e |= lev_buf_addf(out, "; the safe commands do not cover it: it names '%.200s', "
+				  "outside the working directory",
+				  d->safe_outside);
+	return e ? -E2BIG : 0;
+}
+
+/* ---- the write fence ---------------------------------------------------------- */
+
+enum lev_verdict lev_perm_fence_check(const struct lev_shellkeys *sk, enum lev_sandbox_kind kind,
+				      bool fenced, struct lev_buf *why)
+{
+	if (!sk || !sk->needs_fence || (kind != LEV_SANDBOX_NONE && fenced))
+		return LEV_ALLOW;
+	if (why)
+		(void)lev_buf_addf(why,
+				   "this line cannot be fully analysed before it runs (%s), so it "
+				   "runs only inside a sandbox that keeps writes in the working "
+				   "directory (kind = \"namespace\" or \"container\"); %s, and "
+				   "no approval or --yolo lifts this",
+				   sk->fence_reason ? sk->fence_reason : "it cannot be read",
+				   kind == LEV_SANDBOX_NONE
+					   ? "this stage runs with kind = \"none\""
+					   : "this stage's sandbox runs without its write fence");
+	return LEV_DENY;
+}

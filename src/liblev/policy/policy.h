@@ -1,0 +1,166 @@
+/*
+ * policy.h - the taint policy file, `<data root>/policy.toml`.
+ *
+ *	[[allowlist]]
+ *	tool            = "send_email"        # the tool name as dispatched
+ *	to              = ["*@example.com"]   # target patterns (target.h); optional
+ *	channel         = ["#team-standup"]   # more patterns; optional
+ *	max_sensitivity = "internal"          # required: public | internal | private
+ *
+ *	[mcp_overrides."github".tools]        # nested shape: key "github.create_issue"
+ *	create_issue = { sensitivity = "private", direction = "outbound",
+ *	                 clearance = "internal", target = "repo" }
+ *	[mcp_overrides."github.list_issues"]  # flat shape, accepted too
+ *	direction = "inbound"
+ *
+ * An allowlist rule matches a call when the tool is the same, the taint is
+ * at most max_sensitivity, and either the rule lists no patterns at all, or
+ * the call has at least one target and EVERY target matches one of the
+ * rule's `to`/`channel` patterns.  Rules are tried in file order; the first
+ * match wins and is reported by its 1-based index.
+ *
+ * A missing or invalid max_sensitivity, a bad pattern, a wrong type or an
+ * invalid level or direction is an error naming FILE:LINE:COL: a policy
+ * never fails open.  Unknown keys are warnings (collected, never printed).
+ *
+ * An override names a tool "server.tool"; it also applies to the dispatched
+ * MCP spelling "server__tool".  Each field it sets replaces the built-in
+ * one; `target` declares which argument holds the call's target.
+ *
+ * Ownership: a `struct lev_policy` owns everything in it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "liblev/base/buf.h"
+#include "liblev/base/error.h"
+#include "liblev/policy/taint.h"
+#include "liblev/base/types.h"
+
+#define LEV_POLICY_RULES_MAX 4096
+#define LEV_POLICY_OVERRIDES_MAX 4096
+#define LEV_POLICY_TOOL_MAX 256
+
+struct lev_allow_rule {
+	char *tool;
+	char **to;		/* canonical patterns (strv; NULL: none) */
+	char **channel;
+	enum lev_level max_sensitivity;
+	unsigned line;		/* where the [[allowlist]] table starts */
+	char *norm;		/* the tool name normalised for comparison */
+	uint64_t tool_hash;	/* of NORM */
+};
+
+struct lev_tool_override {
+	char *name;		/* "server.tool" (or a plain tool name) */
+	char *alt_name;		/* "server__tool", or NULL */
+	char *norm;		/* NAME normalised for comparison */
+	bool has_sensitivity, has_direction, has_clearance;
+	enum lev_level sensitivity;
+	enum lev_direction direction;
+	enum lev_level clearance;
+	char *target;		/* declared target argument, or NULL */
+	unsigned line;
+};
+
+struct lev_policy_index;
+
+struct lev_policy {
+	char *file;		/* the name used in messages */
+	struct lev_allow_rule *rules;
+	size_t n_rules;
+	struct lev_tool_override *overrides;
+	size_t n_overrides;
+	char **warnings;	/* "FILE:LINE: ..." (strv) */
+	struct lev_policy_index *index;	/* derived from RULES by lev_policy_parse() */
+};
+
+/*
+ * Parse LEN bytes of policy text; NAME is used in messages.  On success
+ * *out owns the policy (lev_policy_free()).
+ */
+int lev_policy_parse(const char *buf, size_t len, const char *name, struct lev_policy **out,
+		     struct lev_err *err);
+
+/*
+ * Load the policy at PATH.  A missing file is an empty policy.  A file that
+ * group or others may write, or that someone else owns, is refused.  When
+ * STAMP_OUT is not NULL it gets the file's identity (see below).
+ */
+struct lev_file_stamp {
+	bool exists;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+int lev_policy_load(const char *path, struct lev_policy **out, struct lev_file_stamp *stamp_out,
+		    struct lev_err *err);
+
+/* Accepts NULL; returns NULL. */
+struct lev_policy *lev_policy_free(struct lev_policy *p);
+
+/* The empty policy (no rules, no overrides). */
+struct lev_policy *lev_policy_new_empty(const char *name);
+
+/* stat() PATH into *out (exists = false when it is missing). */
+int lev_file_stamp_get(const char *path, struct lev_file_stamp *out);
+bool lev_file_stamp_equal(const struct lev_file_stamp *a, const struct lev_file_stamp *b);
+
+/* The same tool: equal canonical names, or "server.tool" vs "server__tool". */
+bool lev_policy_tool_same(const char *a, const char *b);
+
+/*
+ * Does RULE allow a call to TOOL with the canonical TARGETS (strv; NULL:
+ * none or unusable) at taint TAINT?
+ */
+bool lev_allow_rule_matches(const struct lev_allow_rule *rule, const char *tool,
+			    char *const *targets, enum lev_level taint);
+
+/*
+ * The index (0-based) of the first matching rule, or -1.  Uses the policy's
+ * index (rules are looked up by tool and by the target's exact form,
+ * domain suffixes and mail domain), so the cost does not grow with rules
+ * that cannot match.
+ */
+int lev_policy_match(const struct lev_policy *p, const char *tool, char *const *targets,
+		     enum lev_level taint);
+/* The same by trying every rule in order (the reference the index must agree with). */
+int lev_policy_match_linear(const struct lev_policy *p, const char *tool, char *const *targets,
+			    enum lev_level taint);
+
+/* The override for TOOL, or NULL. */
+const struct lev_tool_override *lev_policy_override_find(const struct lev_policy *p,
+							 const char *tool);
+
+/* The built-in classification of TOOL with P's override applied (P may be NULL). */
+void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out);
+
+/*
+ * The TOML text of a new allowlist rule.  TOOL must be 1..LEV_POLICY_TOOL_MAX
+ * printable ASCII bytes; PATTERN (NULL: none) must be a valid pattern and
+ * is written in canonical form.
+ */
+int lev_policy_rule_text(const char *tool, const char *pattern, enum lev_level max,
+			 struct lev_buf *out, struct lev_err *err);
+
+/*
+ * Append a rule to the policy file at PATH without touching anything else
+ * in it: the new [[allowlist]] block is added to the end of the original
+ * bytes, the result is parsed to check that it holds exactly one more rule
+ * and that rule is the one asked for, and the file is replaced atomically
+ * (temporary file, fsync, rename) under an exclusive lock on its directory.
+ * The directory is created (0700) when missing, the file 0600 when new;
+ * an existing file keeps its mode.  A policy file that does not parse is
+ * left alone and the error returned.  *index_out (optional) gets the new
+ * rule's 1-based index.
+ */
+int lev_policy_append_rule(const char *path, const char *tool, const char *pattern,
+			   enum lev_level max, size_t *index_out, struct lev_err *err);

@@ -1,0 +1,211 @@
+/*
+ * agent.h - the run loop: stages, context, and every tool call through
+ * every gate.
+ *
+ * A run is built from a blueprint and the user's config (lev_agent_new()),
+ * which prepares everything before the first inference and fails the run
+ * early when something cannot be honoured: the run record, the file tools'
+ * workdir and [read_paths], the taint gate (policy.toml, Lua rules), one
+ * sandbox per stage (containers are started now, on_unavailable decides
+ * what a missing layer means), the model providers, and the context
+ * regions with their seeds.  lev_agent_run() then drives the stages:
+ *
+ *	stage loop	the entry stage first; each iteration renders the
+ *			context, asks the model, records its turn and runs its
+ *			calls.  A stage ends when the model answers without tool
+ *			calls or calls submit_output (stages in mode = "output"
+ *			must use submit_output), or fails at max_iterations.
+ *			Its output goes to the next stage (`next`, or the first
+ *			transition for how it ended); with none the run is
+ *			complete.  The script provider running out of turns also
+ *			completes the run.
+ *
+ *	each call	offered in this stage?  ->  arguments valid JSON matching
+ *			the tool's schema?  ->  shell redirect containment  ->
+ *			permission (allow / ask / deny; ask goes to the front
+ *			end: allow once / for this stage / for this run / deny,
+ *			and with nobody to ask it is a deny)  ->  network (a
+ *			network tool in a stage with network = false is
+ *			refused)  ->  taint gate (allowlist, Lua rule, then the
+ *			front end: allow once / for this run / deny)  ->
+ *			execution (shell in the stage's sandbox)  ->  the result
+ *			is labelled and added to the context.  The paths gate
+ *			(workdir, [read_paths]) is the file tools' own decision,
+ *			made atomically when they open the path; no file tool is
+ *			a network or outbound tool, so it meets nothing after.
+ *			Inline tools (submit_output, context_*, current_time)
+ *			and the questions for the user (ask_user_*, offered only
+ *			when the front end can ask) go through the same gates.  Every gate's decision is one line of
+ *			audit.jsonl naming the gate and the rule that decided;
+ *			every call gets exactly one tool_result.
+ *
+ * Cancellation: the front end sets *cancel (and makes cancel_fd readable)
+ * from its SIGINT handler.  The loop checks it between steps; a running
+ * shell command is killed through cancel_fd and a model request through
+ * the provider's cancel flag.  The run then ends "cancelled", and
+ * lev_agent_free() removes every container.
+ *
+ * Ownership: the agent owns everything it builds; the blueprint and config
+ * passed in are borrowed and must outlive it.  Nothing here prints: the
+ * front end sees the run through its hooks.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/config.h"
+#include "liblev/base/error.h"
+#include "liblev/provider/provider.h"
+#include "liblev/tools/tools.h"
+
+enum lev_run_status {
+	LEV_RUN_RUNNING,
+	LEV_RUN_COMPLETE,
+	LEV_RUN_ERROR,
+	LEV_RUN_CANCELLED,
+};
+
+/* "running", "complete", "error", "cancelled". */
+const char *lev_run_status_name(enum lev_run_status s);
+
+enum lev_ask_kind {
+	LEV_ASK_PERMISSION,	/* offers once / stage / run / deny */
+	LEV_ASK_TAINT,		/* offers once / run / deny */
+};
+
+enum lev_ask_answer {
+	LEV_ANSWER_NONE,	/* nobody answered: deny */
+	LEV_ANSWER_DENY,
+	LEV_ANSWER_ONCE,
+	LEV_ANSWER_STAGE,	/* permission prompts only */
+	LEV_ANSWER_RUN,
+};
+
+/* "none", "deny", "once", "stage", "run". */
+const char *lev_ask_answer_name(enum lev_ask_answer a);
+
+/* One question for the person at the terminal.  Strings are borrowed. */
+struct lev_ask {
+	enum lev_ask_kind kind;
+	const char *stage;
+	const char *call_id;
+	const char *tool;
+	const char *prompt;		/* one line: "Allow tool call: `shell` - `make test`?" */
+	const char *detail;		/* more lines (targets, taint), or NULL */
+	const char *stage_label;	/* "Allow shell:make for this stage" (permission) */
+	const char *run_label;		/* "Allow shell:make for this run" */
+};
+
+/* A question the model asks the user (ask_user_*).  Strings are borrowed. */
+enum lev_question_kind {
+	LEV_QUESTION_TEXT,	/* a free-text answer */
+	LEV_QUESTION_CHOICE,	/* one of `choices` */
+	LEV_QUESTION_CONFIRM,	/* yes or no */
+};
+
+struct lev_question {
+	enum lev_question_kind kind;
+	const char *stage;
+	const char *call_id;
+	const char *question;		/* the model's words: show them as text, never raw */
+	char *const *choices;		/* LEV_QUESTION_CHOICE: 2..20 answers */
+};
+
+struct lev_agent_hooks {
+	/*
+	 * Ask the person at the terminal.  NULL, or LEV_ANSWER_NONE, means
+	 * nobody can answer: the call is denied.
+	 */
+	enum lev_ask_answer (*ask)(void *data, const struct lev_ask *q);
+	/*
+	 * Put a question to the user.  Returns 0 and *answer (malloc'ed:
+	 * the text; for a choice, the chosen entry; for confirm, "yes" or
+	 * "no"), or -1 when nobody answered (timeout, end of input).  NULL:
+	 * nobody can be asked, and ask_user_* are not offered to the model.
+	 */
+	int (*question)(void *data, const struct lev_question *q, char **answer);
+	/* Each event as recorded: the object and its line (both borrowed). */
+	void (*event)(void *data, const json_t *event, const char *line);
+	/* The model is thinking (true) or has answered (false). */
+	void (*thinking)(void *data, bool on);
+	void *data;
+};
+
+struct lev_agent_opts {
+	const struct lev_blueprint *bp;	/* required */
+	const struct lev_config *cfg;	/* required */
+	const char *workdir;		/* required: an existing directory */
+	const char *task;		/* --task text, or NULL */
+	bool yolo;			/* --yolo: every non-deny verdict becomes allow */
+	char *const *allow;		/* --allow TOOL... (strv, may be NULL) */
+	const char *model;		/* --model PROVIDER/MODEL, or NULL */
+	bool no_seed_commands;		/* --no-seed-commands */
+	const char *runs_dir;		/* <data root>/runs; NULL: no record (benchmarks) */
+	const char *data_root;		/* masked inside sandboxes; NULL: from the env */
+	const char *policy_path;	/* policy.toml; NULL: none */
+	const char *rules_dir;		/* Lua rules; NULL: none */
+	const char *credentials_path;	/* credentials.toml; NULL: none */
+	const char *config_path;	/* named in messages; NULL: "your config.toml" */
+	const char *home;		/* NULL: $HOME */
+	const char *oci_helper;		/* lev-oci-helper on the host, or NULL */
+	char *const *envp;		/* environment shell commands start from (filtered) */
+	volatile sig_atomic_t *cancel;	/* set when the run must stop; may be NULL */
+	int cancel_fd;			/* readable once cancelled; -1: none */
+	uint64_t window_tokens;		/* model window for budgets; 0: the smallest [providers.X]
+					 * context_window of the stages, else the default */
+	struct lev_agent_hooks hooks;
+};
+
+struct lev_agent;
+
+/*
+ * Prepare a run (see above).  On failure nothing is left behind except a
+ * run record saying why, when one could be created (its path is in the
+ * message).
+ */
+int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, struct lev_err *err);
+
+/*
+ * Run to the end.  Returns 0 whatever the outcome: lev_agent_status() says
+ * how it ended and lev_agent_error() why it failed.  A negative return is
+ * only a failure to keep the record.
+ */
+int lev_agent_run(struct lev_agent *a, struct lev_err *err);
+
+/* Kill commands, remove containers, close the record.  NULL-safe; returns NULL. */
+struct lev_agent *lev_agent_free(struct lev_agent *a);
+
+enum lev_run_status lev_agent_status(const struct lev_agent *a);
+/* The final output (NULL when none) and the error (NULL when none); borrowed. */
+const char *lev_agent_output(const struct lev_agent *a);
+const char *lev_agent_error(const struct lev_agent *a);
+/* The run id and record directory (NULL without a record). */
+const char *lev_agent_run_id(const struct lev_agent *a);
+const char *lev_agent_record_dir(const struct lev_agent *a);
+
+/* How a call was decided, for front ends, tests and benchmarks. */
+struct lev_call_decision {
+	bool allowed;
+	const char *gate;	/* static: the gate that decided (see docs/run.md) */
+	char *rule;		/* owned: the rule within the gate, or NULL */
+	char *reason;		/* owned: one line, or NULL */
+	bool asked;
+};
+
+void lev_call_decision_release(struct lev_call_decision *d);
+
+/*
+ * Run one tool call through every gate and, when allowed, execute it, in
+ * the current stage, exactly as the run loop does (it is what the loop
+ * calls), and fill *out with what the model would get and *dec with the
+ * decision.  The result is NOT added to the context (the loop does that).
+ * For benchmarks and tests; returns 0 or a negative internal error.
+ */
+int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
+		       struct lev_tool_output *out, struct lev_call_decision *dec,
+		       struct lev_err *err);

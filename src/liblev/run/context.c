@@ -1,0 +1,727 @@
+/*
+ * context.c - context regions, budgets, eviction and rendering (context.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/run/context.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+struct ctx_call {
+	char *id;
+	char *name;
+	char *raw;
+	json_t *input;
+};
+
+struct item {
+	enum lev_item_kind kind;
+	char *text;
+	size_t len;
+	uint64_t taint_id;
+	uint64_t tokens;
+	uint64_t unit;
+	/* LEV_ITEM_ASSISTANT */
+	struct ctx_call *calls;
+	size_t n_calls;
+	/* LEV_ITEM_TOOL_RESULT */
+	char *call_id;
+	bool is_error;
+};
+
+struct region {
+	char *name;
+	enum lev_region_kind kind;
+	uint64_t limit;		/* tokens; 0: none */
+	uint64_t max_items;	/* 0: none */
+	size_t taint_idx;
+	struct item *items;
+	size_t n, alloc;
+	uint64_t tokens;
+};
+
+struct lev_context {
+	struct region *regions;
+	size_t n_regions;
+	size_t conv;
+	uint64_t window;
+	size_t result_max;
+	uint64_t total;
+	uint64_t next_unit;
+	uint64_t evictions;
+	struct lev_taint_ctx *taint;
+	lev_context_evict_fn on_evict;
+	void *evict_data;
+};
+
+static void item_release(struct item *it)
+{
+	free(it->text);
+	for (size_t i = 0; i < it->n_calls; i++) {
+		free(it->calls[i].id);
+		free(it->calls[i].name);
+		free(it->calls[i].raw);
+		json_decref(it->calls[i].input);
+	}
+	free(it->calls);
+	free(it->call_id);
+	memset(it, 0, sizeof(*it));
+}
+
+static uint64_t region_limit(const struct lev_region *r, uint64_t window)
+{
+	uint64_t lim = 0;
+
+	if (r->budget_pct)
+		lim = window * r->budget_pct / 100;
+	if (r->max_tokens && (!lim || r->max_tokens < lim))
+		lim = r->max_tokens;
+	return lim;
+}
+
+static int add_region(struct lev_context *ctx, const char *name, enum lev_region_kind kind,
+		      uint64_t limit, uint64_t max_items, struct lev_err *err)
+{
+	struct region *r;
+	int idx;
+
+	for (size_t i = 0; i < ctx->n_regions; i++)
+		if (!strcmp(ctx->regions[i].name, name))
+			return lev_err_set(err, LEV_EPARSE, "context region '%s' is declared twice",
+					   name);
+	idx = lev_taint_region_add(ctx->taint, name, err);
+	if (idx < 0)
+		return idx == -EEXIST ? idx : lev_err_wrap(err, "context region");
+	ctx->regions = xreallocarray(ctx->regions, ctx->n_regions + 1, sizeof(*ctx->regions));
+	r = &ctx->regions[ctx->n_regions++];
+	memset(r, 0, sizeof(*r));
+	r->name = xstrdup(name);
+	r->kind = kind;
+	r->limit = limit;
+	r->max_items = max_items;
+	r->taint_idx = (size_t)idx;
+	return 0;
+}
+
+int lev_context_new(const struct lev_region *regions, size_t n, const struct lev_context_opts *opts,
+		    struct lev_context **out, struct lev_err *err)
+{
+	struct lev_context *ctx = xcalloc(1, sizeof(*ctx));
+	bool have_conv = false;
+	int r = 0;
+
+	ctx->window = opts && opts->window_tokens ? opts->window_tokens : LEV_CONTEXT_DEFAULT_WINDOW;
+	ctx->result_max = opts && opts->result_max ? opts->result_max
+						   : LEV_CONTEXT_DEFAULT_RESULT_MAX;
+	if (opts) {
+		ctx->on_evict = opts->on_evict;
+		ctx->evict_data = opts->evict_data;
+	}
+	ctx->taint = lev_taint_ctx_new();
+	ctx->next_unit = 1;
+
+	if (n == 0) {
+		r = add_region(ctx, "system", LEV_REGION_PINNED, 8000, 0, err);
+		if (r == 0)
+			r = add_region(ctx, "conversation", LEV_REGION_SLIDING_WINDOW, 10000, 10, err);
+		if (r < 0)
+			goto fail;
+		ctx->conv = 1;
+		*out = ctx;
+		return 0;
+	}
+
+	if (n > LEV_BLUEPRINT_MAX_REGIONS) {
+		r = lev_err_set(err, LEV_EPARSE, "too many context regions (at most %d)",
+				LEV_BLUEPRINT_MAX_REGIONS);
+		goto fail;
+	}
+	for (size_t i = 0; i < n; i++) {
+		r = add_region(ctx, regions[i].name, regions[i].kind,
+			       region_limit(&regions[i], ctx->window), regions[i].max_items, err);
+		if (r < 0)
+			goto fail;
+	}
+	/* the conversation: "conversation", else the first sliding window */
+	for (size_t i = 0; i < ctx->n_regions; i++) {
+		if (!strcmp(ctx->regions[i].name, "conversation")) {
+			if (ctx->regions[i].kind == LEV_REGION_PINNED) {
+				r = lev_err_set(err, LEV_EPARSE,
+						"context region 'conversation' cannot be pinned: it "
+						"holds the messages, which must be able to leave");
+				goto fail;
+			}
+			ctx->conv = i;
+			have_conv = true;
+			break;
+		}
+	}
+	for (size_t i = 0; !have_conv && i < ctx->n_regions; i++) {
+		if (ctx->regions[i].kind == LEV_REGION_SLIDING_WINDOW) {
+			ctx->conv = i;
+			have_conv = true;
+		}
+	}
+	if (!have_conv) {
+		r = add_region(ctx, "conversation", LEV_REGION_SLIDING_WINDOW, 10000, 10, err);
+		if (r < 0)
+			goto fail;
+		ctx->conv = ctx->n_regions - 1;
+	}
+	*out = ctx;
+	return 0;
+fail:
+	lev_context_free(ctx);
+	return r;
+}
+
+struct lev_context *lev_context_free(struct lev_context *ctx)
+{
+	if (!ctx)
+		return NULL;
+	for (size_t i = 0; i < ctx->n_regions; i++) {
+		for (size_t j = 0; j < ctx->regions[i].n; j++)
+			item_release(&ctx->regions[i].items[j]);
+		free(ctx->regions[i].items);
+		free(ctx->regions[i].name);
+	}
+	free(ctx->regions);
+	lev_taint_ctx_free(ctx->taint);
+	free(ctx);
+	return NULL;
+}
+
+size_t lev_context_region_count(const struct lev_context *ctx)
+{
+	return ctx->n_regions;
+}
+
+int lev_context_region_find(const struct lev_context *ctx, const char *name)
+{
+	for (size_t i = 0; name && i < ctx->n_regions; i++)
+		if (!strcmp(ctx->regions[i].name, name))
+			return (int)i;
+	return -ENOENT;
+}
+
+const char *lev_context_region_name(const struct lev_context *ctx, size_t region)
+{
+	return region < ctx->n_regions ? ctx->regions[region].name : NULL;
+}
+
+enum lev_region_kind lev_context_region_kind(const struct lev_context *ctx, size_t region)
+{
+	return ctx->regions[region].kind;
+}
+
+uint64_t lev_context_region_limit(const struct lev_context *ctx, size_t region)
+{
+	return ctx->regions[region].limit;
+}
+
+size_t lev_context_region_items(const struct lev_context *ctx, size_t region)
+{
+	return ctx->regions[region].n;
+}
+
+uint64_t lev_context_region_tokens(const struct lev_context *ctx, size_t region)
+{
+	return ctx->regions[region].tokens;
+}
+
+enum lev_level lev_context_region_level(const struct lev_context *ctx, size_t region)
+{
+	return lev_taint_region_level(ctx->taint, ctx->regions[region].taint_idx);
+}
+
+size_t lev_context_conversation(const struct lev_context *ctx)
+{
+	return ctx->conv;
+}
+
+int lev_context_first_pinned(const struct lev_context *ctx)
+{
+	for (size_t i = 0; i < ctx->n_regions; i++)
+		if (ctx->regions[i].kind == LEV_REGION_PINNED)
+			return (int)i;
+	return -ENOENT;
+}
+
+uint64_t lev_context_tokens(const struct lev_context *ctx)
+{
+	return ctx->total;
+}
+
+uint64_t lev_context_window(const struct lev_context *ctx)
+{
+	return ctx->window;
+}
+
+uint64_t lev_context_evictions(const struct lev_context *ctx)
+{
+	return ctx->evictions;
+}
+
+struct lev_taint_ctx *lev_context_taint(struct lev_context *ctx)
+{
+	return ctx->taint;
+}
+
+enum lev_level lev_context_taint_level(const struct lev_context *ctx)
+{
+	return lev_taint_current(ctx->taint);
+}
+
+/* ---- eviction ----------------------------------------------------------- */
+
+static void remove_front(struct lev_context *ctx, struct region *r, size_t count, bool evict)
+{
+	for (size_t i = 0; i < count; i++) {
+		struct item *it = &r->items[i];
+		enum lev_level label = LEV_PUBLIC;
+
+		(void)lev_taint_entry_label(ctx->taint, it->taint_id, &label);
+		(void)lev_taint_evict(ctx->taint, it->taint_id, NULL);
+		r->tokens -= it->tokens;
+		ctx->total -= it->tokens;
+		if (evict)
+			ctx->evictions++;
+		if (evict && ctx->on_evict)
+			ctx->on_evict(ctx->evict_data, r->name, it->kind, it->tokens, label);
+		item_release(it);
+	}
+	memmove(r->items, r->items + count, (r->n - count) * sizeof(*r->items));
+	r->n -= count;
+}
+
+/* Items in the oldest unit of R. */
+static size_t oldest_unit_len(const struct region *r)
+{
+	size_t k = 1;
+
+	while (k < r->n && r->items[k].unit == r->items[0].unit)
+		k++;
+	return k;
+}
+
+/* True when R holds more than one unit. */
+static bool several_units(const struct region *r)
+{
+	return r->n > 0 && r->items[0].unit != r->items[r->n - 1].unit;
+}
+
+static bool region_over(const struct region *r)
+{
+	return (r->max_items && r->n > r->max_items) || (r->limit && r->tokens > r->limit);
+}
+
+static void enforce_region(struct lev_context *ctx, struct region *r)
+{
+	if (r->kind == LEV_REGION_PINNED)
+		return;
+	while (region_over(r) && several_units(r))
+		remove_front(ctx, r, oldest_unit_len(r), true);
+}
+
+/* Evict one unit somewhere to relieve the window; false when nothing can go. */
+static bool evict_for_window(struct lev_context *ctx)
+{
+	static const enum lev_region_kind order[] = {
+		LEV_REGION_TEMPORARY,
+		LEV_REGION_CLEARABLE,
+		LEV_REGION_SLIDING_WINDOW,
+	};
+
+	for (size_t k = 0; k < ARRAY_SIZE(order); k++) {
+		for (size_t i = 0; i < ctx->n_regions; i++) {
+			struct region *r = &ctx->regions[i];
+
+			if (r->kind != order[k] || r->n == 0)
+				continue;
+			/* the conversation keeps its newest unit (calls awaiting results) */
+			if (i == ctx->conv && !several_units(r))
+				continue;
+			remove_front(ctx, r, oldest_unit_len(r), true);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void enforce(struct lev_context *ctx, struct region *r)
+{
+	enforce_region(ctx, r);
+	while (ctx->total > ctx->window && evict_for_window(ctx))
+		;
+}
+
+/* ---- adding ------------------------------------------------------------- */
+
+static char *memdup_nul(const char *p, size_t n)
+{
+	char *s = xmalloc(n + 1);
+
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* Cut TEXT to at most CAP bytes at a UTF-8 boundary, with a note. */
+static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out, bool *cut)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	size_t keep;
+
+	if (len <= cap) {
+		*cut = false;
+		*len_out = len;
+		return memdup_nul(text, len);
+	}
+	keep = cap;
+	while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
+		keep--;
+	(void)lev_buf_add(&b, text, keep);
+	(void)lev_buf_addf(&b, "\n[output truncated: the first %zu of %zu bytes are shown]", keep,
+			   len);
+	*cut = true;
+	return lev_buf_detach(&b, len_out);
+}
+
+static struct item *push_item(struct region *r)
+{
+	if (r->n == r->alloc) {
+		r->alloc = r->alloc ? r->alloc * 2 : 8;
+		r->items = xreallocarray(r->items, r->alloc, sizeof(*r->items));
+	}
+	memset(&r->items[r->n], 0, sizeof(r->items[0]));
+	return &r->items[r->n++];
+}
+
+/* Register the taint entry for the item about to be pushed, then push it. */
+static int add_item(struct lev_context *ctx, size_t region, enum lev_item_kind kind, char *text,
+		    size_t len, uint64_t tokens, bool model_text, enum lev_level label,
+		    uint64_t unit, struct item **out, struct lev_err *err)
+{
+	struct region *r = &ctx->regions[region];
+	struct item *it;
+	uint64_t id = 0;
+	int ret;
+
+	if (r->kind == LEV_REGION_PINNED && r->limit && r->tokens + tokens > r->limit) {
+		ret = lev_err_set(err, -E2BIG,
+				  "context region '%s' is pinned with a budget of %llu tokens, and "
+				  "this entry (about %llu tokens) would take it to %llu",
+				  r->name, (unsigned long long)r->limit, (unsigned long long)tokens,
+				  (unsigned long long)(r->tokens + tokens));
+		free(text);
+		return ret;
+	}
+	if (model_text)
+		ret = lev_taint_add_model_text(ctx->taint, r->taint_idx, label, &id, err);
+	else
+		ret = lev_taint_add_entry(ctx->taint, r->taint_idx, label, &id, err);
+	if (ret < 0) {
+		free(text);
+		return ret;
+	}
+	it = push_item(r);
+	it->kind = kind;
+	it->text = text;
+	it->len = len;
+	it->tokens = tokens;
+	it->taint_id = id;
+	it->unit = unit ? unit : ctx->next_unit++;
+	r->tokens += tokens;
+	ctx->total += tokens;
+	if (out)
+		*out = it;
+	return 0;
+}
+
+static int check_region(const struct lev_context *ctx, size_t region, struct lev_err *err)
+{
+	if (region >= ctx->n_regions)
+		return lev_err_set(err, -ENOENT, "no such context region");
+	return 0;
+}
+
+int lev_context_add_text(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			 enum lev_level label, struct lev_err *err)
+{
+	size_t n;
+	bool cut;
+	char *t;
+	int r;
+
+	r = check_region(ctx, region, err);
+	if (r < 0)
+		return r;
+	t = cut_text(text, len, LEV_CONTEXT_ENTRY_MAX, &n, &cut);
+	r = add_item(ctx, region, region == ctx->conv ? LEV_ITEM_USER : LEV_ITEM_TEXT, t, n,
+		     lev_context_estimate(n), false, label, 0, NULL, err);
+	if (r < 0)
+		return r;
+	enforce(ctx, &ctx->regions[region]);
+	return 0;
+}
+
+static int note_region_ok(const struct lev_context *ctx, size_t region, struct lev_err *err)
+{
+	const struct region *r;
+	int ret = check_region(ctx, region, err);
+
+	if (ret < 0)
+		return ret;
+	r = &ctx->regions[region];
+	if (region == ctx->conv ||
+	    (r->kind != LEV_REGION_TEMPORARY && r->kind != LEV_REGION_CLEARABLE))
+		return lev_err_set(err, -EPERM,
+				   "region '%s' is %s; notes go to temporary or clearable regions",
+				   r->name, region == ctx->conv ? "the conversation"
+								 : lev_region_kind_name(r->kind));
+	return 0;
+}
+
+static int add_note(struct lev_context *ctx, size_t region, const char *text, size_t len,
+		    enum lev_level seen, struct lev_err *err)
+{
+	struct region *r = &ctx->regions[region];
+	size_t cap = LEV_CONTEXT_ENTRY_MAX, n;
+	bool cut;
+	char *t;
+	int ret;
+
+	/* a note alone may not outgrow its region: cut it to fit */
+	if (r->limit && r->limit * 4 < cap)
+		cap = (size_t)r->limit * 4;
+	if (cap < LEV_CONTEXT_RESULT_FLOOR)
+		cap = LEV_CONTEXT_RESULT_FLOOR;
+	t = cut_text(text, len, cap, &n, &cut);
+	ret = add_item(ctx, region, LEV_ITEM_NOTE, t, n, lev_context_estimate(n), true, seen, 0,
+		       NULL, err);
+	if (ret < 0)
+		return ret;
+	enforce(ctx, r);
+	return 0;
+}
+
+int lev_context_add_note(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			 enum lev_level seen, struct lev_err *err)
+{
+	int r = note_region_ok(ctx, region, err);
+
+	if (r < 0)
+		return r;
+	return add_note(ctx, region, text, len, seen, err);
+}
+
+int lev_context_write_note(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			   enum lev_level seen, struct lev_err *err)
+{
+	enum lev_level before;
+	int r = note_region_ok(ctx, region, err);
+
+	if (r < 0)
+		return r;
+	/* the note may be a copy of what is being cleared: keep its label */
+	before = lev_level_max(seen, lev_taint_current(ctx->taint));
+	r = lev_context_clear(ctx, region, err);
+	if (r < 0)
+		return r;
+	return add_note(ctx, region, text, len, before, err);
+}
+
+int lev_context_clear(struct lev_context *ctx, size_t region, struct lev_err *err)
+{
+	struct region *r;
+	int ret = check_region(ctx, region, err);
+
+	if (ret < 0)
+		return ret;
+	r = &ctx->regions[region];
+	if (r->kind == LEV_REGION_PINNED)
+		return lev_err_set(err, -EPERM, "region '%s' is pinned and cannot be cleared",
+				   r->name);
+	if (r->n)
+		remove_front(ctx, r, r->n, false);
+	return 0;
+}
+
+char *lev_context_region_text(const struct lev_context *ctx, size_t region)
+{
+	const struct region *r;
+	struct lev_buf b = LEV_BUF_INIT;
+
+	if (region >= ctx->n_regions)
+		return xstrdup("");
+	r = &ctx->regions[region];
+	for (size_t i = 0; i < r->n; i++) {
+		if (i)
+			(void)lev_buf_adds(&b, "\n\n");
+		if (r->items[i].text)
+			(void)lev_buf_add(&b, r->items[i].text, r->items[i].len);
+	}
+	return lev_buf_detach(&b, NULL);
+}
+
+int lev_context_add_assistant(struct lev_context *ctx, const struct lev_infer_response *resp,
+			      enum lev_level seen, struct lev_err *err)
+{
+	struct item *it = NULL;
+	const char *text = resp->text ? resp->text : "";
+	size_t len = strlen(text), n;
+	uint64_t tokens;
+	bool cut;
+	char *t;
+	int r;
+
+	t = cut_text(text, len, LEV_CONTEXT_ENTRY_MAX, &n, &cut);
+	tokens = lev_context_estimate(n);
+	for (size_t i = 0; i < resp->n_calls; i++)
+		tokens += lev_context_estimate(strlen(resp->calls[i].name ? resp->calls[i].name : "") +
+					       strlen(resp->calls[i].raw_arguments
+							      ? resp->calls[i].raw_arguments
+							      : ""));
+	r = add_item(ctx, ctx->conv, LEV_ITEM_ASSISTANT, t, n, tokens, true, seen, 0, &it, err);
+	if (r < 0)
+		return r;
+	if (resp->n_calls) {
+		it->calls = xcalloc(resp->n_calls, sizeof(*it->calls));
+		it->n_calls = resp->n_calls;
+		for (size_t i = 0; i < resp->n_calls; i++) {
+			const struct lev_tool_call *c = &resp->calls[i];
+
+			it->calls[i].id = xstrdup(c->id ? c->id : "");
+			it->calls[i].name = xstrdup(c->name ? c->name : "");
+			it->calls[i].raw = c->raw_arguments ? xstrdup(c->raw_arguments) : NULL;
+			it->calls[i].input = c->arguments ? json_incref(c->arguments) : NULL;
+		}
+	}
+	enforce(ctx, &ctx->regions[ctx->conv]);
+	return 0;
+}
+
+/* The newest assistant item of the conversation, or NULL. */
+static const struct item *current_assistant(const struct lev_context *ctx)
+{
+	const struct region *r = &ctx->regions[ctx->conv];
+
+	for (size_t i = r->n; i > 0; i--) {
+		if (r->items[i - 1].kind == LEV_ITEM_ASSISTANT)
+			return &r->items[i - 1];
+		if (r->items[i - 1].kind != LEV_ITEM_TOOL_RESULT)
+			return NULL;
+	}
+	return NULL;
+}
+
+size_t lev_context_result_cap(const struct lev_context *ctx, size_t n_calls)
+{
+	const struct region *conv = &ctx->regions[ctx->conv];
+	uint64_t limit = conv->limit ? conv->limit : ctx->window;
+	uint64_t share = limit * 4 / 2 / (n_calls ? n_calls : 1);
+	size_t cap = ctx->result_max;
+
+	if (share < cap)
+		cap = (size_t)share;
+	if (cap < LEV_CONTEXT_RESULT_FLOOR)
+		cap = LEV_CONTEXT_RESULT_FLOOR;
+	return cap;
+}
+
+int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, const char *text,
+				size_t len, bool is_error, enum lev_level label, size_t cap,
+				bool *truncated_out, struct lev_err *err)
+{
+	const struct item *a = current_assistant(ctx);
+	struct item *it = NULL;
+	bool known = false, cut;
+	size_t n;
+	char *t;
+	int r;
+
+	if (!a)
+		return lev_err_set(err, -EINVAL, "a tool result needs the assistant turn that made "
+				   "the call");
+	for (size_t i = 0; i < a->n_calls; i++)
+		if (lev_streq(a->calls[i].id, call_id))
+			known = true;
+	if (!known)
+		return lev_err_set(err, -ENOENT, "no call '%s' in the current turn", call_id);
+	if (!cap)
+		cap = lev_context_result_cap(ctx, a->n_calls);
+	t = cut_text(text ? text : "", text ? len : 0, cap, &n, &cut);
+	r = add_item(ctx, ctx->conv, LEV_ITEM_TOOL_RESULT, t, n, lev_context_estimate(n), false,
+		     label, a->unit, &it, err);
+	if (r < 0)
+		return r;
+	it->call_id = xstrdup(call_id);
+	it->is_error = is_error;
+	if (truncated_out)
+		*truncated_out = cut;
+	enforce(ctx, &ctx->regions[ctx->conv]);
+	return 0;
+}
+
+/* ---- rendering ---------------------------------------------------------- */
+
+void lev_context_render(const struct lev_context *ctx, const char *system_prompt,
+			struct lev_infer_request *req)
+{
+	const struct region *conv = &ctx->regions[ctx->conv];
+	struct lev_buf sys = LEV_BUF_INIT;
+	struct lev_message *m = NULL;
+
+	if (system_prompt && *system_prompt)
+		(void)lev_buf_adds(&sys, system_prompt);
+	for (size_t i = 0; i < ctx->n_regions; i++) {
+		const struct region *r = &ctx->regions[i];
+
+		if (i == ctx->conv || r->n == 0)
+			continue;
+		if (sys.len)
+			(void)lev_buf_adds(&sys, "\n\n");
+		(void)lev_buf_addf(&sys, "## %s\n\n", r->name);
+		for (size_t j = 0; j < r->n; j++) {
+			if (j)
+				(void)lev_buf_adds(&sys, "\n\n");
+			(void)lev_buf_add(&sys, r->items[j].text, r->items[j].len);
+		}
+	}
+	lev_request_set_system(req, sys.len ? sys.buf : NULL);
+	lev_buf_release(&sys);
+
+	if (conv->n && conv->items[0].kind != LEV_ITEM_USER) {
+		m = lev_request_add_message(req, LEV_ROLE_USER);
+		lev_message_add_text(m, "[earlier turns of this conversation were removed to fit "
+					"the context budget]");
+	}
+	for (size_t i = 0; i < conv->n; i++) {
+		const struct item *it = &conv->items[i];
+
+		switch (it->kind) {
+		case LEV_ITEM_ASSISTANT:
+			m = lev_request_add_message(req, LEV_ROLE_ASSISTANT);
+			if (it->len)
+				lev_message_add_text(m, it->text);
+			for (size_t c = 0; c < it->n_calls; c++)
+				lev_message_add_tool_use(m, it->calls[c].id, it->calls[c].name,
+							 it->calls[c].input, it->calls[c].raw);
+			break;
+		case LEV_ITEM_TOOL_RESULT:
+			if (!m || m->role != LEV_ROLE_USER)
+				m = lev_request_add_message(req, LEV_ROLE_USER);
+			lev_message_add_tool_result(m, it->call_id, it->text, it->is_error);
+			break;
+		default:
+			if (!m || m->role != LEV_ROLE_USER)
+				m = lev_request_add_message(req, LEV_ROLE_USER);
+			lev_message_add_text(m, it->text);
+			break;
+		}
+	}
+}

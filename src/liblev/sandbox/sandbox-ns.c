@@ -1,0 +1,1317 @@
+/*
+ * sandbox-ns.c - the namespace backend (our own code; no bwrap), and the
+ * host backend it falls back to.
+ *
+ * The parent builds a plan (plain data: mount steps, Landlock rules, the
+ * seccomp program, rlimits, the environment, exec candidates), then clones
+ * a child into new user, mount, PID, IPC and UTS namespaces (+ network when
+ * network = false), writes its uid/gid maps and lets it go.  The child is
+ * PID 1 of the new PID namespace.  It only makes system calls (the parent
+ * may have threads, so nothing that allocates or locks):
+ *
+ *   1. mounts: the workdir and device nodes are cloned (open_tree) while
+ *      the tree is still writable; then the whole tree becomes read-only,
+ *      nosuid, nodev (mount_setattr, recursive); fresh tmpfs on /tmp, /run
+ *      and /dev (with null, zero, full, random, urandom, tty bound in, a
+ *      private devpts and /dev/shm); a fresh /proc for the PID namespace
+ *      (its pid_max caps the processes); the workdir re-attached read-write
+ *      at its own path; every secret covered by an empty read-only mount;
+ *   2. hostname, chdir, rlimits, PR_SET_NO_NEW_PRIVS, Landlock (writes only
+ *      in the workdir, /tmp, /dev/shm and the harmless device nodes; TCP and
+ *      abstract UNIX sockets and signals scoped where the ABI has them), all
+ *      capabilities dropped, non-dumpable, the seccomp filter;
+ *   3. it forks the command (in a new session, stdio on pipes, signals
+ *      reset), reaps everything, writes the command's status to a pipe and
+ *      exits, which kills whatever is left in the namespace.  It dies with
+ *      lev (PR_SET_PDEATHSIG), and lev kills it at the timeout.
+ *
+ * Setup failures are reported on a close-on-exec pipe as (step, errno);
+ * the parent names the step.  A successful exec closes the pipe.
+ *
+ * Without user namespaces (or the mount API) under on_unavailable = warn,
+ * the command runs as our direct child in its own session with the layers
+ * that remain: Landlock (reads of the masked paths excluded rule by rule,
+ * writes only in the workdir and a private TMPDIR), seccomp, no_new_privs,
+ * capabilities and rlimits.  Kind none uses the same path with no layers.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/sandbox/landlock-rules.h"
+#include "liblev/sandbox/sandbox-internal.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+#define NSLOTS 16
+#define SLOT_WORKDIR 0
+#define SLOT_RESOLV 1
+#define SLOT_DEV0 2
+
+enum mop_kind {
+	MOP_PRIVATE,	/* make the tree private, recursively */
+	MOP_CLONE,	/* open_tree(CLONE) PATH into a slot */
+	MOP_RO_ROOT,	/* read-only, nosuid, nodev, recursively, from / */
+	MOP_TMPFS,	/* a fresh tmpfs (ARG: options) */
+	MOP_MKDIRS,	/* mkdir -p inside a fresh tmpfs */
+	MOP_MKFILE,	/* an empty file to bind onto */
+	MOP_SYMLINK,	/* PATH -> ARG */
+	MOP_ATTACH,	/* move_mount a slot onto PATH */
+	MOP_DEVPTS,	/* a private devpts instance */
+	MOP_PROC,	/* a fresh proc for the new PID namespace */
+	MOP_WRITE,	/* write ARG to PATH */
+	MOP_SETRO,	/* make the mount at PATH read-only */
+	MOP_MASK_DIR,	/* an empty, unreadable, read-only directory over PATH */
+	MOP_MASK_FILE,	/* an empty, unreadable, read-only file over PATH */
+};
+
+struct mop {
+	enum mop_kind kind;
+	const char *path;
+	const char *arg;
+	int slot;
+	bool recursive;
+	bool optional;		/* a failure is ignored (the path may have gone) */
+};
+
+struct lev_sbx_nsplan {
+	enum lev_sbx_mode mode;
+	unsigned long clone_flags;
+	struct mop *ops;
+	size_t n_ops;
+	struct lev_landlock_rule *rules;
+	size_t n_rules;
+	struct lev_landlock_spec ll;
+	bool use_ll;
+	bool use_sc;
+	bool use_nnp;
+	bool use_caps;
+	bool use_rlimits;
+	bool set_hostname;
+	const struct lev_scfilter *sc;	/* borrowed from the sandbox */
+	char **strs;			/* owns the strings ops and rules point at */
+	char **argv;
+	char **envp;
+	char **cands;
+	char *cwd;
+	struct lev_sandbox_limits limits;
+	uid_t uid;
+	gid_t gid;
+	char *tmpdir;			/* PLAIN with layers: the private TMPDIR */
+};
+
+static const char *keep(struct lev_sbx_nsplan *pl, char *s)
+{
+	pl->strs = lev_strv_push_take(pl->strs, s);
+	return s;
+}
+
+static void add_op(struct lev_sbx_nsplan *pl, enum mop_kind kind, const char *path,
+		   const char *arg, int slot, bool optional)
+{
+	struct mop *m;
+
+	pl->ops = xreallocarray(pl->ops, pl->n_ops + 1, sizeof(*pl->ops));
+	m = &pl->ops[pl->n_ops++];
+	m->kind = kind;
+	m->path = path ? keep(pl, xstrdup(path)) : NULL;
+	m->arg = arg ? keep(pl, xstrdup(arg)) : NULL;
+	m->slot = slot;
+	m->recursive = false;
+	m->optional = optional;
+}
+
+static void add_rule(struct lev_sbx_nsplan *pl, const char *path, uint64_t access)
+{
+	pl->rules = xreallocarray(pl->rules, pl->n_rules + 1, sizeof(*pl->rules));
+	pl->rules[pl->n_rules].path = keep(pl, xstrdup(path));
+	pl->rules[pl->n_rules].access = access;
+	pl->n_rules++;
+}
+
+void lev_sbx_nsplan_free(struct lev_sbx_nsplan *p)
+{
+	if (!p)
+		return;
+	free(p->ops);
+	free(p->rules);
+	lev_strv_free(p->strs);
+	lev_strv_free(p->argv);
+	lev_strv_free(p->envp);
+	lev_strv_free(p->cands);
+	free(p->cwd);
+	free(p->tmpdir);
+	free(p);
+}
+
+static bool within(const char *p, const char *a)
+{
+	size_t n = strlen(a);
+
+	if (!strcmp(a, "/"))
+		return true;
+	return !strncmp(p, a, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+static bool is_real_dir(const char *p)
+{
+	struct stat st;
+
+	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* ---- setup: which layers this sandbox gets ---- */
+
+static void note(struct lev_buf *b, const char *layer, const char *what, int e)
+{
+	(void)lev_buf_addf(b, "%s%s: %s (%s)", b->len ? "; " : "", layer, what, strerror(-e));
+}
+
+int lev_sbx_ns_setup(struct lev_sandbox *sb, struct lev_err *err)
+{
+	const struct lev_sbx_kernel *k = lev_sbx_kernel();
+	_cleanup_buf_ struct lev_buf why = LEV_BUF_INIT_MAX(4096);
+	unsigned wanted, have;
+	const unsigned nslayers = LEV_LAYER_USERNS | LEV_LAYER_MOUNTNS | LEV_LAYER_PIDNS |
+				  LEV_LAYER_IPCNS | LEV_LAYER_UTSNS | LEV_LAYER_NETNS;
+	struct lev_err e2 = LEV_ERR_INIT;
+
+	wanted = LEV_LAYER_USERNS | LEV_LAYER_MOUNTNS | LEV_LAYER_PIDNS | LEV_LAYER_IPCNS |
+		 LEV_LAYER_UTSNS | LEV_LAYER_LANDLOCK | LEV_LAYER_SECCOMP | LEV_LAYER_NNP |
+		 LEV_LAYER_CAPS | LEV_LAYER_RLIMITS;
+	if (!sb->spec.network)
+		wanted |= LEV_LAYER_NETNS;
+	have = wanted;
+
+	if (k->userns < 0) {
+		note(&why, "userns", "cannot create user namespaces", k->userns);
+		have &= ~nslayers;
+	} else if (k->mount_api < 0) {
+		note(&why, "mountns", "the mount API (open_tree, mount_setattr) is unavailable",
+		     k->mount_api);
+		have &= ~nslayers;
+	}
+	if (k->landlock_abi < 0) {
+		note(&why, "landlock", "not available on this kernel", k->landlock_abi);
+		have &= ~LEV_LAYER_LANDLOCK;
+	}
+	if (k->seccomp < 0) {
+		note(&why, "seccomp", "not available on this kernel", k->seccomp);
+		have &= ~LEV_LAYER_SECCOMP;
+	}
+	if (have & LEV_LAYER_SECCOMP) {
+		if (lev_scfilter_build(sb->spec.network ? LEV_SCFILTER_NET : 0, &sb->sc, &e2) < 0) {
+			(void)lev_buf_addf(&why, "%sseccomp: %s", why.len ? "; " : "", e2.msg);
+			have &= ~LEV_LAYER_SECCOMP;
+		} else {
+			sb->have_sc = true;
+		}
+	}
+	if (have & LEV_LAYER_LANDLOCK)
+		sb->ll_abi = k->landlock_abi;
+	/* RLIMIT_NPROC does not bind root: its process cap is the namespace's
+	 * pid_max, which kernels before 6.14 do not let it set */
+	if ((have & LEV_LAYER_RLIMITS) && sb->uid == 0 &&
+	    (!(have & LEV_LAYER_PIDNS) || k->pidmax_ns < 0)) {
+		note(&why, "rlimits", "no process cap for root (RLIMIT_NPROC does not bind root "
+		     "and there is no PID namespace whose pid_max could)",
+		     k->pidmax_ns < 0 ? k->pidmax_ns : -EPERM);
+		have &= ~LEV_LAYER_RLIMITS;
+	}
+
+	sb->wanted = wanted;
+	sb->layers = have;
+	sb->missing = wanted & ~have;
+	if (sb->missing) {
+		if (sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
+			return lev_err_set(err, LEV_EUNSUPP,
+					   "namespace sandbox unavailable: %s; set on_unavailable = "
+					   "\"warn\" in [sandbox] to run with the remaining layers",
+					   why.buf);
+		sb->degraded = xstrdup(why.buf);
+	}
+
+	if (sb->spec.network && (have & LEV_LAYER_MOUNTNS)) {
+		char real[PATH_MAX];
+
+		if (realpath("/etc/resolv.conf", real) && within(real, "/run"))
+			sb->resolv_target = xstrdup(real);
+	}
+	return 0;
+}
+
+/* ---- plan ---- */
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+#define DEV_RW (LEV_LL_FS_READ_FILE | LEV_LL_FS_WRITE_FILE | LEV_LL_FS_TRUNCATE | \
+		LEV_LL_FS_IOCTL_DEV)
+
+static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+{
+	char buf[64];
+	size_t i;
+	char *const *m;
+	bool wd_in_fresh = within(sb->workdir, "/tmp") || within(sb->workdir, "/run");
+
+	add_op(pl, MOP_PRIVATE, "/", NULL, -1, false);
+	add_op(pl, MOP_CLONE, sb->workdir, NULL, SLOT_WORKDIR, false);
+	pl->ops[pl->n_ops - 1].recursive = true;
+	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
+		add_op(pl, MOP_CLONE, p, NULL, SLOT_DEV0 + (int)i, true);
+	}
+	if (sb->resolv_target)
+		add_op(pl, MOP_CLONE, sb->resolv_target, NULL, SLOT_RESOLV, true);
+
+	add_op(pl, MOP_RO_ROOT, "/", NULL, -1, false);
+
+	snprintf(buf, sizeof(buf), "mode=1777,size=%llu", (unsigned long long)pl->limits.tmp_bytes);
+	add_op(pl, MOP_TMPFS, "/tmp", buf, -1, false);
+	if (is_real_dir("/run"))
+		add_op(pl, MOP_TMPFS, "/run", "mode=0755,size=1m", -1, false);
+	if (is_real_dir("/var/run"))
+		add_op(pl, MOP_TMPFS, "/var/run", "mode=0755,size=1m", -1, false);
+	if (sb->resolv_target) {
+		_cleanup_free_ char *dir = xstrdup(sb->resolv_target);
+		char *slash = strrchr(dir, '/');
+
+		if (slash && slash != dir) {
+			*slash = '\0';
+			add_op(pl, MOP_MKDIRS, dir, NULL, -1, true);
+		}
+		add_op(pl, MOP_MKFILE, sb->resolv_target, NULL, -1, true);
+		add_op(pl, MOP_ATTACH, sb->resolv_target, NULL, SLOT_RESOLV, true);
+	}
+
+	add_op(pl, MOP_TMPFS, "/dev", "mode=0755,size=1m", -1, false);
+	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
+		bool opt = !strcmp(dev_nodes[i], "tty");
+
+		add_op(pl, MOP_MKFILE, p, NULL, -1, opt);
+		add_op(pl, MOP_ATTACH, p, NULL, SLOT_DEV0 + (int)i, opt);
+	}
+	add_op(pl, MOP_MKDIRS, "/dev/pts", NULL, -1, false);
+	add_op(pl, MOP_MKDIRS, "/dev/shm", NULL, -1, false);
+	add_op(pl, MOP_SYMLINK, "/dev/fd", "/proc/self/fd", -1, false);
+	add_op(pl, MOP_SYMLINK, "/dev/stdin", "/proc/self/fd/0", -1, false);
+	add_op(pl, MOP_SYMLINK, "/dev/stdout", "/proc/self/fd/1", -1, false);
+	add_op(pl, MOP_SYMLINK, "/dev/stderr", "/proc/self/fd/2", -1, false);
+	add_op(pl, MOP_SYMLINK, "/dev/ptmx", "pts/ptmx", -1, false);
+	add_op(pl, MOP_DEVPTS, "/dev/pts", "newinstance,ptmxmode=0666,mode=620", -1, false);
+	add_op(pl, MOP_TMPFS, "/dev/shm", "mode=1777,size=64m", -1, false);
+	add_op(pl, MOP_SETRO, "/dev", NULL, -1, false);
+
+	add_op(pl, MOP_PROC, "/proc", NULL, -1, false);
+	/* pid_max of the new PID namespace caps the processes (root ignores
+	 * RLIMIT_NPROC); kernels before 6.14 have one global pid_max, which a
+	 * caller without root cannot write, and RLIMIT_NPROC does the job */
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(pl->limits.nproc + 2 < 301 ? 301 : pl->limits.nproc + 2));
+	add_op(pl, MOP_WRITE, "/proc/sys/kernel/pid_max", buf, -1,
+	       lev_sbx_kernel()->pidmax_ns < 0 || getuid() != 0);
+	add_op(pl, MOP_SETRO, "/proc", NULL, -1, false);
+
+	if (wd_in_fresh)
+		add_op(pl, MOP_MKDIRS, sb->workdir, NULL, -1, false);
+	add_op(pl, MOP_ATTACH, sb->workdir, NULL, SLOT_WORKDIR, false);
+
+	for (m = sb->masks; m && *m; m++) {
+		struct stat st;
+
+		/* /tmp, /run and /dev are fresh: nothing of the host's is there,
+		 * except what the workdir brings back */
+		if ((within(*m, "/tmp") || within(*m, "/run") || within(*m, "/var/run") ||
+		     within(*m, "/dev") || within(*m, "/proc")) &&
+		    !within(*m, sb->workdir))
+			continue;
+		if (lstat(*m, &st) < 0)
+			continue;
+		add_op(pl, S_ISDIR(st.st_mode) ? MOP_MASK_DIR : MOP_MASK_FILE, *m, NULL, -1, true);
+	}
+}
+
+/* Is P an ancestor (strictly above) of some mask? */
+static bool above_a_mask(const char *p, char *const *masks)
+{
+	for (; masks && *masks; masks++)
+		if (strcmp(p, *masks) != 0 && within(*masks, p))
+			return true;
+	return false;
+}
+
+static bool is_masked(const char *p, char *const *masks)
+{
+	for (; masks && *masks; masks++)
+		if (within(p, *masks))
+			return true;
+	return false;
+}
+
+/* Reads everywhere except the masks, rule by rule (no mount namespace to
+ * hide them): every ancestor of a mask gets read_dir only, every other
+ * entry full read, unless it resolves into or above a mask. */
+static void plan_read_except(struct lev_sbx_nsplan *pl, const char *dir, char *const *masks,
+			     int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	add_rule(pl, dir, LEV_LL_FS_READ_DIR);
+	if (depth > 32)
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *child = NULL;
+		char real[PATH_MAX];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		child = lev_path_join(dir, de->d_name);
+		if (is_masked(child, masks))
+			continue;
+		if (above_a_mask(child, masks)) {
+			if (is_real_dir(child))
+				plan_read_except(pl, child, masks, depth + 1);
+			continue;
+		}
+		if (realpath(child, real) && (is_masked(real, masks) || above_a_mask(real, masks)))
+			continue;	/* a link into (or above) a secret */
+		add_rule(pl, child, LEV_LL_FS_READ);
+	}
+	closedir(d);
+}
+
+static void plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+{
+	size_t i;
+
+	pl->use_ll = true;
+	pl->ll.abi = sb->ll_abi;
+	pl->ll.handled_fs = lev_landlock_fs_rights(sb->ll_abi);
+	pl->ll.handled_net = sb->spec.network ? 0 : lev_landlock_net_rights(sb->ll_abi);
+	pl->ll.scoped = lev_landlock_scopes(sb->ll_abi);
+
+	if (pl->mode == LEV_SBX_NS) {
+		add_rule(pl, "/", LEV_LL_FS_READ);
+		add_rule(pl, "/tmp", LEV_LL_FS_ALL);
+		add_rule(pl, "/dev/shm", LEV_LL_FS_ALL);
+		add_rule(pl, "/dev/pts", LEV_LL_FS_READ_DIR | DEV_RW);
+	} else {
+		/* no mount namespace: the masks must be kept out by Landlock */
+		char **all = lev_strv_copy(sb->masks);
+
+		plan_read_except(pl, "/", all, 0);
+		lev_strv_free(all);
+		if (pl->tmpdir)
+			add_rule(pl, pl->tmpdir, LEV_LL_FS_ALL);
+	}
+	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
+		add_rule(pl, p, DEV_RW);
+	}
+	add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	pl->ll.rules = pl->rules;
+	pl->ll.n_rules = pl->n_rules;
+}
+
+/*
+ * The read fence of kind none (lev_sandbox_limits.read_fence): reads
+ * everywhere except the masks (the secrets under $HOME, lev's data root,
+ * deny_read), decided rule by rule as in the Landlock-only fallback, and
+ * writes only to the workdir and the harmless devices.
+ */
+static int plan_read_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
+			   struct lev_err *err)
+{
+	int abi = lev_landlock_abi();
+	char **masks;
+	size_t i;
+
+	if (abi < 1)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "a pre-approved command runs without a sandbox only inside a "
+				   "Landlock read fence, and this kernel has no Landlock");
+	pl->use_nnp = true;
+	pl->use_ll = true;
+	pl->ll.abi = abi;
+	pl->ll.handled_fs = lev_landlock_fs_rights(abi);
+	if (!sb->fence->ready) {
+		/* plan the walk once, into a scratch plan, and keep its rules */
+		struct lev_sbx_nsplan *scratch = xcalloc(1, sizeof(*scratch));
+		struct lev_sbx_fence *f = sb->fence;
+
+		masks = lev_strv_copy(sb->masks);
+		plan_read_except(scratch, "/", masks, 0);
+		lev_strv_free(masks);
+		f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
+					  sizeof(*f->access));
+		for (i = 0; i < scratch->n_rules; i++) {
+			f->paths = lev_strv_push(f->paths, scratch->rules[i].path);
+			f->access[i] = scratch->rules[i].access;
+		}
+		f->n = scratch->n_rules;
+		f->ready = true;
+		lev_sbx_nsplan_free(scratch);
+	}
+	for (i = 0; i < sb->fence->n; i++)
+		add_rule(pl, sb->fence->paths[i], sb->fence->access[i]);
+	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
+		add_rule(pl, p, DEV_RW);
+	}
+	add_rule(pl, "/dev/pts", LEV_LL_FS_READ_DIR | DEV_RW);
+	add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	pl->ll.rules = pl->rules;
+	pl->ll.n_rules = pl->n_rules;
+	return 0;
+}
+
+static char **plan_env(const struct lev_sandbox *sb, char *const *envp, const char *tmpdir)
+{
+	char **env = lev_envfilter_apply(&sb->env, envp);
+	char **out = NULL, **e;
+
+	if (!tmpdir)
+		return env;
+	/* only one temporary directory is writable: point TMPDIR at it */
+	for (e = env; e && *e; e++)
+		if (strncmp(*e, "TMPDIR=", 7) != 0)
+			out = lev_strv_push(out, *e);
+	out = lev_strv_push_take(out, xasprintf("TMPDIR=%s", tmpdir));
+	lev_strv_free(env);
+	return out;
+}
+
+/* Build the plan; MAKE_TMPDIR creates the fallback's private TMPDIR. */
+static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *const *envp,
+		      const char *cwd, const struct lev_sandbox_limits *limits, bool make_tmpdir,
+		      struct lev_sbx_nsplan **out, struct lev_err *err)
+{
+	struct lev_sbx_nsplan *pl = xcalloc(1, sizeof(*pl));
+	const char *tmp_env = NULL;
+
+	pl->limits = *limits;
+	pl->uid = sb->uid;
+	pl->gid = sb->gid;
+	pl->cwd = xstrdup(cwd ? cwd : sb->workdir);
+	pl->argv = lev_strv_copy(argv);
+
+	if (sb->kind == LEV_SANDBOX_NAMESPACE && (sb->layers & LEV_LAYER_USERNS)) {
+		pl->mode = LEV_SBX_NS;
+		pl->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+				  CLONE_NEWUTS;
+		if (!sb->spec.network)
+			pl->clone_flags |= CLONE_NEWNET;
+		pl->set_hostname = true;
+		tmp_env = "/tmp";
+	} else {
+		pl->mode = LEV_SBX_PLAIN;
+	}
+
+	if (sb->kind == LEV_SANDBOX_NAMESPACE) {
+		pl->use_nnp = true;
+		pl->use_caps = true;
+		pl->use_rlimits = true;
+		if (pl->mode == LEV_SBX_PLAIN && (sb->layers & LEV_LAYER_LANDLOCK)) {
+			if (make_tmpdir) {
+				char tmpl[] = "/tmp/lev-sandbox-XXXXXX";
+
+				if (!mkdtemp(tmpl)) {
+					lev_sbx_nsplan_free(pl);
+					return lev_err_errno(err, -errno,
+							     "cannot create a private temporary directory");
+				}
+				pl->tmpdir = xstrdup(tmpl);
+			} else {
+				pl->tmpdir = xstrdup("/tmp/lev-sandbox-XXXXXX");
+			}
+			tmp_env = pl->tmpdir;
+		}
+		if (pl->mode == LEV_SBX_NS)
+			plan_mounts(pl, sb);
+		if (sb->layers & LEV_LAYER_LANDLOCK)
+			plan_landlock(pl, sb);
+		if (sb->have_sc) {
+			pl->use_sc = true;
+			pl->sc = &sb->sc;
+		}
+	}
+	if (sb->kind == LEV_SANDBOX_NONE && limits->read_fence) {
+		int r = plan_read_fence(pl, sb, err);
+
+		if (r < 0) {
+			lev_sbx_nsplan_free(pl);
+			return r;
+		}
+	}
+	pl->envp = plan_env(sb, envp, tmp_env);
+	pl->cands = lev_sbx_exec_candidates(argv[0], lev_sbx_env_path(pl->envp));
+	*out = pl;
+	return 0;
+}
+
+/* ---- the child (async-signal-safe from here to the parent's spawn) ---- */
+
+static int mkdirs(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path), i;
+
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		if (i < n)
+			buf[i] = '/';
+	}
+	return 0;
+}
+
+static int make_staging(void)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	int fs, mnt, fd;
+
+	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		close(fs);
+		return -1;
+	}
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	close(fs);
+	if (mnt < 0)
+		return -1;
+	if (mkdirat(mnt, "d", 0) < 0)
+		goto fail;
+	fd = openat(mnt, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	if (fd < 0)
+		goto fail;
+	close(fd);
+	if (mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+		goto fail;
+	return mnt;
+fail:
+	close(mnt);
+	return -1;
+}
+
+static int run_op(const struct mop *m, int *slots, int *staging)
+{
+	struct mount_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	switch (m->kind) {
+	case MOP_PRIVATE:
+		return mount(NULL, m->path, NULL, MS_REC | MS_PRIVATE, NULL);
+	case MOP_CLONE:
+		fd = open_tree(AT_FDCWD, m->path,
+			       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->recursive ? AT_RECURSIVE : 0));
+		if (fd < 0)
+			return -1;
+		slots[m->slot] = fd;
+		return 0;
+	case MOP_RO_ROOT:
+		a.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		return mount_setattr(AT_FDCWD, m->path, AT_RECURSIVE, &a, sizeof(a));
+	case MOP_TMPFS:
+		return mount("tmpfs", m->path, "tmpfs", MS_NOSUID | MS_NODEV, m->arg);
+	case MOP_MKDIRS:
+		return mkdirs(m->path);
+	case MOP_MKFILE:
+		fd = open(m->path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+		if (fd < 0)
+			return -1;
+		close(fd);
+		return 0;
+	case MOP_SYMLINK:
+		return symlink(m->arg, m->path);
+	case MOP_ATTACH:
+		if (slots[m->slot] < 0) {
+			errno = ENOENT;
+			return -1;
+		}
+		return move_mount(slots[m->slot], "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH);
+	case MOP_DEVPTS:
+		return mount("devpts", m->path, "devpts", MS_NOSUID | MS_NOEXEC, m->arg);
+	case MOP_PROC:
+		return mount("proc", m->path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	case MOP_WRITE: {
+		ssize_t n;
+		size_t len = strlen(m->arg);
+
+		fd = open(m->path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		n = write(fd, m->arg, len);
+		close(fd);
+		if (n != (ssize_t)len) {
+			if (n >= 0)
+				errno = EIO;
+			return -1;
+		}
+		return 0;
+	}
+	case MOP_SETRO:
+		a.attr_set = MOUNT_ATTR_RDONLY;
+		return mount_setattr(AT_FDCWD, m->path, 0, &a, sizeof(a));
+	case MOP_MASK_DIR:
+	case MOP_MASK_FILE: {
+		int t, r;
+
+		if (*staging < 0) {
+			*staging = make_staging();
+			if (*staging < 0)
+				return -1;
+		}
+		t = open_tree(*staging, m->kind == MOP_MASK_DIR ? "d" : "f",
+			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (t < 0)
+			return -1;
+		r = move_mount(t, "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH);
+		close(t);
+		return r;
+	}
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static int run_ops(const struct lev_sbx_nsplan *pl, int report_fd)
+{
+	int slots[NSLOTS], staging = -1;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < NSLOTS; i++)
+		slots[i] = -1;
+	for (i = 0; i < pl->n_ops; i++) {
+		if (run_op(&pl->ops[i], slots, &staging) < 0 && !pl->ops[i].optional) {
+			lev_sbx_report(report_fd, LEV_SBX_PH_MOUNT, (int)i, errno);
+			rc = -1;
+			break;
+		}
+	}
+	for (i = 0; i < NSLOTS; i++)
+		if (slots[i] >= 0)
+			close(slots[i]);
+	if (staging >= 0)
+		close(staging);
+	return rc;
+}
+
+/* chdir, rlimits, no_new_privs, Landlock, capabilities, seccomp. */
+static int fence(const struct lev_sbx_nsplan *pl, int report_fd)
+{
+	int idx = -1, r;
+
+	if (chdir(pl->cwd) < 0) {
+		lev_sbx_report(report_fd, LEV_SBX_PH_CHDIR, 0, errno);
+		return -1;
+	}
+	if (pl->use_rlimits) {
+		r = lev_sbx_apply_rlimits(&pl->limits, pl->uid == 0, &idx);
+		if (r < 0) {
+			lev_sbx_report(report_fd, LEV_SBX_PH_RLIMIT, idx, -r);
+			return -1;
+		}
+	}
+	if (pl->use_nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		lev_sbx_report(report_fd, LEV_SBX_PH_NNP, 0, errno);
+		return -1;
+	}
+	if (pl->use_ll) {
+		r = lev_landlock_enforce(&pl->ll, &idx);
+		if (r < 0) {
+			lev_sbx_report(report_fd, LEV_SBX_PH_LANDLOCK, idx, -r);
+			return -1;
+		}
+	}
+	if (pl->use_caps) {
+		r = lev_sbx_drop_caps();
+		if (r < 0) {
+			lev_sbx_report(report_fd, LEV_SBX_PH_CAPS, 0, -r);
+			return -1;
+		}
+	}
+	if (pl->use_sc) {
+		r = lev_scfilter_install(pl->sc);
+		if (r < 0) {
+			lev_sbx_report(report_fd, LEV_SBX_PH_SECCOMP, 0, -r);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct childfds {
+	int sync_rd;
+	int report_wr;
+	int status_wr;
+	int in;
+	int out;
+	int err;
+};
+
+static __attribute__((noreturn)) void run_command(const struct lev_sbx_nsplan *pl,
+						  const struct childfds *f)
+{
+	int e;
+
+	if (setsid() < 0) {
+		lev_sbx_report(f->report_wr, LEV_SBX_PH_STDIO, 0, errno);
+		_exit(125);
+	}
+	if ((f->in != 0 && dup2(f->in, 0) < 0) || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0) {
+		lev_sbx_report(f->report_wr, LEV_SBX_PH_STDIO, 1, errno);
+		_exit(125);
+	}
+	lev_sbx_reset_signals();
+	(void)umask(022);	/* lev runs with 077; commands get the usual default */
+	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	e = lev_sbx_exec(pl->cands, pl->argv, pl->envp);
+	lev_sbx_report(f->report_wr, LEV_SBX_PH_EXEC, 0, e);
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
+					      const struct childfds *f)
+{
+	char go;
+	ssize_t n;
+	long w;
+	int st;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	do
+		n = read(f->sync_rd, &go, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1) {
+		lev_sbx_report(f->report_wr, LEV_SBX_PH_SYNC, 0, EPIPE);
+		_exit(125);
+	}
+	close(f->sync_rd);
+
+	if (run_ops(pl, f->report_wr) < 0)
+		_exit(125);
+	if (pl->set_hostname && sethostname("lev-sandbox", 11) < 0) {
+		lev_sbx_report(f->report_wr, LEV_SBX_PH_HOSTNAME, 0, errno);
+		_exit(125);
+	}
+	if (fence(pl, f->report_wr) < 0)
+		_exit(125);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+	w = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	if (w < 0) {
+		lev_sbx_report(f->report_wr, LEV_SBX_PH_FORK, 0, errno);
+		_exit(125);
+	}
+	if (w == 0)
+		run_command(pl, f);
+
+	/* PID 1: reap everything; report the command's status, then go, which
+	 * kills whatever is left in the namespace. */
+	close(f->report_wr);
+	if (f->in > 2)
+		close(f->in);
+	close(f->out);
+	close(f->err);
+	for (;;) {
+		long r = waitpid(-1, &st, __WALL);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		if (r == w) {
+			do
+				n = write(f->status_wr, &st, sizeof(st));
+			while (n < 0 && errno == EINTR);
+			_exit(0);
+		}
+	}
+}
+
+static __attribute__((noreturn)) void plain_child(const struct lev_sbx_nsplan *pl,
+						  const struct childfds *f, pid_t parent)
+{
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent)
+		_exit(125);
+	if (fence(pl, f->report_wr) < 0)
+		_exit(125);
+	run_command(pl, f);
+}
+
+/* ---- the parent ---- */
+
+static int write_file(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	size_t len = strlen(s);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, len);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int lev_sbx_write_maps(pid_t pid, uid_t uid, gid_t gid, struct lev_err *err)
+{
+	char path[64], map[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
+	r = write_file(path, "deny");
+	if (r < 0 && r != -ENOENT)
+		return lev_err_errno(err, r, "cannot write '%s'", path);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	r = write_file(path, map);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot write '%s'", path);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	r = write_file(path, map);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot write '%s'", path);
+	return 0;
+}
+
+static void closep2(int p[2])
+{
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	p[0] = p[1] = -1;
+}
+
+int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *envp,
+		     const char *cwd, const struct lev_sandbox_limits *limits,
+		     const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
+		     struct lev_err *err)
+{
+	struct lev_sbx_nsplan *pl = NULL;
+	int rep[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int syncp[2] = { -1, -1 }, statp[2] = { -1, -1 };
+	int in = -1, pidfd = -1, r;
+	bool own_in = false;
+	struct childfds f;
+	struct lev_sandbox_proc *p;
+	pid_t parent = getpid();
+	long pid;
+
+	r = build_plan(sb, argv, envp, cwd, limits, true, &pl, err);
+	if (r < 0)
+		return r;
+	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    (pl->mode == LEV_SBX_NS && (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statp, O_CLOEXEC) < 0))) {
+		r = lev_err_errno(err, -errno, "cannot create pipes");
+		goto fail;
+	}
+	if (io->stdin_fd >= 0) {
+		in = io->stdin_fd;
+	} else {
+		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (in < 0) {
+			r = lev_err_errno(err, -errno, "cannot open '/dev/null'");
+			goto fail;
+		}
+		own_in = true;
+	}
+	f.sync_rd = syncp[0];
+	f.report_wr = rep[1];
+	f.status_wr = statp[1];
+	f.in = in;
+	f.out = outp[1];
+	f.err = errp[1];
+
+	pid = syscall(SYS_clone, pl->clone_flags | CLONE_PIDFD | SIGCHLD, 0, &pidfd, NULL, 0);
+	if (pid < 0) {
+		r = -errno;
+		if (pl->mode == LEV_SBX_NS)
+			r = lev_err_errno(err, r, "cannot create the sandbox namespaces");
+		else
+			r = lev_err_errno(err, r, "cannot start '%s'", argv[0]);
+		goto fail;
+	}
+	if (pid == 0) {
+		if (pl->mode == LEV_SBX_NS)
+			ns_init(pl, &f);
+		plain_child(pl, &f, parent);
+	}
+
+	/* parent */
+	if (own_in)
+		close(in);
+	close(rep[1]);
+	close(outp[1]);
+	close(errp[1]);
+	rep[1] = outp[1] = errp[1] = -1;
+	if (pl->mode == LEV_SBX_NS) {
+		char go = 'g';
+
+		close(syncp[0]);
+		close(statp[1]);
+		syncp[0] = statp[1] = -1;
+		r = lev_sbx_write_maps((pid_t)pid, pl->uid, pl->gid, err);
+		if (r == 0 && write(syncp[1], &go, 1) != 1)
+			r = lev_err_errno(err, -errno, "cannot start the sandbox");
+		close(syncp[1]);
+		syncp[1] = -1;
+		if (r < 0) {
+			int st;
+
+			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			while (waitpid((pid_t)pid, &st, __WALL) < 0 && errno == EINTR)
+				;
+			close(pidfd);
+			closep2(rep);
+			closep2(outp);
+			closep2(errp);
+			closep2(statp);
+			lev_sbx_nsplan_free(pl);
+			return r;
+		}
+	}
+
+	p = lev_sbx_proc_alloc(sb, pl->mode);
+	p->pid = (pid_t)pid;
+	p->pidfd = pidfd;
+	p->out_fd = outp[0];
+	p->err_fd = errp[0];
+	p->report_fd = rep[0];
+	p->status_fd = statp[0];
+	p->fwd_out = io->stdout_fd;
+	p->fwd_err = io->stderr_fd;
+	p->cancel_fd = io->cancel_fd;
+	p->timeout_ms = limits->timeout_ms;
+	p->output_max = limits->output_max;
+	p->start_ms = lev_sbx_now_ms();
+	p->argv0 = xstrdup(argv[0]);
+	p->tmpdir = TAKE_PTR(pl->tmpdir);
+	p->plan = pl;
+	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+	if (p->status_fd >= 0)
+		(void)fcntl(p->status_fd, F_SETFL, O_NONBLOCK);
+	*out = p;
+	return 0;
+
+fail:
+	if (own_in && in >= 0)
+		close(in);
+	closep2(rep);
+	closep2(outp);
+	closep2(errp);
+	closep2(syncp);
+	closep2(statp);
+	if (pl && pl->tmpdir)
+		(void)rmdir(pl->tmpdir);
+	lev_sbx_nsplan_free(pl);
+	return r;
+}
+
+/* ---- explaining a failed step ---- */
+
+static void mop_desc(const struct mop *m, char *buf, size_t size)
+{
+	switch (m->kind) {
+	case MOP_PRIVATE:
+		snprintf(buf, size, "make '%s' private (recursive)", m->path);
+		break;
+	case MOP_CLONE:
+		snprintf(buf, size, "clone the mount at '%s'%s", m->path,
+			 m->recursive ? " (recursive)" : "");
+		break;
+	case MOP_RO_ROOT:
+		snprintf(buf, size, "make '%s' read-only, nosuid, nodev (recursive)", m->path);
+		break;
+	case MOP_TMPFS:
+		snprintf(buf, size, "mount a tmpfs on '%s' (%s)", m->path, m->arg);
+		break;
+	case MOP_MKDIRS:
+		snprintf(buf, size, "create directory '%s'", m->path);
+		break;
+	case MOP_MKFILE:
+		snprintf(buf, size, "create mount point '%s'", m->path);
+		break;
+	case MOP_SYMLINK:
+		snprintf(buf, size, "link '%s' -> '%s'", m->path, m->arg);
+		break;
+	case MOP_ATTACH:
+		snprintf(buf, size, "bind '%s' back (read-%s)", m->path,
+			 m->slot == SLOT_WORKDIR ? "write" : "only");
+		break;
+	case MOP_DEVPTS:
+		snprintf(buf, size, "mount a private devpts on '%s'", m->path);
+		break;
+	case MOP_PROC:
+		snprintf(buf, size, "mount a fresh proc on '%s'", m->path);
+		break;
+	case MOP_WRITE:
+		snprintf(buf, size, "write '%s' to '%s'", m->arg, m->path);
+		break;
+	case MOP_SETRO:
+		snprintf(buf, size, "make '%s' read-only", m->path);
+		break;
+	case MOP_MASK_DIR:
+		snprintf(buf, size, "mask directory '%s'", m->path);
+		break;
+	case MOP_MASK_FILE:
+		snprintf(buf, size, "mask file '%s'", m->path);
+		break;
+	}
+}
+
+static const char *rlimit_name(int res)
+{
+	switch (res) {
+	case RLIMIT_NPROC:
+		return "RLIMIT_NPROC";
+	case RLIMIT_DATA:
+		return "RLIMIT_DATA";
+	case RLIMIT_FSIZE:
+		return "RLIMIT_FSIZE";
+	case RLIMIT_NOFILE:
+		return "RLIMIT_NOFILE";
+	case RLIMIT_CORE:
+		return "RLIMIT_CORE";
+	case RLIMIT_CPU:
+		return "RLIMIT_CPU";
+	default:
+		return "a resource limit";
+	}
+}
+
+void lev_sbx_ns_explain(const struct lev_sandbox_proc *p, const struct lev_sbx_report *r,
+			struct lev_err *err)
+{
+	const struct lev_sbx_nsplan *pl = p->plan;
+	char what[PATH_MAX + 128];
+	int code = r->err > 0 ? -r->err : -EIO;
+
+	switch (r->phase) {
+	case LEV_SBX_PH_SYNC:
+		snprintf(what, sizeof(what), "lev went away during setup");
+		break;
+	case LEV_SBX_PH_MOUNT:
+		if (pl && r->index >= 0 && (size_t)r->index < pl->n_ops)
+			mop_desc(&pl->ops[r->index], what, sizeof(what));
+		else
+			snprintf(what, sizeof(what), "set up the mounts");
+		break;
+	case LEV_SBX_PH_HOSTNAME:
+		snprintf(what, sizeof(what), "set the hostname");
+		break;
+	case LEV_SBX_PH_CHDIR:
+		snprintf(what, sizeof(what), "enter '%s'", pl ? pl->cwd : "?");
+		break;
+	case LEV_SBX_PH_RLIMIT:
+		snprintf(what, sizeof(what), "set %s", rlimit_name(r->index));
+		break;
+	case LEV_SBX_PH_NNP:
+		snprintf(what, sizeof(what), "set no_new_privs");
+		break;
+	case LEV_SBX_PH_LANDLOCK:
+		if (pl && r->index >= 0 && (size_t)r->index < pl->n_rules)
+			snprintf(what, sizeof(what), "add the Landlock rule for '%s'",
+				 pl->rules[r->index].path);
+		else
+			snprintf(what, sizeof(what), "enforce the Landlock ruleset");
+		break;
+	case LEV_SBX_PH_CAPS:
+		snprintf(what, sizeof(what), "drop every capability");
+		break;
+	case LEV_SBX_PH_SECCOMP:
+		snprintf(what, sizeof(what), "install the seccomp filter");
+		break;
+	case LEV_SBX_PH_FORK:
+		snprintf(what, sizeof(what), "start '%s'", p->argv0 ? p->argv0 : "?");
+		break;
+	case LEV_SBX_PH_STDIO:
+		snprintf(what, sizeof(what), "set up the standard streams");
+		break;
+	default:
+		snprintf(what, sizeof(what), "set up the sandbox");
+		break;
+	}
+	lev_err_errno(err, code, "cannot set up the sandbox: cannot %s", what);
+}
+
+/* ---- describe ---- */
+
+static json_t *strv_json(char *const *v)
+{
+	json_t *a = json_array();
+
+	for (; v && *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
+			void *jv, struct lev_buf *out, struct lev_err *err)
+{
+	json_t *o = jv, *a;
+	struct lev_sbx_nsplan *pl = NULL;
+	_cleanup_buf_ struct lev_buf b = LEV_BUF_INIT_MAX(1 << 20);
+	char line[PATH_MAX + 256];
+	extern char **environ;
+	size_t i;
+	int r;
+
+	(void)out;
+	r = build_plan(sb, argv, environ, cwd, &sb->limits, false, &pl, err);
+	if (r < 0)
+		return r;
+
+	json_object_set_new(o, "mode", json_string(pl->mode == LEV_SBX_NS ? "namespaces" :
+						   sb->kind == LEV_SANDBOX_NONE ? "host" :
+						   "host with layers"));
+	a = json_array();
+	if (pl->clone_flags & CLONE_NEWUSER) {
+		snprintf(line, sizeof(line), "user (uid %u -> %u, gid %u -> %u)", (unsigned)pl->uid,
+			 (unsigned)pl->uid, (unsigned)pl->gid, (unsigned)pl->gid);
+		json_array_append_new(a, json_string(line));
+	}
+	if (pl->clone_flags & CLONE_NEWNS)
+		json_array_append_new(a, json_string("mount"));
+	if (pl->clone_flags & CLONE_NEWPID)
+		json_array_append_new(a, json_string("pid"));
+	if (pl->clone_flags & CLONE_NEWIPC)
+		json_array_append_new(a, json_string("ipc"));
+	if (pl->clone_flags & CLONE_NEWUTS)
+		json_array_append_new(a, json_string("uts (hostname lev-sandbox)"));
+	if (pl->clone_flags & CLONE_NEWNET)
+		json_array_append_new(a, json_string("net (no interfaces up)"));
+	json_object_set_new(o, "namespaces", a);
+
+	a = json_array();
+	for (i = 0; i < pl->n_ops; i++) {
+		mop_desc(&pl->ops[i], line, sizeof(line));
+		json_array_append_new(a, json_string(line));
+	}
+	json_object_set_new(o, "mounts", a);
+	json_object_set_new(o, "masks", strv_json(sb->masks));
+
+	if (pl->use_ll) {
+		json_t *ll = json_object();
+		char names[512];
+
+		json_object_set_new(ll, "abi", json_integer(pl->ll.abi));
+		lev_landlock_fs_names(pl->ll.handled_fs, names, sizeof(names));
+		json_object_set_new(ll, "handled_fs", json_string(names));
+		json_object_set_new(ll, "handled_net",
+				    json_string(pl->ll.handled_net ? "bind_tcp,connect_tcp" : "-"));
+		json_object_set_new(ll, "scoped",
+				    json_string(pl->ll.scoped ? "abstract_unix_socket,signal" : "-"));
+		a = json_array();
+		for (i = 0; i < pl->n_rules; i++) {
+			lev_landlock_fs_names(pl->rules[i].access & pl->ll.handled_fs, names,
+					      sizeof(names));
+			snprintf(line, sizeof(line), "%s: %s", pl->rules[i].path, names);
+			json_array_append_new(a, json_string(line));
+		}
+		json_object_set_new(ll, "rules", a);
+		json_object_set_new(o, "landlock", ll);
+	}
+	if (pl->use_sc) {
+		char *s, *nl;
+
+		a = json_array();
+		(void)lev_scfilter_describe(pl->sc->flags, &b);
+		for (s = b.buf; *s; s = nl + 1) {
+			nl = strchr(s, '\n');
+			if (!nl)
+				break;
+			json_array_append_new(a, json_stringn(s, (size_t)(nl - s)));
+		}
+		json_object_set_new(o, "seccomp", a);
+	}
+	a = json_array();
+	if (pl->use_nnp)
+		json_array_append_new(a, json_string("no_new_privs"));
+	if (pl->use_caps)
+		json_array_append_new(a, json_string("all capabilities dropped, securebits locked"));
+	if (pl->use_rlimits) {
+		snprintf(line, sizeof(line),
+			 "rlimits: nproc %llu, data %llu, fsize %llu, nofile %llu, core 0, cpu %llu s",
+			 (unsigned long long)pl->limits.nproc, (unsigned long long)pl->limits.mem_bytes,
+			 (unsigned long long)pl->limits.fsize, (unsigned long long)pl->limits.nofile,
+			 (unsigned long long)pl->limits.cpu_secs);
+		json_array_append_new(a, json_string(line));
+	}
+	json_array_append_new(a, json_string("new session (no controlling terminal)"));
+	if (pl->mode == LEV_SBX_NS)
+		json_array_append_new(a, json_string("PID 1 reaps, dies with lev, kills all on exit"));
+	else
+		json_array_append_new(a, json_string("process group killed on exit"));
+	json_object_set_new(o, "process", a);
+
+	{
+		json_t *env = json_object(), *kept = json_array(), *withheld = json_array();
+		char **e;
+
+		for (e = pl->envp; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			json_array_append_new(kept, json_stringn(*e, eq ? (size_t)(eq - *e) : strlen(*e)));
+		}
+		for (e = environ; e && *e; e++) {
+			const char *eq = strchr(*e, '=');
+			char name[256];
+			size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+
+			if (n == 0 || n >= sizeof(name))
+				continue;
+			memcpy(name, *e, n);
+			name[n] = '\0';
+			if (lev_envfilter_withholds(&sb->env, name))
+				json_array_append_new(withheld, json_string(name));
+		}
+		json_object_set_new(env, "shell_env", json_string(lev_shell_env_name(sb->env.mode)));
+		json_object_set_new(env, "kept", kept);
+		json_object_set_new(env, "withheld", withheld);
+		json_object_set_new(o, "environment", env);
+	}
+	lev_sbx_nsplan_free(pl);
+	return 0;
+}

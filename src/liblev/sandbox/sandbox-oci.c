@@ -1,0 +1,1457 @@
+/*
+ * sandbox-oci.c - the container backend: Docker or Podman through their
+ * CLI, always with an argv array (posix_spawn, never a shell string).
+ *
+ * One warm container per distinct (engine, engine args, image, network,
+ * mounts, workdir) lives in a pool for the run; identical stage configs
+ * share it, and freeing the pool removes every container, on error paths
+ * too.  Each container carries labels naming the run, the owning lev
+ * (host:pid:start time) and the uid, so containers left behind by a lev
+ * that died are removed the next time a pool starts one on that engine.
+ *
+ * Fixed relative to the original (leviath-spec §5.3, §12): commands run as
+ * the invoking uid:gid, so files in the workdir never come out root-owned
+ * (rootless podman runs them as its root, which is the caller); a refused
+ * mount is an error, not a silent drop; mounts are read-only without any
+ * ":ro" suffix games.
+ *
+ * Fast path: the container's main process is lev-oci-helper, listening on
+ * a UNIX socket in a bind-mounted directory.  A command is one connect(),
+ * one sendmsg() carrying the stdio descriptors, and the helper's fork+exec
+ * inside the container, instead of an `<engine> exec` (~100 ms).  The
+ * helper also installs lev's seccomp filter before exec, so io_uring,
+ * ptrace, TIOCSTI and friends are refused inside containers too.  lev
+ * checks the listener's SO_PEERCRED pid against the container's main
+ * process, so a command cannot plant a fake helper for the next one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/sandbox/oci-proto.h"
+#include "liblev/sandbox/sandbox-internal.h"
+#include "liblev/sandbox/sandbox-oci.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+extern char **environ;
+
+#define RUN_TIMEOUT_MS 120000
+#define CMD_TIMEOUT_MS 30000
+#define READY_TIMEOUT_MS 15000
+#define CAPTURE_MAX (64 * 1024)
+
+/* ---- pure parts ---- */
+
+static char **start_argv(const char *engine, char *const *engine_args)
+{
+	char **v = lev_strv_push(NULL, engine);
+	char *const *a;
+
+	for (a = engine_args; a && *a; a++)
+		v = lev_strv_push(v, *a);
+	return v;
+}
+
+char **lev_oci_run_argv(const struct lev_oci_run_cfg *c)
+{
+	char **v = start_argv(c->engine, c->engine_args);
+	char *const *m;
+
+	v = lev_strv_push(v, "run");
+	v = lev_strv_push(v, "-d");
+	v = lev_strv_push(v, "--rm");
+	v = lev_strv_push(v, "--name");
+	v = lev_strv_push(v, c->name);
+	v = lev_strv_push(v, "--label");
+	v = lev_strv_push(v, "lev.sandbox=1");
+	v = lev_strv_push(v, "--label");
+	v = lev_strv_push_take(v, xasprintf("lev.run=%s", c->run_id));
+	v = lev_strv_push(v, "--label");
+	v = lev_strv_push_take(v, xasprintf("lev.owner=%s", c->owner));
+	v = lev_strv_push(v, "--label");
+	v = lev_strv_push_take(v, xasprintf("lev.uid=%u", (unsigned)c->uid));
+	if (c->host_dir) {
+		v = lev_strv_push(v, "--label");
+		v = lev_strv_push_take(v, xasprintf("lev.dir=%s", c->host_dir));
+	}
+	v = lev_strv_push(v, "--cap-drop");
+	v = lev_strv_push(v, "ALL");
+	v = lev_strv_push(v, "--security-opt");
+	v = lev_strv_push(v, "no-new-privileges");
+	v = lev_strv_push(v, "--pids-limit");
+	v = lev_strv_push_take(v, xasprintf("%llu", (unsigned long long)c->pids));
+	v = lev_strv_push(v, "--memory");
+	v = lev_strv_push_take(v, xasprintf("%llu", (unsigned long long)c->mem_bytes));
+	v = lev_strv_push(v, "--ulimit");
+	v = lev_strv_push_take(v, xasprintf("nofile=%llu:%llu", (unsigned long long)c->nofile,
+					     (unsigned long long)c->nofile));
+	v = lev_strv_push(v, "--ulimit");
+	v = lev_strv_push_take(v, xasprintf("nproc=%llu:%llu", (unsigned long long)c->nproc,
+					     (unsigned long long)c->nproc));
+	if (!c->network) {
+		v = lev_strv_push(v, "--network");
+		v = lev_strv_push(v, "none");
+	}
+	/* files in the workdir must come out the caller's: rootful engines run
+	 * the caller's uid; a rootless engine maps its root to the caller */
+	v = lev_strv_push(v, "--user");
+	if (c->rootless)
+		v = lev_strv_push(v, "0:0");
+	else
+		v = lev_strv_push_take(v, xasprintf("%u:%u", (unsigned)c->uid, (unsigned)c->gid));
+	v = lev_strv_push(v, "--read-only");
+	v = lev_strv_push(v, "--tmpfs");
+	v = lev_strv_push(v, "/tmp");
+	v = lev_strv_push(v, "-v");
+	v = lev_strv_push_take(v, xasprintf("%s:%s", c->workdir, c->workdir));
+	v = lev_strv_push(v, "-w");
+	v = lev_strv_push(v, c->workdir);
+	for (m = c->hide_dirs; c->empty_dir && m && *m; m++) {
+		v = lev_strv_push(v, "-v");
+		v = lev_strv_push_take(v, xasprintf("%s:%s:ro", c->empty_dir, *m));
+	}
+	for (m = c->hide_files; c->empty_file && m && *m; m++) {
+		v = lev_strv_push(v, "-v");
+		v = lev_strv_push_take(v, xasprintf("%s:%s:ro", c->empty_file, *m));
+	}
+	for (m = c->mounts; m && *m; m++) {
+		v = lev_strv_push(v, "-v");
+		v = lev_strv_push_take(v, xasprintf("%s:%s:ro", *m, *m));
+	}
+	if (c->helper_dir) {
+		v = lev_strv_push(v, "-v");
+		v = lev_strv_push_take(v, xasprintf("%s:%s:ro", c->helper_dir, LEV_OCI_DIR));
+		v = lev_strv_push(v, "-v");
+		v = lev_strv_push_take(v, xasprintf("%s:%s", c->sock_dir, LEV_OCI_SOCK_DIR));
+		v = lev_strv_push(v, "--entrypoint");
+		v = lev_strv_push(v, LEV_OCI_DIR "/" LEV_OCI_HELPER_NAME);
+		v = lev_strv_push(v, c->image);
+		v = lev_strv_push(v, "serve");
+		v = lev_strv_push(v, LEV_OCI_SOCK_DIR "/" LEV_OCI_SOCK_NAME);
+	} else {
+		v = lev_strv_push(v, "--entrypoint");
+		v = lev_strv_push(v, "sleep");
+		v = lev_strv_push(v, c->image);
+		v = lev_strv_push(v, "infinity");
+	}
+	return v;
+}
+
+char **lev_oci_exec_argv(const char *engine, char *const *engine_args, const char *name,
+			 const char *cwd, bool interactive, bool helper, bool seccomp,
+			 uint64_t timeout_ms, char *const *argv)
+{
+	char **v = start_argv(engine, engine_args);
+	char *const *a;
+
+	v = lev_strv_push(v, "exec");
+	if (interactive)
+		v = lev_strv_push(v, "-i");
+	v = lev_strv_push(v, "-w");
+	v = lev_strv_push(v, cwd);
+	v = lev_strv_push(v, name);
+	if (helper) {
+		v = lev_strv_push(v, LEV_OCI_DIR "/" LEV_OCI_HELPER_NAME);
+		v = lev_strv_push(v, "run");
+		v = lev_strv_push(v, "--timeout-ms");
+		v = lev_strv_push_take(v, xasprintf("%llu", (unsigned long long)timeout_ms));
+		if (seccomp) {
+			v = lev_strv_push(v, "--seccomp");
+			v = lev_strv_push(v, LEV_OCI_DIR "/" LEV_OCI_FILTER_NAME);
+		}
+		v = lev_strv_push(v, "--");
+	}
+	for (a = argv; a && *a; a++)
+		v = lev_strv_push(v, *a);
+	return v;
+}
+
+static bool is_podman(const char *engine)
+{
+	const char *base = strrchr(engine, '/');
+
+	base = base ? base + 1 : engine;
+	return !strncmp(base, "podman", 6);
+}
+
+char **lev_oci_rm_argv(const char *engine, char *const *engine_args, const char *name)
+{
+	char **v = start_argv(engine, engine_args);
+
+	v = lev_strv_push(v, "rm");
+	v = lev_strv_push(v, "-f");
+	if (is_podman(engine)) {
+		v = lev_strv_push(v, "-t");
+		v = lev_strv_push(v, "0");
+	}
+	v = lev_strv_push(v, name);
+	return v;
+}
+
+char **lev_oci_ps_argv(const char *engine, char *const *engine_args, uid_t uid)
+{
+	char **v = start_argv(engine, engine_args);
+
+	v = lev_strv_push(v, "ps");
+	v = lev_strv_push(v, "-a");
+	v = lev_strv_push(v, "-q");
+	v = lev_strv_push(v, "--filter");
+	v = lev_strv_push(v, "label=lev.sandbox=1");
+	v = lev_strv_push(v, "--filter");
+	v = lev_strv_push_take(v, xasprintf("label=lev.uid=%u", (unsigned)uid));
+	return v;
+}
+
+static const char *const mount_denylist[] = {
+	"/", "/proc", "/sys", "/dev", "/etc", "/boot", "/run", "/var/run",
+	"/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/var/run/podman",
+	"/run/containerd", "/var/run/containerd", "/var/lib/docker", "/var/lib/containers",
+};
+
+static bool under(const char *p, const char *a)
+{
+	size_t n = strlen(a);
+
+	if (!strcmp(a, "/"))
+		return true;
+	return !strncmp(p, a, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+int lev_oci_mount_normalize(const char *path, char **out, struct lev_err *err)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(PATH_MAX);
+	const char *s;
+	size_t i;
+
+	if (!path || !*path)
+		return lev_err_set(err, LEV_EUSAGE, "an empty mount is not allowed");
+	if (strlen(path) >= PATH_MAX)
+		return lev_err_set(err, LEV_EUSAGE, "mount '%.64s...' is too long", path);
+	if (path[0] != '/')
+		return lev_err_set(err, LEV_EUSAGE,
+				   "mount '%s' is not absolute (a relative path would resolve "
+				   "against the engine's directory)", path);
+	if (strchr(path, ':'))
+		return lev_err_set(err, LEV_EUSAGE,
+				   "mount '%s' contains ':'; mounts are always read-only, write the "
+				   "path alone", path);
+	/* collapse "//" and "/./", refuse "..", drop a trailing "/" */
+	for (s = path; *s;) {
+		const char *e;
+		size_t k;
+
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		e = strchr(s, '/');
+		k = e ? (size_t)(e - s) : strlen(s);
+		if (k == 2 && s[0] == '.' && s[1] == '.') {
+			lev_buf_release(&b);
+			return lev_err_set(err, LEV_EUSAGE, "mount '%s' contains '..'", path);
+		}
+		if (!(k == 1 && s[0] == '.'))
+			(void)(lev_buf_addch(&b, '/') == 0 && lev_buf_add(&b, s, k) == 0);
+		s += k;
+	}
+	if (b.len == 0)
+		(void)lev_buf_addch(&b, '/');
+	for (i = 0; i < ARRAY_SIZE(mount_denylist); i++) {
+		const char *d = mount_denylist[i];
+
+		if (!strcmp(d, "/")) {
+			/* everything lies beneath "/": only "/" itself is refused here */
+			if (strcmp(b.buf, "/") != 0)
+				continue;
+		}
+		if (under(b.buf, d)) {
+			lev_buf_release(&b);
+			return lev_err_set(err, LEV_EUSAGE,
+					   "mount '%s' is not allowed: it exposes '%s' to the container",
+					   path, d);
+		}
+		if (under(d, b.buf)) {
+			lev_buf_release(&b);
+			return lev_err_set(err, LEV_EUSAGE,
+					   "mount '%s' is not allowed: it contains '%s'", path, d);
+		}
+	}
+	*out = lev_buf_detach(&b, NULL);
+	return 0;
+}
+
+int lev_oci_mount_check(const char *path, struct lev_err *err)
+{
+	char *norm = NULL;
+	int r = lev_oci_mount_normalize(path, &norm, err);
+
+	free(norm);
+	return r;
+}
+
+char *lev_oci_container_name(const char *run_id, uint64_t sig)
+{
+	char *s = xasprintf("lev-%s-%016llx", run_id, (unsigned long long)sig);
+	char *c;
+
+	for (c = s + 4; *c && c < s + strlen(s) - 17; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+			*c = '-';
+	return s;
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (; s && *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	h ^= 0xff;	/* field separator */
+	h *= 1099511628211ULL;
+	return h;
+}
+
+uint64_t lev_oci_signature(const char *engine, char *const *engine_args, const char *image,
+			   bool network, char *const *mounts, const char *workdir)
+{
+	uint64_t h = 14695981039346656037ULL;
+	char *const *a;
+
+	h = fnv(h, engine);
+	for (a = engine_args; a && *a; a++)
+		h = fnv(h, *a);
+	h = fnv(h, "|");
+	h = fnv(h, image);
+	h = fnv(h, network ? "net" : "nonet");
+	for (a = mounts; a && *a; a++)
+		h = fnv(h, *a);
+	h = fnv(h, "|");
+	h = fnv(h, workdir);
+	return h;
+}
+
+char *lev_oci_find_engine(const char *name, const char *path_env)
+{
+	const char *p, *colon;
+	struct stat st;
+
+	if (!name || !*name)
+		return NULL;
+	if (strchr(name, '/')) {
+		if (stat(name, &st) == 0 && S_ISREG(st.st_mode) && access(name, X_OK) == 0)
+			return xstrdup(name);
+		return NULL;
+	}
+	p = path_env ? path_env : getenv("PATH");
+	if (!p)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	for (;;) {
+		size_t n;
+		char *cand;
+
+		colon = strchr(p, ':');
+		n = colon ? (size_t)(colon - p) : strlen(p);
+		if (n > 0 && p[0] == '/') {
+			cand = xasprintf("%.*s/%s", (int)n, p, name);
+			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+				return cand;
+			free(cand);
+		}
+		if (!colon)
+			break;
+		p = colon + 1;
+	}
+	return NULL;
+}
+
+/* ---- running engine commands ---- */
+
+/*
+ * Run ARGV (no shell) with stdin /dev/null, collecting up to CAPTURE_MAX
+ * bytes of stdout and stderr, killing it after TIMEOUT_MS.  Returns the
+ * exit code (>= 0), or -errno when it could not be run or was killed.
+ */
+static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, char **err_s)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc;
+	pid_t pid;
+	struct lev_buf ob = LEV_BUF_INIT_MAX(CAPTURE_MAX), eb = LEV_BUF_INIT_MAX(CAPTURE_MAX);
+	uint64_t deadline = lev_sbx_now_ms() + timeout_ms;
+	bool killed = false;
+	int st = 0;
+
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+		rc = -errno;
+		if (po[0] >= 0) {
+			close(po[0]);
+			close(po[1]);
+		}
+		return rc;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+				 POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(po[1]);
+	close(pe[1]);
+	if (rc != 0) {
+		close(po[0]);
+		close(pe[0]);
+		return -rc;
+	}
+	while (po[0] >= 0 || pe[0] >= 0) {
+		struct pollfd pf[2];
+		int nf = 0, i;
+		uint64_t now = lev_sbx_now_ms();
+		char buf[4096];
+
+		if (now >= deadline && !killed) {
+			kill(-pid, SIGKILL);
+			killed = true;
+			deadline = now + 2000;
+		} else if (now >= deadline) {
+			break;
+		}
+		if (po[0] >= 0) {
+			pf[nf].fd = po[0];
+			pf[nf++].events = POLLIN;
+		}
+		if (pe[0] >= 0) {
+			pf[nf].fd = pe[0];
+			pf[nf++].events = POLLIN;
+		}
+		if (poll(pf, (nfds_t)nf, (int)(deadline - now)) < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < nf; i++) {
+			ssize_t n;
+			int *fd = pf[i].fd == po[0] ? &po[0] : &pe[0];
+			struct lev_buf *b = fd == &po[0] ? &ob : &eb;
+
+			if (!pf[i].revents)
+				continue;
+			n = read(*fd, buf, sizeof(buf));
+			if (n <= 0) {
+				if (n < 0 && errno == EINTR)
+					continue;
+				close(*fd);
+				*fd = -1;
+				continue;
+			}
+			if (b->len + (size_t)n <= CAPTURE_MAX)
+				(void)lev_buf_add(b, buf, (size_t)n);
+		}
+	}
+	if (po[0] >= 0)
+		close(po[0]);
+	if (pe[0] >= 0)
+		close(pe[0]);
+	if (!killed && lev_sbx_now_ms() >= deadline) {
+		kill(-pid, SIGKILL);
+		killed = true;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (out_s)
+		*out_s = lev_buf_detach(&ob, NULL);
+	if (err_s)
+		*err_s = lev_buf_detach(&eb, NULL);
+	lev_buf_release(&ob);
+	lev_buf_release(&eb);
+	if (killed)
+		return -ETIMEDOUT;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return -EINTR;
+}
+
+/* The first non-empty line of S, trimmed, for messages (points into S). */
+static const char *first_line(char *s)
+{
+	char *nl;
+
+	if (!s)
+		return "";
+	while (*s == '\n' || *s == ' ')
+		s++;
+	nl = strchr(s, '\n');
+	if (nl)
+		*nl = '\0';
+	return s;
+}
+
+/* ---- the pool ---- */
+
+struct lev_sbx_ct {
+	char *name;
+	uint64_t sig;
+	char *engine;		/* resolved path */
+	char **engine_args;
+	char *hostdir;		/* helper + filter + sock/ */
+	char *sockpath;		/* NULL: no fast path */
+	pid_t init_pid;		/* the helper's pid on the host, 0 when unknown */
+	bool seccomp;		/* the helper installs the filter */
+	bool no_cgroup_limits;	/* the engine ignored --pids-limit and --memory */
+	char **run_argv;	/* for describe */
+};
+
+struct lev_sandbox_pool {
+	char *run_id;
+	struct lev_sbx_ct **cts;
+	size_t n;
+	char **swept;		/* engines already swept for orphans */
+};
+
+int lev_sandbox_pool_new(const char *run_id, struct lev_sandbox_pool **out, struct lev_err *err)
+{
+	struct lev_sandbox_pool *p;
+
+	(void)err;
+	p = xcalloc(1, sizeof(*p));
+	p->run_id = run_id ? xstrdup(run_id) : xasprintf("exec-%d", (int)getpid());
+	*out = p;
+	return 0;
+}
+
+static void ct_free(struct lev_sbx_ct *c)
+{
+	if (!c)
+		return;
+	free(c->name);
+	free(c->engine);
+	lev_strv_free(c->engine_args);
+	if (c->hostdir) {
+		/* the mode-000 mask directory must be opened to be removed */
+		_cleanup_free_ char *empty = lev_path_join(c->hostdir, "empty-dir");
+
+		(void)chmod(empty, 0700);
+		(void)lev_rm_rf(c->hostdir, NULL);
+		free(c->hostdir);
+	}
+	free(c->sockpath);
+	lev_strv_free(c->run_argv);
+	free(c);
+}
+
+static int ct_remove(struct lev_sbx_ct *c, struct lev_err *err)
+{
+	char **argv = lev_oci_rm_argv(c->engine, c->engine_args, c->name);
+	_cleanup_free_ char *o = NULL, *e = NULL;
+	int rc = run_capture(argv, CMD_TIMEOUT_MS, &o, &e);
+
+	lev_strv_free(argv);
+	if (rc != 0)
+		return lev_err_set(err, rc < 0 ? rc : -EIO, "cannot remove container '%s': %s",
+				   c->name, rc < 0 ? strerror(-rc) : first_line(e));
+	return 0;
+}
+
+int lev_sandbox_pool_teardown(struct lev_sandbox_pool *p, struct lev_err *err)
+{
+	size_t i;
+	int first = 0;
+
+	if (!p)
+		return 0;
+	for (i = 0; i < p->n; i++) {
+		struct lev_err e2 = LEV_ERR_INIT;
+		int r = ct_remove(p->cts[i], &e2);
+
+		if (r < 0 && first == 0) {
+			first = r;
+			if (err)
+				*err = e2;
+		}
+		ct_free(p->cts[i]);
+	}
+	free(p->cts);
+	p->cts = NULL;
+	p->n = 0;
+	return first;
+}
+
+struct lev_sandbox_pool *lev_sandbox_pool_free(struct lev_sandbox_pool *p)
+{
+	if (!p)
+		return NULL;
+	(void)lev_sandbox_pool_teardown(p, NULL);
+	free(p->run_id);
+	lev_strv_free(p->swept);
+	free(p);
+	return NULL;
+}
+
+size_t lev_sandbox_pool_size(const struct lev_sandbox_pool *p)
+{
+	return p ? p->n : 0;
+}
+
+/* ---- ownership labels and orphans ---- */
+
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	char *s;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	s = strrchr(buf, ')');	/* the command name may hold spaces */
+	if (!s)
+		return 0;
+	for (field = 2; field < 22 && s; field++)
+		s = strchr(s + 1, ' ');
+	return s ? strtoull(s + 1, NULL, 10) : 0;
+}
+
+static char *owner_label(void)
+{
+	char host[256];
+
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "unknown");
+	host[sizeof(host) - 1] = '\0';
+	return xasprintf("%s:%d:%llu", host, (int)getpid(), start_time(getpid()));
+}
+
+static bool owner_alive(const char *owner)
+{
+	char host[256];
+	char *pid_s, *st_s;
+	_cleanup_free_ char *copy = xstrdup(owner);
+	unsigned long long st;
+	long pid;
+
+	if (gethostname(host, sizeof(host)) < 0)
+		return true;
+	host[sizeof(host) - 1] = '\0';
+	st_s = strrchr(copy, ':');
+	if (!st_s)
+		return true;	/* not ours to judge */
+	*st_s++ = '\0';
+	pid_s = strrchr(copy, ':');
+	if (!pid_s)
+		return true;
+	*pid_s++ = '\0';
+	if (strcmp(copy, host) != 0)
+		return true;	/* another machine's */
+	pid = strtol(pid_s, NULL, 10);
+	st = strtoull(st_s, NULL, 10);
+	if (pid <= 0)
+		return true;
+	return start_time((pid_t)pid) == st && st != 0;
+}
+
+static void sweep_orphans(struct lev_sandbox_pool *pool, const char *engine,
+			  char *const *engine_args)
+{
+	char **argv;
+	_cleanup_free_ char *o = NULL, *e = NULL;
+	char *line, *save = NULL;
+	char **ids = NULL, **insp;
+	int rc;
+
+	if (lev_strv_contains(pool->swept, engine))
+		return;
+	pool->swept = lev_strv_push(pool->swept, engine);
+	argv = lev_oci_ps_argv(engine, engine_args, getuid());
+	rc = run_capture(argv, CMD_TIMEOUT_MS, &o, &e);
+	lev_strv_free(argv);
+	if (rc != 0 || !o)
+		return;
+	for (line = strtok_r(o, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (*line)
+			ids = lev_strv_push(ids, line);
+	if (!ids)
+		return;
+
+	insp = start_argv(engine, engine_args);
+	insp = lev_strv_push(insp, "inspect");
+	insp = lev_strv_push(insp, "--format");
+	insp = lev_strv_push(insp, "{{.Id}} {{index .Config.Labels \"lev.owner\"}} "
+				   "{{index .Config.Labels \"lev.dir\"}}");
+	{
+		char **i;
+
+		for (i = ids; *i; i++)
+			insp = lev_strv_push(insp, *i);
+	}
+	free(o);
+	o = NULL;
+	free(e);
+	e = NULL;
+	rc = run_capture(insp, CMD_TIMEOUT_MS, &o, &e);
+	lev_strv_free(insp);
+	lev_strv_free(ids);
+	if (rc != 0 || !o)
+		return;
+	save = NULL;
+	for (line = strtok_r(o, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *owner = strchr(line, ' '), *dir;
+
+		if (!owner)
+			continue;
+		*owner++ = '\0';
+		dir = strchr(owner, ' ');
+		if (dir)
+			*dir++ = '\0';
+		if (!owner_alive(owner)) {
+			char **rm = lev_oci_rm_argv(engine, engine_args, line);
+			struct stat st;
+
+			(void)run_capture(rm, CMD_TIMEOUT_MS, NULL, NULL);
+			lev_strv_free(rm);
+			/* its helper directory, if it is one of ours */
+			if (dir && !strncmp(dir, "/tmp/lev-oci-", 13) && !strchr(dir + 13, '/') &&
+			    lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid()) {
+				_cleanup_free_ char *empty = lev_path_join(dir, "empty-dir");
+
+				(void)chmod(empty, 0700);
+				(void)lev_rm_rf(dir, NULL);
+			}
+		}
+	}
+}
+
+/* ---- engine detection ---- */
+
+static bool engine_responds(const char *path, char *const *engine_args)
+{
+	char **argv = start_argv(path, engine_args);
+	int rc;
+
+	argv = lev_strv_push(argv, "ps");
+	argv = lev_strv_push(argv, "-q");
+	argv = lev_strv_push(argv, "--filter");
+	argv = lev_strv_push(argv, "label=lev.probe=1");
+	rc = run_capture(argv, CMD_TIMEOUT_MS, NULL, NULL);
+	lev_strv_free(argv);
+	return rc == 0;
+}
+
+/* The user's engine, else the first of docker, podman on PATH that answers
+ * (else the first found, so the error names it). */
+static char *pick_engine(const char *user, const char *path_env, char *const *engine_args)
+{
+	static const char *const names[] = { "docker", "podman" };
+	char *first = NULL;
+	size_t i;
+
+	if (user)
+		return lev_oci_find_engine(user, path_env);
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		char *p = lev_oci_find_engine(names[i], path_env);
+
+		if (!p)
+			continue;
+		if (engine_responds(p, engine_args)) {
+			free(first);
+			return p;
+		}
+		if (!first)
+			first = p;
+		else
+			free(p);
+	}
+	return first;
+}
+
+int lev_sbx_oci_probe_engines(const char *path_env, struct lev_sandbox_probe *out);
+
+int lev_sbx_oci_probe_engines(const char *path_env, struct lev_sandbox_probe *out)
+{
+	static const char *const names[] = { "docker", "podman" };
+	size_t i;
+
+	out->engine_pick = -1;
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		struct lev_sandbox_engine_info *e = &out->engines[out->n_engines++];
+
+		e->name = xstrdup(names[i]);
+		e->path = lev_oci_find_engine(names[i], path_env);
+		if (e->path) {
+			char *argv[] = { e->path, (char *)"--version", NULL };
+			_cleanup_free_ char *o = NULL, *er = NULL;
+
+			if (run_capture(argv, CMD_TIMEOUT_MS, &o, &er) == 0 && o && *o)
+				e->version = xstrdup(first_line(o));
+			e->responds = engine_responds(e->path, NULL);
+			if (e->responds && out->engine_pick < 0)
+				out->engine_pick = (int)i;
+		}
+	}
+	if (out->engine_pick < 0)
+		for (i = 0; i < out->n_engines; i++)
+			if (out->engines[i].path) {
+				out->engine_pick = (int)i;
+				break;
+			}
+	return 0;
+}
+
+/* ---- setup ---- */
+
+static int copy_file(const char *src, const char *dst, mode_t mode, struct lev_err *err)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	int r;
+
+	r = lev_read_file(src, (size_t)64 << 20, &data, &len, err);
+	if (r < 0)
+		return r;
+	return lev_write_file_atomic(dst, data, len, mode, err);
+}
+
+static int write_bytes(const char *dst, const void *data, size_t len, struct lev_err *err)
+{
+	return lev_write_file_atomic(dst, data, len, 0444, err);
+}
+
+static int wait_ready(struct lev_sbx_ct *c, struct lev_err *err)
+{
+	uint64_t deadline = lev_sbx_now_ms() + READY_TIMEOUT_MS;
+	struct sockaddr_un sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->sockpath);
+	for (;;) {
+		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (s < 0)
+			return lev_err_errno(err, -errno, "cannot create a socket");
+		if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(s);	/* the helper sees EOF before a request and moves on */
+			return 0;
+		}
+		close(s);
+		if (c->init_pid > 0 && kill(c->init_pid, 0) < 0 && errno == ESRCH)
+			return lev_err_set(err, -ECHILD,
+					   "the helper in container '%s' exited before it came up",
+					   c->name);
+		if (lev_sbx_now_ms() >= deadline)
+			return lev_err_set(err, -ETIMEDOUT,
+					   "the helper in container '%s' did not come up", c->name);
+		usleep(5000);
+	}
+}
+
+static pid_t inspect_pid(struct lev_sbx_ct *c)
+{
+	char **argv = start_argv(c->engine, c->engine_args);
+	_cleanup_free_ char *o = NULL, *e = NULL;
+	long pid = 0;
+
+	argv = lev_strv_push(argv, "inspect");
+	argv = lev_strv_push(argv, "--format");
+	argv = lev_strv_push(argv, "{{.State.Pid}}");
+	argv = lev_strv_push(argv, c->name);
+	if (run_capture(argv, CMD_TIMEOUT_MS, &o, &e) == 0 && o)
+		pid = strtol(o, NULL, 10);
+	lev_strv_free(argv);
+	return pid > 0 ? (pid_t)pid : 0;
+}
+
+/* Start the warm container for SB; *why gets the reason on failure. */
+static int start_container(struct lev_sandbox *sb, const char *engine, char **mounts,
+			   uint64_t sig, struct lev_sbx_ct **out, struct lev_buf *why,
+			   struct lev_err *err)
+{
+	struct lev_sbx_ct *c = xcalloc(1, sizeof(*c));
+	struct lev_oci_run_cfg rc;
+	_cleanup_free_ char *empty_dir = NULL, *empty_file = NULL;
+	char **hide_dirs = NULL, **hide_files = NULL;
+	char *const *m;
+	_cleanup_free_ char *owner = owner_label();
+	_cleanup_free_ char *o = NULL, *e = NULL;
+	char tmpl[] = "/tmp/lev-oci-XXXXXX";
+	int r;
+
+	c->name = lev_oci_container_name(sb->pool->run_id, sig);
+	c->sig = sig;
+	c->engine = xstrdup(engine);
+	c->engine_args = lev_strv_copy(sb->engine_args);
+
+	if (!mkdtemp(tmpl)) {
+		r = lev_err_errno(err, -errno, "cannot create a directory for the container");
+		ct_free(c);
+		return r;
+	}
+	c->hostdir = xstrdup(tmpl);
+	(void)chmod(c->hostdir, 0755);
+	empty_dir = lev_path_join(c->hostdir, "empty-dir");
+	empty_file = lev_path_join(c->hostdir, "empty-file");
+	if (mkdir(empty_dir, 0) < 0 || lev_write_file_atomic(empty_file, "", 0, 0, err) < 0) {
+		r = lev_err_errno(err, -errno, "cannot create '%s'", empty_dir);
+		ct_free(c);
+		return r;
+	}
+	for (m = sb->masks; m && *m; m++) {
+		struct stat st;
+		size_t n = strlen(sb->workdir);
+
+		if (strncmp(*m, sb->workdir, n) != 0 || (*m)[n] != '/' || lstat(*m, &st) < 0)
+			continue;	/* only secrets the workdir bind would bring in */
+		if (S_ISDIR(st.st_mode))
+			hide_dirs = lev_strv_push(hide_dirs, *m);
+		else
+			hide_files = lev_strv_push(hide_files, *m);
+	}
+
+	if (sb->oci_helper) {
+		_cleanup_free_ char *hp = NULL, *sockdir = NULL, *fp = NULL;
+
+		hp = lev_path_join(c->hostdir, LEV_OCI_HELPER_NAME);
+		r = copy_file(sb->oci_helper, hp, 0555, err);
+		if (r == 0 && sb->have_sc) {
+			fp = lev_path_join(c->hostdir, LEV_OCI_FILTER_NAME);
+			r = write_bytes(fp, sb->sc.prog, lev_scfilter_size(&sb->sc), err);
+			c->seccomp = r == 0;
+		}
+		if (r == 0) {
+			sockdir = lev_path_join(c->hostdir, "sock");
+			if (mkdir(sockdir, 0700) < 0)
+				r = lev_err_errno(err, -errno, "cannot create '%s'", sockdir);
+		}
+		if (r < 0) {
+			lev_strv_free(hide_dirs);
+			lev_strv_free(hide_files);
+			ct_free(c);
+			return r;
+		}
+		c->sockpath = lev_path_join(sockdir, LEV_OCI_SOCK_NAME);
+	}
+
+	memset(&rc, 0, sizeof(rc));
+	rc.engine = c->engine;
+	rc.engine_args = c->engine_args;
+	rc.name = c->name;
+	rc.run_id = sb->pool->run_id;
+	rc.owner = owner;
+	rc.uid = sb->uid;
+	rc.gid = sb->gid;
+	rc.rootless = is_podman(engine) && sb->uid != 0;
+	rc.image = sb->spec.image;
+	rc.network = sb->spec.network;
+	rc.mounts = mounts;
+	rc.workdir = sb->workdir;
+	rc.pids = sb->limits.nproc;
+	rc.mem_bytes = sb->limits.mem_bytes;
+	rc.nofile = sb->limits.nofile;
+	rc.nproc = 1024;
+	rc.hide_dirs = hide_dirs;
+	rc.hide_files = hide_files;
+	rc.empty_dir = empty_dir;
+	rc.empty_file = empty_file;
+	rc.host_dir = c->hostdir;
+	if (c->sockpath) {
+		_cleanup_free_ char *sockdir = lev_path_join(c->hostdir, "sock");
+
+		rc.helper_dir = c->hostdir;
+		rc.sock_dir = sockdir;
+		c->run_argv = lev_oci_run_argv(&rc);
+	} else {
+		c->run_argv = lev_oci_run_argv(&rc);
+	}
+	lev_strv_free(hide_dirs);
+	lev_strv_free(hide_files);
+
+	sweep_orphans(sb->pool, c->engine, c->engine_args);
+	r = run_capture(c->run_argv, RUN_TIMEOUT_MS, &o, &e);
+	if (r != 0) {
+		(void)lev_buf_addf(why, "failed to start container '%s' via '%s': %s", sb->spec.image,
+				   engine, r < 0 ? strerror(-r) : first_line(e));
+		/* a half-created container must not stay */
+		(void)ct_remove(c, NULL);
+		ct_free(c);
+		return LEV_EUNSUPP;
+	}
+	/* rootless podman on cgroup v1 starts the container anyway, without
+	 * --pids-limit and --memory: that layer is then missing, and we say so */
+	if (e && strstr(e, "Resource limits are not supported and ignored"))
+		c->no_cgroup_limits = true;
+	if (c->sockpath) {
+		struct lev_err e2 = LEV_ERR_INIT;
+
+		c->init_pid = inspect_pid(c);
+		if (wait_ready(c, &e2) < 0) {
+			(void)lev_buf_addf(why, "%s", e2.msg);
+			(void)ct_remove(c, NULL);
+			ct_free(c);
+			return LEV_EUNSUPP;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts,
+		      struct lev_err *err)
+{
+	_cleanup_buf_ struct lev_buf why = LEV_BUF_INIT_MAX(2048);
+	_cleanup_free_ char *engine = NULL;
+	char **mounts = NULL, *const *m;
+	uint64_t sig;
+	size_t i;
+	int r;
+
+	sb->wanted = LEV_LAYER_CONTAINER | LEV_LAYER_MOUNTNS | LEV_LAYER_PIDNS | LEV_LAYER_IPCNS |
+		     LEV_LAYER_UTSNS | LEV_LAYER_NNP | LEV_LAYER_CAPS | LEV_LAYER_RLIMITS;
+	if (!sb->spec.network)
+		sb->wanted |= LEV_LAYER_NETNS;
+
+	/* bad mounts are a configuration error whatever on_unavailable says */
+	for (m = sb->spec.mounts; m && *m; m++) {
+		char real[PATH_MAX];
+		char *const *s;
+		_cleanup_free_ char *trim = NULL;
+
+		r = lev_oci_mount_normalize(*m, &trim, err);
+		if (r < 0)
+			goto fail;
+		if (realpath(trim, real)) {
+			r = lev_oci_mount_check(real, err);
+			if (r < 0) {
+				lev_err_wrap(err, "'%s' resolves to '%s'", *m, real);
+				goto fail;
+			}
+		} else {
+			snprintf(real, sizeof(real), "%s", trim);
+		}
+		for (s = sb->masks; s && *s; s++) {
+			size_t k = strlen(real), q = strlen(*s);
+
+			if ((!strncmp(*s, real, k) && ((*s)[k] == '/' || (*s)[k] == '\0')) ||
+			    (!strncmp(real, *s, q) && (real[q] == '/' || real[q] == '\0'))) {
+				r = lev_err_set(err, LEV_EUSAGE,
+						"mount '%s' is not allowed: it exposes the secret '%s'",
+						*m, *s);
+				goto fail;
+			}
+		}
+		if (!lev_strv_contains(mounts, trim))
+			mounts = lev_strv_push(mounts, trim);
+	}
+
+	if (!sb->spec.image || !*sb->spec.image) {
+		(void)lev_buf_adds(&why, "the container sandbox needs an image: set 'image' in [sandbox]");
+		goto unavailable;
+	}
+	engine = pick_engine(sb->spec.engine, sb->path_env, sb->engine_args);
+	if (!engine) {
+		if (sb->spec.engine)
+			(void)lev_buf_addf(&why, "container engine '%s' not found", sb->spec.engine);
+		else
+			(void)lev_buf_adds(&why, "no container engine found; install docker or podman, "
+					   "or set 'engine' in [sandbox]");
+		goto unavailable;
+	}
+
+	/* our seccomp filter, installed inside by the helper */
+	if (sb->oci_helper && lev_sbx_kernel()->seccomp == 0 &&
+	    lev_scfilter_build(sb->spec.network ? LEV_SCFILTER_NET : 0, &sb->sc, NULL) == 0) {
+		sb->have_sc = true;
+		sb->wanted |= LEV_LAYER_SECCOMP;
+	}
+
+	if (opts->pool) {
+		sb->pool = opts->pool;
+	} else {
+		r = lev_sandbox_pool_new(NULL, &sb->pool, err);
+		if (r < 0)
+			goto fail;
+		sb->own_pool = true;
+	}
+	sig = lev_oci_signature(engine, sb->engine_args, sb->spec.image, sb->spec.network, mounts,
+				sb->workdir);
+	for (i = 0; i < sb->pool->n; i++)
+		if (sb->pool->cts[i]->sig == sig)
+			sb->ct = sb->pool->cts[i];
+	if (!sb->ct) {
+		struct lev_sbx_ct *c = NULL;
+
+		r = start_container(sb, engine, mounts, sig, &c, &why, err);
+		if (r == LEV_EUNSUPP)
+			goto unavailable;
+		if (r < 0)
+			goto fail;
+		sb->pool->cts = xreallocarray(sb->pool->cts, sb->pool->n + 1, sizeof(*sb->pool->cts));
+		sb->pool->cts[sb->pool->n++] = c;
+		sb->ct = c;
+	}
+	sb->layers = sb->wanted;
+	if (!sb->ct->seccomp)
+		sb->layers &= ~LEV_LAYER_SECCOMP;
+	sb->missing = 0;
+	if (sb->ct->no_cgroup_limits) {
+		sb->layers &= ~LEV_LAYER_RLIMITS;
+		sb->missing = LEV_LAYER_RLIMITS;
+		if (sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR) {
+			lev_strv_free(mounts);
+			return lev_err_set(err, LEV_EUNSUPP,
+					   "container sandbox unavailable: rlimits: '%s' ignores "
+					   "--pids-limit and --memory here (rootless on cgroup v1); set "
+					   "on_unavailable = \"warn\" in [sandbox] to run without them",
+					   engine);
+		}
+		sb->degraded = xasprintf("rlimits: '%s' ignores --pids-limit and --memory here "
+					 "(rootless on cgroup v1); the ulimits still apply", engine);
+	}
+	lev_strv_free(mounts);
+	return 0;
+
+unavailable:
+	lev_strv_free(mounts);
+	if (sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
+				   "in [sandbox] to fall back to the host", why.buf);
+	/* warn: the host, and say so */
+	sb->kind = LEV_SANDBOX_NONE;
+	sb->missing = sb->wanted;
+	sb->layers = 0;
+	sb->degraded = xasprintf("container: %s; running on the host", why.buf);
+	return 0;
+fail:
+	lev_strv_free(mounts);
+	return r;
+}
+
+/* ---- spawn ---- */
+
+static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const char *cwd,
+			char *const *argv, uint64_t timeout_ms)
+{
+	struct lev_oci_req req;
+	struct lev_buf payload = LEV_BUF_INIT_MAX(LEV_OCI_REQ_MAX);
+	struct msghdr mh;
+	struct iovec iov;
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct cmsghdr *cm;
+	char *const *a;
+	uint32_t nstr = 1;
+	ssize_t n;
+	int r;
+
+	r = lev_buf_add(&payload, cwd, strlen(cwd) + 1);
+	for (a = argv; a && *a && r == 0; a++, nstr++)
+		r = lev_buf_add(&payload, *a, strlen(*a) + 1);
+	if (r < 0 || nstr > LEV_OCI_ARGS_MAX) {
+		lev_buf_release(&payload);
+		return -E2BIG;
+	}
+	memset(&req, 0, sizeof(req));
+	req.magic = LEV_OCI_REQ_MAGIC;
+	req.flags = c->seccomp ? LEV_OCI_FLAG_SECCOMP : 0;
+	req.timeout_ms = timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)timeout_ms;
+	req.nstr = nstr;
+	req.len = (uint32_t)payload.len;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&u, 0, sizeof(u));
+	iov.iov_base = &req;
+	iov.iov_len = sizeof(req);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+	do
+		n = sendmsg(s, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(req)) {
+		r = n < 0 ? -errno : -EIO;
+		lev_buf_release(&payload);
+		return r;
+	}
+	{
+		size_t off = 0;
+
+		while (off < payload.len) {
+			n = send(s, payload.buf + off, payload.len - off, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				r = -errno;
+				lev_buf_release(&payload);
+				return r;
+			}
+			off += (size_t)n;
+		}
+	}
+	lev_buf_release(&payload);
+	return 0;
+}
+
+static int connect_helper(const struct lev_sbx_ct *c, struct lev_err *err)
+{
+	struct sockaddr_un sa;
+	int s;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(c->sockpath) >= sizeof(sa.sun_path))
+		return lev_err_set(err, -ENAMETOOLONG, "socket path '%s' is too long", c->sockpath);
+	memcpy(sa.sun_path, c->sockpath, strlen(c->sockpath) + 1);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return lev_err_errno(err, -errno, "cannot create a socket");
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(s);
+		return lev_err_errno(err, r, "cannot reach the helper in container '%s'", c->name);
+	}
+	if (c->init_pid > 0) {
+		struct ucred cr;
+		socklen_t len = sizeof(cr);
+
+		if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid != c->init_pid) {
+			close(s);
+			return lev_err_set(err, -EPERM,
+					   "the socket of container '%s' is not served by its helper "
+					   "(pid %d, expected %d)", c->name, (int)cr.pid,
+					   (int)c->init_pid);
+		}
+	}
+	return s;
+}
+
+static int spawn_exec(struct lev_sandbox *sb, char *const *argv, const char *cwd,
+		      const struct lev_sandbox_limits *limits, const struct lev_sandbox_io *io,
+		      int outw, int errw, pid_t *pid_out, struct lev_err *err)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	char **v;
+	pid_t pid;
+	int rc;
+
+	v = lev_oci_exec_argv(sb->ct->engine, sb->ct->engine_args, sb->ct->name, cwd,
+			      io->stdin_fd >= 0, sb->oci_helper != NULL, sb->ct->seccomp,
+			      limits->timeout_ms, argv);
+	posix_spawn_file_actions_init(&fa);
+	if (io->stdin_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, io->stdin_fd, 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, outw, 1);
+	posix_spawn_file_actions_adddup2(&fa, errw, 2);
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+				 POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	rc = posix_spawn(&pid, v[0], &fa, &at, v, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	lev_strv_free(v);
+	if (rc != 0)
+		return lev_err_errno(err, -rc, "cannot run '%s'", sb->ct->engine);
+	*pid_out = pid;
+	return 0;
+}
+
+int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, const char *cwd,
+		      const struct lev_sandbox_limits *limits, const struct lev_sandbox_io *io,
+		      struct lev_sandbox_proc **out, struct lev_err *err)
+{
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, in = -1, s = -1, r;
+	struct lev_sandbox_proc *p;
+	bool fast = sb->ct->sockpath != NULL;
+
+	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		r = lev_err_errno(err, -errno, "cannot create pipes");
+		goto fail;
+	}
+	p = lev_sbx_proc_alloc(sb, fast ? LEV_SBX_OCI_FAST : LEV_SBX_OCI_EXEC);
+	if (fast) {
+		int fds[3];
+
+		if (io->stdin_fd >= 0) {
+			in = io->stdin_fd;
+		} else {
+			in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			if (in < 0) {
+				r = lev_err_errno(err, -errno, "cannot open '/dev/null'");
+				free(p);
+				goto fail;
+			}
+		}
+		s = connect_helper(sb->ct, err);
+		if (s < 0) {
+			r = s;
+			if (io->stdin_fd < 0)
+				close(in);
+			free(p);
+			goto fail;
+		}
+		fds[0] = in;
+		fds[1] = outp[1];
+		fds[2] = errp[1];
+		r = send_request(s, sb->ct, fds, cwd, argv, limits->timeout_ms);
+		if (io->stdin_fd < 0)
+			close(in);
+		if (r < 0) {
+			r = lev_err_errno(err, r, "cannot hand '%s' to the container helper", argv[0]);
+			close(s);
+			free(p);
+			goto fail;
+		}
+		p->sock = s;
+	} else {
+		pid_t pid;
+
+		r = spawn_exec(sb, argv, cwd, limits, io, outp[1], errp[1], &pid, err);
+		if (r < 0) {
+			free(p);
+			goto fail;
+		}
+		p->pid = pid;
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	}
+	close(outp[1]);
+	close(errp[1]);
+	p->out_fd = outp[0];
+	p->err_fd = errp[0];
+	p->fwd_out = io->stdout_fd;
+	p->fwd_err = io->stderr_fd;
+	p->cancel_fd = io->cancel_fd;
+	p->timeout_ms = limits->timeout_ms;
+	p->output_max = limits->output_max;
+	p->start_ms = lev_sbx_now_ms();
+	p->argv0 = xstrdup(argv[0]);
+	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+	*out = p;
+	return 0;
+fail:
+	if (outp[0] >= 0) {
+		close(outp[0]);
+		close(outp[1]);
+	}
+	if (errp[0] >= 0) {
+		close(errp[0]);
+		close(errp[1]);
+	}
+	return r;
+}
+
+int lev_sbx_oci_read_answer(struct lev_sandbox_proc *p, int *status, int *exec_errno)
+{
+	struct lev_oci_ans a;
+	size_t got = 0;
+
+	memset(&a, 0, sizeof(a));
+
+	while (got < sizeof(a)) {
+		ssize_t n = read(p->sock, (char *)&a + got, sizeof(a) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+		got += (size_t)n;
+	}
+	if (a.magic != LEV_OCI_ANS_MAGIC)
+		return -EPROTO;
+	if (a.setup_errno)
+		return -a.setup_errno;
+	*status = a.status;
+	*exec_errno = a.exec_errno;
+	return 0;
+}
+
+void lev_sbx_oci_kill(struct lev_sandbox_proc *p)
+{
+	if (p->sock >= 0)
+		(void)send(p->sock, "K", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* ---- describe ---- */
+
+int lev_sbx_oci_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
+			 void *jv, struct lev_buf *out, struct lev_err *err)
+{
+	json_t *o = jv, *c = json_object(), *a;
+	char **v;
+	char *const *s;
+
+	(void)out;
+	(void)err;
+	json_object_set_new(c, "engine", json_string(sb->ct->engine));
+	json_object_set_new(c, "image", json_string(sb->spec.image));
+	json_object_set_new(c, "name", json_string(sb->ct->name));
+	json_object_set_new(c, "user", json_string("the invoking uid:gid"));
+	a = json_array();
+	for (s = sb->ct->run_argv; s && *s; s++)
+		json_array_append_new(a, json_string(*s));
+	json_object_set_new(c, "run_argv", a);
+	if (sb->ct->sockpath) {
+		json_object_set_new(c, "commands", json_string("fast path: the helper in the container"));
+		json_object_set_new(c, "socket", json_string(sb->ct->sockpath));
+	} else {
+		v = lev_oci_exec_argv(sb->ct->engine, sb->ct->engine_args, sb->ct->name,
+				      cwd ? cwd : sb->workdir, false, false, false,
+				      sb->limits.timeout_ms, argv);
+		a = json_array();
+		for (s = v; s && *s; s++)
+			json_array_append_new(a, json_string(*s));
+		json_object_set_new(c, "exec_argv", a);
+		lev_strv_free(v);
+	}
+	json_object_set_new(c, "seccomp", json_boolean(sb->ct->seccomp));
+	json_object_set_new(c, "environment", json_string("the image's (the host's is never passed)"));
+	json_object_set_new(o, "container", c);
+	return 0;
+}

@@ -1,0 +1,1319 @@
+/*
+ * sandbox.c - the sandbox front: options, masks, the kernel probe, the
+ * spawn/wait loop every backend shares, and the plan printer.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/sandbox/landlock-rules.h"
+#include "liblev/sandbox/sandbox-internal.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* How long we keep reading after the command ended or was killed. */
+#define GRACE_MS 1000
+#define READ_CHUNK 65536
+
+static const char *const layer_names[_LEV_LAYER_COUNT] = {
+	"userns", "mountns", "pidns", "ipcns", "utsns", "netns", "landlock", "seccomp",
+	"nnp", "caps", "rlimits", "container",
+};
+
+const char *lev_sandbox_layer_name(unsigned layer)
+{
+	int i;
+
+	for (i = 0; i < _LEV_LAYER_COUNT; i++)
+		if (layer == (1u << i))
+			return layer_names[i];
+	return NULL;
+}
+
+int lev_sandbox_layers_format(unsigned layers, struct lev_buf *out)
+{
+	bool first = true;
+	int i, r = 0;
+
+	for (i = 0; i < _LEV_LAYER_COUNT && r == 0; i++) {
+		if (!(layers & (1u << i)))
+			continue;
+		r = lev_buf_addf(out, "%s%s", first ? "" : ", ", layer_names[i]);
+		first = false;
+	}
+	if (r == 0 && first)
+		r = lev_buf_adds(out, "none");
+	return r;
+}
+
+void lev_sandbox_limits_fill(struct lev_sandbox_limits *l)
+{
+	if (!l->timeout_ms)
+		l->timeout_ms = LEV_SANDBOX_DEFAULT_TIMEOUT_MS;
+	if (!l->output_max)
+		l->output_max = LEV_SANDBOX_DEFAULT_OUTPUT_MAX;
+	if (!l->nproc)
+		l->nproc = 512;
+	if (!l->mem_bytes)
+		l->mem_bytes = (uint64_t)4 << 30;
+	if (!l->fsize)
+		l->fsize = (uint64_t)1 << 30;
+	if (!l->nofile)
+		l->nofile = 1024;
+	if (!l->cpu_secs) {
+		uint64_t t = (l->timeout_ms + 999) / 1000 * 2;
+		l->cpu_secs = t > 60 ? t : 60;
+	}
+	if (!l->tmp_bytes)
+		l->tmp_bytes = (uint64_t)512 << 20;
+}
+
+uint64_t lev_sbx_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void lev_sbx_report(int fd, enum lev_sbx_phase phase, int index, int err)
+{
+	struct lev_sbx_report r = { LEV_SBX_REPORT_MAGIC, (int32_t)phase, index, err };
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	do
+		n = write(fd, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+}
+
+struct lev_sandbox_proc *lev_sbx_proc_alloc(struct lev_sandbox *sb, enum lev_sbx_mode mode)
+{
+	struct lev_sandbox_proc *p = xcalloc(1, sizeof(*p));
+
+	p->sb = sb;
+	p->mode = mode;
+	p->pid = -1;
+	p->pidfd = p->out_fd = p->err_fd = p->report_fd = p->status_fd = p->sock = -1;
+	p->fwd_out = p->fwd_err = p->cancel_fd = -1;
+	return p;
+}
+
+/* ---- exec helpers (the child side is async-signal-safe) ---- */
+
+const char *lev_sbx_env_path(char *const *envp)
+{
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, "PATH=", 5))
+			return *envp + 5;
+	return "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+}
+
+char **lev_sbx_exec_candidates(const char *argv0, const char *path)
+{
+	char **v = NULL;
+	const char *p = path, *colon;
+
+	if (strchr(argv0, '/'))
+		return lev_strv_push(NULL, argv0);
+	if (!*argv0)
+		return NULL;
+	for (;;) {
+		size_t n;
+
+		colon = strchr(p, ':');
+		n = colon ? (size_t)(colon - p) : strlen(p);
+		if (n == 0)
+			v = lev_strv_push_take(v, xasprintf("./%s", argv0));
+		else
+			v = lev_strv_push_take(v, xasprintf("%.*s/%s", (int)n, p, argv0));
+		if (!colon)
+			break;
+		p = colon + 1;
+	}
+	return v;
+}
+
+int lev_sbx_exec(char *const *cands, char *const *argv, char *const *envp)
+{
+	static char *const empty[] = { NULL };
+	int saved = ENOENT;
+	bool eacces = false;
+
+	for (; cands && *cands; cands++) {
+		execve(*cands, argv, envp ? envp : empty);
+		switch (errno) {
+		case EACCES:
+			eacces = true;
+			break;
+		case ENOENT:
+		case ENOTDIR:
+		case ESTALE:
+		case ENODEV:
+		case ETIMEDOUT:
+			break;
+		default:
+			return errno;	/* found but cannot run: stop, as execvp does */
+		}
+		saved = errno;
+	}
+	return eacces ? EACCES : saved;
+}
+
+void lev_sbx_reset_signals(void)
+{
+	struct sigaction sa;
+	sigset_t all;
+	int s;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (s = 1; s < _NSIG; s++)
+		(void)sigaction(s, &sa, NULL);
+	sigemptyset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+int lev_sbx_apply_rlimits(const struct lev_sandbox_limits *l, bool root, int *failed)
+{
+	const struct {
+		int res;
+		uint64_t v;
+	} set[] = {
+		{ RLIMIT_NPROC, l->nproc }, { RLIMIT_DATA, l->mem_bytes },
+		{ RLIMIT_FSIZE, l->fsize }, { RLIMIT_NOFILE, l->nofile },
+		{ RLIMIT_CORE, 0 }, { RLIMIT_CPU, l->cpu_secs },
+	};
+	size_t i;
+
+	(void)root;
+	for (i = 0; i < ARRAY_SIZE(set); i++) {
+		struct rlimit cur, nw;
+
+		if (getrlimit(set[i].res, &cur) < 0) {
+			*failed = set[i].res;
+			return -errno;
+		}
+		nw.rlim_max = (rlim_t)set[i].v;
+		if (cur.rlim_max != RLIM_INFINITY && nw.rlim_max > cur.rlim_max)
+			nw.rlim_max = cur.rlim_max;	/* we can only lower */
+		nw.rlim_cur = nw.rlim_max;
+		if (setrlimit(set[i].res, &nw) < 0) {
+			*failed = set[i].res;
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+int lev_sbx_drop_caps(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	int cap;
+
+	/* Without CAP_SETPCAP (an unprivileged caller with no user namespace)
+	 * the securebits and bounding set stay; there is nothing to drop then,
+	 * and no_new_privs keeps exec from adding any. */
+	(void)prctl(PR_SET_SECUREBITS,
+		    SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		    SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED, 0, 0, 0);
+	for (cap = 0; cap < 64; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;	/* past the last capability */
+		}
+	}
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	/* Verify, as Codex does: nothing effective, permitted or inheritable. */
+	memset(data, 0xff, sizeof(data));
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	if (data[0].effective || data[1].effective || data[0].permitted || data[1].permitted ||
+	    data[0].inheritable || data[1].inheritable)
+		return -EPERM;
+	return 0;
+}
+
+/* ---- the kernel probe, once per process ---- */
+
+static struct lev_sbx_kernel kernel;
+static pthread_once_t kernel_once = PTHREAD_ONCE_INIT;
+
+/* In the probe child: 0, or the errno of the failed step. */
+static int probe_child_mounts(void)
+{
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, "/",
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (t < 0)
+		return errno;
+	if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0)
+		return errno;
+	close(t);
+	return 0;
+}
+
+/* In the probe child (PID 1 of a new PID namespace): can it set its own
+ * pid_max (Linux 6.14+)?  0, or the errno. */
+static int probe_child_pidmax(void)
+{
+	char buf[32];
+	ssize_t n;
+	int fd;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return errno;
+	fd = open("/proc/sys/kernel/pid_max", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	n = read(fd, buf, sizeof(buf));
+	if (n <= 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+		int e = n <= 0 ? EIO : errno;
+		close(fd);
+		return e;
+	}
+	close(fd);
+	return 0;
+}
+
+static void probe_kernel(void)
+{
+	int pidfd = -1, status = 0, syncp[2], resp[2];
+	int res[2] = { EIO, EIO };
+	long pid;
+
+	kernel.landlock_abi = lev_landlock_abi();
+	kernel.seccomp = lev_scfilter_probe();
+	kernel.pidmax_ns = -EIO;
+
+	if (pipe2(syncp, O_CLOEXEC) < 0) {
+		kernel.userns = kernel.mount_api = -errno;
+		return;
+	}
+	if (pipe2(resp, O_CLOEXEC) < 0) {
+		kernel.userns = kernel.mount_api = -errno;
+		close(syncp[0]);
+		close(syncp[1]);
+		return;
+	}
+	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			  CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD,
+		      0, &pidfd, 0, 0);
+	if (pid < 0) {
+		kernel.userns = -errno;
+		kernel.mount_api = kernel.userns;
+		kernel.pidmax_ns = kernel.userns;
+		goto out;
+	}
+	if (pid == 0) {
+		char go;
+		int r[2];
+
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (read(syncp[0], &go, 1) != 1)
+			_exit(1);
+		r[0] = probe_child_mounts();
+		r[1] = probe_child_pidmax();
+		_exit(write(resp[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	kernel.userns = 0;
+	close(resp[1]);
+	resp[1] = -1;
+	if (lev_sbx_write_maps((pid_t)pid, getuid(), getgid(), NULL) == 0)
+		(void)!write(syncp[1], "g", 1);
+	close(syncp[1]);
+	syncp[1] = -1;
+	if (read(resp[0], res, sizeof(res)) != (ssize_t)sizeof(res)) {
+		res[0] = res[1] = EIO;
+	}
+	while (waitpid((pid_t)pid, &status, __WALL) < 0 && errno == EINTR)
+		;
+	if (pidfd >= 0)
+		close(pidfd);
+	kernel.mount_api = -res[0];
+	kernel.pidmax_ns = -res[1];
+out:
+	close(syncp[0]);
+	if (syncp[1] >= 0)
+		close(syncp[1]);
+	close(resp[0]);
+	if (resp[1] >= 0)
+		close(resp[1]);
+}
+
+const struct lev_sbx_kernel *lev_sbx_kernel(void)
+{
+	pthread_once(&kernel_once, probe_kernel);
+	return &kernel;
+}
+
+/* ---- masks ---- */
+
+/* Secrets under the home directory hidden in every sandbox. */
+static const char *const home_secrets[] = {
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc",
+	".git-credentials", ".config/gh", ".config/hub", ".password-store", ".npmrc",
+	".pypirc", ".pgpass", ".vault-token", ".cargo/credentials", ".cargo/credentials.toml",
+	".config/containers/auth.json", ".local/share/keyrings",
+};
+
+/* Host-wide secrets (readable only by root, which a root caller would be). */
+static const char *const host_secrets[] = {
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+};
+
+/* Normalise an absolute path lexically (no symlink resolution): collapse
+ * "//" and "/./", refuse "..".  Fresh string or NULL. */
+static char *normalize_abs(const char *p)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(PATH_MAX);
+	const char *s = p;
+
+	if (p[0] != '/')
+		return NULL;
+	while (*s) {
+		const char *e;
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		e = strchr(s, '/');
+		n = e ? (size_t)(e - s) : strlen(s);
+		if (n == 1 && s[0] == '.') {
+			s += n;
+			continue;
+		}
+		if (n == 2 && s[0] == '.' && s[1] == '.') {
+			lev_buf_release(&b);
+			return NULL;
+		}
+		if (lev_buf_addch(&b, '/') < 0 || lev_buf_add(&b, s, n) < 0) {
+			lev_buf_release(&b);
+			return NULL;
+		}
+		s += n;
+	}
+	if (b.len == 0 && lev_buf_addch(&b, '/') < 0) {
+		lev_buf_release(&b);
+		return NULL;
+	}
+	return lev_buf_detach(&b, NULL);
+}
+
+/* True when P is A or lies beneath A. */
+static bool path_within(const char *p, const char *a)
+{
+	size_t n = strlen(a);
+
+	if (!strcmp(a, "/"))
+		return true;
+	return !strncmp(p, a, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Add the mask P (expanded, absolute) and its real path when it exists. */
+static void add_mask(struct lev_sandbox *sb, char ***all, const char *p)
+{
+	_cleanup_free_ char *norm = normalize_abs(p);
+	char real[PATH_MAX];
+
+	if (!norm)
+		return;
+	*all = lev_strv_push(*all, norm);
+	if (realpath(norm, real) && strcmp(real, norm) != 0)
+		*all = lev_strv_push(*all, real);
+	(void)sb;
+}
+
+static int expand_user_path(const char *home, const char *p, char **out, struct lev_err *err)
+{
+	if (!strcmp(p, "~"))
+		*out = xstrdup(home);
+	else if (!strncmp(p, "~/", 2))
+		*out = lev_path_join(home, p + 2);
+	else if (p[0] == '/')
+		*out = xstrdup(p);
+	else
+		return lev_err_set(err, LEV_EUSAGE,
+				   "deny_read entry '%s' must be absolute or start with '~/'", p);
+	return 0;
+}
+
+static int build_masks(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
+		       struct lev_err *err)
+{
+	char **all = NULL, **out = NULL;
+	char *const *d;
+	size_t i, n;
+	int r;
+
+	for (i = 0; i < ARRAY_SIZE(home_secrets); i++) {
+		_cleanup_free_ char *p = lev_path_join(sb->home, home_secrets[i]);
+		add_mask(sb, &all, p);
+	}
+	for (i = 0; i < ARRAY_SIZE(host_secrets); i++)
+		add_mask(sb, &all, host_secrets[i]);
+	{
+		glob_t g;
+
+		if (glob("/etc/ssh/ssh_host_*_key", GLOB_NOSORT, NULL, &g) == 0) {
+			for (i = 0; i < g.gl_pathc; i++)
+				add_mask(sb, &all, g.gl_pathv[i]);
+		}
+		globfree(&g);
+	}
+	/* lev's own data root (config, credentials, run records), and a config
+	 * kept elsewhere through LEVIATH_CONFIG_PATH */
+	{
+		_cleanup_free_ char *root = NULL;
+		_cleanup_free_ char *cfg = NULL;
+
+		if (o->data_root)
+			add_mask(sb, &all, o->data_root);
+		else if (lev_datadir_root(&root, NULL) == 0)
+			add_mask(sb, &all, root);
+		if (lev_datadir_config_path(&cfg, NULL) == 0)
+			add_mask(sb, &all, cfg);
+	}
+	for (d = sb->spec.deny_read; d && *d; d++) {
+		_cleanup_free_ char *p = NULL;
+
+		r = expand_user_path(sb->home, *d, &p, err);
+		if (r < 0) {
+			lev_strv_free(all);
+			return r;
+		}
+		add_mask(sb, &all, p);
+	}
+	for (d = o->extra_masks; d && *d; d++) {
+		_cleanup_free_ char *p = NULL;
+
+		r = expand_user_path(sb->home, *d, &p, err);
+		if (r < 0) {
+			lev_strv_free(all);
+			return r;
+		}
+		add_mask(sb, &all, p);
+	}
+
+	/* sort, drop duplicates and paths beneath another mask */
+	n = lev_strv_len(all);
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_str);
+	for (i = 0; i < n; i++) {
+		size_t k = lev_strv_len(out);
+
+		if (k && path_within(all[i], out[k - 1]))
+			continue;
+		out = lev_strv_push(out, all[i]);
+	}
+	lev_strv_free(all);
+	sb->masks = out;
+	return 0;
+}
+
+/* ---- new / free ---- */
+
+static const char *const forbidden_workdirs[] = {
+	"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run",
+	"/sbin", "/sys", "/usr", "/var", "/var/run",
+};
+
+static int check_workdir(struct lev_sandbox *sb, const char *given, struct lev_err *err)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	size_t i;
+	char *const *m;
+
+	if (!given || !*given)
+		return lev_err_set(err, LEV_EUSAGE, "the sandbox needs a workdir");
+	if (!realpath(given, real))
+		return lev_err_errno(err, -errno, "cannot use workdir '%s'", given);
+	if (stat(real, &st) < 0)
+		return lev_err_errno(err, -errno, "cannot use workdir '%s'", given);
+	if (!S_ISDIR(st.st_mode))
+		return lev_err_set(err, LEV_EUSAGE, "workdir '%s' is not a directory", given);
+	for (i = 0; i < ARRAY_SIZE(forbidden_workdirs); i++)
+		if (!strcmp(real, forbidden_workdirs[i]))
+			return lev_err_set(err, LEV_EUSAGE,
+					   "workdir '%s' is a system directory; pick a project directory",
+					   given);
+	if (path_within(real, "/proc") || path_within(real, "/sys") || path_within(real, "/dev") ||
+	    path_within(real, "/run"))
+		return lev_err_set(err, LEV_EUSAGE, "workdir '%s' lies in '%s'; pick a project directory",
+				   given, real);
+	for (m = sb->masks; m && *m; m++)
+		if (path_within(real, *m))
+			return lev_err_set(err, LEV_EUSAGE,
+					   "workdir '%s' lies inside the masked path '%s'", given, *m);
+	sb->workdir = xstrdup(real);
+	return 0;
+}
+
+int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbox_opts *opts,
+		    struct lev_sandbox **out, struct lev_err *err)
+{
+	struct lev_sandbox *sb;
+	char real[PATH_MAX];
+	int r;
+
+	sb = xcalloc(1, sizeof(*sb));
+	sb->fence = xcalloc(1, sizeof(*sb->fence));
+	lev_sandbox_spec_copy(&sb->spec, spec);
+	sb->kind = spec->has_kind ? spec->kind : LEV_SANDBOX_NONE;
+	sb->uid = getuid();
+	sb->gid = getgid();
+	sb->limits = opts->limits;
+	lev_sandbox_limits_fill(&sb->limits);
+	sb->env_withhold = lev_strv_copy(opts->env.withhold);
+	sb->env_allow = lev_strv_copy(opts->env.allow);
+	sb->env.mode = opts->env.mode;
+	sb->env.withhold = sb->env_withhold;
+	sb->env.allow = sb->env_allow;
+	sb->engine_args = lev_strv_copy(opts->engine_args);
+	sb->oci_helper = opts->oci_helper ? xstrdup(opts->oci_helper) : NULL;
+	sb->path_env = opts->path_env ? xstrdup(opts->path_env) : NULL;
+
+	if (opts->home) {
+		sb->home = xstrdup(opts->home);
+	} else {
+		r = lev_home_dir(&sb->home, err);
+		if (r < 0)
+			goto fail;
+	}
+	if (sb->home[0] != '/') {
+		r = lev_err_set(err, LEV_EUSAGE, "the home directory '%s' is not absolute", sb->home);
+		goto fail;
+	}
+	if (realpath(sb->home, real)) {
+		free(sb->home);
+		sb->home = xstrdup(real);
+	}
+	r = build_masks(sb, opts, err);
+	if (r < 0)
+		goto fail;
+	r = check_workdir(sb, opts->workdir, err);
+	if (r < 0)
+		goto fail;
+
+	switch (sb->kind) {
+	case LEV_SANDBOX_NONE:
+		r = 0;
+		break;
+	case LEV_SANDBOX_NAMESPACE:
+		r = lev_sbx_ns_setup(sb, err);
+		break;
+	case LEV_SANDBOX_CONTAINER:
+	default:
+		r = lev_sbx_oci_setup(sb, opts, err);
+		break;
+	}
+	if (r < 0)
+		goto fail;
+	*out = sb;
+	return 0;
+fail:
+	lev_sandbox_free(sb);
+	return r;
+}
+
+struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
+{
+	if (!sb)
+		return NULL;
+	if (sb->own_pool)
+		lev_sandbox_pool_free(sb->pool);
+	lev_sandbox_spec_release(&sb->spec);
+	lev_scfilter_release(&sb->sc);
+	free(sb->degraded);
+	free(sb->workdir);
+	free(sb->home);
+	free(sb->resolv_target);
+	if (sb->fence) {
+		lev_strv_free(sb->fence->paths);
+		free(sb->fence->access);
+		free(sb->fence);
+	}
+	lev_strv_free(sb->masks);
+	lev_strv_free(sb->env_withhold);
+	lev_strv_free(sb->env_allow);
+	lev_strv_free(sb->engine_args);
+	free(sb->oci_helper);
+	free(sb->path_env);
+	free(sb);
+	return NULL;
+}
+
+enum lev_sandbox_kind lev_sandbox_kind(const struct lev_sandbox *sb)
+{
+	return sb->kind;
+}
+
+unsigned lev_sandbox_layers(const struct lev_sandbox *sb)
+{
+	return sb->layers;
+}
+
+unsigned lev_sandbox_missing(const struct lev_sandbox *sb)
+{
+	return sb->missing;
+}
+
+const char *lev_sandbox_degraded(const struct lev_sandbox *sb)
+{
+	return sb->degraded;
+}
+
+/* ---- spawn / wait ---- */
+
+static bool cwd_ok(const struct lev_sandbox *sb, const char *cwd, char **real_out,
+		   struct lev_err *err)
+{
+	char real[PATH_MAX];
+
+	if (!cwd) {
+		*real_out = xstrdup(sb->workdir);
+		return true;
+	}
+	if (!realpath(cwd, real)) {
+		lev_err_errno(err, -errno, "cannot use directory '%s'", cwd);
+		return false;
+	}
+	if (!path_within(real, sb->workdir)) {
+		lev_err_set(err, LEV_EUSAGE, "directory '%s' is outside the sandbox workdir '%s'",
+			    cwd, sb->workdir);
+		return false;
+	}
+	*real_out = xstrdup(real);
+	return true;
+}
+
+int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *envp,
+		      const char *cwd, const struct lev_sandbox_limits *limits,
+		      const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
+		      struct lev_err *err)
+{
+	static const struct lev_sandbox_io capture = LEV_SANDBOX_IO_CAPTURE;
+	struct lev_sandbox_limits lim;
+	_cleanup_free_ char *realcwd = NULL;
+
+	if (!argv || !argv[0] || !argv[0][0])
+		return lev_err_set(err, LEV_EUSAGE, "no command to run");
+	if (!cwd_ok(sb, cwd, &realcwd, err))
+		return err ? err->code : -EINVAL;
+	if (limits) {
+		/* unset fields: the sandbox's own, then the defaults */
+		lim = *limits;
+		lim.timeout_ms = lim.timeout_ms ? lim.timeout_ms : sb->limits.timeout_ms;
+		lim.output_max = lim.output_max ? lim.output_max : sb->limits.output_max;
+		lim.nproc = lim.nproc ? lim.nproc : sb->limits.nproc;
+		lim.mem_bytes = lim.mem_bytes ? lim.mem_bytes : sb->limits.mem_bytes;
+		lim.fsize = lim.fsize ? lim.fsize : sb->limits.fsize;
+		lim.nofile = lim.nofile ? lim.nofile : sb->limits.nofile;
+		lim.cpu_secs = lim.cpu_secs ? lim.cpu_secs : sb->limits.cpu_secs;
+		lim.tmp_bytes = lim.tmp_bytes ? lim.tmp_bytes : sb->limits.tmp_bytes;
+		lev_sandbox_limits_fill(&lim);
+	} else {
+		lim = sb->limits;
+	}
+	if (!io)
+		io = &capture;
+	if (sb->kind == LEV_SANDBOX_CONTAINER)
+		return lev_sbx_oci_spawn(sb, argv, realcwd, &lim, io, out, err);
+	return lev_sbx_ns_spawn(sb, argv, envp, realcwd, &lim, io, out, err);
+}
+
+static void kill_proc(struct lev_sandbox_proc *p)
+{
+	switch (p->mode) {
+	case LEV_SBX_OCI_FAST:
+		lev_sbx_oci_kill(p);
+		break;
+	case LEV_SBX_PLAIN:
+		if (p->pid > 0 && !p->reaped)
+			(void)kill(-p->pid, SIGKILL);
+		/* fall through */
+	case LEV_SBX_NS:
+	case LEV_SBX_OCI_EXEC:
+	default:
+		if (p->pidfd >= 0 && !p->reaped)
+			(void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		break;
+	}
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+struct stream {
+	int *fd;
+	int fwd;
+	struct lev_buf buf;
+	uint64_t total;
+	bool truncated;
+	bool fwd_broken;
+};
+
+static void drain(struct stream *s, uint64_t cap)
+{
+	char chunk[READ_CHUNK];
+	ssize_t n = read(*s->fd, chunk, sizeof(chunk));
+
+	if (n < 0) {
+		if (errno == EINTR || errno == EAGAIN)
+			return;
+		close_fd(s->fd);
+		return;
+	}
+	if (n == 0) {
+		close_fd(s->fd);
+		return;
+	}
+	{
+		uint64_t keep = 0;
+
+		if (s->total < cap)
+			keep = cap - s->total < (uint64_t)n ? cap - s->total : (uint64_t)n;
+		if (keep < (uint64_t)n)
+			s->truncated = true;
+		s->total += (uint64_t)n;
+		if (!keep)
+			return;
+		if (s->fwd >= 0) {
+			if (!s->fwd_broken && lev_write_all(s->fwd, chunk, keep) < 0)
+				s->fwd_broken = true;
+		} else {
+			(void)lev_buf_add(&s->buf, chunk, keep);
+		}
+	}
+}
+
+static void status_to_result(int wstatus, struct lev_sandbox_result *res)
+{
+	if (WIFSIGNALED(wstatus)) {
+		res->signaled = true;
+		res->signal = WTERMSIG(wstatus);
+		res->exit_code = 128 + res->signal;
+	} else if (WIFEXITED(wstatus)) {
+		res->exit_code = WEXITSTATUS(wstatus);
+	} else {
+		res->exit_code = 128 + SIGKILL;
+		res->signaled = true;
+		res->signal = SIGKILL;
+	}
+}
+
+/* Reap our child through its pidfd; returns true when it is gone. */
+static bool reap(struct lev_sandbox_proc *p, int *wstatus, bool block)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (p->reaped || p->pidfd < 0)
+		return p->reaped;
+	while (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0) {
+		if (errno != EINTR) {
+			p->reaped = true;
+			*wstatus = SIGKILL;	/* WIFSIGNALED */
+			return true;
+		}
+	}
+	if (si.si_pid == 0)
+		return false;
+	p->reaped = true;
+	if (si.si_code == CLD_EXITED)
+		*wstatus = (si.si_status & 0xff) << 8;
+	else
+		*wstatus = si.si_status & 0x7f;
+	return true;
+}
+
+int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
+		     struct lev_err *err)
+{
+	struct stream so = { &p->out_fd, p->fwd_out, LEV_BUF_INIT, 0, false, false };
+	struct stream se = { &p->err_fd, p->fwd_err, LEV_BUF_INIT, 0, false, false };
+	struct lev_sbx_report setup = { 0, 0, 0, 0 };
+	bool have_status = false, killed = false, setup_failed = false;
+	bool timed_out = false, cancelled = false;
+	int wstatus = 0, exec_errno = 0, child_status = 0;
+	uint64_t deadline = p->start_ms + p->timeout_ms, grace_end = 0;
+
+	memset(res, 0, sizeof(*res));
+	for (;;) {
+		struct pollfd pf[6];
+		int idx[6], nf = 0, i, n, tmo;
+		uint64_t now = lev_sbx_now_ms(), until;
+
+		if (have_status && p->out_fd < 0 && p->err_fd < 0 && p->report_fd < 0)
+			break;
+		if (grace_end && now >= grace_end)
+			break;
+		if (!killed && now >= deadline) {
+			kill_proc(p);
+			killed = timed_out = true;
+			grace_end = now + GRACE_MS;
+		}
+		until = grace_end ? grace_end : deadline;
+		tmo = until > now ? (int)(until - now > 60000 ? 60000 : until - now) : 0;
+
+#define ADD(fdv, tag)                                  \
+	do {                                           \
+		if ((fdv) >= 0) {                      \
+			pf[nf].fd = (fdv);             \
+			pf[nf].events = POLLIN;        \
+			pf[nf].revents = 0;            \
+			idx[nf++] = (tag);             \
+		}                                      \
+	} while (0)
+		ADD(p->out_fd, 0);
+		ADD(p->err_fd, 1);
+		ADD(p->report_fd, 2);
+		if (!p->reaped)
+			ADD(p->pidfd, 3);
+		if (p->mode == LEV_SBX_OCI_FAST && !have_status)
+			ADD(p->sock, 4);
+		if (!killed)
+			ADD(p->cancel_fd, 5);
+#undef ADD
+		if (nf == 0) {
+			if (have_status)
+				break;
+			/* nothing left to watch but no status: give up */
+			wstatus = SIGKILL;
+			have_status = true;
+			break;
+		}
+		n = poll(pf, (nfds_t)nf, tmo);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			kill_proc(p);
+			lev_buf_release(&so.buf);
+			lev_buf_release(&se.buf);
+			return lev_err_errno(err, -errno, "cannot wait for the command");
+		}
+		for (i = 0; i < nf; i++) {
+			if (!pf[i].revents)
+				continue;
+			switch (idx[i]) {
+			case 0:
+				drain(&so, p->output_max);
+				break;
+			case 1:
+				drain(&se, p->output_max);
+				break;
+			case 2: {
+				struct lev_sbx_report rep;
+				ssize_t k = read(p->report_fd, &rep, sizeof(rep));
+
+				if (k < 0 && (errno == EINTR || errno == EAGAIN))
+					break;
+				if (k != (ssize_t)sizeof(rep) || rep.magic != LEV_SBX_REPORT_MAGIC) {
+					close_fd(&p->report_fd);
+					break;
+				}
+				if (rep.phase == LEV_SBX_PH_EXEC) {
+					exec_errno = rep.err;
+				} else if (!setup_failed) {
+					setup = rep;
+					setup_failed = true;
+					if (!killed) {
+						kill_proc(p);
+						killed = true;
+						grace_end = lev_sbx_now_ms() + GRACE_MS;
+					}
+				}
+				break;
+			}
+			case 3:
+				if (reap(p, &child_status, false)) {
+					if (p->mode == LEV_SBX_NS) {
+						int st;
+						ssize_t k = p->status_fd >= 0 ?
+								    read(p->status_fd, &st, sizeof(st)) :
+								    -1;
+						wstatus = k == (ssize_t)sizeof(st) ? st : child_status;
+					} else if (p->mode != LEV_SBX_OCI_FAST) {
+						wstatus = child_status;
+					}
+					if (p->mode != LEV_SBX_OCI_FAST)
+						have_status = true;
+					if (p->mode == LEV_SBX_PLAIN && p->pid > 0)
+						(void)kill(-p->pid, SIGKILL);	/* leftovers */
+					if (!grace_end)
+						grace_end = lev_sbx_now_ms() + GRACE_MS;
+				}
+				break;
+			case 4: {
+				int st = 0, ee = 0;
+
+				if (lev_sbx_oci_read_answer(p, &st, &ee) == 0) {
+					wstatus = st;
+					if (ee)
+						exec_errno = ee;
+				} else {
+					wstatus = SIGKILL;
+				}
+				have_status = true;
+				close_fd(&p->sock);
+				if (!grace_end)
+					grace_end = lev_sbx_now_ms() + GRACE_MS;
+				break;
+			}
+			case 5:
+				kill_proc(p);
+				killed = cancelled = true;
+				grace_end = lev_sbx_now_ms() + GRACE_MS;
+				break;
+			}
+		}
+	}
+
+	/* make sure the child is gone before reporting */
+	if (!p->reaped && p->pidfd >= 0) {
+		if (!have_status)
+			kill_proc(p);
+		if (!reap(p, &child_status, false)) {
+			kill_proc(p);
+			(void)reap(p, &child_status, true);
+		}
+		if (!have_status)
+			wstatus = child_status;
+	}
+	close_fd(&p->out_fd);
+	close_fd(&p->err_fd);
+	close_fd(&p->report_fd);
+
+	if (setup_failed) {
+		lev_buf_release(&so.buf);
+		lev_buf_release(&se.buf);
+		lev_sbx_ns_explain(p, &setup, err);
+		return err ? err->code : -EIO;
+	}
+
+	status_to_result(wstatus, res);
+	if (timed_out || cancelled) {
+		res->signaled = true;
+		res->signal = SIGKILL;
+		res->exit_code = 128 + SIGKILL;
+	}
+	res->timed_out = timed_out;
+	res->cancelled = cancelled;
+	res->exec_errno = exec_errno;
+	if (exec_errno && !timed_out && !cancelled) {
+		res->signaled = false;
+		res->signal = 0;
+		res->exit_code = exec_errno == ENOENT ? 127 : 126;
+	}
+	if (p->fwd_out < 0)
+		res->out = lev_buf_detach(&so.buf, &res->out_len);
+	if (p->fwd_err < 0)
+		res->err = lev_buf_detach(&se.buf, &res->err_len);
+	lev_buf_release(&so.buf);
+	lev_buf_release(&se.buf);
+	res->out_total = so.total;
+	res->err_total = se.total;
+	res->out_truncated = so.truncated;
+	res->err_truncated = se.truncated;
+	res->layers = p->sb->layers;
+	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
+	return 0;
+}
+
+struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)
+{
+	int st;
+
+	if (!p)
+		return NULL;
+	if (p->mode == LEV_SBX_OCI_FAST && p->sock >= 0)
+		lev_sbx_oci_kill(p);
+	if (!p->reaped && p->pidfd >= 0) {
+		kill_proc(p);
+		(void)reap(p, &st, true);
+	}
+	close_fd(&p->pidfd);
+	close_fd(&p->out_fd);
+	close_fd(&p->err_fd);
+	close_fd(&p->report_fd);
+	close_fd(&p->status_fd);
+	close_fd(&p->sock);
+	if (p->tmpdir) {
+		(void)lev_rm_rf(p->tmpdir, NULL);
+		free(p->tmpdir);
+	}
+	lev_sbx_nsplan_free(p->plan);
+	free(p->argv0);
+	free(p);
+	return NULL;
+}
+
+void lev_sandbox_result_release(struct lev_sandbox_result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- describe ---- */
+
+static int print_json_text(json_t *v, int indent, struct lev_buf *out);
+
+static int print_scalar(json_t *v, struct lev_buf *out)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return lev_buf_adds(out, json_string_value(v));
+	case JSON_INTEGER:
+		return lev_buf_addf(out, "%lld", (long long)json_integer_value(v));
+	case JSON_TRUE:
+		return lev_buf_adds(out, "yes");
+	case JSON_FALSE:
+		return lev_buf_adds(out, "no");
+	case JSON_NULL:
+		return lev_buf_adds(out, "-");
+	default:
+		return 0;
+	}
+}
+
+static int print_json_text(json_t *v, int indent, struct lev_buf *out)
+{
+	const char *key;
+	json_t *val;
+	size_t i;
+	int r = 0;
+
+	json_object_foreach(v, key, val) {
+		r = lev_buf_addf(out, "%*s%s:", indent, "", key);
+		if (r < 0)
+			return r;
+		if (json_is_object(val)) {
+			r = lev_buf_addch(out, '\n');
+			if (r == 0)
+				r = print_json_text(val, indent + 2, out);
+		} else if (json_is_array(val)) {
+			json_t *item;
+
+			if (json_array_size(val) == 0)
+				r = lev_buf_adds(out, " (none)\n");
+			else
+				r = lev_buf_addch(out, '\n');
+			json_array_foreach(val, i, item) {
+				if (r < 0)
+					break;
+				r = lev_buf_addf(out, "%*s  ", indent, "");
+				if (r == 0)
+					r = print_scalar(item, out);
+				if (r == 0)
+					r = lev_buf_addch(out, '\n');
+			}
+		} else {
+			r = lev_buf_addch(out, ' ');
+			if (r == 0)
+				r = print_scalar(val, out);
+			if (r == 0)
+				r = lev_buf_addch(out, '\n');
+		}
+		if (r < 0)
+			return r;
+	}
+	return r;
+}
+
+static json_t *layers_json(unsigned layers)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; i < _LEV_LAYER_COUNT; i++)
+		if (layers & (1u << i))
+			json_array_append_new(a, json_string(layer_names[i]));
+	return a;
+}
+
+int lev_sandbox_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
+			 bool json, struct lev_buf *out, struct lev_err *err)
+{
+	json_t *o = json_object();
+	char *const *a;
+	json_t *av = json_array();
+	int r;
+
+	json_object_set_new(o, "kind", json_string(lev_sandbox_kind_name(sb->kind)));
+	json_object_set_new(o, "layers", layers_json(sb->layers));
+	json_object_set_new(o, "missing", layers_json(sb->missing));
+	if (sb->degraded)
+		json_object_set_new(o, "degraded", json_string(sb->degraded));
+	{
+		/* the resolved [sandbox] this came from (after the clamps) */
+		json_t *rv = json_object(), *m = json_array();
+		char *const *s;
+
+		json_object_set_new(rv, "kind", json_string(lev_sandbox_kind_name(sb->spec.kind)));
+		json_object_set_new(rv, "network", json_boolean(sb->spec.network));
+		json_object_set_new(rv, "image", sb->spec.image ? json_string(sb->spec.image) : json_null());
+		json_object_set_new(rv, "engine", sb->spec.engine ? json_string(sb->spec.engine) : json_null());
+		for (s = sb->spec.mounts; s && *s; s++)
+			json_array_append_new(m, json_string(*s));
+		json_object_set_new(rv, "mounts", m);
+		json_object_set_new(rv, "on_unavailable",
+				    json_string(lev_on_unavailable_name(sb->spec.on_unavailable)));
+		json_object_set_new(o, "resolved", rv);
+	}
+	json_object_set_new(o, "on_unavailable",
+			    json_string(lev_on_unavailable_name(sb->spec.on_unavailable)));
+	json_object_set_new(o, "network", json_boolean(sb->spec.network));
+	json_object_set_new(o, "workdir", json_string(sb->workdir));
+	json_object_set_new(o, "cwd", json_string(cwd ? cwd : sb->workdir));
+	for (a = argv; a && *a; a++)
+		json_array_append_new(av, json_string(*a));
+	json_object_set_new(o, "argv", av);
+	{
+		json_t *lim = json_object();
+
+		json_object_set_new(lim, "timeout_ms", json_integer((json_int_t)sb->limits.timeout_ms));
+		json_object_set_new(lim, "output_max", json_integer((json_int_t)sb->limits.output_max));
+		json_object_set_new(o, "limits", lim);
+	}
+	if (sb->kind == LEV_SANDBOX_CONTAINER)
+		r = lev_sbx_oci_describe(sb, argv, cwd, o, out, err);
+	else
+		r = lev_sbx_ns_describe(sb, argv, cwd, o, out, err);
+	if (r == 0) {
+		if (json) {
+			char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+			if (!s) {
+				r = lev_err_set(err, -ENOMEM, "cannot format the plan");
+			} else {
+				r = lev_buf_adds(out, s);
+				if (r == 0)
+					r = lev_buf_addch(out, '\n');
+				free(s);
+			}
+		} else {
+			r = print_json_text(o, 0, out);
+		}
+		if (r == -E2BIG)
+			r = lev_err_set(err, r, "the plan is too large to print");
+	}
+	json_decref(o);
+	return r;
+}
+
+/* ---- probe ---- */
+
+int lev_sbx_oci_probe_engines(const char *path_env, struct lev_sandbox_probe *out);
+
+int lev_sandbox_probe(const char *path_env, struct lev_sandbox_probe *out, struct lev_err *err)
+{
+	const struct lev_sbx_kernel *k = lev_sbx_kernel();
+	long fd;
+
+	(void)err;
+	memset(out, 0, sizeof(*out));
+	out->userns = k->userns;
+	out->mount_api = k->mount_api;
+	out->landlock_abi = k->landlock_abi;
+	out->seccomp = k->seccomp;
+	out->pidmax_ns = k->pidmax_ns;
+	out->root = getuid() == 0;
+	{
+		struct {
+			uint64_t flags, mode, resolve;
+		} how = { O_RDONLY | O_CLOEXEC | O_DIRECTORY, 0, 0 };
+
+		fd = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+		if (fd < 0) {
+			out->openat2 = -errno;
+		} else {
+			out->openat2 = 0;
+			close((int)fd);
+		}
+	}
+	return lev_sbx_oci_probe_engines(path_env, out);
+}
+
+void lev_sandbox_probe_release(struct lev_sandbox_probe *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_engines; i++) {
+		free(p->engines[i].name);
+		free(p->engines[i].path);
+		free(p->engines[i].version);
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+unsigned lev_sandbox_probe_layers(const struct lev_sandbox_probe *p, bool network)
+{
+	unsigned l = LEV_LAYER_NNP | LEV_LAYER_CAPS | LEV_LAYER_RLIMITS;
+
+	if (p->root && (p->pidmax_ns < 0 || p->userns < 0))
+		l &= ~LEV_LAYER_RLIMITS;	/* nothing caps root's processes */
+	if (p->userns == 0) {
+		l |= LEV_LAYER_USERNS | LEV_LAYER_PIDNS | LEV_LAYER_IPCNS | LEV_LAYER_UTSNS;
+		if (!network)
+			l |= LEV_LAYER_NETNS;
+		if (p->mount_api == 0)
+			l |= LEV_LAYER_MOUNTNS;
+	}
+	if (p->landlock_abi > 0)
+		l |= LEV_LAYER_LANDLOCK;
+	if (p->seccomp == 0)
+		l |= LEV_LAYER_SECCOMP;
+	return l;
+}

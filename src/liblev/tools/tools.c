@@ -1,0 +1,375 @@
+/*
+ * tools.c - the registry of built-in tools and the shell tool (tools.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "liblev/policy/argcheck.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/tools/tools-net.h"
+#include "liblev/tools/tools.h"
+#include "liblev/base/types.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+struct lev_tools {
+	struct lev_tool_info *v;
+	size_t n;
+};
+
+static json_t *obj_schema(json_t *props, const char *const *required)
+{
+	json_t *req = json_array();
+
+	for (size_t i = 0; required && required[i]; i++)
+		json_array_append_new(req, json_string(required[i]));
+	return json_pack("{s:s, s:o, s:o, s:b}", "type", "object", "properties", props, "required",
+			 req, "additionalProperties", 0);
+}
+
+static json_t *str_prop(const char *description)
+{
+	return json_pack("{s:s, s:s}", "type", "string", "description", description);
+}
+
+static json_t *schema_for(const char *name)
+{
+	json_t *p = json_object();
+
+	if (!strcmp(name, "read_file")) {
+		json_object_set_new(p, "path", str_prop("The file to read, relative to the working "
+							"directory"));
+		json_object_set_new(p, "offset",
+				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
+					      "description", "1-based number of the first line to "
+							     "return (default 1)"));
+		json_object_set_new(p, "limit",
+				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
+					      "description", "Most lines to return (default: all)"));
+		return obj_schema(p, (const char *const[]){ "path", NULL });
+	}
+	if (!strcmp(name, "read_files")) {
+		json_object_set_new(p, "paths",
+				    json_pack("{s:s, s:{s:s}, s:i, s:i, s:s}", "type", "array",
+					      "items", "type", "string", "minItems", 1, "maxItems",
+					      64, "description", "The files to read"));
+		return obj_schema(p, (const char *const[]){ "paths", NULL });
+	}
+	if (!strcmp(name, "list_dir")) {
+		json_object_set_new(p, "path", str_prop("The directory to list (default: the "
+							"working directory)"));
+		return obj_schema(p, NULL);
+	}
+	if (!strcmp(name, "write_file")) {
+		json_object_set_new(p, "path", str_prop("The file to create or replace, inside the "
+							"working directory"));
+		json_object_set_new(p, "content", str_prop("The complete new content"));
+		return obj_schema(p, (const char *const[]){ "path", "content", NULL });
+	}
+	if (!strcmp(name, "edit_file")) {
+		json_object_set_new(p, "path", str_prop("The file to edit"));
+		json_object_set_new(p, "old_str", str_prop("Text that occurs exactly once in the "
+							   "file"));
+		json_object_set_new(p, "new_str", str_prop("The replacement text"));
+		return obj_schema(p, (const char *const[]){ "path", "old_str", "new_str", NULL });
+	}
+	if (!strcmp(name, "shell")) {
+		json_object_set_new(p, "command", str_prop("The shell command line to run"));
+		return obj_schema(p, (const char *const[]){ "command", NULL });
+	}
+	if (!strcmp(name, "submit_output")) {
+		json_object_set_new(p, "output", str_prop("The stage's final output"));
+		return obj_schema(p, (const char *const[]){ "output", NULL });
+	}
+	if (!strcmp(name, "context_write") || !strcmp(name, "context_append")) {
+		json_object_set_new(p, "region", str_prop("The name of a temporary or clearable "
+							  "context region"));
+		json_object_set_new(p, "content", str_prop("The note to keep there"));
+		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
+	}
+	if (!strcmp(name, "context_read")) {
+		json_object_set_new(p, "region", str_prop("The name of a context region"));
+		return obj_schema(p, (const char *const[]){ "region", NULL });
+	}
+	if (!strcmp(name, "ask_user_text") || !strcmp(name, "ask_user_confirm")) {
+		json_object_set_new(p, "question",
+				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+					      "maxLength", 4000, "description",
+					      "The question, in one or a few sentences"));
+		return obj_schema(p, (const char *const[]){ "question", NULL });
+	}
+	if (!strcmp(name, "ask_user_choice")) {
+		json_object_set_new(p, "question",
+				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+					      "maxLength", 4000, "description", "The question"));
+		json_object_set_new(p, "choices",
+				    json_pack("{s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:s}", "type",
+					      "array", "items", "type", "string", "minLength", 1,
+					      "maxLength", 200, "minItems", 2, "maxItems", 20,
+					      "description", "The answers to choose from"));
+		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
+	}
+	if (!strcmp(name, "current_time"))
+		return obj_schema(p, NULL);
+	json_decref(p);
+	return NULL;
+}
+
+static const struct {
+	const char *name;
+	enum lev_tool_kind kind;
+	const char *description;
+} builtins[] = {
+	{ "read_file", LEV_TOOL_FS,
+	  "Read a text file inside the working directory (or a path the user granted). "
+	  "Long files are cut at 256 KiB with a note saying where to continue." },
+	{ "read_files", LEV_TOOL_FS, "Read several text files at once." },
+	{ "list_dir", LEV_TOOL_FS,
+	  "List a directory: one entry per line, directories end in '/', symlinks in '@'." },
+	{ "write_file", LEV_TOOL_FS,
+	  "Create or replace a file inside the working directory with the given content." },
+	{ "edit_file", LEV_TOOL_FS,
+	  "Replace the one occurrence of old_str in a file with new_str." },
+	{ "shell", LEV_TOOL_SHELL,
+	  "Run a shell command line in the working directory and return its output. Commands "
+	  "time out after 60 seconds; output is capped at 1 MiB per stream." },
+	{ "web_fetch", LEV_TOOL_NET, NULL },
+	{ "http_post", LEV_TOOL_NET, NULL },
+	{ "web_search", LEV_TOOL_NET, NULL },
+	{ "submit_output", LEV_TOOL_INLINE,
+	  "Submit the final output of this stage. The stage ends when you call it." },
+	{ "context_write", LEV_TOOL_INLINE,
+	  "Replace the content of a temporary or clearable context region with a note." },
+	{ "context_append", LEV_TOOL_INLINE,
+	  "Add a note to a temporary or clearable context region." },
+	{ "context_read", LEV_TOOL_INLINE, "Return the current content of a context region." },
+	{ "ask_user_text", LEV_TOOL_ASK,
+	  "Ask the user a question and wait for a free-text answer. Use it only when you cannot "
+	  "go on without them." },
+	{ "ask_user_choice", LEV_TOOL_ASK,
+	  "Ask the user to pick one of several answers; returns the chosen answer's text." },
+	{ "ask_user_confirm", LEV_TOOL_ASK,
+	  "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
+	{ "current_time", LEV_TOOL_INLINE,
+	  "The current date and time: local time with its UTC offset, and UTC." },
+};
+
+int lev_tools_new(struct lev_tools **out, struct lev_err *err)
+{
+	struct lev_tools *t = xcalloc(1, sizeof(*t));
+
+	t->v = xcalloc(ARRAY_SIZE(builtins), sizeof(*t->v));
+	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++) {
+		struct lev_tool_info *ti = &t->v[t->n++];
+		int r;
+
+		ti->name = builtins[i].name;
+		ti->kind = builtins[i].kind;
+		if (ti->kind == LEV_TOOL_NET) {
+			ti->description = lev_tool_net_description(ti->name);
+			ti->schema = lev_tool_net_parameters(ti->name);
+		} else {
+			ti->description = builtins[i].description;
+			ti->schema = schema_for(ti->name);
+		}
+		if (!ti->schema || !ti->description) {
+			lev_tools_free(t);
+			return lev_err_set(err, -EINVAL, "tool '%s' has no schema", builtins[i].name);
+		}
+		r = lev_argcheck_schema(ti->schema, err);
+		if (r < 0) {
+			lev_err_wrap(err, "tool '%s'", builtins[i].name);
+			lev_tools_free(t);
+			return r;
+		}
+	}
+	*out = t;
+	return 0;
+}
+
+struct lev_tools *lev_tools_free(struct lev_tools *t)
+{
+	if (!t)
+		return NULL;
+	for (size_t i = 0; i < t->n; i++)
+		json_decref(t->v[i].schema);
+	free(t->v);
+	free(t);
+	return NULL;
+}
+
+const struct lev_tool_info *lev_tools_find(const struct lev_tools *t, const char *name)
+{
+	const char *canon;
+
+	if (!name)
+		return NULL;
+	canon = lev_tool_canonical(name);
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->v[i].name, canon))
+			return &t->v[i];
+	return NULL;
+}
+
+size_t lev_tools_count(const struct lev_tools *t)
+{
+	return t->n;
+}
+
+const struct lev_tool_info *lev_tools_at(const struct lev_tools *t, size_t i)
+{
+	return i < t->n ? &t->v[i] : NULL;
+}
+
+void lev_tools_offer(const struct lev_tools *t, char *const *names, struct lev_infer_request *req)
+{
+	for (size_t i = 0; names && names[i]; i++) {
+		const struct lev_tool_info *ti = lev_tools_find(t, names[i]);
+
+		if (ti)
+			lev_request_add_tool(req, ti->name, ti->description, ti->schema);
+	}
+}
+
+/* ---- outputs ------------------------------------------------------------ */
+
+void lev_tool_output_release(struct lev_tool_output *o)
+{
+	free(o->text);
+	memset(o, 0, sizeof(*o));
+}
+
+void lev_tool_output_set(struct lev_tool_output *o, const char *text, bool is_error)
+{
+	free(o->text);
+	o->text = xstrdup(text);
+	o->len = strlen(o->text);
+	o->is_error = is_error;
+}
+
+/* ---- shell -------------------------------------------------------------- */
+
+char **lev_shell_argv(enum lev_sandbox_kind kind, const char *command)
+{
+	const char *sh = "/bin/sh";
+	char **v = NULL;
+
+	if (kind != LEV_SANDBOX_CONTAINER && access("/bin/bash", X_OK) == 0)
+		sh = "/bin/bash";
+	else if (kind == LEV_SANDBOX_CONTAINER)
+		sh = "sh";
+	v = lev_strv_push(v, sh);
+	v = lev_strv_push(v, "-c");
+	v = lev_strv_push(v, command);
+	return v;
+}
+
+/* Append LEN bytes of a stream, with its truncation note. */
+static void add_stream(struct lev_buf *b, const char *s, size_t len, bool truncated,
+		       uint64_t total)
+{
+	if (s && len)
+		(void)lev_buf_add(b, s, len);
+	if (truncated)
+		(void)lev_buf_addf(b, "%s[output truncated: %zu of %llu bytes shown]",
+				   len && s[len - 1] != '\n' ? "\n" : "", len,
+				   (unsigned long long)total);
+}
+
+void lev_shell_format(const char *command, const struct lev_sandbox_result *res,
+		      uint64_t timeout_ms, struct lev_tool_output *out)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	bool failed = res->exit_code != 0 || res->signaled || res->timed_out || res->cancelled ||
+		      res->exec_errno;
+
+	if (res->timed_out) {
+		uint64_t secs = (timeout_ms ? timeout_ms : LEV_SANDBOX_DEFAULT_TIMEOUT_MS) / 1000;
+
+		(void)lev_buf_addf(&b, "[timed out] Command exceeded %llus: %s",
+				   (unsigned long long)secs, command);
+	} else if (res->cancelled) {
+		(void)lev_buf_addf(&b, "[cancelled] the run was interrupted: %s", command);
+	} else if (res->exec_errno) {
+		(void)lev_buf_addf(&b, "[exit code %d] cannot run the shell: %s", res->exit_code,
+				   strerror(res->exec_errno));
+	} else if (failed) {
+		(void)lev_buf_addf(&b, "[exit code %d]", res->exit_code);
+	}
+
+	if (!failed) {
+		if (res->out_len || res->out_truncated)
+			add_stream(&b, res->out, res->out_len, res->out_truncated, res->out_total);
+		if (res->err_len || res->err_truncated) {
+			if (b.len && b.buf[b.len - 1] != '\n')
+				(void)lev_buf_addch(&b, '\n');
+			(void)lev_buf_adds(&b, "stderr:\n");
+			add_stream(&b, res->err, res->err_len, res->err_truncated, res->err_total);
+		}
+		if (!b.len)
+			(void)lev_buf_adds(&b, "(command succeeded with no output)");
+	} else if (res->out_len || res->err_len || res->out_truncated || res->err_truncated ||
+		   !res->timed_out) {
+		(void)lev_buf_adds(&b, "\nstdout:\n");
+		add_stream(&b, res->out, res->out_len, res->out_truncated, res->out_total);
+		if (b.buf[b.len - 1] != '\n')
+			(void)lev_buf_addch(&b, '\n');
+		(void)lev_buf_adds(&b, "stderr:\n");
+		add_stream(&b, res->err, res->err_len, res->err_truncated, res->err_total);
+	}
+	lev_tool_output_release(out);
+	out->text = lev_buf_detach(&b, &out->len);
+	out->is_error = failed;
+	out->truncated = res->out_truncated || res->err_truncated;
+}
+
+int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
+		   struct lev_tool_output *out, struct lev_err *err)
+{
+	struct lev_sandbox_limits limits = { 0 };
+	struct lev_sandbox_io io = LEV_SANDBOX_IO_CAPTURE;
+	struct lev_sandbox_result res = { 0 };
+	struct lev_sandbox_proc *p = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+	char **argv, **genv = NULL;
+	int r;
+
+	if (!opts || !opts->sandbox || !command)
+		return lev_err_set(err, -EINVAL, "the shell tool needs a sandbox and a command");
+	limits.timeout_ms = opts->timeout_ms;
+	limits.output_max = opts->output_max;
+	limits.read_fence = opts->read_fence;
+	io.cancel_fd = opts->cancel_fd;
+	argv = lev_shell_argv(lev_sandbox_kind(opts->sandbox), command);
+	if (opts->git_hooks_off) {
+		for (size_t i = 0; opts->envp && opts->envp[i]; i++)
+			if (strncmp(opts->envp[i], "GIT_CONFIG_PARAMETERS=", 22) != 0)
+				genv = lev_strv_push(genv, opts->envp[i]);
+		genv = lev_strv_push(genv, LEV_SHELL_GIT_SAFE_ENV);
+	}
+	r = lev_sandbox_spawn(opts->sandbox, argv, genv ? genv : opts->envp, opts->cwd,
+			      opts->timeout_ms || opts->output_max || opts->read_fence ? &limits : NULL,
+			      &io, &p, &e);
+	lev_strv_free(argv);
+	lev_strv_free(genv);
+	if (r == 0)
+		r = lev_sandbox_wait(p, &res, &e);
+	lev_sandbox_proc_free(p);
+	if (r < 0) {
+		struct lev_buf b = LEV_BUF_INIT;
+
+		(void)lev_buf_addf(&b, "[error] the command could not run in its sandbox: %s",
+				   e.msg[0] ? e.msg : strerror(-r));
+		lev_tool_output_release(out);
+		out->text = lev_buf_detach(&b, &out->len);
+		out->is_error = true;
+		return 0;
+	}
+	lev_shell_format(command, &res, opts->timeout_ms, out);
+	lev_sandbox_result_release(&res);
+	return 0;
+}
