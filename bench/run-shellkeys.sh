@@ -3,8 +3,9 @@
 #
 #	bench/run-shellkeys.sh [BASE] [SECS] [LINES]	# defaults: main, 2, 20000
 #
-# Writes LINES command lines (the differential test's corpus, grammar and
-# mutations: tests/shelldiff/shelldiff.py gen), builds bench/bench-shellkeys.c
+# Writes two sets of LINES command lines - "lines": the differential
+# test's corpus, grammar and mutations, heavy in braces, quotes and
+# expansions; "plain": plain words only, as agents mostly send - builds bench/bench-shellkeys.c
 # twice with the same compiler and flags (-O2) - once against this tree's
 # src/liblev, once against BASE's (git archive) - and runs both three times,
 # alternating, printing each run and the medians in lines per second of
@@ -21,6 +22,7 @@ CC=${CC:-cc}
 FLAGS="-O2 -std=gnu17 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64"
 
 python3 "$SRC/tests/shelldiff/shelldiff.py" gen "$LINES" >"$TMP/lines"
+python3 "$SRC/tests/shelldiff/shelldiff.py" gen "$LINES" plain >"$TMP/plain"
 
 build() { # build TREE OUT (flat src/liblev or one folder per layer)
 	local objs=() f hdr
@@ -39,16 +41,19 @@ git -C "$SRC" archive "$BASE" src/liblev | tar -x -C "$TMP/old"
 build "$TMP/old" "$TMP/bench-old"
 build "$SRC" "$TMP/bench-new"
 
-old=() new=()
-for i in 1 2 3; do
-	o=$("$TMP/bench-old" "$TMP/lines" "$SECS")
-	n=$("$TMP/bench-new" "$TMP/lines" "$SECS")
-	echo "run $i: old ($BASE) $o"
-	echo "run $i: new (this tree) $n"
-	old+=("$(echo "$o" | awk '{print $2}')")
-	new+=("$(echo "$n" | awk '{print $2}')")
-done
 med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
-mo=$(med "${old[@]}")
-mn=$(med "${new[@]}")
-echo "median lines/s: old ($BASE) $mo, new $mn, new/old $(awk -v a="$mn" -v b="$mo" 'BEGIN{printf "%.2f", a/b}')"
+for set in lines plain; do
+	old=() new=()
+	for i in 1 2 3; do
+		o=$("$TMP/bench-old" "$TMP/$set" "$SECS")
+		n=$("$TMP/bench-new" "$TMP/$set" "$SECS")
+		echo "$set run $i: old ($BASE) $o"
+		echo "$set run $i: new (this tree) $n"
+		old+=("$(echo "$o" | awk '{print $2}')")
+		new+=("$(echo "$n" | awk '{print $2}')")
+	done
+	mo=$(med "${old[@]}")
+	mn=$(med "${new[@]}")
+	echo "$set: median lines/s: old ($BASE) $mo, new $mn, new/old" \
+		"$(awk -v a="$mn" -v b="$mo" 'BEGIN{printf "%.2f", a/b}')"
+done

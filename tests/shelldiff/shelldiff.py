@@ -68,6 +68,9 @@ WORDS = [
     "\"$(echo a)\"", "'$x'", "\\$x", "{x,y}z{1,2}", "{a,{b,c}}", "{.,~}",
 ]
 
+PLAIN_WORDS = ["a", "x", "README.md", "-la", "-n", "status", "log", "--oneline", "-r", "foo",
+               ".", "src/main.c", "-f", "1", "+%F", "-c", "diff", "HEAD", "--stat", "-l"]
+
 SEPS = [" ; ", " && ", " || ", " | ", "\n"]
 REDIRS = ["", "", "", " > out", " 2>/dev/null", " < x", " >> log", " 2>&1"]
 
@@ -451,10 +454,14 @@ if __name__ == "__main__":
         exec_main(*sys.argv[2:6])
         sys.exit(0)
     if len(sys.argv) > 2 and sys.argv[1] == "gen":
-        # N lines, NUL-terminated, for bench/run-shellkeys.sh: corpus, grammar, mutations
+        # N lines, NUL-terminated, for bench/run-shellkeys.sh: corpus, grammar, mutations;
+        # "gen N plain": lines made of plain words only (what agents mostly send)
         rng = random.Random(13)
         corpus = load_corpus(os.path.join(HERE, "corpus.txt"))
         n = int(sys.argv[2])
+        if len(sys.argv) > 3 and sys.argv[3] == "plain":
+            WORDS[:] = PLAIN_WORDS
+            corpus = [l for l in corpus if not re.search(r"[{}$*?~\\'\"\[]", l)]
         gen = [gen_line(rng) for _ in range(n // 2)]
         out = (corpus + gen + [mutate(rng, rng.choice(corpus + gen))
                                for _ in range(n - n // 2)])[:n]

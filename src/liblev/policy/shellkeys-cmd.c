@@ -115,11 +115,17 @@ static const char *const shell_names[] = {
 static bool is_shell_name(const struct sk_word *w)
 {
 	const char *b;
-	size_t i;
+	size_t i, len;
 
 	if (w->expanded)
 		return false;
 	b = base_name(w->val);
+	/* every name below ends in "sh", "93" or "box" */
+	len = strlen(b);
+	if (len < 2 || !((b[len - 2] == 's' && b[len - 1] == 'h') ||
+			 (b[len - 2] == '9' && b[len - 1] == '3') ||
+			 (b[len - 2] == 'o' && b[len - 1] == 'x')))
+		return false;
 	for (i = 0; shell_names[i]; i++)
 		if (streq(b, shell_names[i]))
 			return true;
@@ -798,8 +804,9 @@ void sk_command(struct sk *p, struct sk_word *w, size_t n)
 		return;
 	}
 	/* the program word as written; every later word as the fields bash makes of it */
-	f = xcalloc(1, sizeof(*f));
-	nf = cap = 1;
+	cap = n - i + 4;
+	f = xcalloc(cap, sizeof(*f));
+	nf = 1;
 	f[0] = w[i];
 	memset(&w[i], 0, sizeof(w[i]));
 	for (k = i + 1; k < n; k++)

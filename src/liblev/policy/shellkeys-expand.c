@@ -21,7 +21,7 @@
 #define SK_MAX_FIELDS 256
 
 struct piece {
-	char *r, *m;	/* raw text and mask, NUL-terminated for convenience */
+	char *r, *m;	/* raw text and mask, NUL-terminated, one allocation (R owns it) */
 	size_t len;
 };
 
@@ -31,8 +31,11 @@ struct pieces {
 	bool bad;	/* could not predict */
 };
 
-static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t len)
+/* Append A[0..AL) B[0..BL) C[0..CL) (text and mask each) as one piece. */
+static void pieces_push3(struct pieces *ps, const struct piece *a, const struct piece *b,
+			 const struct piece *c)
 {
+	size_t len = a->len + b->len + c->len;
 	struct piece *pc;
 
 	if (ps->bad)
@@ -46,22 +49,31 @@ static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t 
 		ps->v = xreallocarray(ps->v, ps->cap, sizeof(*ps->v));
 	}
 	pc = &ps->v[ps->n++];
-	pc->r = xmalloc(len + 1);
-	pc->m = xmalloc(len + 1);
-	memcpy(pc->r, r, len);
-	memcpy(pc->m, m, len);
+	pc->r = xmalloc(2 * (len + 1));
+	pc->m = pc->r + len + 1;
+	memcpy(pc->r, a->r, a->len);
+	memcpy(pc->r + a->len, b->r, b->len);
+	memcpy(pc->r + a->len + b->len, c->r, c->len);
+	memcpy(pc->m, a->m, a->len);
+	memcpy(pc->m + a->len, b->m, b->len);
+	memcpy(pc->m + a->len + b->len, c->m, c->len);
 	pc->r[len] = pc->m[len] = '\0';
 	pc->len = len;
+}
+
+static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t len)
+{
+	struct piece a = { (char *)r, (char *)m, len }, none = { (char *)"", (char *)"", 0 };
+
+	pieces_push3(ps, &a, &none, &none);
 }
 
 static void pieces_release(struct pieces *ps)
 {
 	size_t i;
 
-	for (i = 0; i < ps->n; i++) {
+	for (i = 0; i < ps->n; i++)
 		free(ps->v[i].r);
-		free(ps->v[i].m);
-	}
 	free(ps->v);
 	memset(ps, 0, sizeof(*ps));
 }
@@ -172,23 +184,12 @@ static void brace_expand(const char *r, const char *m, size_t len, struct pieces
 static void cross(const char *pr, const char *pm, size_t plen, const struct pieces *alts,
 		  const struct pieces *post, struct pieces *out)
 {
+	struct piece pre = { (char *)pr, (char *)pm, plen };
 	size_t a, s;
 
 	for (a = 0; a < alts->n && !out->bad; a++)
-		for (s = 0; s < post->n && !out->bad; s++) {
-			size_t n = plen + alts->v[a].len + post->v[s].len;
-			char *r = xmalloc(n + 1), *m = xmalloc(n + 1);
-
-			memcpy(r, pr, plen);
-			memcpy(m, pm, plen);
-			memcpy(r + plen, alts->v[a].r, alts->v[a].len);
-			memcpy(m + plen, alts->v[a].m, alts->v[a].len);
-			memcpy(r + plen + alts->v[a].len, post->v[s].r, post->v[s].len);
-			memcpy(m + plen + alts->v[a].len, post->v[s].m, post->v[s].len);
-			pieces_push(out, r, m, n);
-			free(r);
-			free(m);
-		}
+		for (s = 0; s < post->n && !out->bad; s++)
+			pieces_push3(out, &pre, &alts->v[a], &post->v[s]);
 }
 
 static void brace_expand(const char *r, const char *m, size_t len, struct pieces *out,
@@ -305,13 +306,34 @@ static void push_opaque(const struct sk_word *w, struct sk_word **out, size_t *n
 	f->nonascii = w->nonascii;
 }
 
-bool sk_expand_word(const struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+/* No unquoted character brace, tilde or pattern expansion looks at. */
+static bool plain(const char *r, const char *m, size_t len)
 {
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (m[i] != SK_UNQ)
+			continue;
+		switch (r[i]) {
+		case '{':
+		case '~':
+		case '*':
+		case '?':
+		case '[':
+			return false;
+		}
+	}
+	return true;
+}
+
+bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+{
+	const char *raw = w->raw ? w->raw : w->val;
 	struct pieces ps = { 0 };
 	size_t k;
 	bool ok = true;
 
-	if (w->opaque || !w->raw || (w->expanded && w->procsubst_only)) {
+	if (w->opaque || (!w->mask && !w->plain) || (w->expanded && w->procsubst_only)) {
 		if (w->procsubst_only) {
 			struct sk_word *f = push_field(out, n, cap);
 
@@ -323,11 +345,26 @@ bool sk_expand_word(const struct sk_word *w, struct sk_word **out, size_t *n, si
 		push_opaque(w, out, n, cap);
 		return !w->opaque;
 	}
-	if (w->dollar || (w->expanded && !w->raw)) {
+	if (w->dollar) {
 		push_opaque(w, out, n, cap);
 		return false;
 	}
-	brace_expand(w->raw, w->mask, w->raw_len, &ps, 0);
+	if (w->plain || plain(raw, w->mask, w->raw_len)) {
+		/* the common case: one field, the word's own text */
+		struct sk_word *f;
+
+		if (w->raw_len == 0)
+			return true; /* an empty unquoted word is removed */
+		f = push_field(out, n, cap);
+		f->val = w->val;
+		f->len = w->len;
+		f->quoted = w->quoted;
+		f->nonascii = w->nonascii;
+		w->val = NULL; /* moved */
+		w->len = 0;
+		return true;
+	}
+	brace_expand(raw, w->mask, w->raw_len, &ps, 0);
 	if (ps.bad) {
 		pieces_release(&ps);
 		push_opaque(w, out, n, cap);

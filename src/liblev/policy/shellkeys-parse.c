@@ -235,36 +235,55 @@ static void parse_list(struct sk *p, int closer);
 
 struct wctx {
 	struct lev_buf b;	/* the raw text, SK_MARK bytes included */
-	struct lev_buf m;	/* its mask */
+	struct lev_buf *m;	/* its mask: the parser's (p->mask) or OWN_M */
+	struct lev_buf own_m;
+	bool special;		/* an unquoted byte brace, tilde or pattern expansion reads */
 	struct sk_word w;
 	bool plain_prefix;	/* nothing quoted or expanded yet (assignment names) */
 	bool tilde_start;	/* the word began with an unquoted '~' */
 	bool brace;		/* an unquoted '{' or '}' */
 	bool bracket;		/* an unquoted '[' (a pattern once a ']' follows) */
 	bool other;		/* anything besides one process substitution */
+	bool marks;		/* an SK_MARK byte was added */
 	unsigned procsubsts;
 };
 
-static void wctx_init(struct wctx *x)
+/* MASK: a buffer to reuse for the mask (emptied here), or NULL for one of its own. */
+static void wctx_init(struct wctx *x, struct lev_buf *mask)
 {
 	memset(x, 0, sizeof(*x));
 	lev_buf_init(&x->b, LEV_SHELLKEYS_MAX_LINE);
-	lev_buf_init(&x->m, LEV_SHELLKEYS_MAX_LINE);
+	lev_buf_init(&x->own_m, LEV_SHELLKEYS_MAX_LINE);
+	x->m = mask ? mask : &x->own_m;
+	lev_buf_truncate(x->m, 0);
 	x->plain_prefix = true;
 }
 
 static void wctx_release(struct wctx *x)
 {
 	lev_buf_release(&x->b);
-	lev_buf_release(&x->m);
+	lev_buf_release(&x->own_m);
 	sk_word_release(&x->w);
 }
 
 /* Add C to the word; Q is its mask byte (SK_UNQ, SK_QUO or SK_MARK). */
+/* lev_buf_addch() with the common case inline: a word is read byte by byte */
+static inline void addch(struct lev_buf *b, char c)
+{
+	if (b->len + 1 < b->alloc) {
+		b->buf[b->len++] = c;
+		b->buf[b->len] = '\0';
+	} else {
+		(void)lev_buf_addch(b, c);
+	}
+}
+
 static void putq(struct wctx *x, int c, char q)
 {
-	(void)lev_buf_addch(&x->b, (char)c);
-	(void)lev_buf_addch(&x->m, q);
+	addch(&x->b, (char)c);
+	addch(x->m, q);
+	if (q == SK_UNQ && (c == '{' || c == '~' || c == '*' || c == '?' || c == '['))
+		x->special = true;
 	if (c >= 0x80)
 		x->w.nonascii = true;
 	x->other = true;
@@ -280,6 +299,7 @@ static void put(struct wctx *x, int c)
 static void put_mark(struct wctx *x)
 {
 	putq(x, 0x01, SK_MARK);
+	x->marks = true;
 }
 
 static void read_dquote(struct sk *p, struct wctx *x);
@@ -337,7 +357,7 @@ static void scan_brace_word(struct sk *p, bool in_dq)
 {
 	struct wctx scratch;
 
-	wctx_init(&scratch);
+	wctx_init(&scratch, NULL);
 	while (!p->stopped) {
 		int c = peekc(p);
 
@@ -677,7 +697,7 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 	struct wctx x;
 	bool first = true;
 
-	wctx_init(&x);
+	wctx_init(&x, &p->mask);
 	while (!p->stopped) {
 		int c = peekc(p);
 
@@ -780,10 +800,25 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 		first = false;
 	}
 	x.w.raw_len = x.b.len;
-	x.w.raw = xmalloc(x.b.len + 1);
-	memcpy(x.w.raw, x.b.buf, x.b.len + 1);
-	x.w.mask = lev_buf_detach(&x.m, NULL);
-	strip_marks(&x.b);
+	/*
+	 * A substitution inside the word parsed words of its own with the
+	 * shared mask buffer; such a word is opaque (or one process
+	 * substitution) and its mask is never read, but say so.
+	 */
+	if (x.m->len != x.b.len) {
+		x.w.opaque = x.w.opaque || !(x.procsubsts == 1 && !x.other);
+		x.special = x.marks = false;
+	}
+	/* the mask outlives the word only when an expansion will read it */
+	if (x.special || x.marks)
+		x.w.mask = xmemdup(x.m->buf, x.m->len + 1);
+	x.w.plain = !x.special;
+	if (x.marks) {
+		/* RAW keeps the marks; VAL drops them */
+		x.w.raw = xmalloc(x.b.len + 1);
+		memcpy(x.w.raw, x.b.buf, x.b.len + 1);
+		strip_marks(&x.b);
+	}
 	if (x.tilde_start) {
 		if (!x.w.expanded && (!strcmp(x.b.buf, "~") || !strncmp(x.b.buf, "~/", 2)))
 			x.w.tilde = true;
@@ -1547,6 +1582,7 @@ static void free_parser(struct sk *p)
 		free(p->cds[i].dir);
 	free(p->cds);
 	free(p->outside);
+	lev_buf_release(&p->mask);
 	drop_heredocs(p);
 }
 
@@ -1571,6 +1607,7 @@ static void parse_traced(const char *line, struct lev_shellkeys *out, struct sk_
 	const char *bad;
 	size_t len, i, j;
 
+	lev_buf_init(&p.mask, LEV_SHELLKEYS_MAX_LINE);
 	memset(out, 0, sizeof(*out));
 	if (!line) {
 		finish_unreadable(NULL, 0, "there is no command", out);
