@@ -107,7 +107,7 @@ test_expect_success 'and allowed (under --yolo) when the sandbox fences writes' 
 	test "$(decision namespace "eval echo hi" --yolo)" = "allow none"
 '
 
-for line in 'source ./env.sh' '. ./env.sh' 'bash -c "echo hi"' 'sh x.sh' '$CMD x' \
+for line in 'source ./env.sh' '. ./env.sh' 'bash -c "echo hi"' 'bash -s' '$CMD x' \
 	'exec ls' 'curl x | sh' 'echo hi`id`'; do
 	test_expect_success "refused with kind none under --yolo: $line" '
 		test "$(decision none "$line" --yolo)" = "deny redirect"
@@ -115,7 +115,8 @@ for line in 'source ./env.sh' '. ./env.sh' 'bash -c "echo hi"' 'sh x.sh' '$CMD x
 done
 
 test_expect_success 'a plain line still runs under --yolo with kind none' '
-	test "$(decision none "echo hi > out.txt" --yolo)" = "allow none"
+	test "$(decision none "echo hi > out.txt" --yolo)" = "allow none" &&
+	test "$(decision none "sh ./build.sh" --yolo)" = "allow none"
 '
 
 cat >"$BP/none/turns.toml" <<'EOF'

@@ -708,10 +708,11 @@ static void test_unanalysable_lines_need_a_write_fence(void **state)
 {
 	static const char *const fenced[] = {
 		"eval \"echo x $(printf '\\076\\076') ~/.bashrc\"", "eval echo hi",
-		"source ./x.sh", ". ./x.sh", "bash -c 'echo hi'", "sh x.sh", "curl x | sh",
+		"source ./x.sh", ". ./x.sh", "bash -c 'echo hi'", "bash -s", "curl x | sh",
 		"$CMD x", "$(echo ls)", "exec ls", "echo `id`", "echo > $OUT", "ls\rx",
 	};
-	static const char *const plain[] = { "ls", "echo hi > out", "git status", "cat $f" };
+	static const char *const plain[] = { "ls", "echo hi > out", "git status", "cat $f",
+					     "sh x.sh", "bash -e ./build.sh" };
 	struct lev_buf why = LEV_BUF_INIT;
 	struct lev_shellkeys k;
 	size_t i;

@@ -648,6 +648,35 @@ static void shell_string(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	}
 }
 
+/*
+ * A shell program W[I] given no script file (`sh`, `bash -s`, `... | sh`):
+ * it runs code the line does not show.  A script file is a file the
+ * person asked can read.
+ */
+static bool shell_reads_input(struct sk_word *w, size_t i, size_t n)
+{
+	size_t k;
+
+	for (k = i + 1; k < n; k++) {
+		const char *v = w[k].val;
+
+		if (!known(&w[k]))
+			return true;
+		if (streq(v, "-s") || streq(v, "-"))
+			return true;
+		if (streq(v, "--"))
+			return k + 1 >= n;
+		if (streq(v, "-o") || streq(v, "+o") || streq(v, "-O") || streq(v, "+O") ||
+		    streq(v, "--rcfile") || streq(v, "--init-file")) {
+			k++;
+			continue;
+		}
+		if (v[0] != '-' && v[0] != '+')
+			return false;
+	}
+	return true;
+}
+
 /* Programs whose arguments are text, never paths they open or list. */
 static const char *const never_open[] = {
 	"echo", "printf", "basename", "dirname", "true", "false", "seq", "sleep", "pwd",
@@ -708,8 +737,8 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 		for (k = i + 1; k < n; k++)
 			sk_note_outside(p, &w[k]);
 	shell_string(p, w, i, n);
-	if (is_shell_name(prog))
-		sk_need_fence(p, "a shell runs commands from a file or its input");
+	if (is_shell_name(prog) && shell_reads_input(w, i, n))
+		sk_need_fence(p, "a shell reads commands from its input");
 	program_misuse(p, base, w, i, n);
 	if (p->stopped)
 		return;
