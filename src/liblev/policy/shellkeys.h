@@ -31,9 +31,16 @@
  * `sh -c` and other shells' -c, find -exec, backticks, heredocs,
  * unterminated quotes or substitutions, expanded program names, expanded
  * redirect targets, /dev/tcp and /dev/udp, `git --output`, safe-listed
- * programs given a flag that writes or runs code (`file -C`, `date -s`,
- * `test -v`), control characters (CR included) and invalid UTF-8 anywhere,
- * non-ASCII bytes in a key, lines longer than LEV_SHELLKEYS_MAX_LINE.
+ * programs given an argument shape that writes or runs code (`printf -v`,
+ * `git -c`, `file -C`, `date -s`, `test -v`, `find -delete` ...), control
+ * characters (CR included) and invalid UTF-8 anywhere, non-ASCII bytes in a
+ * key, lines longer than LEV_SHELLKEYS_MAX_LINE.
+ *
+ * Words are judged as the fields bash passes (shellkeys-expand.c): brace
+ * expansion, quote removal, $'...', tilde; so a quoted or brace-made flag is
+ * a flag.  An argument whose value is only known at run time ($x, $( ),
+ * $(( )), $"...", ~user ...) or a pathname pattern that may produce a
+ * leading '-' (`*`, `*.md`; `./*` is fine) makes the line ungrantable.
  *
  * Ownership: every char ** returned is a strv the caller frees with
  * lev_strv_free(); lev_shellkeys_release() frees a parse result.  Nothing
