@@ -40,7 +40,8 @@
  * expansion, quote removal, $'...', tilde; so a quoted or brace-made flag is
  * a flag.  An argument whose value is only known at run time ($x, $( ),
  * $(( )), $"...", ~user ...) or a pathname pattern that may produce a
- * leading '-' (`*`, `*.md`; `./*` is fine) makes the line ungrantable.
+ * leading '-' (`*`, `*.md`; `./` then `*` is fine) makes the line
+ * ungrantable.
  *
  * Ownership: every char ** returned is a strv the caller frees with
  * lev_strv_free(); lev_shellkeys_release() frees a parse result.  Nothing
