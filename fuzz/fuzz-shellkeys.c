@@ -8,7 +8,10 @@
  * write key, an unlocatable write or an unreadable line all count as
  * writing; a line without a '>' byte names no write target and no
  * unlocatable write; the convenience wrappers agree with the parse; the
- * parse is deterministic; and a line's keys cover themselves.
+ * parse is deterministic; and a line's keys cover themselves.  Also:
+ * an unreadable line or an unlocatable write needs a write fence (and says
+ * why); lev_shellkeys_commands() answers exactly for grantable lines, and
+ * no predicted field is opaque (a word only known at run time gives no key).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,10 +86,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(!k.write_targets);
 		CHECK(!k.unlocatable_write);
 	}
+	if (k.unlocatable_write)
+		CHECK(k.needs_fence);
+	CHECK(k.needs_fence == (k.fence_reason != NULL));
+	v = lev_shellkeys_commands(line);
+	CHECK((v != NULL) == k.grantable);
+	for (i = 0; v && v[i]; i++) {
+		const char *f = v[i];
+
+		/* every field starts with its kind; none is opaque */
+		while (f && *f) {
+			CHECK(strchr("LTGgP", f[0]));
+			f = strchr(f, 0x1f);
+			f = f ? f + 1 : NULL;
+		}
+	}
+	lev_strv_free(v);
 
 	lev_shellkeys_parse(line, &again);
 	CHECK(again.grantable == k.grantable && again.writes == k.writes &&
-	      again.unlocatable_write == k.unlocatable_write);
+	      again.unlocatable_write == k.unlocatable_write &&
+	      again.needs_fence == k.needs_fence);
 	CHECK(strv_eq(again.keys, k.keys));
 	CHECK(strv_eq(again.write_targets, k.write_targets));
 	lev_shellkeys_release(&again);

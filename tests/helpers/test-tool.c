@@ -12,6 +12,12 @@
  *   test-tool fs-tool [FS-OPTIONS] TOOL ARGS-JSON
  *	runs the file tool; prints its result; exit 0, or 1 for an error result
  *   test-tool have-openat2			prints "yes" or "no" (what AUTO will use)
+ *   test-tool shellkeys-dump			reads NUL-terminated lines on stdin; for
+ *	each writes one NUL-terminated record of 0x1d-separated parts:
+ *	grantable (0/1), needs_fence (0/1), covered by the built-in safe list
+ *	(0/1), the keys (0x1e-separated), lev_shellkeys_commands() (0x1e-
+ *	separated), the reason, whether it names a path outside the
+ *	workdir (0/1)
  *
  * FS-OPTIONS: --workdir W (required) --home H --agent A --declare E...
  *	--grant E... --allow-blueprint --walk (force the fallback walk)
@@ -27,6 +33,7 @@
 #include "liblev/base/error.h"
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
+#include "liblev/policy/shellkeys.h"
 #include "liblev/tools/tools-fs.h"
 
 struct opts {
@@ -268,6 +275,46 @@ static int cmd_have_openat2(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+static void put_joined(char *const *v, int sep)
+{
+	for (size_t i = 0; v && v[i]; i++) {
+		if (i)
+			putchar(sep);
+		fputs(v[i], stdout);
+	}
+}
+
+static int cmd_shellkeys_dump(int argc, char **argv, struct opts *o)
+{
+	struct lev_buf line = LEV_BUF_INIT_MAX(LEV_SHELLKEYS_MAX_LINE * 2);
+	int c;
+
+	while ((c = getchar()) != EOF) {
+		struct lev_shellkeys k;
+		char **cmds;
+
+		if (c) {
+			if (lev_buf_addch(&line, (char)c) < 0)
+				return 2;
+			continue;
+		}
+		lev_shellkeys_parse(line.buf, &k);
+		cmds = lev_shellkeys_commands(line.buf);
+		printf("%d\x1d%d\x1d%d\x1d", k.grantable, k.needs_fence,
+		       lev_safecmd_default_covers(line.buf));
+		put_joined(k.keys, 0x1e);
+		putchar(0x1d);
+		put_joined(cmds, 0x1e);
+		printf("\x1d%s\x1d%d", k.reason ? k.reason : "", k.reads_outside != NULL);
+		putchar('\0');
+		lev_strv_free(cmds);
+		lev_shellkeys_release(&k);
+		lev_buf_truncate(&line, 0);
+	}
+	lev_buf_release(&line);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -277,7 +324,7 @@ int main(int argc, char **argv)
 		{ "readpath-match", cmd_match },   { "readpath-syntax", cmd_syntax },
 		{ "readpath-broad", cmd_broad },   { "readpath-report", cmd_report },
 		{ "fs-check", cmd_fs_check },	   { "fs-tool", cmd_fs_tool },
-		{ "have-openat2", cmd_have_openat2 },
+		{ "have-openat2", cmd_have_openat2 }, { "shellkeys-dump", cmd_shellkeys_dump },
 	};
 	struct opts o;
 	size_t i;

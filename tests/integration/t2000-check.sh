@@ -81,9 +81,9 @@ test_expect_success 'a safe-listed command is allowed: exit 0, gate none' '
 '
 
 test_expect_success 'a command off the safe list asks: exit 3, naming the keys to grant' '
-	test_must_fail --code 3 check --tool shell --args "{\"command\": \"ls && curl x | sh\"}" >out &&
+	test_must_fail --code 3 check --tool shell --args "{\"command\": \"ls && curl x | wc -l\"}" >out &&
 	grep -q "^ask (gate: permission)" out &&
-	grep -q "shell:curl x, shell:ls, shell:sh" out &&
+	grep -q "shell:curl x, shell:ls, shell:wc" out &&
 	grep -q "built-in default shell = \"ask\"" out &&
 	grep -q "cannot loosen it" out
 '

@@ -638,6 +638,113 @@ static void test_safe_lists_cover_the_workdir_not_the_machine(void **state)
 	assert_int_equal(shell_call(&p, "shell", "cat ~/.ssh/id_rsa", NULL), LEV_ALLOW);
 }
 
+/* Each attack line asks; its benign twin is pre-approved (issue 13, class 1). */
+static void test_safe_programs_are_granted_with_safe_shapes_only(void **state)
+{
+	static const char *const pairs[][2] = {
+		{ "printf {-v,} 'a[$(id)]' x", "printf '%s\\n' x" },
+		{ "printf '-v' x y", "printf -- '%s' x" },
+		{ "git {--output=o,} log", "git log --oneline" },
+		{ "git -c core.fsmonitor=./x status", "git status" },
+		{ "git --exec-path=. status", "git status --short" },
+		{ "git --git-dir=/x log", "git log" },
+		{ "git --work-tree=/ status", "git diff" },
+		{ "date {-s,} 2020-01-01", "date +%F" },
+		{ "date --set=2020-01-01", "date -u" },
+		{ "file -C -m x", "file README.md" },
+		{ "file -m magic x", "file -b x" },
+		{ "test {-v,} x", "test -f x" },
+		{ "[ '-v' x ]", "[ -f x ]" },
+		{ "cat {~,.}/x", "cat README.md" },
+		{ "cat {/etc/passwd,x}", "cat x" },
+		{ "ls *", "ls -la" },
+		{ "grep -r foo *", "grep -r foo ." },
+		{ "grep -r foo ~", "grep -r foo ./*" },
+	};
+	struct pin p;
+	size_t i;
+
+	(void)state;
+	pin_init(&p);
+	safe_defaults(&p);
+	for (i = 0; i < ARRAY_SIZE(pairs); i++) {
+		if (shell_call(&p, "shell", pairs[i][0], NULL) != LEV_ASK)
+			fail_msg("attack pre-approved: %s", pairs[i][0]);
+		if (shell_call(&p, "shell", pairs[i][1], NULL) != LEV_ALLOW)
+			fail_msg("benign twin asks: %s", pairs[i][1]);
+	}
+}
+
+/* The user's own safe-list entries get the same shape checks. */
+static void test_user_safe_entries_get_the_same_shape_checks(void **state)
+{
+	struct pin p;
+
+	(void)state;
+	pin_init(&p);
+	safe(&p, "shell:find", "[safe_commands]");
+	safe(&p, "shell:sort", "[safe_commands]");
+	safe(&p, "shell:git", "[safe_commands]");
+	safe(&p, "shell:printf", "[safe_commands]");
+	assert_int_equal(shell_call(&p, "shell", "find . -name x", NULL), LEV_ALLOW);
+	assert_int_equal(shell_call(&p, "shell", "find . -delete", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "find . '-exec' rm {} +", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "find . -fprint out", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "find . -execdir id \\;", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "sort x", NULL), LEV_ALLOW);
+	assert_int_equal(shell_call(&p, "shell", "sort -o out x", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "git shortlog -sn", NULL), LEV_ALLOW);
+	assert_int_equal(shell_call(&p, "shell", "git -c alias.x=!id x", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "git diff --ext-diff", NULL), LEV_ASK);
+	assert_int_equal(shell_call(&p, "shell", "printf -v x y", NULL), LEV_ASK);
+	/* an entry that itself names a forbidden shape is no entry at all */
+	assert_false(lev_shellkeys_is_valid_prefix("git -c"));
+	assert_false(lev_shellkeys_is_valid_prefix("printf -v"));
+	assert_false(lev_shellkeys_is_valid_prefix("date -s"));
+}
+
+/* Class 6: a line nobody can analyse runs only behind a write fence. */
+static void test_unanalysable_lines_need_a_write_fence(void **state)
+{
+	static const char *const fenced[] = {
+		"eval \"echo x $(printf '\\076\\076') ~/.bashrc\"", "eval echo hi",
+		"source ./x.sh", ". ./x.sh", "bash -c 'echo hi'", "bash -s", "curl x | sh",
+		"$CMD x", "$(echo ls)", "exec ls", "echo `id`", "echo > $OUT", "ls\rx",
+	};
+	static const char *const plain[] = { "ls", "echo hi > out", "git status", "cat $f",
+					     "sh x.sh", "bash -e ./build.sh" };
+	struct lev_buf why = LEV_BUF_INIT;
+	struct lev_shellkeys k;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(fenced); i++) {
+		lev_shellkeys_parse(fenced[i], &k);
+		if (!k.needs_fence)
+			fail_msg("no fence needed for: %s", fenced[i]);
+		assert_int_equal(lev_perm_fence_check(&k, LEV_SANDBOX_NONE, false, &why), LEV_DENY);
+		assert_int_equal(lev_perm_fence_check(&k, LEV_SANDBOX_NAMESPACE, true, NULL),
+				 LEV_ALLOW);
+		assert_int_equal(lev_perm_fence_check(&k, LEV_SANDBOX_CONTAINER, true, NULL),
+				 LEV_ALLOW);
+		/* a namespace sandbox without its mount namespace or Landlock fences nothing */
+		assert_int_equal(lev_perm_fence_check(&k, LEV_SANDBOX_NAMESPACE, false, NULL),
+				 LEV_DENY);
+		lev_shellkeys_release(&k);
+	}
+	assert_non_null(strstr(why.buf, "kind = \"none\""));
+	assert_non_null(strstr(why.buf, "--yolo"));
+	for (i = 0; i < ARRAY_SIZE(plain); i++) {
+		lev_shellkeys_parse(plain[i], &k);
+		if (k.needs_fence)
+			fail_msg("a fence needed for: %s", plain[i]);
+		assert_int_equal(lev_perm_fence_check(&k, LEV_SANDBOX_NONE, false, NULL), LEV_ALLOW);
+		lev_shellkeys_release(&k);
+	}
+	assert_int_equal(lev_perm_fence_check(NULL, LEV_SANDBOX_NONE, false, NULL), LEV_ALLOW);
+	lev_buf_release(&why);
+}
+
 static void test_an_env_prefix_cannot_ride_a_safe_program(void **state)
 {
 	struct pin p;
@@ -1295,6 +1402,9 @@ int main(void)
 		cmocka_unit_test(test_a_redirect_outside_the_workdir_is_refused),
 		cmocka_unit_test(test_a_redirect_inside_the_workdir_is_allowed),
 		cmocka_unit_test(test_home_targets_inside_a_workdir_under_home),
+		cmocka_unit_test(test_safe_programs_are_granted_with_safe_shapes_only),
+		cmocka_unit_test(test_user_safe_entries_get_the_same_shape_checks),
+		cmocka_unit_test(test_unanalysable_lines_need_a_write_fence),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -365,3 +365,23 @@ int lev_perm_describe(const struct lev_perm_decision *d, struct lev_buf *out)
 				  d->safe_outside);
 	return e ? -E2BIG : 0;
 }
+
+/* ---- the write fence ---------------------------------------------------------- */
+
+enum lev_verdict lev_perm_fence_check(const struct lev_shellkeys *sk, enum lev_sandbox_kind kind,
+				      bool fenced, struct lev_buf *why)
+{
+	if (!sk || !sk->needs_fence || (kind != LEV_SANDBOX_NONE && fenced))
+		return LEV_ALLOW;
+	if (why)
+		(void)lev_buf_addf(why,
+				   "this line cannot be fully analysed before it runs (%s), so it "
+				   "runs only inside a sandbox that keeps writes in the working "
+				   "directory (kind = \"namespace\" or \"container\"); %s, and "
+				   "no approval or --yolo lifts this",
+				   sk->fence_reason ? sk->fence_reason : "it cannot be read",
+				   kind == LEV_SANDBOX_NONE
+					   ? "this stage runs with kind = \"none\""
+					   : "this stage's sandbox runs without its write fence");
+	return LEV_DENY;
+}

@@ -208,6 +208,21 @@ void lev_perm_decide(const struct lev_perm_input *in, const char *tool,
  */
 int lev_perm_describe(const struct lev_perm_decision *d, struct lev_buf *out);
 
+/* ---- the write fence ---------------------------------------------------- */
+
+/*
+ * A shell line the key parser cannot fully analyse (sk->needs_fence: eval,
+ * source, a shell running a file or its input, sh -c, a program name
+ * expanded at run time, exec, an unreadable line, a write it cannot
+ * locate) may hide a write the redirect gate never sees.  It runs only
+ * inside a sandbox that keeps writes in the workdir (FENCED: kind
+ * namespace with its mount namespace or Landlock in force, or container),
+ * whatever approved it, --yolo included.  Returns LEV_ALLOW, or LEV_DENY
+ * with the refusal text appended to WHY (may be NULL).  SK NULL allows.
+ */
+enum lev_verdict lev_perm_fence_check(const struct lev_shellkeys *sk, enum lev_sandbox_kind kind,
+				      bool fenced, struct lev_buf *why);
+
 /* ---- the redirect gate ------------------------------------------------- */
 
 #define LEV_REDIRECT_GATE "redirect"

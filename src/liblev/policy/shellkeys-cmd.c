@@ -9,9 +9,13 @@
  * after quote removal; redirections were already handled there.
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "liblev/base/buf.h"
+#include "liblev/base/xalloc.h"
 #include "liblev/policy/shellkeys-internal.h"
+#include "liblev/policy/shellkeys.h"
 
 static bool streq(const char *a, const char *b)
 {
@@ -23,16 +27,25 @@ static bool startswith(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* An unquoted, unexpanded word with exactly the text S. */
+/*
+ * A field whose text is known: quoting does not matter (bash passes the
+ * text either way: '-exec' is -exec), patterns and opaque words do.
+ */
+static bool known(const struct sk_word *w)
+{
+	return !w->opaque && !w->glob && !w->procsubst_only;
+}
+
+/* A known field with exactly the text S. */
 static bool word_is(const struct sk_word *w, const char *s)
 {
-	return !w->quoted && !w->expanded && streq(w->val, s);
+	return known(w) && streq(w->val, s);
 }
 
 /* "-abc": a cluster of short options (not "-", not "--..."). */
 static bool is_short_cluster(const struct sk_word *w)
 {
-	return !w->expanded && w->val[0] == '-' && w->val[1] && w->val[1] != '-';
+	return known(w) && w->val[0] == '-' && w->val[1] && w->val[1] != '-';
 }
 
 static bool short_cluster_has(const struct sk_word *w, char c)
@@ -49,7 +62,7 @@ static bool long_opt_abbrev(const struct sk_word *w, const char *longopt, size_t
 	const char *v = w->val, *eq;
 	size_t len;
 
-	if (w->expanded || strncmp(v, "--", 2) != 0)
+	if (!known(w) || strncmp(v, "--", 2) != 0)
 		return false;
 	v += 2;
 	eq = strchr(v, '=');
@@ -102,11 +115,17 @@ static const char *const shell_names[] = {
 static bool is_shell_name(const struct sk_word *w)
 {
 	const char *b;
-	size_t i;
+	size_t i, len;
 
 	if (w->expanded)
 		return false;
 	b = base_name(w->val);
+	/* every name below ends in "sh", "93" or "box" */
+	len = strlen(b);
+	if (len < 2 || !((b[len - 2] == 's' && b[len - 1] == 'h') ||
+			 (b[len - 2] == '9' && b[len - 1] == '3') ||
+			 (b[len - 2] == 'o' && b[len - 1] == 'x')))
+		return false;
 	for (i = 0; shell_names[i]; i++)
 		if (streq(b, shell_names[i]))
 			return true;
@@ -460,50 +479,152 @@ static const char *const hostname_ok[] = {
 };
 
 /*
- * Flags that make a safe-listed program write a file, change the system or
- * run code, and the programs that run commands the line does not name.
+ * git's options before the subcommand that change nothing but how it
+ * prints or matches (-C DIR is followed by reads_outside like any path).
+ * Everything else (-c, --config-env, --exec-path, --git-dir, --work-tree,
+ * --namespace, -p/--paginate, --super-prefix ...) can point git at other
+ * code or another repository.
+ */
+static const char *const git_global_ok[] = {
+	"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
+	"--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--version",
+	"--no-advice", NULL,
+};
+
+/*
+ * Options of git's reading commands that write a file (--output), run a
+ * program the repository configures (--ext-diff, --textconv, signature
+ * checks through gpg.program) or open an editor/pager; long options are
+ * matched with getopt-style abbreviations.
+ */
+static const struct {
+	const char *opt;
+	size_t min;
+	const char *reason;
+} git_bad_long[] = {
+	{ "output", 4, "'git --output' writes a file" },
+	{ "ext-diff", 3, "'git --ext-diff' runs the diff program the repository names" },
+	{ "textconv", 3, "'git --textconv' runs the converter the repository names" },
+	{ "show-signature", 6, "'git --show-signature' runs the repository's gpg program" },
+	{ "verify-signatures", 3, "a signature check runs the repository's gpg program" },
+	{ "exec-path", 3, "'git --exec-path' picks the programs git runs" },
+	{ "upload-pack", 3, "'--upload-pack' runs a program" },
+	{ "edit-description", 3, "an editor runs" },
+	{ "open-files-in-pager", 3, "a pager runs" },
+	{ "paginate", 3, "a pager runs" },
+	{ NULL, 0, NULL },
+};
+
+/* `git ...`: the subcommand index, or N after refusing a global option. */
+static size_t git_globals(struct sk *p, struct sk_word *w, size_t i, size_t n)
+{
+	size_t k;
+
+	for (k = i + 1; k < n; k++) {
+		const char *v = w[k].val;
+
+		if (!known(&w[k]) || v[0] != '-')
+			return k;
+		if (in_list(git_global_ok, v))
+			continue;
+		if (streq(v, "-C") && k + 1 < n) {
+			k++;
+			continue;
+		}
+		sk_refuse(p, "a git option before the subcommand that can point git at other code "
+			     "or another repository (-c, --exec-path, --git-dir, --work-tree ...)");
+		return n;
+	}
+	return k;
+}
+
+static void git_misuse(struct sk *p, struct sk_word *w, size_t i, size_t n)
+{
+	size_t sub = git_globals(p, w, i, n), k, j;
+
+	for (k = i + 1; k < n; k++) {
+		const char *v = w[k].val;
+
+		for (j = 0; git_bad_long[j].opt; j++)
+			if (long_opt_abbrev(&w[k], git_bad_long[j].opt, git_bad_long[j].min)) {
+				sk_refuse(p, git_bad_long[j].reason);
+				if (j == 0)
+					p->writes = true;
+			}
+		/* a pretty format's %G? verifies signatures (gpg.program) */
+		if (known(&w[k]) && (startswith(v, "--format=") || startswith(v, "--pretty=")) &&
+		    strstr(v, "%G"))
+			sk_refuse(p, "a '%G' format runs the repository's gpg program");
+		if (word_is(&w[k], "core.fsmonitor") || strstr(v, "fsmonitor") ||
+		    strstr(v, "hooksPath") || strstr(v, "hookspath"))
+			sk_refuse(p, "the line names git's fsmonitor or hooks setting");
+	}
+	if (sub >= n)
+		return;
+	if (word_is(&w[sub], "branch") && !git_branch_lists(w, sub + 1, n))
+		sk_refuse(p, "'git branch' with these arguments changes the repository");
+	if (word_is(&w[sub], "remote") && !git_remote_reads(w, sub + 1, n))
+		sk_refuse(p, "'git remote' with these arguments changes the configuration or "
+			     "contacts a remote");
+}
+
+/* find's actions that run programs, delete or write files. */
+static const char *const find_bad[] = {
+	"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
+	NULL,
+};
+
+/*
+ * Flags that make a safe-listed program (built in or the user's own) write
+ * a file, change the system or run code, and the programs that run
+ * commands the line does not name.  They are checked on the fields bash
+ * passes, so a quoted or brace-made flag is still a flag.
  */
 static void program_misuse(struct sk *p, const char *base, struct sk_word *w, size_t i, size_t n)
 {
 	size_t k;
 
 	if (streq(base, "git")) {
-		for (k = i + 1; k < n; k++)
-			if (!w[k].expanded &&
-			    (streq(w[k].val, "--output") || startswith(w[k].val, "--output="))) {
-				sk_refuse(p, "'git --output' writes a file");
-				p->writes = true;
-			}
-		if (i + 1 < n && word_is(&w[i + 1], "branch") && !git_branch_lists(w, i + 2, n))
-			sk_refuse(p, "'git branch' with these arguments changes the repository");
-		if (i + 1 < n && word_is(&w[i + 1], "remote") && !git_remote_reads(w, i + 2, n))
-			sk_refuse(p, "'git remote' with these arguments changes the configuration or "
-				     "contacts a remote");
+		git_misuse(p, w, i, n);
+	} else if (streq(base, "printf")) {
+		/* printf -v NAME assigns, and a subscript in NAME runs code */
+		if (i + 1 < n && known(&w[i + 1]) && startswith(w[i + 1].val, "-v"))
+			sk_refuse(p, "'printf -v' assigns a variable");
 	} else if (streq(base, "date")) {
 		for (k = i + 1; k < n; k++)
 			if (short_cluster_has(&w[k], 's') || long_opt_abbrev(&w[k], "set", 1))
 				sk_refuse(p, "'date -s' sets the clock");
 	} else if (streq(base, "file")) {
-		for (k = i + 1; k < n; k++)
+		for (k = i + 1; k < n; k++) {
 			if (short_cluster_has(&w[k], 'C') || long_opt_abbrev(&w[k], "compile", 2)) {
 				sk_refuse(p, "'file -C' writes a compiled magic file");
 				p->writes = true;
 			}
+			if (short_cluster_has(&w[k], 'm') || long_opt_abbrev(&w[k], "magic-file", 2))
+				sk_refuse(p, "'file -m' loads a magic file the line names");
+		}
 	} else if (streq(base, "test") || streq(base, "[")) {
 		for (k = i + 1; k < n; k++)
 			if (word_is(&w[k], "-v") || word_is(&w[k], "-R"))
 				sk_refuse(p, "'test -v' evaluates an array subscript, which can run code");
 	} else if (streq(base, "hostname")) {
 		for (k = i + 1; k < n; k++)
-			if (w[k].expanded || !in_list(hostname_ok, w[k].val))
+			if (!known(&w[k]) || !in_list(hostname_ok, w[k].val))
 				sk_refuse(p, "'hostname' with an argument can change the host name");
 	} else if (streq(base, "xargs")) {
 		sk_refuse(p, "'xargs' runs commands built from its input");
 	} else if (streq(base, "find")) {
 		for (k = i + 1; k < n; k++)
-			if (word_is(&w[k], "-exec") || word_is(&w[k], "-execdir") ||
-			    word_is(&w[k], "-ok") || word_is(&w[k], "-okdir"))
-				sk_refuse(p, "'find -exec' runs other programs");
+			if (known(&w[k]) && in_list(find_bad, w[k].val))
+				sk_refuse(p, "'find -exec' and '-delete', '-fprint' ... run programs or "
+					     "write files");
+	} else if (streq(base, "sort")) {
+		for (k = i + 1; k < n; k++)
+			if (short_cluster_has(&w[k], 'o') || long_opt_abbrev(&w[k], "output", 3) ||
+			    long_opt_abbrev(&w[k], "compress-program", 3)) {
+				sk_refuse(p, "'sort -o' writes a file; '--compress-program' runs one");
+				p->writes = true;
+			}
 	} else if (streq(base, "env")) {
 		for (k = i + 1; k < n; k++)
 			if (short_cluster_has(&w[k], 'S') || long_opt_abbrev(&w[k], "split-string", 2))
@@ -527,11 +648,67 @@ static void shell_string(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	}
 }
 
+/*
+ * A shell program W[I] given no script file (`sh`, `bash -s`, `... | sh`):
+ * it runs code the line does not show.  A script file is a file the
+ * person asked can read.
+ */
+static bool shell_reads_input(struct sk_word *w, size_t i, size_t n)
+{
+	size_t k;
+
+	for (k = i + 1; k < n; k++) {
+		const char *v = w[k].val;
+
+		if (!known(&w[k]))
+			return true;
+		if (streq(v, "-s") || streq(v, "-"))
+			return true;
+		if (streq(v, "--"))
+			return k + 1 >= n;
+		if (streq(v, "-o") || streq(v, "+o") || streq(v, "-O") || streq(v, "+O") ||
+		    streq(v, "--rcfile") || streq(v, "--init-file")) {
+			k++;
+			continue;
+		}
+		if (v[0] != '-' && v[0] != '+')
+			return false;
+	}
+	return true;
+}
+
 /* Programs whose arguments are text, never paths they open or list. */
 static const char *const never_open[] = {
 	"echo", "printf", "basename", "dirname", "true", "false", "seq", "sleep", "pwd",
 	"uname", "whoami", "id", "hostname", "which", "type", NULL,
 };
+
+/*
+ * With lev_shellkeys_commands(): the fields of the command W[I..N), each
+ * with its kind in front (shellkeys.h).
+ */
+static void trace(struct sk *p, struct sk_word *w, size_t i, size_t n)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(LEV_SHELLKEYS_MAX_LINE * 2);
+	size_t k;
+
+	if (!p->trace)
+		return;
+	for (k = i; k < n; k++) {
+		char kind = w[k].opaque		? 'O'
+			    : w[k].procsubst_only	? 'P'
+			    : w[k].glob && w[k].tilde ? 'g'
+			    : w[k].glob		? 'G'
+			    : w[k].tilde		? 'T'
+						: 'L';
+
+		if (k > i)
+			(void)lev_buf_addch(&b, '\x1f');
+		(void)lev_buf_addch(&b, kind);
+		(void)lev_buf_adds(&b, w[k].val);
+	}
+	sk_vec_push_take(p->trace, lev_buf_detach(&b, NULL));
+}
 
 static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 {
@@ -540,7 +717,7 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	const char *fold = NULL;
 	size_t k;
 
-	if (prog->expanded) {
+	if (prog->expanded || prog->opaque || prog->glob || prog->from_brace) {
 		sk_stop(p, "the program name is expanded at run time");
 		return;
 	}
@@ -560,6 +737,8 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 		for (k = i + 1; k < n; k++)
 			sk_note_outside(p, &w[k]);
 	shell_string(p, w, i, n);
+	if (is_shell_name(prog) && shell_reads_input(w, i, n))
+		sk_need_fence(p, "a shell reads commands from its input");
 	program_misuse(p, base, w, i, n);
 	if (p->stopped)
 		return;
@@ -607,6 +786,20 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	if (p->stopped)
 		return;
 
+	for (k = i + 1; k < n; k++) {
+		if (w[k].opaque) {
+			sk_refuse(p, "an argument whose value is only known when the line runs");
+			break;
+		}
+		/* a pattern may match a file named like a flag ("-rf", "--output=x") */
+		if (w[k].glob && (w[k].val[0] == '-' || strchr("*?[", w[k].val[0]))) {
+			sk_refuse(p, "a pattern that may match a file whose name starts with '-' "
+				     "(write ./* instead of *)");
+			break;
+		}
+	}
+	trace(p, w, i, n);
+
 	if (i + 1 < n && !in_list(no_fold, name)) {
 		const struct sk_word *a = &w[i + 1];
 
@@ -617,14 +810,46 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	sk_add_key(p, name, strlen(name), fold);
 }
 
+/* Declaration builtins: their assignment-like operands are assignments, not fields. */
+static const char *const declarations[] = {
+	"export", "readonly", "declare", "typeset", "local", NULL,
+};
+
+static void command_fields(struct sk *p, struct sk_word *w, size_t n);
+
 void sk_command(struct sk *p, struct sk_word *w, size_t n)
 {
-	size_t i = 0;
+	struct sk_word *f = NULL;
+	size_t i = 0, nf = 0, cap = 0, k;
 
 	while (i < n && w[i].assign) {
 		sk_bind(p, w[i].val, w[i].name_len);
 		i++;
 	}
+	if (i >= n)
+		return;
+	if (!w[i].quoted && !w[i].expanded && in_list(declarations, w[i].val)) {
+		command_fields(p, w + i, n - i);
+		return;
+	}
+	/* the program word as written; every later word as the fields bash makes of it */
+	cap = n - i + 4;
+	f = xcalloc(cap, sizeof(*f));
+	nf = 1;
+	f[0] = w[i];
+	memset(&w[i], 0, sizeof(w[i]));
+	for (k = i + 1; k < n; k++)
+		(void)sk_expand_word(&w[k], &f, &nf, &cap);
+	command_fields(p, f, nf);
+	for (k = 0; k < nf; k++)
+		sk_word_release(&f[k]);
+	free(f);
+}
+
+static void command_fields(struct sk *p, struct sk_word *w, size_t n)
+{
+	size_t i = 0;
+
 	while (i < n && !p->stopped) {
 		const struct sk_word *prog = &w[i];
 
@@ -633,6 +858,8 @@ void sk_command(struct sk *p, struct sk_word *w, size_t n)
 		     streq(prog->val, "exec"))) {
 			if (prog->quoted)
 				sk_refuse(p, "the program name is quoted");
+			if (streq(prog->val, "exec"))
+				sk_need_fence(p, "'exec' replaces the shell or rewires its descriptors");
 			i = skip_prefix_options(p, w, i + 1, n, prog->val);
 			continue;
 		}

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "liblev/base/buf.h"
+
 /* Nesting of $( ), ${ } and subshells. */
 #define SK_MAX_DEPTH 32
 /* Pending heredocs on one line. */
@@ -33,10 +35,30 @@ struct sk_vec {
 void sk_vec_push_take(struct sk_vec *vec, char *s);
 void sk_vec_release(struct sk_vec *vec);
 
-/* One word of a simple command, after quote removal. */
+/*
+ * One word of a simple command, after quote removal.  MASK runs beside VAL,
+ * one byte per byte of RAW (VAL before SK_MARK bytes are dropped): SK_UNQ for an unquoted character (it may still
+ * be expanded: braces, globs, '~'), SK_QUO for a quoted or escaped one, and
+ * SK_MARK for the place of a quote that added nothing (RAW holds 0x01 there,
+ * a byte no accepted line contains): `""{a,}` keeps an empty word, `{a,}`
+ * does not.  A word read from a $ expansion, $"..." or an $'...' escape
+ * this parser does not decode is OPAQUE: its text is not known.
+ */
+#define SK_UNQ 'u'
+#define SK_QUO 'q'
+#define SK_MARK 'm'
+
 struct sk_word {
 	char *val;		/* owned; the literal text (expansions add nothing) */
 	size_t len;
+	char *raw;		/* owned: VAL with the SK_MARK bytes, RAW_LEN bytes; NULL
+				 * when there are none (RAW is VAL then) */
+	char *mask;		/* owned, RAW_LEN bytes (see above); NULL: not read by the lexer */
+	size_t raw_len;
+	bool opaque;		/* the text is only known when the line runs */
+	bool glob;		/* a field that is a pathname pattern */
+	bool from_brace;	/* a field that brace expansion produced */
+	bool plain;		/* no unquoted byte brace, tilde or pattern expansion reads */
 	bool quoted;		/* held quotes or backslash escapes */
 	bool expanded;		/* $, globs, braces, ~user, $'..': not literal */
 	bool dollar;		/* holds a $ expansion (a variable, $( ), $(( ))): any text */
@@ -64,6 +86,10 @@ struct sk_target {
 
 struct sk {
 	const char *s;
+	struct sk_vec *trace;	/* with lev_shellkeys_commands(): each keyed command */
+	bool fence;		/* the line needs a sandbox that fences writes */
+	struct lev_buf mask;	/* the mask of the word being read (reused) */
+	const char *fence_reason;
 	size_t n, i;
 	unsigned depth;
 
@@ -108,6 +134,19 @@ void sk_unlocatable(struct sk *p, const char *why);
 void sk_add_cd(struct sk *p, const char *dir, bool cdpath);
 /* Note W when, as a path, it may name something outside the working directory. */
 void sk_note_outside(struct sk *p, const struct sk_word *w);
+
+/* The line may only run inside a sandbox that fences writes (REASON static). */
+void sk_need_fence(struct sk *p, const char *reason);
+
+/*
+ * Expand the word W the way bash does after quote removal (brace, tilde,
+ * and the shape of a pathname pattern) into fields appended to *OUT
+ * (*N used, *CAP allocated).  An opaque word yields one opaque field.  W's
+ * text may be moved into the field (release W afterwards as usual).
+ * Returns false when the expansion cannot be predicted (the caller marks
+ * the word opaque).
+ */
+bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap);
 
 /* True when S[0..LEN) is a shell variable name. */
 bool sk_is_name(const char *s, size_t len);

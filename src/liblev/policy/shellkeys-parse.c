@@ -50,6 +50,8 @@ void sk_vec_release(struct sk_vec *vec)
 void sk_word_release(struct sk_word *w)
 {
 	free(w->val);
+	free(w->raw);
+	free(w->mask);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -68,6 +70,15 @@ void sk_stop(struct sk *p, const char *reason)
 		p->stop_reason = reason;
 	}
 	sk_refuse(p, reason);
+	sk_need_fence(p, reason);
+}
+
+void sk_need_fence(struct sk *p, const char *reason)
+{
+	if (!p->fence) {
+		p->fence = true;
+		p->fence_reason = reason;
+	}
 }
 
 void sk_add_key(struct sk *p, const char *text, size_t len, const char *arg)
@@ -223,29 +234,72 @@ static void parse_list(struct sk *p, int closer);
 /* ---- words ----------------------------------------------------------------- */
 
 struct wctx {
-	struct lev_buf b;
+	struct lev_buf b;	/* the raw text, SK_MARK bytes included */
+	struct lev_buf *m;	/* its mask: the parser's (p->mask) or OWN_M */
+	struct lev_buf own_m;
+	bool special;		/* an unquoted byte brace, tilde or pattern expansion reads */
 	struct sk_word w;
 	bool plain_prefix;	/* nothing quoted or expanded yet (assignment names) */
 	bool tilde_start;	/* the word began with an unquoted '~' */
 	bool brace;		/* an unquoted '{' or '}' */
 	bool bracket;		/* an unquoted '[' (a pattern once a ']' follows) */
 	bool other;		/* anything besides one process substitution */
+	bool marks;		/* an SK_MARK byte was added */
 	unsigned procsubsts;
 };
 
-static void wctx_init(struct wctx *x)
+/* MASK: a buffer to reuse for the mask (emptied here), or NULL for one of its own. */
+static void wctx_init(struct wctx *x, struct lev_buf *mask)
 {
 	memset(x, 0, sizeof(*x));
 	lev_buf_init(&x->b, LEV_SHELLKEYS_MAX_LINE);
+	lev_buf_init(&x->own_m, LEV_SHELLKEYS_MAX_LINE);
+	x->m = mask ? mask : &x->own_m;
+	lev_buf_truncate(x->m, 0);
 	x->plain_prefix = true;
 }
 
-static void put(struct wctx *x, int c)
+static void wctx_release(struct wctx *x)
 {
-	(void)lev_buf_addch(&x->b, (char)c);
+	lev_buf_release(&x->b);
+	lev_buf_release(&x->own_m);
+	sk_word_release(&x->w);
+}
+
+/* Add C to the word; Q is its mask byte (SK_UNQ, SK_QUO or SK_MARK). */
+/* lev_buf_addch() with the common case inline: a word is read byte by byte */
+static inline void addch(struct lev_buf *b, char c)
+{
+	if (b->len + 1 < b->alloc) {
+		b->buf[b->len++] = c;
+		b->buf[b->len] = '\0';
+	} else {
+		(void)lev_buf_addch(b, c);
+	}
+}
+
+static void putq(struct wctx *x, int c, char q)
+{
+	addch(&x->b, (char)c);
+	addch(x->m, q);
+	if (q == SK_UNQ && (c == '{' || c == '~' || c == '*' || c == '?' || c == '['))
+		x->special = true;
 	if (c >= 0x80)
 		x->w.nonascii = true;
 	x->other = true;
+}
+
+/* A quoted character. */
+static void put(struct wctx *x, int c)
+{
+	putq(x, c, SK_QUO);
+}
+
+/* A quote opened here: it keeps an empty word alive. */
+static void put_mark(struct wctx *x)
+{
+	putq(x, 0x01, SK_MARK);
+	x->marks = true;
 }
 
 static void read_dquote(struct sk *p, struct wctx *x);
@@ -303,7 +357,7 @@ static void scan_brace_word(struct sk *p, bool in_dq)
 {
 	struct wctx scratch;
 
-	wctx_init(&scratch);
+	wctx_init(&scratch, NULL);
 	while (!p->stopped) {
 		int c = peekc(p);
 
@@ -358,8 +412,7 @@ static void scan_brace_word(struct sk *p, bool in_dq)
 		}
 		adv(p);
 	}
-	lev_buf_release(&scratch.b);
-	sk_word_release(&scratch.w);
+	wctx_release(&scratch);
 }
 
 static bool is_name_start(int c)
@@ -446,17 +499,105 @@ out:
 	lev_buf_release(&name);
 }
 
+/* Drop the SK_MARK bytes (0x01) from B. */
+static void strip_marks(struct lev_buf *b)
+{
+	size_t i, j;
+
+	for (i = 0, j = 0; i < b->len; i++)
+		if (b->buf[i] != 0x01)
+			b->buf[j++] = b->buf[i];
+	lev_buf_truncate(b, j);
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * After "$" at a single quote: $'...' decoded the way bash does (quoted
+ * text).  Escapes whose result depends on the locale (\u, \U), control
+ * escapes (\cX) and control bytes besides tab and newline make the word
+ * opaque (they could also not be told apart from the mask's marks).
+ */
+static void read_ansi_c(struct sk *p, struct wctx *x)
+{
+	static const char simple[] = "a\ab\be\033E\033f\fn\nr\rt\tv\v\\\\''\"\"??";
+
+	x->w.quoted = true;
+	put_mark(x);
+	p->i++; /* the quote */
+	while (p->i < p->n && p->s[p->i] != '\'') {
+		int c = (unsigned char)p->s[p->i++];
+		const char *e;
+		int v, d, k;
+
+		if (c != '\\') {
+			put(x, c);
+			continue;
+		}
+		if (p->i >= p->n)
+			break;
+		c = (unsigned char)p->s[p->i++];
+		e = strchr(simple, c);
+		if (e && ((e - simple) % 2) == 0 && c) {
+			v = (unsigned char)e[1];
+		} else if (c >= '0' && c <= '7') {
+			v = c - '0';
+			for (k = 0; k < 2 && p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '7'; k++)
+				v = v * 8 + (p->s[p->i++] - '0');
+			v &= 0xff;
+		} else if (c == 'x' && p->i < p->n && hexval((unsigned char)p->s[p->i]) >= 0) {
+			v = 0;
+			for (k = 0; k < 2 && p->i < p->n && (d = hexval((unsigned char)p->s[p->i])) >= 0;
+			     k++, p->i++)
+				v = v * 16 + d;
+		} else if (c == 'u' || c == 'U' || c == 'c' || c == 'x') {
+			x->w.opaque = true;
+			x->w.expanded = true;
+			continue;
+		} else {
+			put(x, '\\');
+			put(x, c);
+			continue;
+		}
+		if ((v < 0x20 && v != '\t' && v != '\n') || v == 0x7f) {
+			x->w.opaque = true;
+			x->w.expanded = true;
+			continue;
+		}
+		put(x, v);
+	}
+	if (p->i >= p->n) {
+		sk_stop(p, "an unterminated $'...' string");
+		return;
+	}
+	p->i++;
+}
+
 /* At '$': an expansion of some kind.  Marks the word expanded. */
 static void read_dollar(struct sk *p, struct wctx *x, bool in_dq)
 {
 	int c;
 
 	adv(p); /* '$' */
-	x->w.expanded = true;
-	x->w.dollar = true;
 	x->plain_prefix = false;
 	x->other = true;
 	c = peekc(p);
+	if (c == '\'' && !in_dq) {
+		read_ansi_c(p, x);
+		return;
+	}
+	x->w.expanded = true;
+	x->w.dollar = true;
+	x->w.opaque = true;
 	if (c == '(') {
 		if (peek2(p) == '(') {
 			adv(p);
@@ -483,23 +624,8 @@ static void read_dollar(struct sk *p, struct wctx *x, bool in_dq)
 		sk_stop(p, "a $[ ] arithmetic expansion");
 		return;
 	}
-	if (c == '\'' && !in_dq) {
-		/* $'...': backslash escapes anything, including the quote */
-		x->w.quoted = true;
-		p->i++;
-		while (p->i < p->n && p->s[p->i] != '\'') {
-			if (p->s[p->i] == '\\' && p->i + 1 < p->n)
-				p->i++;
-			p->i++;
-		}
-		if (p->i >= p->n) {
-			sk_stop(p, "an unterminated $'...' string");
-			return;
-		}
-		p->i++;
-		return;
-	}
 	if (c == '"' && !in_dq) {
+		/* $"...": translated through the locale's message catalogue */
 		x->w.quoted = true;
 		adv(p);
 		read_dquote(p, x);
@@ -515,12 +641,13 @@ static void read_dollar(struct sk *p, struct wctx *x, bool in_dq)
 		return;
 	}
 	/* a bare '$' stands for itself, but the word is still not plain */
-	(void)lev_buf_addch(&x->b, '$');
+	putq(x, '$', in_dq ? SK_QUO : SK_UNQ);
 }
 
 /* After an opening '"': up to and including the closing one. */
 static void read_dquote(struct sk *p, struct wctx *x)
 {
+	put_mark(x);
 	x->w.quoted = true;
 	x->plain_prefix = false;
 	x->other = true;
@@ -570,7 +697,7 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 	struct wctx x;
 	bool first = true;
 
-	wctx_init(&x);
+	wctx_init(&x, &p->mask);
 	while (!p->stopped) {
 		int c = peekc(p);
 
@@ -623,6 +750,7 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 				sk_stop(p, "an unterminated single quote");
 				break;
 			}
+			put_mark(&x);
 			for (k = p->i + 1; k < (size_t)(q - p->s); k++)
 				put(&x, (unsigned char)p->s[k]);
 			x.other = true;
@@ -667,9 +795,29 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 				x.w.name_len = x.b.len - 1;
 			}
 		}
-		put(&x, c);
+		putq(&x, c, SK_UNQ);
 		adv(p);
 		first = false;
+	}
+	x.w.raw_len = x.b.len;
+	/*
+	 * A substitution inside the word parsed words of its own with the
+	 * shared mask buffer; such a word is opaque (or one process
+	 * substitution) and its mask is never read, but say so.
+	 */
+	if (x.m->len != x.b.len) {
+		x.w.opaque = x.w.opaque || !(x.procsubsts == 1 && !x.other);
+		x.special = x.marks = false;
+	}
+	/* the mask outlives the word only when an expansion will read it */
+	if (x.special || x.marks)
+		x.w.mask = xmemdup(x.m->buf, x.m->len + 1);
+	x.w.plain = !x.special;
+	if (x.marks) {
+		/* RAW keeps the marks; VAL drops them */
+		x.w.raw = xmalloc(x.b.len + 1);
+		memcpy(x.w.raw, x.b.buf, x.b.len + 1);
+		strip_marks(&x.b);
 	}
 	if (x.tilde_start) {
 		if (!x.w.expanded && (!strcmp(x.b.buf, "~") || !strncmp(x.b.buf, "~/", 2)))
@@ -680,6 +828,8 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 	if (x.brace && (x.w.quoted || (strcmp(x.b.buf, "{") && strcmp(x.b.buf, "}"))))
 		x.w.expanded = true;
 	x.w.procsubst_only = x.procsubsts == 1 && !x.other;
+	if (x.procsubsts && !x.w.procsubst_only)
+		x.w.opaque = true; /* a /dev/fd/N path glued to other text */
 	x.w.val = lev_buf_detach(&x.b, &x.w.len);
 	*out = x.w;
 }
@@ -1432,6 +1582,7 @@ static void free_parser(struct sk *p)
 		free(p->cds[i].dir);
 	free(p->cds);
 	free(p->outside);
+	lev_buf_release(&p->mask);
 	drop_heredocs(p);
 }
 
@@ -1441,19 +1592,22 @@ static void finish_unreadable(const char *line, size_t len, const char *reason,
 	out->grantable = false;
 	out->reason = reason;
 	out->writes = true;
+	out->needs_fence = true;
+	out->fence_reason = reason;
 	if (line && memchr(line, '>', len)) {
 		out->unlocatable_write = true;
 		out->write_reason = "the line cannot be read with certainty and holds a '>'";
 	}
 }
 
-void lev_shellkeys_parse(const char *line, struct lev_shellkeys *out)
+static void parse_traced(const char *line, struct lev_shellkeys *out, struct sk_vec *trace)
 {
-	struct sk p = { 0 };
+	struct sk p = { .trace = trace };
 	struct sk_vec targets = { 0 };
 	const char *bad;
 	size_t len, i, j;
 
+	lev_buf_init(&p.mask, LEV_SHELLKEYS_MAX_LINE);
 	memset(out, 0, sizeof(*out));
 	if (!line) {
 		finish_unreadable(NULL, 0, "there is no command", out);
@@ -1515,5 +1669,31 @@ void lev_shellkeys_parse(const char *line, struct lev_shellkeys *out)
 	out->writes = p.writes || p.unlocatable;
 	out->unlocatable_write = p.unlocatable;
 	out->write_reason = p.unlocatable ? p.write_reason : NULL;
+	if (p.unlocatable)
+		sk_need_fence(&p, p.write_reason);
+	out->needs_fence = p.fence;
+	out->fence_reason = p.fence ? p.fence_reason : NULL;
 	free_parser(&p);
+}
+
+void lev_shellkeys_parse(const char *line, struct lev_shellkeys *out)
+{
+	parse_traced(line, out, NULL);
+}
+
+char **lev_shellkeys_commands(const char *line)
+{
+	struct lev_shellkeys k;
+	struct sk_vec trace = { 0 };
+
+	parse_traced(line, &k, &trace);
+	if (!k.grantable) {
+		sk_vec_release(&trace);
+		lev_shellkeys_release(&k);
+		return NULL;
+	}
+	lev_shellkeys_release(&k);
+	if (!trace.v)
+		sk_vec_push_take(&trace, xstrdup(""));
+	return trace.v;
 }

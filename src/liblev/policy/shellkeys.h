@@ -31,9 +31,17 @@
  * `sh -c` and other shells' -c, find -exec, backticks, heredocs,
  * unterminated quotes or substitutions, expanded program names, expanded
  * redirect targets, /dev/tcp and /dev/udp, `git --output`, safe-listed
- * programs given a flag that writes or runs code (`file -C`, `date -s`,
- * `test -v`), control characters (CR included) and invalid UTF-8 anywhere,
- * non-ASCII bytes in a key, lines longer than LEV_SHELLKEYS_MAX_LINE.
+ * programs given an argument shape that writes or runs code (`printf -v`,
+ * `git -c`, `file -C`, `date -s`, `test -v`, `find -delete` ...), control
+ * characters (CR included) and invalid UTF-8 anywhere, non-ASCII bytes in a
+ * key, lines longer than LEV_SHELLKEYS_MAX_LINE.
+ *
+ * Words are judged as the fields bash passes (shellkeys-expand.c): brace
+ * expansion, quote removal, $'...', tilde; so a quoted or brace-made flag is
+ * a flag.  An argument whose value is only known at run time ($x, $( ),
+ * $(( )), $"...", ~user ...) or a pathname pattern that may produce a
+ * leading '-' (`*`, `*.md`; `./` then `*` is fine) makes the line
+ * ungrantable.
  *
  * Ownership: every char ** returned is a strv the caller frees with
  * lev_strv_free(); lev_shellkeys_release() frees a parse result.  Nothing
@@ -84,11 +92,33 @@ struct lev_shellkeys {
 	const char *reason;
 	/* Static text: why a write cannot be located (NULL when it can). */
 	const char *write_reason;
+	/*
+	 * The parser cannot fully analyse the line: code it does not see
+	 * (eval, source, ., a shell running a file or its input, sh -c, a
+	 * program name expanded at run time, anything unreadable), `exec`,
+	 * or a write it cannot locate.  Such a line may only run inside a
+	 * sandbox that fences writes to the workdir (namespace or
+	 * container), whatever approved it; see lev_perm_fence_check().
+	 */
+	bool needs_fence;
+	/* Static text: why (NULL when needs_fence is false). */
+	const char *fence_reason;
 };
 
 /* Parse LINE (NULL counts as unreadable).  Always fills OUT. */
 void lev_shellkeys_parse(const char *line, struct lev_shellkeys *out);
 void lev_shellkeys_release(struct lev_shellkeys *k);
+
+/*
+ * For tests and `lev check`: the simple commands of a grantable LINE that
+ * get a key, in line order, each as its fields joined by 0x1f; every field
+ * starts with its kind: 'L' known text, 'T' a path starting with "~"
+ * (the home directory), 'G' a pathname pattern (zero or more matching
+ * names, or the pattern itself), 'g' a pattern starting with "~", 'P' a
+ * process substitution's /dev/fd/N.
+ * NULL when the line is ungrantable.  Caller frees.
+ */
+char **lev_shellkeys_commands(const char *line);
 
 /* The keys of LINE (caller frees), or NULL when it is ungrantable. */
 char **lev_shellkeys_keys(const char *line);

@@ -739,6 +739,7 @@ struct call_state {
 	struct lev_shellkeys sk;	/* the parsed command of a shell call */
 	bool sk_parsed;
 	bool read_fence;		/* run it in the kind-none read fence */
+	bool git_hooks_off;		/* pre-approved by a safe list: git without hooks */
 };
 
 static void refuse(struct call_state *cs, const char *gate, const char *rule, const char *text)
@@ -779,6 +780,9 @@ static bool gate_permission(struct lev_agent *a, struct call_state *cs)
 	 * sandbox, inside a Landlock read fence; without Landlock it cannot,
 	 * so it asks like any other line (fail closed).
 	 */
+	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
+	    cs->ti->kind == LEV_TOOL_SHELL)
+		cs->git_hooks_off = true;
 	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
 	    cs->ti->kind == LEV_TOOL_SHELL && s->eff.kind == LEV_SANDBOX_NONE) {
 		if (a->landlock) {
@@ -876,6 +880,34 @@ static bool gate_permission(struct lev_agent *a, struct call_state *cs)
 }
 
 /*
+ * The write fence (perm.h): a line the key parser cannot fully analyse runs
+ * only in a sandbox that keeps writes in the workdir.  CS NULL: a seed.
+ */
+static bool fence_ok(struct lev_agent *a, const struct lev_shellkeys *sk, struct call_state *cs)
+{
+	const struct lev_sandbox *sb = a->stages[a->cur].sb;
+	enum lev_sandbox_kind kind = sb ? lev_sandbox_kind(sb) : a->stages[a->cur].eff.kind;
+	bool fenced = sb ? (lev_sandbox_layers(sb) & (LEV_LAYER_MOUNTNS | LEV_LAYER_LANDLOCK |
+						      LEV_LAYER_CONTAINER)) != 0
+			 : kind != LEV_SANDBOX_NONE;
+	struct lev_buf why = LEV_BUF_INIT;
+	_cleanup_free_ char *t = NULL;
+
+	if (lev_perm_fence_check(sk, kind, fenced, &why) == LEV_ALLOW) {
+		lev_buf_release(&why);
+		return true;
+	}
+	t = xasprintf("[denied] %s", why.buf);
+	audit(a, &(struct audit_line){ .call_id = cs ? cs->call->id : NULL, .tool = "shell",
+				       .gate = cs ? LEV_REDIRECT_GATE : "seed", .rule = "write fence",
+				       .reason = why.buf });
+	if (cs)
+		refuse(cs, LEV_REDIRECT_GATE, "write fence", t);
+	lev_buf_release(&why);
+	return false;
+}
+
+/*
  * The redirect gate: a shell line whose literal write redirect lands outside
  * the workdir (or cannot be located) is refused before anything else is
  * asked; nothing lifts it.
@@ -889,6 +921,8 @@ static bool gate_redirect(struct lev_agent *a, struct call_state *cs)
 
 	if (cs->ti->kind != LEV_TOOL_SHELL || !cs->sk_parsed)
 		return true;
+	if (!fence_ok(a, &cs->sk, cs))
+		return false;
 	if (!cs->sk.writes && !cs->sk.unlocatable_write && !cs->sk.write_targets)
 		return true;
 	if (a->o.home)
@@ -1358,6 +1392,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.envp = a->envp,
 			.cancel_fd = a->o.cancel_fd,
 			.read_fence = cs->read_fence,
+			.git_hooks_off = cs->git_hooks_off,
 		};
 
 		if (lev_tool_shell(&so, arg_str(cs->args, "command"), cs->out, &err) < 0) {
@@ -1753,7 +1788,13 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 		lev_shellkeys_release(&sk);
 		return;
 	}
+	if (!fence_ok(a, &sk, NULL)) {
+		sr->error = xasprintf("seed command '%s' cannot run: %s", command, sk.fence_reason);
+		lev_shellkeys_release(&sk);
+		return;
+	}
 	lev_shellkeys_release(&sk);
+	so.git_hooks_off = true;
 	if (entry->eff.kind == LEV_SANDBOX_NONE && !a->landlock) {
 		sr->error = xasprintf("seed command '%s' cannot run: with no sandbox, a command "
 				      "seed runs inside a Landlock read fence, and this kernel has "

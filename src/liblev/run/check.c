@@ -453,11 +453,20 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 			goto out;
 	}
 
-	/* redirect */
+	/* redirect, and the write fence of a line that cannot be fully analysed */
+	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
 	if (shell && have_sk) {
+		struct lev_buf why = LEV_BUF_INIT;
+
 		r = redirect(fs, o->home, &sk, &run, err);
 		if (r < 0)
 			goto out;
+		if (run.g[LEV_CHECK_GATE_REDIRECT].verdict == LEV_ALLOW &&
+		    lev_perm_fence_check(&sk, eff.kind, eff.kind != LEV_SANDBOX_NONE, &why) ==
+			    LEV_DENY)
+			say(&run, LEV_CHECK_GATE_REDIRECT, LEV_DENY,
+			    xasprintf("[denied] %s", why.buf), NULL);
+		lev_buf_release(&why);
 	}
 
 	/* permission */
@@ -476,7 +485,6 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	}
 
 	/* network, taint */
-	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
 	network(ti, st, &eff, &run);
 	r = taint(cfg, bp, o, fs, canon, args_text, shell && offline(&eff), &run, err);
 	if (r < 0)

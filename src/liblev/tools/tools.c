@@ -338,7 +338,7 @@ int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
 	struct lev_sandbox_result res = { 0 };
 	struct lev_sandbox_proc *p = NULL;
 	struct lev_err e = LEV_ERR_INIT;
-	char **argv;
+	char **argv, **genv = NULL;
 	int r;
 
 	if (!opts || !opts->sandbox || !command)
@@ -348,10 +348,17 @@ int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
 	limits.read_fence = opts->read_fence;
 	io.cancel_fd = opts->cancel_fd;
 	argv = lev_shell_argv(lev_sandbox_kind(opts->sandbox), command);
-	r = lev_sandbox_spawn(opts->sandbox, argv, opts->envp, opts->cwd,
+	if (opts->git_hooks_off) {
+		for (size_t i = 0; opts->envp && opts->envp[i]; i++)
+			if (strncmp(opts->envp[i], "GIT_CONFIG_PARAMETERS=", 22) != 0)
+				genv = lev_strv_push(genv, opts->envp[i]);
+		genv = lev_strv_push(genv, LEV_SHELL_GIT_SAFE_ENV);
+	}
+	r = lev_sandbox_spawn(opts->sandbox, argv, genv ? genv : opts->envp, opts->cwd,
 			      opts->timeout_ms || opts->output_max || opts->read_fence ? &limits : NULL,
 			      &io, &p, &e);
 	lev_strv_free(argv);
+	lev_strv_free(genv);
 	if (r == 0)
 		r = lev_sandbox_wait(p, &res, &e);
 	lev_sandbox_proc_free(p);

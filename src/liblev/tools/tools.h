@@ -97,7 +97,18 @@ struct lev_shell_opts {
 	uint64_t output_max;		/* per stream; 0: 1 MiB */
 	int cancel_fd;			/* -1: none; readable: kill the command now */
 	bool read_fence;		/* kind none: see lev_sandbox_limits.read_fence */
+	/*
+	 * The line runs pre-approved (a safe list covered it): every git it
+	 * starts runs with hooks and fsmonitor off, as with
+	 * `git -c core.hooksPath=/dev/null -c core.fsmonitor=false`
+	 * (GIT_CONFIG_PARAMETERS replaces any the environment had).
+	 */
+	bool git_hooks_off;
 };
+
+/* The GIT_CONFIG_PARAMETERS entry git_hooks_off sets. */
+#define LEV_SHELL_GIT_SAFE_ENV \
+	"GIT_CONFIG_PARAMETERS='core.hooksPath=/dev/null' 'core.fsmonitor=false'"
 
 /* The shell argv for COMMAND in a sandbox of KIND (caller frees the strv). */
 char **lev_shell_argv(enum lev_sandbox_kind kind, const char *command);

@@ -1,0 +1,418 @@
+/*
+ * shellkeys-expand.c - the fields bash makes of one word after the
+ * parser's quote removal: brace expansion (comma lists and sequences),
+ * empty-word removal, tilde expansion and pathname patterns.
+ *
+ * A word holds its raw text and a mask (shellkeys-internal.h), so only
+ * unquoted braces, commas, tildes and pattern characters count, as in bash.
+ * Whatever this file does not predict exactly (a zero-padded or mixed-case
+ * sequence, ~user, a tilde after '=' in an assignment-like word, too many
+ * fields) makes the word opaque: its fields are not known, and a command
+ * with an opaque argument gets no key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/policy/shellkeys-internal.h"
+#include "liblev/base/xalloc.h"
+
+/* Fields one word may expand into before it counts as unpredictable. */
+#define SK_MAX_FIELDS 256
+
+struct piece {
+	char *r, *m;	/* raw text and mask, NUL-terminated, one allocation (R owns it) */
+	size_t len;
+};
+
+struct pieces {
+	struct piece *v;
+	size_t n, cap;
+	bool bad;	/* could not predict */
+};
+
+/* Append A[0..AL) B[0..BL) C[0..CL) (text and mask each) as one piece. */
+static void pieces_push3(struct pieces *ps, const struct piece *a, const struct piece *b,
+			 const struct piece *c)
+{
+	size_t len = a->len + b->len + c->len;
+	struct piece *pc;
+
+	if (ps->bad)
+		return;
+	if (ps->n >= SK_MAX_FIELDS) {
+		ps->bad = true;
+		return;
+	}
+	if (ps->n == ps->cap) {
+		ps->cap = ps->cap ? ps->cap * 2 : 4;
+		ps->v = xreallocarray(ps->v, ps->cap, sizeof(*ps->v));
+	}
+	pc = &ps->v[ps->n++];
+	pc->r = xmalloc(2 * (len + 1));
+	pc->m = pc->r + len + 1;
+	memcpy(pc->r, a->r, a->len);
+	memcpy(pc->r + a->len, b->r, b->len);
+	memcpy(pc->r + a->len + b->len, c->r, c->len);
+	memcpy(pc->m, a->m, a->len);
+	memcpy(pc->m + a->len, b->m, b->len);
+	memcpy(pc->m + a->len + b->len, c->m, c->len);
+	pc->r[len] = pc->m[len] = '\0';
+	pc->len = len;
+}
+
+static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t len)
+{
+	struct piece a = { (char *)r, (char *)m, len }, none = { (char *)"", (char *)"", 0 };
+
+	pieces_push3(ps, &a, &none, &none);
+}
+
+static void pieces_release(struct pieces *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		free(ps->v[i].r);
+	free(ps->v);
+	memset(ps, 0, sizeof(*ps));
+}
+
+static bool unq(const char *m, size_t i, const char *r, char c)
+{
+	return m[i] == SK_UNQ && r[i] == c;
+}
+
+/* An optionally signed decimal without leading zeros; false otherwise. */
+static bool seq_int(const char *s, size_t len, long *out)
+{
+	size_t i = 0;
+	long v = 0;
+
+	if (i < len && s[i] == '-')
+		i++;
+	if (i >= len || len - i > 6)
+		return false;
+	if (s[i] == '0' && len - i > 1)
+		return false; /* zero padding: bash pads the output; not modelled */
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = s[0] == '-' ? -v : v;
+	return true;
+}
+
+/*
+ * A sequence expression between the braces (R[0..LEN), every byte
+ * unquoted): {1..5}, {a..e}, {1..10..2}.  1: expanded into OUT;
+ * 0: not a sequence (the brace is literal); -1: a sequence this file does
+ * not predict.
+ */
+static int sequence(const char *r, const char *m, size_t len, struct pieces *out)
+{
+	const char *d1, *d2 = NULL;
+	long a, b, incr = 1, v;
+	bool letters = false;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (m[i] != SK_UNQ)
+			return 0;
+	d1 = len >= 2 ? strstr(r, "..") : NULL;
+	if (!d1 || (size_t)(d1 - r) >= len)
+		return 0;
+	d2 = strstr(d1 + 2, "..");
+	{
+		size_t l1 = (size_t)(d1 - r);
+		size_t l2 = (d2 ? (size_t)(d2 - d1) : len - l1) - 2;
+		const char *s2 = d1 + 2;
+
+		if (l1 == 1 && l2 == 1 && ((r[0] >= 'a' && r[0] <= 'z') || (r[0] >= 'A' && r[0] <= 'Z'))) {
+			if (!((s2[0] >= 'a' && s2[0] <= 'z') || (s2[0] >= 'A' && s2[0] <= 'Z')))
+				return 0;
+			if ((r[0] >= 'a') != (s2[0] >= 'a'))
+				return -1; /* across cases bash walks through [\]^_` too */
+			a = r[0];
+			b = s2[0];
+			letters = true;
+		} else {
+			if (!seq_int(r, l1, &a) || !seq_int(s2, l2, &b)) {
+				/* a padded number still is a sequence bash expands */
+				for (i = 0; i < len; i++)
+					if (!strchr("-0123456789.", r[i]))
+						return 0;
+				return -1;
+			}
+		}
+		if (d2) {
+			size_t l3 = len - (size_t)(d2 + 2 - r);
+
+			if (!seq_int(d2 + 2, l3, &incr))
+				return strspn(d2 + 2, "-0123456789") == l3 && l3 ? -1 : 0;
+			if (incr < 0)
+				incr = -incr;
+			if (incr == 0)
+				return -1;
+		}
+	}
+	if ((a > b ? a - b : b - a) / incr >= SK_MAX_FIELDS)
+		return -1;
+	for (v = a;; v += a <= b ? incr : -incr) {
+		char buf[16], mk[16];
+		size_t n;
+
+		if ((a <= b && v > b) || (a > b && v < b))
+			break;
+		if (letters) {
+			buf[0] = (char)v;
+			n = 1;
+		} else {
+			n = (size_t)snprintf(buf, sizeof(buf), "%ld", v);
+		}
+		memset(mk, SK_UNQ, n);
+		pieces_push(out, buf, mk, n);
+	}
+	return 1;
+}
+
+static void brace_expand(const char *r, const char *m, size_t len, struct pieces *out,
+			 unsigned depth);
+
+/* OUT += PRE x ALTS x POST (each already expanded). */
+static void cross(const char *pr, const char *pm, size_t plen, const struct pieces *alts,
+		  const struct pieces *post, struct pieces *out)
+{
+	struct piece pre = { (char *)pr, (char *)pm, plen };
+	size_t a, s;
+
+	for (a = 0; a < alts->n && !out->bad; a++)
+		for (s = 0; s < post->n && !out->bad; s++)
+			pieces_push3(out, &pre, &alts->v[a], &post->v[s]);
+}
+
+static void brace_expand(const char *r, const char *m, size_t len, struct pieces *out,
+			 unsigned depth)
+{
+	size_t i, j;
+
+	if (depth > 16) {
+		out->bad = true;
+		return;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned level = 0;
+		bool comma = false;
+
+		if (!unq(m, i, r, '{'))
+			continue;
+		for (j = i + 1; j < len; j++) {
+			if (unq(m, j, r, '{'))
+				level++;
+			else if (unq(m, j, r, '}')) {
+				if (level == 0)
+					break;
+				level--;
+			} else if (level == 0 && unq(m, j, r, ',')) {
+				comma = true;
+			}
+		}
+		if (j >= len)
+			continue; /* no matching '}' */
+		{
+			struct pieces alts = { 0 }, post = { 0 };
+			int sq = 0;
+
+			if (comma) {
+				size_t s = i + 1, k;
+
+				level = 0;
+				for (k = i + 1; k <= j; k++) {
+					if (k < j && unq(m, k, r, '{'))
+						level++;
+					else if (k < j && unq(m, k, r, '}'))
+						level--;
+					if (k == j || (level == 0 && unq(m, k, r, ','))) {
+						brace_expand(r + s, m + s, k - s, &alts, depth + 1);
+						s = k + 1;
+					}
+				}
+			} else {
+				char *sr = xmalloc(j - i), *sm = xmalloc(j - i);
+
+				memcpy(sr, r + i + 1, j - i - 1);
+				memcpy(sm, m + i + 1, j - i - 1);
+				sr[j - i - 1] = sm[j - i - 1] = '\0';
+				sq = sequence(sr, sm, j - i - 1, &alts);
+				free(sr);
+				free(sm);
+				if (sq < 0)
+					alts.bad = true;
+				if (sq == 0) {
+					pieces_release(&alts);
+					continue; /* a literal brace: look further on */
+				}
+			}
+			brace_expand(r + j + 1, m + j + 1, len - j - 1, &post, depth + 1);
+			if (alts.bad || post.bad)
+				out->bad = true;
+			else
+				cross(r, m, i, &alts, &post, out);
+			pieces_release(&alts);
+			pieces_release(&post);
+			return;
+		}
+	}
+	pieces_push(out, r, m, len);
+}
+
+/* NAME= at the start of a field, all unquoted: bash expands '~' after '=' and ':'. */
+static bool assignment_tilde(const char *r, const char *m, size_t len)
+{
+	size_t i, eq;
+
+	for (eq = 0; eq < len && unq(m, eq, r, '=') == false; eq++)
+		if (m[eq] != SK_UNQ)
+			return false;
+	if (eq >= len || !sk_is_name(r, eq))
+		return false;
+	for (i = eq; i + 1 < len; i++)
+		if ((unq(m, i, r, '=') || unq(m, i, r, ':')) && unq(m, i + 1, r, '~'))
+			return true;
+	return false;
+}
+
+static struct sk_word *push_field(struct sk_word **out, size_t *n, size_t *cap)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		*out = xreallocarray(*out, *cap, sizeof(**out));
+	}
+	memset(&(*out)[*n], 0, sizeof(**out));
+	return &(*out)[(*n)++];
+}
+
+static void push_opaque(const struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+{
+	struct sk_word *f = push_field(out, n, cap);
+
+	f->val = xstrdup(w->val);
+	f->len = strlen(f->val);
+	f->quoted = w->quoted;
+	f->expanded = true;
+	f->opaque = true;
+	f->dollar = w->dollar;
+	f->nonascii = w->nonascii;
+}
+
+/* No unquoted character brace, tilde or pattern expansion looks at. */
+static bool plain(const char *r, const char *m, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (m[i] != SK_UNQ)
+			continue;
+		switch (r[i]) {
+		case '{':
+		case '~':
+		case '*':
+		case '?':
+		case '[':
+			return false;
+		}
+	}
+	return true;
+}
+
+bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+{
+	const char *raw = w->raw ? w->raw : w->val;
+	struct pieces ps = { 0 };
+	size_t k;
+	bool ok = true;
+
+	if (w->opaque || (!w->mask && !w->plain) || (w->expanded && w->procsubst_only)) {
+		if (w->procsubst_only) {
+			struct sk_word *f = push_field(out, n, cap);
+
+			f->val = xstrdup(w->val);
+			f->expanded = true;
+			f->procsubst_only = true;
+			return true;
+		}
+		push_opaque(w, out, n, cap);
+		return !w->opaque;
+	}
+	if (w->dollar) {
+		push_opaque(w, out, n, cap);
+		return false;
+	}
+	if (w->plain || plain(raw, w->mask, w->raw_len)) {
+		/* the common case: one field, the word's own text */
+		struct sk_word *f;
+
+		if (w->raw_len == 0)
+			return true; /* an empty unquoted word is removed */
+		f = push_field(out, n, cap);
+		f->val = w->val;
+		f->len = w->len;
+		f->quoted = w->quoted;
+		f->nonascii = w->nonascii;
+		w->val = NULL; /* moved */
+		w->len = 0;
+		return true;
+	}
+	brace_expand(raw, w->mask, w->raw_len, &ps, 0);
+	if (ps.bad) {
+		pieces_release(&ps);
+		push_opaque(w, out, n, cap);
+		return false;
+	}
+	for (k = 0; k < ps.n; k++) {
+		const char *r = ps.v[k].r, *m = ps.v[k].m;
+		size_t len = ps.v[k].len, i, j;
+		struct sk_word *f;
+		bool quoted = false, glob = false, bracket = false;
+		char *val;
+
+		if (len == 0)
+			continue; /* an empty unquoted word is removed */
+		for (i = 0; i < len; i++) {
+			if (m[i] != SK_UNQ)
+				quoted = true;
+			else if (r[i] == '*' || r[i] == '?')
+				glob = true;
+			else if (r[i] == '[')
+				bracket = true;
+			else if (r[i] == ']' && bracket)
+				glob = true;
+		}
+		if ((unq(m, 0, r, '~') && !(len == 1 || unq(m, 1, r, '/'))) ||
+		    assignment_tilde(r, m, len)) {
+			ok = false; /* ~user, ~+, ~-, NAME=~/x: the home of someone */
+		}
+		val = xmalloc(len + 1);
+		for (i = 0, j = 0; i < len; i++)
+			if (m[i] != SK_MARK)
+				val[j++] = r[i];
+		val[j] = '\0';
+		f = push_field(out, n, cap);
+		f->val = val;
+		f->len = j;
+		f->quoted = quoted;
+		f->glob = glob;
+		f->from_brace = ps.n > 1 || len != w->raw_len;
+		f->expanded = glob || f->from_brace || !ok;
+		f->opaque = !ok;
+		f->tilde = ok && unq(m, 0, r, '~');
+		for (i = 0; i < j; i++)
+			if ((unsigned char)val[i] >= 0x80)
+				f->nonascii = true;
+		if (!ok)
+			break;
+	}
+	pieces_release(&ps);
+	return ok;
+}
