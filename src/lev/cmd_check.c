@@ -29,13 +29,15 @@ enum { EXIT_ASK = 3 };
 
 const char lev_usage_check[] =
 	"usage: lev check AGENT|PATH --tool NAME [--args JSON] [--workdir DIR] [--stage S]\n"
-	"                 [--taint public|internal|private] [--yolo] [--allow TOOL]... [--json]\n"
+	"                 [--taint public|internal|private] [--yolo] [--allow TOOL]...\n"
+	"                 [--no-terminal] [--json]\n"
 	"\n"
 	"Ask whether AGENT would be allowed to make one tool call here, without making\n"
-	"it.  Every gate runs against the real filesystem, in the runtime's order:\n"
-	"offered, schema, redirect (shell lines), permission, workdir / read_paths\n"
-	"(file tools), network, taint (outbound tools).  The first gate that denies\n"
-	"decides; else the first that asks; else the call is allowed.\n"
+	"it.  The call goes through the runtime's own gate chain, against the real\n"
+	"filesystem: offered, schema, redirect (shell lines), permission, workdir /\n"
+	"read_paths (file tools), network, taint (outbound tools).  The first gate\n"
+	"that refuses decides; else a gate that asks; else the call is allowed by\n"
+	"the gate that approved it.\n"
 	"\n"
 	"  --tool NAME       the tool (bash and shell are one tool)\n"
 	"  --args JSON       the call's arguments, a JSON object (default {}), e.g.\n"
@@ -45,7 +47,8 @@ const char lev_usage_check[] =
 	"  --taint LEVEL     the taint of the context so far (default: public)\n"
 	"  --yolo            as under 'lev run --yolo' (never lifts a deny)\n"
 	"  --allow TOOL      as under 'lev run --allow TOOL' (repeatable)\n"
-	"  --json            print {decision, gate, reason, path, rule, keys} as JSON\n"
+	"  --no-terminal     as a run with nobody at the terminal (ask_user_* not offered)\n"
+	"  --json            print {decision, gate, reason, path, rule, keys, text, host}\n"
 	"\n"
 	"AGENT is an installed agent's name; PATH a blueprint directory or file.\n"
 	"Exit status: 0 allow, 1 deny (or an error), 3 ask, 2 usage.\n";
@@ -99,6 +102,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 		}
 		if (!opts_done && !strcmp(arg, "--json")) {
 			a->json = true;
+			continue;
+		}
+		if (!opts_done && !strcmp(arg, "--no-terminal")) {
+			a->o.no_terminal = true;
 			continue;
 		}
 		if (!opts_done && !strcmp(arg, "--yolo")) {
@@ -176,6 +183,8 @@ static void print_result(const struct lev_check_result *r, bool json)
 		json_object_set_new(o, "path", jstr_or_null(r->path));
 		json_object_set_new(o, "rule", jstr_or_null(r->rule));
 		json_object_set_new(o, "keys", keys);
+		json_object_set_new(o, "text", jstr_or_null(r->text));
+		json_object_set_new(o, "host", jstr_or_null(r->host));
 		lev_report_print_json(o);
 		return;
 	}
