@@ -146,7 +146,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 			.enabled = lev_taint_enabled(cfg->taint_tracking,
 						     lev_blueprint_wants_taint(bp)),
 			.yolo = o->yolo,
-			.read_grant_active = lev_fs_ctx_read_paths_granted(fs),
+			.read_grant_active = false,	/* labels only: not a decision */
 			.recheck_ns = -1,
 		};
 
