@@ -790,6 +790,7 @@ static void conclude(struct call_state *cs, bool allowed, const char *text)
 {
 	cs->dec->allowed = allowed;
 	cs->dec->verdict = cs->gd.verdict;
+	cs->dec->taint = cs->gd.taint_level;
 	cs->dec->gate = lev_gate_id_name(cs->gd.gate);
 	free(cs->dec->rule);
 	cs->dec->rule = cs->gd.rule ? xstrdup(cs->gd.rule) : NULL;
@@ -1286,6 +1287,7 @@ static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
 		json_object_set_new(ev, "args", jtext_capped(cs->call->raw_arguments));
 	json_object_set_new(ev, "decision", json_string(cs->dec->allowed ? "allow" : "deny"));
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
+	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
 	json_object_set_new(ev, "rule", jtext(cs->dec->rule));
 	json_object_set_new(ev, "reason", jtext(cs->dec->reason));

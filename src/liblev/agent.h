@@ -198,6 +198,7 @@ struct lev_call_decision {
 	bool asked;		/* somebody answered */
 	enum lev_ask_answer answer;
 	enum lev_level label;	/* an allowed call's result label */
+	enum lev_level taint;	/* the context's taint the call was decided under */
 };
 
 void lev_call_decision_release(struct lev_call_decision *d);

@@ -412,7 +412,14 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 	free(d->host);
 	d->host = joined(d->taint.targets);
 	rule = taint_rule_name(&d->taint);
-	(void)lev_gate_describe(&d->taint, &desc);
+	{
+		/* the reason names the levels, not the run's regions: `lev check` has none */
+		char *regions = d->taint.regions;
+
+		d->taint.regions = NULL;
+		(void)lev_gate_describe(&d->taint, &desc);
+		d->taint.regions = regions;
+	}
 	if (d->taint.result == LEV_GATE_ALLOWED) {
 		step(d, LEV_GATE_TAINT, LEV_ALLOW, rule,
 		     xasprintf("taint: %s", lev_gate_source_name(d->taint.source)), d->host);
@@ -424,12 +431,19 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 		step(d, LEV_GATE_TAINT, LEV_ASK, rule, one_line(desc.buf), d->host);
 		d->ask_taint = true;
 	} else {
+		struct lev_buf full = LEV_BUF_INIT;
+
+		(void)lev_gate_describe(&d->taint, &full);
 		refuse(d, LEV_GATE_TAINT, rule,
 		       d->taint.source == LEV_GATE_SRC_USER_DENY
-			       ? xasprintf("[blocked] %s. Denied by user.", desc.buf)
+			       ? xasprintf("[blocked] %s. Denied by user.", full.buf)
 			       : xasprintf("[blocked] %s. Add an allowlist rule with `lev policy add` "
-					   "to permit it.", desc.buf),
+					   "to permit it.", full.buf),
 		       d->host);
+		/* the one-line reason without the run's regions, as for an ask */
+		free(d->steps[LEV_GATE_TAINT].reason);
+		d->steps[LEV_GATE_TAINT].reason = one_line(desc.buf);
+		lev_buf_release(&full);
 	}
 	lev_buf_release(&desc);
 	return 0;
@@ -479,6 +493,7 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 
 	memset(d, 0, sizeof(*d));
 	d->verdict = LEV_ALLOW;
+	d->taint_level = env->taint_level;
 	d->canon = c->name ? lev_tool_canonical(c->name) : "";
 	d->tool = lev_tools_find(env->tools, d->canon);
 	if (d->tool)

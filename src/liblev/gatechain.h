@@ -139,6 +139,7 @@ struct lev_gatechain_decision {
 	bool ask_taint;
 	struct lev_gate_decision taint;		/* the taint gate's decision (ran_taint) */
 	bool ran_taint;
+	enum lev_level taint_level;		/* the taint the call was decided under */
 
 	/* resolved targets */
 	struct lev_shellkeys sk;		/* a shell call's parsed line */
