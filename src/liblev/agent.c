@@ -362,33 +362,20 @@ static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct 
 
 static void build_offered(struct lev_agent *a, struct stage_rt *s)
 {
-	struct lev_buf list = LEV_BUF_INIT;
+	char **skipped = NULL;
 
-	for (char **t = s->st->available_tools; t && *t; t++) {
-		const struct lev_tool_info *ti = lev_tools_find(a->tools, *t);
+	/* the gate chain's own offer: `lev check` computes the same one */
+	s->offered = lev_gatechain_offered(a->tools, s->st, a->o.hooks.question != NULL,
+					   &s->offered_list, &skipped);
+	for (char **k = skipped; k && *k; k++) {
+		char *tab = strchr(*k, '\t');
 
-		if (!ti) {
-			warn_event(a, "stage '%s' lists '%s', which lev does not provide; it is not "
-				   "offered", s->st->name, *t);
-			continue;
-		}
-		if (ti->kind == LEV_TOOL_ASK && !a->o.hooks.question) {
-			warn_event(a, "stage '%s' lists '%s', but nobody can answer a question in "
-				   "this run (no terminal); it is not offered", s->st->name, *t);
-			continue;
-		}
-		if (!lev_strv_contains(s->offered, ti->name))
-			s->offered = lev_strv_push(s->offered, ti->name);
+		if (tab)
+			*tab++ = '\0';
+		warn_event(a, "stage '%s' lists '%s', %s; it is not offered", s->st->name, *k,
+			   tab ? tab : "");
 	}
-	if ((s->st->require_output || s->st->mode == LEV_MODE_OUTPUT) &&
-	    !lev_strv_contains(s->offered, "submit_output"))
-		s->offered = lev_strv_push(s->offered, "submit_output");
-	for (char **t = s->offered; t && *t; t++) {
-		if (list.len)
-			(void)lev_buf_adds(&list, ", ");
-		(void)lev_buf_adds(&list, *t);
-	}
-	s->offered_list = lev_buf_detach(&list, NULL);
+	lev_strv_free(skipped);
 }
 
 /* The environment commands start from: ENVP without the provider key variables. */
@@ -676,17 +663,15 @@ static const char *arg_str(const json_t *args, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* What the permission prompt shows after the tool name. */
-static char *call_detail(const char *tool, const json_t *args)
+/* What the permission prompt shows after the tool name (the entry says which argument). */
+static char *call_detail(const struct lev_tool_info *ti, const json_t *args)
 {
 	const char *s = NULL;
 
-	if (!strcmp(tool, "shell"))
-		s = arg_str(args, "command");
-	else if (lev_fs_is_tool(tool))
-		s = arg_str(args, "path");
-	else if (lev_tool_is_net(tool))
-		s = arg_str(args, "url") ? arg_str(args, "url") : arg_str(args, "query");
+	if (ti && ti->detail_arg)
+		s = arg_str(args, ti->detail_arg);
+	if (!s && ti && ti->detail_arg2)
+		s = arg_str(args, ti->detail_arg2);
 	return s ? first_line(s) : NULL;
 }
 
@@ -848,7 +833,7 @@ static void ask_together(struct lev_agent *a, struct call_state *cs)
 {
 	struct lev_gatechain_decision *gd = &cs->gd;
 	struct lev_buf desc = LEV_BUF_INIT;
-	_cleanup_free_ char *detail = call_detail(cs->tool, cs->args);
+	_cleanup_free_ char *detail = call_detail(cs->ti, cs->args);
 	_cleanup_free_ char *prompt = NULL, *more = NULL, *slabel = NULL, *rlabel = NULL;
 	_cleanup_free_ char *klabel = gd->keys ? keys_label(gd->keys) : NULL;
 	struct lev_ask q = { 0 };
@@ -1061,7 +1046,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	const char *region = arg_str(cs->args, "region");
 	int idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
 
-	if (!strcmp(cs->tool, "submit_output")) {
+	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
 		const char *o = arg_str(cs->args, "output");
 
 		free(a->stage_output);
@@ -1079,7 +1064,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		lev_tool_output_set(cs->out, t, true);
 		return;
 	}
-	if (!strcmp(cs->tool, "context_read")) {
+	if (cs->ti->op == LEV_OP_CONTEXT_READ) {
 		char *text = lev_context_region_text(a->ctx, (size_t)idx);
 
 		lev_tool_output_release(cs->out);
@@ -1089,7 +1074,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	}
 	{
 		const char *content = arg_str(cs->args, "content");
-		int r = !strcmp(cs->tool, "context_write")
+		int r = cs->ti->op == LEV_OP_CONTEXT_WRITE
 				? lev_context_write_note(a->ctx, (size_t)idx, content, strlen(content),
 							 a->seen, &err)
 				: lev_context_add_note(a->ctx, (size_t)idx, content, strlen(content),
@@ -1112,9 +1097,9 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 {
 	const json_t *jc = json_object_get(cs->args, "choices");
 	struct lev_question q = {
-		.kind = !strcmp(cs->tool, "ask_user_choice")	? LEV_QUESTION_CHOICE
-			: !strcmp(cs->tool, "ask_user_confirm") ? LEV_QUESTION_CONFIRM
-								: LEV_QUESTION_TEXT,
+		.kind = cs->ti->op == LEV_OP_ASK_CHOICE	   ? LEV_QUESTION_CHOICE
+			: cs->ti->op == LEV_OP_ASK_CONFIRM ? LEV_QUESTION_CONFIRM
+							   : LEV_QUESTION_TEXT,
 		.stage = a->stages[a->cur].st->name,
 		.call_id = cs->call->id,
 		.question = arg_str(cs->args, "question"),
@@ -1215,7 +1200,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		break;
 	}
 	case LEV_TOOL_INLINE:
-		if (!strcmp(cs->tool, "current_time"))
+		if (cs->ti->op == LEV_OP_CURRENT_TIME)
 			run_time(cs);
 		else
 			run_inline(a, cs);
@@ -1253,7 +1238,7 @@ static enum lev_level result_label(struct lev_agent *a, const struct call_state 
 		lev_gate_classify(a->gate, "read_file", &rf);
 		l = lev_level_max(l, grant_floor(a, rf.sensitivity));
 	}
-	if (!strcmp(cs->tool, "context_read")) {
+	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
 		int idx = lev_context_region_find(a->ctx, arg_str(cs->args, "region"));
 
 		if (idx >= 0)
@@ -1331,13 +1316,6 @@ static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 		ask_together(a, cs);
 }
 
-/* Tools with no effect outside the run (their records need no sync first). */
-static bool read_only(const struct lev_tool_info *ti, const char *tool)
-{
-	return (ti && ti->kind == LEV_TOOL_FS && lev_taint_is_read_tool(tool)) ||
-	       !strcmp(tool, "context_read");
-}
-
 int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		       struct lev_tool_output *out, struct lev_call_decision *dec,
 		       struct lev_err *err)
@@ -1356,7 +1334,7 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	tool_call_event(a, &cs);
 	if (dec->allowed) {
 		/* the decisions so far are on disk before any side effect happens */
-		if (a->rec && !read_only(cs.ti, cs.tool))
+		if (a->rec && !lev_tool_read_only(cs.ti))
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
 		dec->label = result_label(a, &cs);
@@ -1558,7 +1536,8 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
  */
 static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct seed_result *sr)
 {
-	const char *tool = lev_tool_canonical(rg->seed.value);
+	const struct lev_tool_info *ti = lev_tools_find(a->tools, rg->seed.value);
+	const char *tool = ti ? ti->name : rg->seed.value ? rg->seed.value : "";
 	const char *raw = rg->seed.args_json ? rg->seed.args_json : "{}";
 	struct lev_tool_call call = { 0 };
 	struct lev_tool_output out = { 0 };
@@ -1567,8 +1546,8 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 	json_error_t je;
 
 	call.arguments = json_loads(raw, JSON_REJECT_DUPLICATES, &je);
-	if (!strcmp(tool, "shell")) {
-		const char *cmd = arg_str(call.arguments, "command");
+	if (ti && ti->kind == LEV_TOOL_SHELL) {
+		const char *cmd = arg_str(call.arguments, ti->detail_arg);
 
 		if (cmd)
 			seed_command(a, rg->name, cmd, sr);
