@@ -946,7 +946,7 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 	r = lev_gate_check(a->gate, &gc, d, err);
 	if (r < 0) {
 		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "taint", .rule = "error", .target = redirect,
+					       .gate = lev_gate_id_name(LEV_GATE_TAINT), .rule = "error", .target = redirect,
 					       .reason = err ? err->msg : NULL });
 		return r;
 	}
@@ -985,7 +985,7 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 				   d->target_error ? d->target_error : "");
 	*rule = gate_rule_name(d);
 	cs->dec->asked = cs->dec->asked || asked;
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = "taint",
+	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = lev_gate_id_name(LEV_GATE_TAINT),
 				       .rule = *rule, .allowed = d->result == LEV_GATE_ALLOWED,
 				       .asked = asked,
 				       .answer = asked ? lev_ask_answer_name(ans) : NULL,

@@ -31,6 +31,37 @@ const char *lev_gate_id_name(enum lev_gate_id g)
 	return (unsigned)g < _LEV_GATE_ID_MAX ? gate_names[g] : "none";
 }
 
+static const char *const reason_names[_LEV_REASON_MAX] = {
+	[LEV_REASON_AVAILABLE_TOOLS] = "available_tools",
+	[LEV_REASON_NOT_OFFERED] = "not offered in this stage",
+	[LEV_REASON_UNKNOWN_TOOL] = "unknown tool",
+	[LEV_REASON_SEED] = "seed",
+	[LEV_REASON_JSON] = "json",
+	[LEV_REASON_SCHEMA] = "schema",
+	[LEV_REASON_SEEDS_DISABLED] = "seed commands disabled",
+	[LEV_REASON_SAFE_LIST] = "safe list",
+	[LEV_REASON_NO_READ_FENCE] = "no read fence",
+	[LEV_REASON_WORKDIR] = "workdir",
+	[LEV_REASON_UNLOCATABLE_WRITE] = "unlocatable write",
+	[LEV_REASON_PATH] = "path",
+	[LEV_REASON_CONFINED] = "confined to the workdir",
+	[LEV_REASON_READ_PATHS] = "[read_paths]",
+	[LEV_REASON_READ_PATHS_GRANTED] = "[read_paths] declared and granted",
+	[LEV_REASON_NETWORK_OFF] = "network = false",
+	[LEV_REASON_NETWORK_ON] = "network = true",
+	[LEV_REASON_OFFLINE] = "not_outbound: the stage's sandbox has no network",
+	[LEV_REASON_TAINT_DISABLED] = "taint_disabled",
+	[LEV_REASON_NOT_OUTBOUND] = "not_outbound",
+	[LEV_REASON_TAINT_ERROR] = "error",
+};
+
+const char *lev_gate_reason_name(enum lev_gate_reason r)
+{
+	return (unsigned)r < _LEV_REASON_MAX ? reason_names[r] : "?";
+}
+
+#define R(x) reason_names[LEV_REASON_##x]
+
 void lev_gatechain_decision_release(struct lev_gatechain_decision *d)
 {
 	size_t i;
@@ -118,18 +149,18 @@ static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_g
 	const char *name = c->name ? c->name : "";
 
 	if (env->mode == LEV_GATECHAIN_COMMAND_SEED) {
-		step(d, LEV_GATE_OFFERED, LEV_ALLOW, "seed", xstrdup("a command seed"), NULL);
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), xstrdup("a command seed"), NULL);
 		return true;
 	}
 	if (env->mode == LEV_GATECHAIN_TOOL_SEED) {
 		if (!ti || ti->kind == LEV_TOOL_INLINE || ti->kind == LEV_TOOL_ASK) {
-			refuse(d, LEV_GATE_OFFERED, "seed",
+			refuse(d, LEV_GATE_OFFERED, R(SEED),
 			       xasprintf("[unavailable] '%s' cannot seed a region: only file, shell "
 					 "and network tools run at spawn", name),
 			       NULL);
 			return false;
 		}
-		step(d, LEV_GATE_OFFERED, LEV_ALLOW, "seed", xstrdup("a tool seed"), NULL);
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), xstrdup("a tool seed"), NULL);
 		return true;
 	}
 	if (!ti || !lev_strv_contains(env->offered, ti->name)) {
@@ -139,11 +170,11 @@ static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_g
 				  : xasprintf("[unavailable] '%s' is not available in this stage, "
 					      "which has no tools at all. Answer directly.", name);
 
-		refuse(d, LEV_GATE_OFFERED, ti ? "not offered in this stage" : "unknown tool", t,
+		refuse(d, LEV_GATE_OFFERED, ti ? R(NOT_OFFERED) : R(UNKNOWN_TOOL), t,
 		       NULL);
 		return false;
 	}
-	step(d, LEV_GATE_OFFERED, LEV_ALLOW, "available_tools",
+	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(AVAILABLE_TOOLS),
 	     xasprintf("stage '%s' offers it", env->stage ? env->stage : "?"), NULL);
 	return true;
 }
@@ -153,7 +184,7 @@ static bool gate_schema(const struct lev_gatechain_call *c, struct lev_gatechain
 	struct lev_err e = LEV_ERR_INIT;
 
 	if (!c->args || !json_is_object(c->args)) {
-		refuse(d, LEV_GATE_SCHEMA, "json",
+		refuse(d, LEV_GATE_SCHEMA, R(JSON),
 		       xasprintf("[error] the arguments of '%s' are not a valid JSON object (%s). "
 				 "Send them again as one JSON object.", d->canon,
 				 c->parse_error ? c->parse_error : "not JSON"),
@@ -161,11 +192,11 @@ static bool gate_schema(const struct lev_gatechain_call *c, struct lev_gatechain
 		return false;
 	}
 	if (lev_argcheck_checked(d->tool->schema, c->args, &e) < 0) {
-		refuse(d, LEV_GATE_SCHEMA, "schema",
+		refuse(d, LEV_GATE_SCHEMA, R(SCHEMA),
 		       xasprintf("[error] invalid arguments for '%s': %s", d->canon, e.msg), NULL);
 		return false;
 	}
-	step(d, LEV_GATE_SCHEMA, LEV_ALLOW, "schema", xstrdup("the arguments fit the schema"),
+	step(d, LEV_GATE_SCHEMA, LEV_ALLOW, R(SCHEMA), xstrdup("the arguments fit the schema"),
 	     NULL);
 	return true;
 }
@@ -177,7 +208,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 	struct lev_perm_decision pd;
 
 	if (!env->seed_commands) {
-		refuse(d, LEV_GATE_SEED, "seed commands disabled",
+		refuse(d, LEV_GATE_SEED, R(SEEDS_DISABLED),
 		       xasprintf("command seeds are disabled (%s)",
 				 env->seed_off_why ? env->seed_off_why : "by the configuration"),
 		       NULL);
@@ -185,7 +216,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 	}
 	lev_perm_decide(env->perm, "shell", d->have_sk ? &d->sk : NULL, NULL, &pd);
 	if (pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
-		refuse(d, LEV_GATE_SEED, "safe list",
+		refuse(d, LEV_GATE_SEED, R(SAFE_LIST),
 		       d->have_sk && d->sk.grantable && d->sk.keys
 			       ? xasprintf("seed command '%s' is not pre-approved: a seed runs before "
 					   "the first inference, so every program in it must be on "
@@ -198,7 +229,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 		return;
 	}
 	if (env->kind == LEV_SANDBOX_NONE && !env->landlock) {
-		refuse(d, LEV_GATE_SEED, "no read fence",
+		refuse(d, LEV_GATE_SEED, R(NO_READ_FENCE),
 		       xasprintf("seed command '%s' cannot run: with no sandbox, a command seed "
 				 "runs inside a Landlock read fence, and this kernel has none",
 				 command),
@@ -206,7 +237,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 		return;
 	}
 	d->read_fence = env->kind == LEV_SANDBOX_NONE;
-	step(d, LEV_GATE_SEED, LEV_ALLOW, "safe list", xstrdup(command), NULL);
+	step(d, LEV_GATE_SEED, LEV_ALLOW, R(SAFE_LIST), xstrdup(command), NULL);
 }
 
 /* ---- redirect, permission ----------------------------------------------- */
@@ -222,7 +253,7 @@ static int gate_redirect(const struct lev_gatechain_env *env, struct lev_gatecha
 	if (!d->have_sk ||
 	    (!d->sk.writes && !d->sk.unlocatable_write && !d->sk.write_targets))
 		return 0;
-	rule = d->sk.unlocatable_write ? "unlocatable write" : "workdir";
+	rule = d->sk.unlocatable_write ? R(UNLOCATABLE_WRITE) : R(WORKDIR);
 	r = lev_perm_redirect_check(lev_fs_ctx_root_fd(env->fs), lev_fs_ctx_workdir(env->fs),
 				    env->home, &d->sk, &rd, &e);
 	(void)err;
@@ -235,7 +266,7 @@ static int gate_redirect(const struct lev_gatechain_env *env, struct lev_gatecha
 		if (rd.path && !d->path)
 			d->path = xstrdup(rd.path);
 	} else {
-		step(d, LEV_GATE_REDIRECT, LEV_ALLOW, "workdir",
+		step(d, LEV_GATE_REDIRECT, LEV_ALLOW, R(WORKDIR),
 		     xstrdup("every redirect stays inside the working directory"), NULL);
 	}
 	lev_redirect_decision_release(&rd);
@@ -303,7 +334,7 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 	r = lev_fs_decide(env->fs, d->canon, c->args, &fd, &d->fs, &e);
 	if (r < 0) {
 		/* a path no tool can use (empty, a NUL byte, not UTF-8 ...) */
-		refuse(d, LEV_GATE_WORKDIR, "path", xasprintf("[error] %s", e.msg), NULL);
+		refuse(d, LEV_GATE_WORKDIR, R(PATH), xasprintf("[error] %s", e.msg), NULL);
 		return;
 	}
 	gate = fd.gate == LEV_FS_GATE_READ_PATHS ? LEV_GATE_READ_PATHS : LEV_GATE_WORKDIR;
@@ -317,15 +348,15 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 	free(d->path);
 	d->path = fd.path ? xstrdup(fd.path) : NULL;
 	if (fd.verdict != LEV_ALLOW) {
-		refuse(d, gate, gate == LEV_GATE_READ_PATHS ? "[read_paths]"
-							    : "confined to the workdir",
+		refuse(d, gate, gate == LEV_GATE_READ_PATHS ? R(READ_PATHS)
+							    : R(CONFINED),
 		       xasprintf("[error] %s", fd.reason ? fd.reason : "refused"), fd.path);
 		/* nothing of a refused call is kept open */
 		d->fs = lev_fs_targets_free(d->fs);
 	} else {
 		step(d, gate, LEV_ALLOW, gate == LEV_GATE_READ_PATHS
-						 ? "[read_paths] declared and granted"
-						 : "confined to the workdir",
+						 ? R(READ_PATHS_GRANTED)
+						 : R(CONFINED),
 		     TAKE_PTR(fd.reason), fd.path);
 		if (gate == LEV_GATE_READ_PATHS)
 			*approved = true;
@@ -339,13 +370,13 @@ static void gate_network(const struct lev_gatechain_env *env, const struct lev_g
 	const char *url = arg_str(c->args, "url");
 
 	if (!env->network) {
-		refuse(d, LEV_GATE_NETWORK, "network = false",
+		refuse(d, LEV_GATE_NETWORK, R(NETWORK_OFF),
 		       xasprintf("[denied] '%s' cannot reach the network: stage '%s' runs with "
 				 "network = false.", d->canon, env->stage ? env->stage : "?"),
 		       url);
 		return;
 	}
-	step(d, LEV_GATE_NETWORK, LEV_ALLOW, "network = true",
+	step(d, LEV_GATE_NETWORK, LEV_ALLOW, R(NETWORK_ON),
 	     xasprintf("stage '%s' runs with network = true", env->stage ? env->stage : "?"), url);
 }
 
@@ -387,24 +418,24 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 	int r;
 
 	if (d->tool->kind == LEV_TOOL_SHELL && env->taint_enabled && env->shell_offline) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, "not_outbound: the stage's sandbox has no network",
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(OFFLINE),
 		     xstrdup("taint: not outbound: the stage's sandbox has no network"), NULL);
 		return 0;
 	}
 	if (!env->taint_enabled || !env->taint) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, "taint_disabled",
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(TAINT_DISABLED),
 		     xstrdup("taint: taint tracking is off for this agent"), NULL);
 		return 0;
 	}
 	lev_gate_classify(env->taint, d->canon, &cls);
 	if (cls.direction != LEV_DIR_OUTBOUND) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, "not_outbound",
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND),
 		     xstrdup("taint: the tool is not outbound"), NULL);
 		return 0;
 	}
 	r = lev_gate_check(env->taint, &gc, &d->taint, err);
 	if (r < 0) {
-		refuse(d, LEV_GATE_TAINT, "error",
+		refuse(d, LEV_GATE_TAINT, R(TAINT_ERROR),
 		       xasprintf("[blocked] the taint gate failed: %s", err ? err->msg : "?"), NULL);
 		return r;
 	}

@@ -76,6 +76,38 @@ enum lev_gate_id {
  * "read_paths", "network", "taint". */
 const char *lev_gate_id_name(enum lev_gate_id g);
 
+/*
+ * The fixed rules the chain's own gates name (the permission and taint
+ * gates also name rules from your config and policy: "[tool_permissions]
+ * shell = \"allow\"", "allowlist #2").  One table, lev_gate_reason_name().
+ */
+enum lev_gate_reason {
+	LEV_REASON_AVAILABLE_TOOLS,	/* "available_tools" */
+	LEV_REASON_NOT_OFFERED,	/* "not offered in this stage" */
+	LEV_REASON_UNKNOWN_TOOL,	/* "unknown tool" */
+	LEV_REASON_SEED,	/* "seed" */
+	LEV_REASON_JSON,	/* "json" */
+	LEV_REASON_SCHEMA,	/* "schema" */
+	LEV_REASON_SEEDS_DISABLED,	/* "seed commands disabled" */
+	LEV_REASON_SAFE_LIST,	/* "safe list" */
+	LEV_REASON_NO_READ_FENCE,	/* "no read fence" */
+	LEV_REASON_WORKDIR,	/* "workdir" */
+	LEV_REASON_UNLOCATABLE_WRITE,	/* "unlocatable write" */
+	LEV_REASON_PATH,	/* "path" */
+	LEV_REASON_CONFINED,	/* "confined to the workdir" */
+	LEV_REASON_READ_PATHS,	/* "[read_paths]" */
+	LEV_REASON_READ_PATHS_GRANTED,	/* "[read_paths] declared and granted" */
+	LEV_REASON_NETWORK_OFF,	/* "network = false" */
+	LEV_REASON_NETWORK_ON,	/* "network = true" */
+	LEV_REASON_OFFLINE,	/* "not_outbound: the stage's sandbox has no network" */
+	LEV_REASON_TAINT_DISABLED,	/* "taint_disabled" */
+	LEV_REASON_NOT_OUTBOUND,	/* "not_outbound" */
+	LEV_REASON_TAINT_ERROR,	/* "error" */
+	_LEV_REASON_MAX,
+};
+
+const char *lev_gate_reason_name(enum lev_gate_reason r);
+
 /* What the chain is asked in. */
 enum lev_gatechain_mode {
 	LEV_GATECHAIN_CALL,		/* a model's call */

@@ -132,7 +132,6 @@ struct lev_perm_decision {
 };
 
 /* The gate name every permission decision reports. */
-#define LEV_PERM_GATE "permission"
 
 /*
  * The built-in default for TOOL (any spelling): allow for the reviewed
@@ -206,7 +205,6 @@ int lev_perm_describe(const struct lev_perm_decision *d, struct lev_buf *out);
 
 /* ---- the redirect gate ------------------------------------------------- */
 
-#define LEV_REDIRECT_GATE "redirect"
 
 struct lev_redirect_decision {
 	enum lev_verdict verdict;	/* LEV_ALLOW or LEV_DENY */
