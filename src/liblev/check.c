@@ -163,6 +163,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	env.perm = &ps.in;
 	env.fs = fs;
 	env.home = home;
+	env.real_paths = true;
 	env.kind = eff.kind;
 	env.network = eff.network;
 	env.shell_offline = check_shell_offline(&eff, lev_fs_ctx_workdir(fs));

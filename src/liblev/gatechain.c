@@ -331,7 +331,7 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 	enum lev_gate_id gate;
 	int r;
 
-	r = lev_fs_decide(env->fs, d->canon, c->args, &fd, &d->fs, &e);
+	r = lev_fs_decide(env->fs, d->canon, c->args, env->real_paths, &fd, &d->fs, &e);
 	if (r < 0) {
 		/* a path no tool can use (empty, a NUL byte, not UTF-8 ...) */
 		refuse(d, LEV_GATE_WORKDIR, R(PATH), xasprintf("[error] %s", e.msg), NULL);

@@ -127,6 +127,8 @@ struct lev_gatechain_env {
 	const struct lev_grants *grants;	/* grants made in this run (NULL: none) */
 	struct lev_fs_ctx *fs;			/* the file tools' workdir and [read_paths] */
 	const char *home;			/* for the redirect gate (NULL: none) */
+	bool real_paths;			/* read back real paths inside the workdir too
+						 * (the record's path; no decision depends on it) */
 	enum lev_sandbox_kind kind;		/* the stage's sandbox */
 	bool network;				/* the stage's network = true */
 	bool shell_offline;			/* the shell has no network at all */

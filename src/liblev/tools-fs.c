@@ -66,6 +66,7 @@ struct target {
 	bool exists;
 	mode_t mode;
 	int errnum;		/* T_FAIL: the negative errno, when there is one */
+	bool is_path;		/* fd is an O_PATH fd (W_PATH): upgrade it before reading */
 };
 
 static void target_init(struct target *t)
@@ -493,6 +494,7 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 	int r;
 
 	target_init(t);
+	t->is_path = want == W_PATH;
 	if (!strcmp(path, "/dev/null")) {
 		t->real = xstrdup("/dev/null");
 		t->gate = LEV_FS_GATE_WORKDIR;
@@ -1007,7 +1009,7 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
  * (W_FILE) or lists (W_DIR) the very same object: never the path again.
  * Returns the new fd, or -1 with *ERRMSG set.
  */
-static int target_open(const struct target *t, const char *path, enum want want, char **errmsg)
+static int target_open(struct target *t, const char *path, enum want want, char **errmsg)
 {
 	_cleanup_free_ char *p = NULL;
 	struct stat st;
@@ -1017,6 +1019,9 @@ static int target_open(const struct target *t, const char *path, enum want want,
 		*errmsg = xstrdup(t->msg ? t->msg : "refused");
 		return -1;
 	}
+	if (t->fd >= 0 && !t->is_path)
+		/* opened for reading (or listing) by the resolver itself: that very fd */
+		return TAKE_FD(t->fd);
 	if (t->fd < 0) {
 		/* "/dev/null", the one path the resolver does not open */
 		if (want == W_DIR) {
@@ -1055,7 +1060,7 @@ static int target_open(const struct target *t, const char *path, enum want want,
 }
 
 /* Read the file the resolver opened (T) for read_file / read_files into OUT. */
-static bool read_target(const struct target *t, const char *path, uint64_t offset,
+static bool read_target(struct target *t, const char *path, uint64_t offset,
 			uint64_t limit, size_t cap, struct lev_buf *out, char **errmsg)
 {
 	_cleanup_close_ int fd = target_open(t, path, W_FILE, errmsg);
@@ -1072,7 +1077,7 @@ static bool read_one(struct lev_fs_ctx *c, const char *path, uint64_t offset, ui
 	struct target t;
 	bool ok;
 
-	resolve_read(c, path, W_PATH, false, &t);
+	resolve_read(c, path, W_FILE, false, &t);
 	ok = read_target(&t, path, offset, limit, cap, out, errmsg);
 	target_release(&t);
 	return ok;
@@ -1098,7 +1103,7 @@ void lev_fs_read_file(struct lev_fs_ctx *c, const char *path, uint64_t offset, u
 
 /* read_files over PATHS; TS, when given, holds the targets the gate resolved. */
 static void read_files_do(struct lev_fs_ctx *c, const char *const *paths, size_t n,
-			  const struct target *ts, struct lev_fs_result *out)
+			  struct target *ts, struct lev_fs_result *out)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP +
 					    (LEV_FS_READ_FILES_MAX + 1) * (MSG_MAX + PATH_MAX * 4));
@@ -1162,7 +1167,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* list_dir of the directory the resolver opened (T). */
-static void list_target(const struct target *t, const char *path, struct lev_fs_result *out)
+static void list_target(struct target *t, const char *path, struct lev_fs_result *out)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP + MSG_MAX);
 	_cleanup_free_ char *emsg = NULL;
@@ -1261,7 +1266,7 @@ void lev_fs_list_dir(struct lev_fs_ctx *c, const char *path, struct lev_fs_resul
 		result_error(out, bad);
 		return;
 	}
-	resolve_read(c, path, W_PATH, false, &t);
+	resolve_read(c, path, W_DIR, false, &t);
 	list_target(&t, path, out);
 	target_release(&t);
 }
@@ -1858,10 +1863,11 @@ static void decision_of(const struct lev_fs_ctx *c, const char *path, struct tar
 	}
 }
 
-int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args,
+int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bool real_paths,
 		  struct lev_fs_decision *out, struct lev_fs_targets **targets_out,
 		  struct lev_err *err)
 {
+	enum want want = lev_streq(tool, "list_dir") ? W_DIR : W_FILE;
 	struct lev_fs_targets *ts;
 	char **paths = NULL;
 	size_t i, pick = 0;
@@ -1886,9 +1892,9 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 	ts->paths = paths;
 	for (i = 0; i < ts->n; i++) {
 		if (ts->write)
-			resolve_write(c, tool, paths[i], false, true, &ts->t[i]);
+			resolve_write(c, tool, paths[i], false, real_paths, &ts->t[i]);
 		else
-			resolve_read(c, paths[i], W_PATH, true, &ts->t[i]);
+			resolve_read(c, paths[i], want, real_paths, &ts->t[i]);
 	}
 	/*
 	 * The call's decision: the first path refused (read_files is refused
@@ -2002,5 +2008,5 @@ int lev_fs_check(struct lev_fs_ctx *c, const char *tool, const char *path,
 int lev_fs_check_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		      struct lev_fs_decision *out, struct lev_err *err)
 {
-	return lev_fs_decide(c, tool, args, out, NULL, err);
+	return lev_fs_decide(c, tool, args, true, out, NULL, err);
 }

@@ -211,9 +211,13 @@ struct lev_fs_targets;
 /*
  * Resolve every path of TOOL's call ARGS once, against the real filesystem,
  * and decide: the workdir gate (confinement) and the [read_paths] gate (on
- * the real path read back from the opened fd).  Read tools hold an O_PATH
- * fd of each object, write tools the directory fd that will hold the file
- * and its final name.  Nothing is created, read or written.
+ * the real path read back from the opened fd).  Read tools hold an fd of
+ * each object open for reading (list_dir: the directory); outside the
+ * workdir the object is opened O_PATH, decided on, and only then reopened
+ * (never a device or FIFO outside).  Write tools hold the directory fd that
+ * will hold the file and its final name.  Nothing is created or written.
+ * REAL_PATHS: also read back the real path of objects inside the workdir
+ * (out->path; `lev check` shows it; a run does not need it).
  *
  * The call's decision is the first path refused (read_files is refused as
  * a whole when any one path is refused: nothing is read); else the first
@@ -225,7 +229,7 @@ struct lev_fs_targets;
  * LEV_EUSAGE for arguments no file tool can use (no path, an empty path, a
  * NUL byte, not UTF-8, too many paths).
  */
-int lev_fs_decide(struct lev_fs_ctx *ctx, const char *tool, const json_t *args,
+int lev_fs_decide(struct lev_fs_ctx *ctx, const char *tool, const json_t *args, bool real_paths,
 		  struct lev_fs_decision *out, struct lev_fs_targets **targets_out,
 		  struct lev_err *err);
 
