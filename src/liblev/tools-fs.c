@@ -154,7 +154,17 @@ static void add_disp(struct lev_buf *b, const char *s)
 	size_t i = 0, n = strlen(s);
 
 	while (i < n) {
-		size_t l = utf8_seq(u + i, n - i);
+		size_t run = i, l;
+
+		/* plain printable ASCII goes in as one run */
+		while (run < n && u[run] >= 0x20 && u[run] < 0x7f)
+			run++;
+		if (run > i) {
+			lev_buf_add(b, s + i, run - i);
+			i = run;
+			continue;
+		}
+		l = utf8_seq(u + i, n - i);
 		if (l == 1 && u[i] >= 0x20 && u[i] != 0x7f) {
 			lev_buf_addch(b, (char)u[i]);
 		} else if (l > 1) {
