@@ -9,9 +9,9 @@
  * read_file on a small file two ways:
  *
  *	direct	lev_fs_call() on a file-tool context of its own: the tool alone
- *	gates	lev_agent_dispatch(): offered -> schema -> redirect ->
- *		permission -> paths (the file tools' own check) -> network ->
- *		taint gate -> the same lev_fs_call()
+ *	gates	lev_agent_dispatch(): the gate chain (offered -> schema ->
+ *		redirect -> permission -> paths, which opens the file -> network
+ *		-> taint gate), then the tool on the fd the path gate opened
  *
  * three times: without a run record and with taint tracking off; with taint
  * tracking on (the taint gate classifies, reads the target and compares);

@@ -29,13 +29,16 @@ enum { EXIT_ASK = 3 };
 
 const char lev_usage_check[] =
 	"usage: lev check AGENT|PATH --tool NAME [--args JSON] [--workdir DIR] [--stage S]\n"
-	"                 [--taint public|internal|private] [--yolo] [--allow TOOL]... [--json]\n"
+	"       lev check AGENT|PATH --calls FILE [--workdir DIR] [options]\n"
+	"                 [--taint public|internal|private] [--yolo] [--allow TOOL]...\n"
+	"                 [--no-terminal] [--json]\n"
 	"\n"
 	"Ask whether AGENT would be allowed to make one tool call here, without making\n"
-	"it.  Every gate runs against the real filesystem, in the runtime's order:\n"
-	"offered, schema, redirect (shell lines), permission, workdir / read_paths\n"
-	"(file tools), network, taint (outbound tools).  The first gate that denies\n"
-	"decides; else the first that asks; else the call is allowed.\n"
+	"it.  The call goes through the runtime's own gate chain, against the real\n"
+	"filesystem: offered, schema, redirect (shell lines), permission, workdir /\n"
+	"read_paths (file tools), network, taint (outbound tools).  The first gate\n"
+	"that refuses decides; else a gate that asks; else the call is allowed by\n"
+	"the gate that approved it.\n"
 	"\n"
 	"  --tool NAME       the tool (bash and shell are one tool)\n"
 	"  --args JSON       the call's arguments, a JSON object (default {}), e.g.\n"
@@ -45,7 +48,10 @@ const char lev_usage_check[] =
 	"  --taint LEVEL     the taint of the context so far (default: public)\n"
 	"  --yolo            as under 'lev run --yolo' (never lifts a deny)\n"
 	"  --allow TOOL      as under 'lev run --allow TOOL' (repeatable)\n"
-	"  --json            print {decision, gate, reason, path, rule, keys} as JSON\n"
+	"  --no-terminal     as a run with nobody at the terminal (ask_user_* not offered)\n"
+	"  --json            print {decision, gate, reason, path, rule, keys, text, host}\n"
+	"  --calls FILE      check many calls, one JSON object a line ({tool, args,\n"
+	"                    stage, taint, id}; FILE - is stdin), one JSON answer a line\n"
 	"\n"
 	"AGENT is an installed agent's name; PATH a blueprint directory or file.\n"
 	"Exit status: 0 allow, 1 deny (or an error), 3 ask, 2 usage.\n";
@@ -57,6 +63,7 @@ struct check_args {
 	size_t n_allow;
 	bool json;
 	bool taint_given;
+	const char *calls;	/* --calls FILE ("-": stdin) */
 };
 
 /* "--name VALUE" or "--name=VALUE"; returns the value or NULL. */
@@ -84,7 +91,7 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
 	static const char *const valued[] = { "--tool", "--args", "--workdir", "--stage",
-					      "--taint", "--allow", NULL };
+					      "--taint", "--allow", "--calls", NULL };
 	bool opts_done = false;
 	int i;
 
@@ -99,6 +106,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 		}
 		if (!opts_done && !strcmp(arg, "--json")) {
 			a->json = true;
+			continue;
+		}
+		if (!opts_done && !strcmp(arg, "--no-terminal")) {
+			a->o.no_terminal = true;
 			continue;
 		}
 		if (!opts_done && !strcmp(arg, "--yolo")) {
@@ -116,6 +127,8 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 				return lev_usage_error("check", "option '%s' needs a value", valued[k]);
 			if (!strcmp(valued[k], "--tool")) {
 				a->o.tool = v;
+			} else if (!strcmp(valued[k], "--calls")) {
+				a->calls = v;
 			} else if (!strcmp(valued[k], "--args")) {
 				a->o.args_json = v;
 			} else if (!strcmp(valued[k], "--workdir")) {
@@ -148,8 +161,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	}
 	if (!a->agent)
 		return lev_usage_error("check", "name an agent or a blueprint path");
-	if (!a->o.tool || !*a->o.tool)
+	if ((!a->o.tool || !*a->o.tool) && !a->calls)
 		return lev_usage_error("check", "--tool is required");
+	if (a->o.tool && a->calls)
+		return lev_usage_error("check", "--tool and --calls do not go together");
 	a->allow[a->n_allow] = NULL;
 	a->o.allow = a->n_allow ? (char *const *)a->allow : NULL;
 	return 0;
@@ -160,23 +175,31 @@ static json_t *jstr_or_null(const char *s)
 	return s ? lev_report_jstr(s) : json_null();
 }
 
+static json_t *result_json(const struct lev_check_result *r)
+{
+	json_t *o = json_object();
+	json_t *keys = json_array();
+	char *const *k;
+
+	for (k = r->keys; k && *k; k++)
+		json_array_append_new(keys, lev_report_jstr(*k));
+	json_object_set_new(o, "decision", json_string(lev_verdict_name(r->decision)));
+	json_object_set_new(o, "gate", json_string(lev_check_gate_name(r->gate)));
+	json_object_set_new(o, "reason", jstr_or_null(r->reason));
+	json_object_set_new(o, "path", jstr_or_null(r->path));
+	json_object_set_new(o, "rule", jstr_or_null(r->rule));
+	json_object_set_new(o, "keys", keys);
+	json_object_set_new(o, "text", jstr_or_null(r->text));
+	json_object_set_new(o, "host", jstr_or_null(r->host));
+	return o;
+}
+
 static void print_result(const struct lev_check_result *r, bool json)
 {
 	char *const *k;
 
 	if (json) {
-		json_t *o = json_object();
-		json_t *keys = json_array();
-
-		for (k = r->keys; k && *k; k++)
-			json_array_append_new(keys, lev_report_jstr(*k));
-		json_object_set_new(o, "decision", json_string(lev_verdict_name(r->decision)));
-		json_object_set_new(o, "gate", json_string(lev_check_gate_name(r->gate)));
-		json_object_set_new(o, "reason", jstr_or_null(r->reason));
-		json_object_set_new(o, "path", jstr_or_null(r->path));
-		json_object_set_new(o, "rule", jstr_or_null(r->rule));
-		json_object_set_new(o, "keys", keys);
-		lev_report_print_json(o);
+		lev_report_print_json(result_json(r));
 		return;
 	}
 	printf("%s (gate: %s)\n", lev_verdict_name(r->decision), lev_check_gate_name(r->gate));
@@ -191,6 +214,75 @@ static void print_result(const struct lev_check_result *r, bool json)
 			printf(" %s", *k);
 		putchar('\n');
 	}
+}
+
+/* OUT as one line (taken). */
+static void print_line(json_t *out)
+{
+	(void)json_dumpf(out, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	json_decref(out);
+}
+
+/*
+ * --calls: one call per line, {"tool": ..., "args": {...}, "stage": ...,
+ * "taint": ..., "id": ...} (args, stage, taint and id optional), each
+ * answered by one JSON line as --json prints it, with "id" echoed, or
+ * {"id", "error"} for a line that cannot be checked.  Exit 0 when every
+ * line was answered.
+ */
+static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *bp,
+		     const struct check_args *a)
+{
+	FILE *f = strcmp(a->calls, "-") ? fopen(a->calls, "re") : stdin;
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = LEV_EXIT_OK;
+
+	if (!f)
+		return lev_fail("cannot open '%s': %s", a->calls, strerror(errno));
+	while (getline(&line, &cap, f) > 0) {
+		struct lev_check_opts o = a->o;
+		struct lev_check_result res = { 0 };
+		struct lev_err err = LEV_ERR_INIT;
+		json_error_t je;
+		json_t *in = json_loads(line, 0, &je), *out;
+		const json_t *id = in ? json_object_get(in, "id") : NULL;
+		const char *taint = in ? json_string_value(json_object_get(in, "taint")) : NULL;
+		_cleanup_free_ char *args = NULL;
+
+		if (!json_is_object(in)) {
+			json_decref(in);
+			if (strspn(line, " \t\r\n") == strlen(line))
+				continue;
+			out = json_pack("{s:n, s:s}", "id", "error", "the line is not a JSON object");
+			print_line(out);
+			rc = LEV_EXIT_FAIL;
+			continue;
+		}
+		o.tool = json_string_value(json_object_get(in, "tool"));
+		o.stage = json_string_value(json_object_get(in, "stage"));
+		if (json_object_get(in, "args"))
+			args = json_dumps(json_object_get(in, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
+		o.args_json = args;
+		if (taint && lev_level_parse(taint, &o.taint) < 0)
+			taint = NULL;
+		if (!o.tool) {
+			out = json_pack("{s:s}", "error", "the line names no tool");
+		} else if (lev_check_run(cfg, bp, &o, &res, &err) < 0) {
+			out = json_pack("{s:s}", "error", err.msg);
+		} else {
+			out = result_json(&res);
+			lev_check_result_release(&res);
+		}
+		json_object_set(out, "id", id ? (json_t *)id : json_null());
+		print_line(out);
+		json_decref(in);
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return rc;
 }
 
 int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
@@ -233,6 +325,12 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 	if (lev_datadir_rules_dir(&rules, &err) == 0)
 		a.o.rules_dir = rules;
 
+	if (a.calls) {
+		rc = run_calls(&cfg, bp, &a);
+		lev_config_release(&cfg);
+		lev_blueprint_free(bp);
+		return rc;
+	}
 	r = lev_check_run(&cfg, bp, &a.o, &res, &err);
 	lev_config_release(&cfg);
 	lev_blueprint_free(bp);

@@ -73,9 +73,9 @@ check() {
 
 # ---- exit codes -------------------------------------------------------------
 
-test_expect_success 'a safe-listed command is allowed: exit 0, gate none' '
+test_expect_success 'a safe-listed command is allowed: exit 0, by the permission gate' '
 	check --tool shell --args "{\"command\": \"ls -la src\"}" >out &&
-	grep -q "^allow (gate: none)" out &&
+	grep -q "^allow (gate: permission)" out &&
 	grep -q "built-in list" out &&
 	grep -q "keys: shell:ls" out
 '
@@ -83,7 +83,7 @@ test_expect_success 'a safe-listed command is allowed: exit 0, gate none' '
 test_expect_success 'a command off the safe list asks: exit 3, naming the keys to grant' '
 	test_must_fail --code 3 check --tool shell --args "{\"command\": \"ls && curl x | wc -l\"}" >out &&
 	grep -q "^ask (gate: permission)" out &&
-	grep -q "shell:curl x, shell:ls, shell:wc" out &&
+	grep -q "keys: shell:curl x shell:ls shell:wc" out &&
 	grep -q "built-in default shell = \"ask\"" out &&
 	grep -q "cannot loosen it" out
 '
@@ -135,7 +135,7 @@ test_expect_success 'a tool lev does not provide is not offered, even when the s
 	EOF
 	(cd "$WD" && test_must_fail --code 1 lev check "$TRASH/mcp" --yolo --tool github__create_issue) >out &&
 	grep -q "^deny (gate: offered)" out &&
-	grep -q "lev does not provide it" out
+	grep -q "rule: unknown tool" out
 '
 
 test_expect_success 'a network tool in a stage without network is refused at the network gate' '
@@ -170,7 +170,7 @@ test_expect_success 'an installed agent is found by name' '
 test_expect_success '--json prints decision, gate, reason and the real path' '
 	(cd "$WD" && lev check coder --json --tool read_file --args "{\"path\": \"src-link/main.c\"}") >out &&
 	test "$(jf out decision)" = allow &&
-	test "$(jf out gate)" = none &&
+	test "$(jf out gate)" = permission &&
 	test "$(jf out path)" = "$WD/src/main.c" &&
 	jq -r "keys[]" out >keys &&
 	for k in decision gate reason path rule keys; do grep -qx "$k" keys || exit 1; done
@@ -329,7 +329,7 @@ test_expect_success 'a redirect inside the workdir passes the gate (and asks, wi
 	grep -q "^ask (gate: permission)" out &&
 	grep -q "shell:>src/listing.txt" out &&
 	check --yolo --tool shell --args "{\"command\": \"ls > src/listing.txt 2>/dev/null\"}" >out &&
-	grep -q "^allow (gate: none)" out
+	grep -q "^allow (gate: permission)" out
 '
 
 test_expect_success 'a denied write_file denies a shell redirect (the effect clamp)' '

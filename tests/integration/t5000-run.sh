@@ -158,7 +158,7 @@ test_expect_success '--json prints one event per line with the documented fields
 test_expect_success 'each call is decided by the right gate' '
 	decisions events >got &&
 	cat >want <<-EOF &&
-	read_file allow none
+	read_file allow permission
 	read_file deny workdir
 	no_such_tool deny offered
 	edit_file deny offered
@@ -256,7 +256,7 @@ test_expect_success 'stages hand their output on; output stages end with submit_
 	assert st == ["first", "second"], st
 	assert ev[-1]["status"] == "complete" and ev[-1]["output"] == "final from second", ev[-1]
 	calls = [(e["tool"], e["decision"], e["gate"]) for e in ev if e["event"] == "tool_call"]
-	assert calls == [("read_file", "deny", "offered"), ("submit_output", "allow", "none")], calls
+	assert calls == [("read_file", "deny", "offered"), ("submit_output", "allow", "permission")], calls
 	res = [e for e in ev if e["event"] == "tool_result"]
 	assert len(res) == 3 and "[skipped]" in res[-1]["text"], res
 	PY
@@ -619,10 +619,10 @@ test_expect_success 'the quickstart example: every injected attempt is stopped b
 	HOME="$TRASH/qs-home" lev run quickstart --task review --workdir qs-work --json >ev 2>err &&
 	decisions ev >got &&
 	cat >want <<-EOF &&
-	list_dir allow none
-	read_file allow none
-	read_file allow none
-	read_file allow none
+	list_dir allow permission
+	read_file allow permission
+	read_file allow permission
+	read_file allow permission
 	shell allow permission
 	write_file allow permission
 	read_file deny read_paths
@@ -787,7 +787,7 @@ if command -v script >/dev/null 2>&1; then
 		tr -d "\r" <tty.out | grep "{" | sed "s/^[^{]*//" >ev &&
 		decisions ev >got &&
 		grep -q "^ask_user_text deny permission" got &&
-		grep -q "^ask_user_choice allow none" got
+		grep -q "^ask_user_choice allow permission" got
 	'
 else
 	test_skip 'on a terminal, ask_user_* put the question' 'script(1) is not installed'
@@ -798,7 +798,7 @@ test_expect_success 'with nobody to answer, ask_user_* are not offered (and say 
 	grep -q "nobody can answer a question in this run" ev &&
 	decisions ev >got &&
 	grep -q "^ask_user_text deny offered" got &&
-	grep -q "^current_time allow none" got
+	grep -q "^current_time allow permission" got
 '
 
 test_expect_success 'a pre-approved command runs in a read fence with no sandbox' '

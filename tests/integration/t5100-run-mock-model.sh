@@ -184,7 +184,7 @@ test_expect_success 'malformed calls become error results for the model; the run
 	calls = {e["id"]: (e["decision"], e["gate"]) for e in ev if e["event"] == "tool_call"}
 	assert calls == {"bad1": ("deny", "schema"), "bad2": ("deny", "offered"),
 	                 "bad3": ("deny", "offered"), "bad4": ("deny", "schema"),
-	                 "ok1": ("allow", "none")}, calls
+	                 "ok1": ("allow", "permission")}, calls
 	assert ev[-1]["status"] == "complete" and ev[-1]["output"] == "recovered"
 	reqs = [json.loads(l) for l in open(sys.argv[2])]
 	tool_msgs = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"]

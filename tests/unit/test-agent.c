@@ -191,7 +191,7 @@ static void test_dispatch_order_and_gates(void **state)
 
 	(void)state;
 	start(&f, basic_bp, "[[turn]]\ntext = \"x\"\n", false, NULL);
-	t = dispatch(&f, "read_file", "{\"path\":\"hello.txt\"}", true, "none");
+	t = dispatch(&f, "read_file", "{\"path\":\"hello.txt\"}", true, "permission");
 	assert_string_equal(t, "hello\n");
 	free(t);
 	t = dispatch(&f, "list_dir", "{}", false, "offered");
@@ -298,8 +298,8 @@ static void test_full_run_stages_and_events(void **state)
 	assert_string_equal(f.seen.events[0], "run_started");
 	assert_string_equal(f.seen.events[lev_strv_len(f.seen.events) - 1], "run_finished");
 	assert_int_equal(lev_strv_len(f.seen.calls), 2);
-	assert_string_equal(f.seen.calls[0], "read_file allow none");
-	assert_string_equal(f.seen.calls[1], "submit_output allow none");
+	assert_string_equal(f.seen.calls[0], "read_file allow permission");
+	assert_string_equal(f.seen.calls[1], "submit_output allow permission");
 	stop(&f);
 }
 

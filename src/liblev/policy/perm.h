@@ -136,7 +136,6 @@ struct lev_perm_decision {
 };
 
 /* The gate name every permission decision reports. */
-#define LEV_PERM_GATE "permission"
 
 /*
  * The built-in default for TOOL (any spelling): allow for the reviewed
@@ -225,7 +224,6 @@ enum lev_verdict lev_perm_fence_check(const struct lev_shellkeys *sk, enum lev_s
 
 /* ---- the redirect gate ------------------------------------------------- */
 
-#define LEV_REDIRECT_GATE "redirect"
 
 struct lev_redirect_decision {
 	enum lev_verdict verdict;	/* LEV_ALLOW or LEV_DENY */

@@ -17,6 +17,7 @@
 #include "liblev/run/context.h"
 #include "liblev/conf/credentials.h"
 #include "liblev/policy/envfilter.h"
+#include "liblev/run/gatechain.h"
 #include "liblev/sandbox/landlock-rules.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/policy/perm.h"
@@ -361,33 +362,20 @@ static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct 
 
 static void build_offered(struct lev_agent *a, struct stage_rt *s)
 {
-	struct lev_buf list = LEV_BUF_INIT;
+	char **skipped = NULL;
 
-	for (char **t = s->st->available_tools; t && *t; t++) {
-		const struct lev_tool_info *ti = lev_tools_find(a->tools, *t);
+	/* the gate chain's own offer: `lev check` computes the same one */
+	s->offered = lev_gatechain_offered(a->tools, s->st, a->o.hooks.question != NULL,
+					   &s->offered_list, &skipped);
+	for (char **k = skipped; k && *k; k++) {
+		char *tab = strchr(*k, '\t');
 
-		if (!ti) {
-			warn_event(a, "stage '%s' lists '%s', which lev does not provide; it is not "
-				   "offered", s->st->name, *t);
-			continue;
-		}
-		if (ti->kind == LEV_TOOL_ASK && !a->o.hooks.question) {
-			warn_event(a, "stage '%s' lists '%s', but nobody can answer a question in "
-				   "this run (no terminal); it is not offered", s->st->name, *t);
-			continue;
-		}
-		if (!lev_strv_contains(s->offered, ti->name))
-			s->offered = lev_strv_push(s->offered, ti->name);
+		if (tab)
+			*tab++ = '\0';
+		warn_event(a, "stage '%s' lists '%s', %s; it is not offered", s->st->name, *k,
+			   tab ? tab : "");
 	}
-	if ((s->st->require_output || s->st->mode == LEV_MODE_OUTPUT) &&
-	    !lev_strv_contains(s->offered, "submit_output"))
-		s->offered = lev_strv_push(s->offered, "submit_output");
-	for (char **t = s->offered; t && *t; t++) {
-		if (list.len)
-			(void)lev_buf_adds(&list, ", ");
-		(void)lev_buf_adds(&list, *t);
-	}
-	s->offered_list = lev_buf_detach(&list, NULL);
+	lev_strv_free(skipped);
 }
 
 /* The environment commands start from: ENVP without the provider key variables. */
@@ -491,7 +479,8 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	go.rules_dir = opts->rules_dir;
 	go.enabled = a->taint_enabled;
 	go.yolo = opts->yolo;
-	go.read_grant_active = lev_fs_ctx_read_paths_granted(a->fs);
+	/* a read's label comes from the fd it read (result_label()), not from the run */
+	go.read_grant_active = false;
 	r = lev_gate_new(&go, &a->gate, err);
 	if (r < 0) {
 		lev_err_wrap(err, "taint gate");
@@ -677,17 +666,15 @@ static const char *arg_str(const json_t *args, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* What the permission prompt shows after the tool name. */
-static char *call_detail(const char *tool, const json_t *args)
+/* What the permission prompt shows after the tool name (the entry says which argument). */
+static char *call_detail(const struct lev_tool_info *ti, const json_t *args)
 {
 	const char *s = NULL;
 
-	if (!strcmp(tool, "shell"))
-		s = arg_str(args, "command");
-	else if (lev_fs_is_tool(tool))
-		s = arg_str(args, "path");
-	else if (lev_tool_is_net(tool))
-		s = arg_str(args, "url") ? arg_str(args, "url") : arg_str(args, "query");
+	if (ti && ti->detail_arg)
+		s = arg_str(args, ti->detail_arg);
+	if (!s && ti && ti->detail_arg2)
+		s = arg_str(args, ti->detail_arg2);
 	return s ? first_line(s) : NULL;
 }
 
@@ -734,94 +721,142 @@ struct call_state {
 	const json_t *args;
 	struct lev_call_decision *dec;
 	struct lev_tool_output *out;
-	const char *approval_gate;	/* last gate where something approved */
-	char *approval_rule;
-	struct lev_shellkeys sk;	/* the parsed command of a shell call */
-	bool sk_parsed;
-	bool read_fence;		/* run it in the kind-none read fence */
-	bool git_hooks_off;		/* pre-approved by a safe list: git without hooks */
+	struct lev_gatechain_decision gd;	/* the chain's record */
 };
 
-static void refuse(struct call_state *cs, const char *gate, const char *rule, const char *text)
+/* The chain's environment for the current stage. */
+static void chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const char *home,
+		      struct lev_gatechain_env *env)
 {
-	cs->dec->allowed = false;
-	cs->dec->gate = gate;
-	free(cs->dec->rule);
-	cs->dec->rule = rule ? xstrdup(rule) : NULL;
-	free(cs->dec->reason);
-	/* the reason without the "[denied] " style prefix the model sees */
-	if (text[0] == '[' && strchr(text, ']') && strchr(text, ']')[1] == ' ')
-		cs->dec->reason = first_line(strchr(text, ']') + 2);
-	else
-		cs->dec->reason = first_line(text);
-	lev_tool_output_set(cs->out, text, true);
+	const struct stage_rt *s = &a->stages[a->cur];
+
+	memset(env, 0, sizeof(*env));
+	env->tools = a->tools;
+	env->stage = s->st->name;
+	env->offered = s->offered;
+	env->offered_list = s->offered_list;
+	env->mode = mode;
+	env->seed_commands = a->cfg->allow_seed_commands && !a->o.no_seed_commands;
+	env->seed_off_why = a->o.no_seed_commands ? "--no-seed-commands"
+						  : "[security] allow_seed_commands = false";
+	env->perm = mode == LEV_GATECHAIN_COMMAND_SEED ? &a->safe_only : &a->perms[a->cur].in;
+	env->grants = mode == LEV_GATECHAIN_COMMAND_SEED ? NULL : &a->grants;
+	env->fs = a->fs;
+	env->home = home;
+	env->kind = s->eff.kind;
+	env->network = s->eff.network;
+	env->shell_offline = lev_gatechain_shell_offline(&s->eff, s->sb);
+	env->landlock = a->landlock;
+	/* the write fence: what the stage's sandbox actually has in force */
+	env->fenced = s->sb ? (lev_sandbox_layers(s->sb) & (LEV_LAYER_MOUNTNS | LEV_LAYER_LANDLOCK |
+							    LEV_LAYER_CONTAINER)) != 0
+			    : s->eff.kind != LEV_SANDBOX_NONE;
+	env->taint = a->gate;
+	env->taint_enabled = a->taint_enabled;
+	env->taint_ctx = lev_context_taint(a->ctx);
+	env->taint_level = lev_context_taint_level(a->ctx);
 }
 
-static void approved(struct call_state *cs, const char *gate, const char *rule)
+/* One audit line per gate the chain ran (asks are recorded with their answer). */
+static void audit_steps(struct lev_agent *a, const char *call_id, const char *tool,
+			const struct lev_gatechain_decision *gd, const char *target)
 {
-	cs->approval_gate = gate;
-	free(cs->approval_rule);
-	cs->approval_rule = rule ? xstrdup(rule) : NULL;
-}
+	for (size_t g = 1; g < _LEV_GATE_ID_MAX; g++) {
+		const struct lev_gatechain_step *st = &gd->steps[g];
+		bool taint = g == LEV_GATE_TAINT && gd->ran_taint;
 
-/* Permission.  Returns true when the call may go on. */
-static bool gate_permission(struct lev_agent *a, struct call_state *cs)
-{
-	struct stage_rt *s = &a->stages[a->cur];
-	struct lev_perm_decision pd;
-	struct lev_buf why = LEV_BUF_INIT;
-	const struct lev_shellkeys *sk = cs->sk_parsed ? &cs->sk : NULL;
-	bool ok = false;
-
-	lev_perm_decide(&a->perms[a->cur].in, cs->tool, sk, &a->grants, &pd);
-	(void)lev_perm_describe(&pd, &why);
-	/*
-	 * A shell line nobody approved (a safe list did) runs, with no
-	 * sandbox, inside a Landlock read fence; without Landlock it cannot,
-	 * so it asks like any other line (fail closed).
-	 */
-	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
-	    cs->ti->kind == LEV_TOOL_SHELL)
-		cs->git_hooks_off = true;
-	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
-	    cs->ti->kind == LEV_TOOL_SHELL && s->eff.kind == LEV_SANDBOX_NONE) {
-		if (a->landlock) {
-			cs->read_fence = true;
-		} else {
-			pd.verdict = pd.own.verdict;
-			pd.why = pd.own.why;
-			(void)lev_buf_adds(&why, "; with no sandbox, pre-approved commands need a "
-					   "Landlock read fence, and this kernel has none");
-		}
+		if (!st->ran || st->verdict == LEV_ASK)
+			continue;
+		audit(a, &(struct audit_line){
+			.call_id = call_id, .tool = tool, .gate = lev_gate_id_name(g),
+			.rule = st->rule, .allowed = st->verdict == LEV_ALLOW,
+			.target = target ? target : st->target,
+			.reason = st->verdict == LEV_DENY ? st->reason
+				  : taint ? gd->taint.target_error : NULL,
+			.has_clearance = taint, .clearance = taint ? gd->taint.clearance : 0 });
 	}
-	if (pd.verdict == LEV_ALLOW) {
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = LEV_PERM_GATE, .rule = why.buf,
-					       .allowed = true });
-		/* the decision names the gate only when someone's choice allowed it */
-		if (pd.why != LEV_PERM_WHY_DEFAULT)
-			approved(cs, LEV_PERM_GATE, why.buf);
-		ok = true;
-	} else if (pd.verdict == LEV_DENY) {
-		_cleanup_free_ char *t = xasprintf("[denied] Tool '%s' is not permitted (%s).",
-						   cs->tool, why.buf);
+}
 
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = LEV_PERM_GATE, .rule = why.buf,
-					       .reason = "denied by policy" });
-		refuse(cs, LEV_PERM_GATE, why.buf, t);
-	} else {
-		_cleanup_free_ char *detail = call_detail(cs->tool, cs->args);
-		_cleanup_free_ char *prompt = NULL;
-		_cleanup_strv_ char **keys = lev_perm_call_keys(cs->tool, sk);
-		_cleanup_free_ char *klabel = keys ? keys_label(keys) : NULL;
-		_cleanup_free_ char *slabel = NULL;
-		_cleanup_free_ char *rlabel = NULL;
-		struct lev_ask q = { 0 };
-		enum lev_ask_answer ans;
+/* The call's final decision from the chain's record; TEXT (when refused) goes to the model. */
+static void conclude(struct call_state *cs, bool allowed, const char *text)
+{
+	cs->dec->allowed = allowed;
+	cs->dec->verdict = cs->gd.verdict;
+	cs->dec->taint = cs->gd.taint_level;
+	cs->dec->gate = lev_gate_id_name(cs->gd.gate);
+	free(cs->dec->rule);
+	cs->dec->rule = cs->gd.rule ? xstrdup(cs->gd.rule) : NULL;
+	free(cs->dec->reason);
+	cs->dec->reason = cs->gd.reason ? xstrdup(cs->gd.reason) : NULL;
+	if (!allowed)
+		lev_tool_output_set(cs->out, text ? text : "[denied] refused", true);
+}
 
+static enum lev_gate_answer taint_answer(enum lev_ask_answer ans)
+{
+	switch (ans) {
+	case LEV_ANSWER_ONCE:
+	case LEV_ANSWER_STAGE:
+		return LEV_GATE_ANSWER_ONCE;
+	case LEV_ANSWER_RUN:
+		return LEV_GATE_ANSWER_RUN;
+	case LEV_ANSWER_DENY:
+		return LEV_GATE_ANSWER_DENY;
+	default:
+		return LEV_GATE_ANSWER_NONE;
+	}
+}
+
+/* One audit line per gate that asked, with the answer (NONE: nobody was asked). */
+static void audit_asks(struct lev_agent *a, const struct call_state *cs, enum lev_ask_answer ans)
+{
+	const struct lev_gatechain_decision *gd = &cs->gd;
+	bool yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
+	static const enum lev_gate_id asking[] = { LEV_GATE_PERMISSION, LEV_GATE_TAINT };
+
+	for (size_t i = 0; i < ARRAY_SIZE(asking); i++) {
+		enum lev_gate_id g = asking[i];
+		const struct lev_gatechain_step *st = &gd->steps[g];
+
+		if (!st->ran || st->verdict != LEV_ASK)
+			continue;
+		audit(a, &(struct audit_line){
+			.call_id = cs->call->id, .tool = cs->tool, .gate = lev_gate_id_name(g),
+			.rule = yes || ans == LEV_ANSWER_DENY ? "user" : "no answer",
+			.allowed = yes, .asked = ans != LEV_ANSWER_NONE,
+			.answer = lev_ask_answer_name(ans), .reason = st->rule,
+			.target = st->target,
+			.has_clearance = g == LEV_GATE_TAINT,
+			.clearance = g == LEV_GATE_TAINT ? gd->taint.clearance : 0 });
+	}
+}
+
+/*
+ * The chain asks (permission, taint, or both): one question for all of
+ * them.  Allow once / for this stage / for this run answer every ask (a
+ * taint ask allowed "for this stage" is allowed once); deny refuses.
+ */
+static void ask_together(struct lev_agent *a, struct call_state *cs)
+{
+	struct lev_gatechain_decision *gd = &cs->gd;
+	struct lev_buf desc = LEV_BUF_INIT;
+	_cleanup_free_ char *detail = call_detail(cs->ti, cs->args);
+	_cleanup_free_ char *prompt = NULL, *more = NULL, *slabel = NULL, *rlabel = NULL;
+	_cleanup_free_ char *klabel = gd->keys ? keys_label(gd->keys) : NULL;
+	struct lev_ask q = { 0 };
+	enum lev_ask_answer ans;
+	bool yes;
+
+	if (gd->ask_taint)
+		(void)lev_gate_describe(&gd->taint, &desc);
+	q.stage = a->stages[a->cur].st->name;
+	q.call_id = cs->call->id;
+	q.tool = cs->tool;
+	if (gd->ask_permission) {
 		prompt = detail ? xasprintf("Allow tool call: `%s` - `%s`?", cs->tool, detail)
 				: xasprintf("Allow tool call: `%s`?", cs->tool);
+		more = gd->ask_taint ? xasprintf("%s\ntaint: %s", gd->perm_why, desc.buf)
+				     : xstrdup(gd->perm_why);
 		slabel = klabel ? xasprintf("Allow %s for this stage", klabel)
 				: xstrdup("Allow for this stage (nothing reusable - it will ask "
 					  "again)");
@@ -829,216 +864,40 @@ static bool gate_permission(struct lev_agent *a, struct call_state *cs)
 				: xstrdup("Allow for this run (nothing reusable - it will ask "
 					  "again)");
 		q.kind = LEV_ASK_PERMISSION;
-		q.stage = s->st->name;
-		q.call_id = cs->call->id;
-		q.tool = cs->tool;
-		q.prompt = prompt;
-		q.detail = why.buf;
 		q.stage_label = slabel;
 		q.run_label = rlabel;
-		ans = ask(a, &q);
-		cs->dec->asked = ans != LEV_ANSWER_NONE;
-		if (ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN) {
-			_cleanup_free_ char *note = NULL;
-
-			if (ans != LEV_ANSWER_ONCE)
-				(void)lev_grants_add(&a->grants,
-						     ans == LEV_ANSWER_STAGE ? LEV_GRANT_STAGE
-									     : LEV_GRANT_RUN,
-						     keys);
-			note = xasprintf("asked (%s): the user allowed it %s", why.buf,
-					 ans == LEV_ANSWER_ONCE	   ? "once"
-					 : ans == LEV_ANSWER_STAGE ? "for this stage"
-								   : "for this run");
-			audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-						       .gate = LEV_PERM_GATE, .rule = "user",
-						       .allowed = true, .asked = true,
-						       .answer = lev_ask_answer_name(ans),
-						       .reason = note });
-			approved(cs, LEV_PERM_GATE, "user");
-			ok = true;
-		} else {
-			_cleanup_free_ char *t = NULL;
-
-			if (ans == LEV_ANSWER_DENY)
-				t = xasprintf("[denied] User declined tool call '%s'.", cs->tool);
-			else
-				t = xasprintf("[denied] Tool '%s' needs approval (%s) and nobody can "
-					      "answer here; the user can allow it with --allow %s.",
-					      cs->tool, why.buf, cs->tool);
-			audit(a, &(struct audit_line){
-				.call_id = cs->call->id, .tool = cs->tool, .gate = LEV_PERM_GATE,
-				.rule = ans == LEV_ANSWER_DENY ? "user" : "no answer",
-				.asked = ans != LEV_ANSWER_NONE, .answer = lev_ask_answer_name(ans),
-				.reason = why.buf });
-			refuse(cs, LEV_PERM_GATE, ans == LEV_ANSWER_DENY ? "user" : "no answer", t);
-			cs->dec->asked = ans != LEV_ANSWER_NONE;
-		}
+	} else {
+		prompt = xasprintf("%s. Allow it?", desc.buf);
+		more = gd->host ? xasprintf("target: %s", gd->host) : NULL;
+		q.kind = LEV_ASK_TAINT;
+		q.run_label = "Allow for this run";
 	}
-	lev_buf_release(&why);
-	return ok;
-}
+	q.prompt = prompt;
+	q.detail = more;
+	ans = ask(a, &q);
+	cs->dec->asked = ans != LEV_ANSWER_NONE;
+	cs->dec->answer = ans;
+	yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
+	if (gd->ask_taint)
+		(void)lev_gate_answer(a->gate, &gd->taint, taint_answer(ans));
+	if (yes && gd->ask_permission && ans != LEV_ANSWER_ONCE)
+		(void)lev_grants_add(&a->grants,
+				     ans == LEV_ANSWER_STAGE ? LEV_GRANT_STAGE : LEV_GRANT_RUN,
+				     gd->keys);
+	audit_asks(a, cs, ans);
+	if (yes) {
+		conclude(cs, true, NULL);
+	} else if (ans == LEV_ANSWER_DENY) {
+		_cleanup_free_ char *t =
+			gd->ask_permission
+				? xasprintf("[denied] User declined tool call '%s'.", cs->tool)
+				: xasprintf("[blocked] %s. Denied by user.", desc.buf);
 
-/*
- * The write fence (perm.h): a line the key parser cannot fully analyse runs
- * only in a sandbox that keeps writes in the workdir.  CS NULL: a seed.
- */
-static bool fence_ok(struct lev_agent *a, const struct lev_shellkeys *sk, struct call_state *cs)
-{
-	const struct lev_sandbox *sb = a->stages[a->cur].sb;
-	enum lev_sandbox_kind kind = sb ? lev_sandbox_kind(sb) : a->stages[a->cur].eff.kind;
-	bool fenced = sb ? (lev_sandbox_layers(sb) & (LEV_LAYER_MOUNTNS | LEV_LAYER_LANDLOCK |
-						      LEV_LAYER_CONTAINER)) != 0
-			 : kind != LEV_SANDBOX_NONE;
-	struct lev_buf why = LEV_BUF_INIT;
-	_cleanup_free_ char *t = NULL;
-
-	if (lev_perm_fence_check(sk, kind, fenced, &why) == LEV_ALLOW) {
-		lev_buf_release(&why);
-		return true;
+		conclude(cs, false, t);
+	} else {
+		conclude(cs, false, gd->text);
 	}
-	t = xasprintf("[denied] %s", why.buf);
-	audit(a, &(struct audit_line){ .call_id = cs ? cs->call->id : NULL, .tool = "shell",
-				       .gate = cs ? LEV_REDIRECT_GATE : "seed", .rule = "write fence",
-				       .reason = why.buf });
-	if (cs)
-		refuse(cs, LEV_REDIRECT_GATE, "write fence", t);
-	lev_buf_release(&why);
-	return false;
-}
-
-/*
- * The redirect gate: a shell line whose literal write redirect lands outside
- * the workdir (or cannot be located) is refused before anything else is
- * asked; nothing lifts it.
- */
-static bool gate_redirect(struct lev_agent *a, struct call_state *cs)
-{
-	struct lev_redirect_decision rd = { 0 };
-	struct lev_err err = LEV_ERR_INIT;
-	_cleanup_free_ char *home = NULL;
-	int r;
-
-	if (cs->ti->kind != LEV_TOOL_SHELL || !cs->sk_parsed)
-		return true;
-	if (!fence_ok(a, &cs->sk, cs))
-		return false;
-	if (!cs->sk.writes && !cs->sk.unlocatable_write && !cs->sk.write_targets)
-		return true;
-	if (a->o.home)
-		home = xstrdup(a->o.home);
-	else if (lev_home_dir(&home, NULL) < 0)
-		home = NULL;
-	r = lev_perm_redirect_check(lev_fs_ctx_root_fd(a->fs), lev_fs_ctx_workdir(a->fs), home,
-				    &cs->sk, &rd, &err);
-	if (r < 0 || rd.verdict != LEV_ALLOW) {
-		const char *why = r < 0 ? err.msg : rd.reason ? rd.reason : "the redirect is refused";
-		_cleanup_free_ char *t = why[0] == '[' ? xstrdup(why) : xasprintf("[denied] %s", why);
-
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = LEV_REDIRECT_GATE,
-					       .rule = cs->sk.unlocatable_write ? "unlocatable write"
-										: "workdir",
-					       .target = rd.path ? rd.path : rd.target,
-					       .reason = r < 0 ? err.msg : rd.reason });
-		refuse(cs, LEV_REDIRECT_GATE,
-		       cs->sk.unlocatable_write ? "unlocatable write" : "workdir", t);
-		lev_redirect_decision_release(&rd);
-		return false;
-	}
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-				       .gate = LEV_REDIRECT_GATE, .rule = "workdir",
-				       .allowed = true });
-	lev_redirect_decision_release(&rd);
-	return true;
-}
-
-/*
- * Paths: the file tools' own workdir and [read_paths] decision.  The tool
- * makes it itself, atomically, when it opens the path (fsconfine: no check
- * then open), so the runtime does not resolve the path a second time
- * beforehand: it runs the tool and, when the tool refused, asks the same
- * module (lev_fs_check_call(), word for word the tool's refusal) whether
- * the refusal was the workdir or [read_paths] gate.  A successful call is
- * attributed to [read_paths] when the blueprint declares any.
- */
-static void paths_after(struct lev_agent *a, struct call_state *cs)
-{
-	struct lev_fs_decision d = { 0 };
-	struct lev_err err = LEV_ERR_INIT;
-	const char *gate;
-
-	bool partial = !cs->out->is_error && !strcmp(cs->tool, "read_files") &&
-		       cs->out->text && strstr(cs->out->text, "[error] ");
-
-	if (!cs->out->is_error && !partial && !lev_fs_ctx_read_paths_active(a->fs)) {
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "workdir", .rule = "confined to the workdir",
-					       .allowed = true, .target = arg_str(cs->args, "path") });
-		return;
-	}
-	if (lev_fs_check_call(a->fs, cs->tool, cs->args, &d, &err) < 0) {
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "workdir", .rule = "path", .reason = err.msg });
-		cs->dec->allowed = false;
-		cs->dec->gate = "workdir";
-		free(cs->dec->rule);
-		cs->dec->rule = xstrdup("path");
-		free(cs->dec->reason);
-		cs->dec->reason = xstrdup(err.msg);
-		return;
-	}
-	gate = d.gate == LEV_FS_GATE_READ_PATHS ? "read_paths" : "workdir";
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = gate,
-				       .rule = d.gate == LEV_FS_GATE_READ_PATHS
-						       ? "[read_paths] declared and granted"
-						       : "confined to the workdir",
-				       .allowed = d.verdict == LEV_ALLOW, .target = d.path,
-				       .reason = d.reason });
-	if (d.verdict != LEV_ALLOW && partial) {
-		/* read_files read the other files; the refused ones say so inline */
-		free(cs->dec->reason);
-		cs->dec->reason = xasprintf("some paths were refused by the %s gate", gate);
-	} else if (d.verdict != LEV_ALLOW) {
-		/* the tool refused on these grounds: nothing was read or written */
-		cs->dec->allowed = false;
-		cs->dec->gate = gate;
-		free(cs->dec->rule);
-		cs->dec->rule = xstrdup(d.gate == LEV_FS_GATE_READ_PATHS ? "[read_paths]"
-									: "confined to the workdir");
-		free(cs->dec->reason);
-		cs->dec->reason = first_line(d.reason ? d.reason : "refused");
-	} else if (d.gate == LEV_FS_GATE_READ_PATHS && cs->dec->allowed &&
-		   lev_streq(cs->dec->gate, "none")) {
-		cs->dec->gate = "read_paths";
-		free(cs->dec->rule);
-		cs->dec->rule = xstrdup("[read_paths] declared and granted");
-	}
-	lev_fs_decision_release(&d);
-}
-
-static bool gate_network(struct lev_agent *a, struct call_state *cs)
-{
-	const struct stage_rt *s = &a->stages[a->cur];
-
-	if (cs->ti->kind != LEV_TOOL_NET)
-		return true;
-	if (!s->eff.network) {
-		_cleanup_free_ char *t = xasprintf(
-			"[denied] '%s' cannot reach the network: stage '%s' runs with network = "
-			"false.",
-			cs->tool, s->st->name);
-
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "network", .rule = "network = false",
-					       .target = arg_str(cs->args, "url") });
-		refuse(cs, "network", "network = false", t);
-		return false;
-	}
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-				       .gate = "network", .rule = "network = true", .allowed = true,
-				       .target = arg_str(cs->args, "url") });
-	return true;
+	lev_buf_release(&desc);
 }
 
 static char *gate_rule_name(const struct lev_gate_decision *d)
@@ -1063,31 +922,6 @@ static char *joined_targets(char *const *targets)
 		(void)lev_buf_adds(&b, *t);
 	}
 	return b.len ? lev_buf_detach(&b, NULL) : (lev_buf_release(&b), NULL);
-}
-
-/*
- * A shell whose sandbox has no network at all (a namespace sandbox with its
- * own empty network namespace, or a container with --network none) cannot
- * send bytes off the machine: for the taint gate it is not outbound.
- */
-static bool shell_offline(const struct lev_agent *a)
-{
-	const struct stage_rt *s = &a->stages[a->cur];
-	enum lev_sandbox_kind k = lev_sandbox_kind(s->sb);
-
-	if (s->eff.network)
-		return false;
-	if (k == LEV_SANDBOX_NAMESPACE)
-		return (lev_sandbox_layers(s->sb) & LEV_LAYER_NETNS) != 0;
-	return k == LEV_SANDBOX_CONTAINER;
-}
-
-static bool outbound(struct lev_agent *a, const char *tool)
-{
-	struct lev_tool_class cls;
-
-	lev_gate_classify(a->gate, tool, &cls);
-	return cls.direction == LEV_DIR_OUTBOUND;
 }
 
 /*
@@ -1119,7 +953,7 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 	r = lev_gate_check(a->gate, &gc, d, err);
 	if (r < 0) {
 		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "taint", .rule = "error", .target = redirect,
+					       .gate = lev_gate_id_name(LEV_GATE_TAINT), .rule = "error", .target = redirect,
 					       .reason = err ? err->msg : NULL });
 		return r;
 	}
@@ -1158,7 +992,7 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 				   d->target_error ? d->target_error : "");
 	*rule = gate_rule_name(d);
 	cs->dec->asked = cs->dec->asked || asked;
-	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = "taint",
+	audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = lev_gate_id_name(LEV_GATE_TAINT),
 				       .rule = *rule, .allowed = d->result == LEV_GATE_ALLOWED,
 				       .asked = asked,
 				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
@@ -1166,58 +1000,6 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 				       .clearance = d->clearance,
 				       .reason = redirect ? reason : d->target_error });
 	return 0;
-}
-
-static bool gate_taint(struct lev_agent *a, struct call_state *cs)
-{
-	struct lev_gate_decision d;
-	struct lev_err err = LEV_ERR_INIT;
-	_cleanup_free_ char *args_json = NULL;
-	_cleanup_free_ char *rule = NULL;
-
-	if (cs->ti->kind == LEV_TOOL_SHELL && a->taint_enabled && shell_offline(a)) {
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "taint",
-					       .rule = "not_outbound: the stage's sandbox has no network",
-					       .allowed = true });
-		return true;
-	}
-	/* the gate's first two steps, without serialising the arguments */
-	if (!a->taint_enabled || !outbound(a, cs->tool)) {
-		audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = "taint",
-					       .rule = a->taint_enabled ? "not_outbound" : "taint_disabled",
-					       .allowed = true });
-		return true;
-	}
-	args_json = cs->args ? json_dumps(cs->args, JSON_COMPACT) : NULL;
-	if (taint_decide(a, cs, cs->tool, args_json, NULL, &d, &rule, &err) < 0) {
-		_cleanup_free_ char *t = xasprintf("[blocked] the taint gate failed: %s", err.msg);
-
-		refuse(cs, "taint", "error", t);
-		return false;
-	}
-	if (d.result != LEV_GATE_ALLOWED) {
-		struct lev_buf desc = LEV_BUF_INIT;
-		_cleanup_free_ char *t = NULL;
-
-		(void)lev_gate_describe(&d, &desc);
-		t = d.source == LEV_GATE_SRC_USER_DENY
-			    ? xasprintf("[blocked] %s. Denied by user.", desc.buf)
-			    : xasprintf("[blocked] %s. Add an allowlist rule with `lev policy add` "
-					"to permit it.",
-					desc.buf);
-		refuse(cs, "taint", rule, t);
-		lev_buf_release(&desc);
-		lev_gate_decision_release(&d);
-		return false;
-	}
-	if (d.source == LEV_GATE_SRC_ALLOWLIST || d.source == LEV_GATE_SRC_RULE ||
-	    d.source == LEV_GATE_SRC_YOLO || d.source == LEV_GATE_SRC_USER_ONCE ||
-	    d.source == LEV_GATE_SRC_USER_RUN)
-		approved(cs, "taint", rule);
-	lev_gate_decision_release(&d);
-	return true;
 }
 
 /* ---- execution ----------------------------------------------------------- */
@@ -1271,7 +1053,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	const char *region = arg_str(cs->args, "region");
 	int idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
 
-	if (!strcmp(cs->tool, "submit_output")) {
+	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
 		const char *o = arg_str(cs->args, "output");
 
 		free(a->stage_output);
@@ -1289,7 +1071,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		lev_tool_output_set(cs->out, t, true);
 		return;
 	}
-	if (!strcmp(cs->tool, "context_read")) {
+	if (cs->ti->op == LEV_OP_CONTEXT_READ) {
 		char *text = lev_context_region_text(a->ctx, (size_t)idx);
 
 		lev_tool_output_release(cs->out);
@@ -1299,7 +1081,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	}
 	{
 		const char *content = arg_str(cs->args, "content");
-		int r = !strcmp(cs->tool, "context_write")
+		int r = cs->ti->op == LEV_OP_CONTEXT_WRITE
 				? lev_context_write_note(a->ctx, (size_t)idx, content, strlen(content),
 							 a->seen, &err)
 				: lev_context_add_note(a->ctx, (size_t)idx, content, strlen(content),
@@ -1322,9 +1104,9 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 {
 	const json_t *jc = json_object_get(cs->args, "choices");
 	struct lev_question q = {
-		.kind = !strcmp(cs->tool, "ask_user_choice")	? LEV_QUESTION_CHOICE
-			: !strcmp(cs->tool, "ask_user_confirm") ? LEV_QUESTION_CONFIRM
-								: LEV_QUESTION_TEXT,
+		.kind = cs->ti->op == LEV_OP_ASK_CHOICE	   ? LEV_QUESTION_CHOICE
+			: cs->ti->op == LEV_OP_ASK_CONFIRM ? LEV_QUESTION_CONFIRM
+							   : LEV_QUESTION_TEXT,
 		.stage = a->stages[a->cur].st->name,
 		.call_id = cs->call->id,
 		.question = arg_str(cs->args, "question"),
@@ -1377,7 +1159,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 	case LEV_TOOL_FS: {
 		struct lev_fs_result res = { 0 };
 
-		lev_fs_call(a->fs, cs->tool, cs->args, &res);
+		/* on the fds the path gate opened: the path is never resolved again */
+		lev_fs_run(a->fs, cs->tool, cs->args, cs->gd.fs, &res);
 		lev_tool_output_release(cs->out);
 		cs->out->text = res.text ? res.text : xstrdup("");
 		cs->out->len = res.text ? res.len : 0;
@@ -1391,8 +1174,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.sandbox = s->sb,
 			.envp = a->envp,
 			.cancel_fd = a->o.cancel_fd,
-			.read_fence = cs->read_fence,
-			.git_hooks_off = cs->git_hooks_off,
+			.read_fence = cs->gd.read_fence,
+			.git_hooks_off = cs->gd.git_hooks_off,
 		};
 
 		if (lev_tool_shell(&so, arg_str(cs->args, "command"), cs->out, &err) < 0) {
@@ -1425,7 +1208,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		break;
 	}
 	case LEV_TOOL_INLINE:
-		if (!strcmp(cs->tool, "current_time"))
+		if (cs->ti->op == LEV_OP_CURRENT_TIME)
 			run_time(cs);
 		else
 			run_inline(a, cs);
@@ -1436,7 +1219,17 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 	}
 }
 
-/* The label of an executed call's result. */
+/* A read grant is active: what a shell may read is labelled as a granted read. */
+static enum lev_level grant_floor(const struct lev_agent *a, enum lev_level l)
+{
+	return lev_fs_ctx_read_paths_granted(a->fs) ? LEV_PRIVATE : l;
+}
+
+/*
+ * The label of an executed call's result.  A file tool's comes from the
+ * fds it read: Private when one of them lies outside the workdir (a
+ * [read_paths] grant), whatever the path says now.
+ */
 static enum lev_level result_label(struct lev_agent *a, const struct call_state *cs)
 {
 	struct lev_tool_class cls;
@@ -1444,14 +1237,16 @@ static enum lev_level result_label(struct lev_agent *a, const struct call_state 
 
 	lev_gate_classify(a->gate, cs->tool, &cls);
 	l = cls.sensitivity;
-	if (!strcmp(cs->tool, "shell")) {
+	if (cs->ti && cs->ti->kind == LEV_TOOL_FS && lev_fs_targets_outside(cs->gd.fs))
+		l = LEV_PRIVATE;
+	if (cs->ti && cs->ti->kind == LEV_TOOL_SHELL) {
 		/* a shell reads what read_file reads: its output is labelled at least as high */
 		struct lev_tool_class rf;
 
 		lev_gate_classify(a->gate, "read_file", &rf);
-		l = lev_level_max(l, rf.sensitivity);
+		l = lev_level_max(l, grant_floor(a, rf.sensitivity));
 	}
-	if (!strcmp(cs->tool, "context_read")) {
+	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
 		int idx = lev_context_region_find(a->ctx, arg_str(cs->args, "region"));
 
 		if (idx >= 0)
@@ -1484,98 +1279,49 @@ static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
 	else
 		json_object_set_new(ev, "args", jtext_capped(cs->call->raw_arguments));
 	json_object_set_new(ev, "decision", json_string(cs->dec->allowed ? "allow" : "deny"));
+	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
+	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
 	json_object_set_new(ev, "rule", jtext(cs->dec->rule));
 	json_object_set_new(ev, "reason", jtext(cs->dec->reason));
 	json_object_set_new(ev, "asked", json_boolean(cs->dec->asked));
+	json_object_set_new(ev, "answer", json_string(lev_ask_answer_name(cs->dec->answer)));
 	emit(a, ev);
 }
 
+/* Put the call to the gate chain, and act on its record: allow, refuse, or ask once. */
 static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 {
-	struct stage_rt *s = &a->stages[a->cur];
 	const struct lev_tool_call *call = cs->call;
+	struct lev_gatechain_env env;
+	struct lev_gatechain_call gc = {
+		.name = call->name,
+		.args = call->arguments,
+		.parse_error = call->parse_error,
+	};
 	struct lev_err err = LEV_ERR_INIT;
-	_cleanup_free_ char *t = NULL;
+	_cleanup_free_ char *home = NULL;
 
-	cs->tool = call->name ? lev_tool_canonical(call->name) : "";
-	cs->ti = lev_tools_find(a->tools, cs->tool);
-
-	/* a tool seed: any tool lev runs, except the ones that act on the run itself */
-	if (a->seeding) {
-		if (!cs->ti || cs->ti->kind == LEV_TOOL_INLINE || cs->ti->kind == LEV_TOOL_ASK) {
-			t = xasprintf("[unavailable] '%s' cannot seed a region: only file, shell "
-				      "and network tools run at spawn",
-				      call->name ? call->name : "");
-			audit(a, &(struct audit_line){ .call_id = call->id, .tool = call->name,
-						       .gate = "offered", .rule = "seed",
-						       .reason = t });
-			refuse(cs, "offered", "seed", t);
-			return;
-		}
-		audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool,
-					       .gate = "offered", .rule = "seed", .allowed = true });
-	} else if (!cs->ti || !lev_strv_contains(s->offered, cs->ti->name)) {
-		if (s->offered)
-			t = xasprintf("[unavailable] '%s' is not available in this stage. You may "
-				      "call: %s.",
-				      call->name ? call->name : "", s->offered_list);
-		else
-			t = xasprintf("[unavailable] '%s' is not available in this stage, which has "
-				      "no tools at all. Answer directly.",
-				      call->name ? call->name : "");
-		audit(a, &(struct audit_line){ .call_id = call->id, .tool = call->name,
-					       .gate = "offered",
-					       .rule = cs->ti ? "not offered in this stage"
-							      : "unknown tool",
-					       .reason = t });
-		refuse(cs, "offered", cs->ti ? "not offered in this stage" : "unknown tool", t);
-		return;
-	} else {
-		audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool,
-					       .gate = "offered", .rule = "available_tools",
-					       .allowed = true });
-	}
-
-	/* arguments: valid JSON, valid against the schema */
-	if (!call->arguments) {
-		t = xasprintf("[error] the arguments of '%s' are not a valid JSON object (%s). Send "
-			      "them again as one JSON object.",
-			      cs->tool, call->parse_error ? call->parse_error : "not JSON");
-		audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool,
-					       .gate = "schema", .rule = "json", .reason = t });
-		refuse(cs, "schema", "json", t);
-		return;
-	}
-	if (lev_argcheck_checked(cs->ti->schema, call->arguments, &err) < 0) {
-		t = xasprintf("[error] invalid arguments for '%s': %s", cs->tool, err.msg);
-		audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool,
-					       .gate = "schema", .rule = "schema", .reason = err.msg });
-		refuse(cs, "schema", "schema", t);
-		return;
-	}
+	if (a->o.home)
+		home = xstrdup(a->o.home);
+	else if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+	chain_env(a, a->seeding ? LEV_GATECHAIN_TOOL_SEED : LEV_GATECHAIN_CALL, home, &env);
+	(void)lev_gatechain_decide(&env, &gc, &cs->gd, &err);
+	cs->tool = cs->gd.canon;
+	cs->ti = cs->gd.tool;
 	cs->args = call->arguments;
-	audit(a, &(struct audit_line){ .call_id = call->id, .tool = cs->tool, .gate = "schema",
-				       .rule = "schema", .allowed = true });
-
-	if (cs->ti->kind == LEV_TOOL_SHELL) {
-		lev_shellkeys_parse(arg_str(cs->args, "command"), &cs->sk);
-		cs->sk_parsed = true;
-	}
-	if (!gate_redirect(a, cs) || !gate_permission(a, cs) || !gate_network(a, cs) ||
-	    !gate_taint(a, cs))
-		return;
-
-	cs->dec->allowed = true;
-	cs->dec->gate = cs->approval_gate ? cs->approval_gate : "none";
-	cs->dec->rule = cs->approval_rule ? xstrdup(cs->approval_rule) : NULL;
-}
-
-/* Tools with no effect outside the run (their records need no sync first). */
-static bool read_only(const char *tool)
-{
-	return !strcmp(tool, "read_file") || !strcmp(tool, "read_files") ||
-	       !strcmp(tool, "list_dir") || !strcmp(tool, "context_read");
+	audit_steps(a, call->id, cs->gd.tool ? cs->tool : call->name, &cs->gd, NULL);
+	if (cs->gd.verdict == LEV_ALLOW)
+		conclude(cs, true, NULL);
+	else if (cs->gd.verdict == LEV_DENY)
+		conclude(cs, false, cs->gd.text);
+	else if (a->seeding) {
+		/* a tool seed runs before anybody can be asked */
+		audit_asks(a, cs, LEV_ANSWER_NONE);
+		conclude(cs, false, cs->gd.text);
+	} else
+		ask_together(a, cs);
 }
 
 int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
@@ -1583,7 +1329,6 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		       struct lev_err *err)
 {
 	struct call_state cs = { 0 };
-	bool fs;
 
 	if (!a || !call || !out || !dec)
 		return lev_err_set(err, -EINVAL, "dispatch needs a run, a call and outputs");
@@ -1593,23 +1338,16 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	cs.out = out;
 	a->calls++;
 	decide_and_run(a, &cs);
-	fs = dec->allowed && cs.ti->kind == LEV_TOOL_FS;
-	/* a file tool's path decision is the tool's own: its event follows the call */
-	if (!fs)
-		tool_call_event(a, &cs);
+	/* the decision is recorded before the call runs: it was made before */
+	tool_call_event(a, &cs);
 	if (dec->allowed) {
 		/* the decisions so far are on disk before any side effect happens */
-		if (a->rec && !read_only(cs.tool))
+		if (a->rec && !lev_tool_read_only(cs.ti))
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
-		if (fs) {
-			paths_after(a, &cs);
-			tool_call_event(a, &cs);
-		}
+		dec->label = result_label(a, &cs);
 	}
-	free(cs.approval_rule);
-	if (cs.sk_parsed)
-		lev_shellkeys_release(&cs.sk);
+	lev_gatechain_decision_release(&cs.gd);
 	return 0;
 }
 
@@ -1625,12 +1363,8 @@ static void run_call(struct lev_agent *a, const struct lev_tool_call *call)
 
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
-	if (dec.allowed) {
-		struct call_state cs = { .call = call, .tool = lev_tool_canonical(call->name),
-					 .args = call->arguments };
-
-		label = result_label(a, &cs);
-	}
+	if (dec.allowed)
+		label = dec.label;
 	if (lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
 					out.is_error, label, 0, &truncated, &err) < 0 &&
 	    !a->internal_error)
@@ -1689,7 +1423,7 @@ static void seed_files(struct lev_agent *a, char *const *paths, struct seed_resu
 	struct lev_tool_class cls;
 
 	lev_gate_classify(a->gate, "read_file", &cls);
-	sr->label = cls.sensitivity;
+	sr->label = grant_floor(a, cls.sensitivity);
 	for (char *const *p = paths; p && *p; p++) {
 		struct lev_fs_result res = { 0 };
 
@@ -1753,9 +1487,11 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 {
 	struct stage_rt *entry = &a->stages[a->cur];
 	struct lev_tool_output out = { 0 };
-	struct lev_tool_class cls;
-	struct lev_shellkeys sk;
-	struct lev_perm_decision pd;
+	struct lev_tool_class cls, rf;
+	struct lev_gatechain_env env;
+	struct lev_gatechain_decision gd;
+	json_t *args = json_pack("{s:s}", "command", command);
+	struct lev_gatechain_call gc = { .name = "shell", .args = args };
 	struct lev_shell_opts so = {
 		.sandbox = entry->sb,
 		.envp = a->envp,
@@ -1763,61 +1499,37 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 		.timeout_ms = a->cfg->limits.script_shell_timeout_secs * 1000,
 		.output_max = 900 * 1024,
 	};
+	_cleanup_free_ char *home = NULL;
 
-	if (!a->cfg->allow_seed_commands || a->o.no_seed_commands) {
-		sr->error = xasprintf("command seeds are disabled (%s)",
-				      a->o.no_seed_commands ? "--no-seed-commands"
-							    : "[security] allow_seed_commands = false");
-		audit(a, &(struct audit_line){ .tool = "shell", .gate = "seed",
-					       .rule = "seed commands disabled", .target = region,
-					       .reason = sr->error });
+	if (a->o.home)
+		home = xstrdup(a->o.home);
+	else if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+	/* the same chain as a call, with the safe lists alone: nobody is asked at spawn */
+	chain_env(a, LEV_GATECHAIN_COMMAND_SEED, home, &env);
+	(void)lev_gatechain_decide(&env, &gc, &gd, NULL);
+	json_decref(args);
+	audit_steps(a, NULL, "shell", &gd, region);
+	if (gd.verdict != LEV_ALLOW) {
+		sr->error = gd.verdict == LEV_DENY
+				    ? xstrdup(gd.reason)
+				    : xasprintf("seed command '%s' would need an answer, and nobody "
+						"is asked at spawn: %s", command, gd.reason);
+		lev_gatechain_decision_release(&gd);
 		return;
 	}
-	lev_shellkeys_parse(command, &sk);
-	lev_perm_decide(&a->safe_only, "shell", &sk, NULL, &pd);
-	if (pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
-		sr->error = sk.grantable && sk.keys
-				    ? xasprintf("seed command '%s' is not pre-approved: a seed runs "
-						"before the first inference, so every program in it "
-						"must be on the safe list",
-						command)
-				    : xasprintf("seed command '%s' cannot be pre-approved: %s", command,
-						sk.reason ? sk.reason : "nothing in it names what would run");
-		audit(a, &(struct audit_line){ .tool = "shell", .gate = "seed", .rule = "safe list",
-					       .target = region, .reason = sr->error });
-		lev_shellkeys_release(&sk);
-		return;
-	}
-	if (!fence_ok(a, &sk, NULL)) {
-		sr->error = xasprintf("seed command '%s' cannot run: %s", command, sk.fence_reason);
-		lev_shellkeys_release(&sk);
-		return;
-	}
-	lev_shellkeys_release(&sk);
-	so.git_hooks_off = true;
-	if (entry->eff.kind == LEV_SANDBOX_NONE && !a->landlock) {
-		sr->error = xasprintf("seed command '%s' cannot run: with no sandbox, a command "
-				      "seed runs inside a Landlock read fence, and this kernel has "
-				      "none", command);
-		audit(a, &(struct audit_line){ .tool = "shell", .gate = "seed",
-					       .rule = "no read fence", .target = region,
-					       .reason = sr->error });
-		return;
-	}
-	so.read_fence = entry->eff.kind == LEV_SANDBOX_NONE;
-	audit(a, &(struct audit_line){ .tool = "shell", .gate = "seed", .rule = "safe list",
-				       .allowed = true, .target = region, .reason = command });
+	so.read_fence = gd.read_fence;
+	so.git_hooks_off = gd.git_hooks_off;
+	lev_gatechain_decision_release(&gd);
 	(void)lev_tool_shell(&so, command, &out, NULL);
 	if (out.is_error) {
 		sr->error = xasprintf("seed command '%s' failed: %s", command,
 				      out.text ? out.text : "");
 	} else {
-		struct lev_tool_class rf;
-
 		/* command output is labelled like a shell result (see result_label) */
 		lev_gate_classify(a->gate, "shell", &cls);
 		lev_gate_classify(a->gate, "read_file", &rf);
-		sr->label = lev_level_max(cls.sensitivity, rf.sensitivity);
+		sr->label = lev_level_max(cls.sensitivity, grant_floor(a, rf.sensitivity));
 		sr->text = TAKE_PTR(out.text);
 	}
 	lev_tool_output_release(&out);
@@ -1833,7 +1545,8 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
  */
 static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct seed_result *sr)
 {
-	const char *tool = lev_tool_canonical(rg->seed.value);
+	const struct lev_tool_info *ti = lev_tools_find(a->tools, rg->seed.value);
+	const char *tool = ti ? ti->name : rg->seed.value ? rg->seed.value : "";
 	const char *raw = rg->seed.args_json ? rg->seed.args_json : "{}";
 	struct lev_tool_call call = { 0 };
 	struct lev_tool_output out = { 0 };
@@ -1842,8 +1555,8 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 	json_error_t je;
 
 	call.arguments = json_loads(raw, JSON_REJECT_DUPLICATES, &je);
-	if (!strcmp(tool, "shell")) {
-		const char *cmd = arg_str(call.arguments, "command");
+	if (ti && ti->kind == LEV_TOOL_SHELL) {
+		const char *cmd = arg_str(call.arguments, ti->detail_arg);
 
 		if (cmd)
 			seed_command(a, rg->name, cmd, sr);
@@ -1870,9 +1583,7 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 		sr->error = xasprintf("seed tool '%s' failed: %.300s", tool,
 				      out.text ? out.text : "");
 	else {
-		struct call_state cs = { .call = &call, .tool = tool, .args = call.arguments };
-
-		sr->label = result_label(a, &cs);
+		sr->label = dec.label;
 		sr->text = TAKE_PTR(out.text);
 	}
 	a->seeding = false;

@@ -191,11 +191,15 @@ const char *lev_agent_record_dir(const struct lev_agent *a);
 
 /* How a call was decided, for front ends, tests and benchmarks. */
 struct lev_call_decision {
-	bool allowed;
-	const char *gate;	/* static: the gate that decided (see docs/run.md) */
+	bool allowed;		/* final: after any answer */
+	enum lev_verdict verdict;	/* the gate chain's verdict (gatechain.h) */
+	const char *gate;	/* static: the gate that decided or approved (see docs/run.md) */
 	char *rule;		/* owned: the rule within the gate, or NULL */
 	char *reason;		/* owned: one line, or NULL */
-	bool asked;
+	bool asked;		/* somebody answered */
+	enum lev_ask_answer answer;
+	enum lev_level label;	/* an allowed call's result label */
+	enum lev_level taint;	/* the context's taint the call was decided under */
 };
 
 void lev_call_decision_release(struct lev_call_decision *d);

@@ -9,6 +9,8 @@
 #include "liblev/policy/argcheck.h"
 #include "liblev/base/buf.h"
 #include "liblev/run/check.h"
+#include "liblev/run/gatechain.h"
+#include "liblev/sandbox/landlock-rules.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/policy/perm.h"
@@ -21,21 +23,9 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
-static const char *const gate_names[_LEV_CHECK_GATE_MAX] = {
-	[LEV_CHECK_GATE_NONE] = "none",
-	[LEV_CHECK_GATE_OFFERED] = "offered",
-	[LEV_CHECK_GATE_SCHEMA] = "schema",
-	[LEV_CHECK_GATE_REDIRECT] = "redirect",
-	[LEV_CHECK_GATE_PERMISSION] = "permission",
-	[LEV_CHECK_GATE_WORKDIR] = "workdir",
-	[LEV_CHECK_GATE_READ_PATHS] = "read_paths",
-	[LEV_CHECK_GATE_NETWORK] = "network",
-	[LEV_CHECK_GATE_TAINT] = "taint",
-};
-
-const char *lev_check_gate_name(enum lev_check_gate g)
+const char *lev_check_gate_name(enum lev_gate_id g)
 {
-	return (unsigned)g < _LEV_CHECK_GATE_MAX ? gate_names[g] : "?";
+	return lev_gate_id_name(g);
 }
 
 void lev_check_result_release(struct lev_check_result *r)
@@ -43,334 +33,46 @@ void lev_check_result_release(struct lev_check_result *r)
 	free(r->reason);
 	free(r->rule);
 	free(r->path);
+	free(r->text);
+	free(r->host);
 	lev_strv_free(r->keys);
 	lev_strv_free(r->warnings);
 	memset(r, 0, sizeof(*r));
 }
 
-/* What one gate said. */
-struct said {
-	bool ran;
-	enum lev_verdict verdict;
-	char *reason;
-	char *path;
-};
-
-struct run {
-	struct said g[_LEV_CHECK_GATE_MAX];
-	char *rule;
-};
-
-static void say(struct run *run, enum lev_check_gate gate, enum lev_verdict v, char *reason,
-		char *path)
+/* The shell's network as the run would have it: a namespace sandbox is built to see its layers. */
+static bool check_shell_offline(const struct lev_sandbox_spec *eff, const char *workdir)
 {
-	struct said *s = &run->g[gate];
+	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
+	struct lev_sandbox *sb = NULL;
+	bool off;
 
-	s->ran = true;
-	s->verdict = v;
-	free(s->reason);
-	s->reason = reason;
-	free(s->path);
-	s->path = path;
-}
-
-static void run_release(struct run *run)
-{
-	size_t i;
-
-	for (i = 0; i < _LEV_CHECK_GATE_MAX; i++) {
-		free(run->g[i].reason);
-		free(run->g[i].path);
-	}
-	free(run->rule);
-}
-
-/* First deny in gate order, else first ask, else allow. */
-static void decide(struct run *run, struct lev_check_result *out)
-{
-	enum lev_verdict want[] = { LEV_DENY, LEV_ASK };
-	size_t w, i;
-	char *path = NULL;
-
-	for (i = 0; i < _LEV_CHECK_GATE_MAX; i++)
-		if (run->g[i].ran && run->g[i].path && !path)
-			path = run->g[i].path;
-	for (w = 0; w < ARRAY_SIZE(want); w++)
-		for (i = 0; i < _LEV_CHECK_GATE_MAX; i++)
-			if (run->g[i].ran && run->g[i].verdict == want[w]) {
-				out->decision = want[w];
-				out->gate = (enum lev_check_gate)i;
-				out->reason = TAKE_PTR(run->g[i].reason);
-				out->path = run->g[i].path ? xstrdup(run->g[i].path)
-							   : path ? xstrdup(path) : NULL;
-				out->rule = TAKE_PTR(run->rule);
-				return;
-			}
-	out->decision = LEV_ALLOW;
-	out->gate = LEV_CHECK_GATE_NONE;
-	out->reason = run->g[LEV_CHECK_GATE_PERMISSION].reason
-			      ? xasprintf("every gate allows it (%s)",
-					  run->g[LEV_CHECK_GATE_PERMISSION].reason)
-			      : xstrdup("every gate allows it");
-	out->path = path ? xstrdup(path) : NULL;
-	out->rule = TAKE_PTR(run->rule);
-}
-
-static char *join(char *const *v, const char *sep)
-{
-	struct lev_buf b = LEV_BUF_INIT;
-
-	for (; v && *v; v++)
-		(void)lev_buf_addf(&b, "%s%s", b.len ? sep : "", *v);
-	return lev_buf_detach(&b, NULL);
-}
-
-/* Offered: lev provides the tool and the stage lists it (the runtime's words). */
-static void offered(const struct lev_tools *tools, const struct lev_stage *st, const char *name,
-		    const struct lev_tool_info *ti, struct run *run)
-{
-	struct lev_buf list = LEV_BUF_INIT_MAX(65536);
-	char *const *t;
-
-	if (ti && lev_strv_contains(st->available_tools, ti->name)) {
-		say(run, LEV_CHECK_GATE_OFFERED, LEV_ALLOW, NULL, NULL);
-		return;
-	}
-	for (t = st->available_tools; t && *t; t++)
-		if (lev_tools_find(tools, *t))
-			(void)lev_buf_addf(&list, "%s%s", list.len ? ", " : "", *t);
-	if (list.len)
-		say(run, LEV_CHECK_GATE_OFFERED, LEV_DENY,
-		    xasprintf("[unavailable] '%s' is not available in stage '%s'%s. You may call: "
-			      "%s.",
-			      name, st->name, ti ? "" : " (lev does not provide it)", list.buf),
-		    NULL);
-	else
-		say(run, LEV_CHECK_GATE_OFFERED, LEV_DENY,
-		    xasprintf("[unavailable] '%s' is not available in stage '%s', which has no "
-			      "tools at all.",
-			      name, st->name),
-		    NULL);
-	lev_buf_release(&list);
-}
-
-static void schema(const struct lev_tool_info *ti, const json_t *args, struct run *run)
-{
-	struct lev_err e = LEV_ERR_INIT;
-
-	if (lev_argcheck_checked(ti->schema, args, &e) < 0)
-		say(run, LEV_CHECK_GATE_SCHEMA, LEV_DENY,
-		    xasprintf("[error] invalid arguments for '%s': %s", ti->name, e.msg), NULL);
-	else
-		say(run, LEV_CHECK_GATE_SCHEMA, LEV_ALLOW, NULL, NULL);
-}
-
-/* A stage whose sandbox has no network at all (the runtime's shell_offline(), statically). */
-static bool offline(const struct lev_sandbox_spec *eff)
-{
-	return !eff->network &&
-	       (eff->kind == LEV_SANDBOX_CONTAINER || eff->kind == LEV_SANDBOX_NAMESPACE);
-}
-
-static void network(const struct lev_tool_info *ti, const struct lev_stage *st,
-		    const struct lev_sandbox_spec *eff, struct run *run)
-{
-	if (ti->kind != LEV_TOOL_NET)
-		return;
-	if (!eff->network)
-		say(run, LEV_CHECK_GATE_NETWORK, LEV_DENY,
-		    xasprintf("[denied] '%s' cannot reach the network: stage '%s' runs with "
-			      "network = false.",
-			      ti->name, st->name),
-		    NULL);
-	else
-		say(run, LEV_CHECK_GATE_NETWORK, LEV_ALLOW, NULL, NULL);
-}
-
-static void permission(const struct lev_perm_setup *ps, const char *canon,
-		       const struct lev_shellkeys *sk, bool shell, struct run *run,
-		       struct lev_check_result *out)
-{
-	struct lev_perm_decision d;
-	struct lev_buf rule = LEV_BUF_INIT_MAX(16384);
-	struct lev_buf why = LEV_BUF_INIT_MAX(65536);
-
-	lev_perm_decide(&ps->in, canon, sk, NULL, &d);
-	(void)lev_perm_describe(&d, &rule);
-	(void)lev_buf_addf(&why, "'%s' %s: %s", canon,
-			   d.verdict == LEV_ALLOW ? "is allowed"
-			   : d.verdict == LEV_ASK ? "asks before it runs"
-						  : "is denied",
-			   rule.buf);
-	if (shell && d.verdict != LEV_DENY) {
-		if (!sk) {
-			(void)lev_buf_adds(&why, "; no command was given, so nothing can be granted");
-		} else if (!sk->grantable) {
-			(void)lev_buf_addf(&why, "; this line can never be granted (%s)", sk->reason);
-		} else if (d.verdict == LEV_ASK) {
-			_cleanup_free_ char *keys = join(sk->keys, ", ");
-
-			(void)lev_buf_addf(&why, "; a grant would need the keys: %s", keys);
-		}
-	}
-	if (shell && sk && sk->grantable)
-		out->keys = lev_strv_copy(sk->keys);
-	free(run->rule);
-	run->rule = lev_buf_detach(&rule, NULL);
-	say(run, LEV_CHECK_GATE_PERMISSION, d.verdict, lev_buf_detach(&why, NULL), NULL);
-}
-
-static int paths(struct lev_fs_ctx *fs, const char *canon, const json_t *args, struct run *run,
-		 struct lev_err *err)
-{
-	struct lev_fs_decision d = { 0 };
-	int r = lev_fs_check_call(fs, canon, args, &d, err);
-
-	if (r == LEV_EUSAGE) {
-		/* a path the tool cannot use (empty, NUL byte, not UTF-8 ...): it refuses */
-		say(run, LEV_CHECK_GATE_WORKDIR, LEV_DENY, xstrdup(err ? err->msg : "bad path"),
-		    NULL);
-		lev_err_clear(err);
-		return 0;
-	}
-	if (r < 0)
-		return r;
-	/* a refused escape is reported where it really leads */
-	if (d.verdict == LEV_DENY && d.path && d.path[0] == '/') {
-		char *real = lev_perm_real_path(d.path);
-
-		free(d.path);
-		d.path = real;
-	}
-	say(run, d.gate == LEV_FS_GATE_READ_PATHS ? LEV_CHECK_GATE_READ_PATHS
-						    : LEV_CHECK_GATE_WORKDIR,
-	    d.verdict, d.reason ? TAKE_PTR(d.reason) : xstrdup("the path is inside the policy"),
-	    TAKE_PTR(d.path));
-	lev_fs_decision_release(&d);
-	return 0;
-}
-
-static int redirect(struct lev_fs_ctx *fs, const char *home, const struct lev_shellkeys *sk,
-		    struct run *run, struct lev_err *err)
-{
-	struct lev_redirect_decision d;
-	_cleanup_free_ char *own_home = NULL;
-	int r;
-
-	if (!home && lev_home_dir(&own_home, NULL) == 0)
-		home = own_home;
-	r = lev_perm_redirect_check(lev_fs_ctx_root_fd(fs), lev_fs_ctx_workdir(fs), home, sk, &d,
-				    err);
-	if (r < 0)
-		return r;
-	say(run, LEV_CHECK_GATE_REDIRECT, d.verdict,
-	    d.reason ? TAKE_PTR(d.reason)
-		     : xstrdup(sk->write_targets ? "every redirect stays inside the working "
-						   "directory"
-						 : "the line redirects into no file"),
-	    TAKE_PTR(d.path));
-	lev_redirect_decision_release(&d);
-	return 0;
-}
-
-static const char *gate_source_text(const struct lev_gate_decision *d, char **own)
-{
-	switch (d->source) {
-	case LEV_GATE_SRC_TAINT_DISABLED:
-		return "taint tracking is off for this agent";
-	case LEV_GATE_SRC_NOT_OUTBOUND:
-		return "the tool is not outbound";
-	case LEV_GATE_SRC_WITHIN_CLEARANCE:
-		return "the taint is within the tool's clearance";
-	case LEV_GATE_SRC_ALLOWLIST:
-		*own = xasprintf("policy.toml [[allowlist]] #%zu (line %u)", d->rule_index,
-				 d->rule_line);
-		return *own;
-	case LEV_GATE_SRC_RULE:
-		*own = xasprintf("gate rule '%s'", d->rule_name ? d->rule_name : "?");
-		return *own;
-	case LEV_GATE_SRC_YOLO:
-		return "--yolo";
-	default:
-		return "no allowlist entry or rule allows it";
-	}
-}
-
-static int taint(const struct lev_config *cfg, const struct lev_blueprint *bp,
-		 const struct lev_check_opts *o, struct lev_fs_ctx *fs, const char *canon,
-		 const char *args_text, bool shell_offline, struct run *run, struct lev_err *err)
-{
-	struct lev_gate_options go = {
-		.policy_path = o->policy_path,
-		.rules_dir = o->rules_dir,
-		.enabled = lev_taint_enabled(cfg->taint_tracking, lev_blueprint_wants_taint(bp)),
-		.yolo = o->yolo,
-		.read_grant_active = lev_fs_ctx_read_paths_granted(fs),
-		.recheck_ns = -1,
-	};
-	struct lev_gate_call call = {
-		.tool = canon,
-		.args_json = args_text,
-		.args_len = strlen(args_text),
-		.taint = o->taint,
-	};
-	struct lev_gate *g = NULL;
-	struct lev_gate_decision d;
-	struct lev_buf b = LEV_BUF_INIT_MAX(65536);
-	_cleanup_free_ char *own = NULL;
-	const char *src;
-	enum lev_verdict v;
-	int r;
-
-	if (go.enabled && shell_offline) {
-		say(run, LEV_CHECK_GATE_TAINT, LEV_ALLOW,
-		    xstrdup("taint: not outbound: the stage's sandbox has no network"), NULL);
-		return 0;
-	}
-	r = lev_gate_new(&go, &g, err);
-	if (r < 0)
-		return r;
-	r = lev_gate_check(g, &call, &d, err);
-	if (r < 0) {
-		lev_gate_free(g);
-		return r;
-	}
-	src = gate_source_text(&d, &own);
-	v = d.result == LEV_GATE_ALLOWED ? LEV_ALLOW
-	    : d.result == LEV_GATE_NEEDS_USER ? LEV_ASK
-					      : LEV_DENY;
-	if (v == LEV_ALLOW) {
-		(void)lev_buf_addf(&b, "taint: %s", src);
-	} else {
-		(void)lev_gate_describe(&d, &b);
-		(void)lev_buf_addf(&b, "; %s%s", src,
-				   v == LEV_ASK ? ", so the user would be asked" : "");
-		if (d.target_error)
-			(void)lev_buf_addf(&b, " (target: %s)", d.target_error);
-	}
-	say(run, LEV_CHECK_GATE_TAINT, v, lev_buf_detach(&b, NULL), NULL);
-	if (v != LEV_ALLOW) {
-		free(run->rule);
-		run->rule = xstrdup(src);
-	}
-	lev_gate_decision_release(&d);
-	lev_gate_free(g);
-	return 0;
+	if (eff->network || eff->kind != LEV_SANDBOX_NAMESPACE)
+		return lev_gatechain_shell_offline(eff, NULL);
+	so.workdir = workdir;
+	if (lev_sandbox_new(eff, &so, &sb, NULL) < 0)
+		return false;
+	off = lev_gatechain_shell_offline(eff, sb);
+	lev_sandbox_free(sb);
+	return off;
 }
 
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		  const struct lev_check_opts *o, struct lev_check_result *out, struct lev_err *err)
 {
-	struct run run = { 0 };
+	struct lev_gatechain_env env = { 0 };
+	struct lev_gatechain_call call = { 0 };
+	struct lev_gatechain_decision d = { 0 };
 	struct lev_perm_setup ps;
-	bool have_ps = false, have_sk = false, shell;
-	struct lev_shellkeys sk = { 0 };
+	bool have_ps = false;
 	struct lev_sandbox_spec eff = { 0 };
 	struct lev_fs_ctx *fs = NULL;
 	struct lev_tools *tools = NULL;
-	const struct lev_tool_info *ti;
-	char **grants = NULL;
-	const char *args_text, *canon, *stage_name;
+	struct lev_gate *tg = NULL;
+	char **grants = NULL, **offered = NULL;
+	_cleanup_free_ char *offered_list = NULL, *own_home = NULL;
+	const char *home = o->home;
+	const char *args_text, *stage_name;
 	const struct lev_stage *st;
 	json_error_t je;
 	json_t *args = NULL;
@@ -381,8 +83,6 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		return lev_err_set(err, LEV_EUSAGE, "no tool named");
 	if (!o->workdir)
 		return lev_err_set(err, LEV_EUSAGE, "no working directory");
-	canon = lev_tool_canonical(o->tool);
-	shell = !strcmp(canon, "shell");
 	args_text = o->args_json ? o->args_json : "{}";
 	if (strlen(args_text) > LEV_CHECK_ARGS_MAX)
 		return lev_err_set(err, LEV_EUSAGE, "--args is longer than %zu bytes",
@@ -412,27 +112,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	r = lev_tools_new(&tools, err);
 	if (r < 0)
 		goto out;
-	ti = lev_tools_find(tools, canon);
-
-	/* offered, then schema: nothing else runs for a call that fails them */
-	offered(tools, st, o->tool, ti, &run);
-	if (run.g[LEV_CHECK_GATE_OFFERED].verdict == LEV_DENY)
-		goto decide;
-	schema(ti, args, &run);
-	if (run.g[LEV_CHECK_GATE_SCHEMA].verdict == LEV_DENY)
-		goto decide;
-
-	if (shell) {
-		const json_t *cmd = json_object_get(args, "command");
-
-		if (json_is_string(cmd)) {
-			const char *c = json_string_value(cmd);
-
-			/* a NUL inside the command is unreadable, not a shorter command */
-			lev_shellkeys_parse(strlen(c) == json_string_length(cmd) ? c : NULL, &sk);
-			have_sk = true;
-		}
-	}
+	offered = lev_gatechain_offered(tools, st, !o->no_terminal, &offered_list, NULL);
 
 	/* the workdir: the file tools and the redirect gate both need it */
 	grants = lev_config_read_path_grants_for_agent(cfg, lev_blueprint_grant_name(bp));
@@ -452,54 +132,70 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		if (r < 0)
 			goto out;
 	}
-
-	/* redirect, and the write fence of a line that cannot be fully analysed */
-	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
-	if (shell && have_sk) {
-		struct lev_buf why = LEV_BUF_INIT;
-
-		r = redirect(fs, o->home, &sk, &run, err);
-		if (r < 0)
-			goto out;
-		if (run.g[LEV_CHECK_GATE_REDIRECT].verdict == LEV_ALLOW &&
-		    lev_perm_fence_check(&sk, eff.kind, eff.kind != LEV_SANDBOX_NONE, &why) ==
-			    LEV_DENY)
-			say(&run, LEV_CHECK_GATE_REDIRECT, LEV_DENY,
-			    xasprintf("[denied] %s", why.buf), NULL);
-		lev_buf_release(&why);
-	}
-
-	/* permission */
 	r = lev_perm_setup_init(&ps, cfg, bp, st->name, o->yolo, o->allow, err);
 	if (r < 0)
 		goto out;
 	have_ps = true;
-	out->warnings = lev_strv_copy(ps.warnings);
-	permission(&ps, canon, have_sk ? &sk : NULL, shell, &run, out);
+	if (!o->home && lev_home_dir(&own_home, NULL) == 0)
+		home = own_home;
+	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
+	{
+		struct lev_gate_options go = {
+			.policy_path = o->policy_path,
+			.rules_dir = o->rules_dir,
+			.enabled = lev_taint_enabled(cfg->taint_tracking,
+						     lev_blueprint_wants_taint(bp)),
+			.yolo = o->yolo,
+			.read_grant_active = false,	/* labels only: not a decision */
+			.recheck_ns = -1,
+		};
 
-	/* workdir / read_paths */
-	if (lev_fs_is_tool(canon)) {
-		r = paths(fs, canon, args, &run, err);
+		r = lev_gate_new(&go, &tg, err);
 		if (r < 0)
 			goto out;
+		env.taint_enabled = go.enabled;
 	}
-
-	/* network, taint */
-	network(ti, st, &eff, &run);
-	r = taint(cfg, bp, o, fs, canon, args_text, shell && offline(&eff), &run, err);
+	env.tools = tools;
+	env.stage = st->name;
+	env.offered = offered;
+	env.offered_list = offered_list;
+	env.mode = LEV_GATECHAIN_CALL;
+	env.perm = &ps.in;
+	env.fs = fs;
+	env.home = home;
+	env.real_paths = true;
+	env.kind = eff.kind;
+	env.network = eff.network;
+	env.shell_offline = check_shell_offline(&eff, lev_fs_ctx_workdir(fs));
+	env.landlock = lev_landlock_abi() >= 1;
+	/* no sandbox is set up for a check: a namespace or container keeps writes in */
+	env.fenced = eff.kind != LEV_SANDBOX_NONE;
+	env.taint = tg;
+	env.taint_level = o->taint;
+	call.name = o->tool;
+	call.args = args;
+	r = lev_gatechain_decide(&env, &call, &d, err);
 	if (r < 0)
 		goto out;
-
-decide:
-	decide(&run, out);
+	out->warnings = lev_strv_copy(ps.warnings);
+	out->decision = d.verdict;
+	out->gate = d.gate;
+	out->reason = TAKE_PTR(d.reason);
+	out->rule = TAKE_PTR(d.rule);
+	out->text = TAKE_PTR(d.text);
+	out->path = TAKE_PTR(d.path);
+	out->host = TAKE_PTR(d.host);
+	if (d.have_sk && d.sk.grantable)
+		out->keys = lev_strv_copy(d.sk.keys);
 	r = 0;
 out:
 	if (r < 0)
 		lev_check_result_release(out);
-	run_release(&run);
+	lev_gatechain_decision_release(&d);
+	lev_gate_free(tg);
+	lev_strv_free(offered);
 	if (have_ps)
 		lev_perm_setup_release(&ps);
-	lev_shellkeys_release(&sk);
 	lev_sandbox_spec_release(&eff);
 	lev_fs_ctx_free(fs);
 	lev_tools_free(tools);

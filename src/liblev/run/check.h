@@ -2,24 +2,13 @@
  * check.h - every gate for one hypothetical tool call, against the real
  * filesystem, without running it (`lev check`).
  *
- * The gates, in the order the runtime (agent.c, docs/run.md) meets them:
- *   offered     the tool is one lev provides and the stage lists it in
- *               available_tools
- *   schema      the arguments match the tool's JSON schema (argcheck.h)
- *   redirect    a shell line's write redirects stay inside the workdir
- *               (perm.h lev_perm_redirect_check()); not lifted by --yolo
- *   permission  perm.h: built-in default, the user's ceiling, the
- *               blueprint, --allow / --yolo, the write clamp, safe lists
- *   workdir / read_paths
- *               the file tools' own decision (tools-fs.h lev_fs_check_call()),
- *               word for word the refusal the tool would give
- *   network     a network tool in a stage whose sandbox has network = false
- *   taint       taintgate.h, for outbound tools, under the given taint
- * The answer is the first gate that denies; else the first that asks;
- * else allow (gate "none").  The check is as strict as the runtime: it
- * runs the same functions on the same inputs.  (At run time the file
- * tools decide when they run, after the taint gate; a refusal is a refusal
- * either way, so `lev check` reports it in gate order.)
+ * The check builds what a run of the stage would build (the permission
+ * input, the file tools' workdir and [read_paths], the stage's sandbox
+ * settings, the taint gate) and puts the call to the one gate chain the
+ * runtime uses (gatechain.h lev_gatechain_decide()): its verdict, gate,
+ * rule and reason are the runtime's, word for word.  An ASK is what a run
+ * would ask the person at the terminal (with nobody there, the run refuses
+ * it with the record's text).
  *
  * Ownership: a result owns its strings; release it with
  * lev_check_result_release().  The library never prints.
@@ -32,27 +21,13 @@
 #include "liblev/conf/config.h"
 #include "liblev/base/error.h"
 #include "liblev/policy/fsconfine.h"
+#include "liblev/run/gatechain.h"
 #include "liblev/base/types.h"
 
 #define LEV_CHECK_ARGS_MAX ((size_t)1 << 20)
 
-/* In the order the runtime meets them. */
-enum lev_check_gate {
-	LEV_CHECK_GATE_NONE,
-	LEV_CHECK_GATE_OFFERED,
-	LEV_CHECK_GATE_SCHEMA,
-	LEV_CHECK_GATE_REDIRECT,
-	LEV_CHECK_GATE_PERMISSION,
-	LEV_CHECK_GATE_WORKDIR,
-	LEV_CHECK_GATE_READ_PATHS,
-	LEV_CHECK_GATE_NETWORK,
-	LEV_CHECK_GATE_TAINT,
-	_LEV_CHECK_GATE_MAX,
-};
-
-/* "none", "offered", "schema", "redirect", "permission", "workdir", "read_paths",
- * "network", "taint". */
-const char *lev_check_gate_name(enum lev_check_gate g);
+/* The gates are gatechain.h's; the same names. */
+const char *lev_check_gate_name(enum lev_gate_id g);
 
 struct lev_check_opts {
 	const char *tool;		/* required, any spelling */
@@ -66,14 +41,16 @@ struct lev_check_opts {
 	const char *policy_path;	/* the taint policy.toml; NULL: none */
 	const char *rules_dir;		/* the Lua gate rules; NULL: none */
 	enum lev_confine_mode confine;	/* LEV_CONFINE_AUTO (or _WALK, for tests) */
+	bool no_terminal;		/* as a run with nobody to ask: ask_user_* not offered */
 };
 
 struct lev_check_result {
 	enum lev_verdict decision;
-	enum lev_check_gate gate;	/* the gate that decided */
+	enum lev_gate_id gate;		/* the gate that decided (or approved) */
 	char *reason;			/* owned, never NULL after success */
-	char *rule;			/* owned: the permission rule in force (or the taint
-					 * gate's source), NULL if none */
+	char *rule;			/* owned: the rule within that gate, NULL if none */
+	char *text;			/* owned: what the model would get when refused */
+	char *host;			/* owned: a network tool's canonical target(s) */
 	char *path;			/* owned: the resolved real path, when a path was involved */
 	char **keys;			/* owned strv: a shell call's approval keys (NULL: none) */
 	char **warnings;		/* owned strv: skipped safe-command entries ... */

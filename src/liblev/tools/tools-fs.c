@@ -64,9 +64,11 @@ struct target {
 	/* write side */
 	int dfd;		/* the target's directory (O_RDONLY|O_DIRECTORY) */
 	char *name;		/* the final component */
+	char *missing;		/* directories still to create beneath dfd ("a/b"), or NULL */
 	bool exists;
 	mode_t mode;
 	int errnum;		/* T_FAIL: the negative errno, when there is one */
+	bool is_path;		/* fd is an O_PATH fd (W_PATH): upgrade it before reading */
 };
 
 static void target_init(struct target *t)
@@ -85,6 +87,7 @@ static void target_release(struct target *t)
 	free(t->real);
 	free(t->msg);
 	free(t->name);
+	free(t->missing);
 	target_init(t);
 }
 
@@ -123,7 +126,17 @@ static void add_disp(struct lev_buf *b, const char *s)
 	size_t i = 0, n = strlen(s);
 
 	while (i < n) {
-		size_t l = utf8_seq(u + i, n - i);
+		size_t run = i, l;
+
+		/* plain printable ASCII goes in as one run */
+		while (run < n && u[run] >= 0x20 && u[run] < 0x7f)
+			run++;
+		if (run > i) {
+			lev_buf_add(b, s + i, run - i);
+			i = run;
+			continue;
+		}
+		l = utf8_seq(u + i, n - i);
 		if (l == 1 && u[i] >= 0x20 && u[i] != 0x7f) {
 			lev_buf_addch(b, (char)u[i]);
 		} else if (l > 1) {
@@ -463,6 +476,7 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 	int r;
 
 	target_init(t);
+	t->is_path = want == W_PATH;
 	if (!strcmp(path, "/dev/null")) {
 		t->real = xstrdup("/dev/null");
 		t->gate = LEV_FS_GATE_WORKDIR;
@@ -712,7 +726,8 @@ static void resolve_write(struct lev_fs_ctx *c, const char *tool, const char *pa
 	if (refuse_own(c, tool, path, t->real, t))
 		return;
 	if (missing) {
-		/* nothing exists there yet: the tool would create it, confined */
+		/* nothing exists there yet: the tool creates it beneath dfd, confined */
+		t->missing = TAKE_PTR(missing);
 		t->status = T_OK;
 		return;
 	}
@@ -1030,6 +1045,72 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
 	return true;
 }
 
+/*
+ * Upgrade the O_PATH fd the resolver opened (W_PATH) to one that reads
+ * (W_FILE) or lists (W_DIR) the very same object: never the path again.
+ * Returns the new fd, or -1 with *ERRMSG set.
+ */
+static int target_open(struct target *t, const char *path, enum want want, char **errmsg)
+{
+	_cleanup_free_ char *p = NULL;
+	struct stat st;
+	int fd = -1, r;
+
+	if (t->status != T_OK) {
+		*errmsg = xstrdup(t->msg ? t->msg : "refused");
+		return -1;
+	}
+	if (t->fd >= 0 && !t->is_path)
+		/* opened for reading (or listing) by the resolver itself: that very fd */
+		return TAKE_FD(t->fd);
+	if (t->fd < 0) {
+		/* "/dev/null", the one path the resolver does not open */
+		if (want == W_DIR) {
+			*errmsg = xstrdup("'/dev/null' is not a directory");
+			return -1;
+		}
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			*errmsg = errno_msg("open", path, -errno);
+		return fd;
+	}
+	if (fstat(t->fd, &st) < 0) {
+		*errmsg = errno_msg("stat", path, -errno);
+		return -1;
+	}
+	p = disp(path);
+	if (want == W_DIR && !S_ISDIR(st.st_mode)) {
+		*errmsg = msgf("'%s' is not a directory; use read_file", p);
+		return -1;
+	}
+	if (want == W_FILE && S_ISDIR(st.st_mode)) {
+		*errmsg = msgf("'%s' is a directory; use list_dir", p);
+		return -1;
+	}
+	if (want == W_FILE && !S_ISREG(st.st_mode)) {
+		/* never open a device or FIFO, even for reading */
+		*errmsg = msgf("'%s' is not a regular file", p);
+		return -1;
+	}
+	r = lev_confine_reopen(t->fd, want_flags(want), &fd, NULL);
+	if (r < 0) {
+		*errmsg = errno_msg("open", path, r);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read the file the resolver opened (T) for read_file / read_files into OUT. */
+static bool read_target(struct target *t, const char *path, uint64_t offset,
+			uint64_t limit, size_t cap, struct lev_buf *out, char **errmsg)
+{
+	_cleanup_close_ int fd = target_open(t, path, W_FILE, errmsg);
+
+	if (fd < 0)
+		return false;
+	return read_text(fd, path, offset, limit, cap, out, errmsg);
+}
+
 /* Read one file for read_file / read_files into OUT. */
 static bool read_one(struct lev_fs_ctx *c, const char *path, uint64_t offset, uint64_t limit,
 		     size_t cap, struct lev_buf *out, char **errmsg)
@@ -1038,12 +1119,7 @@ static bool read_one(struct lev_fs_ctx *c, const char *path, uint64_t offset, ui
 	bool ok;
 
 	resolve_read(c, path, W_FILE, false, &t);
-	if (t.status != T_OK) {
-		*errmsg = TAKE_PTR(t.msg);
-		target_release(&t);
-		return false;
-	}
-	ok = read_text(t.fd, path, offset, limit, cap, out, errmsg);
+	ok = read_target(&t, path, offset, limit, cap, out, errmsg);
 	target_release(&t);
 	return ok;
 }
@@ -1066,8 +1142,9 @@ void lev_fs_read_file(struct lev_fs_ctx *c, const char *path, uint64_t offset, u
 	result_buf(out, &b, false);
 }
 
-void lev_fs_read_files(struct lev_fs_ctx *c, const char *const *paths, size_t n,
-		       struct lev_fs_result *out)
+/* read_files over PATHS; TS, when given, holds the targets the gate resolved. */
+static void read_files_do(struct lev_fs_ctx *c, const char *const *paths, size_t n,
+			  struct target *ts, struct lev_fs_result *out)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP +
 					    (LEV_FS_READ_FILES_MAX + 1) * (MSG_MAX + PATH_MAX * 4));
@@ -1103,7 +1180,8 @@ void lev_fs_read_files(struct lev_fs_ctx *c, const char *const *paths, size_t n,
 			failed++;
 			continue;
 		}
-		if (!read_one(c, p, 0, 0, LEV_FS_READ_CAP - used, &b, &emsg)) {
+		if (ts ? !read_target(&ts[i], p, 0, 0, LEV_FS_READ_CAP - used, &b, &emsg)
+		       : !read_one(c, p, 0, 0, LEV_FS_READ_CAP - used, &b, &emsg)) {
 			lev_buf_truncate(&b, before);
 			lev_buf_addf(&b, "[error] %s\n", emsg);
 			failed++;
@@ -1116,6 +1194,12 @@ void lev_fs_read_files(struct lev_fs_ctx *c, const char *const *paths, size_t n,
 	result_buf(out, &b, failed == n);
 }
 
+void lev_fs_read_files(struct lev_fs_ctx *c, const char *const *paths, size_t n,
+		       struct lev_fs_result *out)
+{
+	read_files_do(c, paths, n, NULL, out);
+}
+
 /* ---- list_dir -------------------------------------------------------------- */
 
 static int cmp_str(const void *a, const void *b)
@@ -1123,39 +1207,31 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void lev_fs_list_dir(struct lev_fs_ctx *c, const char *path, struct lev_fs_result *out)
+/* list_dir of the directory the resolver opened (T). */
+static void list_target(struct target *t, const char *path, struct lev_fs_result *out)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP + MSG_MAX);
-	_cleanup_free_ char *bad = NULL;
-	struct target t;
+	_cleanup_free_ char *emsg = NULL;
 	struct dirent *de;
 	char **names = NULL;
 	size_t n = 0, i, hidden = 0;
 	bool flagged = false, capped = false;
+	int fd;
 	DIR *d;
 
-	if (!path)
-		path = ".";
-	bad = bad_path(path, strlen(path));
-	if (bad) {
-		result_error(out, bad);
+	fd = target_open(t, path, W_DIR, &emsg);
+	if (fd < 0) {
+		result_error(out, emsg);
 		return;
 	}
-	resolve_read(c, path, W_DIR, false, &t);
-	if (t.status != T_OK) {
-		result_error(out, t.msg);
-		target_release(&t);
-		return;
-	}
-	d = fdopendir(t.fd);
+	d = fdopendir(fd);
 	if (!d) {
 		char *m = errno_msg("list", path, -errno);
 		result_error(out, m);
 		free(m);
-		target_release(&t);
+		close(fd);
 		return;
 	}
-	t.fd = -1;	/* owned by D now */
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -1196,7 +1272,6 @@ void lev_fs_list_dir(struct lev_fs_ctx *c, const char *path, struct lev_fs_resul
 		}
 	}
 	closedir(d);
-	target_release(&t);
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n; i++) {
@@ -1218,6 +1293,23 @@ void lev_fs_list_dir(struct lev_fs_ctx *c, const char *path, struct lev_fs_resul
 		lev_buf_adds(&b, "[names flagged above cannot be passed to the file tools as "
 			     "written; use the shell]\n");
 	result_buf(out, &b, false);
+}
+
+void lev_fs_list_dir(struct lev_fs_ctx *c, const char *path, struct lev_fs_result *out)
+{
+	_cleanup_free_ char *bad = NULL;
+	struct target t;
+
+	if (!path)
+		path = ".";
+	bad = bad_path(path, strlen(path));
+	if (bad) {
+		result_error(out, bad);
+		return;
+	}
+	resolve_read(c, path, W_DIR, false, &t);
+	list_target(&t, path, out);
+	target_release(&t);
 }
 
 /* ---- write_file / edit_file ------------------------------------------------ */
@@ -1262,12 +1354,96 @@ static int atomic_replace(int dfd, const char *name, const char *data, size_t le
 	return 0;
 }
 
+/*
+ * Create T's missing directories beneath its directory fd, one component at
+ * a time, never following a symlink, and move T's dfd to the last one.
+ */
+static int make_missing(struct target *t)
+{
+	_cleanup_free_ char *rest = t->missing;
+	char *save = NULL, *comp;
+
+	t->missing = NULL;
+	for (comp = strtok_r(rest, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+		int fd;
+
+		if (!strcmp(comp, "."))
+			continue;
+		if (!strcmp(comp, ".."))
+			return -EINVAL;
+		if (mkdirat(t->dfd, comp, 0777) < 0 && errno != EEXIST)
+			return -errno;
+		fd = openat(t->dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		close(t->dfd);
+		t->dfd = fd;
+	}
+	return 0;
+}
+
+/*
+ * write_file into the directory the resolver opened (T): nothing of the
+ * path is resolved again; the final name is looked at without following it.
+ */
+static void write_target(struct target *t, const char *path, const char *content, size_t len,
+			 struct lev_fs_result *out)
+{
+	_cleanup_free_ char *p = disp(path);
+	struct stat st;
+	int r;
+
+	if (t->status != T_OK) {
+		result_error(out, t->msg);
+		return;
+	}
+	if (t->dfd < 0) {	/* /dev/null */
+		out->text = msgf("wrote %zu bytes to '%s'", len, p);
+		out->len = strlen(out->text);
+		out->is_error = false;
+		return;
+	}
+	if (t->missing) {
+		r = make_missing(t);
+		if (r < 0) {
+			char *m = errno_msg("create the directory for", path, r);
+			result_error(out, m);
+			free(m);
+			return;
+		}
+		t->exists = false;
+	} else if (fstatat(t->dfd, t->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode) || !S_ISREG(st.st_mode)) {
+			char *m = S_ISLNK(st.st_mode)
+					  ? msgf("'%s' is a symlink; write_file never follows a "
+						 "symlink - name the file it points to instead", p)
+					  : msgf("'%s' is not a regular file", p);
+			result_error(out, m);
+			free(m);
+			return;
+		}
+		t->exists = true;
+		t->mode = st.st_mode;
+	} else {
+		t->exists = false;
+	}
+	r = atomic_replace(t->dfd, t->name, content ? content : "", len, t->exists, t->mode);
+	if (r < 0) {
+		char *m = errno_msg("write", path, r);
+		result_error(out, m);
+		free(m);
+	} else {
+		out->text = msgf("%s '%s' (%zu bytes)", t->exists ? "updated" : "created", p, len);
+		out->len = strlen(out->text);
+		out->is_error = false;
+	}
+}
+
 void lev_fs_write_file(struct lev_fs_ctx *c, const char *path, const char *content, size_t len,
 		       struct lev_fs_result *out)
 {
-	_cleanup_free_ char *bad = bad_path(path, path ? strlen(path) : 0), *p = NULL;
+	_cleanup_free_ char *bad = bad_path(path, path ? strlen(path) : 0);
 	struct target t;
-	int r;
 
 	if (bad) {
 		result_error(out, bad);
@@ -1280,30 +1456,8 @@ void lev_fs_write_file(struct lev_fs_ctx *c, const char *path, const char *conte
 		free(m);
 		return;
 	}
-	p = disp(path);
-	resolve_write(c, "write_file", path, true, false, &t);
-	if (t.status != T_OK) {
-		result_error(out, t.msg);
-		target_release(&t);
-		return;
-	}
-	if (t.dfd < 0) {	/* /dev/null */
-		out->text = msgf("wrote %zu bytes to '%s'", len, p);
-		out->len = strlen(out->text);
-		out->is_error = false;
-		target_release(&t);
-		return;
-	}
-	r = atomic_replace(t.dfd, t.name, content ? content : "", len, t.exists, t.mode);
-	if (r < 0) {
-		char *m = errno_msg("write", path, r);
-		result_error(out, m);
-		free(m);
-	} else {
-		out->text = msgf("%s '%s' (%zu bytes)", t.exists ? "updated" : "created", p, len);
-		out->len = strlen(out->text);
-		out->is_error = false;
-	}
+	resolve_write(c, "write_file", path, false, false, &t);
+	write_target(&t, path, content, len, out);
 	target_release(&t);
 }
 
@@ -1324,23 +1478,21 @@ static size_t count_occurrences(const char *hay, size_t hn, const char *needle, 
 	return count;
 }
 
-void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_str, size_t old_len,
-		      const char *new_str, size_t new_len, struct lev_fs_result *out)
+/* edit_file of the file in the directory the resolver opened (T). */
+static void edit_target(const struct target *t, const char *path, const char *old_str,
+			size_t old_len, const char *new_str, size_t new_len,
+			struct lev_fs_result *out)
 {
-	_cleanup_free_ char *bad = bad_path(path, path ? strlen(path) : 0), *p = NULL;
+	_cleanup_free_ char *p = disp(path);
 	_cleanup_free_ char *data = NULL;
 	struct lev_buf nb = LEV_BUF_INIT_MAX(LEV_FS_EDIT_FILE_MAX + LEV_FS_WRITE_MAX);
 	struct lev_err e = LEV_ERR_INIT;
 	_cleanup_close_ int fd = -1;
 	size_t dlen = 0, count, at = 0;
-	struct target t;
+	struct stat st;
 	char *m = NULL;
 	int r;
 
-	if (bad) {
-		result_error(out, bad);
-		return;
-	}
 	if (!old_str || !old_len) {
 		result_error(out, "old_str is empty; give the exact text to replace");
 		return;
@@ -1349,25 +1501,25 @@ void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_st
 		result_error(out, "new_str is too large");
 		return;
 	}
-	p = disp(path);
-	resolve_write(c, "edit_file", path, false, false, &t);
-	if (t.status != T_OK) {
-		result_error(out, t.msg);
-		target_release(&t);
+	if (t->status != T_OK) {
+		result_error(out, t->msg);
 		return;
 	}
-	if (t.dfd < 0) {
+	if (t->dfd < 0) {
 		result_error(out, "'/dev/null' cannot be edited");
-		target_release(&t);
 		return;
 	}
-	if (!t.exists) {
+	if (!t->exists || t->missing) {
 		m = msgf("'%s' does not exist; create it with write_file", p);
 		goto fail;
 	}
-	fd = openat(t.dfd, t.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = openat(t->dfd, t->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
 		m = errno_msg("open", path, -errno);
+		goto fail;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		m = msgf("'%s' is not a regular file", p);
 		goto fail;
 	}
 	r = lev_read_fd(fd, path, LEV_FS_EDIT_FILE_MAX, &data, &dlen, &e);
@@ -1398,7 +1550,7 @@ void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_st
 		m = msgf("the edited '%s' would be too large", p);
 		goto fail;
 	}
-	r = atomic_replace(t.dfd, t.name, nb.buf, nb.len, true, t.mode);
+	r = atomic_replace(t->dfd, t->name, nb.buf, nb.len, true, st.st_mode);
 	if (r < 0) {
 		m = errno_msg("write", path, r);
 		goto fail;
@@ -1408,12 +1560,29 @@ void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_st
 	out->len = strlen(out->text);
 	out->is_error = false;
 	lev_buf_release(&nb);
-	target_release(&t);
 	return;
 fail:
 	result_error(out, m);
 	free(m);
 	lev_buf_release(&nb);
+}
+
+void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_str, size_t old_len,
+		      const char *new_str, size_t new_len, struct lev_fs_result *out)
+{
+	_cleanup_free_ char *bad = bad_path(path, path ? strlen(path) : 0);
+	struct target t;
+
+	if (bad) {
+		result_error(out, bad);
+		return;
+	}
+	if (!old_str || !old_len) {
+		result_error(out, "old_str is empty; give the exact text to replace");
+		return;
+	}
+	resolve_write(c, "edit_file", path, false, false, &t);
+	edit_target(&t, path, old_str, old_len, new_str, new_len, out);
 	target_release(&t);
 }
 
@@ -1644,6 +1813,217 @@ static char *allow_reason(const struct lev_fs_ctx *c, const char *path, const st
 		    gi >= 0 ? lev_readpaths_entry(c->grants, (size_t)gi) : "?");
 }
 
+struct lev_fs_targets {
+	bool write;
+	size_t n;
+	struct target *t;	/* one per path of the call, in order */
+	char **paths;		/* the paths as given */
+};
+
+struct lev_fs_targets *lev_fs_targets_free(struct lev_fs_targets *ts)
+{
+	if (!ts)
+		return NULL;
+	for (size_t i = 0; i < ts->n; i++)
+		target_release(&ts->t[i]);
+	free(ts->t);
+	lev_strv_free(ts->paths);
+	free(ts);
+	return NULL;
+}
+
+bool lev_fs_targets_outside(const struct lev_fs_targets *ts)
+{
+	for (size_t i = 0; ts && i < ts->n; i++)
+		if (ts->t[i].status == T_OK && ts->t[i].gate == LEV_FS_GATE_READ_PATHS)
+			return true;
+	return false;
+}
+
+/* The paths of TOOL's call ARGS (a strv), or LEV_EUSAGE for ones no tool can use. */
+static int call_paths(const char *tool, const json_t *args, char ***out, struct lev_err *err)
+{
+	const json_t *v;
+	char **paths = NULL;
+	size_t i;
+
+	if (!lev_fs_is_tool(tool))
+		return lev_err_set(err, LEV_EUSAGE, "'%s' is not a file tool", tool ? tool : "");
+	if (args && !json_is_object(args))
+		return lev_err_set(err, LEV_EUSAGE, "%s: arguments must be a JSON object", tool);
+	if (strcmp(tool, "read_files")) {
+		v = args ? json_object_get(args, "path") : NULL;
+		if (!v && !strcmp(tool, "list_dir")) {
+			*out = lev_strv_push(NULL, ".");
+			return 0;
+		}
+		if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
+			return lev_err_set(err, LEV_EUSAGE, "%s: 'path' must be a string without NUL "
+					   "bytes", tool);
+		*out = lev_strv_push(NULL, json_string_value(v));
+		return 0;
+	}
+	v = args ? json_object_get(args, "paths") : NULL;
+	if (!json_is_array(v) || !json_array_size(v))
+		return lev_err_set(err, LEV_EUSAGE, "read_files: 'paths' must be a non-empty array");
+	if (json_array_size(v) > LEV_FS_READ_FILES_MAX)
+		return lev_err_set(err, LEV_EUSAGE, "read_files: at most %d paths",
+				   LEV_FS_READ_FILES_MAX);
+	for (i = 0; i < json_array_size(v); i++) {
+		const json_t *s = json_array_get(v, i);
+
+		if (!json_is_string(s) || memchr(json_string_value(s), '\0', json_string_length(s))) {
+			lev_strv_free(paths);
+			return lev_err_set(err, LEV_EUSAGE, "read_files: paths[%zu] must be a string "
+					   "without NUL bytes", i);
+		}
+		paths = lev_strv_push(paths, json_string_value(s));
+	}
+	*out = paths;
+	return 0;
+}
+
+/* Fill OUT from the resolved target T of PATH. */
+static void decision_of(const struct lev_fs_ctx *c, const char *path, struct target *t,
+			struct lev_fs_decision *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->gate = t->gate ? t->gate : LEV_FS_GATE_WORKDIR;
+	out->path = t->real ? xstrdup(t->real) : NULL;
+	if (t->status == T_DENY) {
+		out->verdict = LEV_DENY;
+		out->reason = xstrdup(t->msg);
+	} else {
+		out->verdict = LEV_ALLOW;
+		if (t->status == T_FAIL) {
+			_cleanup_free_ char *base = allow_reason(c, path, t);
+			out->reason = msgf("%s (but the call would fail: %s)", base, t->msg);
+		} else {
+			out->reason = allow_reason(c, path, t);
+		}
+	}
+}
+
+int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bool real_paths,
+		  struct lev_fs_decision *out, struct lev_fs_targets **targets_out,
+		  struct lev_err *err)
+{
+	enum want want = lev_streq(tool, "list_dir") ? W_DIR : W_FILE;
+	struct lev_fs_targets *ts;
+	char **paths = NULL;
+	size_t i, pick = 0;
+	bool picked = false;
+	int r;
+
+	r = call_paths(tool, args, &paths, err);
+	if (r < 0)
+		return r;
+	for (i = 0; paths[i]; i++) {
+		_cleanup_free_ char *bad = bad_path(paths[i], strlen(paths[i]));
+
+		if (bad) {
+			lev_strv_free(paths);
+			return lev_err_set(err, LEV_EUSAGE, "%s", bad);
+		}
+	}
+	ts = xcalloc(1, sizeof(*ts));
+	ts->write = is_write_tool(tool);
+	ts->n = lev_strv_len(paths);
+	ts->t = xcalloc(ts->n, sizeof(*ts->t));
+	ts->paths = paths;
+	for (i = 0; i < ts->n; i++) {
+		if (ts->write)
+			resolve_write(c, tool, paths[i], false, real_paths, &ts->t[i]);
+		else
+			resolve_read(c, paths[i], want, real_paths, &ts->t[i]);
+	}
+	/*
+	 * The call's decision: the first path refused (read_files is refused
+	 * as a whole: nothing is read when any path is refused); else the
+	 * first path that needed [read_paths], else the last path.
+	 */
+	for (i = 0; i < ts->n && !picked; i++)
+		if (ts->t[i].status == T_DENY) {
+			pick = i;
+			picked = true;
+		}
+	for (i = 0; i < ts->n && !picked; i++)
+		if (ts->t[i].status != T_DENY && ts->t[i].gate == LEV_FS_GATE_READ_PATHS) {
+			pick = i;
+			picked = true;
+		}
+	if (!picked)
+		pick = ts->n - 1;
+	decision_of(c, paths[pick], &ts->t[pick], out);
+	if (targets_out)
+		*targets_out = ts;
+	else
+		lev_fs_targets_free(ts);
+	return 0;
+}
+
+void lev_fs_run(struct lev_fs_ctx *c, const char *tool, const json_t *args,
+		struct lev_fs_targets *ts, struct lev_fs_result *out)
+{
+	char *m = NULL;
+	size_t l2 = 0, l3 = 0;
+	const char *path;
+
+	(void)c;
+	memset(out, 0, sizeof(*out));
+	if (!ts || !ts->n || !lev_fs_is_tool(tool)) {
+		result_error(out, "the call's paths were not resolved");
+		return;
+	}
+	path = ts->paths[0];
+	if (!strcmp(tool, "read_files")) {
+		read_files_do(c, (const char *const *)ts->paths, ts->n, ts->t, out);
+	} else if (!strcmp(tool, "list_dir")) {
+		list_target(&ts->t[0], path, out);
+	} else if (!strcmp(tool, "read_file")) {
+		struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP + MSG_MAX);
+		_cleanup_free_ char *emsg = NULL;
+		uint64_t offset, limit;
+
+		if (!arg_uint(tool, args, "offset", &offset, &m) ||
+		    !arg_uint(tool, args, "limit", &limit, &m)) {
+			result_msg_error(out, m);
+			return;
+		}
+		if (!read_target(&ts->t[0], path, offset, limit, LEV_FS_READ_CAP, &b, &emsg)) {
+			lev_buf_release(&b);
+			result_error(out, emsg);
+			return;
+		}
+		result_buf(out, &b, false);
+	} else if (!strcmp(tool, "write_file")) {
+		const json_t *v = json_object_get(args, "content");
+
+		if (!json_is_string(v)) {
+			result_msg_error(out, msgf("%s: argument 'content' must be a string", tool));
+			return;
+		}
+		l2 = json_string_length(v);
+		if (l2 > LEV_FS_WRITE_MAX) {
+			result_msg_error(out, msgf("content is too large (%zu bytes; write_file "
+						   "writes at most %zu MiB)", l2,
+						   LEV_FS_WRITE_MAX >> 20));
+			return;
+		}
+		write_target(&ts->t[0], path, json_string_value(v), l2, out);
+	} else {
+		const char *o = arg_str(tool, args, "old_str", true, &l2, &m), *nw = NULL;
+
+		if (!m)
+			nw = arg_str(tool, args, "new_str", true, &l3, &m);
+		if (m) {
+			result_msg_error(out, m);
+			return;
+		}
+		edit_target(&ts->t[0], path, o, l2, nw, l3, out);
+	}
+}
+
 int lev_fs_check(struct lev_fs_ctx *c, const char *tool, const char *path,
 		 struct lev_fs_decision *out, struct lev_err *err)
 {
@@ -1661,23 +2041,7 @@ int lev_fs_check(struct lev_fs_ctx *c, const char *tool, const char *path,
 		resolve_write(c, tool, path, false, true, &t);
 	else
 		resolve_read(c, path, W_PATH, true, &t);
-	memset(out, 0, sizeof(*out));
-	out->gate = t.gate ? t.gate : LEV_FS_GATE_WORKDIR;
-	out->path = TAKE_PTR(t.real);
-	if (t.status == T_DENY) {
-		out->verdict = LEV_DENY;
-		out->reason = TAKE_PTR(t.msg);
-	} else {
-		out->verdict = LEV_ALLOW;
-		t.real = out->path;
-		if (t.status == T_FAIL) {
-			_cleanup_free_ char *base = allow_reason(c, path, &t);
-			out->reason = msgf("%s (but the call would fail: %s)", base, t.msg);
-		} else {
-			out->reason = allow_reason(c, path, &t);
-		}
-		t.real = NULL;
-	}
+	decision_of(c, path, &t, out);
 	target_release(&t);
 	return 0;
 }
@@ -1685,42 +2049,5 @@ int lev_fs_check(struct lev_fs_ctx *c, const char *tool, const char *path,
 int lev_fs_check_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		      struct lev_fs_decision *out, struct lev_err *err)
 {
-	const json_t *v;
-	size_t i;
-
-	if (!lev_fs_is_tool(tool))
-		return lev_err_set(err, LEV_EUSAGE, "'%s' is not a file tool", tool ? tool : "");
-	if (args && !json_is_object(args))
-		return lev_err_set(err, LEV_EUSAGE, "%s: arguments must be a JSON object", tool);
-	if (strcmp(tool, "read_files")) {
-		v = args ? json_object_get(args, "path") : NULL;
-		if (!v && !strcmp(tool, "list_dir"))
-			return lev_fs_check(c, tool, NULL, out, err);
-		if (!json_is_string(v) || memchr(json_string_value(v), '\0', json_string_length(v)))
-			return lev_err_set(err, LEV_EUSAGE, "%s: 'path' must be a string without NUL "
-					   "bytes", tool);
-		return lev_fs_check(c, tool, json_string_value(v), out, err);
-	}
-	v = args ? json_object_get(args, "paths") : NULL;
-	if (!json_is_array(v) || !json_array_size(v))
-		return lev_err_set(err, LEV_EUSAGE, "read_files: 'paths' must be a non-empty array");
-	if (json_array_size(v) > LEV_FS_READ_FILES_MAX)
-		return lev_err_set(err, LEV_EUSAGE, "read_files: at most %d paths",
-				   LEV_FS_READ_FILES_MAX);
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < json_array_size(v); i++) {
-		const json_t *s = json_array_get(v, i);
-		int r;
-
-		if (!json_is_string(s) || memchr(json_string_value(s), '\0', json_string_length(s)))
-			return lev_err_set(err, LEV_EUSAGE, "read_files: paths[%zu] must be a string "
-					   "without NUL bytes", i);
-		lev_fs_decision_release(out);
-		r = lev_fs_check(c, tool, json_string_value(s), out, err);
-		if (r < 0)
-			return r;
-		if (out->verdict == LEV_DENY)
-			break;
-	}
-	return 0;
+	return lev_fs_decide(c, tool, args, true, out, NULL, err);
 }

@@ -201,8 +201,54 @@ int lev_fs_check(struct lev_fs_ctx *ctx, const char *tool, const char *path,
 		 struct lev_fs_decision *out, struct lev_err *err);
 
 /*
- * The same for a whole call's JSON arguments; read_files decides each path
- * and reports the first refusal (or the last allow).
+ * The same for a whole call's JSON arguments (lev_fs_decide() without
+ * keeping what it opened).
  */
 int lev_fs_check_call(struct lev_fs_ctx *ctx, const char *tool, const json_t *args,
 		      struct lev_fs_decision *out, struct lev_err *err);
+
+/* ---- decide once, act on what the decision opened (the gate chain) ------ */
+
+/* Every path of one call, resolved and opened (fds held); opaque. */
+struct lev_fs_targets;
+
+/*
+ * Resolve every path of TOOL's call ARGS once, against the real filesystem,
+ * and decide: the workdir gate (confinement) and the [read_paths] gate (on
+ * the real path read back from the opened fd).  Read tools hold an fd of
+ * each object open for reading (list_dir: the directory); outside the
+ * workdir the object is opened O_PATH, decided on, and only then reopened
+ * (never a device or FIFO outside).  Write tools hold the directory fd that
+ * will hold the file and its final name.  Nothing is created or written.
+ * REAL_PATHS: also read back the real path of objects inside the workdir
+ * (out->path; `lev check` shows it; a run does not need it).
+ *
+ * The call's decision is the first path refused (read_files is refused as
+ * a whole when any one path is refused: nothing is read); else the first
+ * path that left the workdir through [read_paths]; else the last path.  A
+ * path that would fail (missing file ...) is an allow whose reason says so.
+ *
+ * With TARGETS_OUT, *TARGETS_OUT receives the opened targets (free them
+ * with lev_fs_targets_free()), which lev_fs_run() acts on.  Returns 0, or
+ * LEV_EUSAGE for arguments no file tool can use (no path, an empty path, a
+ * NUL byte, not UTF-8, too many paths).
+ */
+int lev_fs_decide(struct lev_fs_ctx *ctx, const char *tool, const json_t *args, bool real_paths,
+		  struct lev_fs_decision *out, struct lev_fs_targets **targets_out,
+		  struct lev_err *err);
+
+/*
+ * Run TOOL on the targets lev_fs_decide() opened for the same ARGS: reads
+ * upgrade the very O_PATH fd the decision was made on (never the path
+ * again), writes create and rename beneath the directory fd it opened.  A
+ * refused target (only reachable when the caller ignored the decision) is
+ * an "[error] ..." result, inline for read_files.
+ */
+void lev_fs_run(struct lev_fs_ctx *ctx, const char *tool, const json_t *args,
+		struct lev_fs_targets *targets, struct lev_fs_result *out);
+
+/* True when a target the call reads lies outside the workdir ([read_paths]). */
+bool lev_fs_targets_outside(const struct lev_fs_targets *targets);
+
+/* Accepts NULL; returns NULL. */
+struct lev_fs_targets *lev_fs_targets_free(struct lev_fs_targets *targets);

@@ -10,6 +10,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
+#include "liblev/policy/taint.h"
 #include "liblev/tools/tools-net.h"
 #include "liblev/tools/tools.h"
 #include "liblev/base/types.h"
@@ -18,7 +19,7 @@
 
 struct lev_tools {
 	struct lev_tool_info *v;
-	size_t n;
+	size_t n, cap;
 };
 
 static json_t *obj_schema(json_t *props, const char *const *required)
@@ -119,56 +120,85 @@ static json_t *schema_for(const char *name)
 	return NULL;
 }
 
-static const struct {
-	const char *name;
-	enum lev_tool_kind kind;
-	const char *description;
-} builtins[] = {
-	{ "read_file", LEV_TOOL_FS,
-	  "Read a text file inside the working directory (or a path the user granted). "
-	  "Long files are cut at 256 KiB with a note saying where to continue." },
-	{ "read_files", LEV_TOOL_FS, "Read several text files at once." },
-	{ "list_dir", LEV_TOOL_FS,
-	  "List a directory: one entry per line, directories end in '/', symlinks in '@'." },
-	{ "write_file", LEV_TOOL_FS,
-	  "Create or replace a file inside the working directory with the given content." },
-	{ "edit_file", LEV_TOOL_FS,
-	  "Replace the one occurrence of old_str in a file with new_str." },
-	{ "shell", LEV_TOOL_SHELL,
-	  "Run a shell command line in the working directory and return its output. Commands "
-	  "time out after 60 seconds; output is capped at 1 MiB per stream." },
-	{ "web_fetch", LEV_TOOL_NET, NULL },
-	{ "http_post", LEV_TOOL_NET, NULL },
-	{ "web_search", LEV_TOOL_NET, NULL },
-	{ "submit_output", LEV_TOOL_INLINE,
-	  "Submit the final output of this stage. The stage ends when you call it." },
-	{ "context_write", LEV_TOOL_INLINE,
-	  "Replace the content of a temporary or clearable context region with a note." },
-	{ "context_append", LEV_TOOL_INLINE,
-	  "Add a note to a temporary or clearable context region." },
-	{ "context_read", LEV_TOOL_INLINE, "Return the current content of a context region." },
-	{ "ask_user_text", LEV_TOOL_ASK,
-	  "Ask the user a question and wait for a free-text answer. Use it only when you cannot "
-	  "go on without them." },
-	{ "ask_user_choice", LEV_TOOL_ASK,
-	  "Ask the user to pick one of several answers; returns the chosen answer's text." },
-	{ "ask_user_confirm", LEV_TOOL_ASK,
-	  "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
-	{ "current_time", LEV_TOOL_INLINE,
-	  "The current date and time: local time with its UTC offset, and UTC." },
+static const char *const shell_aliases[] = { "bash", NULL };
+
+#define R LEV_TOUCH_READS
+#define W LEV_TOUCH_WRITES
+#define N LEV_TOUCH_NETWORK
+
+/* The built-in entries: everything lev knows about each tool but its schema and taint class. */
+static const struct lev_tool_info builtins[] = {
+	{ .name = "read_file", .kind = LEV_TOOL_FS, .touches = R, .detail_arg = "path",
+	  .description = "Read a text file inside the working directory (or a path the user "
+			 "granted). Long files are cut at 256 KiB with a note saying where to "
+			 "continue." },
+	{ .name = "read_files", .kind = LEV_TOOL_FS, .touches = R, .detail_arg = "path",
+	  .description = "Read several text files at once." },
+	{ .name = "list_dir", .kind = LEV_TOOL_FS, .touches = R, .detail_arg = "path",
+	  .description = "List a directory: one entry per line, directories end in '/', "
+			 "symlinks in '@'." },
+	{ .name = "write_file", .kind = LEV_TOOL_FS, .touches = W, .detail_arg = "path",
+	  .description = "Create or replace a file inside the working directory with the given "
+			 "content." },
+	{ .name = "edit_file", .kind = LEV_TOOL_FS, .touches = R | W, .detail_arg = "path",
+	  .description = "Replace the one occurrence of old_str in a file with new_str." },
+	{ .name = "shell", .aliases = shell_aliases, .kind = LEV_TOOL_SHELL,
+	  .touches = R | W | N | LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS, .detail_arg = "command",
+	  .description = "Run a shell command line in the working directory and return its "
+			 "output. Commands time out after 60 seconds; output is capped at 1 MiB "
+			 "per stream." },
+	{ .name = "web_fetch", .kind = LEV_TOOL_NET, .touches = N, .detail_arg = "url" },
+	{ .name = "http_post", .kind = LEV_TOOL_NET, .touches = N, .detail_arg = "url" },
+	{ .name = "web_search", .kind = LEV_TOOL_NET, .touches = N, .detail_arg = "url",
+	  .detail_arg2 = "query" },
+	{ .name = "submit_output", .kind = LEV_TOOL_INLINE, .op = LEV_OP_SUBMIT_OUTPUT,
+	  .touches = LEV_TOUCH_RUN,
+	  .description = "Submit the final output of this stage. The stage ends when you call "
+			 "it." },
+	{ .name = "context_write", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_WRITE,
+	  .touches = LEV_TOUCH_RUN,
+	  .description = "Replace the content of a temporary or clearable context region with a "
+			 "note." },
+	{ .name = "context_append", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_APPEND,
+	  .touches = LEV_TOUCH_RUN,
+	  .description = "Add a note to a temporary or clearable context region." },
+	{ .name = "context_read", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_READ,
+	  .description = "Return the current content of a context region." },
+	{ .name = "ask_user_text", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_TEXT,
+	  .touches = LEV_TOUCH_USER,
+	  .description = "Ask the user a question and wait for a free-text answer. Use it only "
+			 "when you cannot go on without them." },
+	{ .name = "ask_user_choice", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CHOICE,
+	  .touches = LEV_TOUCH_USER,
+	  .description = "Ask the user to pick one of several answers; returns the chosen "
+			 "answer's text." },
+	{ .name = "ask_user_confirm", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CONFIRM,
+	  .touches = LEV_TOUCH_USER,
+	  .description = "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
+	{ .name = "current_time", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CURRENT_TIME,
+	  .description = "The current date and time: local time with its UTC offset, and UTC." },
 };
+
+#undef R
+#undef W
+#undef N
 
 int lev_tools_new(struct lev_tools **out, struct lev_err *err)
 {
 	struct lev_tools *t = xcalloc(1, sizeof(*t));
 
 	t->v = xcalloc(ARRAY_SIZE(builtins), sizeof(*t->v));
+	t->cap = ARRAY_SIZE(builtins);
 	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++) {
 		struct lev_tool_info *ti = &t->v[t->n++];
 		int r;
 
-		ti->name = builtins[i].name;
-		ti->kind = builtins[i].kind;
+		struct lev_tool_class cls;
+
+		*ti = builtins[i];
+		lev_taint_builtin_class(ti->name, &cls);
+		ti->outbound = cls.direction == LEV_DIR_OUTBOUND;
+		ti->label = cls.sensitivity;
 		if (ti->kind == LEV_TOOL_NET) {
 			ti->description = lev_tool_net_description(ti->name);
 			ti->schema = lev_tool_net_parameters(ti->name);
@@ -204,15 +234,41 @@ struct lev_tools *lev_tools_free(struct lev_tools *t)
 
 const struct lev_tool_info *lev_tools_find(const struct lev_tools *t, const char *name)
 {
-	const char *canon;
-
 	if (!name)
 		return NULL;
-	canon = lev_tool_canonical(name);
-	for (size_t i = 0; i < t->n; i++)
-		if (!strcmp(t->v[i].name, canon))
+	for (size_t i = 0; i < t->n; i++) {
+		if (!strcmp(t->v[i].name, name))
 			return &t->v[i];
+		for (const char *const *al = t->v[i].aliases; al && *al; al++)
+			if (!strcmp(*al, name))
+				return &t->v[i];
+	}
 	return NULL;
+}
+
+int lev_tools_add(struct lev_tools *t, const struct lev_tool_info *entry, struct lev_err *err)
+{
+	int r;
+
+	if (!entry || !entry->name || !entry->schema || !entry->description)
+		return lev_err_set(err, -EINVAL, "a tool entry needs a name, a description and a "
+				   "schema");
+	if (lev_tools_find(t, entry->name))
+		return lev_err_set(err, -EEXIST, "tool '%s' exists already", entry->name);
+	for (const char *const *al = entry->aliases; al && *al; al++)
+		if (lev_tools_find(t, *al))
+			return lev_err_set(err, -EEXIST, "tool name '%s' is taken", *al);
+	r = lev_argcheck_schema(entry->schema, err);
+	if (r < 0)
+		return lev_err_wrap(err, "tool '%s'", entry->name);
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 8;
+		t->v = xreallocarray(t->v, t->cap, sizeof(*t->v));
+	}
+	t->v[t->n] = *entry;
+	json_incref(t->v[t->n].schema);
+	t->n++;
+	return 0;
 }
 
 size_t lev_tools_count(const struct lev_tools *t)

@@ -43,6 +43,7 @@
 #include "liblev/base/error.h"
 #include "liblev/provider/provider.h"
 #include "liblev/sandbox/sandbox.h"
+#include "liblev/base/types.h"
 
 enum lev_tool_kind {
 	LEV_TOOL_FS,		/* tools-fs.h */
@@ -52,12 +53,56 @@ enum lev_tool_kind {
 	LEV_TOOL_ASK,		/* a question for the user, through the front end */
 };
 
+/* What a tool touches (lev_tool_info.touches). */
+enum {
+	LEV_TOUCH_READS = 1u << 0,	/* reads files */
+	LEV_TOUCH_WRITES = 1u << 1,	/* writes files */
+	LEV_TOUCH_NETWORK = 1u << 2,	/* reaches the network */
+	LEV_TOUCH_SHELL = 1u << 3,	/* runs a shell line */
+	LEV_TOUCH_PROCESS = 1u << 4,	/* starts processes */
+	LEV_TOUCH_RUN = 1u << 5,	/* changes the run itself (context, stage) */
+	LEV_TOUCH_USER = 1u << 6,	/* puts a question to the person */
+};
+
+/* Which handler runs an inline or ask tool (the others run by their kind). */
+enum lev_tool_op {
+	LEV_OP_NONE,
+	LEV_OP_SUBMIT_OUTPUT,
+	LEV_OP_CONTEXT_WRITE,
+	LEV_OP_CONTEXT_APPEND,
+	LEV_OP_CONTEXT_READ,
+	LEV_OP_CURRENT_TIME,
+	LEV_OP_ASK_TEXT,
+	LEV_OP_ASK_CHOICE,
+	LEV_OP_ASK_CONFIRM,
+};
+
+/*
+ * One tool, one entry: every question about a tool is answered from it
+ * (no code outside the registry compares tool names).  Built-in entries
+ * are static; run-time entries (MCP, script tools) are added with
+ * lev_tools_add().
+ */
 struct lev_tool_info {
 	const char *name;		/* canonical */
+	const char *const *aliases;	/* other spellings ("bash"), NULL-terminated; may be NULL */
 	const char *description;
-	enum lev_tool_kind kind;
+	enum lev_tool_kind kind;	/* which handler family runs it */
+	enum lev_tool_op op;		/* inline and ask tools: which one */
+	unsigned touches;		/* LEV_TOUCH_* */
+	const char *detail_arg;		/* the argument a prompt shows ("command", "path", "url") */
+	const char *detail_arg2;	/* ... when the first is absent ("query"), or NULL */
+	bool outbound;			/* the taint gate's default direction (policy may override) */
+	enum lev_level label;		/* the default label of its result (policy may override) */
 	json_t *schema;			/* borrowed from the registry */
 };
+
+/* True when the tool has no effect outside the run (its calls need no record sync first). */
+static inline bool lev_tool_read_only(const struct lev_tool_info *ti)
+{
+	return ti && !(ti->touches & (LEV_TOUCH_WRITES | LEV_TOUCH_NETWORK | LEV_TOUCH_SHELL |
+				      LEV_TOUCH_PROCESS | LEV_TOUCH_RUN | LEV_TOUCH_USER));
+}
 
 struct lev_tools;
 
@@ -65,6 +110,14 @@ struct lev_tools;
 int lev_tools_new(struct lev_tools **out, struct lev_err *err);
 /* Accepts NULL; returns NULL. */
 struct lev_tools *lev_tools_free(struct lev_tools *t);
+
+/*
+ * Add a run-time entry (an MCP or script tool): ENTRY is copied, its
+ * strings must outlive the registry, its schema is referenced (and must pass
+ * the argcheck subset).  A name or alias already taken is -EEXIST.  Add
+ * entries before borrowing any (the table may move when it grows).
+ */
+int lev_tools_add(struct lev_tools *t, const struct lev_tool_info *entry, struct lev_err *err);
 
 /* The tool NAME (any spelling: "bash" finds "shell"), or NULL. */
 const struct lev_tool_info *lev_tools_find(const struct lev_tools *t, const char *name);

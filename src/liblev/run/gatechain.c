@@ -1,0 +1,655 @@
+/*
+ * gatechain.c - every gate for one call, decided once (see gatechain.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/policy/argcheck.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/run/gatechain.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+
+static const char *const gate_names[_LEV_GATE_ID_MAX] = {
+	[LEV_GATE_NONE] = "none",
+	[LEV_GATE_OFFERED] = "offered",
+	[LEV_GATE_SCHEMA] = "schema",
+	[LEV_GATE_SEED] = "seed",
+	[LEV_GATE_REDIRECT] = "redirect",
+	[LEV_GATE_PERMISSION] = "permission",
+	[LEV_GATE_WORKDIR] = "workdir",
+	[LEV_GATE_READ_PATHS] = "read_paths",
+	[LEV_GATE_NETWORK] = "network",
+	[LEV_GATE_TAINT] = "taint",
+};
+
+const char *lev_gate_id_name(enum lev_gate_id g)
+{
+	return (unsigned)g < _LEV_GATE_ID_MAX ? gate_names[g] : "none";
+}
+
+static const char *const reason_names[_LEV_REASON_MAX] = {
+	[LEV_REASON_AVAILABLE_TOOLS] = "available_tools",
+	[LEV_REASON_NOT_OFFERED] = "not offered in this stage",
+	[LEV_REASON_UNKNOWN_TOOL] = "unknown tool",
+	[LEV_REASON_SEED] = "seed",
+	[LEV_REASON_JSON] = "json",
+	[LEV_REASON_SCHEMA] = "schema",
+	[LEV_REASON_SEEDS_DISABLED] = "seed commands disabled",
+	[LEV_REASON_SAFE_LIST] = "safe list",
+	[LEV_REASON_NO_READ_FENCE] = "no read fence",
+	[LEV_REASON_WORKDIR] = "workdir",
+	[LEV_REASON_UNLOCATABLE_WRITE] = "unlocatable write",
+	[LEV_REASON_WRITE_FENCE] = "write fence",
+	[LEV_REASON_PATH] = "path",
+	[LEV_REASON_CONFINED] = "confined to the workdir",
+	[LEV_REASON_READ_PATHS] = "[read_paths]",
+	[LEV_REASON_READ_PATHS_GRANTED] = "[read_paths] declared and granted",
+	[LEV_REASON_NETWORK_OFF] = "network = false",
+	[LEV_REASON_NETWORK_ON] = "network = true",
+	[LEV_REASON_OFFLINE] = "not_outbound: the stage's sandbox has no network",
+	[LEV_REASON_TAINT_DISABLED] = "taint_disabled",
+	[LEV_REASON_NOT_OUTBOUND] = "not_outbound",
+	[LEV_REASON_TAINT_ERROR] = "error",
+};
+
+const char *lev_gate_reason_name(enum lev_gate_reason r)
+{
+	return (unsigned)r < _LEV_REASON_MAX ? reason_names[r] : "?";
+}
+
+#define R(x) reason_names[LEV_REASON_##x]
+
+void lev_gatechain_decision_release(struct lev_gatechain_decision *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	free(d->rule);
+	free(d->reason);
+	free(d->text);
+	for (i = 0; i < _LEV_GATE_ID_MAX; i++) {
+		free(d->steps[i].rule);
+		free(d->steps[i].reason);
+		free(d->steps[i].target);
+	}
+	free(d->perm_why);
+	lev_strv_free(d->keys);
+	if (d->ran_taint)
+		lev_gate_decision_release(&d->taint);
+	if (d->have_sk)
+		lev_shellkeys_release(&d->sk);
+	lev_fs_targets_free(d->fs);
+	free(d->path);
+	free(d->host);
+	memset(d, 0, sizeof(*d));
+}
+
+/* The first line of S, at most 300 bytes, without a "[denied] " style prefix. */
+static char *one_line(const char *s)
+{
+	const char *close;
+	size_t n;
+
+	if (s[0] == '[' && (close = strchr(s, ']')) && close[1] == ' ')
+		s = close + 2;
+	n = strcspn(s, "\n");
+	if (n > 300)
+		return xasprintf("%.*s...", 297, s);
+	return xstrndup(s, n);
+}
+
+/* Record GATE's say.  RULE and TARGET are copied; REASON is taken. */
+static void step(struct lev_gatechain_decision *d, enum lev_gate_id gate, enum lev_verdict v,
+		 const char *rule, char *reason, const char *target)
+{
+	struct lev_gatechain_step *s = &d->steps[gate];
+
+	s->ran = true;
+	s->verdict = v;
+	free(s->rule);
+	s->rule = rule ? xstrdup(rule) : NULL;
+	free(s->reason);
+	s->reason = reason;
+	free(s->target);
+	s->target = target ? xstrdup(target) : NULL;
+}
+
+/* A refusal at GATE: TEXT (taken) is what the model gets. */
+static void refuse(struct lev_gatechain_decision *d, enum lev_gate_id gate, const char *rule,
+		   char *text, const char *target)
+{
+	step(d, gate, LEV_DENY, rule, one_line(text), target);
+	if (d->verdict != LEV_DENY) {
+		d->verdict = LEV_DENY;
+		d->gate = gate;
+		free(d->text);
+		d->text = text;
+	} else {
+		free(text);
+	}
+}
+
+static const char *arg_str(const json_t *args, const char *key)
+{
+	const json_t *v = args ? json_object_get(args, key) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* ---- offered, schema, seed -------------------------------------------- */
+
+static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+			 struct lev_gatechain_decision *d)
+{
+	const struct lev_tool_info *ti = d->tool;
+	const char *name = c->name ? c->name : "";
+
+	if (env->mode == LEV_GATECHAIN_COMMAND_SEED) {
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), xstrdup("a command seed"), NULL);
+		return true;
+	}
+	if (env->mode == LEV_GATECHAIN_TOOL_SEED) {
+		if (!ti || ti->kind == LEV_TOOL_INLINE || ti->kind == LEV_TOOL_ASK) {
+			refuse(d, LEV_GATE_OFFERED, R(SEED),
+			       xasprintf("[unavailable] '%s' cannot seed a region: only file, shell "
+					 "and network tools run at spawn", name),
+			       NULL);
+			return false;
+		}
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), xstrdup("a tool seed"), NULL);
+		return true;
+	}
+	if (!ti || !lev_strv_contains(env->offered, ti->name)) {
+		char *t = env->offered
+				  ? xasprintf("[unavailable] '%s' is not available in this stage. You "
+					      "may call: %s.", name, env->offered_list)
+				  : xasprintf("[unavailable] '%s' is not available in this stage, "
+					      "which has no tools at all. Answer directly.", name);
+
+		refuse(d, LEV_GATE_OFFERED, ti ? R(NOT_OFFERED) : R(UNKNOWN_TOOL), t,
+		       NULL);
+		return false;
+	}
+	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(AVAILABLE_TOOLS),
+	     xasprintf("stage '%s' offers it", env->stage ? env->stage : "?"), NULL);
+	return true;
+}
+
+static bool gate_schema(const struct lev_gatechain_call *c, struct lev_gatechain_decision *d)
+{
+	struct lev_err e = LEV_ERR_INIT;
+
+	if (!c->args || !json_is_object(c->args)) {
+		refuse(d, LEV_GATE_SCHEMA, R(JSON),
+		       xasprintf("[error] the arguments of '%s' are not a valid JSON object (%s). "
+				 "Send them again as one JSON object.", d->canon,
+				 c->parse_error ? c->parse_error : "not JSON"),
+		       NULL);
+		return false;
+	}
+	if (lev_argcheck_checked(d->tool->schema, c->args, &e) < 0) {
+		refuse(d, LEV_GATE_SCHEMA, R(SCHEMA),
+		       xasprintf("[error] invalid arguments for '%s': %s", d->canon, e.msg), NULL);
+		return false;
+	}
+	step(d, LEV_GATE_SCHEMA, LEV_ALLOW, R(SCHEMA), xstrdup("the arguments fit the schema"),
+	     NULL);
+	return true;
+}
+
+/* A command seed: enabled, every program safe-listed, a fence where there is no sandbox. */
+static void gate_seed(const struct lev_gatechain_env *env, const char *command,
+		      struct lev_gatechain_decision *d)
+{
+	struct lev_perm_decision pd;
+
+	if (!env->seed_commands) {
+		refuse(d, LEV_GATE_SEED, R(SEEDS_DISABLED),
+		       xasprintf("command seeds are disabled (%s)",
+				 env->seed_off_why ? env->seed_off_why : "by the configuration"),
+		       NULL);
+		return;
+	}
+	lev_perm_decide(env->perm, "shell", d->have_sk ? &d->sk : NULL, NULL, &pd);
+	if (pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
+		refuse(d, LEV_GATE_SEED, R(SAFE_LIST),
+		       d->have_sk && d->sk.grantable && d->sk.keys
+			       ? xasprintf("seed command '%s' is not pre-approved: a seed runs before "
+					   "the first inference, so every program in it must be on "
+					   "the safe list", command)
+			       : xasprintf("seed command '%s' cannot be pre-approved: %s", command,
+					   d->have_sk && d->sk.reason
+						   ? d->sk.reason
+						   : "nothing in it names what would run"),
+		       NULL);
+		return;
+	}
+	if (env->kind == LEV_SANDBOX_NONE && !env->landlock) {
+		refuse(d, LEV_GATE_SEED, R(NO_READ_FENCE),
+		       xasprintf("seed command '%s' cannot run: with no sandbox, a command seed "
+				 "runs inside a Landlock read fence, and this kernel has none",
+				 command),
+		       NULL);
+		return;
+	}
+	d->read_fence = env->kind == LEV_SANDBOX_NONE;
+	d->git_hooks_off = true;
+	step(d, LEV_GATE_SEED, LEV_ALLOW, R(SAFE_LIST), xstrdup(command), NULL);
+}
+
+/* ---- redirect, permission ----------------------------------------------- */
+
+static int gate_redirect(const struct lev_gatechain_env *env, struct lev_gatechain_decision *d,
+			 struct lev_err *err)
+{
+	struct lev_redirect_decision rd = { 0 };
+	struct lev_buf fwhy = LEV_BUF_INIT;
+	struct lev_err e = LEV_ERR_INIT;
+	const char *rule;
+	int r;
+
+	if (!d->have_sk)
+		return 0;
+	/* a line that cannot be fully analysed runs only behind a write fence */
+	if (lev_perm_fence_check(&d->sk, env->kind, env->fenced, &fwhy) != LEV_ALLOW) {
+		refuse(d, LEV_GATE_REDIRECT, R(WRITE_FENCE), xasprintf("[denied] %s", fwhy.buf),
+		       NULL);
+		lev_buf_release(&fwhy);
+		return 0;
+	}
+	lev_buf_release(&fwhy);
+	if (!d->sk.writes && !d->sk.unlocatable_write && !d->sk.write_targets)
+		return 0;
+	rule = d->sk.unlocatable_write ? R(UNLOCATABLE_WRITE) : R(WORKDIR);
+	r = lev_perm_redirect_check(lev_fs_ctx_root_fd(env->fs), lev_fs_ctx_workdir(env->fs),
+				    env->home, &d->sk, &rd, &e);
+	(void)err;
+	if (r < 0 || rd.verdict != LEV_ALLOW) {
+		const char *why = r < 0 ? e.msg : rd.reason ? rd.reason : "the redirect is refused";
+
+		refuse(d, LEV_GATE_REDIRECT, rule,
+		       why[0] == '[' ? xstrdup(why) : xasprintf("[denied] %s", why),
+		       rd.path ? rd.path : rd.target);
+		if (rd.path && !d->path)
+			d->path = xstrdup(rd.path);
+	} else {
+		step(d, LEV_GATE_REDIRECT, LEV_ALLOW, R(WORKDIR),
+		     xstrdup("every redirect stays inside the working directory"), NULL);
+	}
+	lev_redirect_decision_release(&rd);
+	return 0;
+}
+
+/* Which permission answers a choice made (anything but the built-in default). */
+static bool perm_chosen(const struct lev_perm_decision *pd)
+{
+	return pd->why != LEV_PERM_WHY_DEFAULT;
+}
+
+static void gate_permission(const struct lev_gatechain_env *env, struct lev_gatechain_decision *d,
+			    bool *approved)
+{
+	const struct lev_shellkeys *sk = d->have_sk ? &d->sk : NULL;
+	struct lev_perm_decision pd;
+	struct lev_buf why = LEV_BUF_INIT;
+
+	lev_perm_decide(env->perm, d->canon, sk, env->grants, &pd);
+	(void)lev_perm_describe(&pd, &why);
+	/*
+	 * A shell line nobody approved (a safe list did) runs, with no sandbox,
+	 * inside a Landlock read fence; without Landlock it cannot, so it asks
+	 * like any other line (fail closed).
+	 */
+	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
+	    d->tool->kind == LEV_TOOL_SHELL)
+		d->git_hooks_off = true;
+	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
+	    d->tool->kind == LEV_TOOL_SHELL && env->kind == LEV_SANDBOX_NONE) {
+		if (env->landlock) {
+			d->read_fence = true;
+		} else {
+			pd.verdict = pd.own.verdict;
+			pd.why = pd.own.why;
+			(void)lev_buf_adds(&why, "; with no sandbox, pre-approved commands need a "
+					   "Landlock read fence, and this kernel has none");
+		}
+	}
+	if (pd.verdict == LEV_ALLOW) {
+		step(d, LEV_GATE_PERMISSION, LEV_ALLOW, why.buf, xstrdup(why.buf), NULL);
+		*approved = perm_chosen(&pd);
+	} else if (pd.verdict == LEV_DENY) {
+		refuse(d, LEV_GATE_PERMISSION, why.buf,
+		       xasprintf("[denied] Tool '%s' is not permitted (%s).", d->canon, why.buf),
+		       NULL);
+	} else {
+		step(d, LEV_GATE_PERMISSION, LEV_ASK, why.buf,
+		     xasprintf("Tool '%s' needs approval (%s)", d->canon, why.buf), NULL);
+		d->ask_permission = true;
+		d->perm_why = xstrdup(why.buf);
+		d->keys = lev_perm_call_keys(d->canon, sk);
+	}
+	lev_buf_release(&why);
+}
+
+/* ---- paths, network ----------------------------------------------------- */
+
+static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+		       struct lev_gatechain_decision *d, bool *approved)
+{
+	struct lev_fs_decision fd = { 0 };
+	struct lev_err e = LEV_ERR_INIT;
+	enum lev_gate_id gate;
+	int r;
+
+	r = lev_fs_decide(env->fs, d->canon, c->args, env->real_paths, &fd, &d->fs, &e);
+	if (r < 0) {
+		/* a path no tool can use (empty, a NUL byte, not UTF-8 ...) */
+		refuse(d, LEV_GATE_WORKDIR, R(PATH), xasprintf("[error] %s", e.msg), NULL);
+		return;
+	}
+	gate = fd.gate == LEV_FS_GATE_READ_PATHS ? LEV_GATE_READ_PATHS : LEV_GATE_WORKDIR;
+	if (fd.verdict != LEV_ALLOW && fd.path && fd.path[0] == '/') {
+		/* a refused escape is reported where it really leads */
+		char *real = lev_perm_real_path(fd.path);
+
+		free(fd.path);
+		fd.path = real;
+	}
+	free(d->path);
+	d->path = fd.path ? xstrdup(fd.path) : NULL;
+	if (fd.verdict != LEV_ALLOW) {
+		refuse(d, gate, gate == LEV_GATE_READ_PATHS ? R(READ_PATHS)
+							    : R(CONFINED),
+		       xasprintf("[error] %s", fd.reason ? fd.reason : "refused"), fd.path);
+		/* nothing of a refused call is kept open */
+		d->fs = lev_fs_targets_free(d->fs);
+	} else {
+		step(d, gate, LEV_ALLOW, gate == LEV_GATE_READ_PATHS
+						 ? R(READ_PATHS_GRANTED)
+						 : R(CONFINED),
+		     TAKE_PTR(fd.reason), fd.path);
+		if (gate == LEV_GATE_READ_PATHS)
+			*approved = true;
+	}
+	lev_fs_decision_release(&fd);
+}
+
+static void gate_network(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+			 struct lev_gatechain_decision *d)
+{
+	const char *url = arg_str(c->args, "url");
+
+	if (!env->network) {
+		refuse(d, LEV_GATE_NETWORK, R(NETWORK_OFF),
+		       xasprintf("[denied] '%s' cannot reach the network: stage '%s' runs with "
+				 "network = false.", d->canon, env->stage ? env->stage : "?"),
+		       url);
+		return;
+	}
+	step(d, LEV_GATE_NETWORK, LEV_ALLOW, R(NETWORK_ON),
+	     xasprintf("stage '%s' runs with network = true", env->stage ? env->stage : "?"), url);
+}
+
+/* ---- taint ---------------------------------------------------------------- */
+
+static char *taint_rule_name(const struct lev_gate_decision *t)
+{
+	switch (t->source) {
+	case LEV_GATE_SRC_ALLOWLIST:
+		return xasprintf("allowlist #%zu", t->rule_index);
+	case LEV_GATE_SRC_RULE:
+		return xasprintf("rule %s", t->rule_name ? t->rule_name : "?");
+	default:
+		return xstrdup(lev_gate_source_name(t->source));
+	}
+}
+
+static char *joined(char *const *v)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	for (; v && *v; v++)
+		(void)lev_buf_addf(&b, "%s%s", b.len ? ", " : "", *v);
+	return b.len ? lev_buf_detach(&b, NULL) : (lev_buf_release(&b), NULL);
+}
+
+static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+		      struct lev_gatechain_decision *d, bool *approved, struct lev_err *err)
+{
+	struct lev_gate_call gc = {
+		.tool = d->canon,
+		.args = c->args,
+		.ctx = env->taint_ctx,
+		.taint = env->taint_level,
+	};
+	struct lev_tool_class cls;
+	_cleanup_free_ char *rule = NULL;
+	struct lev_buf desc = LEV_BUF_INIT;
+	int r;
+
+	if (d->tool->kind == LEV_TOOL_SHELL && env->taint_enabled && env->shell_offline) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(OFFLINE),
+		     xstrdup("taint: not outbound: the stage's sandbox has no network"), NULL);
+		return 0;
+	}
+	if (!env->taint_enabled || !env->taint) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(TAINT_DISABLED),
+		     xstrdup("taint: taint tracking is off for this agent"), NULL);
+		return 0;
+	}
+	lev_gate_classify(env->taint, d->canon, &cls);
+	if (cls.direction != LEV_DIR_OUTBOUND) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND),
+		     xstrdup("taint: the tool is not outbound"), NULL);
+		return 0;
+	}
+	r = lev_gate_check(env->taint, &gc, &d->taint, err);
+	if (r < 0) {
+		refuse(d, LEV_GATE_TAINT, R(TAINT_ERROR),
+		       xasprintf("[blocked] the taint gate failed: %s", err ? err->msg : "?"), NULL);
+		return r;
+	}
+	d->ran_taint = true;
+	free(d->host);
+	d->host = joined(d->taint.targets);
+	rule = taint_rule_name(&d->taint);
+	{
+		/* the reason names the levels, not the run's regions: `lev check` has none */
+		char *regions = d->taint.regions;
+
+		d->taint.regions = NULL;
+		(void)lev_gate_describe(&d->taint, &desc);
+		d->taint.regions = regions;
+	}
+	if (d->taint.result == LEV_GATE_ALLOWED) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, rule,
+		     xasprintf("taint: %s", lev_gate_source_name(d->taint.source)), d->host);
+		if (d->taint.source == LEV_GATE_SRC_ALLOWLIST || d->taint.source == LEV_GATE_SRC_RULE ||
+		    d->taint.source == LEV_GATE_SRC_YOLO || d->taint.source == LEV_GATE_SRC_USER_ONCE ||
+		    d->taint.source == LEV_GATE_SRC_USER_RUN)
+			*approved = true;
+	} else if (d->taint.result == LEV_GATE_NEEDS_USER) {
+		step(d, LEV_GATE_TAINT, LEV_ASK, rule, one_line(desc.buf), d->host);
+		d->ask_taint = true;
+	} else {
+		struct lev_buf full = LEV_BUF_INIT;
+
+		(void)lev_gate_describe(&d->taint, &full);
+		refuse(d, LEV_GATE_TAINT, rule,
+		       d->taint.source == LEV_GATE_SRC_USER_DENY
+			       ? xasprintf("[blocked] %s. Denied by user.", full.buf)
+			       : xasprintf("[blocked] %s. Add an allowlist rule with `lev policy add` "
+					   "to permit it.", full.buf),
+		       d->host);
+		/* the one-line reason without the run's regions, as for an ask */
+		free(d->steps[LEV_GATE_TAINT].reason);
+		d->steps[LEV_GATE_TAINT].reason = one_line(desc.buf);
+		lev_buf_release(&full);
+	}
+	lev_buf_release(&desc);
+	return 0;
+}
+
+/* ---- the chain ------------------------------------------------------------ */
+
+/* The verdict when no gate refused: ASK when a gate asks, else ALLOW by APPROVER. */
+static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver)
+{
+	const struct lev_gatechain_step *s;
+
+	if (d->ask_permission || d->ask_taint) {
+		enum lev_gate_id g = d->ask_permission ? LEV_GATE_PERMISSION : LEV_GATE_TAINT;
+		struct lev_buf desc = LEV_BUF_INIT;
+
+		s = &d->steps[g];
+		d->verdict = LEV_ASK;
+		d->gate = g;
+		d->rule = xstrdup(s->rule ? s->rule : "");
+		d->reason = xstrdup(s->reason ? s->reason : "");
+		if (g == LEV_GATE_PERMISSION) {
+			d->text = xasprintf("[denied] Tool '%s' needs approval (%s) and nobody can "
+					    "answer here; the user can allow it with --allow %s.",
+					    d->canon, d->perm_why, d->canon);
+		} else {
+			(void)lev_gate_describe(&d->taint, &desc);
+			d->text = xasprintf("[blocked] %s. Add an allowlist rule with `lev policy "
+					    "add` to permit it.", desc.buf);
+		}
+		lev_buf_release(&desc);
+		return;
+	}
+	d->verdict = LEV_ALLOW;
+	d->gate = approver;
+	s = &d->steps[approver];
+	d->rule = s->rule ? xstrdup(s->rule) : NULL;
+	d->reason = xstrdup(s->reason ? s->reason : "every gate allows it");
+}
+
+int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+			 struct lev_gatechain_decision *d, struct lev_err *err)
+{
+	enum lev_gate_id approver = LEV_GATE_PERMISSION;
+	bool ok = false;
+	int r = 0;
+
+	memset(d, 0, sizeof(*d));
+	d->verdict = LEV_ALLOW;
+	d->taint_level = env->taint_level;
+	d->canon = c->name ? lev_tool_canonical(c->name) : "";
+	d->tool = lev_tools_find(env->tools, d->canon);
+	if (d->tool)
+		d->canon = d->tool->name;
+
+	/* offered, then schema: nothing else can be asked of a call that fails them */
+	if (!gate_offered(env, c, d) || !gate_schema(c, d))
+		goto done;
+	if (d->tool->kind == LEV_TOOL_SHELL) {
+		const json_t *cmd = json_object_get(c->args, "command");
+		const char *s = json_string_value(cmd);
+
+		/* a NUL inside the command is unreadable, not a shorter command */
+		lev_shellkeys_parse(s && strlen(s) == json_string_length(cmd) ? s : NULL, &d->sk);
+		d->have_sk = true;
+	}
+	if (env->mode == LEV_GATECHAIN_COMMAND_SEED) {
+		gate_seed(env, arg_str(c->args, "command") ? arg_str(c->args, "command") : "", d);
+		if (d->verdict == LEV_DENY)
+			goto done;
+		approver = LEV_GATE_SEED;
+	}
+
+	/* every other gate, stopping at the first refusal (nothing after it could lift it) */
+	r = gate_redirect(env, d, err);
+	if (r < 0 || d->verdict == LEV_DENY)
+		goto done;
+	if (env->mode != LEV_GATECHAIN_COMMAND_SEED) {
+		ok = false;
+		gate_permission(env, d, &ok);
+		if (d->verdict == LEV_DENY)
+			goto done;
+		if (ok)
+			approver = LEV_GATE_PERMISSION;
+	}
+	if (d->tool->kind == LEV_TOOL_FS) {
+		ok = false;
+		gate_paths(env, c, d, &ok);
+		if (d->verdict == LEV_DENY)
+			goto done;
+		if (ok)
+			approver = LEV_GATE_READ_PATHS;
+	}
+	if (d->tool->kind == LEV_TOOL_NET) {
+		gate_network(env, c, d);
+		if (d->verdict == LEV_DENY)
+			goto done;
+	}
+	ok = false;
+	r = gate_taint(env, c, d, &ok, err);
+	if (r < 0 || d->verdict == LEV_DENY)
+		goto done;
+	if (ok)
+		approver = LEV_GATE_TAINT;
+	conclude(d, approver);
+	return 0;
+done:
+	if (d->verdict == LEV_DENY) {
+		const struct lev_gatechain_step *s = &d->steps[d->gate];
+
+		d->rule = s->rule ? xstrdup(s->rule) : NULL;
+		d->reason = xstrdup(s->reason ? s->reason : "refused");
+		d->fs = lev_fs_targets_free(d->fs);
+	}
+	return r;
+}
+
+/* ---- the stage's offer, the shell's network ------------------------------- */
+
+char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_stage *st,
+			     bool can_ask, char **list, char ***skipped)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	char **offered = NULL;
+
+	for (char **t = st->available_tools; t && *t; t++) {
+		const struct lev_tool_info *ti = lev_tools_find(tools, *t);
+
+		if (!ti) {
+			if (skipped)
+				*skipped = lev_strv_push_take(
+					*skipped, xasprintf("%s\twhich lev does not provide", *t));
+			continue;
+		}
+		if (ti->kind == LEV_TOOL_ASK && !can_ask) {
+			if (skipped)
+				*skipped = lev_strv_push_take(
+					*skipped, xasprintf("%s\tbut nobody can answer a question in "
+							    "this run (no terminal)", *t));
+			continue;
+		}
+		if (!lev_strv_contains(offered, ti->name))
+			offered = lev_strv_push(offered, ti->name);
+	}
+	if ((st->require_output || st->mode == LEV_MODE_OUTPUT) &&
+	    !lev_strv_contains(offered, "submit_output"))
+		offered = lev_strv_push(offered, "submit_output");
+	for (char **t = offered; t && *t; t++)
+		(void)lev_buf_addf(&b, "%s%s", b.len ? ", " : "", *t);
+	*list = lev_buf_detach(&b, NULL);
+	return offered;
+}
+
+bool lev_gatechain_shell_offline(const struct lev_sandbox_spec *eff, const struct lev_sandbox *sb)
+{
+	enum lev_sandbox_kind k = sb ? lev_sandbox_kind(sb) : eff->kind;
+
+	if (eff->network)
+		return false;
+	if (k == LEV_SANDBOX_NAMESPACE)
+		return sb && (lev_sandbox_layers(sb) & LEV_LAYER_NETNS) != 0;
+	return k == LEV_SANDBOX_CONTAINER;
+}
