@@ -617,8 +617,14 @@ static char *write_real(const struct lev_fs_ctx *c, int dfd, const char *dir, co
 
 	if (lev_confine_fd_path(dfd, &dreal, NULL) < 0)
 		dreal = lexical_abs(c, dir);
-	return missing ? xasprintf("%s%s%s/%s", dreal, strcmp(dreal, "/") ? "/" : "", missing, name)
-		       : lev_path_join(dreal, name);
+	if (missing) {
+		/* nothing of MISSING exists yet: its '..' are lexical */
+		_cleanup_free_ char *j = xasprintf("%s%s%s/%s", dreal, strcmp(dreal, "/") ? "/" : "",
+						   missing, name);
+
+		return lexical_abs(c, j);
+	}
+	return lev_path_join(dreal, name);
 }
 
 /* Refuse T when REAL is one of lev's own files; true when refused. */
