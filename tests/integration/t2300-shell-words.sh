@@ -61,7 +61,7 @@ decision() {
 # asks (or, when the parser cannot read it at all, is refused outright)
 while IFS='|' read -r attack twin; do
 	test_expect_success "pre-approved: '$twin'; not pre-approved: '$attack'" '
-		test "$(decision none "$twin")" = "allow none" &&
+		test "$(decision none "$twin")" = "allow permission" &&
 		d=$(decision none "$attack") &&
 		test "$d" = "ask permission" -o "$d" = "deny redirect"
 	'
@@ -92,7 +92,7 @@ cat $HOME/x|cat x
 EOF
 
 test_expect_success 'a safe-listed grep with a pattern that cannot start with "-" is pre-approved' '
-	test "$(decision none "grep -r foo ./*")" = "allow none"
+	test "$(decision none "grep -r foo ./*")" = "allow permission"
 '
 
 # ---- class 6: lines nobody can analyse -------------------------------------------
@@ -104,7 +104,7 @@ test_expect_success 'eval with a target built at run time: refused under --yolo 
 '
 
 test_expect_success 'and allowed (under --yolo) when the sandbox fences writes' '
-	test "$(decision namespace "eval echo hi" --yolo)" = "allow none"
+	test "$(decision namespace "eval echo hi" --yolo)" = "allow permission"
 '
 
 for line in 'source ./env.sh' '. ./env.sh' 'bash -c "echo hi"' 'bash -s' '$CMD x' \
@@ -115,8 +115,8 @@ for line in 'source ./env.sh' '. ./env.sh' 'bash -c "echo hi"' 'bash -s' '$CMD x
 done
 
 test_expect_success 'a plain line still runs under --yolo with kind none' '
-	test "$(decision none "echo hi > out.txt" --yolo)" = "allow none" &&
-	test "$(decision none "sh ./build.sh" --yolo)" = "allow none"
+	test "$(decision none "echo hi > out.txt" --yolo)" = "allow permission" &&
+	test "$(decision none "sh ./build.sh" --yolo)" = "allow permission"
 '
 
 cat >"$BP/none/turns.toml" <<'EOF'

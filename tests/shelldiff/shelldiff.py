@@ -415,13 +415,17 @@ def run_main(argv):
     try:
         stubs = os.path.join(work, "stubs")
         os.makedirs(stubs)
+        # the sandbox sees the workdir but may hide where the source and build
+        # trees live (a private /tmp): the stub and this script go into WORK
+        shutil.copy(o.argv_log, os.path.join(work, "argv-log"))
+        shutil.copy(os.path.abspath(__file__), os.path.join(work, "shelldiff.py"))
         for p in PROGRAMS + ["sh", "bash", "true", "false", "sleep", "id", "xargs", "tee"]:
-            os.symlink(os.path.abspath(o.argv_log), os.path.join(stubs, p))
+            os.symlink(os.path.join(work, "argv-log"), os.path.join(stubs, p))
         lf = os.path.join(work, "lines.json")
         of = os.path.join(work, "out.json")
         with open(lf, "w", encoding="utf-8", errors="surrogateescape") as f:
             json.dump([lines[i] for i in todo], f)
-        cmd = [sys.executable, os.path.abspath(__file__), "exec", work, lf, stubs, of]
+        cmd = [sys.executable, os.path.join(work, "shelldiff.py"), "exec", work, lf, stubs, of]
         if sandboxed:
             cmd = [o.lev, "sandbox", "exec", "--kind", "namespace", "--network", "off",
                    "--workdir", work, "--timeout", "600", "--"] + cmd
@@ -446,6 +450,9 @@ def run_main(argv):
            len(fails)))
     for line, why in fails[:50]:
         print("# FAIL %r\n#   %s" % (line, why))
+    if n_runs == 0:
+        print("# FAIL no program run was compared: the harness tested nothing")
+        return 1
     return 1 if fails else 0
 
 
