@@ -237,6 +237,15 @@ def main():
                     write_config(kind, network, grant, t)
                     bp = os.path.join(root, "bp%d" % n)
                     write_blueprint(bp, t, rng, a.per_run * 2 // 3, a.per_run - a.per_run * 2 // 3)
+                    # per-agent grants bind to the installed agent: run and check
+                    # the installed copy, so grant=yes grants
+                    add = subprocess.run([a.lev, "add", "--force", bp], capture_output=True,
+                                         text=True)
+                    if add.returncode != 0:
+                        print("not ok %d - %s: lev add failed: %s" % (n, name, add.stderr.strip()))
+                        failed = True
+                        continue
+                    bp = "par"
                     run = subprocess.run(["setsid", "-w", a.lev, "run", bp, "--workdir", t["work"],
                                           "--task", "parity", "--json"] + flags,
                                          stdin=subprocess.DEVNULL, capture_output=True,
