@@ -307,6 +307,15 @@ def forbidden_shape(argv):
     def cluster(x, c):
         return x.startswith("-") and not x.startswith("--") and c in x[1:]
 
+    def long_opt(x, full, unique):
+        """X names the long option --FULL as getopt_long reads it: the name
+        before any '=' is FULL or an abbreviation of at least UNIQUE bytes
+        (shorter ones are ambiguous or name another option)."""
+        if not x.startswith("--") or x == "--":
+            return False
+        name = x[2:].split("=", 1)[0]
+        return len(name) >= unique and full.startswith(name)
+
     if p == "printf" and a and a[0].startswith("-v"):
         return "printf -v"
     if p == "git":
@@ -319,11 +328,12 @@ def forbidden_shape(argv):
                 return "git " + x
     if p == "date":
         for x in a:
-            if cluster(x, "s") or x.startswith("--se"):
+            if cluster(x, "s") or long_opt(x, "set", 1):
                 return "date " + x
     if p == "file":
         for x in a:
-            if cluster(x, "C") or cluster(x, "m") or x.startswith(("--comp", "--mag")):
+            if (cluster(x, "C") or cluster(x, "m") or long_opt(x, "compile", 2) or
+                    long_opt(x, "magic-file", 2)):
                 return "file " + x
     if p in ("test", "["):
         for x in a:
