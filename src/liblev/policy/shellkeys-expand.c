@@ -250,7 +250,20 @@ static void brace_expand(const char *r, const char *m, size_t len, struct pieces
 				if (sq < 0)
 					alts.bad = true;
 				if (sq == 0) {
+					size_t k;
+
 					pieces_release(&alts);
+					/*
+					 * A literal brace with an unquoted comma after it:
+					 * bash may match this '{' with a later '}' ("{-v}x,}"
+					 * is "-v}x"), which this file does not model.  The
+					 * word is unpredictable, so the line gets no key.
+					 */
+					for (k = j + 1; k < len; k++)
+						if (unq(m, k, r, ',')) {
+							out->bad = true;
+							return;
+						}
 					continue; /* a literal brace: look further on */
 				}
 			}

@@ -1002,6 +1002,12 @@ static void redirect(struct sk *p)
 	}
 	skip_blanks(p);
 	c = peekc(p);
+	if ((kind == R_DUP_OUT || kind == R_DUP_IN) && c == '-') {
+		/* ">&-" closes the descriptor: bash takes the '-' alone, and what
+		 * follows it ("1" in ">&-1") is the next word of the command */
+		adv(p);
+		return;
+	}
 	if (c < 0 || c == '\n' || c == '#' || c == '(' || (c != '<' && c != '>' && strchr(";&|)", c)) ||
 	    ((c == '<' || c == '>') && peek2(p) != '(')) {
 		sk_stop(p, "a redirection without a target");
