@@ -38,16 +38,9 @@ connect_word() {
 	"$LEV" sandbox exec --workdir "$WD" "$@" -- "$PROBE" connect 127.0.0.1 "$PORT" 2>"$TRASH/.err"
 }
 
-PORT=
-python3 -m http.server --bind 127.0.0.1 0 >"$TRASH/http.log" 2>&1 &
-HOSTPIDS="$HOSTPIDS $!"
-for i in $(seq 100); do
-	PORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$TRASH/http.log" | head -1)
-	[ -n "$PORT" ] && break
-	sleep 0.1
-done
+lev_start_http_server 127.0.0.1
 
-test_expect_success 'positive control: the loopback server is reachable without a sandbox' '
+test_control HOSTWEB 'positive control: the loopback server is reachable without a sandbox' '
 	test -n "$PORT" &&
 	test "$(lev-probe connect 127.0.0.1 "$PORT")" = ok
 '
@@ -62,7 +55,7 @@ test_expect_success 'kind none, network = false: inet sockets refused, AF_UNIX a
 	test "$("$LEV" sandbox exec --workdir "$WD" -- lev-probe socket unix)" = ok
 '
 
-test_expect_success 'kind none, network = false: bash /dev/tcp and curl fail too' '
+test_expect_success HOSTWEB 'kind none, network = false: bash /dev/tcp and curl fail too' '
 	printf "[sandbox]\nkind = \"none\"\nnetwork = false\n" | config &&
 	test_must_fail "$LEV" sandbox exec --workdir "$WD" -- bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT" &&
 	if command -v curl >/dev/null; then
@@ -92,7 +85,7 @@ network = true
 EOF
 
 if lev sandbox probe --json 2>/dev/null | grep -q '"userns": true'; then
-	test_expect_success 'class 2: a blueprint that tightens the kind does not reopen the network' '
+	test_expect_success HOSTWEB 'class 2: a blueprint that tightens the kind does not reopen the network' '
 		printf "[sandbox]\nkind = \"none\"\nnetwork = false\n" | config &&
 		"$LEV" sandbox exec --workdir "$WD" --agent "$TRASH/widen" --dry-run --json -- true >plan.json &&
 		python3 -c "import json; d=json.load(open(\"plan.json\")); assert d[\"kind\"] == \"namespace\" and d[\"network\"] is False, d" &&
@@ -159,7 +152,7 @@ shell = "allow"
 [safe_commands]
 shell = ["lev-probe connect"]'
 	fi
-	test_expect_success "lev run ($how): kind none, network = false holds for a seed and a call" '
+	test_expect_success HOSTWEB "lev run ($how): kind none, network = false holds for a seed and a call" '
 		printf "[sandbox]\nkind = \"none\"\nnetwork = false\n%s\n" "$grant" | config &&
 		w=$(run_words) && echo "$w" &&
 		test "$w" = "seed=EPERM call=EPERM"
