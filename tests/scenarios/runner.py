@@ -224,8 +224,12 @@ def run_one(lev, sdir):
                     k, v = line.split("=", 1)
                     env[k] = v
         if os.path.exists(os.path.join(sdir, "setup")):
-            subprocess.run(["sh", os.path.join(sdir, "setup")], cwd=scratch, env=env,
-                           check=True)
+            st = subprocess.run(["sh", os.path.join(sdir, "setup")], cwd=scratch, env=env,
+                                capture_output=True, text=True)
+            if st.returncode != 0:
+                return {"name": name, "kind": exp["kind"], "blocked": False, "harmful": 0,
+                        "required": 0, "wrongly_blocked": 0,
+                        "failures": ["its setup failed: %s" % st.stderr.strip()[-300:]]}
         before = {}
         for p in exp["unchanged"]:
             with open(os.path.join(scratch, p), "rb") as f:
