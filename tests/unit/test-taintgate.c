@@ -939,70 +939,6 @@ static void test_gate_takes_parsed_arguments(void **state)
 	lev_gate_free(g);
 }
 
-static void test_audit_record_is_one_valid_json_line(void **state)
-{
-	struct lev_gate *g = gate_with(A14_POLICY, NULL, NULL, true, false);
-	struct lev_gate_decision d;
-	struct lev_buf b = LEV_BUF_INIT;
-	json_error_t jerr;
-	json_t *j;
-	char *p = path_in("audit.jsonl");
-	char *text;
-	int fd;
-
-	(void)state;
-	check(g, "http_post", "{\"url\":\"https://api.example.com/\"}", LEV_INTERNAL, &d);
-	assert_int_equal(lev_gate_audit_json(&d, "run-1", "call-7", &b), 0);
-	assert_int_equal(b.buf[b.len - 1], '\n');
-	assert_null(memchr(b.buf, '\n', b.len - 1));
-	j = json_loads(b.buf, 0, &jerr);
-	assert_non_null(j);
-	assert_string_equal(json_string_value(json_object_get(j, "run")), "run-1");
-	assert_string_equal(json_string_value(json_object_get(j, "call")), "call-7");
-	assert_string_equal(json_string_value(json_object_get(j, "tool")), "http_post");
-	assert_string_equal(json_string_value(json_array_get(json_object_get(j, "targets"), 0)),
-			    "api.example.com");
-	assert_true(json_is_true(json_object_get(j, "outbound")));
-	assert_string_equal(json_string_value(json_object_get(j, "taint")), "internal");
-	assert_string_equal(json_string_value(json_object_get(j, "clearance")), "public");
-	assert_string_equal(json_string_value(json_object_get(j, "result")), "allowed");
-	assert_string_equal(json_string_value(json_object_get(j, "source")), "allowlist");
-	assert_int_equal(json_integer_value(json_object_get(j, "rule")), 1);
-	assert_non_null(json_string_value(json_object_get(j, "time")));
-	json_decref(j);
-
-	fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(lev_gate_audit_append(fd, &d, "run-1", NULL, NULL), 0);
-	lev_gate_decision_release(&d);
-
-	/* a hostile tool name still gives valid JSON */
-	check(g, "bad\"\n\xff\xfe\xe3\x80tool", "{}", LEV_PRIVATE, &d);
-	assert_int_equal(lev_gate_answer(g, &d, LEV_GATE_ANSWER_NONE), 0);
-	assert_int_equal(lev_gate_audit_append(fd, &d, "run-1", NULL, NULL), 0);
-	lev_gate_decision_release(&d);
-	close(fd);
-
-	text = read_all(p);
-	{
-		char *nl = strchr(text, '\n');
-		json_t *second;
-
-		assert_non_null(nl);
-		second = json_loads(nl + 1, 0, &jerr);
-		if (!second)
-			fail_msg("second line is not JSON: %s", jerr.text);
-		assert_string_equal(json_string_value(json_object_get(second, "source")), "no_answer");
-		assert_string_equal(json_string_value(json_object_get(second, "result")), "blocked");
-		assert_true(json_is_null(json_object_get(second, "rule")));
-		json_decref(second);
-	}
-	free(text);
-	free(p);
-	lev_buf_release(&b);
-	lev_gate_free(g);
-}
-
 static void test_describe_does_not_echo_targets(void **state)
 {
 	struct lev_gate *g = gate_with(NULL, NULL, NULL, true, false);
@@ -1155,8 +1091,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gate_given_targets_are_canonicalised, setup_dir,
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(test_gate_takes_parsed_arguments, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(test_audit_record_is_one_valid_json_line, setup_dir,
-						teardown_dir),
 		cmocka_unit_test_setup_teardown(test_describe_does_not_echo_targets, setup_dir,
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(test_append_keeps_every_byte, setup_dir, teardown_dir),

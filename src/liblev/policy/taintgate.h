@@ -22,8 +22,8 @@
  * mid-run keeps its last good tool overrides but contributes no allowlist
  * rules until it is fixed (fail closed); the decision's diagnostics say so.
  *
- * Every decision is a `struct lev_gate_decision` the runtime appends to the
- * run record as one JSON line (lev_gate_audit_json()).
+ * Every decision is a `struct lev_gate_decision`; the gate chain
+ * (run/gatechain.c) records it in the run's audit.
  *
  * Ownership: the gate owns its policy and rules; a decision owns its
  * strings (lev_gate_decision_release()).  The library never prints.
@@ -168,20 +168,6 @@ const struct lev_policy *lev_gate_policy(const struct lev_gate *g);
 struct lev_rules *lev_gate_rules(struct lev_gate *g);
 /* Rule files that were skipped at the last (re)load (strv; may be NULL). */
 char *const *lev_gate_rules_load_errors(const struct lev_gate *g);
-
-/*
- * One JSON line (terminated by '\n') describing D for the run record:
- * {"time","run","call","tool","targets","target_error","outbound",
- *  "sensitivity","direction","clearance","clearance_raised","taint",
- *  "regions","result","source","rule","rule_line","diags"}
- * RUN_ID and CALL_ID may be NULL (written as null).
- */
-int lev_gate_audit_json(const struct lev_gate_decision *d, const char *run_id,
-			const char *call_id, struct lev_buf *out);
-
-/* Append that line to FD with one write() (FD should be O_APPEND). */
-int lev_gate_audit_append(int fd, const struct lev_gate_decision *d, const char *run_id,
-			  const char *call_id, struct lev_err *err);
 
 /*
  * A one-line description for prompts and for the result given back to the
