@@ -32,7 +32,7 @@ cat >"$TRASH/owner/agent.leviath" <<'EOF'
 name = "owner"
 [stages.main]
 model = { provider = "script", script = "turns.toml" }
-available_tools = ["write_file", "edit_file", "shell"]
+available_tools = ["write_file", "edit_file", "shell", "read_file"]
 EOF
 cat >"$TRASH/owner/turns.toml" <<'EOF'
 [[turn]]
@@ -55,9 +55,19 @@ args = { command = "echo x >> .leviath/policy.toml" }
 [[turn.call]]
 tool = "shell"
 args = { command = "echo y >> notes.txt" }
+[[turn.call]]
+tool = "read_file"
+args = { path = ".leviath/credentials.toml" }
+[[turn.call]]
+tool = "read_file"
+args = { path = "readme-here.txt" }
 [[turn]]
 text = "done"
 EOF
+# a key in the data root, and a plain file beside it (the benign read)
+printf '[providers.openai]\napi_key = "sk-t4320-CANARY-not-a-key"\n' >"$ROOT/credentials.toml"
+chmod 600 "$ROOT/credentials.toml"
+echo "plain text in the home" >"$HOME/readme-here.txt"
 
 # results: "tool ok|error" per tool_result, in order
 results() {
@@ -88,6 +98,15 @@ if "$LEV" sandbox probe --json 2>/dev/null | grep -q '"userns": true'; then
 		sed -n 4p res | grep -q "^write_file ok" &&
 		sed -n 6p res | grep -q "^shell ok" &&
 		test "$(cat "$HOME/notes.txt")" = "$(printf "benign\ny")"
+	'
+	test_expect_success 'read_file of the data root (credentials.toml) is refused; its key reaches nothing' '
+		sed -n 7p res | grep -q "^read_file error .*one of lev.s own files" &&
+		! grep -q "sk-t4320-CANARY" ev &&
+		! grep -rq "sk-t4320-CANARY" "$ROOT/runs"
+	'
+	test_expect_success 'benign twin: a plain file in the same workdir is read' '
+		sed -n 8p res | grep -q "^read_file ok" &&
+		grep -q "plain text in the home" ev
 	'
 	test_expect_success 'sandbox exec: a shell cannot plant a data root that does not exist yet' '
 		mv "$ROOT" "$TRASH/root.saved" &&

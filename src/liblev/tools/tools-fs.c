@@ -40,6 +40,7 @@ struct lev_fs_ctx {
 	bool allow_blueprint;
 	enum lev_confine_mode mode;
 	char **own;		/* lev's own files: never written (lev_datadir_own_paths) */
+	bool own_inside;	/* one of them lies inside the workdir (reads check it) */
 };
 
 enum want {
@@ -469,6 +470,8 @@ static void resolve_outside(struct lev_fs_ctx *c, const char *path, const char *
  * Resolve PATH for a read tool (or, with TOOL a write tool, only ever
  * inside).  NEED_REAL asks for the real path even inside the workdir.
  */
+static const char *own_file(const struct lev_fs_ctx *c, const char *real);
+
 static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want, bool need_real,
 			 struct target *t)
 {
@@ -500,8 +503,20 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 		if (r == 0) {
 			t->status = T_OK;
 			t->gate = LEV_FS_GATE_WORKDIR;
-			if (need_real && lev_confine_fd_path(t->fd, &t->real, NULL) < 0)
+			if ((need_real || c->own_inside) &&
+			    lev_confine_fd_path(t->fd, &t->real, NULL) < 0)
 				t->real = lexical_abs(c, rel);
+			if (c->own_inside && own_file(c, t->real)) {
+				/* the data root in the workdir ($HOME): its keys stay unread */
+				_cleanup_free_ char *p = disp(path), *o = disp(own_file(c, t->real));
+
+				close(t->fd);
+				t->fd = -1;
+				set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR,
+					msgf("'%s' is one of lev's own files (under '%s'): file tools "
+					     "never read lev's data root or config, whatever the "
+					     "workdir", p, o));
+			}
 			return;
 		}
 		if (r == -ELOOP) {
@@ -841,6 +856,9 @@ int lev_fs_ctx_new(const struct lev_fs_opts *o, struct lev_fs_ctx **out, struct 
 		}
 	}
 	c->own = lev_datadir_own_paths(o->data_root, o->config_path);
+	for (char *const *op = c->own; op && *op; op++)
+		if (path_under(*op, c->root_real))
+			c->own_inside = true;
 	r = lev_readpaths_new(o->declared, c->root_real, c->home, &c->declared, err);
 	if (r < 0) {
 		lev_err_wrap(err, "agent '%s' [read_paths]", o->agent ? o->agent : "?");
