@@ -19,7 +19,7 @@ test_expect_success 'the parser reads 3000+ lines as bash does (corpus, grammar,
 		--test-tool "$BUILD_DIR/tests/helpers/test-tool" \
 		--argv-log "$BUILD_DIR/tests/helpers/argv-log" \
 		--lev "$LEV" --count 3000 --seed 13 >diff.out 2>&1;
-	rc=$?; cat diff.out; test "$rc" = 0
+	rc=$?; cat diff.out; [ "$rc" = 0 ] || cat diff.out >&2; test "$rc" = 0
 '
 
 test_expect_success 'and with another seed' '
@@ -27,7 +27,7 @@ test_expect_success 'and with another seed' '
 		--test-tool "$BUILD_DIR/tests/helpers/test-tool" \
 		--argv-log "$BUILD_DIR/tests/helpers/argv-log" \
 		--lev "$LEV" --count 1000 --seed 4242 >diff.out 2>&1;
-	rc=$?; cat diff.out; test "$rc" = 0
+	rc=$?; cat diff.out; [ "$rc" = 0 ] || cat diff.out >&2; test "$rc" = 0
 '
 
 test_done
