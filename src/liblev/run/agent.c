@@ -748,9 +748,7 @@ static void chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const c
 	env->shell_offline = lev_gatechain_shell_offline(&s->eff, s->sb);
 	env->landlock = a->landlock;
 	/* the write fence: what the stage's sandbox actually has in force */
-	env->fenced = s->sb ? (lev_sandbox_layers(s->sb) & (LEV_LAYER_MOUNTNS | LEV_LAYER_LANDLOCK |
-							    LEV_LAYER_CONTAINER)) != 0
-			    : s->eff.kind != LEV_SANDBOX_NONE;
+	env->fenced = lev_gatechain_fenced(&s->eff, s->sb);
 	env->taint = a->gate;
 	env->taint_enabled = a->taint_enabled;
 	env->taint_ctx = lev_context_taint(a->ctx);

@@ -40,21 +40,31 @@ void lev_check_result_release(struct lev_check_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The shell's network as the run would have it: a namespace sandbox is built to see its layers. */
-static bool check_shell_offline(const struct lev_sandbox_spec *eff, const char *workdir)
+/*
+ * What the stage's sandbox gives a command, as the run would have it: its
+ * shell's network and the write fence.  A namespace sandbox is built to see
+ * its layers (the same functions the run asks, on the same kind of object).
+ */
+static void check_sandbox(const struct lev_sandbox_spec *eff, const char *workdir, bool *offline,
+			  bool *fenced)
 {
 	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
 	struct lev_sandbox *sb = NULL;
-	bool off;
 
-	if (eff->network || eff->kind != LEV_SANDBOX_NAMESPACE)
-		return lev_gatechain_shell_offline(eff, NULL);
-	so.workdir = workdir;
-	if (lev_sandbox_new(eff, &so, &sb, NULL) < 0)
-		return false;
-	off = lev_gatechain_shell_offline(eff, sb);
+	if (eff->kind == LEV_SANDBOX_NAMESPACE) {
+		so.workdir = workdir;
+		if (lev_sandbox_new(eff, &so, &sb, NULL) < 0)
+			sb = NULL;
+	}
+	if (eff->kind == LEV_SANDBOX_NAMESPACE && !sb) {
+		/* it could not be set up: the run would not run the shell either */
+		*offline = false;
+		*fenced = false;
+		return;
+	}
+	*offline = lev_gatechain_shell_offline(eff, sb);
+	*fenced = lev_gatechain_fenced(eff, sb);
 	lev_sandbox_free(sb);
-	return off;
 }
 
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
@@ -166,10 +176,8 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	env.real_paths = true;
 	env.kind = eff.kind;
 	env.network = eff.network;
-	env.shell_offline = check_shell_offline(&eff, lev_fs_ctx_workdir(fs));
+	check_sandbox(&eff, lev_fs_ctx_workdir(fs), &env.shell_offline, &env.fenced);
 	env.landlock = lev_landlock_abi() >= 1;
-	/* no sandbox is set up for a check: a namespace or container keeps writes in */
-	env.fenced = eff.kind != LEV_SANDBOX_NONE;
 	env.taint = tg;
 	env.taint_level = o->taint;
 	call.name = o->tool;

@@ -653,3 +653,11 @@ bool lev_gatechain_shell_offline(const struct lev_sandbox_spec *eff, const struc
 		return sb && (lev_sandbox_layers(sb) & LEV_LAYER_NETNS) != 0;
 	return k == LEV_SANDBOX_CONTAINER;
 }
+
+bool lev_gatechain_fenced(const struct lev_sandbox_spec *eff, const struct lev_sandbox *sb)
+{
+	if (!sb)
+		return eff->kind != LEV_SANDBOX_NONE;
+	return (lev_sandbox_layers(sb) & (LEV_LAYER_MOUNTNS | LEV_LAYER_LANDLOCK |
+					  LEV_LAYER_CONTAINER)) != 0;
+}

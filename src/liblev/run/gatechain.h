@@ -218,3 +218,11 @@ char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_sta
  * or a container with network = false.  SB NULL: decided from EFF alone.
  */
 bool lev_gatechain_shell_offline(const struct lev_sandbox_spec *eff, const struct lev_sandbox *sb);
+
+/*
+ * True when a command in SB (the stage's sandbox, resolved as EFF) cannot
+ * write outside the workdir: the write fence (perm.h) is in force.  Read
+ * from the layers SB has (a mount namespace, Landlock or a container);
+ * SB NULL: decided from EFF's kind alone.
+ */
+bool lev_gatechain_fenced(const struct lev_sandbox_spec *eff, const struct lev_sandbox *sb);

@@ -475,7 +475,7 @@ static const char *own_file(const struct lev_fs_ctx *c, const char *real);
 static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want, bool need_real,
 			 struct target *t)
 {
-	const char *rel;
+	const char *rel, *own;
 	int r;
 
 	target_init(t);
@@ -506,9 +506,10 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 			if ((need_real || c->own_inside) &&
 			    lev_confine_fd_path(t->fd, &t->real, NULL) < 0)
 				t->real = lexical_abs(c, rel);
-			if (c->own_inside && own_file(c, t->real)) {
+			own = c->own_inside ? own_file(c, t->real) : NULL;
+			if (own) {
 				/* the data root in the workdir ($HOME): its keys stay unread */
-				_cleanup_free_ char *p = disp(path), *o = disp(own_file(c, t->real));
+				_cleanup_free_ char *p = disp(path), *o = disp(own);
 
 				close(t->fd);
 				t->fd = -1;
