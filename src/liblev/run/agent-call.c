@@ -624,6 +624,66 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 	return l;
 }
 
+/* True when the absolute path P lies in DIR or below. */
+static bool path_inside(const char *dir, const char *p)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+/* True when V is a string that, read against DIR by its words alone, is the path P. */
+static bool names_path(const json_t *v, const char *dir, const char *p)
+{
+	_cleanup_free_ char *lex = NULL;
+
+	if (!json_is_string(v) || !json_string_length(v))
+		return false;
+	lex = lev_path_lexical(dir, json_string_value(v));
+	return !strcmp(lex, p);
+}
+
+/*
+ * True when the call named the path P itself: a string argument (or a
+ * string in an array argument) that is P without following any symlink.
+ */
+static bool args_name(const json_t *args, const char *dir, const char *p)
+{
+	const char *key;
+	const json_t *v, *e;
+	size_t i;
+
+	json_object_foreach((json_t *)args, key, v) {
+		if (names_path(v, dir, p))
+			return true;
+		json_array_foreach(v, i, e)
+			if (names_path(e, dir, p))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * The label of a refusal's text, which is never lower than what it quotes:
+ * the call's own arguments (the model wrote them from a context it saw at
+ * a->seen, so an argument can carry a private file's line), a path the
+ * path gate found outside the workdir that the call did not name itself
+ * (where a symlink really leads: as private as a read there), and, when
+ * the taint gate refused, the context it judged.  A refusal is never a way
+ * to turn private words into public ones.
+ */
+static enum lev_level refusal_label(const struct lev_agent *a, const struct call_state *cs)
+{
+	const char *p = cs->gd.path;
+	enum lev_level l = a->seen;
+
+	if (p && p[0] == '/' && !path_inside(a->workdir, p) && !(cs->args && args_name(cs->args, a->workdir, p)))
+		l = LEV_PRIVATE;
+	if (cs->gd.gate == LEV_GATE_TAINT)
+		l = lev_level_max(l, cs->gd.taint_level);
+	return l;
+}
+
 /* ---- one call ------------------------------------------------------------ */
 
 /* Somebody looks at the events (a record or a front end). */
@@ -715,6 +775,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
 		dec->label = agent_result_label(a, &cs);
+	} else {
+		dec->label = refusal_label(a, &cs);
 	}
 	lev_gatechain_decision_release(&cs.gd);
 	return 0;
@@ -732,8 +794,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
-	if (dec.allowed)
-		label = dec.label;
+	label = dec.label;
 	if (lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
 					out.is_error, label, 0, &truncated, &err) < 0 &&
 	    !a->internal_error)
