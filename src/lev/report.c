@@ -85,7 +85,11 @@ void lev_report_findings(FILE *f, const struct lev_findings *fs)
 
 			if ((int)x->severity != sev)
 				continue;
-			fprintf(f, "  %s: ", lev_severity_name(x->severity));
+			if (x->file)
+				fprintf(f, "%s:%u:%u: ", x->file, x->line, x->col);
+			else
+				fputs("  ", f);
+			fprintf(f, "%s: ", lev_severity_name(x->severity));
 			if (x->stage)
 				fprintf(f, "stage '%s': ", x->stage);
 			fprintf(f, "%s [%s]\n", x->message, x->code);
@@ -109,6 +113,10 @@ json_t *lev_report_findings_json(const struct lev_findings *fs)
 		json_object_set_new(o, "stage", lev_report_jstr(x->stage));
 		json_object_set_new(o, "message", lev_report_jstr(x->message));
 		json_object_set_new(o, "fix", lev_report_jstr(x->fix));
+		json_object_set_new(o, "file", lev_report_jstr(x->file));
+		json_object_set_new(o, "line", x->file ? json_integer(x->line) : json_null());
+		json_object_set_new(o, "col", x->file ? json_integer(x->col) : json_null());
+		json_object_set_new(o, "key", lev_report_jstr(x->key));
 		json_array_append_new(a, o);
 	}
 	return a;

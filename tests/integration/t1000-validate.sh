@@ -61,7 +61,8 @@ check_demo_json() {
 	assert b["stages"] == ["survey", "test"], b
 	assert b["entry_stage"] == "survey", b
 	for f in d["findings"]:
-	    assert sorted(f) == ["code", "fix", "message", "severity", "stage"], f
+	    assert sorted(f) == ["code", "col", "file", "fix", "key", "line", "message",
+	                         "severity", "stage"], f
 	    assert f["severity"] in ("error", "warning", "note"), f
 	warn = [f["code"] for f in d["findings"] if f["severity"] == "warning"]
 	assert warn == ["read-paths-not-granted"], warn

@@ -312,20 +312,21 @@ static void test_unknown_keys_elsewhere_warn(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(AGENT "colour = \"red\"\n" STAGE
 						  "[mcp_servers]\nx = 1\n"
-						  "[context.regions.r]\nvolatility = \"stable\"\n");
+						  "[context.regions.r]\nshade = \"stable\"\n");
 
 	(void)state;
 	assert_int_equal(lev_strv_len(bp->warnings), 3);
 	assert_string_equal(bp->warnings[0], "agent.leviath:3: unknown key 'colour' in [agent]");
 	assert_non_null(strstr(bp->warnings[1], "'mcp_servers'"));
-	assert_non_null(strstr(bp->warnings[2], "'volatility'"));
+	assert_non_null(strstr(bp->warnings[2], "'shade'"));
+	assert_int_equal(bp->n_findings, 0);
 	lev_blueprint_free(bp);
 }
 
 static void test_enums_fail_closed(void **state)
 {
 	(void)state;
-	expect_error(AGENT STAGE "mode = \"fan_out\"\n", "autonomous, interactive, output", NULL);
+	expect_error(AGENT STAGE "mode = \"fanout\"\n", "autonomous, interactive, output", NULL);
 	expect_error(AGENT "[tool_permissions]\nshell = \"dney\"\n" STAGE, "'tool_permissions.shell'",
 		     "allow, ask, deny", NULL);
 	expect_error(AGENT STAGE "tool_permissions = { shell = \"nope\" }\n",
@@ -336,9 +337,9 @@ static void test_enums_fail_closed(void **state)
 	expect_error(AGENT STAGE "[sandbox]\non_unavailable = \"skip\"\n", "error, warn", NULL);
 	expect_error(AGENT STAGE "[tool_script_permissions]\nshell = \"ok\"\n",
 		     "inherit, allow, deny", NULL);
-	expect_error(AGENT STAGE "[context.regions.r]\nkind = \"compacting\"\n",
+	expect_error(AGENT STAGE "[context.regions.r]\nkind = \"compactin\"\n",
 		     "pinned, sliding_window, temporary, clearable", NULL);
-	expect_error(AGENT STAGE "transitions = { main = { condition = \"stuck\" } }\n",
+	expect_error(AGENT STAGE "transitions = { main = { condition = \"stuk\" } }\n",
 		     "done, error, max_iterations", NULL);
 	expect_error(AGENT STAGE "[security]\ntaint_tracking = \"yes\"\n", "boolean", NULL);
 }
@@ -395,13 +396,88 @@ static void test_regions_and_seeds(void **state)
 	expect_error(AGENT STAGE "[context.regions.r]\nbudget = \"150%\"\n", "\"1%\" to \"100%\"",
 		     NULL);
 	expect_error(AGENT STAGE "[context.regions.r]\nbudget = 5\n", "string", NULL);
-	expect_error(AGENT STAGE "[context.regions]\na = { budget = \"60%\" }\nb = { budget = "
-				 "\"50%\" }\n",
-		     "more than 100%", NULL);
-	expect_error(AGENT STAGE "[context.regions.r]\nrequired = true\n", "has no seed", NULL);
+	expect_error(AGENT STAGE "[context.regions.r]\nbudget = \"1.x%\"\n", "\"1%\" to \"100%\"",
+		     NULL);
+	expect_error(AGENT STAGE "[context.regions.r]\nrequired = true\nseed = { rhai = \"x.rhai\" }\n",
+		     "no seed lev runs", NULL);
 	expect_error(AGENT STAGE "[context.regions.r]\nseed = { tool = \"x\", args = { when = "
 				 "1979-05-27 } }\n",
 		     "no JSON form", NULL);
+}
+
+/* Leviath's keys: type-checked, kept as findings, never silently valid. */
+static void test_leviath_keys_are_findings(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT "max_child_depth = 2\n"
+		"[stages.main]\nmode = \"fan_out\"\nmax_workers = 4\n"
+		"hooks = { on_stage_enter = \"h.rhai\" }\n"
+		"tool_routing = { overrides = { web_fetch = { region = \"r\" }, grep = \"r\" } }\n"
+		"transitions = { main = { condition = \"stuck\", stuck_after_iterations = 3 } }\n"
+		"[context.regions]\n"
+		"a = { budget = \"60%\", kind = \"compacting\", strategy = \"bulk\" }\n"
+		"b = { budget = \"50.5%\", required = true }\n");
+	static const char *const keys[] = {
+		"agent.max_child_depth", "stages.main.max_workers", "stages.main.hooks",
+		"stages.main.tool_routing", "stages.main.mode",
+		"stages.main.transitions.main.stuck_after_iterations",
+		"stages.main.transitions.main.condition", "context.regions.a.kind",
+		"context.regions.a.strategy", "context.regions.b.required",
+	};
+	size_t i;
+
+	(void)state;
+	assert_int_equal(bp->n_findings, ARRAY_SIZE(keys));
+	for (i = 0; i < ARRAY_SIZE(keys); i++) {
+		assert_string_equal(bp->findings[i].key, keys[i]);
+		assert_true(!strncmp(bp->findings[i].message, "not run by lev: ", 16));
+		assert_non_null(strstr(bp->findings[i].message, "; use "));
+	}
+	assert_int_equal(bp->findings[0].line, 3);
+	assert_int_equal(bp->findings[0].col, 1);
+	assert_string_equal(bp->findings[1].stage, "main");
+	assert_null(bp->findings[0].stage);
+	assert_int_equal(bp->stages[0].mode, LEV_MODE_AUTONOMOUS);
+	assert_int_equal(bp->stages[0].transitions[0].when, LEV_WHEN_STUCK);
+	assert_int_equal(bp->regions[0].kind, LEV_REGION_SLIDING_WINDOW);
+	/* budgets are ceilings: together they may pass 100% */
+	assert_int_equal(bp->regions[0].budget_pct, 60);
+	assert_int_equal(bp->regions[1].budget_pct, 50);
+	assert_false(bp->regions[1].required);
+	lev_blueprint_free(bp);
+
+	/* inside a Leviath table, a key in no schema and a wrong type are errors */
+	expect_error(AGENT STAGE "hooks = { on_enter = \"h.rhai\" }\n", "'on_enter'",
+		     "'stages.main.hooks'", "valid: on_stage_enter", NULL);
+	expect_error(AGENT STAGE "max_workers = \"4\"\n", "'stages.main.max_workers'", NULL);
+	expect_error(AGENT STAGE "tool_routing = { overrides = { x = 3 } }\n",
+		     "'stages.main.tool_routing.overrides.x'", NULL);
+	expect_error(AGENT STAGE "on_worker_failure = \"retry\"\n", "continue, fail_all", NULL);
+	expect_error(AGENT STAGE "model = { models = [{ provider = \"openai\" }] }\n",
+		     "needs both 'provider' and 'model'", NULL);
+	/* a stage key in no schema stays an error naming Leviath's keys as valid */
+	expect_error(AGENT STAGE "max_revisit = 1\n", "unknown key 'max_revisit'", "max_revisits",
+		     "tool_routing", NULL);
+}
+
+static void test_model_lists(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT STAGE "model = { models = [{ provider = \"google\", model = \"g\" }, "
+		"{ provider = \"openai\", model = \"o\" }], fallbacks = [{ provider = "
+		"\"anthropic\", model = \"a\" }], request_timeout_secs = 30 }\n");
+	const struct lev_model_ref *m = &bp->stages[0].model;
+
+	(void)state;
+	assert_int_equal(m->n_choices, 3);
+	assert_string_equal(m->choices[0].provider, "google");
+	assert_string_equal(m->choices[1].model, "o");
+	assert_string_equal(m->choices[2].provider, "anthropic");
+	assert_string_equal(m->provider, "google");
+	assert_string_equal(m->model, "g");
+	assert_int_equal(bp->n_findings, 1);
+	assert_string_equal(bp->findings[0].key, "stages.main.model.request_timeout_secs");
+	lev_blueprint_free(bp);
 }
 
 static void test_models(void **state)
@@ -685,6 +761,8 @@ int main(void)
 		cmocka_unit_test(test_read_paths_checked_at_parse),
 		cmocka_unit_test(test_regions_and_seeds),
 		cmocka_unit_test(test_models),
+		cmocka_unit_test(test_leviath_keys_are_findings),
+		cmocka_unit_test(test_model_lists),
 		cmocka_unit_test(test_taint_cannot_be_turned_off),
 		cmocka_unit_test(test_sandbox_block_without_kind_is_none),
 		cmocka_unit_test(test_hostile_bytes),

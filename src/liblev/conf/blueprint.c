@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "liblev/conf/blueprint.h"
+#include "liblev/conf/blueprint-internal.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/datadir.h"
@@ -27,17 +28,49 @@ static const char *const region_kind_names[] = { "pinned", "sliding_window", "te
 						 "clearable" };
 static const char *const seed_kind_names[] = { "none", "caller", "files", "glob",
 					       "literal", "command", "tool" };
-static const char *const when_names[] = { "done", "error", "max_iterations" };
+static const char *const when_names[] = { "done", "error", "max_iterations", "stuck",
+					  "dead_end" };
+/* Leviath's spellings: mode, region kind and condition words lev maps to its own */
+static const struct {
+	const char *word;
+	int as;			/* the lev value it runs as */
+	const char *what;	/* NULL: the same meaning, no finding */
+	const char *instead;
+} leviath_modes[] = {
+	{ "interactive_points", LEV_MODE_INTERACTIVE, "interaction points (the stage runs "
+	  "as mode = \"interactive\")", "mode = \"interactive\"" },
+	{ "fan_out", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
+	  "\"autonomous\")", "one lev run per work item" },
+	{ "fan_out_merge", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
+	  "\"autonomous\")", "one lev run per work item" },
+}, leviath_kinds[] = {
+	{ "compacting", LEV_REGION_SLIDING_WINDOW, "compacting regions (this one is a "
+	  "sliding_window: the oldest entries are dropped, not summarised)", "sliding_window" },
+	{ "compact_history", LEV_REGION_SLIDING_WINDOW, "compacting regions (this one is a "
+	  "sliding_window: the oldest entries are dropped, not summarised)", "sliding_window" },
+	{ "hashmap", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
+	  "can clear it, not edit one entry)", "clearable" },
+	{ "hash_map", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
+	  "can clear it, not edit one entry)", "clearable" },
+	{ "checklist", LEV_REGION_CLEARABLE, "checklist regions (this one is clearable)",
+	  "clearable" },
+	{ "custom", LEV_REGION_TEMPORARY, "Rhai custom regions (this one is temporary)",
+	  "a built-in kind" },
+}, leviath_conditions[] = {
+	{ "always", LEV_WHEN_DONE, NULL, NULL },
+	{ "llm_choice", LEV_WHEN_DONE, NULL, NULL },
+};
 static const char *const kind_words[] = { "none", "namespace", "container" };
 static const char *const onun_words[] = { "error", "warn" };
 
 static const char *const stage_keys[] = {
 	"allow_complete", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
-	"transitions", NULL,
+	"transitions", "max_revisits", "require_output", "transition_prompt", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
-					   "temperature", NULL };
+					   "temperature", "models", "fallbacks", NULL };
+static const char *const choice_keys[] = { "provider", "model", NULL };
 static const char *const sandbox_keys[] = { "kind", "image", "engine", "network", "mount",
 					    "mounts", "on_unavailable", NULL };
 static const char *const security_keys[] = { "taint_tracking", NULL };
@@ -45,7 +78,7 @@ static const char *const transition_keys[] = { "hint", "condition", NULL };
 static const char *const read_paths_keys[] = { "allow", NULL };
 static const char *const safe_keys[] = { "tools", "shell", NULL };
 static const char *const seed_keys[] = { "files", "glob", "literal", "command", "tool", "args",
-					 NULL };
+					 "caller", NULL };
 
 #define NAME_MAX_LEN 64
 #define TOOL_NAME_MAX 128
@@ -84,6 +117,11 @@ static void stage_release(struct lev_stage *s)
 	free(s->model.provider);
 	free(s->model.model);
 	free(s->model.script);
+	for (i = 0; i < s->model.n_choices; i++) {
+		free(s->model.choices[i].provider);
+		free(s->model.choices[i].model);
+	}
+	free(s->model.choices);
 	lev_strv_free(s->available_tools);
 	lev_strv_free(s->required_tools);
 	lev_tool_perms_release(&s->tool_permissions);
@@ -125,6 +163,13 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	lev_strv_free(bp->safe_tools);
 	lev_strv_free(bp->safe_shell);
 	lev_strv_free(bp->warnings);
+	for (i = 0; i < bp->n_findings; i++) {
+		free(bp->findings[i].file);
+		free(bp->findings[i].key);
+		free(bp->findings[i].stage);
+		free(bp->findings[i].message);
+	}
+	free(bp->findings);
 	free(bp->identity_note);
 	free(bp);
 	return NULL;
@@ -136,6 +181,9 @@ const char *lev_blueprint_grant_name(const struct lev_blueprint *bp)
 }
 
 /* ---- helpers ---------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b);
+static char **tools_dir_files(const char *dir);
 
 static int fail_at_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t, size_t i,
 		       struct lev_err *err, const char *msg)
@@ -254,6 +302,38 @@ static int tool_list(const struct lev_tomlval_ctx *c, const struct lev_toml_valu
 	return 0;
 }
 
+/*
+ * An enum that also takes Leviath's words for it (WORDS, N): a Leviath word
+ * runs as its lev value and leaves a finding when the meaning differs.
+ */
+#define leviath_enum(c, v, path, names, n, words, stage, out, err)                            \
+	leviath_enum_n(c, v, path, names, n, words, ARRAY_SIZE(words), stage, out, err)
+static int leviath_enum_n(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			  const char *path, const char *const *names, size_t n,
+			  const void *words_, size_t nw, const char *stage, int *out,
+			  struct lev_err *err)
+{
+	const struct {
+		const char *word;
+		int as;
+		const char *what;
+		const char *instead;
+	} *words = words_;
+	size_t i;
+
+	for (i = 0; v->type == LEV_TOML_STRING && i < nw; i++) {
+		if (v->u.str.len != strlen(words[i].word) ||
+		    strncasecmp(v->u.str.ptr, words[i].word, v->u.str.len))
+			continue;
+		if (words[i].what)
+			lev__bp_finding(c, v->line, v->col, path, stage, words[i].what,
+					words[i].instead);
+		*out = words[i].as;
+		return 0;
+	}
+	return lev_tomlval_enum(c, v, path, names, n, out, err);
+}
+
 /* ---- [sandbox] -------------------------------------------------------- */
 
 static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
@@ -263,7 +343,7 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 	size_t i, n = lev_toml_table_len(t);
 	int r;
 
-	r = lev_tomlval_check_keys(c, t, where, sandbox_keys, true, err);
+	r = lev__bp_check_keys(c, t, where, table, sandbox_keys, LEV_BPT_SANDBOX, NULL, err);
 	if (r < 0)
 		return r;
 	s->present = true;
@@ -300,6 +380,8 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 			for (m = list; r == 0 && m && *m; m++)
 				if (!lev_strv_contains(s->mounts, *m))
 					s->mounts = lev_strv_push(s->mounts, *m);
+		} else if (lev__bp_compat_has(LEV_BPT_SANDBOX, t, i)) {
+			continue;
 		} else {
 			r = lev_tomlval_enum(c, v, p, onun_words, _LEV_ON_UNAVAILABLE_MAX, &e, err);
 			if (r == 0) {
@@ -363,6 +445,58 @@ static bool inside_path_ok(const char *p)
 	return true;
 }
 
+/* models = [{ provider, model }, ...] (or fallbacks): appended to m->choices. */
+static int parse_choices(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			 const char *path, struct lev_model_ref *m, struct lev_err *err)
+{
+	size_t i, n;
+	int r = lev_tomlval_type(c, v, LEV_TOML_ARRAY, path, err);
+
+	if (r < 0)
+		return r;
+	n = lev_toml_array_len(v->u.array);
+	if (n > 64 || m->n_choices + n > 64)
+		return lev_tomlval_fail(c, v->line, v->col, err,
+					"'%s' has too many entries (the limit is 64)", path);
+	m->choices = xreallocarray(m->choices, m->n_choices + n + 1, sizeof(*m->choices));
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_value *e = lev_toml_array_at(v->u.array, i);
+		const struct lev_toml_table *t = NULL;
+		_cleanup_free_ char *p = xasprintf("%s[%zu]", path, i);
+		_cleanup_free_ char *where = xasprintf("'%s'", p);
+		_cleanup_free_ char *pp = xasprintf("%s.provider", p);
+		_cleanup_free_ char *mp = xasprintf("%s.model", p);
+		struct lev_model_choice ch = { NULL, NULL, e->line, e->col };
+		const struct lev_toml_value *pv, *mv;
+
+		r = lev_tomlval_table(c, e, p, &t, err);
+		if (r == 0)
+			r = lev_tomlval_check_keys(c, t, where, choice_keys, true, err);
+		if (r < 0)
+			return r;
+		pv = lev_toml_table_get(t, "provider");
+		mv = lev_toml_table_get(t, "model");
+		if (!pv || !mv)
+			return lev_tomlval_fail(c, e->line, e->col, err,
+						"'%s' needs both 'provider' and 'model'", p);
+		r = lev_tomlval_string(c, pv, pp, &ch.provider, err);
+		if (r == 0)
+			r = lev_tomlval_string(c, mv, mp, &ch.model, err);
+		if (r == 0 && (!ch.provider[0] || !strcmp(ch.provider, "script")))
+			r = lev_tomlval_fail(c, pv->line, pv->col, err,
+					     "'%s' must name a provider (\"script\" goes in the "
+					     "model table itself)",
+					     pp);
+		if (r < 0) {
+			free(ch.provider);
+			free(ch.model);
+			return r;
+		}
+		m->choices[m->n_choices++] = ch;
+	}
+	return 0;
+}
+
 static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 		       const char *path, struct lev_model_ref *m, struct lev_err *err)
 {
@@ -393,7 +527,7 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 					"'%s' must be \"provider/model\" or a table, not %s", path,
 					lev_toml_type_name(v->type));
 	t = v->u.table;
-	r = lev_tomlval_check_keys(c, t, where, model_keys, true, err);
+	r = lev__bp_check_keys(c, t, where, path, model_keys, LEV_BPT_MODEL, NULL, err);
 	if (r < 0)
 		return r;
 	n = lev_toml_table_len(t);
@@ -414,6 +548,10 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 						     p);
 		} else if (lev_tomlval_key_is(t, i, "max_tokens"))
 			r = lev_tomlval_u64(c, e, p, 1, (uint64_t)1 << 24, &m->max_tokens, err);
+		else if (lev_tomlval_key_is(t, i, "models") || lev_tomlval_key_is(t, i, "fallbacks"))
+			continue;	/* below, models first */
+		else if (lev__bp_compat_has(LEV_BPT_MODEL, t, i))
+			continue;
 		else {
 			double d;
 			if (e->type == LEV_TOML_INTEGER)
@@ -434,6 +572,18 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 		if (r < 0)
 			return r;
 	}
+	for (i = 0; i < 2; i++) {
+		const char *key = i ? "fallbacks" : "models";
+		const struct lev_toml_value *e = lev_toml_table_get(t, key);
+		_cleanup_free_ char *p = xasprintf("%s.%s", path, key);
+
+		if (e && (r = parse_choices(c, e, p, m, err)) < 0)
+			return r;
+	}
+	if (m->n_choices && !m->provider && !m->model) {
+		m->provider = xstrdup(m->choices[0].provider);
+		m->model = xstrdup(m->choices[0].model);
+	}
 	if (m->provider && !strcmp(m->provider, "script") && !m->script)
 		return lev_tomlval_fail(c, v->line, v->col, err,
 					"'%s' uses provider \"script\" and needs 'script' (the turns "
@@ -451,7 +601,7 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 			     const char *path, struct lev_stage *st, struct lev_err *err)
 {
-	size_t i, n;
+	size_t i, n, done = 0;
 	int r;
 
 	if (v->type == LEV_TOML_ARRAY) {
@@ -487,7 +637,8 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 		r = lev_tomlval_table(c, lev_toml_table_value(tt, i), p, &sub, err);
 		if (r < 0)
 			return r;
-		r = lev_tomlval_check_keys(c, sub, where, transition_keys, true, err);
+		r = lev__bp_check_keys(c, sub, where, p, transition_keys, LEV_BPT_TRANSITION,
+				       st->name, err);
 		if (r < 0)
 			return r;
 		tr->target = lev_tomlval_key_dup(tt, i);
@@ -502,10 +653,27 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 		e = lev_toml_table_get(sub, "condition");
 		if (e) {
 			_cleanup_free_ char *cp = xasprintf("%s.condition", p);
-			r = lev_tomlval_enum(c, e, cp, when_names, _LEV_WHEN_MAX, &w, err);
+			r = leviath_enum(c, e, cp, when_names, _LEV_WHEN_MAX, leviath_conditions,
+					 st->name, &w, err);
 			if (r < 0)
 				return r;
 			tr->when = (enum lev_transition_when)w;
+			if (tr->when == LEV_WHEN_STUCK || tr->when == LEV_WHEN_DEAD_END)
+				lev__bp_finding(c, e->line, e->col, cp, st->name,
+						"stuck and dead-end triggers (this transition is "
+						"never taken)",
+						"condition = \"max_iterations\" with the stage's "
+						"max_iterations");
+		}
+		if (tr->when == LEV_WHEN_DONE && ++done == 2) {
+			unsigned kl = 0, kc = 0;
+
+			lev_toml_table_key_pos(tt, i, &kl, &kc);
+			lev__bp_finding(c, kl, kc, p, st->name,
+					"the model choosing among transitions (lev takes the "
+					"first 'done' transition)",
+					"one transition per stage, or 'max_iterations' / 'error' "
+					"conditions");
 		}
 	}
 	return 0;
@@ -525,11 +693,18 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 		for (k = stage_keys; *k && !known; k++)
 			known = lev_tomlval_key_is(t, i, *k);
 		if (!known) {
-			struct lev_buf b = LEV_BUF_INIT_MAX(1024);
+			r = lev__bp_compat_key(c, LEV_BPT_STAGE, t, i, table, name, err);
+			if (r < 0)
+				return r;
+			known = r > 0;
+		}
+		if (!known) {
+			struct lev_buf b = LEV_BUF_INIT_MAX(2048);
 			_cleanup_free_ char *key = lev_tomlval_key_dup(t, i);
 
 			for (k = stage_keys; *k; k++)
 				(void)lev_buf_addf(&b, "%s%s", k == stage_keys ? "" : ", ", *k);
+			lev__bp_compat_names(LEV_BPT_STAGE, &b);
 			{
 				unsigned line = 0, col = 0;
 				lev_toml_table_key_pos(t, i, &line, &col);
@@ -552,7 +727,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 		if (lev_tomlval_key_is(t, i, "description"))
 			r = set_line(c, v, p, &st->description, err);
 		else if (lev_tomlval_key_is(t, i, "mode")) {
-			r = lev_tomlval_enum(c, v, p, mode_names, _LEV_MODE_MAX, &e, err);
+			r = leviath_enum(c, v, p, mode_names, _LEV_MODE_MAX, leviath_modes, name, &e,
+					 err);
 			if (r == 0)
 				st->mode = (enum lev_stage_mode)e;
 		} else if (lev_tomlval_key_is(t, i, "model"))
@@ -585,8 +761,25 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_set_str(c, v, p, &st->next, err);
 		else if (lev_tomlval_key_is(t, i, "transitions"))
 			r = parse_transitions(c, v, p, st, err);
-		else
+		else if (lev_tomlval_key_is(t, i, "max_revisits")) {
+			r = lev_tomlval_u64(c, v, p, 0, 100000, &st->max_revisits, err);
+			st->has_max_revisits = r == 0;
+		} else if (lev_tomlval_key_is(t, i, "require_output")) {
+			bool on = false;
+			r = lev_tomlval_bool(c, v, p, &on, err);
+			if (r == 0 && on)
+				st->require_output = true;
+		} else if (lev_tomlval_key_is(t, i, "transition_prompt")) {
+			r = lev_tomlval_type(c, v, LEV_TOML_STRING, p, err);
+			if (r == 0)
+				lev__bp_finding(c, v->line, v->col, p, name,
+						"the prompt asking the model which transition to "
+						"take (lev takes the first 'done' transition)",
+						"one transition per stage, with its 'hint'");
+		} else if (lev_tomlval_key_is(t, i, "allow_complete"))
 			r = lev_tomlval_bool(c, v, p, &st->allow_complete, err);
+		else
+			continue;	/* a Leviath key, checked above */
 		if (r < 0)
 			return r;
 	}
@@ -595,8 +788,9 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 						     "'transitions'; use one of them", name);
 		return fail_at_table(c, t, err, msg);
 	}
-	if (st->mode == LEV_MODE_OUTPUT) {
+	if (st->mode == LEV_MODE_OUTPUT)
 		st->require_output = true;
+	if (st->require_output) {
 		if (!lev_strv_contains(st->available_tools, "submit_output"))
 			st->available_tools = lev_strv_push(st->available_tools, "submit_output");
 	}
@@ -685,9 +879,21 @@ static int parse_seed(const struct lev_tomlval_ctx *c, const struct lev_toml_val
 					"one of files, glob, literal, command, tool; not %s",
 					path, lev_toml_type_name(v->type));
 	t = v->u.table;
-	r = lev_tomlval_check_keys(c, t, where, seed_keys, true, err);
+	r = lev__bp_check_keys(c, t, where, path, seed_keys, LEV_BPT_SEED, NULL, err);
 	if (r < 0)
 		return r;
+	e = lev_toml_table_get(t, "caller");
+	if (e) {
+		/* Leviath's { caller = "task" } is lev's seed = "task" */
+		if (lev_toml_table_get(t, "files") || lev_toml_table_get(t, "glob") ||
+		    lev_toml_table_get(t, "literal") || lev_toml_table_get(t, "command") ||
+		    lev_toml_table_get(t, "tool"))
+			return lev_tomlval_fail(c, v->line, v->col, err,
+						"'%s' must have exactly one of caller, files, glob, "
+						"literal, command, tool",
+						path);
+		return parse_seed(c, e, path, s, err);
+	}
 	for (i = 0; i < ARRAY_SIZE(forms); i++) {
 		const struct lev_toml_value *x = lev_toml_table_get(t, forms[i].key);
 		if (!x)
@@ -696,6 +902,8 @@ static int parse_seed(const struct lev_tomlval_ctx *c, const struct lev_toml_val
 		e = x;
 		s->kind = forms[i].kind;
 	}
+	if (found == 0 && (lev_toml_table_get(t, "rhai") || lev_toml_table_get(t, "tools")))
+		return 0;	/* a Leviath seed lev does not run: its finding is recorded */
 	if (found != 1)
 		return lev_tomlval_fail(c, v->line, v->col, err,
 					"'%s' must have exactly one of files, glob, literal, command, "
@@ -773,7 +981,11 @@ static int parse_budget(const struct lev_tomlval_ctx *c, const struct lev_toml_v
 		return r;
 	len = strlen(s);
 	if (len >= 2 && s[len - 1] == '%') {
-		num = xstrndup(s, len - 1);
+		const char *dot = strchr(s, '.');
+		/* Leviath writes "12.5%": lev keeps whole percents (12) */
+		num = xstrndup(s, (size_t)((dot ? dot : s + len - 1) - s));
+		if (dot && strspn(dot + 1, "0123456789") != strlen(dot + 1) - 1)
+			num[0] = 'x';
 		if (lev_parse_u64(num, &pct) == 0 && pct >= 1 && pct <= 100) {
 			*out = (unsigned)pct;
 			return 0;
@@ -799,8 +1011,8 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 		int e = 0;
 
 		if (lev_tomlval_key_is(t, i, "kind")) {
-			r = lev_tomlval_enum(c, v, p, region_kind_names, _LEV_REGION_KIND_MAX, &e,
-					     err);
+			r = leviath_enum(c, v, p, region_kind_names, _LEV_REGION_KIND_MAX,
+					 leviath_kinds, NULL, &e, err);
 			if (r == 0)
 				rg->kind = (enum lev_region_kind)e;
 		} else if (lev_tomlval_key_is(t, i, "budget"))
@@ -815,6 +1027,8 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &rg->required, err);
 		else if (lev_tomlval_key_is(t, i, "required_message"))
 			r = lev_tomlval_set_str(c, v, p, &rg->required_message, err);
+		else if ((r = lev__bp_compat_key(c, LEV_BPT_REGION, t, i, table, NULL, err)) != 0)
+			r = r < 0 ? r : 0;
 		else {
 			_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
 			unsigned line = 0, col = 0;
@@ -827,9 +1041,23 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			return r;
 	}
 	if (rg->required && rg->seed.kind == LEV_SEED_NONE) {
-		_cleanup_free_ char *msg = xasprintf("region '%s' is required but has no seed",
-						     name);
-		return fail_at_table(c, t, err, msg);
+		const struct lev_toml_value *req = lev_toml_table_get(t, "required");
+		const struct lev_toml_value *sv = lev_toml_table_get(t, "seed");
+
+		if (!sv || sv->type != LEV_TOML_TABLE) {
+			_cleanup_free_ char *rp = xasprintf("%s.required", table);
+
+			/* Leviath: the stage must write the region before it moves on */
+			lev__bp_finding(c, req->line, req->col, rp, NULL,
+					"'required' on a region without a seed (the stages must "
+					"fill it)",
+					"a seed, which lev checks at the start of the run");
+			rg->required = false;
+		} else {
+			_cleanup_free_ char *msg = xasprintf(
+				"region '%s' is required but has no seed lev runs", name);
+			return fail_at_table(c, t, err, msg);
+		}
 	}
 	return 0;
 }
@@ -839,13 +1067,16 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 {
 	const struct lev_toml_table *regions = NULL;
 	size_t i, n = lev_toml_table_len(t);
-	unsigned total = 0;
 	int r;
 
 	for (i = 0; i < n; i++) {
 		if (lev_tomlval_key_is(t, i, "regions")) {
 			r = lev_tomlval_table(c, lev_toml_table_value(t, i), "context.regions", &regions,
 				     err);
+			if (r < 0)
+				return r;
+		} else if ((r = lev__bp_compat_key(c, LEV_BPT_CONTEXT, t, i, "context", NULL,
+						   err)) != 0) {
 			if (r < 0)
 				return r;
 		} else {
@@ -880,11 +1111,8 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 		r = parse_region(c, name, sub, &bp->regions[bp->n_regions++], err);
 		if (r < 0)
 			return r;
-		total += bp->regions[i].budget_pct;
 	}
-	if (total > 100)
-		return fail_at_table(c, regions, err,
-				     "region budgets add up to more than 100% of the context");
+	/* each budget is a ceiling (context.c), so together they may pass 100% */
 	return 0;
 }
 
@@ -933,6 +1161,8 @@ static int parse_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 			r = set_line(c, v, p, &bp->description, err);
 		else if (lev_tomlval_key_is(t, i, "entry_stage"))
 			r = lev_tomlval_set_str(c, v, p, &bp->entry_stage, err);
+		else if ((r = lev__bp_compat_key(c, LEV_BPT_AGENT, t, i, "agent", NULL, err)) != 0)
+			r = r < 0 ? r : 0;
 		else {
 			_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
 			unsigned line = 0, col = 0;
@@ -1078,6 +1308,13 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		for (k = tables; *k && !known; k++)
 			known = lev_tomlval_key_is(root, i, *k);
 		if (!known) {
+			r = lev__bp_compat_key(c, LEV_BPT_ROOT, root, i, "", NULL, err);
+			if (r < 0)
+				return r;
+			if (r > 0)
+				continue;
+		}
+		if (!known) {
 			unsigned line = 0, col = 0;
 			lev_toml_table_key_pos(root, i, &line, &col);
 			lev_tomlval_warn(c, line, "unknown key '%s' at the top level (lev ignores it)",
@@ -1171,7 +1408,8 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 {
 	struct lev_toml_doc *doc = NULL;
 	struct lev_blueprint *bp;
-	struct lev_tomlval_ctx c;
+	struct lev_bp_ctx bc;
+	struct lev_tomlval_ctx *c = &bc.c;
 	int r;
 
 	if (len > LEV_BLUEPRINT_MAX_FILE)
@@ -1181,14 +1419,15 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 	if (r < 0)
 		return r;
 	bp = xcalloc(1, sizeof(*bp));
-	c.file = name;
-	c.warnings = &bp->warnings;
+	c->file = name;
+	c->warnings = &bp->warnings;
+	bc.bp = bp;
 	bp->dir = xstrdup(dir ? dir : ".");
 	bp->path = xstrdup(name);
-	r = parse_root(&c, lev_toml_root(doc), bp, err);
+	r = parse_root(c, lev_toml_root(doc), bp, err);
 	lev_toml_free(doc);
 	if (r == 0)
-		r = check_references(&c, bp, err);
+		r = check_references(c, bp, err);
 	if (r < 0) {
 		lev_blueprint_free(bp);
 		return r;
@@ -1197,6 +1436,45 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 		default_regions(bp);
 	*out = bp;
 	return 0;
+}
+
+/*
+ * Leviath's script tools (tools/NAME.rhai): lev runs none of them.  One that
+ * shadows a built-in lev provides runs as that built-in instead.
+ */
+static void rhai_tool_findings(struct lev_blueprint *bp)
+{
+	_cleanup_free_ char *tools = lev_path_join(bp->dir, "tools");
+	_cleanup_strv_ char **names = tools_dir_files(bp->dir);
+	char **n;
+
+	for (n = names; n && *n && bp->n_findings < LEV_BLUEPRINT_MAX_FINDINGS; n++) {
+		size_t l = strlen(*n);
+		struct lev_blueprint_finding *f;
+		char *base;
+
+		if (l <= 5 || strcmp(*n + l - 5, ".rhai"))
+			continue;
+		bp->findings = xreallocarray(bp->findings, bp->n_findings + 1,
+					     sizeof(*bp->findings));
+		f = &bp->findings[bp->n_findings++];
+		memset(f, 0, sizeof(*f));
+		f->file = lev_path_join(tools, *n);
+		f->key = xasprintf("tools/%s", *n);
+		f->line = 1;
+		f->col = 1;
+		base = *n;
+		base[l - 5] = '\0';
+		if (!strcmp(base, "web_fetch") || !strcmp(base, "web_search"))
+			f->message = xasprintf("not run by lev: the Rhai tool '%s' ('%s'); lev's "
+					       "built-in '%s' runs instead",
+					       base, f->key, base);
+		else
+			f->message = xasprintf("not run by lev: the Rhai tool '%s' ('%s'); use a "
+					       "built-in tool, or a command the shell tool runs, "
+					       "with a Lua rule in rules/ for its policy",
+					       base, f->key);
+	}
 }
 
 int lev_blueprint_load(const char *path, struct lev_blueprint **out, struct lev_err *err)
@@ -1230,7 +1508,10 @@ int lev_blueprint_load(const char *path, struct lev_blueprint **out, struct lev_
 	r = lev_read_fd(fd, file, LEV_BLUEPRINT_MAX_FILE, &data, &len, err);
 	if (r < 0)
 		return r;
-	return lev_blueprint_parse(data, len, file, dir, out, err);
+	r = lev_blueprint_parse(data, len, file, dir, out, err);
+	if (r == 0)
+		rhai_tool_findings(*out);
+	return r;
 }
 
 /* ---- queries ---------------------------------------------------------- */
@@ -1288,7 +1569,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-char **lev_blueprint_script_tools(const char *dir)
+/* The regular files in DIR/tools (at most 256), full names, sorted; NULL when none. */
+static char **tools_dir_files(const char *dir)
 {
 	_cleanup_free_ char *tools = lev_path_join(dir, "tools");
 	_cleanup_close_ int fd = open(tools, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1304,18 +1586,28 @@ char **lev_blueprint_script_tools(const char *dir)
 	fd = -1;
 	while ((de = readdir(d)) && lev_strv_len(res) < 256) {
 		struct stat st;
-		const char *dot;
 
 		if (de->d_name[0] == '.')
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		dot = strrchr(de->d_name, '.');
-		res = lev_strv_push_take(res, dot ? xstrndup(de->d_name, (size_t)(dot - de->d_name))
-						  : xstrdup(de->d_name));
+		res = lev_strv_push(res, de->d_name);
 	}
 	closedir(d);
+	if (res)
+		qsort(res, lev_strv_len(res), sizeof(*res), cmp_str);
+	return res;
+}
+
+char **lev_blueprint_script_tools(const char *dir)
+{
+	char **res = tools_dir_files(dir);
+	char **n, *dot;
+
+	for (n = res; n && *n; n++)
+		if ((dot = strrchr(*n, '.')))
+			*dot = '\0';
 	if (res)
 		qsort(res, lev_strv_len(res), sizeof(*res), cmp_str);
 	return res;

@@ -18,6 +18,12 @@
  *     [read_paths] or [safe_commands] are errors naming the key and the valid
  *     set.  Elsewhere (top level, [agent], regions) they are warnings in
  *     `warnings`.
+ *   - Every key of Leviath's blueprint schema is known: lev either runs it
+ *     or type-checks it as Leviath does and keeps a finding in `findings`
+ *     ("not run by lev: ...; use ..."), never silently (blueprint-compat.c).
+ *     Leviath words lev has no meaning for (mode fan_out, region kind
+ *     compacting, condition stuck, ...) map to the nearest lev behaviour
+ *     and leave a finding saying so.
  *   - Every enum (mode, region kind, verdicts, sandbox kind,
  *     on_unavailable, script permissions) is checked; a bad word is an
  *     error naming FILE:LINE:COL and the valid words.
@@ -98,6 +104,8 @@ enum lev_transition_when {
 	LEV_WHEN_DONE,		/* default: the stage finished normally */
 	LEV_WHEN_ERROR,
 	LEV_WHEN_MAX_ITERATIONS,
+	LEV_WHEN_STUCK,		/* Leviath's stuck triggers: parsed, never fired (a finding) */
+	LEV_WHEN_DEAD_END,	/* Leviath's dead end: parsed, never fired (a finding) */
 	_LEV_WHEN_MAX,
 };
 
@@ -107,7 +115,19 @@ struct lev_transition {
 	enum lev_transition_when when;
 };
 
-/* model = { provider, model, script } or "provider/model" */
+/* One entry of a Leviath model list (models = [...], fallbacks = [...]). */
+struct lev_model_choice {
+	char *provider;
+	char *model;
+	unsigned line, col;	/* where the entry was written */
+};
+
+/*
+ * model = { provider, model, script } or "provider/model", or Leviath's
+ * model = { models = [{ provider, model }, ...], fallbacks = [...] }: then
+ * `choices` holds the list in order (fallbacks appended) and provider/model
+ * are the first entry's unless written directly.
+ */
 struct lev_model_ref {
 	char *provider;		/* NULL: the runtime's default */
 	char *model;		/* NULL: the provider's default */
@@ -116,6 +136,8 @@ struct lev_model_ref {
 	uint64_t max_tokens;	/* 0 = not set */
 	bool has_temperature;
 	double temperature;
+	struct lev_model_choice *choices;	/* NULL: no list written */
+	size_t n_choices;
 };
 
 struct lev_stage {
@@ -136,8 +158,25 @@ struct lev_stage {
 	bool has_security;	/* [stages.X.security] was written */
 	bool taint_tracking;	/* with has_security: opt in (turns taint on for the run) */
 	bool allow_complete;	/* the model may finish the run from this stage */
-	bool require_output;	/* set by mode = "output" */
+	bool require_output;	/* set by mode = "output" or require_output = true
+				 * (either adds submit_output to the tools) */
+	bool has_max_revisits;	/* max_revisits was written */
+	uint64_t max_revisits;	/* re-entries allowed after the first visit */
 };
+
+/*
+ * A key of Leviath's blueprint format that lev parses and type-checks but
+ * does not run: `lev validate` shows it as a warning at FILE:LINE:COL.
+ */
+struct lev_blueprint_finding {
+	char *file;		/* NULL: the blueprint file; else another file (tools/x.rhai) */
+	char *key;		/* dotted path, e.g. "stages.plan.hooks"; or the file name */
+	char *stage;		/* NULL: not inside a stage */
+	unsigned line, col;
+	char *message;		/* "not run by lev: <what>; use <instead>" */
+};
+
+#define LEV_BLUEPRINT_MAX_FINDINGS 500
 
 struct lev_blueprint {
 	char *dir;		/* the blueprint directory as given (never NULL) */
@@ -174,6 +213,10 @@ struct lev_blueprint {
 	struct lev_script_perms script_permissions;	/* may only tighten */
 
 	char **warnings;	/* "FILE:LINE: ..." for unknown keys, ignored engine, ... */
+
+	/* keys of Leviath's format lev reads and checks but does not run */
+	struct lev_blueprint_finding *findings;
+	size_t n_findings;
 
 	/*
 	 * Who this is, as far as the user's per-agent grants go: set by

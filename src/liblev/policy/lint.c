@@ -45,6 +45,23 @@ void lev_findings_add(struct lev_findings *f, enum lev_severity sev, const char 
 	x->stage = stage ? xstrdup(stage) : NULL;
 	x->message = lev_buf_detach(&b, NULL);
 	x->fix = fix ? xstrndup(fix, MSG_MAX) : NULL;
+	x->file = NULL;
+	x->line = x->col = 0;
+	x->key = NULL;
+}
+
+void lev_findings_add_at(struct lev_findings *f, enum lev_severity sev, const char *code,
+			 const char *stage, const char *file, unsigned line, unsigned col,
+			 const char *key, const char *message)
+{
+	struct lev_finding *x;
+
+	lev_findings_add(f, sev, code, stage, NULL, "%s", message);
+	x = &f->v[f->n - 1];
+	x->file = file ? xstrdup(file) : NULL;
+	x->line = line;
+	x->col = col;
+	x->key = key ? xstrdup(key) : NULL;
 }
 
 size_t lev_findings_count(const struct lev_findings *f, enum lev_severity sev)
@@ -65,6 +82,8 @@ void lev_findings_release(struct lev_findings *f)
 		free(f->v[i].stage);
 		free(f->v[i].message);
 		free(f->v[i].fix);
+		free(f->v[i].file);
+		free(f->v[i].key);
 	}
 	free(f->v);
 	f->v = NULL;
@@ -430,6 +449,13 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 	for (w = bp->warnings; w && *w; w++)
 		lev_findings_add(out, LEV_SEV_WARNING, "ignored-setting", NULL,
 				 "remove it, or check its spelling", "%s", *w);
+	for (size_t i = 0; i < bp->n_findings; i++) {
+		const struct lev_blueprint_finding *bf = &bp->findings[i];
+
+		lev_findings_add_at(out, LEV_SEV_WARNING, "not-run-by-lev", bf->stage,
+				    bf->file ? bf->file : bp->path,
+				    bf->line, bf->col, bf->key, bf->message);
+	}
 	lint_read_paths(bp, cfg, workdir, home, out);
 	lint_shell_policy(bp, out);
 	lint_seeds(bp, cfg, out);

@@ -22,6 +22,8 @@
  *	safe-commands-declared	note	[safe_commands] and whether it is honoured
  *	taint-opt-in		note	the blueprint turns taint tracking on
  *	ignored-setting		warning	something in the blueprint lev ignores
+ *	not-run-by-lev		warning	a key of Leviath's format lev checks but does not
+ *				run (with file, line, col and key)
  *	config-unknown-key	warning	something in config.toml lev ignores
  *	agent-grants-withheld	warning	per-agent grants not applied: not the installed
  *				agent of that name, or its files changed since `lev add`
@@ -51,6 +53,9 @@ struct lev_finding {
 	char *stage;		/* NULL: the whole blueprint */
 	char *message;
 	char *fix;		/* NULL: nothing to do */
+	char *file;		/* NULL: not tied to a place in a file */
+	unsigned line, col;	/* with file */
+	char *key;		/* NULL, or the dotted key the finding is about */
 };
 
 struct lev_findings {
@@ -64,6 +69,10 @@ const char *lev_severity_name(enum lev_severity s);
 void lev_findings_add(struct lev_findings *f, enum lev_severity sev, const char *code,
 		      const char *stage, const char *fix, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
+/* A finding at FILE:LINE:COL about KEY (any may be NULL / 0), without a fix. */
+void lev_findings_add_at(struct lev_findings *f, enum lev_severity sev, const char *code,
+			 const char *stage, const char *file, unsigned line, unsigned col,
+			 const char *key, const char *message);
 size_t lev_findings_count(const struct lev_findings *f, enum lev_severity sev);
 void lev_findings_release(struct lev_findings *f);
 

@@ -1,0 +1,64 @@
+/*
+ * blueprint-internal.h - shared by blueprint.c and blueprint-compat.c.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "liblev/base/buf.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/toml.h"
+#include "liblev/conf/tomlval.h"
+
+/* The parse context: the tomlval context first, so one converts to the other. */
+struct lev_bp_ctx {
+	struct lev_tomlval_ctx c;
+	struct lev_blueprint *bp;
+};
+
+/* The table kinds whose Leviath keys blueprint-compat.c knows. */
+enum lev_bp_table {
+	LEV_BPT_ROOT,
+	LEV_BPT_AGENT,
+	LEV_BPT_STAGE,
+	LEV_BPT_MODEL,
+	LEV_BPT_TRANSITION,
+	LEV_BPT_REGION,
+	LEV_BPT_SEED,
+	LEV_BPT_SANDBOX,
+	LEV_BPT_CONTEXT,
+	_LEV_BPT_MAX,
+};
+
+/*
+ * Record a finding at LINE:COL for KEY (STAGE: NULL when not in a stage):
+ * "not run by lev: WHAT; use INSTEAD".  C must be a struct lev_bp_ctx.
+ */
+void lev__bp_finding(const struct lev_tomlval_ctx *c, unsigned line, unsigned col,
+		     const char *key, const char *stage, const char *what, const char *instead);
+
+/*
+ * If the I-th key of T (a table of kind KIND at dotted path TABLE) is one of
+ * Leviath's keys lev does not run: type-check its value as Leviath's schema
+ * has it (a sub-key in no schema is an error), record its finding and
+ * return 1.  Return 0 when KIND has no such key, negative on a bad value.
+ */
+int lev__bp_compat_key(const struct lev_tomlval_ctx *c, enum lev_bp_table kind,
+		       const struct lev_toml_table *t, size_t i, const char *table,
+		       const char *stage, struct lev_err *err);
+
+/* Whether the I-th key of T is one of KIND's Leviath keys. */
+bool lev__bp_compat_has(enum lev_bp_table kind, const struct lev_toml_table *t, size_t i);
+
+/*
+ * Check T's keys: each must be in KNOWN (lev's own) or one of KIND's
+ * Leviath keys (checked, and a finding recorded); anything else is an error
+ * naming the key and the valid set.  TABLE is T's dotted path, WHERE its
+ * name in messages.
+ */
+int lev__bp_check_keys(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		       const char *where, const char *table, const char *const *known,
+		       enum lev_bp_table kind, const char *stage, struct lev_err *err);
+
+/* Append ", k1, k2, ..." of KIND's Leviath keys to B (for "valid:" lists). */
+void lev__bp_compat_names(enum lev_bp_table kind, struct lev_buf *b);
