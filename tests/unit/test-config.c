@@ -240,10 +240,51 @@ static void test_unknown_keys_warn_with_line(void **state)
 	assert_string_equal(c.warnings[1],
 			    "config.toml:3: unknown key 'allow_seed_comands' in [security]");
 	assert_non_null(strstr(c.warnings[2], "'frobnicate'"));
-	assert_string_equal(c.warnings[3], "config.toml:7: unknown key 'persist' in [sandbox]");
+	/* Leviath's key: known, and said to be not run */
+	assert_string_equal(c.warnings[3], "config.toml:7: not run by lev: Leviath's "
+					   "'sandbox.persist'; use a mount: every lev sandbox is "
+					   "thrown away after its command");
 	/* the misspelt key changed nothing: the default stands */
 	assert_true(c.allow_seed_commands);
 	lev_config_release(&c);
+}
+
+/* Leviath's flat [providers] form and [limits] names load. */
+static void test_leviath_config(void **state)
+{
+	struct lev_config c;
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)state;
+	assert_int_equal(parse("default_provider = \"anthropic\"\n"
+			       "[providers]\n"
+			       "anthropic_api_key = \"sk-x\"\n"
+			       "fallback_order = [\"anthropic/a\", \"openai/b\"]\n"
+			       "[providers.mine]\n"
+			       "kind = \"openai\"\n"
+			       "[limits]\n"
+			       "default_max_iterations = 7\n"
+			       "max_concurrent_tools = 8\n",
+			       &c, &err),
+			 0);
+	assert_int_equal(c.limits.max_iterations, 7);
+	assert_int_equal(lev_strv_len(c.fallback_order), 2);
+	assert_string_equal(c.fallback_order[1], "openai/b");
+	assert_non_null(lev_config_provider(&c, "mine"));
+	assert_int_equal(lev_strv_len(c.warnings), 3);
+	assert_non_null(strstr(c.warnings[0], "not run by lev: Leviath's 'default_provider'"));
+	assert_non_null(strstr(c.warnings[1], "'providers.anthropic_api_key'"));
+	/* the key itself is never repeated in a message */
+	assert_null(strstr(c.warnings[1], "sk-x"));
+	assert_non_null(strstr(c.warnings[2], "'limits.max_concurrent_tools'"));
+	lev_config_release(&c);
+
+	assert_true(parse("[providers]\nanthropic_api_key = 3\n", &c, &err) < 0);
+	assert_non_null(strstr(err.msg, "'providers.anthropic_api_key'"));
+	assert_true(parse("[providers]\nfallback_order = [\"nomodel\"]\n", &c, &err) < 0);
+	assert_non_null(strstr(err.msg, "provider/model"));
+	assert_true(parse("[providers]\nfrob = \"x\"\n", &c, &err) < 0);
+	assert_non_null(strstr(err.msg, "must be a table"));
 }
 
 static void test_wrong_types_are_errors(void **state)
@@ -538,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_unknown_keys_warn_with_line),
 		cmocka_unit_test(test_wrong_types_are_errors),
+		cmocka_unit_test(test_leviath_config),
 		cmocka_unit_test(test_invalid_enums_never_fail_open),
 		cmocka_unit_test(test_bounds_and_hostile_values),
 		cmocka_unit_test(test_odd_key_bytes_are_quoted_in_warnings),

@@ -153,10 +153,71 @@ void lev_config_release(struct lev_config *c)
 	}
 	free(c->providers);
 	lev_strv_free(c->warnings);
+	lev_strv_free(c->fallback_order);
 	memset(c, 0, sizeof(*c));
 }
 
 /* ---- parsing ---------------------------------------------------------- */
+
+/*
+ * Keys of Leviath's config.toml lev reads but does not run ("" is the top
+ * level), with what to use instead.
+ */
+#define LIMITS_INSTEAD "lev's defaults (one request and one tool at a time, no retries)"
+static const struct {
+	const char *table;
+	const char *key;
+	const char *instead;
+} leviath_keys[] = {
+	{ "", "default_provider", "[providers.NAME] and lev run --model PROVIDER/MODEL" },
+	{ "", "default_model", "[providers.NAME] model, or lev run --model PROVIDER/MODEL" },
+	{ "", "agent_paths", "lev add PATH, which installs an agent under lev's data directory" },
+	{ "", "openrouter_api_key", "credentials.toml (docs/config.md)" },
+	{ "", "ollama_base_url", "[providers.NAME] base_url" },
+	{ "", "request_timeout_secs", "[providers.NAME] timeout_secs" },
+	{ "", "batch_tool_hint", "lev's own tool descriptions" },
+	{ "", "shell_hint", "lev's own tool descriptions" },
+	{ "", "webhook", "lev run --json, which streams every event" },
+	{ "", "observability", "the run record (events.jsonl, audit.jsonl)" },
+	{ "", "nudge", "a stage's system_prompt and max_iterations" },
+	{ "", "title", "the agent's name" },
+	{ "", "rate_limits", "the provider's own limits" },
+	{ "", "model_capabilities", "[providers.NAME] context_window" },
+	{ "", "model_providers", "[providers.NAME] with kind = \"openai\" for an "
+				 "OpenAI-compatible API" },
+	{ "", "mcp_servers", "lev's built-in tools" },
+	{ "limits", "max_concurrent_inferences", LIMITS_INSTEAD },
+	{ "limits", "max_concurrent_tools", LIMITS_INSTEAD },
+	{ "limits", "exact_token_counting", LIMITS_INSTEAD },
+	{ "limits", "mcp_idle_disconnect_secs", LIMITS_INSTEAD },
+	{ "limits", "stall_timeout_secs", LIMITS_INSTEAD },
+	{ "limits", "dead_cycles_before_relief", LIMITS_INSTEAD },
+	{ "limits", "finished_retention_secs", LIMITS_INSTEAD },
+	{ "limits", "wedge_timeout_secs", LIMITS_INSTEAD },
+	{ "limits", "provider_failures_before_open", LIMITS_INSTEAD },
+	{ "limits", "provider_circuit_cooldown_secs", LIMITS_INSTEAD },
+	{ "limits", "inference_retry_attempts", LIMITS_INSTEAD },
+	{ "limits", "inference_retry_base_ms", LIMITS_INSTEAD },
+	{ "limits", "max_concurrent_inferences_by_model", LIMITS_INSTEAD },
+	{ "limits", "max_concurrent_inferences_by_provider", LIMITS_INSTEAD },
+	{ "sandbox", "persist", "a mount: every lev sandbox is thrown away after its command" },
+};
+
+static bool warn_leviath(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 size_t i, const char *where, unsigned line)
+{
+	_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
+	size_t j;
+
+	for (j = 0; j < ARRAY_SIZE(leviath_keys); j++) {
+		if (strcmp(leviath_keys[j].table, where) || !lev_tomlval_key_is(t, i, leviath_keys[j].key))
+			continue;
+		lev_tomlval_warn(c, line, "not run by lev: Leviath's '%s%s%s'; use %s", where,
+				 *where ? "." : "", k, leviath_keys[j].instead);
+		return true;
+	}
+	return false;
+}
 
 static void warn_unknown(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			 size_t i, const char *where)
@@ -165,6 +226,8 @@ static void warn_unknown(const struct lev_tomlval_ctx *c, const struct lev_toml_
 	unsigned line = 0, col = 0;
 
 	lev_toml_table_key_pos(t, i, &line, &col);
+	if (warn_leviath(c, t, i, where, line))
+		return;
 	if (*where)
 		lev_tomlval_warn(c, line, "unknown key '%s' in [%s]", k, where);
 	else
@@ -378,6 +441,8 @@ static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 		{ "max_run_write_bytes", offsetof(struct lev_limits, max_run_write_bytes), 1, BYTES_MAX },
 		{ "max_tool_output_bytes", offsetof(struct lev_limits, max_tool_output_bytes), 1024, (uint64_t)1 << 30 },
 		{ "max_iterations", offsetof(struct lev_limits, max_iterations), 1, 100000 },
+		/* Leviath's name for the same limit */
+		{ "default_max_iterations", offsetof(struct lev_limits, max_iterations), 1, 100000 },
 	};
 	size_t i, j, n = lev_toml_table_len(t);
 
@@ -621,6 +686,64 @@ static int provider_fn(const struct lev_tomlval_ctx *c, const char *agent,
 }
 
 /* [providers.<name>]: provider names are not agent names; no name warning. */
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a > b && !strcmp(s + a - b, suffix);
+}
+
+/*
+ * Leviath's flat [providers] form: `fallback_order` is read; `NAME_api_key`,
+ * `NAME_base_url` and the claude_code switches are type-checked and warned
+ * about (lev reads keys from credentials.toml and endpoints from
+ * [providers.NAME]); any other non-table value is an error.
+ */
+static int provider_flat(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 size_t i, const char *path, struct lev_config *cfg, struct lev_err *err)
+{
+	const struct lev_toml_value *v = lev_toml_table_value(t, i);
+	_cleanup_free_ char *k = lev_tomlval_key_dup(t, i);
+	const char *instead = NULL;
+	char **e;
+	int r;
+
+	if (!strcmp(k, "fallback_order")) {
+		r = lev_tomlval_set_strv(c, v, path, &cfg->fallback_order, err);
+		for (e = cfg->fallback_order; r == 0 && e && *e; e++) {
+			const char *slash = strchr(*e, '/');
+			if (!slash || slash == *e || !slash[1])
+				r = lev_tomlval_fail(c, v->line, v->col, err,
+						     "'%s' entries must be \"provider/model\"", path);
+		}
+		return r;
+	}
+	if (ends_with(k, "_api_key")) {
+		r = lev_tomlval_type(c, v, LEV_TOML_STRING, path, err);
+		instead = "credentials.toml or [providers.NAME] api_key_env, so the key is not "
+			  "in config.toml (docs/config.md)";
+	} else if (ends_with(k, "_base_url")) {
+		r = lev_tomlval_type(c, v, LEV_TOML_STRING, path, err);
+		instead = "[providers.NAME] base_url";
+	} else if (!strcmp(k, "claude_code_enabled")) {
+		r = lev_tomlval_type(c, v, LEV_TOML_BOOL, path, err);
+		instead = "an HTTP provider: lev does not run the claude CLI";
+	} else if (!strcmp(k, "claude_code_binary") || !strcmp(k, "claude_code_effort") ||
+		   !strcmp(k, "anthropic_cache_ttl")) {
+		r = lev_tomlval_type(c, v, LEV_TOML_STRING, path, err);
+		instead = k[0] == 'a' ? "the provider's default cache lifetime"
+				      : "an HTTP provider: lev does not run the claude CLI";
+	} else {
+		return lev_tomlval_fail(c, v->line, v->col, err,
+					"'%s' must be a table [providers.NAME], not %s", path,
+					lev_toml_type_name(v->type));
+	}
+	if (r == 0)
+		lev_tomlval_warn(c, v->line, "not run by lev: Leviath's '%s'; use %s", path,
+				 instead);
+	return r;
+}
+
 static int parse_providers(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			   struct lev_config *cfg, struct lev_err *err)
 {
@@ -637,6 +760,12 @@ static int parse_providers(const struct lev_tomlval_ctx *c, const struct lev_tom
 		_cleanup_free_ char *name = lev_tomlval_key_dup(t, i);
 		int r;
 
+		if (lev_toml_table_value(t, i)->type != LEV_TOML_TABLE) {
+			r = provider_flat(c, t, i, p, cfg, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
 		if (r < 0)
 			return r;

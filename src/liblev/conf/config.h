@@ -163,6 +163,9 @@ struct lev_config {
 	struct lev_provider_conf *providers;
 	size_t n_providers;
 
+	/* Leviath's [providers] fallback_order: "provider/model" entries, NULL if none */
+	char **fallback_order;
+
 	/* [tools.web_search] endpoint: a SearXNG-compatible JSON search URL */
 	char *web_search_endpoint;
 

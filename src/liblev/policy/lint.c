@@ -443,9 +443,14 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 {
 	char **w;
 
-	for (w = cfg ? cfg->warnings : NULL; w && *w; w++)
-		lev_findings_add(out, LEV_SEV_WARNING, "config-unknown-key", NULL,
-				 "remove it from your config.toml, or check its spelling", "%s", *w);
+	for (w = cfg ? cfg->warnings : NULL; w && *w; w++) {
+		bool leviath = strstr(*w, ": not run by lev: ") != NULL;
+
+		lev_findings_add(out, LEV_SEV_WARNING, leviath ? "not-run-by-lev" : "config-unknown-key",
+				 NULL,
+				 leviath ? NULL : "remove it from your config.toml, or check its spelling",
+				 "%s", *w);
+	}
 	for (w = bp->warnings; w && *w; w++)
 		lev_findings_add(out, LEV_SEV_WARNING, "ignored-setting", NULL,
 				 "remove it, or check its spelling", "%s", *w);
