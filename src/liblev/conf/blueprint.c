@@ -498,7 +498,8 @@ static int parse_choices(const struct lev_tomlval_ctx *c, const struct lev_toml_
 }
 
 static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
-		       const char *path, struct lev_model_ref *m, struct lev_err *err)
+		       const char *path, const char *stage, struct lev_model_ref *m,
+		       struct lev_err *err)
 {
 	const struct lev_toml_table *t;
 	_cleanup_free_ char *where = xasprintf("'%s'", path);
@@ -527,7 +528,7 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 					"'%s' must be \"provider/model\" or a table, not %s", path,
 					lev_toml_type_name(v->type));
 	t = v->u.table;
-	r = lev__bp_check_keys(c, t, where, path, model_keys, LEV_BPT_MODEL, NULL, err);
+	r = lev__bp_check_keys(c, t, where, path, model_keys, LEV_BPT_MODEL, stage, err);
 	if (r < 0)
 		return r;
 	n = lev_toml_table_len(t);
@@ -579,6 +580,20 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 
 		if (e && (r = parse_choices(c, e, p, m, err)) < 0)
 			return r;
+	}
+	if (m->n_choices > 1) {
+		const struct lev_toml_value *e = lev_toml_table_get(t, "models");
+		const char *key = "models";
+		_cleanup_free_ char *p = NULL;
+
+		if (!e) {
+			e = lev_toml_table_get(t, "fallbacks");
+			key = "fallbacks";
+		}
+		p = xasprintf("%s.%s", path, key);
+		lev__bp_finding(c, e->line, e->col, p, stage,
+				"failover to the later entries (lev uses the first entry)",
+				"lev run --model PROVIDER/MODEL to pick another");
 	}
 	if (m->n_choices && !m->provider && !m->model) {
 		m->provider = xstrdup(m->choices[0].provider);
@@ -732,7 +747,7 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			if (r == 0)
 				st->mode = (enum lev_stage_mode)e;
 		} else if (lev_tomlval_key_is(t, i, "model"))
-			r = parse_model(c, v, p, &st->model, err);
+			r = parse_model(c, v, p, name, &st->model, err);
 		else if (lev_tomlval_key_is(t, i, "available_tools"))
 			r = tool_list(c, v, p, &st->available_tools, err);
 		else if (lev_tomlval_key_is(t, i, "required_tools"))

@@ -515,6 +515,16 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 			return 0;
 		}
 		next = stage_index(a, target);
+		if (next >= 0 && a->stages[next].st->has_max_revisits &&
+		    a->stages[next].visits > a->stages[next].st->max_revisits) {
+			_cleanup_free_ char *m = xasprintf(
+				"stage '%s' was re-entered %llu time(s), its max_revisits; the "
+				"run stops here",
+				target, (unsigned long long)a->stages[next].st->max_revisits);
+
+			finish(a, LEV_RUN_ERROR, NULL, m);
+			return 0;
+		}
 		if (next < 0 || a->stages[next].visits >= MAX_STAGE_VISITS) {
 			_cleanup_free_ char *m =
 				next < 0 ? xasprintf("stage '%s' names an unknown stage '%s'", st->name,
