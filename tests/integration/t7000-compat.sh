@@ -6,8 +6,10 @@
 . "$SRC_DIR/tests/lib.sh"
 
 COMPAT="$SRC_DIR/tests/compat"
-REF="$SRC_DIR/../shared/reference/leviath"
-[ -d "$REF" ] || REF="$SRC_DIR/../../shared/reference/leviath"
+# Leviath's own files, beside the project when a checkout has them; without
+# them every fixture test still runs and a TAP comment says what was not checked.
+REF="$SRC_DIR/../shared/reference/leviath"  # optional reference
+[ -d "$REF" ] || REF="$SRC_DIR/../../shared/reference/leviath"  # optional reference
 
 export LEVIATH_HOME="$TRASH/lh"
 mkdir -p "$LEVIATH_HOME/.leviath" && chmod 700 "$LEVIATH_HOME" "$LEVIATH_HOME/.leviath"
