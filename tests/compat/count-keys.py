@@ -120,10 +120,10 @@ def fix_up(doc, path):
         st["model"]["provider"] = "script"
     if path == ["agent", "entry_stage"]:
         doc["agent"]["entry_stage"] = "main"
-    if "[0]" in path and path[-3] in ("models", "fallbacks"):
-        entry = st["model"][path[-3]][0]
-        entry.setdefault("provider", "openai")
-        entry.setdefault("model", "m")
+    for lst in ("models", "fallbacks"):
+        if path[:4] == ["stages", "main", "model", lst]:
+            # a provider lev has, so the list is usable
+            st["model"][lst] = [{"provider": "openai", "model": "m"}]
     if path[-1] == "required" and path[:2] == ["context", "regions"]:
         doc["context"]["regions"]["r"]["seed"] = "task"
     if path[:2] == ["stages", "main"] and "require_output" in path:

@@ -475,10 +475,9 @@ static void test_model_lists(void **state)
 	assert_string_equal(m->choices[2].provider, "anthropic");
 	assert_string_equal(m->provider, "google");
 	assert_string_equal(m->model, "g");
-	assert_int_equal(bp->n_findings, 2);
+	assert_int_equal(bp->n_findings, 1);
 	assert_string_equal(bp->findings[0].key, "stages.main.model.request_timeout_secs");
 	assert_string_equal(bp->findings[0].stage, "main");
-	assert_string_equal(bp->findings[1].key, "stages.main.model.models");
 	lev_blueprint_free(bp);
 }
 

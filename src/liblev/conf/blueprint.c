@@ -581,20 +581,6 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 		if (e && (r = parse_choices(c, e, p, m, err)) < 0)
 			return r;
 	}
-	if (m->n_choices > 1) {
-		const struct lev_toml_value *e = lev_toml_table_get(t, "models");
-		const char *key = "models";
-		_cleanup_free_ char *p = NULL;
-
-		if (!e) {
-			e = lev_toml_table_get(t, "fallbacks");
-			key = "fallbacks";
-		}
-		p = xasprintf("%s.%s", path, key);
-		lev__bp_finding(c, e->line, e->col, p, stage,
-				"failover to the later entries (lev uses the first entry)",
-				"lev run --model PROVIDER/MODEL to pick another");
-	}
 	if (m->n_choices && !m->provider && !m->model) {
 		m->provider = xstrdup(m->choices[0].provider);
 		m->model = xstrdup(m->choices[0].model);

@@ -438,6 +438,52 @@ static void lint_safe_commands(const struct lev_blueprint *bp, const struct lev_
 	lev_buf_release(&b);
 }
 
+/*
+ * Whether lev can build provider NAME: one the config defines, or one it
+ * knows without a table (as lev_provider_spec_from_config() does).
+ */
+static bool provider_usable(const struct lev_config *cfg, const char *name)
+{
+	static const char *const builtin[] = { "openai", "anthropic", "ollama" };
+
+	if (cfg && lev_config_provider(cfg, name))
+		return true;
+	for (size_t i = 0; i < ARRAY_SIZE(builtin); i++)
+		if (!strcmp(name, builtin[i]))
+			return true;
+	return false;
+}
+
+/* Leviath model lists: an entry lev cannot use is skipped; none usable is an error. */
+static void lint_model_lists(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			     struct lev_findings *out)
+{
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+		const struct lev_model_ref *m = &st->model;
+		size_t usable = 0;
+
+		for (size_t j = 0; j < m->n_choices; j++) {
+			const struct lev_model_choice *c = &m->choices[j];
+			_cleanup_free_ char *msg = NULL;
+
+			if (provider_usable(cfg, c->provider)) {
+				usable++;
+				continue;
+			}
+			msg = xasprintf("model entry '%s/%s' is skipped: lev has no provider '%s'",
+					c->provider, c->model, c->provider);
+			lev_findings_add_at(out, LEV_SEV_WARNING, "model-entry-skipped", st->name,
+					    bp->path, c->line, c->col, NULL, msg);
+		}
+		if (m->n_choices && !usable)
+			lev_findings_add(out, LEV_SEV_ERROR, "no-usable-model", st->name,
+					 "add a [providers.NAME] table for one of the entries to "
+					 "your config.toml, or run with --model PROVIDER/MODEL",
+					 "no entry of the stage's model list names a provider lev has");
+	}
+}
+
 int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const char *workdir,
 	     const char *home, struct lev_findings *out, struct lev_err *err)
 {
@@ -461,6 +507,7 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 				    bf->file ? bf->file : bp->path,
 				    bf->line, bf->col, bf->key, bf->message);
 	}
+	lint_model_lists(bp, cfg, out);
 	lint_read_paths(bp, cfg, workdir, home, out);
 	lint_shell_policy(bp, out);
 	lint_seeds(bp, cfg, out);

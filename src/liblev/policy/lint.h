@@ -22,6 +22,8 @@
  *	safe-commands-declared	note	[safe_commands] and whether it is honoured
  *	taint-opt-in		note	the blueprint turns taint tracking on
  *	ignored-setting		warning	something in the blueprint lev ignores
+ *	model-entry-skipped	warning	a model-list entry names a provider lev does not have
+ *	no-usable-model		error	no entry of a stage's model list is usable
  *	not-run-by-lev		warning	a key of Leviath's format lev checks but does not
  *				run (with file, line, col and key)
  *	config-unknown-key	warning	something in config.toml lev ignores

@@ -33,7 +33,11 @@ struct stage_rt {
 	const struct lev_stage *st;
 	struct lev_sandbox_spec eff;
 	struct lev_sandbox *sb;
-	struct lev_provider *prov;	/* borrowed from a->provs */
+	struct lev_provider *prov;	/* borrowed from a->provs: the one in use */
+	struct lev_provider **alts;	/* a model list's usable entries, in order (alts[0]
+					 * is the first prov); NULL: no list */
+	size_t n_alts;
+	size_t alt;			/* the entry in use */
 	char **offered;			/* canonical tool names offered */
 	char *offered_list;		/* "a, b" for messages */
 	unsigned visits;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
@@ -72,30 +73,16 @@ static uint64_t run_window(const struct lev_agent *a)
 	return w;
 }
 
-static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct lev_provider **out,
+/* The provider for PROV_NAME / MODEL / SCRIPT, built once per run and shared. */
+static int provider_for(struct lev_agent *a, const struct lev_stage *st, const char *prov_name,
+			const char *model, const char *script, struct lev_provider **out,
 			struct lev_err *err)
 {
-	_cleanup_free_ char *prov_name = NULL;
-	_cleanup_free_ char *model = NULL;
 	_cleanup_free_ char *key = NULL;
-	const char *script = NULL;
 	struct lev_provider_spec spec;
 	struct lev_provider *p = NULL;
 	int r;
 
-	prov_name = stage_provider_name(a, st);
-	if (a->o.model) {
-		const char *slash = strchr(a->o.model, '/');
-
-		model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
-		if (lev_streq(prov_name, st->model.provider))
-			script = st->model.script;
-	} else {
-		model = st->model.model ? xstrdup(st->model.model) : NULL;
-		script = st->model.script;
-	}
-	if (!*prov_name)
-		return lev_err_set(err, LEV_EUSAGE, "--model '%s' names no provider", a->o.model);
 	key = xasprintf("%s\n%s\n%s", prov_name, model ? model : "", script ? script : "");
 	for (size_t i = 0; i < a->n_provs; i++) {
 		if (!strcmp(a->provs[i].key, key)) {
@@ -136,6 +123,67 @@ static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct 
 	a->n_provs++;
 	*out = p;
 	return 0;
+}
+
+/*
+ * A Leviath model list (no --model): every entry that can be built, in
+ * order; an entry that cannot (a provider lev does not know, no model) is
+ * skipped with a warning.  Only a list with no usable entry fails.
+ */
+static int stage_model_list(struct lev_agent *a, struct stage_rt *s, struct lev_err *err)
+{
+	const struct lev_model_ref *m = &s->st->model;
+	struct lev_buf why = LEV_BUF_INIT_MAX(4096);
+
+	s->alts = xcalloc(m->n_choices, sizeof(*s->alts));
+	for (size_t i = 0; i < m->n_choices; i++) {
+		const struct lev_model_choice *c = &m->choices[i];
+		struct lev_err e = LEV_ERR_INIT;
+		struct lev_provider *p = NULL;
+
+		if (provider_for(a, s->st, c->provider, c->model, NULL, &p, &e) < 0) {
+			agent_warn(a, "stage '%s': model entry %zu ('%s/%s') skipped: %s",
+				   s->st->name, i + 1, c->provider, c->model, e.msg);
+			(void)lev_buf_addf(&why, "%s'%s/%s': %s", why.len ? "; " : "", c->provider,
+					   c->model, e.msg);
+			continue;
+		}
+		s->alts[s->n_alts++] = p;
+	}
+	if (!s->n_alts) {
+		int r = lev_err_set(err, -EINVAL, "stage '%s' has no usable model entry (%s)",
+				    s->st->name, why.buf);
+		lev_buf_release(&why);
+		return r;
+	}
+	lev_buf_release(&why);
+	s->prov = s->alts[0];
+	return 0;
+}
+
+static int get_provider(struct lev_agent *a, struct stage_rt *s, struct lev_err *err)
+{
+	const struct lev_stage *st = s->st;
+	_cleanup_free_ char *prov_name = NULL;
+	_cleanup_free_ char *model = NULL;
+	const char *script = NULL;
+
+	if (!a->o.model && st->model.n_choices)
+		return stage_model_list(a, s, err);
+	prov_name = stage_provider_name(a, st);
+	if (a->o.model) {
+		const char *slash = strchr(a->o.model, '/');
+
+		model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
+		if (lev_streq(prov_name, st->model.provider))
+			script = st->model.script;
+	} else {
+		model = st->model.model ? xstrdup(st->model.model) : NULL;
+		script = st->model.script;
+	}
+	if (!*prov_name)
+		return lev_err_set(err, LEV_EUSAGE, "--model '%s' names no provider", a->o.model);
+	return provider_for(a, st, prov_name, model, script, &s->prov, err);
 }
 
 static void build_offered(struct lev_agent *a, struct stage_rt *s)
@@ -359,7 +407,7 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 		return r;
 	a->landlock = lev_landlock_abi() >= 1;
 	for (size_t i = 0; i < a->n_stages; i++) {
-		r = get_provider(a, a->stages[i].st, &a->stages[i].prov, err);
+		r = get_provider(a, &a->stages[i], err);
 		if (r < 0)
 			return r;
 	}
@@ -409,6 +457,7 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 		lev_sandbox_spec_release(&a->stages[i].eff);
 		lev_strv_free(a->stages[i].offered);
 		free(a->stages[i].offered_list);
+		free(a->stages[i].alts);
 	}
 	free(a->stages);
 	if (a->pool) {

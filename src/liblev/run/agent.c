@@ -329,6 +329,38 @@ enum stage_end {
 };
 
 /* Run the current stage to its end; *why gets the error text for END_ERROR. */
+/*
+ * After a failed request: when the stage has a model list with an entry
+ * left and the failure is the provider's (5xx, 429, timeout, connection),
+ * move to the next entry and say so.  Returns whether it moved.
+ */
+static bool fail_over(struct lev_agent *a, struct stage_rt *s, const char *msg)
+{
+	const struct lev_provider_status *ps = lev_provider_last_status(s->prov);
+	const struct lev_provider *next;
+
+	if (s->alt + 1 >= s->n_alts || !ps)
+		return false;
+	switch (ps->error) {
+	case LEV_PERR_SERVER:
+	case LEV_PERR_RATE_LIMITED:
+	case LEV_PERR_TIMEOUT:
+	case LEV_PERR_CONNECTION:
+		break;
+	default:
+		return false;
+	}
+	next = s->alts[s->alt + 1];
+	agent_warn(a, "stage '%s': provider '%s' failed (%s); moving to '%s/%s', entry %zu of "
+		   "its model list",
+		   s->st->name, lev_provider_name(s->prov), msg[0] ? msg : "no answer",
+		   lev_provider_name(next), lev_provider_model(next) ? lev_provider_model(next) : "",
+		   s->alt + 2);
+	s->alt++;
+	s->prov = s->alts[s->alt];
+	return true;
+}
+
 static enum stage_end run_stage(struct lev_agent *a, char **why)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -378,6 +410,10 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		if (r < 0) {
 			if (agent_cancelled(a) || r == -ECANCELED)
 				return END_CANCELLED;
+			if (fail_over(a, s, err.msg)) {
+				a->iteration--;	/* the same turn, asked of the next entry */
+				continue;
+			}
 			*why = xasprintf("model request failed in stage '%s': %s", st->name,
 					 err.msg[0] ? err.msg : strerror(-r));
 			return END_ERROR;
