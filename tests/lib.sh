@@ -147,6 +147,27 @@ lev_start_http_server() {
 	done
 }
 
+# lev_start_mock_model SCRIPT: serve SCRIPT (JSON, see tests/helpers/mock-model.c)
+# on loopback, recording each request to requests.jsonl; sets PORT and
+# MOCK_PID.  lev_stop_mock_model stops it.
+lev_start_mock_model() {
+	rm -f port requests.jsonl
+	"$BUILD_DIR/tests/helpers/mock-model" --script "$1" --port-file port \
+		--record requests.jsonl >/dev/null 2>mock.err &
+	MOCK_PID=$!
+	for _ in $(seq 100); do
+		[ -s port ] && break
+		sleep 0.05
+	done
+	PORT=$(cat port)
+}
+
+lev_stop_mock_model() {
+	kill "$MOCK_PID" 2>/dev/null
+	wait "$MOCK_PID" 2>/dev/null
+	true
+}
+
 # test_skip DESC REASON: a test that cannot run here.  Under
 # LEV_TEST_MUST_WORK=1 a skip is a failure.
 test_skip() {

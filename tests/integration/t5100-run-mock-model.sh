@@ -13,7 +13,6 @@ lev() {
 	setsid -w "$LEV" "$@"
 }
 
-MOCK="$BUILD_DIR/tests/helpers/mock-model"
 export LEVIATH_HOME="$TRASH/lh"
 mkdir -p "$LEVIATH_HOME/.leviath" && chmod 700 "$LEVIATH_HOME" "$LEVIATH_HOME/.leviath"
 RUNS="$LEVIATH_HOME/.leviath/runs"
@@ -38,14 +37,7 @@ assert n > 0' "$1"
 # start_mock SCRIPT: serve SCRIPT (JSON), recording requests to requests.jsonl;
 # sets PORT and MOCK_PID.
 start_mock() {
-	rm -f port requests.jsonl
-	"$MOCK" --script "$1" --port-file port --record requests.jsonl >/dev/null 2>mock.err &
-	MOCK_PID=$!
-	for _ in $(seq 100); do
-		[ -s port ] && break
-		sleep 0.05
-	done
-	PORT=$(cat port)
+	lev_start_mock_model "$1"
 	cat >"$CONFIG" <<-EOF
 	[tool_permissions]
 	shell = "allow"
@@ -66,9 +58,7 @@ start_mock() {
 }
 
 stop_mock() {
-	kill "$MOCK_PID" 2>/dev/null
-	wait "$MOCK_PID" 2>/dev/null
-	true
+	lev_stop_mock_model
 }
 
 # no_key DIR_OR_FILE...: the keys appear nowhere in them

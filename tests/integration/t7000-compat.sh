@@ -153,15 +153,7 @@ test_expect_success 'with room for the revisits the same loop runs to the end of
 # The mock model server (tests/helpers/mock-model) answers on loopback; the
 # provider 'down' points at a port nobody listens on.
 start_mock() {
-	rm -f port requests.jsonl
-	"$BUILD_DIR/tests/helpers/mock-model" --script "$1" --port-file port \
-		--record requests.jsonl >/dev/null 2>mock.err &
-	MOCK_PID=$!
-	for _ in $(seq 100); do
-		[ -s port ] && break
-		sleep 0.05
-	done
-	PORT=$(cat port)
+	lev_start_mock_model "$1"
 	python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])" >closed-port
 	cat >"$CONFIG" <<-EOF
 	[providers.down]
@@ -179,10 +171,8 @@ start_mock() {
 }
 
 stop_mock() {
-	kill "$MOCK_PID" 2>/dev/null
-	wait "$MOCK_PID" 2>/dev/null
+	lev_stop_mock_model
 	rm -f "$CONFIG"
-	true
 }
 export MOCK_KEY=sk-mock-failover-0123456789
 
