@@ -223,9 +223,10 @@ if [ -d "$REF/examples" ]; then
 				{ cat out err; false; } || return 1
 			n=$((n + 1))
 		done &&
-		echo "# $n example blueprints validate" &&
+		echo "$n" >"$TRASH/examples-valid" &&
 		test "$n" -gt 0
 	'
+	echo "# example blueprints that validate: $(cat "$TRASH/examples-valid" 2>/dev/null || echo none)"
 	test_expect_success "Leviath's own config.example.toml loads" '
 		cp "$REF/schema/config.example.toml" "$CONFIG" && chmod 600 "$CONFIG" &&
 		lev validate "$COMPAT/revisits" >out &&
@@ -235,9 +236,10 @@ if [ -d "$REF/examples" ]; then
 	'
 	test_expect_success "every key of Leviath's blueprint schema is accepted or warned" '
 		python3 "$COMPAT/count-keys.py" "$LEV" "$REF/schema/blueprint.schema.json" >counts &&
-		echo "# schema keys: $(cat counts)" &&
+		cp counts "$TRASH/schema-counts" &&
 		grep -q "rejected 0$" counts
 	'
+	echo "# Leviath blueprint schema keys: $(cat "$TRASH/schema-counts" 2>/dev/null || echo "not counted")"
 else
 	echo "# no Leviath reference at $REF: the real blueprints and schema are not checked"
 fi
