@@ -536,14 +536,29 @@ int lev_oci_scrub(int dirfd, uid_t uid, int64_t since, unsigned *fixed)
 
 /* ---- running engine commands ---- */
 
-/* posix_spawn the engine with lev_oci_engine_env(): 0 or an errno. */
-static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_actions_t *fa,
-			const posix_spawnattr_t *at)
+/*
+ * posix_spawn the engine with lev_oci_engine_env(), in a process group of
+ * its own (so a kill reaches all it starts), with no signal blocked or
+ * ignored: 0 or an errno.
+ */
+static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_actions_t *fa)
 {
 	static char *const empty[] = { NULL };
 	char **env = lev_oci_engine_env(environ);
-	int rc = posix_spawn(pid, argv[0], fa, at, argv, env ? env : empty);
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	int rc;
 
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+				 POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	rc = posix_spawn(pid, argv[0], fa, &at, argv, env ? env : empty);
+	posix_spawnattr_destroy(&at);
 	lev_strv_free(env);
 	return rc;
 }
@@ -556,8 +571,6 @@ static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_ac
 static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, char **err_s)
 {
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc;
 	pid_t pid;
 	struct lev_buf ob = LEV_BUF_INIT_MAX(CAPTURE_MAX), eb = LEV_BUF_INIT_MAX(CAPTURE_MAX);
@@ -577,17 +590,8 @@ static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, cha
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				 POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	rc = spawn_engine(&pid, argv, &fa, &at);
+	rc = spawn_engine(&pid, argv, &fa);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	close(po[1]);
 	close(pe[1]);
 	if (rc != 0) {
@@ -1647,8 +1651,6 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *al
 		      struct lev_err *err)
 {
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
 	char **v;
 	pid_t pid;
 	int rc;
@@ -1663,17 +1665,8 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *al
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, outw, 1);
 	posix_spawn_file_actions_adddup2(&fa, errw, 2);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				 POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	rc = spawn_engine(&pid, v, &fa, &at);
+	rc = spawn_engine(&pid, v, &fa);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	lev_strv_free(v);
 	if (rc != 0)
 		return lev_err_errno(err, -rc, "cannot run '%s'", sb->ct->engine);
@@ -1786,7 +1779,7 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 		}
 		p->sock = s;
 	} else {
-		pid_t pid;
+		pid_t pid = -1;
 
 		r = spawn_exec(sb, argv, allowed, cwd, limits, io, outp[1], errp[1], &pid, err);
 		if (r < 0) {
