@@ -1161,11 +1161,7 @@ static void probe_helper(struct lev_sbx_ct *c)
 	static const char payload[] = "/\0true";
 	struct msghdr mh;
 	struct iovec iov[2];
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct cmsghdr *cm;
+	union lev_oci_cmsg u;
 	_cleanup_close_ int s = -1, nul = -1;
 	int fds[3];
 	size_t got = 0;
@@ -1181,22 +1177,13 @@ static void probe_helper(struct lev_sbx_ct *c)
 	req.flags = LEV_OCI_FLAG_PROBE;
 	req.nstr = 2;
 	req.len = sizeof(payload);
-	memset(&mh, 0, sizeof(mh));
-	memset(&u, 0, sizeof(u));
 	iov[0].iov_base = &req;
 	iov[0].iov_len = sizeof(req);
 	iov[1].iov_base = (void *)payload;
 	iov[1].iov_len = sizeof(payload);
-	mh.msg_iov = iov;
-	mh.msg_iovlen = 2;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	lev_oci_msg_init(&mh, iov, 2, &u);
 	fds[0] = fds[1] = fds[2] = nul;
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	lev_oci_msg_put_fds(&mh, fds);
 	if (sendmsg(s, &mh, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + sizeof(payload)))
 		return;
 	memset(&a, 0, sizeof(a));
@@ -1628,11 +1615,7 @@ static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const cha
 	struct lev_buf payload = LEV_BUF_INIT_MAX(LEV_OCI_REQ_MAX);
 	struct msghdr mh;
 	struct iovec iov;
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct cmsghdr *cm;
+	union lev_oci_cmsg u;
 	char *const *a;
 	uint32_t nstr = 1, nenv = 0;
 	ssize_t n;
@@ -1655,19 +1638,10 @@ static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const cha
 	req.nenv = nenv;
 	req.len = (uint32_t)payload.len;
 
-	memset(&mh, 0, sizeof(mh));
-	memset(&u, 0, sizeof(u));
 	iov.iov_base = &req;
 	iov.iov_len = sizeof(req);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+	lev_oci_msg_init(&mh, &iov, 1, &u);
+	lev_oci_msg_put_fds(&mh, fds);
 	do
 		n = sendmsg(s, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
