@@ -1035,21 +1035,11 @@ static struct lev_sandbox_proc *spawned_proc(struct lev_sandbox *sb, struct lev_
 
 	p->pid = pid;
 	p->pidfd = pidfd;
-	p->out_fd = TAKE_FD(sp->out[0]);
-	p->err_fd = TAKE_FD(sp->err[0]);
 	p->report_fd = TAKE_FD(sp->rep[0]);
 	p->status_fd = TAKE_FD(sp->stat[0]);
-	p->fwd_out = io->stdout_fd;
-	p->fwd_err = io->stderr_fd;
-	p->cancel_fd = io->cancel_fd;
-	p->timeout_ms = limits->timeout_ms;
-	p->output_max = limits->output_max;
-	p->start_ms = lev_sbx_now_ms();
-	p->argv0 = xstrdup(argv0);
 	p->tmpdir = TAKE_PTR(pl->tmpdir);
 	p->plan = pl;
-	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
-	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+	lev_sbx_proc_started(p, TAKE_FD(sp->out[0]), TAKE_FD(sp->err[0]), argv0, io, limits);
 	if (p->status_fd >= 0)
 		(void)fcntl(p->status_fd, F_SETFL, O_NONBLOCK);
 	return p;

@@ -1849,19 +1849,9 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 	}
 	close(outp[1]);
 	close(errp[1]);
-	p->out_fd = outp[0];
-	p->err_fd = errp[0];
-	p->fwd_out = io->stdout_fd;
-	p->fwd_err = io->stderr_fd;
-	p->cancel_fd = io->cancel_fd;
-	p->timeout_ms = limits->timeout_ms;
-	p->output_max = limits->output_max;
-	p->start_ms = lev_sbx_now_ms();
+	lev_sbx_proc_started(p, outp[0], errp[0], argv[0], io, limits);
 	clock_gettime(CLOCK_REALTIME, &now);
 	p->start_wall = (int64_t)now.tv_sec;
-	p->argv0 = xstrdup(argv[0]);
-	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
-	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
 	*out = p;
 	return 0;
 fail:

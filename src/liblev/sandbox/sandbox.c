@@ -130,6 +130,22 @@ struct lev_sandbox_proc *lev_sbx_proc_alloc(struct lev_sandbox *sb, enum lev_sbx
 	return p;
 }
 
+void lev_sbx_proc_started(struct lev_sandbox_proc *p, int out_fd, int err_fd, const char *argv0,
+			  const struct lev_sandbox_io *io, const struct lev_sandbox_limits *limits)
+{
+	p->out_fd = out_fd;
+	p->err_fd = err_fd;
+	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+	p->fwd_out = io->stdout_fd;
+	p->fwd_err = io->stderr_fd;
+	p->cancel_fd = io->cancel_fd;
+	p->timeout_ms = limits->timeout_ms;
+	p->output_max = limits->output_max;
+	p->start_ms = lev_sbx_now_ms();
+	p->argv0 = xstrdup(argv0);
+}
+
 /* ---- exec helpers (the child side is async-signal-safe) ---- */
 
 const char *lev_sbx_env_path(char *const *envp)
