@@ -167,12 +167,12 @@ int lev_setup(struct lev_ctx *ctx, unsigned needs)
 {
 	if (needs & ~ctx->cmd->needs)
 		abort();	/* the command's row in lev_cmds[] does not declare it */
-	if ((needs & ~ctx->done & CMD_NEEDS_CONFIG)) {
+	if (needs & ~ctx->done & CMD_NEEDS_CONFIG) {
 		if (lev_config_load(&ctx->cfg, &ctx->err) < 0)
 			goto fail;
 		ctx->done |= CMD_NEEDS_CONFIG;
 	}
-	if ((needs & ~ctx->done & CMD_NEEDS_DATA_ROOT)) {
+	if (needs & ~ctx->done & CMD_NEEDS_DATA_ROOT) {
 		if (data_paths(&ctx->paths, &ctx->err) < 0)
 			goto fail;
 		ctx->done |= CMD_NEEDS_DATA_ROOT;
