@@ -101,13 +101,3 @@ void lev_sandbox_spec_copy(struct lev_sandbox_spec *dst, const struct lev_sandbo
 	dst->mounts = lev_strv_copy(src->mounts);
 	dst->deny_read = lev_strv_copy(src->deny_read);
 }
-
-const char *lev_tool_canonical(const char *name)
-{
-	return strcmp(name, "bash") == 0 ? "shell" : name;
-}
-
-bool lev_tool_same(const char *a, const char *b)
-{
-	return strcmp(lev_tool_canonical(a), lev_tool_canonical(b)) == 0;
-}

@@ -1,7 +1,7 @@
 /*
  * types.h - the small vocabulary every policy module shares: permission
  * verdicts, sensitivity levels, sandbox kinds and the sandbox spec as the
- * user's config or a blueprint writes it, and tool-name canonicalisation.
+ * user's config or a blueprint writes it.  Tool names: tooltable.h.
  *
  * Parsers here never fail open: an unknown word is an error, never a
  * default.
@@ -80,8 +80,3 @@ struct lev_sandbox_spec {
 
 void lev_sandbox_spec_release(struct lev_sandbox_spec *s);
 void lev_sandbox_spec_copy(struct lev_sandbox_spec *dst, const struct lev_sandbox_spec *src);
-
-/* The canonical spelling of a tool name: "bash" is "shell". */
-const char *lev_tool_canonical(const char *name);
-/* True when A and B name the same tool. */
-bool lev_tool_same(const char *a, const char *b);

@@ -15,6 +15,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/conf/toml.h"
 #include "liblev/conf/tomlval.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 

@@ -12,6 +12,7 @@
 #include "liblev/policy/perm-config.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/xalloc.h"
 
@@ -209,6 +210,7 @@ static void lint_read_paths(const struct lev_blueprint *bp, const struct lev_con
 
 static void lint_shell_policy(const struct lev_blueprint *bp, struct lev_findings *out)
 {
+	const char *shell = lev_tooltable_name(LEV_OP_SHELL);
 	size_t i;
 
 	for (i = 0; i < bp->n_stages; i++) {
@@ -216,9 +218,9 @@ static void lint_shell_policy(const struct lev_blueprint *bp, struct lev_finding
 		enum lev_verdict v;
 		_cleanup_free_ char *fix = NULL;
 
-		if (!lev_strv_contains(st->available_tools, "shell"))
+		if (!lev_strv_contains(st->available_tools, shell))
 			continue;
-		if (lev_blueprint_tool_verdict(bp, st, "shell", &v))
+		if (lev_blueprint_tool_verdict(bp, st, shell, &v))
 			continue;
 		fix = xasprintf("set shell = \"ask\", \"allow\" or \"deny\" under [tool_permissions] "
 				"or [stages.%s.tool_permissions]",
@@ -329,7 +331,7 @@ static bool loosenable(const char *tool, const struct lev_config *cfg)
 {
 	if (cfg && cfg->allow_blueprint_permissions)
 		return true;
-	return !strcmp(tool, "web_search") || !strcmp(tool, "web_fetch");
+	return lev_tooltable_flags(tool) & LEV_TOOLF_BLUEPRINT_ALLOW;
 }
 
 static void lint_preapproved(const struct lev_blueprint *bp, const struct lev_config *cfg,

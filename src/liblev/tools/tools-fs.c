@@ -20,6 +20,7 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/tools/tools-fs.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -274,9 +275,17 @@ static char *lexical_abs(const struct lev_fs_ctx *c, const char *path)
 	return out;
 }
 
+/* The file op TOOL runs (any spelling), or LEV_OP_NONE for a name that is no file tool. */
+static enum lev_tool_op fs_op(const char *tool)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(tool);
+
+	return d && !(d->flags & LEV_TOOLF_FOREIGN) && d->kind == LEV_TOOL_FS ? d->op : LEV_OP_NONE;
+}
+
 static bool is_write_tool(const char *tool)
 {
-	return lev_streq(tool, "write_file") || lev_streq(tool, "edit_file");
+	return fs_op(tool) != LEV_OP_NONE && lev_tooltable_touches(tool, LEV_TOUCH_WRITES);
 }
 
 /* ---- messages ----------------------------------------------------------- */
@@ -1481,7 +1490,7 @@ void lev_fs_write_file(struct lev_fs_ctx *c, const char *path, const char *conte
 		free(m);
 		return;
 	}
-	resolve_write(c, "write_file", path, false, false, &t);
+	resolve_write(c, lev_tooltable_name(LEV_OP_WRITE_FILE), path, false, false, &t);
 	write_target(&t, path, content, len, out);
 	target_release(&t);
 }
@@ -1606,7 +1615,7 @@ void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_st
 		result_error(out, "old_str is empty; give the exact text to replace");
 		return;
 	}
-	resolve_write(c, "edit_file", path, false, false, &t);
+	resolve_write(c, lev_tooltable_name(LEV_OP_EDIT_FILE), path, false, false, &t);
 	edit_target(&t, path, old_str, old_len, new_str, new_len, out);
 	target_release(&t);
 }
@@ -1646,18 +1655,9 @@ int lev_fs_open_read(struct lev_fs_ctx *c, const char *path, bool want_dir, int 
 
 /* ---- JSON entry ------------------------------------------------------------ */
 
-static const char *const tool_names[] = {
-	"read_file", "read_files", "list_dir", "write_file", "edit_file",
-};
-
 bool lev_fs_is_tool(const char *name)
 {
-	size_t i;
-
-	for (i = 0; name && i < ARRAY_SIZE(tool_names); i++)
-		if (!strcmp(name, tool_names[i]))
-			return true;
-	return false;
+	return fs_op(name) != LEV_OP_NONE;
 }
 
 /* Fetch string KEY of ARGS; returns NULL and sets *MSG when wrong. */
@@ -1710,12 +1710,13 @@ static void result_msg_error(struct lev_fs_result *out, char *m)
 void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		 struct lev_fs_result *out)
 {
+	enum lev_tool_op op = fs_op(tool);
 	char *m = NULL;
 	size_t len = 0, l2 = 0, l3 = 0;
 	const char *path;
 
 	memset(out, 0, sizeof(*out));
-	if (!lev_fs_is_tool(tool)) {
+	if (op == LEV_OP_NONE) {
 		result_msg_error(out, msgf("'%s' is not a file tool", tool ? tool : ""));
 		return;
 	}
@@ -1723,7 +1724,7 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		result_msg_error(out, msgf("%s: arguments must be a JSON object", tool));
 		return;
 	}
-	if (!strcmp(tool, "read_files")) {
+	if (op == LEV_OP_READ_FILES) {
 		const json_t *arr = args ? json_object_get(args, "paths") : NULL;
 		const char **paths;
 		size_t i, n;
@@ -1754,14 +1755,14 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		free(paths);
 		return;
 	}
-	path = arg_str(tool, args, "path", strcmp(tool, "list_dir") != 0, &len, &m);
+	path = arg_str(tool, args, "path", op != LEV_OP_LIST_DIR, &len, &m);
 	if (m) {
 		result_msg_error(out, m);
 		return;
 	}
-	if (!strcmp(tool, "list_dir")) {
+	if (op == LEV_OP_LIST_DIR) {
 		lev_fs_list_dir(c, path, out);
-	} else if (!strcmp(tool, "read_file")) {
+	} else if (op == LEV_OP_READ_FILE) {
 		uint64_t offset, limit;
 		if (!arg_uint(tool, args, "offset", &offset, &m) ||
 		    !arg_uint(tool, args, "limit", &limit, &m)) {
@@ -1769,7 +1770,7 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 			return;
 		}
 		lev_fs_read_file(c, path, offset, limit, out);
-	} else if (!strcmp(tool, "write_file")) {
+	} else if (op == LEV_OP_WRITE_FILE) {
 		const char *content = arg_str(tool, args, "content", true, &l2, &m);
 		if (m) {
 			/* content may legitimately hold NUL bytes: allow them */
@@ -1871,14 +1872,15 @@ static int call_paths(const char *tool, const json_t *args, char ***out, struct 
 	const json_t *v;
 	char **paths = NULL;
 	size_t i;
+	enum lev_tool_op op = fs_op(tool);
 
-	if (!lev_fs_is_tool(tool))
+	if (op == LEV_OP_NONE)
 		return lev_err_set(err, LEV_EUSAGE, "'%s' is not a file tool", tool ? tool : "");
 	if (args && !json_is_object(args))
 		return lev_err_set(err, LEV_EUSAGE, "%s: arguments must be a JSON object", tool);
-	if (strcmp(tool, "read_files")) {
+	if (op != LEV_OP_READ_FILES) {
 		v = args ? json_object_get(args, "path") : NULL;
-		if (!v && !strcmp(tool, "list_dir")) {
+		if (!v && op == LEV_OP_LIST_DIR) {
 			*out = lev_strv_push(NULL, ".");
 			return 0;
 		}
@@ -1933,7 +1935,7 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bo
 		  struct lev_fs_decision *out, struct lev_fs_targets **targets_out,
 		  struct lev_err *err)
 {
-	enum want want = lev_streq(tool, "list_dir") ? W_DIR : W_FILE;
+	enum want want = fs_op(tool) == LEV_OP_LIST_DIR ? W_DIR : W_FILE;
 	struct lev_fs_targets *ts;
 	char **paths = NULL;
 	size_t i, pick = 0;
@@ -1990,22 +1992,23 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bo
 void lev_fs_run(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		struct lev_fs_targets *ts, struct lev_fs_result *out)
 {
+	enum lev_tool_op op = fs_op(tool);
 	char *m = NULL;
 	size_t l2 = 0, l3 = 0;
 	const char *path;
 
 	(void)c;
 	memset(out, 0, sizeof(*out));
-	if (!ts || !ts->n || !lev_fs_is_tool(tool)) {
+	if (!ts || !ts->n || op == LEV_OP_NONE) {
 		result_error(out, "the call's paths were not resolved");
 		return;
 	}
 	path = ts->paths[0];
-	if (!strcmp(tool, "read_files")) {
+	if (op == LEV_OP_READ_FILES) {
 		read_files_do(c, (const char *const *)ts->paths, ts->n, ts->t, out);
-	} else if (!strcmp(tool, "list_dir")) {
+	} else if (op == LEV_OP_LIST_DIR) {
 		list_target(&ts->t[0], path, out);
-	} else if (!strcmp(tool, "read_file")) {
+	} else if (op == LEV_OP_READ_FILE) {
 		struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP + MSG_MAX);
 		_cleanup_free_ char *emsg = NULL;
 		uint64_t offset, limit;
@@ -2021,7 +2024,7 @@ void lev_fs_run(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 			return;
 		}
 		result_buf(out, &b, false);
-	} else if (!strcmp(tool, "write_file")) {
+	} else if (op == LEV_OP_WRITE_FILE) {
 		const json_t *v = json_object_get(args, "content");
 
 		if (!json_is_string(v)) {
