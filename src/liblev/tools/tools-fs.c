@@ -929,21 +929,15 @@ bool lev_fs_ctx_read_paths_granted(const struct lev_fs_ctx *c)
 /* ---- read_file ------------------------------------------------------------- */
 
 /*
- * Append the text of the open regular file FD (shown as PATH) to OUT,
- * lines OFFSET.. (LIMIT of them), within CAP bytes.  Returns false with an
- * error message in *ERRMSG.
+ * May FD (shown as P) be read as text?  False with *ERRMSG for a directory,
+ * a device, a special file or one too large; true with *EMPTY for
+ * /dev/null (there is nothing to read).
  */
-static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit, size_t cap,
-		      struct lev_buf *out, char **errmsg)
+static bool readable_text(int fd, const char *path, const char *p, bool *empty, char **errmsg)
 {
-	_cleanup_free_ char *p = disp(path), *chunk = NULL;
-	struct lev_buf raw = LEV_BUF_INIT_MAX(cap + 8);
-	uint64_t first = offset ? offset : 1, line = 1, last_out = 0;
-	uint64_t nl_total = 0, total = 0;
-	bool truncated = false, more = false, ended_nl = true, long_line = false;
-	size_t bad, cut;
 	struct stat st;
 
+	*empty = false;
 	if (fstat(fd, &st) < 0) {
 		*errmsg = errno_msg("stat", path, -errno);
 		return false;
@@ -964,6 +958,7 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
 			*errmsg = msgf("'%s' is not a regular file", p);
 			return false;
 		}
+		*empty = true;
 		return true;
 	}
 	if ((uint64_t)st.st_size > LEV_FS_READ_FILE_MAX) {
@@ -972,110 +967,176 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
 			       p, (intmax_t)st.st_size, (uintmax_t)(LEV_FS_READ_FILE_MAX >> 20));
 		return false;
 	}
-	chunk = xmalloc(CHUNK);
+	return true;
+}
+
+/* One read_file pass over a file: the lines wanted and where it stopped. */
+struct text_read {
+	uint64_t first, limit;		/* the first line wanted (1-based), how many (0: all) */
+	size_t cap;			/* bytes of output at most */
+	struct lev_buf raw;		/* the wanted lines as read */
+	uint64_t line;			/* the line the next byte belongs to */
+	uint64_t last_out;		/* the last line kept, 0: none */
+	uint64_t nl_total, total;	/* newlines and bytes seen */
+	bool truncated;			/* the cap cut the output */
+	bool more;			/* lines past the limit remain */
+	bool ended_nl;			/* the last byte seen was a newline */
+	bool long_line;			/* one line was longer than the cap */
+};
+
+/* Take the lines of CHUNK (N bytes) that R wants; stops at the cap or the limit. */
+static void take_lines(struct text_read *r, const char *chunk, size_t n)
+{
+	size_t pos = 0;
+
+	while (pos < n && !r->truncated && !r->more) {
+		const char *nl = memchr(chunk + pos, '\n', n - pos);
+		size_t end = nl ? (size_t)(nl - chunk) + 1 : n;
+		size_t seg = end - pos;
+
+		if (r->line >= r->first && (!r->limit || r->line - r->first < r->limit)) {
+			if (r->raw.len + seg > r->cap) {
+				lev_buf_add(&r->raw, chunk + pos, r->cap - r->raw.len);
+				r->truncated = true;
+				break;
+			}
+			lev_buf_add(&r->raw, chunk + pos, seg);
+			r->last_out = r->line;
+		} else if (r->line >= r->first) {
+			r->more = true;
+			break;
+		}
+		if (nl) {
+			r->line++;
+			r->nl_total++;
+		}
+		r->ended_nl = nl != NULL;
+		pos = end;
+	}
+}
+
+/* Read FD (shown as P) into R until its end, the cap or the limit; false with *ERRMSG. */
+static bool read_lines(int fd, const char *path, const char *p, struct text_read *r,
+		       char **errmsg)
+{
+	_cleanup_free_ char *chunk = xmalloc(CHUNK);
+
 	for (;;) {
 		ssize_t n = read(fd, chunk, CHUNK);
-		size_t pos = 0;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			*errmsg = errno_msg("read", path, -errno);
-			lev_buf_release(&raw);
 			return false;
 		}
 		if (n == 0)
-			break;
-		if (total < BINARY_SNIFF &&
-		    memchr(chunk, '\0', (size_t)n < BINARY_SNIFF - total ? (size_t)n :
-					 BINARY_SNIFF - total)) {
+			return true;
+		if (r->total < BINARY_SNIFF &&
+		    memchr(chunk, '\0', (size_t)n < BINARY_SNIFF - r->total ? (size_t)n :
+					 BINARY_SNIFF - r->total)) {
 			*errmsg = msgf("'%s' looks like a binary file (it has NUL bytes); read_file "
 				       "returns text only", p);
-			lev_buf_release(&raw);
 			return false;
 		}
-		total += (uint64_t)n;
-		if (total > LEV_FS_READ_FILE_MAX) {
+		r->total += (uint64_t)n;
+		if (r->total > LEV_FS_READ_FILE_MAX) {
 			*errmsg = msgf("'%s' is too large (it grew past %ju MiB while being read)", p,
 				       (uintmax_t)(LEV_FS_READ_FILE_MAX >> 20));
-			lev_buf_release(&raw);
 			return false;
 		}
-		while (pos < (size_t)n && !truncated && !more) {
-			char *nl = memchr(chunk + pos, '\n', (size_t)n - pos);
-			size_t end = nl ? (size_t)(nl - chunk) + 1 : (size_t)n;
-			size_t seg = end - pos;
-
-			if (line >= first && (!limit || line - first < limit)) {
-				if (raw.len + seg > cap) {
-					lev_buf_add(&raw, chunk + pos, cap - raw.len);
-					truncated = true;
-					break;
-				}
-				lev_buf_add(&raw, chunk + pos, seg);
-				last_out = line;
-			} else if (line >= first) {
-				more = true;
-				break;
-			}
-			if (nl) {
-				line++;
-				nl_total++;
-			}
-			ended_nl = nl != NULL;
-			pos = end;
-		}
-		if (truncated || more)
-			break;
+		take_lines(r, chunk, (size_t)n);
+		if (r->truncated || r->more)
+			return true;
 	}
+}
 
-	cut = raw.len;
-	if (truncated) {
-		char *lastnl = raw.len ? memrchr(raw.buf, '\n', raw.len) : NULL;
-		if (lastnl) {
-			cut = (size_t)(lastnl - raw.buf) + 1;
-			/* last_out counted the partial line: step back to the last whole one */
-			last_out = first;
-			{
-				size_t i;
-				for (i = 0; i + 1 < cut; i++)
-					if (raw.buf[i] == '\n')
-						last_out++;
-			}
-		} else {
-			/* one line longer than the cap: cut at a character boundary */
-			while (cut > 0 && ((unsigned char)raw.buf[cut] & 0xc0) == 0x80)
-				cut--;
-			long_line = true;
-			last_out = first;
-		}
+/* How much of R's output to keep: after a cut, up to its last whole line. */
+static size_t keep_whole_lines(struct text_read *r)
+{
+	size_t cut = r->raw.len;
+	const char *lastnl;
+
+	if (!r->truncated)
+		return cut;
+	lastnl = r->raw.len ? memrchr(r->raw.buf, '\n', r->raw.len) : NULL;
+	r->last_out = r->first;
+	if (lastnl) {
+		cut = (size_t)(lastnl - r->raw.buf) + 1;
+		/* last_out counted the partial line: step back to the last whole one */
+		for (size_t i = 0; i + 1 < cut; i++)
+			if (r->raw.buf[i] == '\n')
+				r->last_out++;
+	} else {
+		/* one line longer than the cap: cut at a character boundary */
+		while (cut > 0 && ((unsigned char)r->raw.buf[cut] & 0xc0) == 0x80)
+			cut--;
+		r->long_line = true;
 	}
-	(void)lev_buf_add_utf8(out, raw.buf, cut, false, &bad);
-	lev_buf_release(&raw);
+	return cut;
+}
 
-	if (!truncated && !more && first > 1 && last_out == 0) {
-		uint64_t lines = nl_total + (ended_nl ? 0 : 1);
+/* The notes after the text: where to read on, an offset past the end, bytes replaced. */
+static void add_read_notes(struct lev_buf *out, const struct text_read *r, const char *p,
+			   size_t bad)
+{
+	if (!r->truncated && !r->more && r->first > 1 && r->last_out == 0) {
+		uint64_t lines = r->nl_total + (r->ended_nl ? 0 : 1);
 		lev_buf_addf(out, "[note: offset %ju is past the end of '%s', which has %ju line%s]",
-			     (uintmax_t)first, p, (uintmax_t)lines, lines == 1 ? "" : "s");
+			     (uintmax_t)r->first, p, (uintmax_t)lines, lines == 1 ? "" : "s");
 	}
-	if (truncated && long_line)
+	if (r->truncated && r->long_line)
 		lev_buf_addf(out, "\n[truncated: line %ju of '%s' is longer than the %d KiB output "
 			     "cap; only its start is shown. Call read_file with offset=%ju to read "
-			     "on from the next line]", (uintmax_t)first, p, LEV_FS_READ_CAP / 1024,
-			     (uintmax_t)(first + 1));
-	else if (truncated)
+			     "on from the next line]", (uintmax_t)r->first, p, LEV_FS_READ_CAP / 1024,
+			     (uintmax_t)(r->first + 1));
+	else if (r->truncated)
 		lev_buf_addf(out, "[truncated at the %d KiB output cap after line %ju of '%s'. "
 			     "Call read_file with offset=%ju to read on]", LEV_FS_READ_CAP / 1024,
-			     (uintmax_t)last_out, p, (uintmax_t)(last_out + 1));
-	else if (more)
+			     (uintmax_t)r->last_out, p, (uintmax_t)(r->last_out + 1));
+	else if (r->more)
 		lev_buf_addf(out, "[showing lines %ju-%ju of '%s'; it goes on. Call read_file "
-			     "with offset=%ju to read on]", (uintmax_t)first, (uintmax_t)last_out, p,
-			     (uintmax_t)(last_out + 1));
+			     "with offset=%ju to read on]", (uintmax_t)r->first,
+			     (uintmax_t)r->last_out, p, (uintmax_t)(r->last_out + 1));
 	if (bad)
 		lev_buf_addf(out, "%s[note: %zu byte%s of '%s' %s not valid UTF-8 and %s replaced "
 			     "with U+FFFD]", out->len && out->buf[out->len - 1] != '\n' ? "\n" : "",
 			     bad, bad == 1 ? "" : "s", p, bad == 1 ? "was" : "were",
 			     bad == 1 ? "was" : "were");
+}
+
+/*
+ * Append the text of the open regular file FD (shown as PATH) to OUT,
+ * lines OFFSET.. (LIMIT of them), within CAP bytes.  Returns false with an
+ * error message in *ERRMSG.
+ */
+static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit, size_t cap,
+		      struct lev_buf *out, char **errmsg)
+{
+	_cleanup_free_ char *p = disp(path);
+	struct text_read r = {
+		.first = offset ? offset : 1,
+		.limit = limit,
+		.cap = cap,
+		.raw = LEV_BUF_INIT_MAX(cap + 8),
+		.line = 1,
+		.ended_nl = true,
+	};
+	size_t bad, cut;
+	bool empty;
+
+	if (!readable_text(fd, path, p, &empty, errmsg))
+		return false;
+	if (empty)
+		return true;
+	if (!read_lines(fd, path, p, &r, errmsg)) {
+		lev_buf_release(&r.raw);
+		return false;
+	}
+	cut = keep_whole_lines(&r);
+	(void)lev_buf_add_utf8(out, r.raw.buf, cut, false, &bad);
+	lev_buf_release(&r.raw);
+	add_read_notes(out, &r, p, bad);
 	return true;
 }
 
@@ -1798,19 +1859,6 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 }
 
 /* ---- check ------------------------------------------------------------------- */
-
-const char *lev_fs_gate_name(enum lev_fs_gate g)
-{
-	switch (g) {
-	case LEV_FS_GATE_NONE:
-		return "none";
-	case LEV_FS_GATE_WORKDIR:
-		return "workdir";
-	case LEV_FS_GATE_READ_PATHS:
-		return "read_paths";
-	}
-	return "none";
-}
 
 void lev_fs_decision_release(struct lev_fs_decision *d)
 {
