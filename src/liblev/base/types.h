@@ -40,6 +40,7 @@ enum lev_on_unavailable {
 };
 
 /* "allow", "ask", "deny"; parse is case-insensitive.  Returns 0 or -EINVAL. */
+extern const char *const lev_verdict_names[_LEV_VERDICT_MAX];	/* the one table of the words */
 const char *lev_verdict_name(enum lev_verdict v);
 int lev_verdict_parse(const char *s, enum lev_verdict *out);
 static inline enum lev_verdict lev_verdict_stricter(enum lev_verdict a, enum lev_verdict b)
