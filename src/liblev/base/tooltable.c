@@ -1,6 +1,8 @@
 /*
  * tooltable.c - the tool table (tooltable.h): every tool name lev knows.
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "liblev/base/tooltable.h"
@@ -128,19 +130,59 @@ static const struct lev_tool_desc table[] = {
 #undef INTERNAL_IN
 #undef INTERNAL_ONLY
 
+/*
+ * Every spelling (names and aliases) in an open-addressing hash, built once
+ * on first use: a lookup runs on every gate of every call, and is one hash
+ * and, for a known name, one strcmp.
+ */
+#define SLOTS 256	/* a power of two, well over twice the spellings */
+
+static const struct lev_tool_desc *slots[SLOTS];
+static const char *slot_names[SLOTS];
+static size_t n_slots_used;
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+
+static size_t spelling_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h & (SLOTS - 1);
+}
+
+/* Keep the hash at most half full (a spelling that does not fit is not found: the tests say so). */
+static void slot_add(const char *name, const struct lev_tool_desc *d)
+{
+	size_t i = spelling_hash(name);
+
+	if (2 * ++n_slots_used > SLOTS)
+		return;
+	while (slot_names[i])
+		i = (i + 1) & (SLOTS - 1);
+	slot_names[i] = name;
+	slots[i] = d;
+}
+
+static void slots_build(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		slot_add(table[i].name, &table[i]);
+		for (const char *const *al = table[i].aliases; al && *al; al++)
+			slot_add(*al, &table[i]);
+	}
+}
+
 const struct lev_tool_desc *lev_tooltable_find(const char *name)
 {
 	size_t i;
 
 	if (!name)
 		return NULL;
-	for (i = 0; i < ARRAY_SIZE(table); i++)
-		if (table[i].name[0] == name[0] && !strcmp(table[i].name, name))
-			return &table[i];
-	for (i = 0; i < ARRAY_SIZE(table); i++)
-		for (const char *const *al = table[i].aliases; al && *al; al++)
-			if (!strcmp(*al, name))
-				return &table[i];
+	pthread_once(&slots_once, slots_build);
+	for (i = spelling_hash(name); slot_names[i]; i = (i + 1) & (SLOTS - 1))
+		if (!strcmp(slot_names[i], name))
+			return slots[i];
 	return NULL;
 }
 
