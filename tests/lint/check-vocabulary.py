@@ -30,14 +30,9 @@ GATECHAIN = os.path.join("src", "liblev", "run", "gatechain.c")
 TYPES = os.path.join("src", "liblev", "base", "types.c")
 VERDICTS = ("allow", "ask", "deny")
 
-# (path prefix, the literal text, why): a record literal that may stay for now.
-PENDING = [
-    # run/agent.c is being split by the lead: after the split these lines
-    # become lev_verdict_name(allowed ? LEV_ALLOW : LEV_DENY) and
-    # lev_gate_reason_name(LEV_REASON_TAINT_ERROR).  Remove the entries then.
-    ("src/liblev/run/", '? "allow" : "deny"', "pending the agent split"),
-    ("src/liblev/run/", '.rule = "error"', "pending the agent split"),
-]
+# (path prefix, the literal text, why): a record literal that may stay for
+# now, with the change that removes it.  Empty: every record is spelled by the tables.
+PENDING = []
 
 
 def table(text, name):
