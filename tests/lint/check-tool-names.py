@@ -18,6 +18,10 @@ under src/ other than the table
      "read_file" to a gate is naming the tool without its entry: use
      lev_tooltable_name(LEV_OP_READ_FILE)).
 Comments do not count; nor do names inside longer strings (messages).
+The user's documentation of the table is checked against it too:
+  4. docs/permissions.md's built-in defaults allow exactly the entries with
+     LEV_TOOLF_DEFAULT_ALLOW, and docs/taint.md's built-in classifications
+     list exactly the entries with LEV_TOOLF_CLASSIFIED.
 
 ALLOWED below lists the few places that must spell a tool's name for
 something that is not the tool: each entry says why.
@@ -80,6 +84,66 @@ def table_names(src):
     for body in re.findall(r'_aliases\[\]\s*=\s*\{([^}]*)\}', text):
         names.update(re.findall(r'"([^"]+)"', body))
     return names
+
+
+FLAG_SPELLINGS = {"DEFAULT_ALLOW": ("LEV_TOOLF_DEFAULT_ALLOW", "DA"),
+                  "CLASSIFIED": ("LEV_TOOLF_CLASSIFIED", "CL")}
+
+
+def table_flags(src, flag):
+    """The canonical names of the entries whose .flags hold FLAG."""
+    text = strip_comments(open(os.path.join(src, TABLE), encoding="utf-8").read())
+    out = set()
+    for entry in re.findall(r'\{\s*\.name\s*=\s*"[^"]+".*?\},?\n', text, re.S):
+        name = re.search(r'\.name\s*=\s*"([^"]+)"', entry).group(1)
+        m = re.search(r"\.flags\s*=\s*([^,]*)", entry)
+        words = set(re.findall(r"\w+", m.group(1))) if m else set()
+        if words & set(FLAG_SPELLINGS[flag]):
+            out.add(name)
+    return out
+
+
+def doc_rows(src, doc, marker, keep):
+    """The backticked names in the first column of the first table after the line holding
+    MARKER in docs/DOC, of the rows whose columns KEEP accepts."""
+    names, seen, in_table = set(), False, False
+    for line in open(os.path.join(src, "docs", doc), encoding="utf-8"):
+        seen = seen or marker in line
+        if not seen:
+            continue
+        if not line.startswith("|"):
+            if in_table:
+                break
+            continue
+        in_table = True
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) >= 2 and keep(cols):
+            names.update(re.findall(r"`([a-z_]+)`", cols[0]))
+    return names
+
+
+def docs_disagree(src):
+    """How docs/permissions.md and docs/taint.md differ from the table."""
+    if not os.path.isdir(os.path.join(src, "docs")):
+        return []
+    names = table_names(src)
+    out = []
+    checks = [
+        ("permissions.md", "## Built-in defaults", "built-in default allow", "DEFAULT_ALLOW",
+         lambda cols: cols[-1].startswith("allow")),
+        ("taint.md", "Built-in classifications", "built-in classification", "CLASSIFIED",
+         lambda cols: cols[1] in ("public", "internal", "private") and "any other" not in cols[0]),
+    ]
+    text = strip_comments(open(os.path.join(src, TABLE), encoding="utf-8").read())
+    aliases = names - set(re.findall(r'\.name\s*=\s*"([^"]+)"', text))
+    for doc, marker, what, flag, keep in checks:
+        want = table_flags(src, flag)
+        got = doc_rows(src, doc, marker, keep) - aliases  # "`shell` (`bash`)" is one entry
+        out += ["docs/%s: '%s' has a %s, the table says not" % (doc, n, what)
+                for n in sorted(got - want)]
+        out += ["docs/%s: '%s' is missing from the %s list" % (doc, n, what)
+                for n in sorted(want - got)]
+    return out
 
 
 def skip_literal(text, i):
@@ -218,14 +282,15 @@ def check(src, allowed=ALLOWED):
             compares += c
             lists += l
             spelled += n
-    return names, compares, lists, spelled
+    return names, compares, lists, spelled, docs_disagree(src)
 
 
-def report(names, compares, lists, spelled):
+def report(names, compares, lists, spelled, docs):
     return tap.report([
         ("no code outside the tool table compares a tool name (%d names)" % len(names), compares),
         ("no code outside the tool table keeps a list of tool names", lists),
         ("no code outside the tool table spells a tool name", spelled),
+        ("docs/permissions.md and docs/taint.md document the table", docs),
     ], "ask the entry instead: lev_tooltable_find(), lev_tooltable_op(), lev_tooltable_name(), "
        "its op/touches/flags (src/liblev/base/tooltable.h)")
 
@@ -233,11 +298,29 @@ def report(names, compares, lists, spelled):
 TABLE_FIXTURE = """
 static const char *const shell_aliases[] = { "bash", NULL };
 static const struct lev_tool_desc table[] = {
-	{ .name = "read_file", .op = LEV_OP_READ_FILE },
-	{ .name = "shell", .aliases = shell_aliases, .op = LEV_OP_SHELL },
-	{ .name = "web_fetch", .op = LEV_OP_WEB_FETCH },
+	{ .name = "read_file", .op = LEV_OP_READ_FILE, .flags = DA | CL },
+	{ .name = "shell", .aliases = shell_aliases, .op = LEV_OP_SHELL, .flags = CL },
+	{ .name = "web_fetch", .op = LEV_OP_WEB_FETCH,
+	  .flags = LEV_TOOLF_CLASSIFIED | LEV_TOOLF_BLUEPRINT_ALLOW },
 };
 """
+
+
+class Docs(dict):
+    """A docs fixture the cases edit with replace()."""
+
+    def replace(self, old, new):
+        return Docs({k: v.replace(old, new) for k, v in self.items()})
+
+
+DOCS_FIXTURE = Docs({
+    "permissions.md": "## Built-in defaults\n\n| tools | default |\n|---|---|\n| `read_file` | allow |\n"
+                      "| `shell` (`bash`) | ask |\n| everything else | **ask** |\n",
+    "taint.md": "Built-in classifications:\n\n| tool | sensitivity | direction |\n|---|---|---|\n"
+                "| `read_file` | internal | inbound |\n| `shell` (`bash`) | public | outbound |\n"
+                "| `web_fetch` | public | outbound |\n"
+                "| **any other tool** (MCP) | public | outbound |\n",
+})
 
 
 def self_test():
@@ -273,6 +356,12 @@ def self_test():
          'bool f(const char *k) { return !strcmp(k, "shell"); }', [0, 0, 0], "src/x/allowed.c"),
         ("the allowance covers its file only",
          'bool f(const char *k) { return !strcmp(k, "shell"); }', [1, 0, 0], "src/x/other.c"),
+        ("docs that match the table pass", DOCS_FIXTURE, [0, 0, 0, 0], "docs"),
+        ("a default allow the table does not give is caught",
+         DOCS_FIXTURE.replace("| `shell` (`bash`) | ask |", "| `shell` (`bash`) | allow |"),
+         [0, 0, 0, 1], "docs"),
+        ("a classification missing from the docs is caught",
+         DOCS_FIXTURE.replace("| `web_fetch` | public | outbound |\n", ""), [0, 0, 0, 1], "docs"),
     ]
     allowed = [("src/x/allowed.c", "shell", "self-test")]
     print("1..%d" % len(cases))
@@ -283,10 +372,15 @@ def self_test():
         d = tempfile.mkdtemp(prefix="lev-toolnames.")
         try:
             os.makedirs(os.path.join(d, os.path.dirname(TABLE)))
-            os.makedirs(os.path.join(d, os.path.dirname(where)), exist_ok=True)
+            os.makedirs(os.path.join(d, where if where == "docs" else os.path.dirname(where)),
+                        exist_ok=True)
             open(os.path.join(d, TABLE), "w").write(TABLE_FIXTURE)
-            open(os.path.join(d, where), "w").write(code + "\n")
-            got = check(d, allowed)[1:]
+            if where == "docs":
+                for doc, body in code.items():
+                    open(os.path.join(d, "docs", doc), "w").write(body)
+            else:
+                open(os.path.join(d, where), "w").write(code + "\n")
+            got = check(d, allowed)[1:1 + len(want)]
         finally:
             shutil.rmtree(d)
         counts = [len(h) for h in got]
