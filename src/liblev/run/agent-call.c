@@ -322,8 +322,9 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 	r = lev_gate_check(a->gate, &gc, d, err);
 	if (r < 0) {
 		agent_audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = lev_gate_id_name(LEV_GATE_TAINT), .rule = "error", .target = redirect,
-					       .reason = err ? err->msg : NULL });
+					       .gate = lev_gate_id_name(LEV_GATE_TAINT),
+					       .rule = lev_gate_reason_name(LEV_REASON_TAINT_ERROR),
+					       .target = redirect, .reason = err ? err->msg : NULL });
 		return r;
 	}
 	targets = joined_targets(d->targets);
@@ -400,7 +401,8 @@ static int redirect_gate(void *data, const char *tool, const char *url, struct l
 	args = json_pack("{s:s}", "url", url);
 	args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
 	json_decref(args);
-	if (taint_decide(rc->a, rc->cs, "web_fetch", args_json, url, &d, &rule, &gerr) < 0)
+	if (taint_decide(rc->a, rc->cs, lev_tooltable_name(LEV_OP_WEB_FETCH), args_json, url, &d,
+			 &rule, &gerr) < 0)
 		return lev_err_set(err, LEV_EDENIED, "the taint gate failed: %s", gerr.msg);
 	if (d.result != LEV_GATE_ALLOWED) {
 		struct lev_buf desc = LEV_BUF_INIT;
@@ -429,7 +431,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		a->stage_output = xstrdup(o ? o : "");
 		a->stage_output_label = lev_level_max(a->seen, lev_context_taint_level(a->ctx));
 		a->stage_done = true;
-		a->stage_end = "submit_output";
+		a->stage_end = lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT);
 		lev_tool_output_set(cs->out, "[ok] output submitted; this stage ends here.", false);
 		return;
 	}
@@ -612,7 +614,7 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		/* a shell reads what read_file reads: its output is labelled at least as high */
 		struct lev_tool_class rf;
 
-		lev_gate_classify(a->gate, "read_file", &rf);
+		lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &rf);
 		l = lev_level_max(l, agent_grant_floor(a, rf.sensitivity));
 	}
 	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
@@ -707,7 +709,7 @@ static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
 		json_object_set(ev, "args", cs->call->arguments);
 	else
 		json_object_set_new(ev, "args", agent_jtext_capped(cs->call->raw_arguments));
-	json_object_set_new(ev, "decision", json_string(cs->dec->allowed ? "allow" : "deny"));
+	json_object_set_new(ev, "decision", json_string(lev_verdict_name(cs->dec->allowed ? LEV_ALLOW : LEV_DENY)));
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
 	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
