@@ -1455,6 +1455,7 @@ static void rhai_tool_findings(struct lev_blueprint *bp)
 	for (n = names; n && *n && bp->n_findings < LEV_BLUEPRINT_MAX_FINDINGS; n++) {
 		size_t l = strlen(*n);
 		struct lev_blueprint_finding *f;
+		const struct lev_tool_desc *builtin;
 		char *base;
 
 		if (l <= 5 || strcmp(*n + l - 5, ".rhai"))
@@ -1469,10 +1470,11 @@ static void rhai_tool_findings(struct lev_blueprint *bp)
 		f->col = 1;
 		base = *n;
 		base[l - 5] = '\0';
-		if (!strcmp(base, "web_fetch") || !strcmp(base, "web_search"))
+		builtin = lev_tooltable_find(base);
+		if (builtin)	/* web_fetch, web_search, ...: lev's own runs */
 			f->message = xasprintf("not run by lev: the Rhai tool '%s' ('%s'); lev's "
 					       "built-in '%s' runs instead",
-					       base, f->key, base);
+					       base, f->key, builtin->name);
 		else
 			f->message = xasprintf("not run by lev: the Rhai tool '%s' ('%s'); use a "
 					       "built-in tool, or a command the shell tool runs, "
