@@ -188,8 +188,8 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	out->warnings = lev_strv_copy(ps.warnings);
 	out->decision = d.verdict;
 	out->gate = d.gate;
-	out->reason = TAKE_PTR(d.reason);
-	out->rule = TAKE_PTR(d.rule);
+	out->reason = xstrdup(d.reason);
+	out->rule = d.rule ? xstrdup(d.rule) : NULL;
 	out->text = TAKE_PTR(d.text);
 	out->path = TAKE_PTR(d.path);
 	out->host = TAKE_PTR(d.host);
