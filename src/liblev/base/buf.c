@@ -74,7 +74,16 @@ void lev_buf_truncate(struct lev_buf *b, size_t len)
 
 int lev_buf_add(struct lev_buf *b, const void *data, size_t len)
 {
-	int r = lev_buf_grow(b, len);
+	int r;
+
+	/* the common case, room already there: no growth check beyond this */
+	if (len < b->alloc - b->len && len <= b->max - b->len) {
+		memcpy(b->buf + b->len, data, len);
+		b->len += len;
+		b->buf[b->len] = '\0';
+		return 0;
+	}
+	r = lev_buf_grow(b, len);
 
 	if (r < 0)
 		return r;
@@ -92,6 +101,11 @@ int lev_buf_adds(struct lev_buf *b, const char *s)
 
 int lev_buf_addch(struct lev_buf *b, char c)
 {
+	if (b->len + 1 < b->alloc && b->len < b->max) {
+		b->buf[b->len++] = c;
+		b->buf[b->len] = '\0';
+		return 0;
+	}
 	return lev_buf_add(b, &c, 1);
 }
 
