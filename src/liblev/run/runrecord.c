@@ -387,7 +387,7 @@ static int append_body(struct lev_runrecord *rr, int fd, struct lev_buf *pending
  */
 #define JSON_DEPTH 64
 
-/* "\\uXXXX" for the UTF-16 unit V at U, upper-case hex as jansson writes it */
+/* "\uXXXX" for the UTF-16 unit V at U, upper-case hex as jansson writes it */
 static void put_u(char *u, uint32_t v)
 {
 	static const char hex[] = "0123456789ABCDEF";
