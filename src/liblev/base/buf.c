@@ -109,12 +109,22 @@ int lev_buf_addch(struct lev_buf *b, char c)
 	return lev_buf_add(b, &c, 1);
 }
 
+/* Room made for a formatted append to a buffer that has none. */
+#define VADDF_GUESS 120
+
 int lev_buf_vaddf(struct lev_buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;
 	int n, r;
 
-	/* first into the room there is (git strbuf): one pass in the common case */
+	/*
+	 * first into the room there is (git strbuf): one pass in the common
+	 * case.  An empty buffer gets room for a short line first, so a
+	 * message is not formatted twice (once to measure it).
+	 */
+	if (b->alloc <= b->len + 1)
+		(void)lev_buf_grow(b, b->max - b->len < VADDF_GUESS ? b->max - b->len
+								   : VADDF_GUESS);
 	if (b->alloc > b->len + 1) {
 		va_copy(cp, ap);
 		n = vsnprintf(b->buf + b->len, b->alloc - b->len, fmt, cp);

@@ -1825,8 +1825,16 @@ static char *allow_reason(const struct lev_fs_ctx *c, const char *path, const st
 	_cleanup_free_ char *p = disp(path);
 	long di, gi;
 
-	if (t->gate == LEV_FS_GATE_WORKDIR)
-		return msgf("'%s' is inside the working directory", p);
+	if (t->gate == LEV_FS_GATE_WORKDIR) {
+		/* every call inside the workdir says so: put together without printf */
+		struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
+
+		(void)lev_buf_grow(&b, strlen(p) + 40);
+		(void)lev_buf_addch(&b, '\'');
+		(void)lev_buf_adds(&b, p);
+		(void)lev_buf_adds(&b, "' is inside the working directory");
+		return lev_buf_detach(&b, NULL);
+	}
 	di = lev_readpaths_find(c->declared, t->real);
 	gi = lev_readpaths_find(c->grants, t->real);
 	if (c->allow_blueprint && gi < 0)
