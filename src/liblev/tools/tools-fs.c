@@ -1849,7 +1849,7 @@ static char *allow_reason(const struct lev_fs_ctx *c, const char *path, const st
 struct lev_fs_targets {
 	bool write;
 	size_t n;
-	struct target *t;	/* one per path of the call, in order */
+	struct target *t;	/* one per path of the call, in order (allocated with the struct) */
 	char **paths;		/* the paths as given */
 };
 
@@ -1859,7 +1859,6 @@ struct lev_fs_targets *lev_fs_targets_free(struct lev_fs_targets *ts)
 		return NULL;
 	for (size_t i = 0; i < ts->n; i++)
 		target_release(&ts->t[i]);
-	free(ts->t);
 	lev_strv_free(ts->paths);
 	free(ts);
 	return NULL;
@@ -1959,10 +1958,12 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bo
 			return lev_err_set(err, LEV_EUSAGE, "%s", bad);
 		}
 	}
-	ts = xcalloc(1, sizeof(*ts));
+	i = lev_strv_len(paths);
+	/* the targets in the same allocation as the struct: one per call */
+	ts = xcalloc(1, sizeof(*ts) + i * sizeof(*ts->t));
 	ts->write = is_write_tool(tool);
-	ts->n = lev_strv_len(paths);
-	ts->t = xcalloc(ts->n, sizeof(*ts->t));
+	ts->n = i;
+	ts->t = (struct target *)(ts + 1);
 	ts->paths = paths;
 	for (i = 0; i < ts->n; i++) {
 		if (ts->write)
