@@ -36,13 +36,53 @@ struct piece {
 	size_t len;
 };
 
+/* Pieces and text most words need, kept in the struct (on the stack) until they do not fit. */
+#define PIECES_INLINE 8
+#define TEXT_INLINE 256
+
 struct pieces {
-	struct piece *v;
+	struct piece *v;	/* INLINE_V, or allocated */
 	size_t n, cap;
-	char *text;
+	char *text;		/* INLINE_TEXT, or allocated */
 	size_t text_len, text_cap;
 	bool bad;	/* could not predict */
+	struct piece inline_v[PIECES_INLINE];
+	char inline_text[TEXT_INLINE];
 };
+
+/* Room for one more piece of LEN bytes (text and mask, each NUL-terminated). */
+static void pieces_room(struct pieces *ps, size_t len)
+{
+	size_t want = 2 * (len + 1), cap;
+
+	if (!ps->v) {
+		ps->v = ps->inline_v;
+		ps->cap = PIECES_INLINE;
+		ps->text = ps->inline_text;
+		ps->text_cap = TEXT_INLINE;
+	}
+	if (ps->n == ps->cap) {
+		struct piece *v = xreallocarray(NULL, ps->cap * 2, sizeof(*v));
+
+		memcpy(v, ps->v, ps->n * sizeof(*v));
+		if (ps->v != ps->inline_v)
+			free(ps->v);
+		ps->v = v;
+		ps->cap *= 2;
+	}
+	if (ps->text_cap - ps->text_len < want) {
+		char *t;
+
+		for (cap = ps->text_cap * 2; cap - ps->text_len < want; cap *= 2)
+			;
+		t = xmalloc(cap);
+		memcpy(t, ps->text, ps->text_len);
+		if (ps->text != ps->inline_text)
+			free(ps->text);
+		ps->text = t;
+		ps->text_cap = cap;
+	}
+}
 
 static struct span piece_span(const struct pieces *ps, size_t k)
 {
@@ -65,15 +105,7 @@ static void pieces_push3(struct pieces *ps, const struct span *a, const struct s
 		ps->bad = true;
 		return;
 	}
-	if (ps->n == ps->cap) {
-		ps->cap = ps->cap ? ps->cap * 2 : 8;
-		ps->v = xreallocarray(ps->v, ps->cap, sizeof(*ps->v));
-	}
-	if (ps->text_cap - ps->text_len < 2 * (len + 1)) {
-		while (ps->text_cap - ps->text_len < 2 * (len + 1))
-			ps->text_cap = ps->text_cap ? ps->text_cap * 2 : 256;
-		ps->text = xrealloc(ps->text, ps->text_cap);
-	}
+	pieces_room(ps, len);
 	pc = &ps->v[ps->n++];
 	pc->off = ps->text_len;
 	pc->len = len;
@@ -98,9 +130,14 @@ static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t 
 
 static void pieces_release(struct pieces *ps)
 {
-	free(ps->v);
-	free(ps->text);
-	memset(ps, 0, sizeof(*ps));
+	if (ps->v != ps->inline_v)
+		free(ps->v);
+	if (ps->text != ps->inline_text)
+		free(ps->text);
+	ps->v = NULL;
+	ps->text = NULL;
+	ps->n = ps->cap = ps->text_len = ps->text_cap = 0;
+	ps->bad = false;
 }
 
 static bool unq(const char *m, size_t i, const char *r, char c)
