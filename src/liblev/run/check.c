@@ -158,8 +158,9 @@ static void check_result(struct lev_gatechain_decision *d, char *const *warnings
 	out->warnings = lev_strv_copy(warnings);
 	out->decision = d->verdict;
 	out->gate = d->gate;
-	out->reason = TAKE_PTR(d->reason);
-	out->rule = TAKE_PTR(d->rule);
+	/* the record's reason and rule may point at fixed text: keep copies */
+	out->reason = xstrdup(d->reason);
+	out->rule = d->rule ? xstrdup(d->rule) : NULL;
 	out->text = TAKE_PTR(d->text);
 	out->path = TAKE_PTR(d->path);
 	out->host = TAKE_PTR(d->host);
