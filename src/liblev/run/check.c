@@ -23,11 +23,6 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
-const char *lev_check_gate_name(enum lev_gate_id g)
-{
-	return lev_gate_id_name(g);
-}
-
 void lev_check_result_release(struct lev_check_result *r)
 {
 	free(r->reason);

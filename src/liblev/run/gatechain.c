@@ -10,6 +10,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/run/gatechain.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
@@ -221,7 +222,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 		       NULL);
 		return;
 	}
-	lev_perm_decide(env->perm, "shell", d->have_sk ? &d->sk : NULL, NULL, &pd);
+	lev_perm_decide(env->perm, lev_tooltable_name(LEV_OP_SHELL), d->have_sk ? &d->sk : NULL, NULL, &pd);
 	if (pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
 		refuse(d, LEV_GATE_SEED, R(SAFE_LIST),
 		       d->have_sk && d->sk.grantable && d->sk.keys
@@ -651,8 +652,8 @@ char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_sta
 			offered = lev_strv_push(offered, ti->name);
 	}
 	if ((st->require_output || st->mode == LEV_MODE_OUTPUT) &&
-	    !lev_strv_contains(offered, "submit_output"))
-		offered = lev_strv_push(offered, "submit_output");
+	    !lev_strv_contains(offered, lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT)))
+		offered = lev_strv_push(offered, lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT));
 	for (char **t = offered; t && *t; t++)
 		(void)lev_buf_addf(&b, "%s%s", b.len ? ", " : "", *t);
 	*list = lev_buf_detach(&b, NULL);
