@@ -11,6 +11,10 @@
 # alternating, printing each run and the medians in lines per second of
 # process CPU time.  Only the shellkeys sources and what they need (buf,
 # strv, xalloc, util, error) are compiled, from each tree.
+#
+# BENCH_CALLGRIND=1 also counts, with valgrind's callgrind, the instructions
+# per line of each build on each set (one untimed and one timed pass):
+# the comparison a loaded machine does not move.
 set -euo pipefail
 BASE=${1:-main}
 SECS=${2:-2}
@@ -57,3 +61,16 @@ for set in lines plain; do
 	echo "$set: median lines/s: old ($BASE) $mo, new $mn, new/old" \
 		"$(awk -v a="$mn" -v b="$mo" 'BEGIN{printf "%.2f", a/b}')"
 done
+
+if [ "${BENCH_CALLGRIND:-0}" = 1 ]; then
+	for set in lines plain; do
+		for which in old new; do
+			# SECS 0: the set is parsed twice (the untimed count, one timed pass)
+			valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" \
+				"$TMP/bench-$which" "$TMP/$set" 0 >/dev/null 2>&1
+			awk -v w="$which" -v s="$set" -v n="$LINES" \
+				'/^totals:/ { printf "%s: instructions per line: %s %.0f\n", s, w, $2 / (2 * n) }' \
+				"$TMP/cg.out"
+		done
+	done
+fi

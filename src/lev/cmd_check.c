@@ -183,7 +183,7 @@ static json_t *result_json(const struct lev_check_result *r)
 	for (k = r->keys; k && *k; k++)
 		json_array_append_new(keys, lev_report_jstr(*k));
 	json_object_set_new(o, "decision", json_string(lev_verdict_name(r->decision)));
-	json_object_set_new(o, "gate", json_string(lev_check_gate_name(r->gate)));
+	json_object_set_new(o, "gate", json_string(lev_gate_id_name(r->gate)));
 	json_object_set_new(o, "reason", jstr_or_null(r->reason));
 	json_object_set_new(o, "path", jstr_or_null(r->path));
 	json_object_set_new(o, "rule", jstr_or_null(r->rule));
@@ -201,7 +201,7 @@ static void print_result(const struct lev_check_result *r, bool json)
 		lev_report_print_json(result_json(r));
 		return;
 	}
-	printf("%s (gate: %s)\n", lev_verdict_name(r->decision), lev_check_gate_name(r->gate));
+	printf("%s (gate: %s)\n", lev_verdict_name(r->decision), lev_gate_id_name(r->gate));
 	printf("  reason: %s\n", r->reason ? r->reason : "");
 	if (r->rule)
 		printf("  rule: %s\n", r->rule);

@@ -54,6 +54,41 @@ static void test_max_is_enforced_and_buffer_unchanged(void **state)
 	lev_buf_release(&b);
 }
 
+/* The fast paths (room already there) and the first-append guess keep the same limits. */
+static void test_fast_paths_keep_the_limits(void **state)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(10);
+	char big[301];
+
+	(void)state;
+	/* a formatted append to an empty buffer that would pass max: nothing added */
+	assert_int_equal(lev_buf_addf(&b, "%s", "0123456789x"), -E2BIG);
+	assert_string_equal(b.buf, "");
+	assert_int_equal(b.len, 0);
+	/* exactly max, one byte at a time, then one more refused */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(lev_buf_addch(&b, (char)('0' + i)), 0);
+	assert_int_equal(lev_buf_addch(&b, 'x'), -E2BIG);
+	assert_int_equal(lev_buf_add(&b, "", 0), 0);
+	assert_int_equal(lev_buf_add(&b, "x", 1), -E2BIG);
+	assert_string_equal(b.buf, "0123456789");
+	lev_buf_release(&b);
+
+	/* a formatted append longer than the first guess, into an empty buffer */
+	memset(big, 'a', 300);
+	big[300] = '\0';
+	b = (struct lev_buf)LEV_BUF_INIT;
+	assert_int_equal(lev_buf_addf(&b, "<%s>", big), 0);
+	assert_int_equal(b.len, 302);
+	assert_int_equal(b.buf[0], '<');
+	assert_int_equal(b.buf[301], '>');
+	assert_int_equal(b.buf[302], '\0');
+	assert_int_equal(lev_buf_addf(&b, "%d", 7), 0);
+	assert_int_equal(b.len, 303);
+	assert_int_equal(strcmp(b.buf + 300, "a>7"), 0);
+	lev_buf_release(&b);
+}
+
 static void test_json_string_escapes(void **state)
 {
 	struct lev_buf b = LEV_BUF_INIT;
@@ -170,6 +205,7 @@ int main(void)
 		cmocka_unit_test(test_init_is_empty_and_terminated),
 		cmocka_unit_test(test_append_and_detach),
 		cmocka_unit_test(test_max_is_enforced_and_buffer_unchanged),
+		cmocka_unit_test(test_fast_paths_keep_the_limits),
 		cmocka_unit_test(test_json_string_escapes),
 		cmocka_unit_test(test_utf8_decode),
 		cmocka_unit_test(test_json_text),

@@ -74,7 +74,16 @@ void lev_buf_truncate(struct lev_buf *b, size_t len)
 
 int lev_buf_add(struct lev_buf *b, const void *data, size_t len)
 {
-	int r = lev_buf_grow(b, len);
+	int r;
+
+	/* the common case, room already there: no growth check beyond this */
+	if (len < b->alloc - b->len && len <= b->max - b->len) {
+		memcpy(b->buf + b->len, data, len);
+		b->len += len;
+		b->buf[b->len] = '\0';
+		return 0;
+	}
+	r = lev_buf_grow(b, len);
 
 	if (r < 0)
 		return r;
@@ -92,15 +101,30 @@ int lev_buf_adds(struct lev_buf *b, const char *s)
 
 int lev_buf_addch(struct lev_buf *b, char c)
 {
+	if (b->len + 1 < b->alloc && b->len < b->max) {
+		b->buf[b->len++] = c;
+		b->buf[b->len] = '\0';
+		return 0;
+	}
 	return lev_buf_add(b, &c, 1);
 }
+
+/* Room made for a formatted append to a buffer that has none. */
+#define VADDF_GUESS 120
 
 int lev_buf_vaddf(struct lev_buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;
 	int n, r;
 
-	/* first into the room there is (git strbuf): one pass in the common case */
+	/*
+	 * first into the room there is (git strbuf): one pass in the common
+	 * case.  An empty buffer gets room for a short line first, so a
+	 * message is not formatted twice (once to measure it).
+	 */
+	if (b->alloc <= b->len + 1)
+		(void)lev_buf_grow(b, b->max - b->len < VADDF_GUESS ? b->max - b->len
+								   : VADDF_GUESS);
 	if (b->alloc > b->len + 1) {
 		va_copy(cp, ap);
 		n = vsnprintf(b->buf + b->len, b->alloc - b->len, fmt, cp);

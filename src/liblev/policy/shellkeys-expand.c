@@ -20,23 +20,84 @@
 /* Fields one word may expand into before it counts as unpredictable. */
 #define SK_MAX_FIELDS 256
 
-struct piece {
-	char *r, *m;	/* raw text and mask, NUL-terminated, one allocation (R owns it) */
+/* Text and mask of LEN bytes each (not NUL-terminated). */
+struct span {
+	const char *r, *m;
 	size_t len;
 };
 
-struct pieces {
-	struct piece *v;
-	size_t n, cap;
-	bool bad;	/* could not predict */
+/*
+ * The fields a brace expansion makes so far.  Every piece's text and mask
+ * lie in TEXT, one after the other, NUL-terminated: one allocation for all
+ * of them (a word's braces make dozens of pieces on the way to its fields).
+ */
+struct piece {
+	size_t off;	/* text at TEXT + OFF, mask right after its NUL */
+	size_t len;
 };
 
-/* Append A[0..AL) B[0..BL) C[0..CL) (text and mask each) as one piece. */
-static void pieces_push3(struct pieces *ps, const struct piece *a, const struct piece *b,
-			 const struct piece *c)
+/* Pieces and text most words need, kept in the struct (on the stack) until they do not fit. */
+#define PIECES_INLINE 8
+#define TEXT_INLINE 256
+
+struct pieces {
+	struct piece *v;	/* INLINE_V, or allocated */
+	size_t n, cap;
+	char *text;		/* INLINE_TEXT, or allocated */
+	size_t text_len, text_cap;
+	bool bad;	/* could not predict */
+	struct piece inline_v[PIECES_INLINE];
+	char inline_text[TEXT_INLINE];
+};
+
+/* Room for one more piece of LEN bytes (text and mask, each NUL-terminated). */
+static void pieces_room(struct pieces *ps, size_t len)
+{
+	size_t want = 2 * (len + 1), cap;
+
+	if (!ps->v) {
+		ps->v = ps->inline_v;
+		ps->cap = PIECES_INLINE;
+		ps->text = ps->inline_text;
+		ps->text_cap = TEXT_INLINE;
+	}
+	if (ps->n == ps->cap) {
+		struct piece *v = xreallocarray(NULL, ps->cap * 2, sizeof(*v));
+
+		memcpy(v, ps->v, ps->n * sizeof(*v));
+		if (ps->v != ps->inline_v)
+			free(ps->v);
+		ps->v = v;
+		ps->cap *= 2;
+	}
+	if (ps->text_cap - ps->text_len < want) {
+		char *t;
+
+		for (cap = ps->text_cap * 2; cap - ps->text_len < want; cap *= 2)
+			;
+		t = xmalloc(cap);
+		memcpy(t, ps->text, ps->text_len);
+		if (ps->text != ps->inline_text)
+			free(ps->text);
+		ps->text = t;
+		ps->text_cap = cap;
+	}
+}
+
+static struct span piece_span(const struct pieces *ps, size_t k)
+{
+	const char *r = ps->text + ps->v[k].off;
+
+	return (struct span){ r, r + ps->v[k].len + 1, ps->v[k].len };
+}
+
+/* Append A B C (text and mask each) as one piece.  None of them may lie in PS. */
+static void pieces_push3(struct pieces *ps, const struct span *a, const struct span *b,
+			 const struct span *c)
 {
 	size_t len = a->len + b->len + c->len;
 	struct piece *pc;
+	char *r, *m;
 
 	if (ps->bad)
 		return;
@@ -44,38 +105,39 @@ static void pieces_push3(struct pieces *ps, const struct piece *a, const struct 
 		ps->bad = true;
 		return;
 	}
-	if (ps->n == ps->cap) {
-		ps->cap = ps->cap ? ps->cap * 2 : 4;
-		ps->v = xreallocarray(ps->v, ps->cap, sizeof(*ps->v));
-	}
+	pieces_room(ps, len);
 	pc = &ps->v[ps->n++];
-	pc->r = xmalloc(2 * (len + 1));
-	pc->m = pc->r + len + 1;
-	memcpy(pc->r, a->r, a->len);
-	memcpy(pc->r + a->len, b->r, b->len);
-	memcpy(pc->r + a->len + b->len, c->r, c->len);
-	memcpy(pc->m, a->m, a->len);
-	memcpy(pc->m + a->len, b->m, b->len);
-	memcpy(pc->m + a->len + b->len, c->m, c->len);
-	pc->r[len] = pc->m[len] = '\0';
+	pc->off = ps->text_len;
 	pc->len = len;
+	r = ps->text + pc->off;
+	m = r + len + 1;
+	memcpy(r, a->r, a->len);
+	memcpy(r + a->len, b->r, b->len);
+	memcpy(r + a->len + b->len, c->r, c->len);
+	memcpy(m, a->m, a->len);
+	memcpy(m + a->len, b->m, b->len);
+	memcpy(m + a->len + b->len, c->m, c->len);
+	r[len] = m[len] = '\0';
+	ps->text_len += 2 * (len + 1);
 }
 
 static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t len)
 {
-	struct piece a = { (char *)r, (char *)m, len }, none = { (char *)"", (char *)"", 0 };
+	struct span a = { r, m, len }, none = { "", "", 0 };
 
 	pieces_push3(ps, &a, &none, &none);
 }
 
 static void pieces_release(struct pieces *ps)
 {
-	size_t i;
-
-	for (i = 0; i < ps->n; i++)
-		free(ps->v[i].r);
-	free(ps->v);
-	memset(ps, 0, sizeof(*ps));
+	if (ps->v != ps->inline_v)
+		free(ps->v);
+	if (ps->text != ps->inline_text)
+		free(ps->text);
+	ps->v = NULL;
+	ps->text = NULL;
+	ps->n = ps->cap = ps->text_len = ps->text_cap = 0;
+	ps->bad = false;
 }
 
 static bool unq(const char *m, size_t i, const char *r, char c)
@@ -169,7 +231,18 @@ static int sequence(const char *r, const char *m, size_t len, struct pieces *out
 			buf[0] = (char)v;
 			n = 1;
 		} else {
-			n = (size_t)snprintf(buf, sizeof(buf), "%ld", v);
+			/* "%ld" of V (at most six digits and a sign), without printf */
+			unsigned long u = v < 0 ? 0UL - (unsigned long)v : (unsigned long)v;
+			char *e = buf + sizeof(buf);
+
+			do {
+				*--e = (char)('0' + u % 10);
+				u /= 10;
+			} while (u);
+			if (v < 0)
+				*--e = '-';
+			n = (size_t)(buf + sizeof(buf) - e);
+			memmove(buf, e, n);
 		}
 		memset(mk, SK_UNQ, n);
 		pieces_push(out, buf, mk, n);
@@ -184,12 +257,18 @@ static void brace_expand(const char *r, const char *m, size_t len, struct pieces
 static void cross(const char *pr, const char *pm, size_t plen, const struct pieces *alts,
 		  const struct pieces *post, struct pieces *out)
 {
-	struct piece pre = { (char *)pr, (char *)pm, plen };
+	struct span pre = { pr, pm, plen };
 	size_t a, s;
 
-	for (a = 0; a < alts->n && !out->bad; a++)
-		for (s = 0; s < post->n && !out->bad; s++)
-			pieces_push3(out, &pre, &alts->v[a], &post->v[s]);
+	for (a = 0; a < alts->n && !out->bad; a++) {
+		struct span alt = piece_span(alts, a);
+
+		for (s = 0; s < post->n && !out->bad; s++) {
+			struct span rest = piece_span(post, s);
+
+			pieces_push3(out, &pre, &alt, &rest);
+		}
+	}
 }
 
 static void brace_expand(const char *r, const char *m, size_t len, struct pieces *out,
@@ -239,14 +318,17 @@ static void brace_expand(const char *r, const char *m, size_t len, struct pieces
 					}
 				}
 			} else {
-				char *sr = xmalloc(j - i), *sm = xmalloc(j - i);
+				/* the text between the braces, NUL-terminated for sequence() */
+				char small[2 * 64];
+				char *sr = j - i <= 64 ? small : xmalloc(2 * (j - i));
+				char *sm = sr + (j - i);
 
 				memcpy(sr, r + i + 1, j - i - 1);
 				memcpy(sm, m + i + 1, j - i - 1);
 				sr[j - i - 1] = sm[j - i - 1] = '\0';
 				sq = sequence(sr, sm, j - i - 1, &alts);
-				free(sr);
-				free(sm);
+				if (sr != small)
+					free(sr);
 				if (sq < 0)
 					alts.bad = true;
 				if (sq == 0) {
@@ -384,8 +466,9 @@ bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *
 		return false;
 	}
 	for (k = 0; k < ps.n; k++) {
-		const char *r = ps.v[k].r, *m = ps.v[k].m;
-		size_t len = ps.v[k].len, i, j;
+		struct span sp = piece_span(&ps, k);
+		const char *r = sp.r, *m = sp.m;
+		size_t len = sp.len, i, j;
 		struct sk_word *f;
 		bool quoted = false, glob = false, bracket = false;
 		char *val;

@@ -83,9 +83,20 @@ void sk_need_fence(struct sk *p, const char *reason)
 
 void sk_add_key(struct sk *p, const char *text, size_t len, const char *arg)
 {
-	char *k = arg ? xasprintf("shell:%.*s %s", (int)len, text, arg)
-		      : xasprintf("shell:%.*s", (int)len, text);
+	/* "shell:TEXT" or "shell:TEXT ARG", put together without printf (a key per command) */
+	size_t tl = strnlen(text, len), al = arg ? strlen(arg) : 0;
+	char *k = xmalloc(6 + tl + (arg ? 1 + al : 0) + 1), *e = k;
 
+	memcpy(e, "shell:", 6);
+	e += 6;
+	memcpy(e, text, tl);
+	e += tl;
+	if (arg) {
+		*e++ = ' ';
+		memcpy(e, arg, al);
+		e += al;
+	}
+	*e = '\0';
 	sk_vec_push_take(&p->keys, k);
 }
 
@@ -248,11 +259,16 @@ struct wctx {
 	unsigned procsubsts;
 };
 
+/* The bytes a word's buffer starts with (most words are shorter). */
+#define WORD_ROOM 47
+
 /* MASK: a buffer to reuse for the mask (emptied here), or NULL for one of its own. */
 static void wctx_init(struct wctx *x, struct lev_buf *mask)
 {
 	memset(x, 0, sizeof(*x));
 	lev_buf_init(&x->b, LEV_SHELLKEYS_MAX_LINE);
+	/* room for most words at once: a word is read byte by byte */
+	(void)lev_buf_grow(&x->b, WORD_ROOM);
 	lev_buf_init(&x->own_m, LEV_SHELLKEYS_MAX_LINE);
 	x->m = mask ? mask : &x->own_m;
 	lev_buf_truncate(x->m, 0);
@@ -692,146 +708,182 @@ static void read_dquote(struct sk *p, struct wctx *x)
  * it).  DBRACKET: inside [[ ]], where '(' and ')' end a word and process
  * substitutions are not read.
  */
-static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
+/* The word ends before C (a '(' after NAME= is an array assignment: not read). */
+static bool word_ends(struct sk *p, const struct wctx *x, int c, bool dbracket)
 {
-	struct wctx x;
-	bool first = true;
-
-	wctx_init(&x, &p->mask);
-	while (!p->stopped) {
-		int c = peekc(p);
-
-		if (c < 0 || c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' ||
-		    c == ')')
-			break;
-		if (c == '(') {
-			if (!dbracket && x.w.assign && x.b.len == x.w.name_len + 1 +
-					       (x.b.buf[x.w.name_len] == '+'))
-				sk_stop(p, "an array assignment");
-			break;
-		}
-		if (c == '<' || c == '>') {
-			if (peek2(p) != '(')
-				break;
-			if (dbracket) {
-				sk_stop(p, "a process substitution inside [[ ]]");
-				break;
-			}
-			adv(p);
-			adv(p);
-			x.w.expanded = true;
-			x.plain_prefix = false;
-			x.procsubsts++;
-			if (!enter(p))
-				break;
-			parse_list(p, ')');
-			p->depth--;
-			first = false;
-			continue;
-		}
-		if (c == '\\') {
-			p->i++;
-			if (p->i >= p->n) {
-				sk_stop(p, "a trailing backslash");
-				break;
-			}
-			put(&x, (unsigned char)p->s[p->i]);
-			p->i++;
-			x.w.quoted = true;
-			x.plain_prefix = false;
-			first = false;
-			continue;
-		}
-		if (c == '\'') {
-			const char *q = memchr(p->s + p->i + 1, '\'', p->n - p->i - 1);
-			size_t k;
-
-			if (!q) {
-				sk_stop(p, "an unterminated single quote");
-				break;
-			}
-			put_mark(&x);
-			for (k = p->i + 1; k < (size_t)(q - p->s); k++)
-				put(&x, (unsigned char)p->s[k]);
-			x.other = true;
-			p->i = (size_t)(q - p->s) + 1;
-			x.w.quoted = true;
-			x.plain_prefix = false;
-			first = false;
-			continue;
-		}
-		if (c == '"') {
-			adv(p);
-			read_dquote(p, &x);
-			first = false;
-			continue;
-		}
-		if (c == '$') {
-			read_dollar(p, &x, false);
-			first = false;
-			continue;
-		}
-		if (c == '`') {
-			sk_stop(p, "a backtick substitution");
-			break;
-		}
-		if (c == '*' || c == '?')
-			x.w.expanded = true;
-		if (c == '[')
-			x.bracket = true;
-		if (c == ']' && x.bracket)
-			x.w.expanded = true; /* a [...] pattern; a lone '[' is literal */
-		if (c == '{' || c == '}')
-			x.brace = true;
-		if (c == '~' && first)
-			x.tilde_start = true;
-		if (c == '=' && !x.w.assign && x.plain_prefix && !x.w.expanded) {
-			if (sk_is_name(x.b.buf, x.b.len)) {
-				x.w.assign = true;
-				x.w.name_len = x.b.len;
-			} else if (x.b.len > 1 && x.b.buf[x.b.len - 1] == '+' &&
-				   sk_is_name(x.b.buf, x.b.len - 1)) {
-				x.w.assign = true;
-				x.w.name_len = x.b.len - 1;
-			}
-		}
-		putq(&x, c, SK_UNQ);
-		adv(p);
-		first = false;
+	if (c < 0 || c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' ||
+	    c == ')')
+		return true;
+	if (c == '(') {
+		if (!dbracket && x->w.assign && x->b.len == x->w.name_len + 1 +
+				      (x->b.buf[x->w.name_len] == '+'))
+			sk_stop(p, "an array assignment");
+		return true;
 	}
-	x.w.raw_len = x.b.len;
+	return (c == '<' || c == '>') && peek2(p) != '(';
+}
+
+/* A process substitution <( ) or >( ) inside the word; false: the word ends. */
+static bool read_procsubst(struct sk *p, struct wctx *x, bool dbracket)
+{
+	if (dbracket) {
+		sk_stop(p, "a process substitution inside [[ ]]");
+		return false;
+	}
+	adv(p);
+	adv(p);
+	x->w.expanded = true;
+	x->plain_prefix = false;
+	x->procsubsts++;
+	if (!enter(p))
+		return false;
+	parse_list(p, ')');
+	p->depth--;
+	return true;
+}
+
+/* A backslash and the byte it quotes; false: the line ends after it. */
+static bool read_escape(struct sk *p, struct wctx *x)
+{
+	p->i++;
+	if (p->i >= p->n) {
+		sk_stop(p, "a trailing backslash");
+		return false;
+	}
+	put(x, (unsigned char)p->s[p->i]);
+	p->i++;
+	x->w.quoted = true;
+	x->plain_prefix = false;
+	return true;
+}
+
+/* A single-quoted string; false: it is not terminated. */
+static bool read_squote(struct sk *p, struct wctx *x)
+{
+	const char *q = memchr(p->s + p->i + 1, '\'', p->n - p->i - 1);
+	size_t k;
+
+	if (!q) {
+		sk_stop(p, "an unterminated single quote");
+		return false;
+	}
+	put_mark(x);
+	for (k = p->i + 1; k < (size_t)(q - p->s); k++)
+		put(x, (unsigned char)p->s[k]);
+	x->other = true;
+	p->i = (size_t)(q - p->s) + 1;
+	x->w.quoted = true;
+	x->plain_prefix = false;
+	return true;
+}
+
+/* An unquoted byte C: what bash may expand in it, and the NAME of NAME=value. */
+static void put_unquoted(struct wctx *x, int c, bool first)
+{
+	if (c == '*' || c == '?')
+		x->w.expanded = true;
+	if (c == '[')
+		x->bracket = true;
+	if (c == ']' && x->bracket)
+		x->w.expanded = true; /* a [...] pattern; a lone '[' is literal */
+	if (c == '{' || c == '}')
+		x->brace = true;
+	if (c == '~' && first)
+		x->tilde_start = true;
+	if (c == '=' && !x->w.assign && x->plain_prefix && !x->w.expanded) {
+		if (sk_is_name(x->b.buf, x->b.len)) {
+			x->w.assign = true;
+			x->w.name_len = x->b.len;
+		} else if (x->b.len > 1 && x->b.buf[x->b.len - 1] == '+' &&
+			   sk_is_name(x->b.buf, x->b.len - 1)) {
+			x->w.assign = true;
+			x->w.name_len = x->b.len - 1;
+		}
+	}
+	putq(x, c, SK_UNQ);
+}
+
+/* The word read into X, with what its text says about it, into *OUT. */
+static void finish_word(struct wctx *x, struct sk_word *out)
+{
+	x->w.raw_len = x->b.len;
 	/*
 	 * A substitution inside the word parsed words of its own with the
 	 * shared mask buffer; such a word is opaque (or one process
 	 * substitution) and its mask is never read, but say so.
 	 */
-	if (x.m->len != x.b.len) {
-		x.w.opaque = x.w.opaque || !(x.procsubsts == 1 && !x.other);
-		x.special = x.marks = false;
+	if (x->m->len != x->b.len) {
+		x->w.opaque = x->w.opaque || !(x->procsubsts == 1 && !x->other);
+		x->special = x->marks = false;
 	}
 	/* the mask outlives the word only when an expansion will read it */
-	if (x.special || x.marks)
-		x.w.mask = xmemdup(x.m->buf, x.m->len + 1);
-	x.w.plain = !x.special;
-	if (x.marks) {
+	if (x->special || x->marks)
+		x->w.mask = xmemdup(x->m->buf, x->m->len + 1);
+	x->w.plain = !x->special;
+	if (x->marks) {
 		/* RAW keeps the marks; VAL drops them */
-		x.w.raw = xmalloc(x.b.len + 1);
-		memcpy(x.w.raw, x.b.buf, x.b.len + 1);
-		strip_marks(&x.b);
+		x->w.raw = xmalloc(x->b.len + 1);
+		memcpy(x->w.raw, x->b.buf, x->b.len + 1);
+		strip_marks(&x->b);
 	}
-	if (x.tilde_start) {
-		if (!x.w.expanded && (!strcmp(x.b.buf, "~") || !strncmp(x.b.buf, "~/", 2)))
-			x.w.tilde = true;
+	if (x->tilde_start) {
+		if (!x->w.expanded && (!strcmp(x->b.buf, "~") || !strncmp(x->b.buf, "~/", 2)))
+			x->w.tilde = true;
 		else
-			x.w.expanded = true;
+			x->w.expanded = true;
 	}
-	if (x.brace && (x.w.quoted || (strcmp(x.b.buf, "{") && strcmp(x.b.buf, "}"))))
-		x.w.expanded = true;
-	x.w.procsubst_only = x.procsubsts == 1 && !x.other;
-	if (x.procsubsts && !x.w.procsubst_only)
-		x.w.opaque = true; /* a /dev/fd/N path glued to other text */
-	x.w.val = lev_buf_detach(&x.b, &x.w.len);
-	*out = x.w;
+	if (x->brace && (x->w.quoted || (strcmp(x->b.buf, "{") && strcmp(x->b.buf, "}"))))
+		x->w.expanded = true;
+	x->w.procsubst_only = x->procsubsts == 1 && !x->other;
+	if (x->procsubsts && !x->w.procsubst_only)
+		x->w.opaque = true; /* a /dev/fd/N path glued to other text */
+	x->w.val = lev_buf_detach(&x->b, &x->w.len);
+	*out = x->w;
+}
+
+/* The bytes that end a word or start a quote, an escape or an expansion in it. */
+static const bool word_special[256] = {
+	[' '] = true, ['\t'] = true, ['\n'] = true, [';'] = true, ['&'] = true, ['|'] = true,
+	['('] = true, [')'] = true, ['<'] = true, ['>'] = true, ['\\'] = true, ['\''] = true,
+	['"'] = true, ['$'] = true, ['`'] = true,
+};
+
+static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
+{
+	struct wctx x;
+	bool first = true, more = true;
+
+	wctx_init(&x, &p->mask);
+	while (more && !p->stopped) {
+		int c = peekc(p);
+
+		if (c >= 0 && !word_special[c]) {
+			/* the common case: a byte of plain text (peekc() stands on it) */
+			put_unquoted(&x, c, first);
+			p->i++;
+			first = false;
+			continue;
+		}
+		if (word_ends(p, &x, c, dbracket))
+			break;
+		if (c == '<' || c == '>') {
+			more = read_procsubst(p, &x, dbracket);
+		} else if (c == '\\') {
+			more = read_escape(p, &x);
+		} else if (c == '\'') {
+			more = read_squote(p, &x);
+		} else if (c == '"') {
+			adv(p);
+			read_dquote(p, &x);
+		} else if (c == '$') {
+			read_dollar(p, &x, false);
+		} else {
+			sk_stop(p, "a backtick substitution");	/* '`' */
+			more = false;
+		}
+		first = false;
+	}
+	finish_word(&x, out);
 }
 
 /* ---- heredocs ---------------------------------------------------------------- */
@@ -1127,7 +1179,8 @@ static void boundary(struct sk *p, struct cmd *c, enum pstate *st, bool newline)
 
 static bool is_kw(const struct sk_word *w, const char *kw)
 {
-	return !w->quoted && !w->expanded && !strcmp(w->val, kw);
+	/* every word is tried against a dozen keywords: the first byte tells most apart */
+	return !w->quoted && !w->expanded && w->val[0] == kw[0] && !strcmp(w->val, kw);
 }
 
 static const char *const prefix_keywords[] = {
@@ -1296,163 +1349,212 @@ static bool function_parens(struct sk *p)
  * Parse commands until the end of the line (CLOSER 0) or the ')' that
  * closes a $( ), <( ) or >( ) (CLOSER ')', consumed).
  */
+/* One list (the line, a $( ), a subshell's body) as parse_list() reads it. */
+struct list {
+	struct cmd c;
+	enum pstate st;
+	unsigned parens;		/* subshells opened in this list and not closed */
+	size_t heredocs_before;		/* heredocs pending when the list began */
+	int closer;			/* ')' for a $( ), 0 for the line */
+};
+
+/* What parse_list() does after a part: go on, stop, or (an operator) it was not one. */
+enum step {
+	STEP_NONE,
+	STEP_ON,
+	STEP_END,
+};
+
+/* The end of the input: whatever is still open cannot be read. */
+static void list_eof(struct sk *p, struct list *l)
+{
+	if (l->closer)
+		sk_stop(p, "an unterminated $( ) substitution");
+	else if (l->parens)
+		sk_stop(p, "an unterminated subshell");
+	else
+		boundary(p, &l->c, &l->st, true);
+}
+
+/* A comment: raw up to the newline (continuations do not apply). */
+static void skip_comment(struct sk *p)
+{
+	const char *nl = memchr(p->s + p->i, '\n', p->n - p->i);
+
+	p->i = nl ? (size_t)(nl - p->s) : p->n;
+}
+
+/* A redirection where a command may have one. */
+static void list_redirect(struct sk *p, struct list *l)
+{
+	if (l->st == S_START)
+		l->c.started = true;
+	else if (l->st != S_ARGS && l->st != S_AFTER)
+		sk_stop(p, "a redirection inside a compound command header");
+	redirect(p);
+}
+
+/* A newline, ';', '&>', '&', '&&', '|', '||' or '|&' at CH (STEP_NONE: none of them). */
+static enum step list_operator(struct sk *p, struct list *l, int ch)
+{
+	if (ch == '\n') {
+		adv(p);
+		boundary(p, &l->c, &l->st, true);
+		if (p->n_heredocs) {
+			if (l->heredocs_before)
+				sk_stop(p, "a heredoc around a substitution");
+			else
+				read_heredocs(p);
+		}
+		return STEP_ON;
+	}
+	if (ch == ';') {
+		if (peek2(p) == ';' || peek2(p) == '&') {
+			sk_stop(p, "a case terminator");
+			return STEP_END;
+		}
+		adv(p);
+		boundary(p, &l->c, &l->st, false);
+		return STEP_ON;
+	}
+	if (ch == '&' && peek2(p) == '>') {
+		list_redirect(p, l);
+		return STEP_ON;
+	}
+	if (ch == '&' || ch == '|') {
+		int ch2 = peek2(p);
+
+		adv(p);
+		if (ch2 == ch || (ch == '|' && ch2 == '&'))
+			adv(p);
+		boundary(p, &l->c, &l->st, false);
+		return STEP_ON;
+	}
+	return STEP_NONE;
+}
+
+/* '(': a subshell, an arithmetic command, or the "()" of a function definition. */
+static enum step list_open(struct sk *p, struct list *l)
+{
+	if (l->st == S_START && !l->c.started) {
+		if (peek2(p) == '(') {
+			adv(p);
+			adv(p);
+			scan_arith(p);
+			sk_refuse(p, "an arithmetic command");
+			l->st = S_AFTER;
+			return STEP_ON;
+		}
+		if (!enter(p))
+			return STEP_END;
+		l->parens++;
+		adv(p);
+		return STEP_ON;
+	}
+	if ((l->st == S_ARGS && l->c.n == 1 && !l->c.w[0].assign) || l->st == S_FUNC_AFTER) {
+		if (!function_parens(p))
+			return STEP_END;
+		cmd_clear(&l->c);
+		l->st = S_START;
+		return STEP_ON;
+	}
+	sk_stop(p, "an unexpected '('");
+	return STEP_END;
+}
+
+/* ')': a subshell of this list closes, or the $( ) this list reads ends. */
+static enum step list_close(struct sk *p, struct list *l)
+{
+	boundary(p, &l->c, &l->st, false);
+	if (p->stopped)
+		return STEP_END;
+	adv(p);
+	if (l->parens) {
+		l->parens--;
+		p->depth--;
+		l->st = S_AFTER;
+		return STEP_ON;
+	}
+	if (l->closer != ')') {
+		sk_stop(p, "an unexpected ')'");
+		return STEP_END;
+	}
+	if (p->n_heredocs > l->heredocs_before)
+		sk_stop(p, "a heredoc inside a substitution");
+	return STEP_END;
+}
+
+/* A word, or the descriptor a redirection names before its operator ("2>", "{fd}>"). */
+static enum step list_word(struct sk *p, struct list *l)
+{
+	struct sk_word w;
+	int ch;
+
+	read_word(p, &w, false);
+	if (p->stopped) {
+		sk_word_release(&w);
+		return STEP_END;
+	}
+	ch = peekc(p);
+	if ((ch == '<' || ch == '>') && peek2(p) != '(' && !w.quoted && !w.expanded &&
+	    w.len > 0 && strspn(w.val, "0123456789") == w.len) {
+		/* N>file: the digits name the descriptor */
+		sk_word_release(&w);
+		list_redirect(p, l);
+		return STEP_ON;
+	}
+	if ((ch == '<' || ch == '>') && peek2(p) != '(' && !w.quoted && w.len > 2 &&
+	    w.val[0] == '{' && w.val[w.len - 1] == '}') {
+		/* {var}>file: bash allocates a descriptor and binds var */
+		sk_word_release(&w);
+		sk_refuse(p, "a redirection that binds a variable to a descriptor");
+		if (l->st == S_START)
+			l->c.started = true;
+		redirect(p);
+		return STEP_ON;
+	}
+	handle_word(p, &l->c, &l->st, &w);
+	return STEP_ON;
+}
+
 static void parse_list(struct sk *p, int closer)
 {
-	struct cmd c = { 0 };
-	enum pstate st = S_START;
-	unsigned parens = 0;
-	size_t heredocs_before = p->n_heredocs;
+	struct list l = { .st = S_START, .heredocs_before = p->n_heredocs, .closer = closer };
+	enum step s = STEP_ON;
 
-	while (!p->stopped) {
-		struct sk_word w;
+	while (!p->stopped && s != STEP_END) {
 		int ch;
 
 		skip_blanks(p);
 		ch = peekc(p);
 		if (ch < 0) {
-			if (closer)
-				sk_stop(p, "an unterminated $( ) substitution");
-			else if (parens)
-				sk_stop(p, "an unterminated subshell");
-			else
-				boundary(p, &c, &st, true);
+			list_eof(p, &l);
 			break;
 		}
 		if (ch == '#') {
-			/* a comment: raw up to the newline (continuations do not apply) */
-			const char *nl = memchr(p->s + p->i, '\n', p->n - p->i);
-
-			p->i = nl ? (size_t)(nl - p->s) : p->n;
+			skip_comment(p);
 			continue;
 		}
-		if (st == S_DBRACKET) {
-			dbracket_token(p, &c, &st);
+		if (l.st == S_DBRACKET) {
+			dbracket_token(p, &l.c, &l.st);
 			continue;
 		}
-		if (ch == '\n') {
-			adv(p);
-			boundary(p, &c, &st, true);
-			if (p->n_heredocs) {
-				if (heredocs_before)
-					sk_stop(p, "a heredoc around a substitution");
-				else
-					read_heredocs(p);
-			}
+		s = list_operator(p, &l, ch);
+		if (s != STEP_NONE)
 			continue;
-		}
-		if (ch == ';') {
-			if (peek2(p) == ';' || peek2(p) == '&') {
-				sk_stop(p, "a case terminator");
-				break;
-			}
-			adv(p);
-			boundary(p, &c, &st, false);
-			continue;
-		}
-		if (ch == '&' && peek2(p) == '>') {
-			if (st == S_START)
-				c.started = true;
-			else if (st != S_ARGS && st != S_AFTER)
-				sk_stop(p, "a redirection inside a compound command header");
-			redirect(p);
-			continue;
-		}
-		if (ch == '&' || ch == '|') {
-			int ch2 = peek2(p);
-
-			adv(p);
-			if (ch2 == ch || (ch == '|' && ch2 == '&'))
-				adv(p);
-			boundary(p, &c, &st, false);
-			continue;
-		}
-		if (ch == '(') {
-			if (st == S_START && !c.started) {
-				if (peek2(p) == '(') {
-					adv(p);
-					adv(p);
-					scan_arith(p);
-					sk_refuse(p, "an arithmetic command");
-					st = S_AFTER;
-					continue;
-				}
-				if (!enter(p))
-					break;
-				parens++;
-				adv(p);
-				continue;
-			}
-			if ((st == S_ARGS && c.n == 1 && !c.w[0].assign) || st == S_FUNC_AFTER) {
-				if (!function_parens(p))
-					break;
-				cmd_clear(&c);
-				st = S_START;
-				continue;
-			}
-			sk_stop(p, "an unexpected '('");
-			break;
-		}
-		if (ch == ')') {
-			boundary(p, &c, &st, false);
-			if (p->stopped)
-				break;
-			adv(p);
-			if (parens) {
-				parens--;
-				p->depth--;
-				st = S_AFTER;
-				continue;
-			}
-			if (closer != ')') {
-				sk_stop(p, "an unexpected ')'");
-				break;
-			}
-			if (p->n_heredocs > heredocs_before)
-				sk_stop(p, "a heredoc inside a substitution");
-			break;
-		}
-		if ((ch == '<' || ch == '>') && peek2(p) != '(') {
-			if (st == S_START)
-				c.started = true;
-			else if (st != S_ARGS && st != S_AFTER)
-				sk_stop(p, "a redirection inside a compound command header");
-			redirect(p);
-			continue;
-		}
-
-		read_word(p, &w, false);
-		if (p->stopped) {
-			sk_word_release(&w);
-			break;
-		}
-		ch = peekc(p);
-		if ((ch == '<' || ch == '>') && peek2(p) != '(' && !w.quoted && !w.expanded &&
-		    w.len > 0 && strspn(w.val, "0123456789") == w.len) {
-			/* N>file: the digits name the descriptor */
-			sk_word_release(&w);
-			if (st == S_START)
-				c.started = true;
-			else if (st != S_ARGS && st != S_AFTER)
-				sk_stop(p, "a redirection inside a compound command header");
-			redirect(p);
-			continue;
-		}
-		if ((ch == '<' || ch == '>') && peek2(p) != '(' && !w.quoted && w.len > 2 &&
-		    w.val[0] == '{' && w.val[w.len - 1] == '}') {
-			/* {var}>file: bash allocates a descriptor and binds var */
-			sk_word_release(&w);
-			sk_refuse(p, "a redirection that binds a variable to a descriptor");
-			if (st == S_START)
-				c.started = true;
-			redirect(p);
-			continue;
-		}
-		handle_word(p, &c, &st, &w);
+		if (ch == '(')
+			s = list_open(p, &l);
+		else if (ch == ')')
+			s = list_close(p, &l);
+		else if ((ch == '<' || ch == '>') && peek2(p) != '(')
+			list_redirect(p, &l);
+		else
+			s = list_word(p, &l);
 	}
-	while (parens--)
+	while (l.parens--)
 		p->depth--;
-	cmd_clear(&c);
-	free(c.w);
+	cmd_clear(&l.c);
+	free(l.c.w);
 }
 
 /* ---- the whole line ------------------------------------------------------------ */

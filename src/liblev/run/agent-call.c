@@ -130,6 +130,8 @@ void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const ch
 void agent_audit_steps(struct lev_agent *a, const char *call_id, const char *tool,
 			const struct lev_gatechain_decision *gd, const char *target)
 {
+	if (!a->rec)
+		return;	/* nothing keeps audit lines in this run */
 	for (size_t g = 1; g < _LEV_GATE_ID_MAX; g++) {
 		const struct lev_gatechain_step *st = &gd->steps[g];
 		bool taint = g == LEV_GATE_TAINT && gd->ran_taint;
@@ -731,12 +733,11 @@ static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 		.parse_error = call->parse_error,
 	};
 	struct lev_err err = LEV_ERR_INIT;
-	_cleanup_free_ char *home = NULL;
+	_cleanup_free_ char *own_home = NULL;
+	const char *home = a->o.home;
 
-	if (a->o.home)
-		home = xstrdup(a->o.home);
-	else if (lev_home_dir(&home, NULL) < 0)
-		home = NULL;
+	if (!home && lev_home_dir(&own_home, NULL) == 0)
+		home = own_home;
 	agent_chain_env(a, a->seeding ? LEV_GATECHAIN_TOOL_SEED : LEV_GATECHAIN_CALL, home, &env);
 	(void)lev_gatechain_decide(&env, &gc, &cs->gd, &err);
 	cs->tool = cs->gd.canon;

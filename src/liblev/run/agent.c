@@ -58,7 +58,9 @@ void agent_emit(struct lev_agent *a, json_t *ev)
 	struct lev_err err = LEV_ERR_INIT;
 	char *line = NULL;
 
-	if (a->rec && lev_runrecord_event(a->rec, ev, &line, &err) < 0 && !a->internal_error)
+	/* the line as recorded is copied out only for a front end to show */
+	if (a->rec && lev_runrecord_event(a->rec, ev, a->o.hooks.event ? &line : NULL, &err) < 0 &&
+	    !a->internal_error)
 		a->internal_error = xasprintf("cannot keep the run record: %s", err.msg);
 	if (a->o.hooks.event) {
 		if (!line)
@@ -122,7 +124,12 @@ void agent_warn(struct lev_agent *a, const char *fmt, ...)
 
 void agent_audit(struct lev_agent *a, const struct audit_line *l)
 {
-	struct lev_audit au = {
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_audit au;
+
+	if (!a->rec)
+		return;	/* nothing keeps audit lines in this run */
+	au = (struct lev_audit){
 		.stage = a->n_stages ? a->stages[a->cur].st->name : NULL,
 		.call_id = l->call_id,
 		.tool = l->tool,
@@ -138,9 +145,7 @@ void agent_audit(struct lev_agent *a, const struct audit_line *l)
 		.clearance = l->clearance,
 		.reason = l->reason,
 	};
-	struct lev_err err = LEV_ERR_INIT;
-
-	if (a->rec && lev_runrecord_audit(a->rec, &au, &err) < 0 && !a->internal_error)
+	if (lev_runrecord_audit(a->rec, &au, &err) < 0 && !a->internal_error)
 		a->internal_error = xasprintf("cannot keep the run record: %s", err.msg);
 }
 

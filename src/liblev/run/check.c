@@ -23,11 +23,6 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
-const char *lev_check_gate_name(enum lev_gate_id g)
-{
-	return lev_gate_id_name(g);
-}
-
 void lev_check_result_release(struct lev_check_result *r)
 {
 	free(r->reason);
@@ -158,8 +153,9 @@ static void check_result(struct lev_gatechain_decision *d, char *const *warnings
 	out->warnings = lev_strv_copy(warnings);
 	out->decision = d->verdict;
 	out->gate = d->gate;
-	out->reason = TAKE_PTR(d->reason);
-	out->rule = TAKE_PTR(d->rule);
+	/* the record's reason and rule may point at fixed text: keep copies */
+	out->reason = xstrdup(d->reason);
+	out->rule = d->rule ? xstrdup(d->rule) : NULL;
 	out->text = TAKE_PTR(d->text);
 	out->path = TAKE_PTR(d->path);
 	out->host = TAKE_PTR(d->host);

@@ -26,9 +26,6 @@
 
 #define LEV_CHECK_ARGS_MAX ((size_t)1 << 20)
 
-/* The gates are gatechain.h's; the same names. */
-const char *lev_check_gate_name(enum lev_gate_id g);
-
 struct lev_check_opts {
 	const char *tool;		/* required, any spelling */
 	const char *args_json;		/* the call's JSON object; NULL: {} */

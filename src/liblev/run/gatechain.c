@@ -10,6 +10,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/run/gatechain.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
@@ -69,14 +70,9 @@ void lev_gatechain_decision_release(struct lev_gatechain_decision *d)
 
 	if (!d)
 		return;
-	free(d->rule);
-	free(d->reason);
 	free(d->text);
-	for (i = 0; i < _LEV_GATE_ID_MAX; i++) {
-		free(d->steps[i].rule);
-		free(d->steps[i].reason);
-		free(d->steps[i].target);
-	}
+	for (i = 0; i < d->n_own; i++)
+		free(d->own[i]);
 	free(d->perm_why);
 	lev_strv_free(d->keys);
 	if (d->ran_taint)
@@ -87,6 +83,18 @@ void lev_gatechain_decision_release(struct lev_gatechain_decision *d)
 	free(d->path);
 	free(d->host);
 	memset(d, 0, sizeof(*d));
+}
+
+/* S (owned, may be NULL) is the record's from now on; returns S. */
+static const char *own(struct lev_gatechain_decision *d, char *s)
+{
+	if (!s)
+		return NULL;
+	/* every gate runs once and keeps at most three strings: this cannot fill */
+	if (d->n_own >= LEV_GATECHAIN_OWN_MAX)
+		abort();
+	d->own[d->n_own++] = s;
+	return s;
 }
 
 /* The first line of S, at most 300 bytes, without a "[denied] " style prefix. */
@@ -103,27 +111,27 @@ static char *one_line(const char *s)
 	return xstrndup(s, n);
 }
 
-/* Record GATE's say.  RULE and TARGET are copied; REASON is taken. */
+/*
+ * Record GATE's say.  RULE, REASON and TARGET are borrowed: static text, or
+ * text the record owns already (own()).
+ */
 static void step(struct lev_gatechain_decision *d, enum lev_gate_id gate, enum lev_verdict v,
-		 const char *rule, char *reason, const char *target)
+		 const char *rule, const char *reason, const char *target)
 {
 	struct lev_gatechain_step *s = &d->steps[gate];
 
 	s->ran = true;
 	s->verdict = v;
-	free(s->rule);
-	s->rule = rule ? xstrdup(rule) : NULL;
-	free(s->reason);
+	s->rule = rule;
 	s->reason = reason;
-	free(s->target);
-	s->target = target ? xstrdup(target) : NULL;
+	s->target = target;
 }
 
 /* A refusal at GATE: TEXT (taken) is what the model gets. */
 static void refuse(struct lev_gatechain_decision *d, enum lev_gate_id gate, const char *rule,
 		   char *text, const char *target)
 {
-	step(d, gate, LEV_DENY, rule, one_line(text), target);
+	step(d, gate, LEV_DENY, rule, own(d, one_line(text)), target);
 	if (d->verdict != LEV_DENY) {
 		d->verdict = LEV_DENY;
 		d->gate = gate;
@@ -150,7 +158,7 @@ static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_g
 	const char *name = c->name ? c->name : "";
 
 	if (env->mode == LEV_GATECHAIN_COMMAND_SEED) {
-		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), xstrdup("a command seed"), NULL);
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a command seed", NULL);
 		return true;
 	}
 	if (env->mode == LEV_GATECHAIN_TOOL_SEED) {
@@ -161,7 +169,7 @@ static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_g
 			       NULL);
 			return false;
 		}
-		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), xstrdup("a tool seed"), NULL);
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a tool seed", NULL);
 		return true;
 	}
 	if (!ti || !lev_strv_contains(env->offered, ti->name)) {
@@ -175,8 +183,8 @@ static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_g
 		       NULL);
 		return false;
 	}
-	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(AVAILABLE_TOOLS),
-	     xasprintf("stage '%s' offers it", env->stage ? env->stage : "?"), NULL);
+	/* the offered gate never approves a call: its reason is not formatted */
+	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(AVAILABLE_TOOLS), "the stage offers it", NULL);
 	return true;
 }
 
@@ -197,8 +205,7 @@ static bool gate_schema(const struct lev_gatechain_call *c, struct lev_gatechain
 		       xasprintf("[error] invalid arguments for '%s': %s", d->canon, e.msg), NULL);
 		return false;
 	}
-	step(d, LEV_GATE_SCHEMA, LEV_ALLOW, R(SCHEMA), xstrdup("the arguments fit the schema"),
-	     NULL);
+	step(d, LEV_GATE_SCHEMA, LEV_ALLOW, R(SCHEMA), "the arguments fit the schema", NULL);
 	return true;
 }
 
@@ -215,7 +222,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 		       NULL);
 		return;
 	}
-	lev_perm_decide(env->perm, "shell", d->have_sk ? &d->sk : NULL, NULL, &pd);
+	lev_perm_decide(env->perm, lev_tooltable_name(LEV_OP_SHELL), d->have_sk ? &d->sk : NULL, NULL, &pd);
 	if (pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
 		refuse(d, LEV_GATE_SEED, R(SAFE_LIST),
 		       d->have_sk && d->sk.grantable && d->sk.keys
@@ -239,7 +246,7 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 	}
 	d->read_fence = env->kind == LEV_SANDBOX_NONE;
 	d->git_hooks_off = true;
-	step(d, LEV_GATE_SEED, LEV_ALLOW, R(SAFE_LIST), xstrdup(command), NULL);
+	step(d, LEV_GATE_SEED, LEV_ALLOW, R(SAFE_LIST), own(d, xstrdup(command)), NULL);
 }
 
 /* ---- redirect, permission ----------------------------------------------- */
@@ -274,12 +281,12 @@ static int gate_redirect(const struct lev_gatechain_env *env, struct lev_gatecha
 
 		refuse(d, LEV_GATE_REDIRECT, rule,
 		       why[0] == '[' ? xstrdup(why) : xasprintf("[denied] %s", why),
-		       rd.path ? rd.path : rd.target);
+		       own(d, rd.path ? xstrdup(rd.path) : rd.target ? xstrdup(rd.target) : NULL));
 		if (rd.path && !d->path)
 			d->path = xstrdup(rd.path);
 	} else {
 		step(d, LEV_GATE_REDIRECT, LEV_ALLOW, R(WORKDIR),
-		     xstrdup("every redirect stays inside the working directory"), NULL);
+		     "every redirect stays inside the working directory", NULL);
 	}
 	lev_redirect_decision_release(&rd);
 	return 0;
@@ -297,6 +304,7 @@ static void gate_permission(const struct lev_gatechain_env *env, struct lev_gate
 	const struct lev_shellkeys *sk = d->have_sk ? &d->sk : NULL;
 	struct lev_perm_decision pd;
 	struct lev_buf why = LEV_BUF_INIT;
+	const char *rule;
 
 	lev_perm_decide(env->perm, d->canon, sk, env->grants, &pd);
 	(void)lev_perm_describe(&pd, &why);
@@ -319,21 +327,21 @@ static void gate_permission(const struct lev_gatechain_env *env, struct lev_gate
 					   "Landlock read fence, and this kernel has none");
 		}
 	}
+	rule = own(d, lev_buf_detach(&why, NULL));
 	if (pd.verdict == LEV_ALLOW) {
-		step(d, LEV_GATE_PERMISSION, LEV_ALLOW, why.buf, xstrdup(why.buf), NULL);
+		/* the rule is the reason: the permission gate approves unless a later gate does */
+		step(d, LEV_GATE_PERMISSION, LEV_ALLOW, rule, rule, NULL);
 		*approved = perm_chosen(&pd);
 	} else if (pd.verdict == LEV_DENY) {
-		refuse(d, LEV_GATE_PERMISSION, why.buf,
-		       xasprintf("[denied] Tool '%s' is not permitted (%s).", d->canon, why.buf),
-		       NULL);
+		refuse(d, LEV_GATE_PERMISSION, rule,
+		       xasprintf("[denied] Tool '%s' is not permitted (%s).", d->canon, rule), NULL);
 	} else {
-		step(d, LEV_GATE_PERMISSION, LEV_ASK, why.buf,
-		     xasprintf("Tool '%s' needs approval (%s)", d->canon, why.buf), NULL);
+		step(d, LEV_GATE_PERMISSION, LEV_ASK, rule,
+		     own(d, xasprintf("Tool '%s' needs approval (%s)", d->canon, rule)), NULL);
 		d->ask_permission = true;
-		d->perm_why = xstrdup(why.buf);
+		d->perm_why = xstrdup(rule);
 		d->keys = lev_perm_call_keys(d->canon, sk);
 	}
-	lev_buf_release(&why);
 }
 
 /* ---- paths, network ----------------------------------------------------- */
@@ -361,18 +369,18 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 		fd.path = real;
 	}
 	free(d->path);
-	d->path = fd.path ? xstrdup(fd.path) : NULL;
+	d->path = TAKE_PTR(fd.path);
 	if (fd.verdict != LEV_ALLOW) {
 		refuse(d, gate, gate == LEV_GATE_READ_PATHS ? R(READ_PATHS)
 							    : R(CONFINED),
-		       xasprintf("[error] %s", fd.reason ? fd.reason : "refused"), fd.path);
+		       xasprintf("[error] %s", fd.reason ? fd.reason : "refused"), d->path);
 		/* nothing of a refused call is kept open */
 		d->fs = lev_fs_targets_free(d->fs);
 	} else {
 		step(d, gate, LEV_ALLOW, gate == LEV_GATE_READ_PATHS
 						 ? R(READ_PATHS_GRANTED)
 						 : R(CONFINED),
-		     TAKE_PTR(fd.reason), fd.path);
+		     own(d, TAKE_PTR(fd.reason)), d->path);
 		if (gate == LEV_GATE_READ_PATHS)
 			*approved = true;
 	}
@@ -384,29 +392,48 @@ static void gate_network(const struct lev_gatechain_env *env, const struct lev_g
 {
 	const char *url = arg_str(c->args, "url");
 
+	const char *target = own(d, url ? xstrdup(url) : NULL);
+
 	if (!env->network) {
 		refuse(d, LEV_GATE_NETWORK, R(NETWORK_OFF),
 		       xasprintf("[denied] '%s' cannot reach the network: stage '%s' runs with "
 				 "network = false.", d->canon, env->stage ? env->stage : "?"),
-		       url);
+		       target);
 		return;
 	}
-	step(d, LEV_GATE_NETWORK, LEV_ALLOW, R(NETWORK_ON),
-	     xasprintf("stage '%s' runs with network = true", env->stage ? env->stage : "?"), url);
+	/* the network gate never approves a call: its reason is not formatted */
+	step(d, LEV_GATE_NETWORK, LEV_ALLOW, R(NETWORK_ON), "the stage runs with network = true",
+	     target);
 }
 
 /* ---- taint ---------------------------------------------------------------- */
 
-static char *taint_rule_name(const struct lev_gate_decision *t)
+static const char *taint_rule_name(struct lev_gatechain_decision *d, const struct lev_gate_decision *t)
 {
 	switch (t->source) {
 	case LEV_GATE_SRC_ALLOWLIST:
-		return xasprintf("allowlist #%zu", t->rule_index);
+		return own(d, xasprintf("allowlist #%zu", t->rule_index));
 	case LEV_GATE_SRC_RULE:
-		return xasprintf("rule %s", t->rule_name ? t->rule_name : "?");
+		return own(d, xasprintf("rule %s", t->rule_name ? t->rule_name : "?"));
 	default:
-		return xstrdup(lev_gate_source_name(t->source));
+		return lev_gate_source_name(t->source);
 	}
+}
+
+/* The taint gate's one-line reason: it names the levels, not the run's regions
+ * (`lev check` has none). */
+static const char *taint_reason(struct lev_gatechain_decision *d)
+{
+	struct lev_buf desc = LEV_BUF_INIT;
+	char *regions = d->taint.regions;
+	const char *line;
+
+	d->taint.regions = NULL;
+	(void)lev_gate_describe(&d->taint, &desc);
+	d->taint.regions = regions;
+	line = own(d, one_line(desc.buf));
+	lev_buf_release(&desc);
+	return line;
 }
 
 static char *joined(char *const *v)
@@ -428,24 +455,23 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 		.taint = env->taint_level,
 	};
 	struct lev_tool_class cls;
-	_cleanup_free_ char *rule = NULL;
-	struct lev_buf desc = LEV_BUF_INIT;
+	const char *rule;
 	int r;
 
 	if (d->tool->kind == LEV_TOOL_SHELL && env->taint_enabled && env->shell_offline) {
 		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(OFFLINE),
-		     xstrdup("taint: not outbound: the stage's sandbox has no network"), NULL);
+		     "taint: not outbound: the stage's sandbox has no network", NULL);
 		return 0;
 	}
 	if (!env->taint_enabled || !env->taint) {
 		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(TAINT_DISABLED),
-		     xstrdup("taint: taint tracking is off for this agent"), NULL);
+		     "taint: taint tracking is off for this agent", NULL);
 		return 0;
 	}
 	lev_gate_classify(env->taint, d->canon, &cls);
 	if (cls.direction != LEV_DIR_OUTBOUND) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND),
-		     xstrdup("taint: the tool is not outbound"), NULL);
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND), "taint: the tool is not outbound",
+		     NULL);
 		return 0;
 	}
 	r = lev_gate_check(env->taint, &gc, &d->taint, err);
@@ -457,24 +483,17 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 	d->ran_taint = true;
 	free(d->host);
 	d->host = joined(d->taint.targets);
-	rule = taint_rule_name(&d->taint);
-	{
-		/* the reason names the levels, not the run's regions: `lev check` has none */
-		char *regions = d->taint.regions;
-
-		d->taint.regions = NULL;
-		(void)lev_gate_describe(&d->taint, &desc);
-		d->taint.regions = regions;
-	}
+	rule = taint_rule_name(d, &d->taint);
 	if (d->taint.result == LEV_GATE_ALLOWED) {
 		step(d, LEV_GATE_TAINT, LEV_ALLOW, rule,
-		     xasprintf("taint: %s", lev_gate_source_name(d->taint.source)), d->host);
+		     own(d, xasprintf("taint: %s", lev_gate_source_name(d->taint.source))),
+		     d->host);
 		if (d->taint.source == LEV_GATE_SRC_ALLOWLIST || d->taint.source == LEV_GATE_SRC_RULE ||
 		    d->taint.source == LEV_GATE_SRC_YOLO || d->taint.source == LEV_GATE_SRC_USER_ONCE ||
 		    d->taint.source == LEV_GATE_SRC_USER_RUN)
 			*approved = true;
 	} else if (d->taint.result == LEV_GATE_NEEDS_USER) {
-		step(d, LEV_GATE_TAINT, LEV_ASK, rule, one_line(desc.buf), d->host);
+		step(d, LEV_GATE_TAINT, LEV_ASK, rule, taint_reason(d), d->host);
 		d->ask_taint = true;
 	} else {
 		struct lev_buf full = LEV_BUF_INIT;
@@ -487,11 +506,9 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 					   "to permit it.", full.buf),
 		       d->host);
 		/* the one-line reason without the run's regions, as for an ask */
-		free(d->steps[LEV_GATE_TAINT].reason);
-		d->steps[LEV_GATE_TAINT].reason = one_line(desc.buf);
+		d->steps[LEV_GATE_TAINT].reason = taint_reason(d);
 		lev_buf_release(&full);
 	}
-	lev_buf_release(&desc);
 	return 0;
 }
 
@@ -509,8 +526,8 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 		s = &d->steps[g];
 		d->verdict = LEV_ASK;
 		d->gate = g;
-		d->rule = xstrdup(s->rule ? s->rule : "");
-		d->reason = xstrdup(s->reason ? s->reason : "");
+		d->rule = s->rule ? s->rule : "";
+		d->reason = s->reason ? s->reason : "";
 		if (g == LEV_GATE_PERMISSION) {
 			d->text = xasprintf("[denied] Tool '%s' needs approval (%s) and nobody can "
 					    "answer here; the user can allow it with --allow %s.",
@@ -526,8 +543,8 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 	d->verdict = LEV_ALLOW;
 	d->gate = approver;
 	s = &d->steps[approver];
-	d->rule = s->rule ? xstrdup(s->rule) : NULL;
-	d->reason = xstrdup(s->reason ? s->reason : "every gate allows it");
+	d->rule = s->rule;
+	d->reason = s->reason ? s->reason : "every gate allows it";
 }
 
 int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
@@ -600,8 +617,8 @@ done:
 	if (d->verdict == LEV_DENY) {
 		const struct lev_gatechain_step *s = &d->steps[d->gate];
 
-		d->rule = s->rule ? xstrdup(s->rule) : NULL;
-		d->reason = xstrdup(s->reason ? s->reason : "refused");
+		d->rule = s->rule;
+		d->reason = s->reason ? s->reason : "refused";
 		d->fs = lev_fs_targets_free(d->fs);
 	}
 	return r;
@@ -635,8 +652,8 @@ char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_sta
 			offered = lev_strv_push(offered, ti->name);
 	}
 	if ((st->require_output || st->mode == LEV_MODE_OUTPUT) &&
-	    !lev_strv_contains(offered, "submit_output"))
-		offered = lev_strv_push(offered, "submit_output");
+	    !lev_strv_contains(offered, lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT)))
+		offered = lev_strv_push(offered, lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT));
 	for (char **t = offered; t && *t; t++)
 		(void)lev_buf_addf(&b, "%s%s", b.len ? ", " : "", *t);
 	*list = lev_buf_detach(&b, NULL);

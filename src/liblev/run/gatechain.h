@@ -38,7 +38,8 @@
  * is read), at the gate of its first refused path; the same in both.
  *
  * Ownership: the record owns its strings, shell keys, fs targets (fds) and
- * taint decision; release it with lev_gatechain_decision_release().  The
+ * taint decision; release it with lev_gatechain_decision_release().  Its
+ * rule, reason and steps borrow from it: copy what outlives it.  The
  * environment is borrowed.  Nothing here asks, prints or runs a tool.
  */
 #pragma once
@@ -152,20 +153,29 @@ struct lev_gatechain_call {
 	const char *parse_error;		/* why ARGS is NULL */
 };
 
-/* One gate's say. */
+/*
+ * One gate's say.  The strings are borrowed: static text, or text the
+ * record owns (lev_gatechain_decision.own), valid until it is released.
+ * A gate that lets a call pass without being able to approve it (offered,
+ * schema, redirect, workdir, network, a taint gate that does not apply)
+ * gives a fixed reason; only the texts somebody reads are formatted.
+ */
 struct lev_gatechain_step {
 	bool ran;
 	enum lev_verdict verdict;
-	char *rule;				/* owned: what decided within the gate */
-	char *reason;				/* owned: one line, or NULL */
-	char *target;				/* owned: what the gate looked at, or NULL */
+	const char *rule;			/* what decided within the gate */
+	const char *reason;			/* one line, or NULL */
+	const char *target;			/* what the gate looked at, or NULL */
 };
+
+/* The most strings a record owns: at most three per gate, and one for the text. */
+#define LEV_GATECHAIN_OWN_MAX (3 * _LEV_GATE_ID_MAX + 1)
 
 struct lev_gatechain_decision {
 	enum lev_verdict verdict;		/* ALLOW, ASK or DENY */
 	enum lev_gate_id gate;			/* the gate that decided (or approved) */
-	char *rule;				/* owned: the rule within that gate */
-	char *reason;				/* owned: one line, never NULL */
+	const char *rule;			/* the rule within that gate (its step's) */
+	const char *reason;			/* one line, never NULL (its step's) */
 	char *text;				/* owned: what the model gets when refused
 						 * (with its "[denied] " style prefix) */
 	const struct lev_tool_info *tool;	/* the entry, or NULL (unknown tool) */
@@ -190,6 +200,10 @@ struct lev_gatechain_decision {
 	struct lev_fs_targets *fs;		/* owned: a file tool's opened paths */
 	char *path;				/* owned: a file tool's real path */
 	char *host;				/* owned: a network tool's target(s) */
+
+	/* the strings the steps borrow (freed with the record) */
+	char *own[LEV_GATECHAIN_OWN_MAX];
+	size_t n_own;
 };
 
 void lev_gatechain_decision_release(struct lev_gatechain_decision *d);

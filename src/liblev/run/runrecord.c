@@ -32,7 +32,12 @@ struct lev_runrecord {
 	char **secrets;
 	bool finished;
 	struct lev_buf audit_pending;	/* audit lines not yet written */
+	struct lev_buf body;		/* an event's JSON (reused) */
+	struct lev_buf line;		/* the line being written (reused) */
 };
+
+/* A reused buffer above this size is given back rather than kept for the next line. */
+#define SCRATCH_KEEP ((size_t)64 << 10)
 
 json_t *lev_json_text(const char *s, size_t len)
 {
@@ -126,7 +131,23 @@ static void timestamp(char *buf, size_t size)
 			 tm.tm_sec);
 		cached_sec = ts.tv_sec;
 	}
-	snprintf(buf, size, "%s.%03dZ", cached, (int)(ts.tv_nsec / 1000000) % 1000);
+	{
+		/* "<cached>.mmmZ", without a printf per line */
+		size_t n = strlen(cached);
+		int ms = (int)(ts.tv_nsec / 1000000) % 1000;
+
+		if (n + 6 > size) {
+			snprintf(buf, size, "%s.%03dZ", cached, ms);
+			return;
+		}
+		memcpy(buf, cached, n);
+		buf[n] = '.';
+		buf[n + 1] = (char)('0' + ms / 100);
+		buf[n + 2] = (char)('0' + ms / 10 % 10);
+		buf[n + 3] = (char)('0' + ms % 10);
+		buf[n + 4] = 'Z';
+		buf[n + 5] = '\0';
+	}
 }
 
 static int open_new(int dir_fd, const char *dir, const char *name, int *fd_out,
@@ -179,6 +200,8 @@ int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struc
 	rr = xcalloc(1, sizeof(*rr));
 	rr->dir_fd = rr->events_fd = rr->audit_fd = -1;
 	lev_buf_init(&rr->audit_pending, (size_t)64 << 20);
+	lev_buf_init(&rr->body, SIZE_MAX / 2);	/* append_body caps the line */
+	lev_buf_init(&rr->line, LEV_RUNRECORD_LINE_MAX + 256);
 	for (tries = 0;; tries++) {
 		rr->id = lev_run_id_new();
 		rr->dir = lev_path_join(runs_dir, rr->id);
@@ -221,6 +244,8 @@ struct lev_runrecord *lev_runrecord_free(struct lev_runrecord *rr)
 		return NULL;
 	(void)lev_runrecord_flush(rr, NULL);
 	lev_buf_release(&rr->audit_pending);
+	lev_buf_release(&rr->body);
+	lev_buf_release(&rr->line);
 	if (rr->events_fd >= 0)
 		close(rr->events_fd);
 	if (rr->audit_fd >= 0)
@@ -259,6 +284,37 @@ static void redact(const struct lev_runrecord *rr, char *s)
 		lev_redact_secret(s, *p);
 }
 
+/* {"ts":"TS","seq":SEQ - the head of every line */
+static int add_head(struct lev_buf *b, const char *ts, uint64_t seq)
+{
+	char num[24];
+	size_t i = sizeof(num);
+	int r;
+
+	do {
+		num[--i] = (char)('0' + seq % 10);
+		seq /= 10;
+	} while (seq);
+	r = lev_buf_add(b, "{\"ts\":\"", 7);
+	if (r == 0)
+		r = lev_buf_adds(b, ts);
+	if (r == 0)
+		r = lev_buf_add(b, "\",\"seq\":", 8);
+	if (r == 0)
+		r = lev_buf_add(b, num + i, sizeof(num) - i);
+	return r;
+}
+
+/* Empty the reused buffer B, and give its memory back when one long line made it large. */
+static void scratch_done(struct lev_buf *b)
+{
+	if (b->alloc > SCRATCH_KEEP) {
+		lev_buf_release(b);
+		lev_buf_init(b, b->max);
+	}
+	lev_buf_reset(b);
+}
+
 /*
  * Serialise OBJ with "ts" and "seq" first, redact, and append one line to
  * FD.  The line is written with a single write(2) on an O_APPEND fd, so it
@@ -268,49 +324,50 @@ static int append_body(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 		       const char *body, size_t body_len, const char *event, const char *file,
 		       char **line_out, struct lev_err *err)
 {
-	struct lev_buf line = LEV_BUF_INIT_MAX(LEV_RUNRECORD_LINE_MAX + 256);
+	struct lev_buf *line = &rr->line;	/* reused: emptied, and freed when it grew large */
 	char ts[80];
 	int r;
 
+	lev_buf_reset(line);
 	timestamp(ts, sizeof(ts));
 	(*seq)++;
-	(void)lev_buf_grow(&line, body_len < LEV_RUNRECORD_LINE_MAX ? body_len + 96 : 256);
-	r = lev_buf_addf(&line, "{\"ts\":\"%s\",\"seq\":%llu", ts, (unsigned long long)*seq);
+	(void)lev_buf_grow(line, body_len < LEV_RUNRECORD_LINE_MAX ? body_len + 96 : 256);
+	r = add_head(line, ts, *seq);
 	if (r == 0 && body_len > LEV_RUNRECORD_LINE_MAX) {
-		r = lev_buf_adds(&line, ",\"event\":");
+		r = lev_buf_adds(line, ",\"event\":");
 		if (r == 0)
-			r = lev_buf_add_json_str(&line, event ? event : "unknown",
+			r = lev_buf_add_json_str(line, event ? event : "unknown",
 						 strlen(event ? event : "unknown"));
 		if (r == 0)
-			r = lev_buf_addf(&line, ",\"truncated\":true,\"bytes\":%zu}", body_len);
+			r = lev_buf_addf(line, ",\"truncated\":true,\"bytes\":%zu}", body_len);
 	} else if (r == 0) {
 		if (body_len > 2)
-			r = lev_buf_addch(&line, ',');
+			r = lev_buf_addch(line, ',');
 		if (r == 0)
-			r = lev_buf_add(&line, body + 1, body_len - 1);	/* drop the '{' */
+			r = lev_buf_add(line, body + 1, body_len - 1);	/* drop the '{' */
 	}
 	if (r < 0) {
-		lev_buf_release(&line);
+		scratch_done(line);
 		return lev_err_set(err, r, "a line for '%s' is too long", file);
 	}
 	if (rr->secrets) {
-		redact(rr, line.buf);
-		line.len = strlen(line.buf);
+		redact(rr, line->buf);
+		line->len = strlen(line->buf);
 	}
 	if (line_out)
-		*line_out = xstrdup(line.buf);
-	r = lev_buf_addch(&line, '\n');
+		*line_out = xstrdup(line->buf);
+	r = lev_buf_addch(line, '\n');
 	if (r == 0 && pending) {
-		r = lev_buf_add(pending, line.buf, line.len);
+		r = lev_buf_add(pending, line->buf, line->len);
 	} else if (r == 0) {
-		ssize_t n = write(fd, line.buf, line.len);
+		ssize_t n = write(fd, line->buf, line->len);
 
 		if (n < 0)
 			r = -errno;
-		else if ((size_t)n != line.len)
+		else if ((size_t)n != line->len)
 			r = -ENOSPC;
 	}
-	lev_buf_release(&line);
+	scratch_done(line);
 	if (r < 0) {
 		if (line_out) {
 			free(*line_out);
@@ -321,20 +378,155 @@ static int append_body(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 	return 0;
 }
 
+/*
+ * The JSON text json_dumps(V, JSON_COMPACT | JSON_ENSURE_ASCII) gives, byte
+ * for byte, appended to B without building it through jansson's per-byte
+ * callbacks (the record writes several events per tool call).  Returns
+ * false for what it does not write itself - a real number, invalid UTF-8,
+ * nesting deeper than JSON_DEPTH - and the caller uses json_dumps().
+ */
+#define JSON_DEPTH 64
+
+/* "\uXXXX" for the UTF-16 unit V at U, upper-case hex as jansson writes it */
+static void put_u(char *u, uint32_t v)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	u[0] = '\\';
+	u[1] = 'u';
+	u[2] = hex[(v >> 12) & 15];
+	u[3] = hex[(v >> 8) & 15];
+	u[4] = hex[(v >> 4) & 15];
+	u[5] = hex[v & 15];
+}
+
+static bool add_json_string(struct lev_buf *b, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	(void)lev_buf_addch(b, '"');
+	while (i < len) {
+		size_t j = i, n;
+		uint32_t cp;
+		char u[12];
+
+		/* a run that needs no escape, in one piece (DEL is not escaped) */
+		while (j < len && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\')
+			j++;
+		if (j > i) {
+			(void)lev_buf_add(b, s + i, j - i);
+			i = j;
+			continue;
+		}
+		switch (p[i]) {
+		case '"': (void)lev_buf_add(b, "\\\"", 2); i++; continue;
+		case '\\': (void)lev_buf_add(b, "\\\\", 2); i++; continue;
+		case '\b': (void)lev_buf_add(b, "\\b", 2); i++; continue;
+		case '\f': (void)lev_buf_add(b, "\\f", 2); i++; continue;
+		case '\n': (void)lev_buf_add(b, "\\n", 2); i++; continue;
+		case '\r': (void)lev_buf_add(b, "\\r", 2); i++; continue;
+		case '\t': (void)lev_buf_add(b, "\\t", 2); i++; continue;
+		default:
+			break;
+		}
+		n = lev_utf8_decode(p + i, len - i, &cp);
+		if (!n)
+			return false;	/* jansson refuses it too: its own error */
+		if (cp >= 0x10000) {
+			put_u(u, 0xd800 + ((cp - 0x10000) >> 10));
+			put_u(u + 6, 0xdc00 + ((cp - 0x10000) & 0x3ff));
+			(void)lev_buf_add(b, u, 12);
+		} else {
+			put_u(u, cp);
+			(void)lev_buf_add(b, u, 6);
+		}
+		i += n;
+	}
+	(void)lev_buf_addch(b, '"');
+	return true;
+}
+
+static bool add_json(struct lev_buf *b, const json_t *v, unsigned depth)
+{
+	const char *key;
+	const json_t *m;
+	size_t i;
+	void *it;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		if (depth >= JSON_DEPTH)
+			return false;
+		(void)lev_buf_addch(b, '{');
+		i = 0;
+		for (it = json_object_iter((json_t *)v); it;
+		     it = json_object_iter_next((json_t *)v, it), i++) {
+			key = json_object_iter_key(it);
+			if (i)
+				(void)lev_buf_addch(b, ',');
+			if (!add_json_string(b, key, json_object_iter_key_len(it)))
+				return false;
+			(void)lev_buf_addch(b, ':');
+			if (!add_json(b, json_object_iter_value(it), depth + 1))
+				return false;
+		}
+		(void)lev_buf_addch(b, '}');
+		return true;
+	case JSON_ARRAY:
+		if (depth >= JSON_DEPTH)
+			return false;
+		(void)lev_buf_addch(b, '[');
+		json_array_foreach(v, i, m) {
+			if (i)
+				(void)lev_buf_addch(b, ',');
+			if (!add_json(b, m, depth + 1))
+				return false;
+		}
+		(void)lev_buf_addch(b, ']');
+		return true;
+	case JSON_STRING:
+		return add_json_string(b, json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		(void)lev_buf_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return true;
+	case JSON_TRUE:
+		(void)lev_buf_add(b, "true", 4);
+		return true;
+	case JSON_FALSE:
+		(void)lev_buf_add(b, "false", 5);
+		return true;
+	case JSON_NULL:
+		(void)lev_buf_add(b, "null", 4);
+		return true;
+	default:
+		return false;	/* a real: jansson's own formatting */
+	}
+}
+
 static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending, uint64_t *seq,
 		       const json_t *obj, const char *file, char **line_out, struct lev_err *err)
 {
-	_cleanup_free_ char *body = NULL;
+	struct lev_buf *body = &rr->body;	/* reused, as the line is */
 	const json_t *ev;
+	int r;
 
 	if (!json_is_object(obj))
 		return lev_err_set(err, -EINVAL, "a record line must be a JSON object");
-	body = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
-	if (!body)
-		return lev_err_set(err, -ENOMEM, "cannot serialise a record line");
+	if (!add_json(body, obj, 0)) {
+		char *text = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+		lev_buf_reset(body);
+		if (!text)
+			return lev_err_set(err, -ENOMEM, "cannot serialise a record line");
+		(void)lev_buf_adds(body, text);
+		free(text);
+	}
 	ev = json_object_get(obj, "event");
-	return append_body(rr, fd, pending, seq, body, strlen(body),
-			   json_is_string(ev) ? json_string_value(ev) : NULL, file, line_out, err);
+	r = append_body(rr, fd, pending, seq, body->buf, body->len,
+			json_is_string(ev) ? json_string_value(ev) : NULL, file, line_out, err);
+	scratch_done(body);
+	return r;
 }
 
 int lev_runrecord_flush(struct lev_runrecord *rr, struct lev_err *err)
@@ -388,27 +580,26 @@ static void audit_field(struct lev_buf *b, const char *key, const char *s, bool 
  */
 int lev_runrecord_audit(struct lev_runrecord *rr, const struct lev_audit *a, struct lev_err *err)
 {
-	struct lev_buf b = LEV_BUF_INIT_MAX(SIZE_MAX / 2);	/* append_body caps the line */
+	struct lev_buf *b = &rr->body;	/* reused; append_body caps the line */
 	int r;
 
-	(void)lev_buf_grow(&b, 384);
-	(void)lev_buf_addch(&b, '{');
-	audit_field(&b, "stage", a->stage, false);
-	audit_field(&b, "call", a->call_id, false);
-	audit_field(&b, "tool", a->tool, false);
-	audit_field(&b, "gate", a->gate, false);
-	audit_field(&b, "rule", a->rule, true);
-	audit_field(&b, "decision", a->decision, false);
-	(void)lev_buf_adds(&b, a->asked ? ",\"asked\":true" : ",\"asked\":false");
-	audit_field(&b, "answer", a->answer, false);
-	audit_field(&b, "target", a->target, true);
-	audit_field(&b, "taint", a->has_taint ? lev_level_name(a->taint) : NULL, true);
-	audit_field(&b, "clearance", a->has_clearance ? lev_level_name(a->clearance) : NULL, true);
-	audit_field(&b, "reason", a->reason, false);
-	(void)lev_buf_addch(&b, '}');
-	r = append_body(rr, rr->audit_fd, &rr->audit_pending, &rr->audit_seq, b.buf, b.len, NULL,
+	(void)lev_buf_addch(b, '{');
+	audit_field(b, "stage", a->stage, false);
+	audit_field(b, "call", a->call_id, false);
+	audit_field(b, "tool", a->tool, false);
+	audit_field(b, "gate", a->gate, false);
+	audit_field(b, "rule", a->rule, true);
+	audit_field(b, "decision", a->decision, false);
+	(void)lev_buf_adds(b, a->asked ? ",\"asked\":true" : ",\"asked\":false");
+	audit_field(b, "answer", a->answer, false);
+	audit_field(b, "target", a->target, true);
+	audit_field(b, "taint", a->has_taint ? lev_level_name(a->taint) : NULL, true);
+	audit_field(b, "clearance", a->has_clearance ? lev_level_name(a->clearance) : NULL, true);
+	audit_field(b, "reason", a->reason, false);
+	(void)lev_buf_addch(b, '}');
+	r = append_body(rr, rr->audit_fd, &rr->audit_pending, &rr->audit_seq, b->buf, b->len, NULL,
 			"audit.jsonl", NULL, err);
-	lev_buf_release(&b);
+	scratch_done(b);
 	return r;
 }
 

@@ -1874,8 +1874,16 @@ static char *allow_reason(const struct lev_fs_ctx *c, const char *path, const st
 	_cleanup_free_ char *p = disp(path);
 	long di, gi;
 
-	if (t->gate == LEV_FS_GATE_WORKDIR)
-		return msgf("'%s' is inside the working directory", p);
+	if (t->gate == LEV_FS_GATE_WORKDIR) {
+		/* every call inside the workdir says so: put together without printf */
+		struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
+
+		(void)lev_buf_grow(&b, strlen(p) + 40);
+		(void)lev_buf_addch(&b, '\'');
+		(void)lev_buf_adds(&b, p);
+		(void)lev_buf_adds(&b, "' is inside the working directory");
+		return lev_buf_detach(&b, NULL);
+	}
 	di = lev_readpaths_find(c->declared, t->real);
 	gi = lev_readpaths_find(c->grants, t->real);
 	if (c->allow_blueprint && gi < 0)
@@ -1890,7 +1898,7 @@ static char *allow_reason(const struct lev_fs_ctx *c, const char *path, const st
 struct lev_fs_targets {
 	bool write;
 	size_t n;
-	struct target *t;	/* one per path of the call, in order */
+	struct target *t;	/* one per path of the call, in order (allocated with the struct) */
 	char **paths;		/* the paths as given */
 };
 
@@ -1900,7 +1908,6 @@ struct lev_fs_targets *lev_fs_targets_free(struct lev_fs_targets *ts)
 		return NULL;
 	for (size_t i = 0; i < ts->n; i++)
 		target_release(&ts->t[i]);
-	free(ts->t);
 	lev_strv_free(ts->paths);
 	free(ts);
 	return NULL;
@@ -2001,10 +2008,12 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bo
 			return lev_err_set(err, LEV_EUSAGE, "%s", bad);
 		}
 	}
-	ts = xcalloc(1, sizeof(*ts));
+	i = lev_strv_len(paths);
+	/* the targets in the same allocation as the struct: one per call */
+	ts = xcalloc(1, sizeof(*ts) + i * sizeof(*ts->t));
 	ts->write = is_write_tool(tool);
-	ts->n = lev_strv_len(paths);
-	ts->t = xcalloc(ts->n, sizeof(*ts->t));
+	ts->n = i;
+	ts->t = (struct target *)(ts + 1);
 	ts->paths = paths;
 	for (i = 0; i < ts->n; i++) {
 		if (ts->write)

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Instructions per gated call, old binary and new, counted by callgrind: the
+# load-independent twin of bench/run-gates.sh (whose microseconds move by
+# tens of percent on a shared machine).
+#
+# usage: bench/cg-gates.sh OLD_BUILD NEW_BUILD [N]	(default N = 400)
+#
+# Runs each build's bench-gates under `valgrind --tool=callgrind`, counting
+# only inside lev_agent_dispatch() (the gate chain, the tool on the fds the
+# path gate opened, the record), with one dump per bench-gates row, and
+# prints the instructions per call of the three rows: no record and taint
+# off; taint on; taint on and the run record on.  Nothing is asserted.
+set -eu
+
+old=${1:?usage: bench/cg-gates.sh OLD_BUILD NEW_BUILD [N]}
+new=${2:?usage: bench/cg-gates.sh OLD_BUILD NEW_BUILD [N]}
+n=${3:-400}
+
+if ! command -v valgrind >/dev/null 2>&1; then
+	echo "cg-gates: valgrind is not installed" >&2
+	exit 1
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cg-gates.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# bench-gates makes 9 rounds of N calls per row, N/4 for the record row
+calls1=$((9 * n))
+q=$((n / 4))
+[ "$q" -gt 0 ] || q=1
+calls3=$((9 * q))
+
+for which in old new; do
+	if [ "$which" = old ]; then b=$old; else b=$new; fi
+	if [ ! -x "$b/bench/bench-gates" ]; then
+		echo "cg-gates: $b/bench/bench-gates is missing (configure with -Dbench=true)" >&2
+		exit 1
+	fi
+	valgrind --tool=callgrind --callgrind-out-file="$tmp/$which.out" \
+		--dump-before=measure --toggle-collect=lev_agent_dispatch \
+		"$b/bench/bench-gates" "$n" >/dev/null 2>"$tmp/$which.log"
+	# dumps: .1 before the first row (empty), .2 row 1, .3 row 2, the final file row 3
+	r1=$(sed -n 's/^totals: //p' "$tmp/$which.out.2")
+	r2=$(sed -n 's/^totals: //p' "$tmp/$which.out.3")
+	r3=$(sed -n 's/^totals: //p' "$tmp/$which.out")
+	awk -v w="$which" -v a="$r1" -v b="$r2" -v c="$r3" -v n1="$calls1" -v n3="$calls3" 'BEGIN {
+		printf "%-4s instructions per call: no record, taint off %7.0f   taint on %7.0f" \
+		       "   run record on %7.0f\n", w, a / n1, b / n1, c / n3 }'
+done
