@@ -208,6 +208,7 @@ static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid
 	} else if (dup2(fd, LEV_WORKER_FD) < 0) {
 		_exit(127);
 	}
+	close_range(LEV_WORKER_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 		_exit(127);
