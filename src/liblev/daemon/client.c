@@ -29,13 +29,14 @@ int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err)
 		return r;
 	}
 	r = lev_proto_send(fd, req, err);
+	if (r == 0)
+		r = lev_proto_recv(fd, &m, err);
+	/* a daemon refuses a peer (or a message) by closing the connection */
+	if (r == -EPIPE || r == -ECONNRESET || (r == 0 && !m))
+		return lev_err_set(err, -EPIPE, "the daemon closed the connection without a reply "
+						"(see its log)");
 	if (r < 0)
 		return r;
-	r = lev_proto_recv(fd, &m, err);
-	if (r < 0)
-		return lev_err_wrap(err, "the daemon's reply");
-	if (!m)
-		return lev_err_set(err, -EPIPE, "the daemon closed the connection without a reply");
 	if (!json_is_true(json_object_get(m, "ok"))) {
 		const char *e = lev_json_str(m, "error");
 
