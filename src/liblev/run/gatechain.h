@@ -1,7 +1,7 @@
 /*
  * gatechain.h - the one place a tool call is decided.
  *
- * `lev run` (agent.c: model calls, tool seeds, command seeds) and
+ * `lev run` (agent-call.c and agent-seed.c: model calls, tool seeds, command seeds) and
  * `lev check` (check.c) both put a call to lev_gatechain_decide() and act
  * on the record it returns; neither walks the gates itself.  The gates, in
  * order:

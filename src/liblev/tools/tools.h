@@ -6,7 +6,7 @@
  *	shell (alias bash)					below, through sandbox.h
  *	web_fetch http_post web_search				tools-net.h
  *	submit_output context_write context_append context_read	inline: the runtime
- *	current_time						(agent.c) runs them
+ *	current_time						(agent-call.c) runs them
  *	ask_user_text ask_user_choice ask_user_confirm		questions for the user,
  *								through the front end
  *

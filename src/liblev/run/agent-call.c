@@ -1,0 +1,774 @@
+/*
+ * agent-call.c - one tool call through the gate chain, asks and execution (see agent-internal.h).
+ */
+#include "liblev/run/agent-internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/policy/perm-config.h"
+#include "liblev/run/context.h"
+#include "liblev/run/runrecord.h"
+#include "liblev/tools/tools-net.h"
+
+/* ---- the gates ----------------------------------------------------------- */
+
+/* The first line of S, at most 120 bytes (caller frees). */
+static char *first_line(const char *s)
+{
+	size_t n = strcspn(s, "\n");
+
+	if (n > 120)
+		return xasprintf("%.*s...", 117, s);
+	return xstrndup(s, n);
+}
+
+const char *agent_arg_str(const json_t *args, const char *key)
+{
+	const json_t *v = args ? json_object_get(args, key) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* What the permission prompt shows after the tool name (the entry says which argument). */
+static char *call_detail(const struct lev_tool_info *ti, const json_t *args)
+{
+	const char *s = NULL;
+
+	if (ti && ti->detail_arg)
+		s = agent_arg_str(args, ti->detail_arg);
+	if (!s && ti && ti->detail_arg2)
+		s = agent_arg_str(args, ti->detail_arg2);
+	return s ? first_line(s) : NULL;
+}
+
+/* "k1, k2, k3 +N more" */
+static char *keys_label(char *const *keys)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	size_t n = lev_strv_len(keys);
+
+	for (size_t i = 0; i < n && i < 3; i++) {
+		if (i)
+			(void)lev_buf_adds(&b, ", ");
+		(void)lev_buf_adds(&b, keys[i]);
+	}
+	if (n > 3)
+		(void)lev_buf_addf(&b, " +%zu more", n - 3);
+	return lev_buf_detach(&b, NULL);
+}
+
+/* The record's status says when the run waits for the person at the terminal. */
+static void set_waiting(struct lev_agent *a, bool waiting)
+{
+	if (a->rec)
+		(void)lev_runrecord_status(a->rec, waiting ? "waiting" : "running", NULL);
+}
+
+static enum lev_ask_answer ask(struct lev_agent *a, const struct lev_ask *q)
+{
+	enum lev_ask_answer ans;
+
+	/* a seed runs before the run has anyone to ask (lint says so too) */
+	if (!a->o.hooks.ask || agent_cancelled(a) || a->seeding)
+		return LEV_ANSWER_NONE;
+	set_waiting(a, true);
+	ans = a->o.hooks.ask(a->o.hooks.data, q);
+	set_waiting(a, false);
+	return ans;
+}
+
+struct call_state {
+	const struct lev_tool_call *call;
+	const char *tool;		/* canonical, or the name as sent */
+	const struct lev_tool_info *ti;
+	const json_t *args;
+	struct lev_call_decision *dec;
+	struct lev_tool_output *out;
+	struct lev_gatechain_decision gd;	/* the chain's record */
+};
+
+/* The chain's environment for the current stage. */
+void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const char *home,
+		      struct lev_gatechain_env *env)
+{
+	const struct stage_rt *s = &a->stages[a->cur];
+
+	memset(env, 0, sizeof(*env));
+	env->tools = a->tools;
+	env->stage = s->st->name;
+	env->offered = s->offered;
+	env->offered_list = s->offered_list;
+	env->mode = mode;
+	env->seed_commands = a->cfg->allow_seed_commands && !a->o.no_seed_commands;
+	env->seed_off_why = a->o.no_seed_commands ? "--no-seed-commands"
+						  : "[security] allow_seed_commands = false";
+	env->perm = mode == LEV_GATECHAIN_COMMAND_SEED ? &a->safe_only : &a->perms[a->cur].in;
+	env->grants = mode == LEV_GATECHAIN_COMMAND_SEED ? NULL : &a->grants;
+	env->fs = a->fs;
+	env->home = home;
+	env->kind = s->eff.kind;
+	env->network = s->eff.network;
+	env->shell_offline = lev_gatechain_shell_offline(&s->eff, s->sb);
+	env->landlock = a->landlock;
+	/* the write fence: what the stage's sandbox actually has in force */
+	env->fenced = lev_gatechain_fenced(&s->eff, s->sb);
+	env->taint = a->gate;
+	env->taint_enabled = a->taint_enabled;
+	env->taint_ctx = lev_context_taint(a->ctx);
+	env->taint_level = lev_context_taint_level(a->ctx);
+}
+
+/* One audit line per gate the chain ran (asks are recorded with their answer). */
+void agent_audit_steps(struct lev_agent *a, const char *call_id, const char *tool,
+			const struct lev_gatechain_decision *gd, const char *target)
+{
+	for (size_t g = 1; g < _LEV_GATE_ID_MAX; g++) {
+		const struct lev_gatechain_step *st = &gd->steps[g];
+		bool taint = g == LEV_GATE_TAINT && gd->ran_taint;
+
+		if (!st->ran || st->verdict == LEV_ASK)
+			continue;
+		agent_audit(a, &(struct audit_line){
+			.call_id = call_id, .tool = tool, .gate = lev_gate_id_name(g),
+			.rule = st->rule, .allowed = st->verdict == LEV_ALLOW,
+			.target = target ? target : st->target,
+			.reason = st->verdict == LEV_DENY ? st->reason
+				  : taint ? gd->taint.target_error : NULL,
+			.has_clearance = taint, .clearance = taint ? gd->taint.clearance : 0 });
+	}
+}
+
+/* The call's final decision from the chain's record; TEXT (when refused) goes to the model. */
+static void conclude(struct call_state *cs, bool allowed, const char *text)
+{
+	cs->dec->allowed = allowed;
+	cs->dec->verdict = cs->gd.verdict;
+	cs->dec->taint = cs->gd.taint_level;
+	cs->dec->gate = lev_gate_id_name(cs->gd.gate);
+	free(cs->dec->rule);
+	cs->dec->rule = cs->gd.rule ? xstrdup(cs->gd.rule) : NULL;
+	free(cs->dec->reason);
+	cs->dec->reason = cs->gd.reason ? xstrdup(cs->gd.reason) : NULL;
+	if (!allowed)
+		lev_tool_output_set(cs->out, text ? text : "[denied] refused", true);
+}
+
+static enum lev_gate_answer taint_answer(enum lev_ask_answer ans)
+{
+	switch (ans) {
+	case LEV_ANSWER_ONCE:
+	case LEV_ANSWER_STAGE:
+		return LEV_GATE_ANSWER_ONCE;
+	case LEV_ANSWER_RUN:
+		return LEV_GATE_ANSWER_RUN;
+	case LEV_ANSWER_DENY:
+		return LEV_GATE_ANSWER_DENY;
+	default:
+		return LEV_GATE_ANSWER_NONE;
+	}
+}
+
+/* One audit line per gate that asked, with the answer (NONE: nobody was asked). */
+static void audit_asks(struct lev_agent *a, const struct call_state *cs, enum lev_ask_answer ans)
+{
+	const struct lev_gatechain_decision *gd = &cs->gd;
+	bool yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
+	static const enum lev_gate_id asking[] = { LEV_GATE_PERMISSION, LEV_GATE_TAINT };
+
+	for (size_t i = 0; i < ARRAY_SIZE(asking); i++) {
+		enum lev_gate_id g = asking[i];
+		const struct lev_gatechain_step *st = &gd->steps[g];
+
+		if (!st->ran || st->verdict != LEV_ASK)
+			continue;
+		agent_audit(a, &(struct audit_line){
+			.call_id = cs->call->id, .tool = cs->tool, .gate = lev_gate_id_name(g),
+			.rule = yes || ans == LEV_ANSWER_DENY ? "user" : "no answer",
+			.allowed = yes, .asked = ans != LEV_ANSWER_NONE,
+			.answer = lev_ask_answer_name(ans), .reason = st->rule,
+			.target = st->target,
+			.has_clearance = g == LEV_GATE_TAINT,
+			.clearance = g == LEV_GATE_TAINT ? gd->taint.clearance : 0 });
+	}
+}
+
+/*
+ * The chain asks (permission, taint, or both): one question for all of
+ * them.  Allow once / for this stage / for this run answer every ask (a
+ * taint ask allowed "for this stage" is allowed once); deny refuses.
+ */
+static void ask_together(struct lev_agent *a, struct call_state *cs)
+{
+	struct lev_gatechain_decision *gd = &cs->gd;
+	struct lev_buf desc = LEV_BUF_INIT;
+	_cleanup_free_ char *detail = call_detail(cs->ti, cs->args);
+	_cleanup_free_ char *prompt = NULL, *more = NULL, *slabel = NULL, *rlabel = NULL;
+	_cleanup_free_ char *klabel = gd->keys ? keys_label(gd->keys) : NULL;
+	struct lev_ask q = { 0 };
+	enum lev_ask_answer ans;
+	bool yes;
+
+	if (gd->ask_taint)
+		(void)lev_gate_describe(&gd->taint, &desc);
+	q.stage = a->stages[a->cur].st->name;
+	q.call_id = cs->call->id;
+	q.tool = cs->tool;
+	if (gd->ask_permission) {
+		prompt = detail ? xasprintf("Allow tool call: `%s` - `%s`?", cs->tool, detail)
+				: xasprintf("Allow tool call: `%s`?", cs->tool);
+		more = gd->ask_taint ? xasprintf("%s\ntaint: %s", gd->perm_why, desc.buf)
+				     : xstrdup(gd->perm_why);
+		slabel = klabel ? xasprintf("Allow %s for this stage", klabel)
+				: xstrdup("Allow for this stage (nothing reusable - it will ask "
+					  "again)");
+		rlabel = klabel ? xasprintf("Allow %s for this run", klabel)
+				: xstrdup("Allow for this run (nothing reusable - it will ask "
+					  "again)");
+		q.kind = LEV_ASK_PERMISSION;
+		q.stage_label = slabel;
+		q.run_label = rlabel;
+	} else {
+		prompt = xasprintf("%s. Allow it?", desc.buf);
+		more = gd->host ? xasprintf("target: %s", gd->host) : NULL;
+		q.kind = LEV_ASK_TAINT;
+		q.run_label = "Allow for this run";
+	}
+	q.prompt = prompt;
+	q.detail = more;
+	ans = ask(a, &q);
+	cs->dec->asked = ans != LEV_ANSWER_NONE;
+	cs->dec->answer = ans;
+	yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
+	if (gd->ask_taint)
+		(void)lev_gate_answer(a->gate, &gd->taint, taint_answer(ans));
+	if (yes && gd->ask_permission && ans != LEV_ANSWER_ONCE)
+		(void)lev_grants_add(&a->grants,
+				     ans == LEV_ANSWER_STAGE ? LEV_GRANT_STAGE : LEV_GRANT_RUN,
+				     gd->keys);
+	audit_asks(a, cs, ans);
+	if (yes) {
+		conclude(cs, true, NULL);
+	} else if (ans == LEV_ANSWER_DENY) {
+		_cleanup_free_ char *t =
+			gd->ask_permission
+				? xasprintf("[denied] User declined tool call '%s'.", cs->tool)
+				: xasprintf("[blocked] %s. Denied by user.", desc.buf);
+
+		conclude(cs, false, t);
+	} else {
+		conclude(cs, false, gd->text);
+	}
+	lev_buf_release(&desc);
+}
+
+static char *gate_rule_name(const struct lev_gate_decision *d)
+{
+	switch (d->source) {
+	case LEV_GATE_SRC_ALLOWLIST:
+		return xasprintf("allowlist #%zu", d->rule_index);
+	case LEV_GATE_SRC_RULE:
+		return xasprintf("rule %s", d->rule_name ? d->rule_name : "?");
+	default:
+		return xstrdup(lev_gate_source_name(d->source));
+	}
+}
+
+static char *joined_targets(char *const *targets)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	for (char *const *t = targets; t && *t; t++) {
+		if (b.len)
+			(void)lev_buf_adds(&b, ", ");
+		(void)lev_buf_adds(&b, *t);
+	}
+	return b.len ? lev_buf_detach(&b, NULL) : (lev_buf_release(&b), NULL);
+}
+
+/*
+ * Put one outbound call (GATE_TOOL with ARGS_JSON) to the taint gate,
+ * asking the user when the gate would ask, and record the decision under
+ * the taint gate.  REDIRECT is the URL of a redirect hop the call is about
+ * to follow, or NULL for the call itself; it shapes the prompt and the
+ * audit reason.  Returns 0 with *D filled (release it) and *RULE (free it),
+ * or a negative code with ERR set when the gate failed (recorded too).
+ */
+static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *gate_tool,
+			const char *args_json, const char *redirect, struct lev_gate_decision *d,
+			char **rule, struct lev_err *err)
+{
+	struct lev_gate_call gc = {
+		.tool = gate_tool,
+		.args_json = args_json,
+		.args_len = args_json ? strlen(args_json) : 0,
+		.ctx = lev_context_taint(a->ctx),
+		.taint = lev_context_taint_level(a->ctx),
+	};
+	_cleanup_free_ char *targets = NULL;
+	_cleanup_free_ char *reason = NULL;
+	enum lev_ask_answer ans = LEV_ANSWER_NONE;
+	bool asked = false;
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	r = lev_gate_check(a->gate, &gc, d, err);
+	if (r < 0) {
+		agent_audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
+					       .gate = lev_gate_id_name(LEV_GATE_TAINT), .rule = "error", .target = redirect,
+					       .reason = err ? err->msg : NULL });
+		return r;
+	}
+	targets = joined_targets(d->targets);
+	if (d->result == LEV_GATE_NEEDS_USER) {
+		struct lev_buf desc = LEV_BUF_INIT;
+		_cleanup_free_ char *prompt = NULL;
+		_cleanup_free_ char *detail = NULL;
+		struct lev_ask q = { 0 };
+
+		(void)lev_gate_describe(d, &desc);
+		prompt = redirect ? xasprintf("%s was redirected: %s. Allow it?", cs->tool, desc.buf)
+				  : xasprintf("%s. Allow it?", desc.buf);
+		detail = redirect ? xstrdup(redirect)
+			 : targets ? xasprintf("target: %s", targets)
+				   : NULL;
+		q.kind = LEV_ASK_TAINT;
+		q.stage = a->stages[a->cur].st->name;
+		q.call_id = cs->call->id;
+		q.tool = cs->tool;
+		q.prompt = prompt;
+		q.detail = detail;
+		q.run_label = "Allow for this run";
+		ans = ask(a, &q);
+		asked = ans != LEV_ANSWER_NONE;
+		(void)lev_gate_answer(a->gate, d,
+				      ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE
+					      ? LEV_GATE_ANSWER_ONCE
+				      : ans == LEV_ANSWER_RUN  ? LEV_GATE_ANSWER_RUN
+				      : ans == LEV_ANSWER_DENY ? LEV_GATE_ANSWER_DENY
+							       : LEV_GATE_ANSWER_NONE);
+		lev_buf_release(&desc);
+	}
+	if (redirect)
+		reason = xasprintf("redirect to '%.300s'%s%s", redirect, d->target_error ? ": " : "",
+				   d->target_error ? d->target_error : "");
+	*rule = gate_rule_name(d);
+	cs->dec->asked = cs->dec->asked || asked;
+	agent_audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = lev_gate_id_name(LEV_GATE_TAINT),
+				       .rule = *rule, .allowed = d->result == LEV_GATE_ALLOWED,
+				       .asked = asked,
+				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
+				       .target = targets, .has_clearance = true,
+				       .clearance = d->clearance,
+				       .reason = redirect ? reason : d->target_error });
+	return 0;
+}
+
+/* ---- execution ----------------------------------------------------------- */
+
+struct redirect_ctx {
+	struct lev_agent *a;
+	struct call_state *cs;
+};
+
+/*
+ * A network tool is about to follow a redirect to URL: the taint gate
+ * judges the new target as it would judge a web_fetch of URL now (the
+ * hop is a GET of it), asking when it would ask.  Every hop is one line
+ * of audit.jsonl under the taint gate.
+ */
+static int redirect_gate(void *data, const char *tool, const char *url, struct lev_err *err)
+{
+	struct redirect_ctx *rc = data;
+	struct lev_gate_decision d;
+	struct lev_err gerr = LEV_ERR_INIT;
+	_cleanup_free_ char *args_json = NULL;
+	_cleanup_free_ char *rule = NULL;
+	json_t *args;
+	int r;
+
+	(void)tool;	/* the call's own tool; the gate judges the hop as a GET */
+	if (!rc->a->taint_enabled)
+		return 0;
+	args = json_pack("{s:s}", "url", url);
+	args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
+	json_decref(args);
+	if (taint_decide(rc->a, rc->cs, "web_fetch", args_json, url, &d, &rule, &gerr) < 0)
+		return lev_err_set(err, LEV_EDENIED, "the taint gate failed: %s", gerr.msg);
+	if (d.result != LEV_GATE_ALLOWED) {
+		struct lev_buf desc = LEV_BUF_INIT;
+
+		(void)lev_gate_describe(&d, &desc);
+		r = lev_err_set(err, LEV_EDENIED, "the taint gate refuses it (%s); call the "
+				"tool with that URL if you need it", desc.buf);
+		lev_buf_release(&desc);
+		lev_gate_decision_release(&d);
+		return r;
+	}
+	lev_gate_decision_release(&d);
+	return 0;
+}
+
+static void run_inline(struct lev_agent *a, struct call_state *cs)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	const char *region = agent_arg_str(cs->args, "region");
+	int idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
+
+	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
+		const char *o = agent_arg_str(cs->args, "output");
+
+		free(a->stage_output);
+		a->stage_output = xstrdup(o ? o : "");
+		a->stage_output_label = lev_level_max(a->seen, lev_context_taint_level(a->ctx));
+		a->stage_done = true;
+		a->stage_end = "submit_output";
+		lev_tool_output_set(cs->out, "[ok] output submitted; this stage ends here.", false);
+		return;
+	}
+	if (idx < 0) {
+		_cleanup_free_ char *t = xasprintf("[error] there is no context region '%s'",
+						   region ? region : "");
+
+		lev_tool_output_set(cs->out, t, true);
+		return;
+	}
+	if (cs->ti->op == LEV_OP_CONTEXT_READ) {
+		char *text = lev_context_region_text(a->ctx, (size_t)idx);
+
+		lev_tool_output_release(cs->out);
+		cs->out->text = text;
+		cs->out->len = strlen(text);
+		return;
+	}
+	{
+		const char *content = agent_arg_str(cs->args, "content");
+		int r = cs->ti->op == LEV_OP_CONTEXT_WRITE
+				? lev_context_write_note(a->ctx, (size_t)idx, content, strlen(content),
+							 a->seen, &err)
+				: lev_context_add_note(a->ctx, (size_t)idx, content, strlen(content),
+						       a->seen, &err);
+
+		if (r < 0) {
+			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
+
+			lev_tool_output_set(cs->out, t, true);
+		} else {
+			_cleanup_free_ char *t = xasprintf("[ok] region '%s' updated", region);
+
+			lev_tool_output_set(cs->out, t, false);
+		}
+	}
+}
+
+/* ask_user_*: the question goes to the front end; its answer is the result. */
+static void run_ask(struct lev_agent *a, struct call_state *cs)
+{
+	const json_t *jc = json_object_get(cs->args, "choices");
+	struct lev_question q = {
+		.kind = cs->ti->op == LEV_OP_ASK_CHOICE	   ? LEV_QUESTION_CHOICE
+			: cs->ti->op == LEV_OP_ASK_CONFIRM ? LEV_QUESTION_CONFIRM
+							   : LEV_QUESTION_TEXT,
+		.stage = a->stages[a->cur].st->name,
+		.call_id = cs->call->id,
+		.question = agent_arg_str(cs->args, "question"),
+	};
+	_cleanup_strv_ char **choices = NULL;
+	_cleanup_free_ char *answer = NULL;
+	size_t i;
+	json_t *v;
+	int r;
+
+	json_array_foreach(jc, i, v)
+		choices = lev_strv_push(choices, json_string_value(v));
+	q.choices = choices;
+	if (!a->o.hooks.question || agent_cancelled(a)) {
+		lev_tool_output_set(cs->out, "[no answer] Nobody can answer a question in this run. "
+				    "Decide yourself and go on.", true);
+		return;
+	}
+	set_waiting(a, true);
+	r = a->o.hooks.question(a->o.hooks.data, &q, &answer);
+	set_waiting(a, false);
+	if (r < 0 || !answer)
+		lev_tool_output_set(cs->out, "[no answer] The user did not answer. Go on without "
+				    "the answer, or end the stage.", true);
+	else
+		lev_tool_output_set(cs->out, answer, false);
+}
+
+/* current_time: local time with its offset, and UTC (ISO 8601). */
+static void run_time(struct call_state *cs)
+{
+	char local[64] = "", utc[64] = "", text[160];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (localtime_r(&now, &tm))
+		strftime(local, sizeof(local), "%Y-%m-%dT%H:%M:%S%z (%Z, %A)", &tm);
+	if (gmtime_r(&now, &tm))
+		strftime(utc, sizeof(utc), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(text, sizeof(text), "local: %s\nutc: %s", local, utc);
+	lev_tool_output_set(cs->out, text, false);
+}
+
+static void execute(struct lev_agent *a, struct call_state *cs)
+{
+	struct stage_rt *s = &a->stages[a->cur];
+	struct lev_err err = LEV_ERR_INIT;
+
+	switch (cs->ti->kind) {
+	case LEV_TOOL_FS: {
+		struct lev_fs_result res = { 0 };
+
+		/* on the fds the path gate opened: the path is never resolved again */
+		lev_fs_run(a->fs, cs->tool, cs->args, cs->gd.fs, &res);
+		lev_tool_output_release(cs->out);
+		cs->out->text = res.text ? res.text : xstrdup("");
+		cs->out->len = res.text ? res.len : 0;
+		cs->out->is_error = res.is_error;
+		res.text = NULL;
+		lev_fs_result_release(&res);
+		break;
+	}
+	case LEV_TOOL_SHELL: {
+		struct lev_shell_opts so = {
+			.sandbox = s->sb,
+			.envp = a->envp,
+			.cancel_fd = a->o.cancel_fd,
+			.read_fence = cs->gd.read_fence,
+			.git_hooks_off = cs->gd.git_hooks_off,
+		};
+
+		if (lev_tool_shell(&so, agent_arg_str(cs->args, "command"), cs->out, &err) < 0) {
+			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
+
+			lev_tool_output_set(cs->out, t, true);
+		}
+		break;
+	}
+	case LEV_TOOL_NET: {
+		struct lev_net_policy np = {
+			.network_allowed = s->eff.network,
+			.allow_local_network = a->cfg->allow_local_network,
+			.search_endpoint = a->cfg->web_search_endpoint,
+			.cancel = a->o.cancel,
+		};
+		struct lev_net_result res = { 0 };
+		struct redirect_ctx rc = { .a = a, .cs = cs };
+
+		np.redirect_hook = redirect_gate;
+		np.redirect_hook_data = &rc;
+		if (lev_tool_net_run(cs->tool, cs->args, &np, &res, &err) < 0) {
+			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
+
+			lev_tool_output_set(cs->out, t, true);
+		} else {
+			lev_tool_output_set(cs->out, res.text ? res.text : "", res.is_error);
+		}
+		lev_net_result_release(&res);
+		break;
+	}
+	case LEV_TOOL_INLINE:
+		if (cs->ti->op == LEV_OP_CURRENT_TIME)
+			run_time(cs);
+		else
+			run_inline(a, cs);
+		break;
+	case LEV_TOOL_ASK:
+		run_ask(a, cs);
+		break;
+	}
+}
+
+/* A read grant is active: what a shell may read is labelled as a granted read. */
+enum lev_level agent_grant_floor(const struct lev_agent *a, enum lev_level l)
+{
+	return lev_fs_ctx_read_paths_granted(a->fs) ? LEV_PRIVATE : l;
+}
+
+/*
+ * The label of an executed call's result.  A file tool's comes from the
+ * fds it read: Private when one of them lies outside the workdir (a
+ * [read_paths] grant), whatever the path says now.
+ */
+static enum lev_level agent_result_label(struct lev_agent *a, const struct call_state *cs)
+{
+	struct lev_tool_class cls;
+	enum lev_level l;
+
+	lev_gate_classify(a->gate, cs->tool, &cls);
+	l = cls.sensitivity;
+	if (cs->ti && cs->ti->kind == LEV_TOOL_FS && lev_fs_targets_outside(cs->gd.fs))
+		l = LEV_PRIVATE;
+	if (cs->ti && cs->ti->kind == LEV_TOOL_SHELL) {
+		/* a shell reads what read_file reads: its output is labelled at least as high */
+		struct lev_tool_class rf;
+
+		lev_gate_classify(a->gate, "read_file", &rf);
+		l = lev_level_max(l, agent_grant_floor(a, rf.sensitivity));
+	}
+	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
+		int idx = lev_context_region_find(a->ctx, agent_arg_str(cs->args, "region"));
+
+		if (idx >= 0)
+			l = lev_level_max(l, lev_context_region_level(a->ctx, (size_t)idx));
+	}
+	return l;
+}
+
+/* ---- one call ------------------------------------------------------------ */
+
+/* Somebody looks at the events (a record or a front end). */
+static bool observed(const struct lev_agent *a)
+{
+	return a->rec || a->o.hooks.event;
+}
+
+static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
+{
+	json_t *ev;
+
+	if (!observed(a))
+		return;
+	ev = agent_event_new("tool_call");
+
+	json_object_set_new(ev, "id", agent_jtext(cs->call->id));
+	json_object_set_new(ev, "stage", agent_jtext(a->stages[a->cur].st->name));
+	json_object_set_new(ev, "tool", agent_jtext(cs->call->name));
+	if (cs->call->arguments)
+		json_object_set(ev, "args", cs->call->arguments);
+	else
+		json_object_set_new(ev, "args", agent_jtext_capped(cs->call->raw_arguments));
+	json_object_set_new(ev, "decision", json_string(cs->dec->allowed ? "allow" : "deny"));
+	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
+	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
+	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
+	json_object_set_new(ev, "rule", agent_jtext(cs->dec->rule));
+	json_object_set_new(ev, "reason", agent_jtext(cs->dec->reason));
+	json_object_set_new(ev, "asked", json_boolean(cs->dec->asked));
+	json_object_set_new(ev, "answer", json_string(lev_ask_answer_name(cs->dec->answer)));
+	agent_emit(a, ev);
+}
+
+/* Put the call to the gate chain, and act on its record: allow, refuse, or ask once. */
+static void decide_and_run(struct lev_agent *a, struct call_state *cs)
+{
+	const struct lev_tool_call *call = cs->call;
+	struct lev_gatechain_env env;
+	struct lev_gatechain_call gc = {
+		.name = call->name,
+		.args = call->arguments,
+		.parse_error = call->parse_error,
+	};
+	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_free_ char *home = NULL;
+
+	if (a->o.home)
+		home = xstrdup(a->o.home);
+	else if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+	agent_chain_env(a, a->seeding ? LEV_GATECHAIN_TOOL_SEED : LEV_GATECHAIN_CALL, home, &env);
+	(void)lev_gatechain_decide(&env, &gc, &cs->gd, &err);
+	cs->tool = cs->gd.canon;
+	cs->ti = cs->gd.tool;
+	cs->args = call->arguments;
+	agent_audit_steps(a, call->id, cs->gd.tool ? cs->tool : call->name, &cs->gd, NULL);
+	if (cs->gd.verdict == LEV_ALLOW)
+		conclude(cs, true, NULL);
+	else if (cs->gd.verdict == LEV_DENY)
+		conclude(cs, false, cs->gd.text);
+	else if (a->seeding) {
+		/* a tool seed runs before anybody can be asked */
+		audit_asks(a, cs, LEV_ANSWER_NONE);
+		conclude(cs, false, cs->gd.text);
+	} else
+		ask_together(a, cs);
+}
+
+int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
+		       struct lev_tool_output *out, struct lev_call_decision *dec,
+		       struct lev_err *err)
+{
+	struct call_state cs = { 0 };
+
+	if (!a || !call || !out || !dec)
+		return lev_err_set(err, -EINVAL, "dispatch needs a run, a call and outputs");
+	memset(dec, 0, sizeof(*dec));
+	cs.call = call;
+	cs.dec = dec;
+	cs.out = out;
+	a->calls++;
+	decide_and_run(a, &cs);
+	/* the decision is recorded before the call runs: it was made before */
+	tool_call_event(a, &cs);
+	if (dec->allowed) {
+		/* the decisions so far are on disk before any side effect happens */
+		if (a->rec && !lev_tool_read_only(cs.ti))
+			(void)lev_runrecord_sync(a->rec, NULL);
+		execute(a, &cs);
+		dec->label = agent_result_label(a, &cs);
+	}
+	lev_gatechain_decision_release(&cs.gd);
+	return 0;
+}
+
+/* Dispatch CALL, add its result to the context and record the result event. */
+void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
+{
+	struct lev_tool_output out = { 0 };
+	struct lev_call_decision dec = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	enum lev_level label = LEV_PUBLIC;
+	bool truncated = false;
+	json_t *ev;
+
+	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
+		lev_tool_output_set(&out, "[error] internal error", true);
+	if (dec.allowed)
+		label = dec.label;
+	if (lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
+					out.is_error, label, 0, &truncated, &err) < 0 &&
+	    !a->internal_error)
+		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
+					      err.msg);
+	if (!observed(a))
+		goto out;
+	ev = agent_event_new("tool_result");
+	json_object_set_new(ev, "id", agent_jtext(call->id));
+	json_object_set_new(ev, "tool", agent_jtext(call->name));
+	json_object_set_new(ev, "ok", json_boolean(dec.allowed && !out.is_error));
+	json_object_set_new(ev, "label", json_string(lev_level_name(label)));
+	json_object_set_new(ev, "bytes", json_integer((json_int_t)out.len));
+	json_object_set_new(ev, "truncated", json_boolean(truncated || out.truncated));
+	json_object_set_new(ev, "text", agent_jtext_capped(out.text));
+	agent_emit(a, ev);
+out:
+	lev_call_decision_release(&dec);
+	lev_tool_output_release(&out);
+}
+
+/* Every call of an interrupted turn still gets a result. */
+void agent_skip_call(struct lev_agent *a, const struct lev_tool_call *call, const char *why)
+{
+	json_t *ev;
+
+	(void)lev_context_add_tool_result(a->ctx, call->id, why, strlen(why), true, LEV_PUBLIC, 0,
+					  NULL, NULL);
+	ev = agent_event_new("tool_result");
+	json_object_set_new(ev, "id", agent_jtext(call->id));
+	json_object_set_new(ev, "tool", agent_jtext(call->name));
+	json_object_set_new(ev, "ok", json_false());
+	json_object_set_new(ev, "label", json_string("public"));
+	json_object_set_new(ev, "bytes", json_integer((json_int_t)strlen(why)));
+	json_object_set_new(ev, "truncated", json_false());
+	json_object_set_new(ev, "text", agent_jtext(why));
+	agent_emit(a, ev);
+}

@@ -1,0 +1,293 @@
+/*
+ * agent-seed.c - the regions' seeds (see agent-internal.h).
+ */
+#include "liblev/run/agent-internal.h"
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/run/context.h"
+
+/* ---- seeds --------------------------------------------------------------- */
+
+static int strcmp_ptr(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+struct seed_result {
+	char *text;
+	enum lev_level label;
+	char *error;
+};
+
+static void seed_files(struct lev_agent *a, char *const *paths, struct seed_result *sr)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	struct lev_tool_class cls;
+
+	lev_gate_classify(a->gate, "read_file", &cls);
+	sr->label = agent_grant_floor(a, cls.sensitivity);
+	for (char *const *p = paths; p && *p; p++) {
+		struct lev_fs_result res = { 0 };
+
+		lev_fs_read_file(a->fs, *p, 0, 0, &res);
+		if (res.is_error) {
+			sr->error = xasprintf("seed file '%s': %s", *p, res.text);
+			lev_fs_result_release(&res);
+			break;
+		}
+		if (b.len)
+			(void)lev_buf_adds(&b, "\n\n");
+		(void)lev_buf_addf(&b, "### %s\n", *p);
+		(void)lev_buf_add(&b, res.text, res.len);
+		lev_fs_result_release(&res);
+	}
+	if (sr->error)
+		lev_buf_release(&b);
+	else
+		sr->text = lev_buf_detach(&b, NULL);
+}
+
+static void seed_glob(struct lev_agent *a, const char *pattern, struct seed_result *sr)
+{
+	_cleanup_free_ char *full = NULL;
+	char **paths = NULL;
+	glob_t g;
+	size_t wl = strlen(a->workdir);
+	int r;
+
+	if (!pattern || pattern[0] == '/' || pattern[0] == '~' || strstr(pattern, "..")) {
+		sr->error = xasprintf("seed glob '%s' must be relative to the working directory and "
+				      "stay inside it", pattern ? pattern : "");
+		return;
+	}
+	full = lev_path_join(a->workdir, pattern);
+	memset(&g, 0, sizeof(g));
+	r = glob(full, GLOB_NOSORT | GLOB_NOESCAPE, NULL, &g);
+	if (r == GLOB_NOMATCH) {
+		globfree(&g);
+		sr->text = xstrdup("");
+		return;
+	}
+	if (r != 0) {
+		globfree(&g);
+		sr->error = xasprintf("seed glob '%s' failed", pattern);
+		return;
+	}
+	for (size_t i = 0; i < g.gl_pathc && i < SEED_GLOB_MAX; i++)
+		if (lev_startswith(g.gl_pathv[i], a->workdir) && g.gl_pathv[i][wl] == '/')
+			paths = lev_strv_push(paths, g.gl_pathv[i] + wl + 1);
+	globfree(&g);
+	if (paths)
+		qsort(paths, lev_strv_len(paths), sizeof(*paths), strcmp_ptr);
+	/* each match is read through the file tools' confinement */
+	seed_files(a, paths, sr);
+	lev_strv_free(paths);
+}
+
+static void seed_command(struct lev_agent *a, const char *region, const char *command,
+			 struct seed_result *sr)
+{
+	struct stage_rt *entry = &a->stages[a->cur];
+	struct lev_tool_output out = { 0 };
+	struct lev_tool_class cls, rf;
+	struct lev_gatechain_env env;
+	struct lev_gatechain_decision gd;
+	json_t *args = json_pack("{s:s}", "command", command);
+	struct lev_gatechain_call gc = { .name = "shell", .args = args };
+	struct lev_shell_opts so = {
+		.sandbox = entry->sb,
+		.envp = a->envp,
+		.cancel_fd = a->o.cancel_fd,
+		.timeout_ms = a->cfg->limits.script_shell_timeout_secs * 1000,
+		.output_max = 900 * 1024,
+	};
+	_cleanup_free_ char *home = NULL;
+
+	if (a->o.home)
+		home = xstrdup(a->o.home);
+	else if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+	/* the same chain as a call, with the safe lists alone: nobody is asked at spawn */
+	agent_chain_env(a, LEV_GATECHAIN_COMMAND_SEED, home, &env);
+	(void)lev_gatechain_decide(&env, &gc, &gd, NULL);
+	json_decref(args);
+	agent_audit_steps(a, NULL, "shell", &gd, region);
+	if (gd.verdict != LEV_ALLOW) {
+		sr->error = gd.verdict == LEV_DENY
+				    ? xstrdup(gd.reason)
+				    : xasprintf("seed command '%s' would need an answer, and nobody "
+						"is asked at spawn: %s", command, gd.reason);
+		lev_gatechain_decision_release(&gd);
+		return;
+	}
+	so.read_fence = gd.read_fence;
+	so.git_hooks_off = gd.git_hooks_off;
+	lev_gatechain_decision_release(&gd);
+	(void)lev_tool_shell(&so, command, &out, NULL);
+	if (out.is_error) {
+		sr->error = xasprintf("seed command '%s' failed: %s", command,
+				      out.text ? out.text : "");
+	} else {
+		/* command output is labelled like a shell result (see result_label) */
+		lev_gate_classify(a->gate, "shell", &cls);
+		lev_gate_classify(a->gate, "read_file", &rf);
+		sr->label = lev_level_max(cls.sensitivity, agent_grant_floor(a, rf.sensitivity));
+		sr->text = TAKE_PTR(out.text);
+	}
+	lev_tool_output_release(&out);
+}
+
+/*
+ * A tool seed calls a real tool before the first inference, in the entry
+ * stage, through the gates a model's call meets (schema, permission, paths,
+ * network, taint), with one difference: nobody is asked, so only what
+ * resolves to allow runs.  A shell seed is a command seed and meets the
+ * command-seed rules as well (allow_seed_commands, the safe list), so
+ * `tool = "shell"` is no way around them.
+ */
+static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct seed_result *sr)
+{
+	const struct lev_tool_info *ti = lev_tools_find(a->tools, rg->seed.value);
+	const char *tool = ti ? ti->name : rg->seed.value ? rg->seed.value : "";
+	const char *raw = rg->seed.args_json ? rg->seed.args_json : "{}";
+	struct lev_tool_call call = { 0 };
+	struct lev_tool_output out = { 0 };
+	struct lev_call_decision dec = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	json_error_t je;
+
+	call.arguments = json_loads(raw, JSON_REJECT_DUPLICATES, &je);
+	if (ti && ti->kind == LEV_TOOL_SHELL) {
+		const char *cmd = agent_arg_str(call.arguments, ti->detail_arg);
+
+		if (cmd)
+			seed_command(a, rg->name, cmd, sr);
+		else
+			sr->error = xasprintf("shell seed for region '%s' has no command", rg->name);
+		json_decref(call.arguments);
+		return;
+	}
+	call.id = xasprintf("seed:%s", rg->name);
+	call.name = xstrdup(rg->seed.value);
+	call.raw_arguments = xstrdup(raw);
+	if (!json_is_object(call.arguments)) {
+		json_decref(call.arguments);
+		call.arguments = NULL;
+		call.parse_error = xstrdup("the args table is not a JSON object");
+	}
+	a->seeding = true;
+	if (lev_agent_dispatch(a, &call, &out, &dec, &err) < 0)
+		sr->error = xasprintf("seed tool '%s': %s", tool, err.msg);
+	else if (!dec.allowed)
+		sr->error = xasprintf("seed tool '%s' refused by the %s gate: %s", tool,
+				      dec.gate ? dec.gate : "?", dec.reason ? dec.reason : "denied");
+	else if (out.is_error)
+		sr->error = xasprintf("seed tool '%s' failed: %.300s", tool,
+				      out.text ? out.text : "");
+	else {
+		sr->label = dec.label;
+		sr->text = TAKE_PTR(out.text);
+	}
+	a->seeding = false;
+	lev_call_decision_release(&dec);
+	lev_tool_output_release(&out);
+	json_decref(call.arguments);
+	free(call.id);
+	free(call.name);
+	free(call.raw_arguments);
+	free(call.parse_error);
+}
+
+int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
+{
+	bool task_placed = false;
+	int r;
+
+	for (size_t i = 0; i < a->bp->n_regions; i++) {
+		const struct lev_region *rg = &a->bp->regions[i];
+		struct seed_result sr = { .label = LEV_PUBLIC };
+		int idx = lev_context_region_find(a->ctx, rg->name);
+		json_t *ev;
+
+		if (rg->seed.kind == LEV_SEED_NONE || idx < 0)
+			continue;
+		switch (rg->seed.kind) {
+		case LEV_SEED_CALLER:
+			if (lev_streq(rg->seed.value, "task") && a->o.task) {
+				sr.text = xstrdup(a->o.task);
+				task_placed = true;
+			} else if (!lev_streq(rg->seed.value, "task")) {
+				sr.error = xasprintf("input '%s' is not supported by lev run (only "
+						     "--task)", rg->seed.value);
+			}
+			break;
+		case LEV_SEED_LITERAL:
+			sr.text = xstrdup(rg->seed.value ? rg->seed.value : "");
+			break;
+		case LEV_SEED_FILES:
+			seed_files(a, rg->seed.list, &sr);
+			break;
+		case LEV_SEED_GLOB:
+			seed_glob(a, rg->seed.value, &sr);
+			break;
+		case LEV_SEED_COMMAND:
+			seed_command(a, rg->name, rg->seed.value, &sr);
+			break;
+		case LEV_SEED_TOOL:
+			seed_tool(a, rg, &sr);
+			break;
+		default:
+			sr.error = xasprintf("unknown seed kind");
+			break;
+		}
+		ev = agent_event_new("seed");
+		json_object_set_new(ev, "region", agent_jtext(rg->name));
+		json_object_set_new(ev, "kind", json_string(lev_seed_kind_name(rg->seed.kind)));
+		json_object_set_new(ev, "ok", json_boolean(!sr.error));
+		json_object_set_new(ev, "bytes", json_integer(sr.text ? (json_int_t)strlen(sr.text)
+								       : 0));
+		json_object_set_new(ev, "label", json_string(lev_level_name(sr.label)));
+		json_object_set_new(ev, "error", agent_jtext(sr.error));
+		agent_emit(a, ev);
+		if (sr.error || !sr.text || !*sr.text) {
+			if (rg->required) {
+				r = lev_err_set(err, LEV_EUSAGE, "required region '%s': %s", rg->name,
+						rg->required_message ? rg->required_message
+						: sr.error	      ? sr.error
+								      : "its seed gave nothing");
+				free(sr.text);
+				free(sr.error);
+				return r;
+			}
+			free(sr.text);
+			free(sr.error);
+			continue;
+		}
+		r = lev_context_add_text(a->ctx, (size_t)idx, sr.text, strlen(sr.text), sr.label,
+					 err);
+		free(sr.text);
+		free(sr.error);
+		if (r < 0)
+			return r;
+	}
+
+	/* no region takes the task: keep it pinned, where it cannot be evicted */
+	if (a->o.task && !task_placed) {
+		int pinned = lev_context_first_pinned(a->ctx);
+		_cleanup_free_ char *t = xasprintf("Task:\n%s", a->o.task);
+		size_t region = pinned >= 0 ? (size_t)pinned : lev_context_conversation(a->ctx);
+
+		r = lev_context_add_text(a->ctx, region, t, strlen(t), LEV_PUBLIC, err);
+		if (r < 0)
+			return lev_err_wrap(err, "the task");
+	}
+	return 0;
+}

@@ -1,0 +1,468 @@
+/*
+ * agent-setup.c - building a run and freeing it (see agent-internal.h).
+ */
+#include "liblev/run/agent-internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/conf/credentials.h"
+#include "liblev/policy/perm-config.h"
+#include "liblev/run/context.h"
+#include "liblev/run/runrecord.h"
+#include "liblev/sandbox/landlock-rules.h"
+
+/* ---- building ------------------------------------------------------------ */
+
+static void on_evict(void *data, const char *region, enum lev_item_kind kind, uint64_t tokens,
+		     enum lev_level label)
+{
+	static const char *const kinds[] = { "text", "note", "user", "assistant", "tool_result" };
+	struct lev_agent *a = data;
+	json_t *ev = agent_event_new("context_evicted");
+
+	json_object_set_new(ev, "region", agent_jtext(region));
+	json_object_set_new(ev, "kind", json_string((unsigned)kind < ARRAY_SIZE(kinds)
+							     ? kinds[kind] : "text"));
+	json_object_set_new(ev, "tokens", json_integer((json_int_t)tokens));
+	json_object_set_new(ev, "label", json_string(lev_level_name(label)));
+	agent_emit(a, ev);
+}
+
+/* The provider name a stage uses: --model's, the stage's, the config's first, "anthropic". */
+static char *stage_provider_name(const struct lev_agent *a, const struct lev_stage *st)
+{
+	if (a->o.model) {
+		const char *slash = strchr(a->o.model, '/');
+
+		return slash ? xstrndup(a->o.model, (size_t)(slash - a->o.model))
+			     : xstrdup(a->o.model);
+	}
+	return st->model.provider ? xstrdup(st->model.provider)
+	       : a->cfg->n_providers ? xstrdup(a->cfg->providers[0].name)
+				     : xstrdup("anthropic");
+}
+
+/*
+ * The window the context is fitted to: the smallest context_window among
+ * the providers the stages use, so the context fits every model that
+ * reads it.  0 (the default window) when none is configured.
+ */
+static uint64_t run_window(const struct lev_agent *a)
+{
+	uint64_t w = 0;
+
+	if (a->o.window_tokens)
+		return a->o.window_tokens;
+	for (size_t i = 0; i < a->bp->n_stages; i++) {
+		_cleanup_free_ char *name = stage_provider_name(a, &a->bp->stages[i]);
+		const struct lev_provider_conf *pc = lev_config_provider(a->cfg, name);
+
+		if (pc && pc->context_window && (!w || pc->context_window < w))
+			w = pc->context_window;
+	}
+	return w;
+}
+
+static int get_provider(struct lev_agent *a, const struct lev_stage *st, struct lev_provider **out,
+			struct lev_err *err)
+{
+	_cleanup_free_ char *prov_name = NULL;
+	_cleanup_free_ char *model = NULL;
+	_cleanup_free_ char *key = NULL;
+	const char *script = NULL;
+	struct lev_provider_spec spec;
+	struct lev_provider *p = NULL;
+	int r;
+
+	prov_name = stage_provider_name(a, st);
+	if (a->o.model) {
+		const char *slash = strchr(a->o.model, '/');
+
+		model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
+		if (lev_streq(prov_name, st->model.provider))
+			script = st->model.script;
+	} else {
+		model = st->model.model ? xstrdup(st->model.model) : NULL;
+		script = st->model.script;
+	}
+	if (!*prov_name)
+		return lev_err_set(err, LEV_EUSAGE, "--model '%s' names no provider", a->o.model);
+	key = xasprintf("%s\n%s\n%s", prov_name, model ? model : "", script ? script : "");
+	for (size_t i = 0; i < a->n_provs; i++) {
+		if (!strcmp(a->provs[i].key, key)) {
+			*out = a->provs[i].p;
+			return 0;
+		}
+	}
+
+	lev_provider_spec_init(&spec);
+	r = lev_provider_spec_from_config(&spec, a->cfg, prov_name, model, script, a->bp->dir,
+					  a->cfg->credential_store == LEV_CRED_FILE
+						  ? a->o.credentials_path : NULL,
+					  err);
+	if (r < 0) {
+		lev_provider_spec_release(&spec);
+		return lev_err_wrap(err, "stage '%s'", st->name);
+	}
+	spec.cancel = a->o.cancel;
+	if (spec.api_key_env && !lev_strv_contains(a->key_vars, spec.api_key_env))
+		a->key_vars = lev_strv_push(a->key_vars, spec.api_key_env);
+	/* the record redacts the key should anything ever echo it */
+	if (a->rec && spec.kind != LEV_PROVIDER_SCRIPT) {
+		char *secret = NULL;
+		enum lev_key_source src = LEV_KEY_NONE;
+
+		if (lev_api_key_resolve(spec.name, spec.api_key_env, spec.credentials_path, &secret,
+					&src, NULL) == 0 && secret)
+			lev_runrecord_add_secret(a->rec, secret);
+		lev_secret_free(secret);
+	}
+	r = lev_provider_new(&spec, &p, err);
+	lev_provider_spec_release(&spec);
+	if (r < 0)
+		return lev_err_wrap(err, "stage '%s'", st->name);
+	a->provs = xreallocarray(a->provs, a->n_provs + 1, sizeof(*a->provs));
+	a->provs[a->n_provs].key = TAKE_PTR(key);
+	a->provs[a->n_provs].p = p;
+	a->n_provs++;
+	*out = p;
+	return 0;
+}
+
+static void build_offered(struct lev_agent *a, struct stage_rt *s)
+{
+	char **skipped = NULL;
+
+	/* the gate chain's own offer: `lev check` computes the same one */
+	s->offered = lev_gatechain_offered(a->tools, s->st, a->o.hooks.question != NULL,
+					   &s->offered_list, &skipped);
+	for (char **k = skipped; k && *k; k++) {
+		char *tab = strchr(*k, '\t');
+
+		if (tab)
+			*tab++ = '\0';
+		agent_warn(a, "stage '%s' lists '%s', %s; it is not offered", s->st->name, *k,
+			   tab ? tab : "");
+	}
+	lev_strv_free(skipped);
+}
+
+/* The environment commands start from: ENVP without the provider key variables. */
+static void build_env(struct lev_agent *a)
+{
+	for (char *const *e = a->o.envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		bool drop = false;
+
+		if (!eq)
+			continue;
+		for (char **k = a->key_vars; k && *k; k++)
+			if (strlen(*k) == (size_t)(eq - *e) && !strncmp(*e, *k, (size_t)(eq - *e)))
+				drop = true;
+		if (!drop)
+			a->envp = lev_strv_push(a->envp, *e);
+	}
+}
+
+static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
+	int r;
+
+	so.workdir = a->workdir;
+	so.home = a->o.home;
+	so.data_root = a->o.data_root;
+	so.engine_args = a->cfg->sandbox_engine_args;
+	so.oci_helper = a->o.oci_helper;
+	so.pool = a->pool;
+	so.env.mode = a->cfg->shell_env;
+	so.env.withhold = a->cfg->shell_env_withhold;
+	so.env.allow = a->cfg->allow_env_vars;
+	so.limits.timeout_ms = a->cfg->limits.shell_timeout_secs * 1000;
+	so.limits.output_max = a->cfg->limits.max_tool_output_bytes;
+
+	for (size_t i = 0; i < a->n_stages; i++) {
+		struct stage_rt *s = &a->stages[i];
+
+		lev_sandbox_resolve(&a->cfg->sandbox, &a->bp->sandbox, &s->st->sandbox, &s->eff);
+		/* containers are shared through the pool; other kinds are cheap */
+		r = lev_sandbox_new(&s->eff, &so, &s->sb, err);
+		if (r < 0)
+			return lev_err_wrap(err, "sandbox for stage '%s'", s->st->name);
+		if (lev_sandbox_missing(s->sb))
+			agent_warn(a, "stage '%s': sandbox runs without %s",
+				   s->st->name, lev_sandbox_degraded(s->sb)
+							? lev_sandbox_degraded(s->sb) : "some layers");
+	}
+	return 0;
+}
+
+/* The file tools' context: the workdir, [read_paths] and this agent's grants. */
+static int setup_fs(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_fs_opts fo = { 0 };
+	char **grants;
+	int r;
+
+	grants = lev_config_read_path_grants_for_agent(a->cfg, lev_blueprint_grant_name(a->bp));
+	fo.workdir = a->workdir;
+	fo.agent = a->bp->name;
+	fo.home = a->o.home;
+	fo.declared = a->bp->read_paths;
+	fo.grants = grants;
+	fo.allow_blueprint = a->cfg->allow_blueprint_read_paths;
+	fo.config_path = a->o.config_path;
+	fo.data_root = a->o.data_root;
+	r = lev_fs_ctx_new(&fo, &a->fs, err);
+	lev_strv_free(grants);
+	return r;
+}
+
+static int setup_gate(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_gate_options go = { 0 };
+	int r;
+
+	a->taint_enabled = lev_taint_enabled(a->cfg->taint_tracking, lev_blueprint_wants_taint(a->bp));
+	go.policy_path = a->o.policy_path;
+	go.rules_dir = a->o.rules_dir;
+	go.enabled = a->taint_enabled;
+	go.yolo = a->o.yolo;
+	/* a read's label comes from the fd it read (agent_result_label()), not from the run */
+	go.read_grant_active = false;
+	r = lev_gate_new(&go, &a->gate, err);
+	return r < 0 ? lev_err_wrap(err, "taint gate") : 0;
+}
+
+static int setup_context(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_context_opts co = { 0 };
+
+	co.window_tokens = run_window(a);
+	co.on_evict = on_evict;
+	co.evict_data = a;
+	return lev_context_new(a->bp->regions, a->bp->n_regions, &co, &a->ctx, err);
+}
+
+/* The stages, the entry stage current, and each stage's permission set-up. */
+static int setup_stages(struct lev_agent *a, struct lev_err *err)
+{
+	int r;
+
+	a->n_stages = a->bp->n_stages;
+	a->stages = xcalloc(a->n_stages ? a->n_stages : 1, sizeof(*a->stages));
+	for (size_t i = 0; i < a->n_stages; i++) {
+		a->stages[i].st = &a->bp->stages[i];
+		if (a->bp->entry_stage && !strcmp(a->bp->stages[i].name, a->bp->entry_stage))
+			a->cur = i;
+	}
+	if (!a->n_stages)
+		return lev_err_set(err, LEV_EPARSE, "blueprint '%s' has no stages", a->bp->name);
+	a->perms = xcalloc(a->n_stages, sizeof(*a->perms));
+	for (size_t i = 0; i < a->n_stages; i++) {
+		r = lev_perm_setup_init(&a->perms[i], a->cfg, a->bp, a->stages[i].st->name,
+					a->o.yolo, a->o.allow, err);
+		if (r < 0) {
+			for (size_t j = 0; j < i; j++)
+				lev_perm_setup_release(&a->perms[j]);
+			free(a->perms);
+			a->perms = NULL;
+			return r;
+		}
+	}
+	for (char **w = a->perms[0].warnings; w && *w; w++)
+		agent_warn(a, "%s", *w);
+	a->safe_only.safe = a->perms[0].in.safe;
+	a->safe_only.n_safe = a->perms[0].in.n_safe;
+	return 0;
+}
+
+/* Every configured provider's key variable is withheld from commands. */
+static void withhold_key_vars(struct lev_agent *a)
+{
+	static const char *const always[] = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY" };
+
+	for (size_t i = 0; i < a->cfg->n_providers; i++) {
+		const char *k = a->cfg->providers[i].api_key_env;
+
+		if (k && !lev_strv_contains(a->key_vars, k))
+			a->key_vars = lev_strv_push(a->key_vars, k);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+		if (!lev_strv_contains(a->key_vars, always[i]))
+			a->key_vars = lev_strv_push(a->key_vars, always[i]);
+}
+
+/* A run that could not be set up still leaves a record that says why. */
+static void record_setup_failure(struct lev_agent *a, const struct lev_err *err)
+{
+	const char *why = err ? err->msg : "setup failed";
+	json_t *ev;
+
+	if (!a->rec)
+		return;
+	ev = agent_event_new("run_started");
+	json_object_set_new(ev, "run", agent_jtext(lev_runrecord_id(a->rec)));
+	json_object_set_new(ev, "agent", agent_jtext(a->bp->name));
+	json_object_set_new(ev, "workdir", agent_jtext(a->workdir));
+	json_object_set_new(ev, "record", agent_jtext(lev_runrecord_dir(a->rec)));
+	json_object_set_new(ev, "pid", json_integer(getpid()));
+	agent_emit(a, ev);
+	a->started = true;
+	for (char **w = a->pending_warnings; w && *w; w++)
+		agent_warn(a, "%s", *w);
+	ev = agent_event_new("run_finished");
+	json_object_set_new(ev, "status", json_string("error"));
+	json_object_set_new(ev, "output", json_null());
+	json_object_set_new(ev, "error", agent_jtext(why));
+	agent_emit(a, ev);
+	(void)lev_runrecord_finish(a->rec, "error", NULL, why, NULL, NULL);
+}
+
+/* Everything a run needs, in the order each part depends on the ones before. */
+static int setup(struct lev_agent *a, struct lev_err *err)
+{
+	int r;
+
+	if (a->o.runs_dir) {
+		r = lev_runrecord_create(a->o.runs_dir, &a->rec, err);
+		if (r < 0)
+			return r;
+	}
+	r = lev_tools_new(&a->tools, err);
+	if (r < 0)
+		return r;
+	r = setup_fs(a, err);
+	if (r < 0)
+		return r;
+	r = setup_gate(a, err);
+	if (r < 0)
+		return r;
+	r = setup_context(a, err);
+	if (r < 0)
+		return r;
+	lev_grants_init(&a->grants);
+	r = lev_sandbox_pool_new(a->rec ? lev_runrecord_id(a->rec) : NULL, &a->pool, err);
+	if (r < 0)
+		return r;
+	r = setup_stages(a, err);
+	if (r < 0)
+		return r;
+	a->landlock = lev_landlock_abi() >= 1;
+	for (size_t i = 0; i < a->n_stages; i++) {
+		r = get_provider(a, a->stages[i].st, &a->stages[i].prov, err);
+		if (r < 0)
+			return r;
+	}
+	withhold_key_vars(a);
+	for (size_t i = 0; i < a->n_stages; i++)
+		build_offered(a, &a->stages[i]);
+	build_env(a);
+	/* the keys leave lev's own environment block too (/proc/<pid>/environ) */
+	lev_credentials_scrub_env(a->key_vars);
+	return build_sandboxes(a, err);
+}
+
+int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, struct lev_err *err)
+{
+	struct lev_agent *a;
+	char real[PATH_MAX];
+	int r;
+
+	if (!opts || !opts->bp || !opts->cfg || !opts->workdir)
+		return lev_err_set(err, -EINVAL, "a run needs a blueprint, a config and a workdir");
+	if (!realpath(opts->workdir, real))
+		return lev_err_errno(err, -errno, "workdir '%s' is not usable", opts->workdir);
+
+	a = xcalloc(1, sizeof(*a));
+	a->o = *opts;
+	a->bp = opts->bp;
+	a->cfg = opts->cfg;
+	a->workdir = xstrdup(real);
+	a->status = LEV_RUN_RUNNING;
+
+	r = setup(a, err);
+	if (r < 0) {
+		record_setup_failure(a, err);
+		lev_agent_free(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+struct lev_agent *lev_agent_free(struct lev_agent *a)
+{
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < a->n_stages; i++) {
+		lev_sandbox_free(a->stages[i].sb);
+		lev_sandbox_spec_release(&a->stages[i].eff);
+		lev_strv_free(a->stages[i].offered);
+		free(a->stages[i].offered_list);
+	}
+	free(a->stages);
+	if (a->pool) {
+		(void)lev_sandbox_pool_teardown(a->pool, NULL);
+		lev_sandbox_pool_free(a->pool);
+	}
+	for (size_t i = 0; i < a->n_provs; i++) {
+		free(a->provs[i].key);
+		lev_provider_free(a->provs[i].p);
+	}
+	free(a->provs);
+	for (size_t i = 0; a->perms && i < a->n_stages; i++)
+		lev_perm_setup_release(&a->perms[i]);
+	free(a->perms);
+	lev_context_free(a->ctx);
+	lev_gate_free(a->gate);
+	lev_fs_ctx_free(a->fs);
+	lev_tools_free(a->tools);
+	lev_runrecord_free(a->rec);
+	lev_strv_free(a->envp);
+	lev_strv_free(a->key_vars);
+	lev_grants_release(&a->grants);
+	free(a->stage_output);
+	free(a->last_text);
+	free(a->internal_error);
+	lev_strv_free(a->pending_warnings);
+	free(a->output);
+	free(a->error);
+	free(a->workdir);
+	free(a);
+	return NULL;
+}
+
+enum lev_run_status lev_agent_status(const struct lev_agent *a)
+{
+	return a->status;
+}
+
+const char *lev_agent_output(const struct lev_agent *a)
+{
+	return a->output;
+}
+
+const char *lev_agent_error(const struct lev_agent *a)
+{
+	return a->error;
+}
+
+const char *lev_agent_run_id(const struct lev_agent *a)
+{
+	return a->rec ? lev_runrecord_id(a->rec) : NULL;
+}
+
+const char *lev_agent_record_dir(const struct lev_agent *a)
+{
+	return a->rec ? lev_runrecord_dir(a->rec) : NULL;
+}
