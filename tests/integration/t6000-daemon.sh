@@ -189,8 +189,9 @@ test_expect_success DAEMON 'the journal in lev.db (WAL) holds both calls, done' 
 	PY
 '
 
-test_expect_success DAEMON 'logs prints the run events; result --json says how it ended' '
+test_expect_success DAEMON 'logs prints the run events (its record is named as the run); result --json' '
 	id=$(cat id) &&
+	test "$(field "$id" record)" = "$ROOT/runs/$id" &&
 	"$LEV" logs "$id" >events &&
 	head -n 1 events | grep -q "\"event\":\"run_started\"" &&
 	tail -n 1 events | grep -q "\"event\":\"run_finished\"" &&

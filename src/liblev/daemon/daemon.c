@@ -429,7 +429,7 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 		if (json_is_true(json_object_get(m, "ack")))
 			run_send(d, r, lev_proto_request("ack"));
 	} else if (lev_streq(op, "info")) {
-		const char *keys[] = { "agent", "read_paths", "record", "record_id", NULL };
+		const char *keys[] = { "agent", "read_paths", "record", NULL };
 
 		for (int i = 0; keys[i]; i++)
 			if (json_object_get(m, keys[i]))

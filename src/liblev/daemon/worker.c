@@ -296,6 +296,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.model = lev_json_str(req, "model");
 	o.no_seed_commands = json_is_true(json_object_get(req, "no_seed_commands"));
 	o.runs_dir = runs;
+	o.run_id = lev_json_str(start, "run");	/* the record is named as the daemon's run */
 	o.data_root = root;
 	o.policy_path = policy;
 	o.rules_dir = rules;
@@ -320,8 +321,6 @@ int lev_worker_main(int fd, struct lev_err *err)
 
 		if (lev_agent_record_dir(agent))
 			json_object_set_new(m, "record", json_string(lev_agent_record_dir(agent)));
-		if (lev_agent_run_id(agent))
-			json_object_set_new(m, "record_id", json_string(lev_agent_run_id(agent)));
 		w_send(&w, m);
 	}
 	if (lev_agent_run(agent, &e) < 0) {

@@ -5,8 +5,9 @@
  * binary's hidden `__worker` command with the socketpair on fd 3 and the
  * environment the client sent, nothing of the daemon's own).  The worker
  * reads one {"op":"start","run":ID,"request":{...}} frame, builds the run
- * exactly as `lev run` does (the blueprint, the config, lev_agent_new()) and
- * runs it, speaking over the socketpair:
+ * exactly as `lev run` does (the blueprint, the config, lev_agent_new()),
+ * its record named <data root>/runs/ID, and runs it, speaking over the
+ * socketpair:
  *
  *	-> {"op":"info","record":DIR,"agent":NAME,"read_paths":{granted,declared,grants}}
  *	-> {"op":"event","event":{...},"ack":B}	every event; with "ack" (a
