@@ -239,6 +239,41 @@ test_expect_success DAEMON 'kill -9 of a worker: its run is marked failed, the d
 	"$LEV" respond >list && grep -q "^no open requests$" list
 '
 
+mkdir -p big
+cat >big/agent.leviath <<'EOF'
+[agent]
+name = "big"
+
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["write_file"]
+system_prompt = "test"
+EOF
+{
+	printf '[[turn]]\n[[turn.call]]\ntool = "write_file"\n'
+	printf 'args = { path = "big.txt", content = "%s" }\n' "$(head -c 1500000 /dev/zero | tr "\0" a)"
+	printf '[[turn]]\ntext = "big done"\n'
+} >big/turns.toml
+
+test_expect_success DAEMON 'an event larger than a frame: the record has it whole, the daemon cut' '
+	lev run big --task go --workdir work --detach --allow write_file >idb 2>/dev/null &&
+	id=$(cat idb) &&
+	wait_for status_is "$id" complete &&
+	test "$("$LEV" result "$id")" = "big done" &&
+	test "$(wc -c <work/big.txt)" = 1500000 &&
+	python3 - "$ROOT/lev.db" "$id" "$ROOT/runs/$id/events.jsonl" <<-PY
+	import json, sqlite3, sys
+	db = sqlite3.connect(sys.argv[1])
+	(state, ok, args), = db.execute("select state, ok, args from journal where run = ?",
+	                                (sys.argv[2],)).fetchall()
+	assert state == "done" and ok == 1, (state, ok)
+	assert args == "\"(cut: too long)\"", args
+	ev = [json.loads(l) for l in open(sys.argv[3])]
+	c = [e for e in ev if e["event"] == "tool_call"][0]
+	assert len(c["args"]["content"]) == 1500000, len(c["args"]["content"])
+	PY
+'
+
 test_expect_success DAEMON 'a good frame gets its answer (the twin of the refusals below)' '
 	raw "
 s = conn()
@@ -312,8 +347,12 @@ test_expect_success DAEMON 'daemon stop: the socket is gone, status says not run
 	test_expect_code 1 "$LEV" daemon status >out && grep -q "^not running" out
 '
 
-test_expect_success DAEMON 'after a restart the ended runs are still accounted for' '
-	"$LEV" daemon start >/dev/null &&
+test_expect_success DAEMON 'run --detach with no daemon starts one; the ended runs are still there' '
+	rm -f work/appended.txt &&
+	lev run asker --task go --workdir work --detach --allow shell --allow write_file >id5 2>err &&
+	"$LEV" daemon status >out && grep -q "^running: pid" out &&
+	wait_for status_is "$(cat id5)" complete &&
+	test "$(cat work/appended.txt)" = "line [][]" &&
 	status_is "$(cat id)" complete &&
 	status_is "$(cat id3)" cancelled &&
 	status_is "$(cat id4)" "error: the run.s worker was killed by signal 9"

@@ -77,6 +77,38 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 	return NULL;
 }
 
+/* Long strings in EV cut to SLIM_MAX bytes (a fresh copy), so it fits a frame. */
+#define SLIM_MAX 4096
+
+static json_t *slim(const json_t *ev)
+{
+	json_t *copy = json_object(), *v;
+	const char *k;
+
+	json_object_foreach((json_t *)ev, k, v) {
+		if (json_is_string(v) && json_string_length(v) > SLIM_MAX) {
+			const char *s = json_string_value(v);
+			size_t n = SLIM_MAX;
+
+			while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+				n--;	/* never cut a UTF-8 sequence */
+			json_object_set_new(copy, k, json_sprintf("%.*s...", (int)n, s));
+		} else if (json_is_object(v) || json_is_array(v)) {
+			char *d = json_dumps(v, JSON_COMPACT);
+
+			if (d && strlen(d) > SLIM_MAX)
+				json_object_set_new(copy, k, json_string("(cut: too long)"));
+			else
+				json_object_set(copy, k, v);
+			free(d);
+		} else {
+			json_object_set(copy, k, v);
+		}
+	}
+	json_object_set_new(copy, "cut", json_true());
+	return copy;
+}
+
 static void hook_event(void *data, const json_t *ev, const char *line)
 {
 	struct worker *w = data;
@@ -84,8 +116,9 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 		   lev_streq(lev_json_str(ev, "decision"), "allow");
 	json_t *m = lev_proto_request("event");
 
-	(void)line;
-	json_object_set_new(m, "event", json_deep_copy(ev));
+	/* the daemon keeps the journal and the status; the record has it all */
+	json_object_set_new(m, "event",
+			    line && strlen(line) > LEV_PROTO_MAX / 2 ? slim(ev) : json_deep_copy(ev));
 	json_object_set_new(m, "ack", json_boolean(ack));
 	w_send(w, m);
 	if (ack)
