@@ -121,8 +121,12 @@ static int serve(unsigned idle_exit_secs)
 	o.run_data_limit = 0;
 #endif
 #endif
-	if (lev_daemon_serve(&o, &err) < 0)
+	if (lev_daemon_serve(&o, &err) < 0) {
+		/* `lev daemon start` waits for this: it says why */
+		if (ready_fd >= 0)
+			(void)!write(ready_fd, err.msg, strlen(err.msg));
 		return lev_fail("%s", err.msg);
+	}
 	return LEV_EXIT_OK;
 }
 
@@ -133,7 +137,8 @@ int lev_daemon_start(bool quiet, unsigned idle_exit_secs)
 	int p[2], status;
 	pid_t pid;
 	json_t *ping = NULL;
-	char c;
+	char msg[LEV_ERR_MSG_MAX + 1];
+	ssize_t n;
 
 	if (lev_client_ping(&ping)) {
 		if (!quiet)
@@ -181,15 +186,19 @@ int lev_daemon_start(bool quiet, unsigned idle_exit_secs)
 	close(p[1]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	/* the daemon writes one byte once it listens; EOF: it failed */
-	if (read(p[0], &c, 1) != 1) {
-		close(p[0]);
+	/* the daemon writes "r" once it listens, or why it failed */
+	n = read(p[0], msg, sizeof(msg) - 1);
+	close(p[0]);
+	if (n != 1 || msg[0] != 'r') {
 		/* another start won the race: that is a daemon too */
 		if (lev_client_ping(NULL))
 			return LEV_EXIT_OK;
+		if (n > 0) {
+			msg[n] = '\0';
+			return lev_fail("%s", msg);
+		}
 		return lev_fail("the daemon did not start; see '%s'", log);
 	}
-	close(p[0]);
 	if (!quiet && lev_client_ping(&ping)) {
 		printf("lev: daemon started (pid %lld)\n",
 		       (long long)json_integer_value(json_object_get(ping, "pid")));

@@ -372,6 +372,8 @@ test_expect_success 'a data root open to other users is refused' '
 	mkdir -p "$TRASH/open/.leviath" && chmod 755 "$TRASH/open/.leviath" &&
 	LEVIATH_HOME="$TRASH/open" test_must_fail "$LEV" daemon 2>err &&
 	grep -q "is open to other users (mode 755)" err &&
+	LEVIATH_HOME="$TRASH/open" test_must_fail "$LEV" daemon start 2>err &&
+	grep -q "^lev: error: .*open/.leviath. is open to other users (mode 755)" err &&
 	test ! -e "$TRASH/open/.leviath/daemon.sock"
 '
 
