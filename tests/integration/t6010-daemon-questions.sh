@@ -1,7 +1,8 @@
 #!/bin/bash
 # The daemon relays the agent's own questions (ask_user_*) to `lev respond`:
 # text, choice and confirm, each answered from a second process; wrong
-# answers are refused and the question stays open.
+# answers are refused and the question stays open.  A tool approval's scope
+# (once, --session) reaches the run.
 . "$SRC_DIR/tests/lib.sh"
 
 export LEVIATH_HOME="$TRASH/lh"
@@ -104,6 +105,54 @@ import json, sys
 got = [(e[\"tool\"], e[\"text\"]) for e in map(json.loads, sys.stdin) if e[\"event\"] == \"tool_result\"]
 assert got == [(\"ask_user_text\", \"blue\"), (\"ask_user_choice\", \"dev\"), (\"ask_user_confirm\", \"yes\")], got
 "
+'
+
+mkdir -p twice
+cat >twice/agent.leviath <<'EOF'
+[agent]
+name = "twice"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+cat >twice/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo ran >> twice.txt" }
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo ran >> twice.txt" }
+[[turn]]
+text = "done"
+EOF
+
+# asked RUN: how many questions RUN put
+asked() {
+	python3 -c '
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("select count(*) from questions where run = ?", (sys.argv[2],)).fetchone()[0])
+' "$ROOT/lev.db" "$1"
+}
+
+test_expect_success 'approve once: the same call is asked again' '
+	rm -f work/twice.txt &&
+	setsid -w "$LEV" run twice --workdir work --detach >id1 2>/dev/null &&
+	wait_for has_request && "$LEV" respond "$(open_request)" --approve &&
+	wait_for has_request && "$LEV" respond "$(open_request)" --approve &&
+	wait_for status_is "$(cat id1)" complete &&
+	test "$(asked "$(cat id1)")" = 2 &&
+	test "$(cat work/twice.txt)" = "$(printf "ran\nran")"
+'
+
+test_expect_success 'approve --session: the same call is not asked again in the run' '
+	rm -f work/twice.txt &&
+	setsid -w "$LEV" run twice --workdir work --detach >id2 2>/dev/null &&
+	wait_for has_request && "$LEV" respond "$(open_request)" --approve --session &&
+	wait_for status_is "$(cat id2)" complete &&
+	test "$(asked "$(cat id2)")" = 1 &&
+	test "$(cat work/twice.txt)" = "$(printf "ran\nran")"
 '
 
 test_done
