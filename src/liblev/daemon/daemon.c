@@ -351,6 +351,8 @@ static void run_reaped(struct daemon *d, struct run *r, int status)
 	run_set_status(d, r, "error");
 }
 
+static void run_readable(struct daemon *d, struct run *r);
+
 static void reap(struct daemon *d)
 {
 	int status;
@@ -359,6 +361,9 @@ static void reap(struct daemon *d)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (size_t i = 0; i < d->n_runs; i++) {
 			if (d->runs[i]->pid == pid) {
+				/* what it said before it went (its "done") comes first */
+				if (d->runs[i]->fd >= 0)
+					run_readable(d, d->runs[i]);
 				run_reaped(d, d->runs[i], status);
 				break;
 			}
