@@ -1,5 +1,5 @@
 /*
- * cmd_daemon.c - lev daemon [start|stop|status], and the hidden command a
+ * cmd_daemon.c - lev daemon [start|stop|restart|status], and the hidden command a
  * run's worker process serves (lev __worker).
  *
  * `lev daemon` serves in the foreground and logs to stderr.  `lev daemon
@@ -35,13 +35,14 @@
 #define RUN_DATA_LIMIT ((uint64_t)4 << 30)
 
 const char lev_usage_daemon[] =
-	"usage: lev daemon [start|stop|status]\n"
+	"usage: lev daemon [start|stop|restart|status]\n"
 	"\n"
 	"With no action, run the daemon in the foreground, logging to stderr.\n"
 	"\n"
 	"  start     start it in the background (a no-op when one is running);\n"
 	"            its log goes to <data root>/daemon.log\n"
 	"  stop      stop it; its runs are cancelled\n"
+	"  restart   stop it (when one runs), then start it\n"
 	"  status    say whether a daemon answers, its pid and how many runs it holds\n"
 	"\n"
 	"The control socket is <data root>/daemon.sock (0600; the data root must be\n"
@@ -273,6 +274,11 @@ int cmd_daemon(int argc, char **argv, struct lev_ctx *ctx)
 		return lev_daemon_start(false, 0);
 	if (!strcmp(argv[1], "stop"))
 		return stop();
+	if (!strcmp(argv[1], "restart")) {
+		int r = stop();
+
+		return r != LEV_EXIT_OK ? r : lev_daemon_start(false, 0);
+	}
 	if (!strcmp(argv[1], "status"))
 		return status();
 	return lev_usage_error("daemon", "unknown action '%s'", argv[1]);

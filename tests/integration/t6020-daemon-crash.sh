@@ -98,4 +98,13 @@ test_expect_success 'the restarted daemon runs new runs (the twin)' '
 	test "$(cat work/ran.txt)" = ran
 '
 
+test_expect_success 'daemon restart: a new daemon, the ended runs still listed' '
+	old=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
+	"$LEV" daemon restart >out &&
+	grep -q "^lev: daemon stopped$" out && grep -q "^lev: daemon started (pid [0-9]*)$" out &&
+	new=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
+	test -n "$new" && test "$new" != "$old" &&
+	status_is "$(cat id2)" complete
+'
+
 test_done
