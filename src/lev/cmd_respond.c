@@ -164,6 +164,13 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 			return lev_usage_error("respond", "give the answer as VALUE or --text, not both");
 		text = argv[optind + 1];
 	}
+	if (text) {
+		json_t *t = json_string(text);	/* jansson takes UTF-8 only */
+
+		if (!t)
+			return lev_usage_error("respond", "the answer must be UTF-8 text");
+		json_decref(t);
+	}
 	if (scope && !lev_streq(answer, "approve"))
 		return lev_usage_error("respond", "--%s goes with --approve",
 				       lev_streq(scope, "stage") ? "stage" : "session");

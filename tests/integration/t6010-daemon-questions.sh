@@ -85,6 +85,8 @@ test_expect_success 'a wrong kind of answer is refused and the question stays op
 	test_must_fail "$LEV" respond "$q" --approve 2>err &&
 	grep -q "the agent asks for text: give it with --text TEXT or as VALUE" err &&
 	test_must_fail "$LEV" respond "$q" --approve --stage 2>err &&
+	test_expect_code 2 "$LEV" respond "$q" "$(printf "\377")" 2>err &&
+	grep -q "the answer must be UTF-8 text" err &&
 	test "$(open_request)" = "$q"
 '
 
