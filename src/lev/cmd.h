@@ -14,15 +14,51 @@
 
 #include <jansson.h>
 
+#include "liblev/base/error.h"
+#include "liblev/conf/config.h"
+
 enum {
 	LEV_EXIT_OK = 0,
 	LEV_EXIT_FAIL = 1,
 	LEV_EXIT_USAGE = 2,
 };
 
+/*
+ * What a command needs set up, declared in its lev_cmds[] row (git's
+ * RUN_SETUP).  main.c does the set-up and owns what it made: a command
+ * neither loads nor frees any of it.
+ */
+enum lev_cmd_needs {
+	CMD_NEEDS_CONFIG = 1 << 0,	/* ctx->cfg: the user's config.toml */
+	CMD_NEEDS_DATA_ROOT = 1 << 1,	/* ctx->paths: the data root and lev's files under it */
+	CMD_NEEDS_SANDBOX = 1 << 2,	/* ctx->oci_helper: the container fast path's helper */
+};
+
+/* Where lev's own files are (liblev/conf/datadir.h); each a fresh string. */
+struct lev_data_paths {
+	char *root;
+	char *config;
+	char *policy;
+	char *rules;
+	char *runs;
+	char *credentials;
+};
+
 struct lev_ctx {
 	const char *argv0;
 	int verbose;
+	const struct lev_cmd *cmd;	/* the command being run */
+	/*
+	 * Set up as cmd->needs asks.  CMD_NEEDS_SANDBOX is filled before the
+	 * command runs (it cannot fail and prints nothing); the config and
+	 * the data root on the command's first lev_setup(), after it parsed
+	 * its arguments, so a usage error is reported before a broken config.
+	 */
+	struct lev_config cfg;
+	struct lev_data_paths paths;
+	char *oci_helper;		/* NULL when not found */
+	struct lev_err err;		/* why lev_setup() failed */
+	unsigned done;			/* the CMD_NEEDS_* set up so far */
 };
 
 struct lev_cmd {
@@ -30,11 +66,19 @@ struct lev_cmd {
 	int (*fn)(int argc, char **argv, struct lev_ctx *ctx);
 	const char *summary;	/* one line, shown by `lev help` */
 	const char *usage;	/* full usage text, shown by `lev help NAME` and `--help` */
+	unsigned needs;		/* CMD_NEEDS_* */
 };
 
 extern const struct lev_cmd lev_cmds[];
 
 const struct lev_cmd *lev_cmd_find(const char *name);
+
+/*
+ * Set up NEEDS (CMD_NEEDS_* the command's row declares; asking for more is
+ * a bug and aborts), the config before the data root, each once.  0, or -1
+ * after printing "lev: error: <why>"; the reason stays in ctx->err.
+ */
+int lev_setup(struct lev_ctx *ctx, unsigned needs);
 
 /* Print the usage of NAME to F. */
 void lev_cmd_usage(const char *name, FILE *f);

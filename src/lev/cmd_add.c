@@ -32,13 +32,11 @@ int cmd_add(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_err err = LEV_ERR_INIT;
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_free_ char *home = NULL;
-	struct lev_config cfg;
 	char **lines = NULL, **l;
 	const char *src = NULL;
 	bool force = false, replaced = false, opts_done = false;
 	int i;
 
-	(void)ctx;
 	for (i = 1; i < argc; i++) {
 		if (!opts_done && (!strcmp(argv[i], "--force") || !strcmp(argv[i], "-f")))
 			force = true;
@@ -54,12 +52,10 @@ int cmd_add(int argc, char **argv, struct lev_ctx *ctx)
 	if (!src)
 		return lev_usage_error("add", "which blueprint? give its directory");
 	/* a config we cannot read means we cannot say what is granted: stop first */
-	if (lev_report_load_config(&cfg) < 0)
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0)
 		return LEV_EXIT_FAIL;
-	if (lev_agentstore_install(src, force, &bp, &replaced, &err) < 0) {
-		lev_config_release(&cfg);
+	if (lev_agentstore_install(src, force, &bp, &replaced, &err) < 0)
 		return lev_fail("%s", err.msg);
-	}
 	printf("%s '%s' %s in %s\n", replaced ? "replaced" : "installed", bp->name, bp->version,
 	       bp->dir);
 	{
@@ -73,7 +69,7 @@ int cmd_add(int argc, char **argv, struct lev_ctx *ctx)
 			lev_warn("%s", err.msg);
 	}
 	lev_report_lint_dirs(&workdir, &home);
-	lev_lint_inventory(bp, &cfg, workdir, home, &lines);
+	lev_lint_inventory(bp, &ctx->cfg, workdir, home, &lines);
 	if (lines) {
 		printf("'%s' asks for the following; review it before running it:\n", bp->name);
 		for (l = lines; *l; l++)
@@ -84,6 +80,5 @@ int cmd_add(int argc, char **argv, struct lev_ctx *ctx)
 	printf("inspect it with: lev validate %s\n", bp->name);
 	lev_strv_free(lines);
 	lev_blueprint_free(bp);
-	lev_config_release(&cfg);
 	return LEV_EXIT_OK;
 }

@@ -20,7 +20,6 @@
 #include "liblev/run/check.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/config.h"
-#include "liblev/conf/datadir.h"
 #include "liblev/base/strv.h"
 
 enum { EXIT_ASK = 3 };
@@ -291,15 +290,11 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_check_result res = { 0 };
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_blueprint *bp = NULL;
-	struct lev_config cfg;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *cwd = NULL;
-	_cleanup_free_ char *policy = NULL;
-	_cleanup_free_ char *rules = NULL;
 	char *const *w;
 	int r, rc;
 
-	(void)ctx;
 	a.o.confine = LEV_CONFINE_AUTO;
 	a.o.taint = LEV_PUBLIC;
 	r = parse_args(argc, argv, &a);
@@ -316,23 +311,19 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 		return lev_fail("%s", err.msg);
 	/* per-agent grants go to the installed agent, unchanged, only */
 	lev_agentstore_bind(bp);
-	if (lev_report_load_config(&cfg) < 0) {
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0) {
 		lev_blueprint_free(bp);
 		return LEV_EXIT_FAIL;
 	}
-	if (lev_datadir_policy_path(&policy, &err) == 0)
-		a.o.policy_path = policy;
-	if (lev_datadir_rules_dir(&rules, &err) == 0)
-		a.o.rules_dir = rules;
+	a.o.policy_path = ctx->paths.policy;
+	a.o.rules_dir = ctx->paths.rules;
 
 	if (a.calls) {
-		rc = run_calls(&cfg, bp, &a);
-		lev_config_release(&cfg);
+		rc = run_calls(&ctx->cfg, bp, &a);
 		lev_blueprint_free(bp);
 		return rc;
 	}
-	r = lev_check_run(&cfg, bp, &a.o, &res, &err);
-	lev_config_release(&cfg);
+	r = lev_check_run(&ctx->cfg, bp, &a.o, &res, &err);
 	lev_blueprint_free(bp);
 	if (r == LEV_EUSAGE)
 		return lev_usage_error("check", "%s", err.msg);

@@ -32,13 +32,11 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_err err = LEV_ERR_INIT;
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_free_ char *home = NULL;
-	struct lev_config cfg;
 	json_t *arr = NULL;
 	bool json = false;
 	size_t i, n = 0;
 	int k;
 
-	(void)ctx;
 	for (k = 1; k < argc; k++) {
 		if (!strcmp(argv[k], "--json"))
 			json = true;
@@ -47,12 +45,10 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 		else
 			return lev_usage_error("list", "unexpected argument '%s'", argv[k]);
 	}
-	if (lev_report_load_config(&cfg) < 0)
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0)
 		return LEV_EXIT_FAIL;
-	if (lev_agentstore_list(&agents, &n, &err) < 0) {
-		lev_config_release(&cfg);
+	if (lev_agentstore_list(&agents, &n, &err) < 0)
 		return lev_fail("%s", err.msg);
-	}
 	lev_report_lint_dirs(&workdir, &home);
 	if (json)
 		arr = json_array();
@@ -68,7 +64,7 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 
 		if (a->bp) {
 			declared = lev_strv_len(a->bp->read_paths);
-			report_ok = lev_lint_grant_report(a->bp, &cfg, workdir, home, &st, &granted,
+			report_ok = lev_lint_grant_report(a->bp, &ctx->cfg, workdir, home, &st, &granted,
 							  &rerr) == 0;
 		}
 		if (json) {
@@ -131,6 +127,5 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 		lev_report_print_json(o);
 	}
 	lev_agentstore_list_free(agents, n);
-	lev_config_release(&cfg);
 	return LEV_EXIT_OK;
 }

@@ -17,7 +17,6 @@
 
 #include "lev/cmd.h"
 #include "liblev/base/cleanup.h"
-#include "liblev/conf/datadir.h"
 #include "liblev/policy/policy.h"
 #include "liblev/policy/rules.h"
 #include "liblev/base/strv.h"
@@ -49,20 +48,6 @@ const char lev_usage_policy[] =
 	"Exit status of test: 0 allowed, 1 blocked (a run would ask the user), 2 usage.\n";
 
 #define usage(...) lev_usage_error("policy", __VA_ARGS__)
-
-static int paths(char **policy, char **rules)
-{
-	struct lev_err err = LEV_ERR_INIT;
-
-	if (lev_datadir_policy_path(policy, &err) < 0)
-		return lev_fail("%s", err.msg);
-	if (rules && lev_datadir_rules_dir(rules, &err) < 0) {
-		free(*policy);
-		*policy = NULL;
-		return lev_fail("%s", err.msg);
-	}
-	return 0;
-}
 
 /* A JSON string for S; odd bytes are shown escaped rather than dropped. */
 static json_t *jstr(const char *s)
@@ -241,13 +226,13 @@ static void list_text(const char *ppath, const char *rdir, const struct lev_poli
 	}
 }
 
-static int policy_list(int argc, char **argv)
+static int policy_list(int argc, char **argv, struct lev_ctx *ctx)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
-	_cleanup_free_ char *ppath = NULL, *rdir = NULL;
+	const char *ppath, *rdir;
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_policy *pol = NULL;
 	struct lev_rules *rules = NULL;
@@ -265,9 +250,10 @@ static int policy_list(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage("list: unexpected argument '%s'", argv[optind]);
-	r = paths(&ppath, &rdir);
-	if (r)
-		return r;
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	ppath = ctx->paths.policy;
+	rdir = ctx->paths.rules;
 	if (lev_policy_load(ppath, &pol, NULL, &err) < 0)
 		return lev_fail("%s", err.msg);
 	if (lev_rules_load_dir(rdir, NULL, &rules, &err) < 0) {
@@ -296,14 +282,15 @@ static int parse_level(const char *what, const char *s, enum lev_level *out)
 	return 0;
 }
 
-static int policy_add(int argc, char **argv)
+static int policy_add(int argc, char **argv, struct lev_ctx *ctx)
 {
 	static const struct option opts[] = {
 		{ "target", required_argument, NULL, 't' },
 		{ "max-sensitivity", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
-	_cleanup_free_ char *ppath = NULL, *canon = NULL;
+	_cleanup_free_ char *canon = NULL;
+	const char *ppath;
 	struct lev_err err = LEV_ERR_INIT;
 	enum lev_level max = LEV_INTERNAL;
 	const char *target = NULL, *tool;
@@ -348,9 +335,9 @@ static int policy_add(int argc, char **argv)
 		if (r < 0)
 			return usage("add: %s", err.msg);
 	}
-	r = paths(&ppath, NULL);
-	if (r)
-		return r;
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	ppath = ctx->paths.policy;
 	{
 		/* show what the existing file says about itself (the append re-checks it) */
 		struct lev_policy *old = NULL;
@@ -515,10 +502,9 @@ static void print_test_text(const struct lev_gate_decision *d)
  * The real gate (policy.toml and rules/) on CALL, in a context holding one
  * entry at TAINT; *D gets the decision.  0, or an exit status after a message.
  */
-static int test_decide(struct lev_gate_call *call, enum lev_level taint,
+static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum lev_level taint,
 		       struct lev_gate_decision *d)
 {
-	_cleanup_free_ char *ppath = NULL, *rdir = NULL;
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_gate_options go = { 0 };
 	struct lev_taint_ctx *ctx;
@@ -526,11 +512,10 @@ static int test_decide(struct lev_gate_call *call, enum lev_level taint,
 	char *const *w;
 	int r, region;
 
-	r = paths(&ppath, &rdir);
-	if (r)
-		return r;
-	go.policy_path = ppath;
-	go.rules_dir = rdir;
+	if (lev_setup(lctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	go.policy_path = lctx->paths.policy;
+	go.rules_dir = lctx->paths.rules;
 	go.enabled = true;
 	go.recheck_ns = -1;
 	if (lev_gate_new(&go, &g, &err) < 0)
@@ -558,7 +543,7 @@ static int test_decide(struct lev_gate_call *call, enum lev_level taint,
 	return 0;
 }
 
-static int policy_test(int argc, char **argv)
+static int policy_test(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct test_opts o = { .taint = LEV_PRIVATE };
 	_cleanup_strv_ char **targets = NULL;
@@ -577,7 +562,7 @@ static int policy_test(int argc, char **argv)
 	}
 	call.targets_given = targets != NULL;
 	call.targets = targets;
-	r = test_decide(&call, o.taint, &d);
+	r = test_decide(ctx, &call, o.taint, &d);
 	if (r)
 		return r;
 	for (w = d.diags; w && *w; w++)
@@ -593,7 +578,7 @@ static int policy_test(int argc, char **argv)
 
 static const struct {
 	const char *name;
-	int (*fn)(int argc, char **argv);
+	int (*fn)(int argc, char **argv, struct lev_ctx *ctx);
 } subcommands[] = {
 	{ "list", policy_list },
 	{ "add", policy_add },
@@ -604,11 +589,10 @@ int cmd_policy(int argc, char **argv, struct lev_ctx *ctx)
 {
 	size_t i;
 
-	(void)ctx;
 	if (argc < 2)
 		return usage("missing subcommand (list, add or test)");
 	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		if (!strcmp(argv[1], subcommands[i].name))
-			return subcommands[i].fn(argc - 1, argv + 1);
+			return subcommands[i].fn(argc - 1, argv + 1, ctx);
 	return usage("unknown subcommand '%s'", argv[1]);
 }

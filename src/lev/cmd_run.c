@@ -697,27 +697,19 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_blueprint *bp = NULL;
 	struct lev_agent *agent = NULL;
-	struct lev_config cfg;
-	bool cfg_loaded = false;
+	const struct lev_config *cfg = &ctx->cfg;
+	const struct lev_data_paths *at = &ctx->paths;
 	_cleanup_free_ char *task_arg = NULL;
 	_cleanup_free_ char *task = NULL;
 	_cleanup_free_ char *workdir_arg = NULL;
 	_cleanup_free_ char *model = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *home = NULL;
-	_cleanup_free_ char *root = NULL;
-	_cleanup_free_ char *runs = NULL;
-	_cleanup_free_ char *policy = NULL;
-	_cleanup_free_ char *rules = NULL;
-	_cleanup_free_ char *creds = NULL;
-	_cleanup_free_ char *cfg_path = NULL;
-	_cleanup_free_ char *helper = NULL;
 	char **allow = NULL;
 	char real[PATH_MAX];
 	struct stat st;
 	int c, rc = LEV_EXIT_FAIL;
 
-	(void)ctx;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "t:w:m:", longopts, NULL)) != -1) {
@@ -786,12 +778,9 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	lev_agentstore_bind(bp);
 	for (char **w = bp->warnings; w && *w; w++)
 		lev_warn("%s", *w);
-	if (lev_config_load(&cfg, &err) < 0) {
-		lev_fail("%s", err.msg);
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0)
 		goto out;
-	}
-	cfg_loaded = true;
-	for (char **w = cfg.warnings; w && *w; w++)
+	for (char **w = cfg->warnings; w && *w; w++)
 		lev_warn("%s", *w);
 
 	/* the workdir */
@@ -810,34 +799,29 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		home = NULL;
 
 	/* where things live */
-	if (lev_datadir_root(&root, &err) < 0 || lev_datadir_runs_dir(&runs, &err) < 0 ||
-	    lev_datadir_policy_path(&policy, &err) < 0 || lev_datadir_rules_dir(&rules, &err) < 0 ||
-	    lev_datadir_credentials_path(&creds, &err) < 0 ||
-	    lev_datadir_config_path(&cfg_path, &err) < 0) {
-		lev_fail("%s", err.msg);
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
 		goto out;
-	}
 
 	f.tty = isatty(STDERR_FILENO);
 	f.tty_fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	f.ask_timeout_secs = cfg.limits.interaction_timeout_secs ? cfg.limits.interaction_timeout_secs
+	f.ask_timeout_secs = cfg->limits.interaction_timeout_secs ? cfg->limits.interaction_timeout_secs
 								 : 3600;
 	if (install_signals() < 0) {
 		lev_fail("cannot set up signal handling: %s", strerror(errno));
 		goto out;
 	}
-	if (workdir_guard(&f, &cfg, real, home) != 0)
+	if (workdir_guard(&f, cfg, real, home) != 0)
 		goto out;
-	read_path_warning(bp, &cfg, real, home);
+	read_path_warning(bp, cfg, real, home);
 
 	if (detached) {
 		o.bp = bp;
-		o.cfg = &cfg;
+		o.cfg = cfg;
 		o.workdir = real;
 		o.task = task;
 		o.allow = allow;
 		o.model = model;
-		o.oci_helper = helper = lev_find_oci_helper();
+		o.oci_helper = ctx->oci_helper;
 		rc = detach(&o, path, f.json);
 		goto out;
 	}
@@ -847,21 +831,20 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		f.spin_started = pthread_create(&f.spin_thread, NULL, spinner_main, &f) == 0;
 	}
 
-	helper = lev_find_oci_helper();
 	o.bp = bp;
-	o.cfg = &cfg;
+	o.cfg = cfg;
 	o.workdir = real;
 	o.task = task;
 	o.allow = allow;
 	o.model = model;
-	o.runs_dir = runs;
-	o.data_root = root;
-	o.policy_path = policy;
-	o.rules_dir = rules;
-	o.credentials_path = creds;
-	o.config_path = cfg_path;
+	o.runs_dir = at->runs;
+	o.data_root = at->root;
+	o.policy_path = at->policy;
+	o.rules_dir = at->rules;
+	o.credentials_path = at->credentials;
+	o.config_path = at->config;
 	o.home = home;
-	o.oci_helper = helper;
+	o.oci_helper = ctx->oci_helper;
 	o.envp = environ;
 	o.cancel = &run_cancel;
 	o.cancel_fd = cancel_pipe[0];
@@ -927,8 +910,6 @@ out:
 	if (f.tty_fd >= 0)
 		close(f.tty_fd);
 	free(f.last_allowed);
-	if (cfg_loaded)
-		lev_config_release(&cfg);
 	lev_blueprint_free(bp);
 	lev_strv_free(allow);
 	return rc;

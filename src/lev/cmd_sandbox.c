@@ -64,7 +64,7 @@ const char lev_usage_sandbox[] =
 
 #define exec_usage(...) lev_usage_error("sandbox", __VA_ARGS__)
 
-/* The helper that becomes each container's main process. */
+/* --timeout: whole seconds from 1 to a week. */
 static int parse_secs(const char *s, uint64_t *out)
 {
 	uint64_t v;
@@ -148,191 +148,174 @@ static int report_result(const struct lev_sandbox_result *res, char *const *argv
 	return res->exit_code;
 }
 
-static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
+/* What `lev sandbox exec` was asked on its command line. */
+struct exec_args {
+	const char *agent_name, *stage_name, *workdir;
+	const char *kind_s, *net_s, *image, *engine, *onun_s;
+	char **mounts;
+	bool dry_run, json, verbose;
+	uint64_t timeout_s, mem_mib, pids;
+	int cmd;	/* argv index of CMD */
+};
+
+/* An option taking a value: 0, or the usage error's exit status. */
+static int exec_option(struct exec_args *a, const char *opt, const char *v)
 {
-	const char *agent_name = NULL, *stage_name = NULL, *workdir = NULL;
-	const char *kind_s = NULL, *net_s = NULL, *image = NULL, *engine = NULL, *onun_s = NULL;
-	char **mounts = NULL;
-	bool dry_run = false, json = false, verbose = ctx->verbose > 0;
-	uint64_t timeout_s = 0, mem_mib = 0, pids = 0;
-	struct lev_config cfg;
-	struct lev_sandbox_spec global, eff;
-	const struct lev_sandbox_spec *agent = NULL, *stage = NULL;
-	struct lev_blueprint *bp = NULL;
-	struct lev_sandbox_opts o = LEV_SANDBOX_OPTS_INIT;
-	struct lev_sandbox_pool *pool = NULL;
-	struct lev_sandbox *sb = NULL;
-	struct lev_sandbox_proc *proc = NULL;
-	struct lev_sandbox_result res;
-	struct lev_sandbox_io io = { 0, 1, 2, -1 };
-	struct lev_err err = LEV_ERR_INIT;
-	_cleanup_free_ char *helper = NULL;
-	_cleanup_free_ char *cwd = NULL;
-	char run_id[64];
-	sigset_t sigs;
-	int i, rc = EXIT_SETUP, sfd = -1, cancel_sig = 0;
+	if (!strcmp(opt, "--agent"))
+		a->agent_name = v;
+	else if (!strcmp(opt, "--stage"))
+		a->stage_name = v;
+	else if (!strcmp(opt, "--kind"))
+		a->kind_s = v;
+	else if (!strcmp(opt, "--network"))
+		a->net_s = v;
+	else if (!strcmp(opt, "--workdir"))
+		a->workdir = v;
+	else if (!strcmp(opt, "--image"))
+		a->image = v;
+	else if (!strcmp(opt, "--engine"))
+		a->engine = v;
+	else if (!strcmp(opt, "--mount"))
+		a->mounts = lev_strv_push(a->mounts, v);
+	else if (!strcmp(opt, "--on-unavailable"))
+		a->onun_s = v;
+	else if (!strcmp(opt, "--memory")) {
+		if (lev_parse_u64(v, &a->mem_mib) < 0 || a->mem_mib < 16 || a->mem_mib > (1ULL << 24))
+			return exec_usage("--memory wants MiB from 16 to 16777216, not '%s'", v);
+	} else if (!strcmp(opt, "--pids")) {
+		if (lev_parse_u64(v, &a->pids) < 0 || a->pids < 8 || a->pids > 1000000)
+			return exec_usage("--pids wants a count from 8 to 1000000, not '%s'", v);
+	} else if (!strcmp(opt, "--timeout")) {
+		if (parse_secs(v, &a->timeout_s) < 0)
+			return exec_usage("--timeout wants whole seconds from 1 to 604800, not '%s'", v);
+	} else {
+		return exec_usage("unknown option '%s'", opt);
+	}
+	return 0;
+}
+
+/* 0, or the usage error's exit status (A->mounts is then freed). */
+static int exec_parse(int argc, char **argv, struct exec_args *a)
+{
+	int i, r;
 
 	for (i = 2; i < argc; i++) {
-		const char *a = argv[i];
+		const char *opt = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(a, "--")) {
+		if (!strcmp(opt, "--")) {
 			i++;
 			break;
 		}
-		if (a[0] != '-')
+		if (opt[0] != '-')
 			break;
-		if (!strcmp(a, "--dry-run")) {
-			dry_run = true;
+		if (!strcmp(opt, "--dry-run")) {
+			a->dry_run = true;
 			continue;
 		}
-		if (!strcmp(a, "--json")) {
-			json = true;
+		if (!strcmp(opt, "--json")) {
+			a->json = true;
 			continue;
 		}
-		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-			verbose = true;
+		if (!strcmp(opt, "-v") || !strcmp(opt, "--verbose")) {
+			a->verbose = true;
 			continue;
 		}
-		if (!v)
-			return exec_usage("option '%s' needs a value", a);
-		if (!strcmp(a, "--agent"))
-			agent_name = v;
-		else if (!strcmp(a, "--stage"))
-			stage_name = v;
-		else if (!strcmp(a, "--kind"))
-			kind_s = v;
-		else if (!strcmp(a, "--network"))
-			net_s = v;
-		else if (!strcmp(a, "--workdir"))
-			workdir = v;
-		else if (!strcmp(a, "--image"))
-			image = v;
-		else if (!strcmp(a, "--engine"))
-			engine = v;
-		else if (!strcmp(a, "--mount"))
-			mounts = lev_strv_push(mounts, v);
-		else if (!strcmp(a, "--on-unavailable"))
-			onun_s = v;
-		else if (!strcmp(a, "--memory")) {
-			if (lev_parse_u64(v, &mem_mib) < 0 || mem_mib < 16 || mem_mib > (1ULL << 24)) {
-				lev_strv_free(mounts);
-				return exec_usage("--memory wants MiB from 16 to 16777216, not '%s'", v);
-			}
-		} else if (!strcmp(a, "--pids")) {
-			if (lev_parse_u64(v, &pids) < 0 || pids < 8 || pids > 1000000) {
-				lev_strv_free(mounts);
-				return exec_usage("--pids wants a count from 8 to 1000000, not '%s'", v);
-			}
-		}
-		else if (!strcmp(a, "--timeout")) {
-			if (parse_secs(v, &timeout_s) < 0) {
-				lev_strv_free(mounts);
-				return exec_usage("--timeout wants whole seconds from 1 to 604800, not '%s'", v);
-			}
-		} else {
-			lev_strv_free(mounts);
-			return exec_usage("unknown option '%s'", a);
-		}
+		r = v ? exec_option(a, opt, v) : exec_usage("option '%s' needs a value", opt);
+		if (r)
+			goto fail;
 		i++;
 	}
-	if (i >= argc) {
-		lev_strv_free(mounts);
-		return exec_usage("%s", "no command given (write it after '--')");
-	}
-	if (stage_name && !agent_name) {
-		lev_strv_free(mounts);
-		return exec_usage("%s", "--stage needs --agent");
-	}
-	if (json && !dry_run) {
-		lev_strv_free(mounts);
-		return exec_usage("%s", "--json goes with --dry-run");
-	}
+	a->cmd = i;
+	if (i >= argc)
+		r = exec_usage("%s", "no command given (write it after '--')");
+	else if (a->stage_name && !a->agent_name)
+		r = exec_usage("%s", "--stage needs --agent");
+	else if (a->json && !a->dry_run)
+		r = exec_usage("%s", "--json goes with --dry-run");
+	else
+		return 0;
+fail:
+	lev_strv_free(a->mounts);
+	a->mounts = NULL;
+	return r;
+}
 
-	if (lev_config_load(&cfg, &err) < 0) {
-		lev_strv_free(mounts);
-		lev_fail("%s", err.msg);
-		return EXIT_SETUP;
+/*
+ * The user's [sandbox] with the flags laid over it, into GLOBAL (released
+ * by the caller either way).  0, or the usage error's exit status.
+ */
+static int exec_global_spec(const struct lev_config *cfg, const struct exec_args *a,
+			    struct lev_sandbox_spec *global)
+{
+	lev_sandbox_spec_copy(global, &cfg->sandbox);
+	if (a->kind_s) {
+		if (lev_sandbox_kind_parse(a->kind_s, &global->kind) < 0)
+			return exec_usage("--kind wants none, namespace or container, not '%s'",
+					  a->kind_s);
+		global->has_kind = global->present = true;
+	} else if (!a->agent_name && !(global->present && global->has_kind)) {
+		global->kind = LEV_SANDBOX_NAMESPACE;	/* the command is called sandbox */
+		global->has_kind = global->present = true;
 	}
-	print_warnings(cfg.warnings);
+	if (a->net_s) {
+		if (strcmp(a->net_s, "on") && strcmp(a->net_s, "off"))
+			return exec_usage("--network wants on or off, not '%s'", a->net_s);
+		global->network = !strcmp(a->net_s, "on");
+		global->has_network = global->present = true;
+	}
+	if (a->onun_s) {
+		if (lev_on_unavailable_parse(a->onun_s, &global->on_unavailable) < 0)
+			return exec_usage("--on-unavailable wants error or warn, not '%s'", a->onun_s);
+		global->has_on_unavailable = global->present = true;
+	}
+	if (a->image) {
+		free(global->image);
+		global->image = xstrdup(a->image);
+		global->present = true;
+	}
+	if (a->engine) {
+		free(global->engine);
+		global->engine = xstrdup(a->engine);
+		global->present = true;
+	}
+	for (char **m = a->mounts; m && *m; m++)
+		if (!lev_strv_contains(global->mounts, *m))
+			global->mounts = lev_strv_push(global->mounts, *m);
+	return 0;
+}
 
-	/* the user's [sandbox], with the flags laid over it */
-	lev_sandbox_spec_copy(&global, &cfg.sandbox);
-	if (kind_s) {
-		if (lev_sandbox_kind_parse(kind_s, &global.kind) < 0) {
-			rc = exec_usage("--kind wants none, namespace or container, not '%s'", kind_s);
-			goto out;
-		}
-		global.has_kind = global.present = true;
-	} else if (!agent_name && !(global.present && global.has_kind)) {
-		global.kind = LEV_SANDBOX_NAMESPACE;	/* the command is called sandbox */
-		global.has_kind = global.present = true;
-	}
-	if (net_s) {
-		if (strcmp(net_s, "on") && strcmp(net_s, "off")) {
-			rc = exec_usage("--network wants on or off, not '%s'", net_s);
-			goto out;
-		}
-		global.network = !strcmp(net_s, "on");
-		global.has_network = global.present = true;
-	}
-	if (onun_s) {
-		if (lev_on_unavailable_parse(onun_s, &global.on_unavailable) < 0) {
-			rc = exec_usage("--on-unavailable wants error or warn, not '%s'", onun_s);
-			goto out;
-		}
-		global.has_on_unavailable = global.present = true;
-	}
-	if (image) {
-		free(global.image);
-		global.image = xstrdup(image);
-		global.present = true;
-	}
-	if (engine) {
-		free(global.engine);
-		global.engine = xstrdup(engine);
-		global.present = true;
-	}
-	for (char **m = mounts; m && *m; m++)
-		if (!lev_strv_contains(global.mounts, *m))
-			global.mounts = lev_strv_push(global.mounts, *m);
+/* The sandbox options from the config and the flags (not the pool). */
+static void exec_opts(const struct lev_config *cfg, const struct exec_args *a,
+		      const char *workdir, const char *helper, struct lev_sandbox_opts *o)
+{
+	o->workdir = workdir;
+	o->engine_args = cfg->sandbox_engine_args;
+	o->oci_helper = helper;
+	o->env.mode = cfg->shell_env;
+	o->env.withhold = cfg->shell_env_withhold;
+	o->env.allow = cfg->allow_env_vars;
+	if (a->timeout_s)
+		o->limits.timeout_ms = a->timeout_s * 1000;
+	else if (cfg->sandbox_timeout_secs)
+		o->limits.timeout_ms = cfg->sandbox_timeout_secs * 1000;
+	else if (cfg->limits.shell_timeout_secs)
+		o->limits.timeout_ms = cfg->limits.shell_timeout_secs * 1000;
+	if (cfg->limits.max_tool_output_bytes)
+		o->limits.output_max = cfg->limits.max_tool_output_bytes;
+	if (a->mem_mib)
+		o->limits.mem_bytes = a->mem_mib << 20;
+	if (a->pids)
+		o->limits.nproc = a->pids;
+	o->plan_only = a->dry_run;
+	lev_sandbox_limits_fill(&o->limits);
+}
 
-	if (agent_name && load_agent(agent_name, stage_name, &bp, &agent, &stage) < 0)
-		goto out;
-	lev_sandbox_resolve(&global, agent, stage, &eff);
+/* Ctrl-C and friends cancel the command (and remove containers): a signalfd, or -1. */
+static int block_cancel_signals(void)
+{
+	sigset_t sigs;
 
-	if (!workdir) {
-		cwd = getcwd(NULL, 0);
-		if (!cwd) {
-			lev_fail("cannot find the current directory: %s", strerror(errno));
-			goto out_eff;
-		}
-		workdir = cwd;
-	}
-	snprintf(run_id, sizeof(run_id), "exec-%d", (int)getpid());
-	helper = lev_find_oci_helper();
-
-	o.workdir = workdir;
-	o.engine_args = cfg.sandbox_engine_args;
-	o.oci_helper = helper;
-	o.env.mode = cfg.shell_env;
-	o.env.withhold = cfg.shell_env_withhold;
-	o.env.allow = cfg.allow_env_vars;
-	if (timeout_s)
-		o.limits.timeout_ms = timeout_s * 1000;
-	else if (cfg.sandbox_timeout_secs)
-		o.limits.timeout_ms = cfg.sandbox_timeout_secs * 1000;
-	else if (cfg.limits.shell_timeout_secs)
-		o.limits.timeout_ms = cfg.limits.shell_timeout_secs * 1000;
-	if (cfg.limits.max_tool_output_bytes)
-		o.limits.output_max = cfg.limits.max_tool_output_bytes;
-	if (mem_mib)
-		o.limits.mem_bytes = mem_mib << 20;
-	if (pids)
-		o.limits.nproc = pids;
-	lev_sandbox_limits_fill(&o.limits);
-
-	/* Ctrl-C and friends cancel the command (and remove containers) */
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -340,19 +323,12 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	io.cancel_fd = sfd;
+	return signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+}
 
-	if (lev_sandbox_pool_new(run_id, &pool, &err) < 0) {
-		lev_fail("%s", err.msg);
-		goto out_eff;
-	}
-	o.pool = pool;
-	o.plan_only = dry_run;
-	if (lev_sandbox_new(&eff, &o, &sb, &err) < 0) {
-		lev_fail("%s", err.msg);
-		goto out_pool;
-	}
+/* Warn when the sandbox is degraded; with -v print what it uses. */
+static void exec_announce(const struct lev_sandbox *sb, bool verbose)
+{
 	if (lev_sandbox_degraded(sb)) {
 		struct lev_buf b = LEV_BUF_INIT_MAX(4096);
 
@@ -362,23 +338,38 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	if (verbose)
 		print_layers(sb);
+}
 
-	if (dry_run) {
-		struct lev_buf b = LEV_BUF_INIT_MAX(8 << 20);
+/* --dry-run: print the plan for CMD. */
+static int exec_plan(struct lev_sandbox *sb, char *const *cmd, bool json)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(8 << 20);
+	struct lev_err err = LEV_ERR_INIT;
+	int rc = EXIT_SETUP;
 
-		if (lev_sandbox_describe(sb, argv + i, NULL, json, &b, &err) < 0) {
-			lev_fail("%s", err.msg);
-		} else {
-			fputs(b.buf, stdout);
-			rc = LEV_EXIT_OK;
-		}
-		lev_buf_release(&b);
-		goto out_sb;
-	}
-
-	if (lev_sandbox_spawn(sb, argv + i, environ, NULL, NULL, &io, &proc, &err) < 0) {
+	if (lev_sandbox_describe(sb, cmd, NULL, json, &b, &err) < 0) {
 		lev_fail("%s", err.msg);
-		goto out_sb;
+	} else {
+		fputs(b.buf, stdout);
+		rc = LEV_EXIT_OK;
+	}
+	lev_buf_release(&b);
+	return rc;
+}
+
+/* Run CMD in SB with our standard streams; its exit status, or EXIT_SETUP. */
+static int exec_run(struct lev_sandbox *sb, char *const *cmd, const struct lev_sandbox_opts *o,
+		    int sfd)
+{
+	struct lev_sandbox_io io = { 0, 1, 2, sfd };
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_sandbox_proc *proc = NULL;
+	struct lev_sandbox_result res;
+	int rc = EXIT_SETUP, cancel_sig = 0;
+
+	if (lev_sandbox_spawn(sb, cmd, environ, NULL, NULL, &io, &proc, &err) < 0) {
+		lev_fail("%s", err.msg);
+		return EXIT_SETUP;
 	}
 	if (lev_sandbox_wait(proc, &res, &err) < 0) {
 		lev_fail("%s", err.msg);
@@ -389,26 +380,95 @@ static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
 			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				cancel_sig = (int)si.ssi_signo;
 		}
-		rc = report_result(&res, argv + i, o.limits.timeout_ms, o.limits.output_max,
+		rc = report_result(&res, cmd, o->limits.timeout_ms, o->limits.output_max,
 				   cancel_sig);
 		lev_sandbox_result_release(&res);
 	}
 	lev_sandbox_proc_free(proc);
-out_sb:
+	return rc;
+}
+
+/* Make the sandbox EFF asks for in a pool of its own and run (or plan) CMD in it. */
+static int exec_in_pool(const struct lev_sandbox_spec *eff, struct lev_sandbox_opts *o,
+			const struct exec_args *a, char *const *cmd)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_sandbox_pool *pool = NULL;
+	struct lev_sandbox *sb = NULL;
+	char run_id[64];
+	int rc = EXIT_SETUP, sfd;
+
+	snprintf(run_id, sizeof(run_id), "exec-%d", (int)getpid());
+	sfd = block_cancel_signals();
+	if (lev_sandbox_pool_new(run_id, &pool, &err) < 0) {
+		lev_fail("%s", err.msg);
+		goto out;
+	}
+	o->pool = pool;
+	if (lev_sandbox_new(eff, o, &sb, &err) < 0) {
+		lev_fail("%s", err.msg);
+		goto out_pool;
+	}
+	exec_announce(sb, a->verbose);
+	rc = a->dry_run ? exec_plan(sb, cmd, a->json) : exec_run(sb, cmd, o, sfd);
 	lev_sandbox_free(sb);
 out_pool:
 	if (lev_sandbox_pool_teardown(pool, &err) < 0)
 		lev_warn("%s", err.msg);
 	lev_sandbox_pool_free(pool);
-out_eff:
-	lev_sandbox_spec_release(&eff);
 out:
 	if (sfd >= 0)
 		close(sfd);
+	return rc;
+}
+
+static int cmd_exec(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct exec_args a = { .verbose = ctx->verbose > 0 };
+	const struct lev_config *cfg;
+	struct lev_sandbox_spec global, eff;
+	const struct lev_sandbox_spec *agent = NULL, *stage = NULL;
+	struct lev_blueprint *bp = NULL;
+	struct lev_sandbox_opts o = LEV_SANDBOX_OPTS_INIT;
+	_cleanup_free_ char *cwd = NULL;
+	const char *workdir;
+	int rc;
+
+	rc = exec_parse(argc, argv, &a);
+	if (rc)
+		return rc;
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0) {
+		lev_strv_free(a.mounts);
+		return EXIT_SETUP;
+	}
+	cfg = &ctx->cfg;
+	print_warnings(cfg->warnings);
+
+	rc = exec_global_spec(cfg, &a, &global);
+	if (rc)
+		goto out;
+	rc = EXIT_SETUP;
+	if (a.agent_name && load_agent(a.agent_name, a.stage_name, &bp, &agent, &stage) < 0)
+		goto out;
+	lev_sandbox_resolve(&global, agent, stage, &eff);
+
+	workdir = a.workdir;
+	if (!workdir) {
+		cwd = getcwd(NULL, 0);
+		if (!cwd) {
+			lev_fail("cannot find the current directory: %s", strerror(errno));
+			goto out_eff;
+		}
+		workdir = cwd;
+	}
+	exec_opts(cfg, &a, workdir, ctx->oci_helper, &o);
+	rc = exec_in_pool(&eff, &o, &a, argv + a.cmd);
+out_eff:
+	lev_sandbox_spec_release(&eff);
+out:
 	lev_blueprint_free(bp);
 	lev_sandbox_spec_release(&global);
-	lev_config_release(&cfg);
-	lev_strv_free(mounts);
+	lev_strv_free(a.mounts);
 	return rc;
 }
 
@@ -417,18 +477,136 @@ static const char *yesno(int r)
 	return r == 0 ? "yes" : "no";
 }
 
-static int cmd_probe(int argc, char **argv)
+/* What each kind of sandbox would use here. */
+struct probe_kinds {
+	const char *helper;	/* the fast-path helper, or NULL */
+	const struct lev_sandbox_engine_info *pick;	/* the container engine, or NULL */
+	const char *ns_off, *ns_on;	/* the namespace kind's layers, network off and on */
+};
+
+static json_t *probe_engines_json(const struct lev_sandbox_probe *p)
+{
+	json_t *e = json_array();
+	size_t k;
+
+	for (k = 0; k < p->n_engines; k++) {
+		json_t *x = json_object();
+
+		json_object_set_new(x, "name", json_string(p->engines[k].name));
+		json_object_set_new(x, "path", p->engines[k].path ? json_string(p->engines[k].path) : json_null());
+		json_object_set_new(x, "version", p->engines[k].version ? json_string(p->engines[k].version) : json_null());
+		json_object_set_new(x, "responds", json_boolean(p->engines[k].responds));
+		json_array_append_new(e, x);
+	}
+	return e;
+}
+
+static json_t *probe_kinds_json(const struct probe_kinds *pk)
+{
+	json_t *kinds = json_object(), *ct = json_object();
+	/* what the container kind lacks without the helper */
+	json_t *miss = json_array();
+
+	json_object_set_new(kinds, "none", json_string("host: timeout, output cap, environment filter"));
+	json_object_set_new(kinds, "namespace", json_string(pk->ns_off));
+	json_object_set_new(kinds, "namespace_network_on", json_string(pk->ns_on));
+	json_object_set_new(ct, "engine", pk->pick ? json_string(pk->pick->name) : json_null());
+	json_object_set_new(ct, "fast_path_helper", pk->helper ? json_string(pk->helper) : json_null());
+	if (!pk->helper) {
+		json_array_append_new(miss, json_string("seccomp"));
+		json_array_append_new(miss, json_string("pidns"));
+	}
+	json_object_set_new(ct, "missing", miss);
+	json_object_set_new(kinds, "container", ct);
+	return kinds;
+}
+
+static void probe_print_json(const struct lev_sandbox_probe *p, const struct probe_kinds *pk)
+{
+	const struct scmp_version *sv = seccomp_version();
+	json_t *o = json_object();
+	char *s;
+
+#define RES(r) ((r) == 0 ? json_null() : json_string(strerror(-(r))))
+	json_object_set_new(o, "userns", json_boolean(p->userns == 0));
+	json_object_set_new(o, "userns_error", RES(p->userns));
+	json_object_set_new(o, "mount_api", json_boolean(p->mount_api == 0));
+	json_object_set_new(o, "mount_api_error", RES(p->mount_api));
+	json_object_set_new(o, "landlock_abi", json_integer(p->landlock_abi > 0 ? p->landlock_abi : 0));
+	json_object_set_new(o, "landlock_error", p->landlock_abi > 0 ? json_null() :
+				    json_string(strerror(-p->landlock_abi)));
+	json_object_set_new(o, "seccomp", json_boolean(p->seccomp == 0));
+	json_object_set_new(o, "seccomp_error", RES(p->seccomp));
+	json_object_set_new(o, "libseccomp", json_sprintf("%u.%u.%u", sv->major, sv->minor, sv->micro));
+	json_object_set_new(o, "openat2", json_boolean(p->openat2 == 0));
+	json_object_set_new(o, "pidmax_ns", json_boolean(p->pidmax_ns == 0));
+	json_object_set_new(o, "root", json_boolean(p->root));
+#undef RES
+	json_object_set_new(o, "engines", probe_engines_json(p));
+	json_object_set_new(o, "kinds", probe_kinds_json(pk));
+	s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	puts(s);
+	free(s);
+	json_decref(o);
+}
+
+static void probe_print_text(const struct lev_sandbox_probe *p, const struct probe_kinds *pk)
+{
+	const struct scmp_version *sv = seccomp_version();
+	size_t k;
+
+	printf("user namespaces: %s%s%s\n", yesno(p->userns), p->userns ? " - " : "",
+	       p->userns ? strerror(-p->userns) : "");
+	printf("mount API:       %s%s%s\n", yesno(p->mount_api), p->mount_api ? " - " : "",
+	       p->mount_api ? strerror(-p->mount_api) : "");
+	if (p->landlock_abi > 0)
+		printf("landlock:        ABI %d%s%s\n", p->landlock_abi,
+		       p->landlock_abi >= 4 ? " (filesystem, TCP" : " (filesystem",
+		       p->landlock_abi >= 6 ? ", scopes)" : ")");
+	else
+		printf("landlock:        no - %s\n", strerror(-p->landlock_abi));
+	printf("seccomp:         %s%s%s (libseccomp %u.%u.%u)\n", yesno(p->seccomp),
+	       p->seccomp ? " - " : "", p->seccomp ? strerror(-p->seccomp) : "", sv->major,
+	       sv->minor, sv->micro);
+	printf("openat2:         %s%s%s\n", yesno(p->openat2), p->openat2 ? " - " : "",
+	       p->openat2 ? strerror(-p->openat2) : "");
+	printf("pid_max per PID namespace: %s%s%s\n", yesno(p->pidmax_ns),
+	       p->pidmax_ns ? " - " : "", p->pidmax_ns ? strerror(-p->pidmax_ns) : "");
+	printf("running as:      %s (uid %u)\n", p->root ? "root" : "a normal user",
+	       (unsigned)getuid());
+	printf("engines:\n");
+	for (k = 0; k < p->n_engines; k++) {
+		const struct lev_sandbox_engine_info *x = &p->engines[k];
+
+		if (!x->path)
+			printf("  %-7s not found\n", x->name);
+		else
+			printf("  %-7s %s, %s, %s\n", x->name, x->path,
+			       x->version ? x->version : "version unknown",
+			       x->responds ? "responds" : "does not respond");
+	}
+	printf("kinds:\n");
+	printf("  none       the host: timeout, output cap, environment filter\n");
+	printf("  namespace  %s\n", pk->ns_off);
+	printf("             (network on: %s)\n", pk->ns_on);
+	if (pk->pick)
+		printf("  container  %s%s; commands %s\n", pk->pick->name,
+		       pk->pick->responds ? "" : " (does not respond)",
+		       pk->helper ? "through the fast-path helper" :
+				"through '<engine> exec', without: seccomp, pidns "
+				"(lev-oci-helper not found)");
+	else
+		printf("  container  unavailable: no docker or podman on PATH\n");
+}
+
+static int cmd_probe(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct lev_sandbox_probe p;
 	struct lev_err err = LEV_ERR_INIT;
-	const struct scmp_version *sv = seccomp_version();
-	_cleanup_free_ char *helper = lev_find_oci_helper();
-	unsigned ns_off, ns_on;
-	bool json = false;
-	size_t k;
-	int i;
 	struct lev_buf b1 = LEV_BUF_INIT_MAX(4096), b2 = LEV_BUF_INIT_MAX(4096);
-	const struct lev_sandbox_engine_info *pick;
+	struct probe_kinds pk = { .helper = ctx->oci_helper };
+	bool json = false;
+	int i;
 
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -438,110 +616,15 @@ static int cmd_probe(int argc, char **argv)
 	}
 	if (lev_sandbox_probe(NULL, &p, &err) < 0)
 		return lev_fail("%s", err.msg);
-	ns_off = lev_sandbox_probe_layers(&p, false);
-	ns_on = lev_sandbox_probe_layers(&p, true);
-	pick = p.engine_pick >= 0 ? &p.engines[p.engine_pick] : NULL;
-
-	if (json) {
-		json_t *o = json_object(), *e = json_array(), *kinds = json_object(), *ct;
-
-#define RES(r) ((r) == 0 ? json_null() : json_string(strerror(-(r))))
-		json_object_set_new(o, "userns", json_boolean(p.userns == 0));
-		json_object_set_new(o, "userns_error", RES(p.userns));
-		json_object_set_new(o, "mount_api", json_boolean(p.mount_api == 0));
-		json_object_set_new(o, "mount_api_error", RES(p.mount_api));
-		json_object_set_new(o, "landlock_abi", json_integer(p.landlock_abi > 0 ? p.landlock_abi : 0));
-		json_object_set_new(o, "landlock_error", p.landlock_abi > 0 ? json_null() :
-					    json_string(strerror(-p.landlock_abi)));
-		json_object_set_new(o, "seccomp", json_boolean(p.seccomp == 0));
-		json_object_set_new(o, "seccomp_error", RES(p.seccomp));
-		json_object_set_new(o, "libseccomp", json_sprintf("%u.%u.%u", sv->major, sv->minor, sv->micro));
-		json_object_set_new(o, "openat2", json_boolean(p.openat2 == 0));
-		json_object_set_new(o, "pidmax_ns", json_boolean(p.pidmax_ns == 0));
-		json_object_set_new(o, "root", json_boolean(p.root));
-#undef RES
-		for (k = 0; k < p.n_engines; k++) {
-			json_t *x = json_object();
-
-			json_object_set_new(x, "name", json_string(p.engines[k].name));
-			json_object_set_new(x, "path", p.engines[k].path ? json_string(p.engines[k].path) : json_null());
-			json_object_set_new(x, "version", p.engines[k].version ? json_string(p.engines[k].version) : json_null());
-			json_object_set_new(x, "responds", json_boolean(p.engines[k].responds));
-			json_array_append_new(e, x);
-		}
-		json_object_set_new(o, "engines", e);
-		(void)lev_sandbox_layers_format(ns_off, &b1);
-		(void)lev_sandbox_layers_format(ns_on, &b2);
-		json_object_set_new(kinds, "none", json_string("host: timeout, output cap, environment filter"));
-		json_object_set_new(kinds, "namespace", json_string(b1.buf));
-		json_object_set_new(kinds, "namespace_network_on", json_string(b2.buf));
-		ct = json_object();
-		json_object_set_new(ct, "engine", pick ? json_string(pick->name) : json_null());
-		json_object_set_new(ct, "fast_path_helper", helper ? json_string(helper) : json_null());
-		{
-			/* what the container kind lacks without the helper */
-			json_t *miss = json_array();
-
-			if (!helper) {
-				json_array_append_new(miss, json_string("seccomp"));
-				json_array_append_new(miss, json_string("pidns"));
-			}
-			json_object_set_new(ct, "missing", miss);
-		}
-		json_object_set_new(kinds, "container", ct);
-		json_object_set_new(o, "kinds", kinds);
-		{
-			char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-			puts(s);
-			free(s);
-		}
-		json_decref(o);
-	} else {
-		printf("user namespaces: %s%s%s\n", yesno(p.userns), p.userns ? " - " : "",
-		       p.userns ? strerror(-p.userns) : "");
-		printf("mount API:       %s%s%s\n", yesno(p.mount_api), p.mount_api ? " - " : "",
-		       p.mount_api ? strerror(-p.mount_api) : "");
-		if (p.landlock_abi > 0)
-			printf("landlock:        ABI %d%s%s\n", p.landlock_abi,
-			       p.landlock_abi >= 4 ? " (filesystem, TCP" : " (filesystem",
-			       p.landlock_abi >= 6 ? ", scopes)" : ")");
-		else
-			printf("landlock:        no - %s\n", strerror(-p.landlock_abi));
-		printf("seccomp:         %s%s%s (libseccomp %u.%u.%u)\n", yesno(p.seccomp),
-		       p.seccomp ? " - " : "", p.seccomp ? strerror(-p.seccomp) : "", sv->major,
-		       sv->minor, sv->micro);
-		printf("openat2:         %s%s%s\n", yesno(p.openat2), p.openat2 ? " - " : "",
-		       p.openat2 ? strerror(-p.openat2) : "");
-		printf("pid_max per PID namespace: %s%s%s\n", yesno(p.pidmax_ns),
-		       p.pidmax_ns ? " - " : "", p.pidmax_ns ? strerror(-p.pidmax_ns) : "");
-		printf("running as:      %s (uid %u)\n", p.root ? "root" : "a normal user",
-		       (unsigned)getuid());
-		printf("engines:\n");
-		for (k = 0; k < p.n_engines; k++) {
-			const struct lev_sandbox_engine_info *x = &p.engines[k];
-
-			if (!x->path)
-				printf("  %-7s not found\n", x->name);
-			else
-				printf("  %-7s %s, %s, %s\n", x->name, x->path,
-				       x->version ? x->version : "version unknown",
-				       x->responds ? "responds" : "does not respond");
-		}
-		(void)lev_sandbox_layers_format(ns_off, &b1);
-		(void)lev_sandbox_layers_format(ns_on, &b2);
-		printf("kinds:\n");
-		printf("  none       the host: timeout, output cap, environment filter\n");
-		printf("  namespace  %s\n", b1.buf);
-		printf("             (network on: %s)\n", b2.buf);
-		if (pick)
-			printf("  container  %s%s; commands %s\n", pick->name,
-			       pick->responds ? "" : " (does not respond)",
-			       helper ? "through the fast-path helper" :
-					"through '<engine> exec', without: seccomp, pidns "
-					"(lev-oci-helper not found)");
-		else
-			printf("  container  unavailable: no docker or podman on PATH\n");
-	}
+	(void)lev_sandbox_layers_format(lev_sandbox_probe_layers(&p, false), &b1);
+	(void)lev_sandbox_layers_format(lev_sandbox_probe_layers(&p, true), &b2);
+	pk.ns_off = b1.buf;
+	pk.ns_on = b2.buf;
+	pk.pick = p.engine_pick >= 0 ? &p.engines[p.engine_pick] : NULL;
+	if (json)
+		probe_print_json(&p, &pk);
+	else
+		probe_print_text(&p, &pk);
 	lev_buf_release(&b1);
 	lev_buf_release(&b2);
 	lev_sandbox_probe_release(&p);
@@ -555,6 +638,6 @@ int cmd_sandbox(int argc, char **argv, struct lev_ctx *ctx)
 	if (!strcmp(argv[1], "exec"))
 		return cmd_exec(argc, argv, ctx);
 	if (!strcmp(argv[1], "probe"))
-		return cmd_probe(argc, argv);
+		return cmd_probe(argc, argv, ctx);
 	return lev_usage_error("sandbox", "unknown subcommand '%s'", argv[1]);
 }

@@ -81,12 +81,10 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 	_cleanup_free_ char *home = NULL;
 	struct lev_blueprint *bp = NULL;
 	struct lev_findings fs = { NULL, 0 };
-	struct lev_config cfg;
 	struct lev_err err = LEV_ERR_INIT;
 	size_t errors, warnings;
 	int i, rc;
 
-	(void)ctx;
 	for (i = 1; i < argc; i++) {
 		if (!opts_done && !strcmp(argv[i], "--json"))
 			json = true;
@@ -112,17 +110,16 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	/* per-agent grants go to the installed agent, unchanged, only */
 	lev_agentstore_bind(bp);
-	if (lev_config_load(&cfg, &err) < 0) {
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0) {
 		if (json)
-			print_failure_json("config", err.msg);
+			print_failure_json("config", ctx->err.msg);
 		lev_blueprint_free(bp);
-		return lev_fail("%s", err.msg);
+		return LEV_EXIT_FAIL;
 	}
 	lev_report_lint_dirs(&workdir, &home);
-	if (lev_lint(bp, &cfg, workdir, home, &fs, &err) < 0) {
+	if (lev_lint(bp, &ctx->cfg, workdir, home, &fs, &err) < 0) {
 		if (json)
 			print_failure_json("lint", err.msg);
-		lev_config_release(&cfg);
 		lev_blueprint_free(bp);
 		return lev_fail("%s", err.msg);
 	}
@@ -155,7 +152,6 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 		rc = LEV_EXIT_FAIL;
 	}
 	lev_findings_release(&fs);
-	lev_config_release(&cfg);
 	lev_blueprint_free(bp);
 	return rc;
 }

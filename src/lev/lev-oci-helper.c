@@ -560,10 +560,7 @@ static void handle(int s)
 	struct lev_oci_req req;
 	struct msghdr mh;
 	struct iovec iov;
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
+	union lev_oci_cmsg u;
 	struct cmsghdr *cm;
 	struct cmd c = { { -1, -1, -1 }, NULL, NULL, NULL, NULL };
 	char *payload = NULL, *p, *end;
@@ -572,14 +569,9 @@ static void handle(int s)
 	int execfd = -1, statfd = -1, st, ee, pe;
 	pid_t pid;
 
-	memset(&mh, 0, sizeof(mh));
-	memset(&u, 0, sizeof(u));
 	iov.iov_base = &req;
 	iov.iov_len = sizeof(req);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
+	lev_oci_msg_init(&mh, &iov, 1, &u);
 	do
 		n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
 	while (n < 0 && errno == EINTR);

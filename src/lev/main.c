@@ -12,6 +12,7 @@
 
 #include "lev-version.h"
 #include "liblev/conf/credentials.h"
+#include "liblev/conf/datadir.h"
 #include "liblev/daemon/daemon.h"
 #include "lev/cmd.h"
 #include "lev/termout.h"
@@ -21,26 +22,29 @@
 
 /* Keep sorted by how often people reach for them. */
 const struct lev_cmd lev_cmds[] = {
-	{ "help", cmd_help, "show help for lev or one of its commands", USAGE_HELP },
-	{ "version", cmd_version, "print lev's version", USAGE_VERSION },
+	{ "help", cmd_help, "show help for lev or one of its commands", USAGE_HELP, 0 },
+	{ "version", cmd_version, "print lev's version", USAGE_VERSION, 0 },
 	{ "validate", cmd_validate, "check a blueprint against your config and show what it asks for",
-	  lev_usage_validate },
-	{ "add", cmd_add, "install a blueprint and show what it asks for", lev_usage_add },
-	{ "list", cmd_list, "list installed agents", lev_usage_list },
-	{ "remove", cmd_remove, "remove an installed agent", lev_usage_remove },
+	  lev_usage_validate, CMD_NEEDS_CONFIG },
+	{ "add", cmd_add, "install a blueprint and show what it asks for", lev_usage_add,
+	  CMD_NEEDS_CONFIG },
+	{ "list", cmd_list, "list installed agents", lev_usage_list, CMD_NEEDS_CONFIG },
+	{ "remove", cmd_remove, "remove an installed agent", lev_usage_remove, 0 },
 	{ "sandbox", cmd_sandbox, "run a command in a sandbox, or show what this machine offers",
-	  lev_usage_sandbox },
-	{ "policy", cmd_policy, "list, add or test taint policy rules", lev_usage_policy },
-	{ "check", cmd_check, "ask whether an agent may make one tool call here", lev_usage_check },
+	  lev_usage_sandbox, CMD_NEEDS_CONFIG | CMD_NEEDS_SANDBOX },
+	{ "policy", cmd_policy, "list, add or test taint policy rules", lev_usage_policy,
+	  CMD_NEEDS_DATA_ROOT },
+	{ "check", cmd_check, "ask whether an agent may make one tool call here", lev_usage_check,
+	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
 	{ "run", cmd_run, "run an agent in the foreground, every tool call through every gate",
-	  lev_usage_run },
-	{ "ps", cmd_ps, "list the daemon's runs and what they wait on", lev_usage_ps },
-	{ "respond", cmd_respond, "answer a question a run is waiting on", lev_usage_respond },
-	{ "result", cmd_result, "show how a run ended and its output", lev_usage_result },
-	{ "logs", cmd_logs, "show a run's events, or follow them", lev_usage_logs },
-	{ "cancel", cmd_cancel, "cancel a run the daemon holds", lev_usage_cancel },
-	{ "daemon", cmd_daemon, "run the daemon, or start, stop or ask it", lev_usage_daemon },
-	{ NULL, NULL, NULL, NULL },
+	  lev_usage_run, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT | CMD_NEEDS_SANDBOX },
+	{ "ps", cmd_ps, "list the daemon's runs and what they wait on", lev_usage_ps, 0 },
+	{ "respond", cmd_respond, "answer a question a run is waiting on", lev_usage_respond, 0 },
+	{ "result", cmd_result, "show how a run ended and its output", lev_usage_result, 0 },
+	{ "logs", cmd_logs, "show a run's events, or follow them", lev_usage_logs, 0 },
+	{ "cancel", cmd_cancel, "cancel a run the daemon holds", lev_usage_cancel, 0 },
+	{ "daemon", cmd_daemon, "run the daemon, or start, stop or ask it", lev_usage_daemon, 0 },
+	{ NULL, NULL, NULL, NULL, 0 },
 };
 
 const struct lev_cmd *lev_cmd_find(const char *name)
@@ -156,6 +160,65 @@ int cmd_version(int argc, char **argv, struct lev_ctx *ctx)
 	return LEV_EXIT_OK;
 }
 
+static int data_paths(struct lev_data_paths *p, struct lev_err *err)
+{
+	if (lev_datadir_root(&p->root, err) < 0 || lev_datadir_runs_dir(&p->runs, err) < 0 ||
+	    lev_datadir_policy_path(&p->policy, err) < 0 || lev_datadir_rules_dir(&p->rules, err) < 0 ||
+	    lev_datadir_credentials_path(&p->credentials, err) < 0 ||
+	    lev_datadir_config_path(&p->config, err) < 0)
+		return -1;
+	return 0;
+}
+
+int lev_setup(struct lev_ctx *ctx, unsigned needs)
+{
+	if (needs & ~ctx->cmd->needs)
+		abort();	/* the command's row in lev_cmds[] does not declare it */
+	if (needs & ~ctx->done & CMD_NEEDS_CONFIG) {
+		if (lev_config_load(&ctx->cfg, &ctx->err) < 0)
+			goto fail;
+		ctx->done |= CMD_NEEDS_CONFIG;
+	}
+	if (needs & ~ctx->done & CMD_NEEDS_DATA_ROOT) {
+		if (data_paths(&ctx->paths, &ctx->err) < 0)
+			goto fail;
+		ctx->done |= CMD_NEEDS_DATA_ROOT;
+	}
+	return 0;
+fail:
+	lev_fail("%s", ctx->err.msg);
+	return -1;
+}
+
+/* What lev_setup() and the run of the command set up, once it returned. */
+static void ctx_release(struct lev_ctx *ctx)
+{
+	if (ctx->done & CMD_NEEDS_CONFIG)
+		lev_config_release(&ctx->cfg);
+	free(ctx->paths.root);
+	free(ctx->paths.config);
+	free(ctx->paths.policy);
+	free(ctx->paths.rules);
+	free(ctx->paths.runs);
+	free(ctx->paths.credentials);
+	free(ctx->oci_helper);
+}
+
+/* git's run_builtin(): set up what the command declares, run it, clean up. */
+static int run_cmd(const struct lev_cmd *c, int argc, char **argv, struct lev_ctx *ctx)
+{
+	int r;
+
+	ctx->cmd = c;
+	if (c->needs & CMD_NEEDS_SANDBOX) {
+		ctx->oci_helper = lev_find_oci_helper();
+		ctx->done |= CMD_NEEDS_SANDBOX;
+	}
+	r = c->fn(argc, argv, ctx);
+	ctx_release(ctx);
+	return r;
+}
+
 /* Make sure fds 0, 1 and 2 are open, so no file we open lands on them. */
 static void check_std_fds(void)
 {
@@ -184,7 +247,7 @@ static int finish(int r)
 
 int main(int argc, char **argv)
 {
-	struct lev_ctx ctx = { .argv0 = argv[0], .verbose = 0 };
+	struct lev_ctx ctx = { .argv0 = argv[0], .verbose = 0, .err = LEV_ERR_INIT };
 	const struct lev_cmd *c;
 	struct lev_err err = LEV_ERR_INIT;
 	int i = 1, r;
@@ -230,7 +293,7 @@ int main(int argc, char **argv)
 		fputs(c->usage, stdout);
 		r = LEV_EXIT_OK;
 	} else {
-		r = c->fn(argc - i, argv + i, &ctx);
+		r = run_cmd(c, argc - i, argv + i, &ctx);
 	}
 	return finish(r);
 }

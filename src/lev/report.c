@@ -123,17 +123,6 @@ int lev_report_print_json(json_t *json)
 	return r;
 }
 
-int lev_report_load_config(struct lev_config *cfg)
-{
-	struct lev_err err = LEV_ERR_INIT;
-
-	if (lev_config_load(cfg, &err) < 0) {
-		lev_fail("%s", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
 void lev_report_lint_dirs(char **workdir_out, char **home_out)
 {
 	char *home = NULL;

@@ -1,6 +1,6 @@
 /*
  * report.h - printing shared by validate, list and add: findings as text
- * and JSON, and the one way these commands load the user's config.
+ * and JSON.
  */
 #pragma once
 
@@ -32,12 +32,6 @@ json_t *lev_report_error_json(const char *source, const char *msg);
 
 /* Print `json` to stdout (indented, one trailing newline); frees it. */
 int lev_report_print_json(json_t *json);
-
-/*
- * Load the user's config; on failure print "lev: error: ..." and return
- * -1.  Prints nothing on success.
- */
-int lev_report_load_config(struct lev_config *cfg);
 
 /* The current directory and home directory for lint (either may be NULL). */
 void lev_report_lint_dirs(char **workdir_out, char **home_out);

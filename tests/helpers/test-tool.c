@@ -34,6 +34,7 @@
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
 #include "liblev/policy/shellkeys.h"
+#include "liblev/run/gatechain.h"
 #include "liblev/tools/tools-fs.h"
 
 struct opts {
@@ -219,8 +220,11 @@ static int cmd_fs_check(int argc, char **argv, struct opts *o)
 		lev_fs_ctx_free(c);
 		return 2;
 	}
+	/* the gate chain's words (gatechain.h), as lev check prints them */
 	lev_buf_addf(&b, "{\"decision\":\"%s\",\"gate\":\"%s\",\"reason\":",
-		     d.verdict == LEV_ALLOW ? "allow" : "deny", lev_fs_gate_name(d.gate));
+		     lev_verdict_name(d.verdict),
+		     lev_gate_id_name(d.gate == LEV_FS_GATE_READ_PATHS ? LEV_GATE_READ_PATHS
+								: LEV_GATE_WORKDIR));
 	lev_buf_add_json_str(&b, d.reason, strlen(d.reason));
 	lev_buf_adds(&b, ",\"path\":");
 	if (d.path)

@@ -473,4 +473,19 @@ same_write "$HOME/.ssh/authorized_keys"
 same_write "$WD/abs-inside.txt"
 same_write dangling
 
+# ---- no data root: refuse, as lev run does (never answer without policy.toml) -------
+
+test_expect_success 'with no usable data root lev check refuses' '
+	(cd "$WD" && test_must_fail --code 1 env LEVIATH_HOME=rel LEVIATH_CONFIG_PATH="$CFG" \
+		"$LEV" check "$BP" --tool read_file --args "{\"path\": \"notes.md\"}") >out 2>err &&
+	grep -q "LEVIATH_HOME must be an absolute path" err &&
+	test ! -s out
+'
+
+test_expect_success 'the benign twin: the same check with the data root answers' '
+	(cd "$WD" && env LEVIATH_CONFIG_PATH="$CFG" \
+		"$LEV" check "$BP" --tool read_file --args "{\"path\": \"notes.md\"}") >out &&
+	grep -q "^allow" out
+'
+
 test_done

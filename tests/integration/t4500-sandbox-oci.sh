@@ -7,68 +7,15 @@
 # a lev that died are removed the next time.
 . "$SRC_DIR/tests/lib.sh"
 
-PROBE=$(lev_helper_path lev-probe)
-POOL="$BUILD_DIR/tests/helpers/sbx-pool"
-ENGINE=${LEV_TEST_ENGINE:-podman}
-IMAGE="localhost/lev-test-t4500:$$"
+. "$SRC_DIR/tests/container-lib.sh"
 
-SHOME=$(mktemp -d /var/tmp/lev-t4500-home.XXXXXX)
-chmod 755 "$SHOME"
-HOSTPIDS=
-# Our containers: lev's, with our workdir mounted (other lev runs may be
-# going on at the same time; they are none of this test's business).
-ours() {
-	"$ENGINE" ps -a --filter label=lev.sandbox=1 --filter "label=lev.uid=$(id -u)" \
-		--format '{{.ID}} {{.Mounts}}' 2>/dev/null | grep -F "$SHOME" | cut -d' ' -f1
-}
+POOL="$BUILD_DIR/tests/helpers/sbx-pool"
 # The host directory (helper, filter, socket) of container ID, remembered so
 # the last test can check it is gone.
 helper_dir() {
 	"$ENGINE" inspect --format '{{index .Config.Labels "lev.dir"}}' "$1" | tee -a "$TRASH/helper-dirs"
 }
-cleanup_t4500() {
-	for p in $HOSTPIDS; do kill "$p" 2>/dev/null; done
-	if command -v "$ENGINE" >/dev/null; then
-		ids=$(ours)
-		[ -n "$ids" ] && "$ENGINE" rm -f $ids >/dev/null 2>&1
-		"$ENGINE" rmi -f "$IMAGE" >/dev/null 2>&1
-	fi
-	rm -rf "$SHOME"
-	_lev_cleanup
-}
-trap cleanup_t4500 EXIT
-export HOME="$SHOME"
-mkdir -p "$HOME/.leviath" && chmod 700 "$HOME/.leviath"
-WD="$SHOME/work"
-mkdir -p "$WD"
-# Commands never run as root: as root, lev runs them as the workdir's owner
-# (else nobody, who could not write a root-owned workdir).
-if [ "$(id -u)" = 0 ]; then
-	chown 65534:65534 "$WD"
-	RUNAS=65534:65534
-else
-	RUNAS=$(id -u):$(id -g)
-fi
-
-if ! command -v "$ENGINE" >/dev/null; then
-	test_skip 'container sandbox tests' "no '$ENGINE' on PATH (scripts/install-deps installs podman)"
-	test_done
-	exit $?
-fi
-if ! out=$("$SRC_DIR/tests/helpers/oci-test-image.sh" "$ENGINE" "$IMAGE" "$PROBE" 2>&1); then
-	test_skip 'container sandbox tests' "cannot build the test image: $out"
-	test_done
-	exit $?
-fi
-
-cbx() {
-	"$LEV" sandbox exec --kind container --engine "$ENGINE" --image "$IMAGE" --network off \
-		--timeout 300 --workdir "$WD" "$@"
-}
-cbx_on() {
-	"$LEV" sandbox exec --kind container --engine "$ENGINE" --image "$IMAGE" --network on \
-		--timeout 300 --workdir "$WD" "$@"
-}
+oci_setup t4500 'container sandbox tests' 300
 
 GW=$("$ENGINE" network inspect podman --format '{{range .Subnets}}{{.Gateway}}{{end}}' 2>/dev/null)
 lev_start_http_server 0.0.0.0

@@ -10,60 +10,17 @@
 #   11 a missing layer is named, and on_unavailable = "error" refuses
 . "$SRC_DIR/tests/lib.sh"
 
-PROBE=$(lev_helper_path lev-probe)
+. "$SRC_DIR/tests/container-lib.sh"
+
 CALLS="$BUILD_DIR/tests/helpers/sbx-calls"
 HELPER="$BUILD_DIR/src/lev/lev-oci-helper"
-ENGINE=${LEV_TEST_ENGINE:-podman}
-IMAGE="localhost/lev-test-t4510:$$"
 MARK="t4510-mark-$$"
 # the chain's own processes only (not a shell or helper naming it in argv)
 CHAIN="^sh \./$MARK\.sh"
-
-SHOME=$(mktemp -d /var/tmp/lev-t4510-home.XXXXXX)
-chmod 755 "$SHOME"
-HOSTPIDS=
-ours() {
-	"$ENGINE" ps -a --filter label=lev.sandbox=1 --filter "label=lev.uid=$(id -u)" \
-		--format '{{.ID}} {{.Mounts}}' 2>/dev/null | grep -F "$SHOME" | cut -d' ' -f1
-}
-cleanup_t4510() {
-	for p in $HOSTPIDS; do kill "$p" 2>/dev/null; done
+oci_cleanup_extra() {
 	pkill -f "$CHAIN" 2>/dev/null
-	if command -v "$ENGINE" >/dev/null; then
-		ids=$(ours)
-		[ -n "$ids" ] && "$ENGINE" rm -f $ids >/dev/null 2>&1
-		"$ENGINE" rmi -f "$IMAGE" >/dev/null 2>&1
-	fi
-	rm -rf "$SHOME"
-	_lev_cleanup
 }
-trap cleanup_t4510 EXIT
-export HOME="$SHOME"
-mkdir -p "$HOME/.leviath" && chmod 700 "$HOME/.leviath"
-WD="$SHOME/work"
-mkdir -p "$WD"
-if [ "$(id -u)" = 0 ]; then
-	chown 65534:65534 "$WD"
-	RUNAS=65534:65534
-else
-	RUNAS=$(id -u):$(id -g)
-fi
-
-if ! command -v "$ENGINE" >/dev/null; then
-	test_skip 'container escape tests' "no '$ENGINE' on PATH (scripts/install-deps installs podman)"
-	test_done
-	exit $?
-fi
-if ! out=$("$SRC_DIR/tests/helpers/oci-test-image.sh" "$ENGINE" "$IMAGE" "$PROBE" 2>&1); then
-	test_skip 'container escape tests' "cannot build the test image: $out"
-	test_done
-	exit $?
-fi
-
-cbx() {
-	"$LEV" sandbox exec --kind container --engine "$ENGINE" --image "$IMAGE" --network off \
-		--timeout 120 --workdir "$WD" "$@"
-}
+oci_setup t4510 'container escape tests' 120
 
 # --- 7: outputs that outlive the sandbox ---
 

@@ -484,16 +484,21 @@ static void test_target_and_schema(void **state)
 	assert_true(lev_tool_is_net("web_fetch"));
 	assert_false(lev_tool_is_net("shell"));
 	assert_false(lev_tool_is_net(NULL));
+	assert_false(lev_tool_is_net("fetch"));	/* a foreign name: classified, not run */
 	for (int i = 0; i < 3; i++) {
-		const char *t = (const char *[]){ "web_fetch", "http_post", "web_search" }[i];
-		schema = lev_tool_net_parameters(t);
+		enum lev_tool_op op = (enum lev_tool_op[]){ LEV_OP_WEB_FETCH, LEV_OP_HTTP_POST,
+							    LEV_OP_WEB_SEARCH }[i];
+		const struct lev_tool_desc *d = lev_tooltable_op(op);
+
+		assert_true(lev_tool_is_net(d->name));
+		schema = lev_tool_net_parameters(op);
 		assert_non_null(schema);
 		assert_string_equal(json_string_value(json_object_get(schema, "type")), "object");
 		assert_true(json_array_size(json_object_get(schema, "required")) == 1);
 		json_decref(schema);
-		assert_non_null(lev_tool_net_description(t));
+		assert_non_null(d->description);
 	}
-	assert_null(lev_tool_net_parameters("shell"));
+	assert_null(lev_tool_net_parameters(LEV_OP_SHELL));
 }
 
 struct h2t_case {

@@ -7,7 +7,7 @@
 #include "liblev/base/types.h"
 #include "liblev/base/xalloc.h"
 
-static const char *const verdict_names[] = { "allow", "ask", "deny" };
+const char *const lev_verdict_names[_LEV_VERDICT_MAX] = { "allow", "ask", "deny" };
 static const char *const level_names[] = { "public", "internal", "private" };
 static const char *const kind_names[] = { "none", "namespace", "container" };
 static const char *const onun_names[] = { "error", "warn" };
@@ -26,12 +26,12 @@ static int parse_word(const char *s, const char *const *names, int n)
 
 const char *lev_verdict_name(enum lev_verdict v)
 {
-	return v < _LEV_VERDICT_MAX ? verdict_names[v] : "deny";
+	return v < _LEV_VERDICT_MAX ? lev_verdict_names[v] : "deny";
 }
 
 int lev_verdict_parse(const char *s, enum lev_verdict *out)
 {
-	int i = parse_word(s, verdict_names, _LEV_VERDICT_MAX);
+	int i = parse_word(s, lev_verdict_names, _LEV_VERDICT_MAX);
 
 	if (i < 0)
 		return i;
@@ -100,14 +100,4 @@ void lev_sandbox_spec_copy(struct lev_sandbox_spec *dst, const struct lev_sandbo
 	dst->engine = src->engine ? xstrdup(src->engine) : NULL;
 	dst->mounts = lev_strv_copy(src->mounts);
 	dst->deny_read = lev_strv_copy(src->deny_read);
-}
-
-const char *lev_tool_canonical(const char *name)
-{
-	return strcmp(name, "bash") == 0 ? "shell" : name;
-}
-
-bool lev_tool_same(const char *a, const char *b)
-{
-	return strcmp(lev_tool_canonical(a), lev_tool_canonical(b)) == 0;
 }

@@ -1,7 +1,7 @@
 /*
  * types.h - the small vocabulary every policy module shares: permission
  * verdicts, sensitivity levels, sandbox kinds and the sandbox spec as the
- * user's config or a blueprint writes it, and tool-name canonicalisation.
+ * user's config or a blueprint writes it.  Tool names: tooltable.h.
  *
  * Parsers here never fail open: an unknown word is an error, never a
  * default.
@@ -40,6 +40,7 @@ enum lev_on_unavailable {
 };
 
 /* "allow", "ask", "deny"; parse is case-insensitive.  Returns 0 or -EINVAL. */
+extern const char *const lev_verdict_names[_LEV_VERDICT_MAX];	/* the one table of the words */
 const char *lev_verdict_name(enum lev_verdict v);
 int lev_verdict_parse(const char *s, enum lev_verdict *out);
 static inline enum lev_verdict lev_verdict_stricter(enum lev_verdict a, enum lev_verdict b)
@@ -80,8 +81,3 @@ struct lev_sandbox_spec {
 
 void lev_sandbox_spec_release(struct lev_sandbox_spec *s);
 void lev_sandbox_spec_copy(struct lev_sandbox_spec *dst, const struct lev_sandbox_spec *src);
-
-/* The canonical spelling of a tool name: "bash" is "shell". */
-const char *lev_tool_canonical(const char *name);
-/* True when A and B name the same tool. */
-bool lev_tool_same(const char *a, const char *b);

@@ -255,6 +255,35 @@ char *lev_path_join(const char *a, const char *b)
 	return xasprintf("%.*s/%s", (int)la, a, b);
 }
 
+char *lev_path_lexical(const char *dir, const char *p)
+{
+	_cleanup_free_ char *full = p[0] == '/' ? xstrdup(p) : lev_path_join(dir, p);
+	struct lev_buf b = LEV_BUF_INIT;
+	const char *s = full;
+
+	while (*s) {
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		n = strcspn(s, "/");
+		if (n == 0 || (n == 1 && s[0] == '.')) {
+			/* nothing */
+		} else if (n == 2 && s[0] == '.' && s[1] == '.') {
+			char *slash = b.len ? strrchr(b.buf, '/') : NULL;
+
+			if (slash)
+				lev_buf_truncate(&b, (size_t)(slash - b.buf));
+		} else {
+			lev_buf_addf(&b, "/%.*s", (int)n, s);
+		}
+		s += n;
+	}
+	if (!b.len)
+		lev_buf_adds(&b, "/");
+	return lev_buf_detach(&b, NULL);
+}
+
 size_t lev_utf8_decode(const void *str, size_t n, uint32_t *cp)
 {
 	const unsigned char *s = str;

@@ -54,6 +54,15 @@ int lev_home_dir(char **out, struct lev_err *err);
 /* Join A and B with exactly one '/' between them. */
 char *lev_path_join(const char *a, const char *b);
 
+/*
+ * P made absolute against DIR (when relative) and cleaned by its words
+ * alone: "." and empty components dropped, ".." removes the one before
+ * (never above "/").  No symlink is looked at: this is what the path says,
+ * not where it leads (compare with the resolved path to see whether a
+ * symlink took it elsewhere).
+ */
+char *lev_path_lexical(const char *dir, const char *p);
+
 /* Write all of BUF to FD, retrying on EINTR and short writes. */
 int lev_write_all(int fd, const void *buf, size_t len);
 

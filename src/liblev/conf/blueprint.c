@@ -19,6 +19,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/conf/toml.h"
 #include "liblev/conf/tomlval.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
@@ -597,8 +598,10 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 	}
 	if (st->mode == LEV_MODE_OUTPUT) {
 		st->require_output = true;
-		if (!lev_strv_contains(st->available_tools, "submit_output"))
-			st->available_tools = lev_strv_push(st->available_tools, "submit_output");
+		const char *submit = lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT);
+
+		if (!lev_strv_contains(st->available_tools, submit))
+			st->available_tools = lev_strv_push(st->available_tools, submit);
 	}
 	return 0;
 }

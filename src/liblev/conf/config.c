@@ -15,6 +15,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/conf/toml.h"
 #include "liblev/conf/tomlval.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
@@ -22,7 +23,6 @@ static const char *const shell_env_names[] = { "filtered", "strict", "custom", "
 static const char *const cred_names[] = { "file", "keychain" };
 static const char *const script_perm_names[] = { "inherit", "allow", "deny" };
 static const char *const provider_kind_names[] = { "openai", "anthropic", "script" };
-static const char *const verdict_words[] = { "allow", "ask", "deny" };
 static const char *const kind_words[] = { "none", "namespace", "container" };
 static const char *const onun_words[] = { "error", "warn" };
 
@@ -292,7 +292,7 @@ int lev__tool_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml
 			lev_toml_table_key_pos(t, i, &line, &col);
 			return lev_tomlval_fail(c, line, col, err, "'%s' is not a tool name", p);
 		}
-		r = lev_tomlval_enum(c, v, p, verdict_words, _LEV_VERDICT_MAX, &e, err);
+		r = lev_tomlval_enum(c, v, p, lev_verdict_names, _LEV_VERDICT_MAX, &e, err);
 		if (r < 0)
 			return r;
 		lev_tool_perms_set(out, k, (enum lev_verdict)e);

@@ -29,6 +29,7 @@
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
+#include "liblev/run/agent.h"
 #include "liblev/run/runrecord.h"
 
 /* A finished run stays in `lev ps` this long. */
@@ -591,7 +592,8 @@ static json_t *answer_of(const json_t *q, const json_t *msg, char **why)
 		if (text || choice) {
 			*why = xstrdup("a tool approval takes --approve or --deny");
 		} else if (lev_streq(answer, "deny")) {
-			json_object_set_new(a, "answer", json_string("deny"));
+			json_object_set_new(a, "answer",
+					    json_string(lev_ask_answer_name(LEV_ANSWER_DENY)));
 			return a;
 		} else if (lev_streq(answer, "approve")) {
 			if (!scope)

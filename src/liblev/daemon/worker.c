@@ -127,15 +127,8 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 
 static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 {
-	static const struct {
-		const char *name;
-		enum lev_ask_answer a;
-	} answers[] = {
-		{ "once", LEV_ANSWER_ONCE },
-		{ "stage", LEV_ANSWER_STAGE },
-		{ "run", LEV_ANSWER_RUN },
-		{ "deny", LEV_ANSWER_DENY },
-	};
+	static const enum lev_ask_answer answers[] = { LEV_ANSWER_ONCE, LEV_ANSWER_STAGE,
+							LEV_ANSWER_RUN, LEV_ANSWER_DENY };
 	struct worker *w = data;
 	json_t *m = lev_proto_request("ask"), *reply;
 	enum lev_ask_answer a = LEV_ANSWER_NONE;
@@ -156,9 +149,10 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 	w_send(w, m);
 	reply = w_wait(w, "answer", w->timeout_ms);
 	s = lev_json_str(reply, "answer");
+	/* the daemon sends lev_ask_answer_name()'s words */
 	for (size_t i = 0; s && i < sizeof(answers) / sizeof(answers[0]); i++)
-		if (!strcmp(s, answers[i].name))
-			a = answers[i].a;
+		if (!strcmp(s, lev_ask_answer_name(answers[i])))
+			a = answers[i];
 	if (q->kind == LEV_ASK_TAINT && a == LEV_ANSWER_STAGE)
 		a = LEV_ANSWER_DENY;
 	json_decref(reply);

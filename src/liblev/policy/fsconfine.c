@@ -167,6 +167,136 @@ static bool only_slashes(const char *s)
 	return *s == '\0';
 }
 
+/* Push the directory FD (taken) on the walk's stack. */
+static int walk_push(struct walk *w, int fd)
+{
+	if (w->depth + 1 >= LEV_CONFINE_MAX_DEPTH) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	w->stack[++w->depth] = fd;
+	return 0;
+}
+
+/* An O_PATH fd of NAME itself (never followed) and its stat, or a negative errno. */
+static int open_nofollow(const struct walk *w, const char *name, struct stat *st)
+{
+	int fd = openat(cur(w), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/*
+ * The next component into NAME: 1, 0 at the end of the path, or a
+ * negative errno.  *LAST: nothing but slashes follows; *DIR_WANTED: a
+ * slash follows.
+ */
+static int walk_next(struct walk *w, char name[NAME_MAX + 1], bool *last, bool *dir_wanted)
+{
+	const char *c;
+	size_t len;
+
+	while (w->rem[w->pos] == '/')
+		w->pos++;
+	if (!w->rem[w->pos])
+		return 0;
+	c = w->rem + w->pos;
+	len = strcspn(c, "/");
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(name, c, len);
+	name[len] = '\0';
+	w->pos += len;
+	*last = only_slashes(w->rem + w->pos);
+	*dir_wanted = w->rem[w->pos] == '/';
+	return 1;
+}
+
+/* A component that must be a directory: step into it, or follow the link it is. */
+static int walk_dir(struct walk *w, const char *name, const char *root_real, bool clamp)
+{
+	struct stat st;
+	int fd, r;
+
+	/* the common case in one call: a real directory (never a link) */
+	fd = openat(cur(w), name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0)
+		return walk_push(w, fd);
+	if (errno != ENOTDIR)
+		return -errno;
+	/* a symlink, or not a directory at all */
+	fd = open_nofollow(w, name, &st);
+	if (fd < 0)
+		return fd;
+	if (S_ISLNK(st.st_mode)) {
+		r = follow(w, fd, root_real, clamp);
+		close(fd);
+		return r;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -ENOTDIR;
+	}
+	return walk_push(w, fd);
+}
+
+/*
+ * The final component, opened with FLAGS: 1 with *FD_OUT set, 0 when it
+ * was a link that has been followed (walk on), or a negative errno.
+ */
+static int walk_last(struct walk *w, const char *name, int flags, const char *root_real,
+		     bool clamp, int *fd_out)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = openat(cur(w), name, flags | O_NOFOLLOW);
+	if (fd >= 0) {
+		if (!(flags & O_PATH)) {
+			*fd_out = fd;
+			return 1;
+		}
+		if (fstat(fd, &st) < 0) {
+			r = -errno;
+			close(fd);
+			return r;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode)) {
+				close(fd);
+				return -ENOTDIR;
+			}
+			*fd_out = fd;
+			return 1;
+		}
+		/* an O_PATH fd of the link itself */
+	} else {
+		int e = errno;
+
+		if (e != ELOOP && e != ENOTDIR && e != EMLINK)
+			return -e;
+		fd = open_nofollow(w, name, &st);
+		if (fd < 0)
+			return fd;
+		if (!S_ISLNK(st.st_mode)) {
+			close(fd);
+			/* ELOOP but no link any more: it was swapped under us */
+			return e == ENOTDIR && !S_ISDIR(st.st_mode) ? -ENOTDIR : -EAGAIN;
+		}
+	}
+	r = follow(w, fd, root_real, clamp);
+	close(fd);
+	return r;
+}
+
 static int walk_open(int root_fd, const char *root_real, const char *path, int flags, bool clamp,
 		     int *fd_out)
 {
@@ -184,28 +314,12 @@ static int walk_open(int root_fd, const char *root_real, const char *path, int f
 
 	for (;;) {
 		char name[NAME_MAX + 1];
-		const char *c;
-		size_t len;
 		bool last, dir_wanted;
-		struct stat st;
-		int fd;
 
-		while (w.rem[w.pos] == '/')
-			w.pos++;
-		if (!w.rem[w.pos])
+		r = walk_next(&w, name, &last, &dir_wanted);
+		if (r <= 0)
 			break;
-		c = w.rem + w.pos;
-		len = strcspn(c, "/");
-		if (len > NAME_MAX) {
-			r = -ENAMETOOLONG;
-			goto out;
-		}
-		memcpy(name, c, len);
-		name[len] = '\0';
-		w.pos += len;
-		last = only_slashes(w.rem + w.pos);
-		dir_wanted = w.rem[w.pos] == '/';
-
+		r = 0;
 		if (!strcmp(name, "."))
 			continue;
 		if (!strcmp(name, "..")) {
@@ -219,103 +333,19 @@ static int walk_open(int root_fd, const char *root_real, const char *path, int f
 			continue;
 		}
 		if (!last || dir_wanted) {
-			/* the common case in one call: a real directory (never a link) */
-			fd = openat(cur(&w), name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-			if (fd >= 0) {
-				if (w.depth + 1 >= LEV_CONFINE_MAX_DEPTH) {
-					close(fd);
-					r = -ENAMETOOLONG;
-					goto out;
-				}
-				w.stack[++w.depth] = fd;
-				continue;
-			}
-			if (errno != ENOTDIR) {
-				r = -errno;
-				goto out;
-			}
-			/* a symlink, or not a directory at all */
-			fd = openat(cur(&w), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0) {
-				r = -errno;
-				goto out;
-			}
-			if (fstat(fd, &st) < 0) {
-				r = -errno;
-				close(fd);
-				goto out;
-			}
-			if (S_ISLNK(st.st_mode)) {
-				r = follow(&w, fd, root_real, clamp);
-				close(fd);
-				if (r < 0)
-					goto out;
-				continue;
-			}
-			if (!S_ISDIR(st.st_mode)) {
-				close(fd);
-				r = -ENOTDIR;
-				goto out;
-			}
-			if (w.depth + 1 >= LEV_CONFINE_MAX_DEPTH) {
-				close(fd);
-				r = -ENAMETOOLONG;
-				goto out;
-			}
-			w.stack[++w.depth] = fd;
-			continue;
-		}
-		/* the final component */
-		fd = openat(cur(&w), name, flags | O_NOFOLLOW);
-		if (fd >= 0) {
-			if (!(flags & O_PATH)) {
-				*fd_out = fd;
-				goto out;
-			}
-			if (fstat(fd, &st) < 0) {
-				r = -errno;
-				close(fd);
-				goto out;
-			}
-			if (!S_ISLNK(st.st_mode)) {
-				if ((flags & O_DIRECTORY) && !S_ISDIR(st.st_mode)) {
-					close(fd);
-					r = -ENOTDIR;
-					goto out;
-				}
-				*fd_out = fd;
-				goto out;
-			}
-			/* an O_PATH fd of the link itself */
+			r = walk_dir(&w, name, root_real, clamp);
 		} else {
-			int e = errno;
-
-			if (e != ELOOP && e != ENOTDIR && e != EMLINK) {
-				r = -e;
-				goto out;
-			}
-			fd = openat(cur(&w), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0) {
-				r = -errno;
-				goto out;
-			}
-			if (fstat(fd, &st) < 0) {
-				r = -errno;
-				close(fd);
-				goto out;
-			}
-			if (!S_ISLNK(st.st_mode)) {
-				close(fd);
-				/* ELOOP but no link any more: it was swapped under us */
-				r = e == ENOTDIR && !S_ISDIR(st.st_mode) ? -ENOTDIR : -EAGAIN;
+			r = walk_last(&w, name, flags, root_real, clamp, fd_out);
+			if (r > 0) {
+				r = 0;
 				goto out;
 			}
 		}
-		r = follow(&w, fd, root_real, clamp);
-		close(fd);
 		if (r < 0)
 			goto out;
 	}
+	if (r < 0)
+		goto out;
 	/* The path ended on a directory ("", ".", "..", or a trailing slash). */
 	{
 		int fd = openat(cur(&w), ".", flags);

@@ -12,6 +12,7 @@
 #include "liblev/policy/perm-config.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/xalloc.h"
 
@@ -209,6 +210,7 @@ static void lint_read_paths(const struct lev_blueprint *bp, const struct lev_con
 
 static void lint_shell_policy(const struct lev_blueprint *bp, struct lev_findings *out)
 {
+	const char *shell = lev_tooltable_name(LEV_OP_SHELL);
 	size_t i;
 
 	for (i = 0; i < bp->n_stages; i++) {
@@ -216,9 +218,9 @@ static void lint_shell_policy(const struct lev_blueprint *bp, struct lev_finding
 		enum lev_verdict v;
 		_cleanup_free_ char *fix = NULL;
 
-		if (!lev_strv_contains(st->available_tools, "shell"))
+		if (!lev_strv_contains(st->available_tools, shell))
 			continue;
-		if (lev_blueprint_tool_verdict(bp, st, "shell", &v))
+		if (lev_blueprint_tool_verdict(bp, st, shell, &v))
 			continue;
 		fix = xasprintf("set shell = \"ask\", \"allow\" or \"deny\" under [tool_permissions] "
 				"or [stages.%s.tool_permissions]",
@@ -329,7 +331,7 @@ static bool loosenable(const char *tool, const struct lev_config *cfg)
 {
 	if (cfg && cfg->allow_blueprint_permissions)
 		return true;
-	return !strcmp(tool, "web_search") || !strcmp(tool, "web_fetch");
+	return lev_tooltable_flags(tool) & LEV_TOOLF_BLUEPRINT_ALLOW;
 }
 
 static void lint_preapproved(const struct lev_blueprint *bp, const struct lev_config *cfg,
@@ -481,26 +483,29 @@ static void describe_sandbox(struct lev_buf *b, const struct lev_sandbox_spec *s
 	}
 }
 
-void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config *cfg,
-			const char *workdir, const char *home, char ***lines_out)
+/* The script tools the blueprint ships in tools/. */
+static void inventory_scripts(const struct lev_blueprint *bp, struct lev_buf *b, char ***lines)
 {
-	struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
 	_cleanup_strv_ char **scripts = lev_blueprint_script_tools(bp->dir);
-	char **lines = NULL;
-	bool any_sandbox = false, honour_all = cfg && cfg->allow_blueprint_permissions;
-	size_t i, j;
 
-	if (scripts) {
-		(void)lev_buf_addf(&b, "ships %zu script tool file(s) in tools/: ",
-				   lev_strv_len(scripts));
-		add_list(&b, scripts, ", ");
-		lines = push_line(lines, &b);
-	}
+	if (!scripts)
+		return;
+	(void)lev_buf_addf(b, "ships %zu script tool file(s) in tools/: ", lev_strv_len(scripts));
+	add_list(b, scripts, ", ");
+	*lines = push_line(*lines, b);
+}
+
+/* The tools the blueprint sets to allow, agent-wide and per stage. */
+static void inventory_preapprovals(const struct lev_blueprint *bp, const struct lev_config *cfg,
+				   struct lev_buf *b, char ***lines)
+{
+	bool honour_all = cfg && cfg->allow_blueprint_permissions;
+	size_t i, j;
 
 	for (i = 0; i <= bp->n_stages; i++) {
 		const struct lev_tool_perms *p = i == 0 ? &bp->tool_permissions
 							: &bp->stages[i - 1].tool_permissions;
-		size_t before = b.len;
+		size_t before = b->len;
 
 		for (j = 0; j < p->n; j++) {
 			_cleanup_free_ char *t = NULL;
@@ -508,20 +513,28 @@ void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config 
 			if (p->v[j].verdict != LEV_ALLOW)
 				continue;
 			t = lev_printable(p->v[j].tool, strlen(p->v[j].tool), 128);
-			(void)lev_buf_addf(&b, "%s%s", b.len ? ", " : "", t);
+			(void)lev_buf_addf(b, "%s%s", b->len ? ", " : "", t);
 		}
-		if (b.len > before && i > 0)
-			(void)lev_buf_addf(&b, " (stage '%s')", bp->stages[i - 1].name);
+		if (b->len > before && i > 0)
+			(void)lev_buf_addf(b, " (stage '%s')", bp->stages[i - 1].name);
 	}
-	if (b.len) {
-		_cleanup_free_ char *list = lev_buf_detach(&b, NULL);
-		(void)lev_buf_addf(&b, "pre-approves these tools (no prompt at run time): %s; %s",
+	if (b->len) {
+		_cleanup_free_ char *list = lev_buf_detach(b, NULL);
+		(void)lev_buf_addf(b, "pre-approves these tools (no prompt at run time): %s; %s",
 				   list,
 				   honour_all ? "your config honours blueprint pre-approvals"
 					      : "your config and the built-in defaults still decide, "
 						"except for web_search and web_fetch");
-		lines = push_line(lines, &b);
+		*lines = push_line(*lines, b);
 	}
+}
+
+/* The sandbox each level asks for, or that it asks for none. */
+static void inventory_sandbox(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			      struct lev_buf *b, char ***lines)
+{
+	bool any_sandbox = false;
+	size_t i;
 
 	for (i = 0; i <= bp->n_stages; i++) {
 		const struct lev_sandbox_spec *s = i == 0 ? &bp->sandbox : &bp->stages[i - 1].sandbox;
@@ -529,42 +542,55 @@ void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config 
 		if (!s->present)
 			continue;
 		any_sandbox = true;
-		describe_sandbox(&b, s);
+		describe_sandbox(b, s);
 		if (i > 0)
-			(void)lev_buf_addf(&b, " for stage '%s'", bp->stages[i - 1].name);
+			(void)lev_buf_addf(b, " for stage '%s'", bp->stages[i - 1].name);
 		if (cfg && cfg->sandbox.present && cfg->sandbox.kind != LEV_SANDBOX_NONE)
-			(void)lev_buf_addf(&b, "; your %s sandbox is the floor and ceiling",
+			(void)lev_buf_addf(b, "; your %s sandbox is the floor and ceiling",
 					   lev_sandbox_kind_name(cfg->sandbox.kind));
-		lines = push_line(lines, &b);
+		*lines = push_line(*lines, b);
 	}
 	if (!any_sandbox) {
-		(void)lev_buf_addf(&b, "requests no sandbox; your config decides (%s)",
+		(void)lev_buf_addf(b, "requests no sandbox; your config decides (%s)",
 				   cfg && cfg->sandbox.present
 					   ? lev_sandbox_kind_name(cfg->sandbox.kind)
 					   : "none: tools run on the host");
-		lines = push_line(lines, &b);
+		*lines = push_line(*lines, b);
 	}
+}
 
-	if (bp->read_paths) {
-		_cleanup_free_ enum lev_grant_status *st = NULL;
-		size_t granted = 0, n = lev_strv_len(bp->read_paths);
-		struct lev_err rerr = LEV_ERR_INIT;
+/* The [read_paths] it declares and how many the config grants. */
+static void inventory_read_paths(const struct lev_blueprint *bp, const struct lev_config *cfg,
+				 const char *workdir, const char *home, struct lev_buf *b,
+				 char ***lines)
+{
+	_cleanup_free_ enum lev_grant_status *st = NULL;
+	size_t granted = 0, n = lev_strv_len(bp->read_paths);
+	struct lev_err rerr = LEV_ERR_INIT;
 
-		(void)lev_buf_adds(&b, "asks to read outside its workdir (read-only): ");
-		add_list(&b, bp->read_paths, ", ");
-		if (!cfg)
-			(void)lev_buf_adds(&b, "; refused unless your config grants them");
-		else if (lev_lint_grant_report(bp, cfg, workdir, home, &st, &granted, &rerr) < 0)
-			(void)lev_buf_addf(&b, "; cannot tell what is granted: %s", rerr.msg);
-		else if (granted == n)
-			(void)lev_buf_addf(&b, "; %zu declared, %zu granted", n, granted);
-		else
-			(void)lev_buf_addf(&b,
-					   "; %zu declared, %zu granted - grant the rest with "
-					   "[agent_read_paths.%s] in your config",
-					   n, granted, bp->name);
-		lines = push_line(lines, &b);
-	}
+	if (!bp->read_paths)
+		return;
+	(void)lev_buf_adds(b, "asks to read outside its workdir (read-only): ");
+	add_list(b, bp->read_paths, ", ");
+	if (!cfg)
+		(void)lev_buf_adds(b, "; refused unless your config grants them");
+	else if (lev_lint_grant_report(bp, cfg, workdir, home, &st, &granted, &rerr) < 0)
+		(void)lev_buf_addf(b, "; cannot tell what is granted: %s", rerr.msg);
+	else if (granted == n)
+		(void)lev_buf_addf(b, "; %zu declared, %zu granted", n, granted);
+	else
+		(void)lev_buf_addf(b,
+				   "; %zu declared, %zu granted - grant the rest with "
+				   "[agent_read_paths.%s] in your config",
+				   n, granted, bp->name);
+	*lines = push_line(*lines, b);
+}
+
+/* The commands and tools its regions run at start, before any prompt. */
+static void inventory_seeds(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			    struct lev_buf *b, char ***lines)
+{
+	size_t i;
 
 	for (i = 0; i < bp->n_regions; i++) {
 		const struct lev_region *rg = &bp->regions[i];
@@ -575,7 +601,7 @@ void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config 
 		v = lev_printable(rg->seed.value, strlen(rg->seed.value), 256);
 		if (rg->seed.kind == LEV_SEED_COMMAND) {
 			bool ok = lev_safecmd_default_covers(rg->seed.value);
-			(void)lev_buf_addf(&b,
+			(void)lev_buf_addf(b,
 					   "runs this command at start, before any prompt: `%s` "
 					   "(region '%s'; %s)",
 					   v, rg->name,
@@ -584,47 +610,75 @@ void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config 
 					   : ok ? "on the built-in safe list"
 						: "NOT on the built-in safe list, so it will be refused");
 		} else {
-			(void)lev_buf_addf(&b, "calls tool '%s' at start, before any prompt (region "
+			(void)lev_buf_addf(b, "calls tool '%s' at start, before any prompt (region "
 					       "'%s')",
 					   v, rg->name);
 		}
-		lines = push_line(lines, &b);
+		*lines = push_line(*lines, b);
 	}
+}
 
-	if (bp->safe_tools || bp->safe_shell) {
-		bool honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, lev_blueprint_grant_name(bp));
-		(void)lev_buf_adds(&b, "declares safe commands: ");
-		add_list(&b, bp->safe_tools, ", ");
-		if (bp->safe_tools && bp->safe_shell)
-			(void)lev_buf_adds(&b, ", ");
-		add_list(&b, bp->safe_shell, ", ");
-		(void)lev_buf_adds(&b, honoured ? "; your config honours them"
-						: "; inert unless your config opts in");
-		lines = push_line(lines, &b);
+/* The safe commands it declares and whether the config honours them. */
+static void inventory_safe_commands(const struct lev_blueprint *bp, const struct lev_config *cfg,
+				    struct lev_buf *b, char ***lines)
+{
+	bool honoured;
+
+	if (!bp->safe_tools && !bp->safe_shell)
+		return;
+	honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, lev_blueprint_grant_name(bp));
+	(void)lev_buf_adds(b, "declares safe commands: ");
+	add_list(b, bp->safe_tools, ", ");
+	if (bp->safe_tools && bp->safe_shell)
+		(void)lev_buf_adds(b, ", ");
+	add_list(b, bp->safe_shell, ", ");
+	(void)lev_buf_adds(b, honoured ? "; your config honours them"
+				       : "; inert unless your config opts in");
+	*lines = push_line(*lines, b);
+}
+
+/* The host access its script tools ask for ([tool_script_permissions] keys). */
+static void inventory_script_perms(const struct lev_blueprint *bp, struct lev_buf *b,
+				   char ***lines)
+{
+	const struct lev_script_perms *sp = &bp->script_permissions;
+	const struct {
+		const char *name;
+		enum lev_script_perm v;
+	} f[] = {
+		{ "http_get", sp->http_get },	{ "http_post", sp->http_post },
+		{ "shell", sp->shell },		{ "read_file", sp->read_file },
+		{ "write_file", sp->write_file }, { "env_var", sp->env_var },
+	};
+	size_t i;
+
+	if (!bp->has_script_permissions)
+		return;
+	for (i = 0; i < ARRAY_SIZE(f); i++)
+		if (f[i].v == LEV_SCRIPT_ALLOW)
+			(void)lev_buf_addf(b, "%s%s", b->len ? ", " : "", f[i].name);
+	if (b->len) {
+		_cleanup_free_ char *list = lev_buf_detach(b, NULL);
+		(void)lev_buf_addf(b, "requests script host access: %s (it can only tighten "
+				      "your [tool_script_permissions])",
+				   list);
+		*lines = push_line(*lines, b);
 	}
+}
 
-	if (bp->has_script_permissions) {
-		const struct lev_script_perms *sp = &bp->script_permissions;
-		const struct {
-			const char *name;
-			enum lev_script_perm v;
-		} f[] = {
-			{ "http_get", sp->http_get },	{ "http_post", sp->http_post },
-			{ "shell", sp->shell },		{ "read_file", sp->read_file },
-			{ "write_file", sp->write_file }, { "env_var", sp->env_var },
-		};
-		for (i = 0; i < ARRAY_SIZE(f); i++)
-			if (f[i].v == LEV_SCRIPT_ALLOW)
-				(void)lev_buf_addf(&b, "%s%s", b.len ? ", " : "", f[i].name);
-		if (b.len) {
-			_cleanup_free_ char *list = lev_buf_detach(&b, NULL);
-			(void)lev_buf_addf(&b, "requests script host access: %s (it can only tighten "
-					       "your [tool_script_permissions])",
-					   list);
-			lines = push_line(lines, &b);
-		}
-	}
+void lev_lint_inventory(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			const char *workdir, const char *home, char ***lines_out)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
+	char **lines = NULL;
 
+	inventory_scripts(bp, &b, &lines);
+	inventory_preapprovals(bp, cfg, &b, &lines);
+	inventory_sandbox(bp, cfg, &b, &lines);
+	inventory_read_paths(bp, cfg, workdir, home, &b, &lines);
+	inventory_seeds(bp, cfg, &b, &lines);
+	inventory_safe_commands(bp, cfg, &b, &lines);
+	inventory_script_perms(bp, &b, &lines);
 	if (lev_blueprint_wants_taint(bp)) {
 		(void)lev_buf_adds(&b, "turns taint tracking on for its runs");
 		lines = push_line(lines, &b);

@@ -15,78 +15,53 @@
 #include "liblev/base/xalloc.h"
 
 /*
- * The reviewed list: tools that run without asking when nobody configured
- * them.  Each reads, keeps the agent's own notes, talks to the person at
- * the keyboard, or manages sub-agents (which still pass through policy, so
- * a configured deny holds).  Exact names only: a prefix rule such as
- * "context_*" would hand the default allow to any script or MCP tool that
- * picked a matching name.  Adding a name here is a security decision; the
- * unit test only_reviewed_tools_run_without_asking pins the list.
+ * The reviewed list is the tool table's LEV_TOOLF_DEFAULT_ALLOW (tooltable.h):
+ * exact names only, so a script or MCP tool whose name merely looks like one
+ * ("context_exfiltrate") gets no default allow.
  */
-/* Sorted bytewise: lev_perm_default() searches it. */
-const char *const lev_perm_default_allowed[] = {
-	"ask_user_choice", "ask_user_confirm", "ask_user_text", "check_agent", "context_append",
-	"context_delete", "context_list", "context_read", "context_write", "current_time",
-	"edit_document", "environment_info", "kill_agent", "list_dir", "locale_info", "read_file",
-	"read_files", "runtime_info", "send_to_agent", "spawn_agent", "submit_output", "system_info",
-	"todo_add", "todo_done", "todo_note", "wait_for_agent", "which_command",
-	NULL,
-};
-
-/* A blueprint may pre-approve these even where the user said nothing. */
-static const char *const blueprint_loosenable[] = { "web_search", "web_fetch", NULL };
-
-static bool in_list(const char *const *list, const char *s)
+static enum lev_verdict default_of(const struct lev_tool_desc *d)
 {
-	for (; *list; list++)
-		if (!strcmp(*list, s))
-			return true;
-	return false;
-}
-
-static int cmp_name(const void *key, const void *elem)
-{
-	return strcmp(key, *(const char *const *)elem);
+	return d && (d->flags & LEV_TOOLF_DEFAULT_ALLOW) ? LEV_ALLOW : LEV_ASK;
 }
 
 enum lev_verdict lev_perm_default(const char *tool)
 {
-	return bsearch(lev_tool_canonical(tool), lev_perm_default_allowed,
-		       ARRAY_SIZE(lev_perm_default_allowed) - 1, sizeof(lev_perm_default_allowed[0]),
-		       cmp_name)
-		       ? LEV_ALLOW
-		       : LEV_ASK;
+	return default_of(lev_tooltable_find(tool));
 }
 
-/* Does the tool spelled WRITTEN name the canonical tool CANON? */
-static inline bool names(const char *written, const char *canon, bool shell)
+/* Does the tool spelled WRITTEN name CANON, the canonical name of D (NULL: unknown)? */
+static inline bool names(const char *written, const char *canon, const struct lev_tool_desc *d)
 {
-	if (shell)
-		return !strcmp(written, "shell") || !strcmp(written, "bash");
-	return !strcmp(written, canon);
+	if (!strcmp(written, canon))
+		return true;
+	for (const char *const *al = d ? d->aliases : NULL; al && *al; al++)
+		if (!strcmp(written, *al))
+			return true;
+	return false;
 }
 
 /* The strictest entry of V for the canonical tool CANON, or NULL. */
 static const struct lev_perm_rule *lookup(const struct lev_perm_rule *v, size_t n,
-					  const char *canon, bool shell)
+					  const char *canon, const struct lev_tool_desc *d)
 {
 	const struct lev_perm_rule *best = NULL;
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (v[i].tool && names(v[i].tool, canon, shell) &&
+		if (v[i].tool && names(v[i].tool, canon, d) &&
 		    (!best || v[i].verdict > best->verdict))
 			best = &v[i];
 	return best;
 }
 
 /* The launch override for CANON: the --allow spelling, "--yolo", or NULL. */
-static const char *launch_for(const struct lev_perm_input *in, const char *canon, bool shell)
+static const char *launch_for(const struct lev_perm_input *in, const char *canon,
+			      const struct lev_tool_desc *d)
 {
 	const char *const *a;
 
 	for (a = in->allow; a && *a; a++)
-		if (names(*a, canon, shell))
+		if (names(*a, canon, d))
 			return *a;
 	return in->yolo ? "--yolo" : NULL;
 }
@@ -94,23 +69,23 @@ static const char *launch_for(const struct lev_perm_input *in, const char *canon
 void lev_perm_resolve(const struct lev_perm_input *in, const char *tool,
 		      struct lev_perm_resolution *out)
 {
-	const char *canon = lev_tool_canonical(tool);
-	bool shell = !strcmp(canon, "shell");
+	const struct lev_tool_desc *d = lev_tooltable_find(tool);
+	const char *canon = d ? d->name : tool;
 	const struct lev_perm_rule *ceil, *glob, *bp;
 	enum lev_verdict def;
 
 	memset(out, 0, sizeof(*out));
 	out->tool = canon;
-	ceil = lookup(in->user_agent, in->n_user_agent, canon, shell);
-	glob = lookup(in->user_global, in->n_user_global, canon, shell);
+	ceil = lookup(in->user_agent, in->n_user_agent, canon, d);
+	glob = lookup(in->user_global, in->n_user_global, canon, d);
 	if (ceil && in->user_agent_tighten_only &&
-	    ceil->verdict < (glob ? glob->verdict : lev_perm_default(canon)))
+	    ceil->verdict < (glob ? glob->verdict : default_of(d)))
 		ceil = NULL;	/* it would loosen, for a blueprint that only claims the name */
 	if (!ceil)
 		ceil = glob;
-	bp = lookup(in->bp_stage, in->n_bp_stage, canon, shell);
+	bp = lookup(in->bp_stage, in->n_bp_stage, canon, d);
 	if (!bp)
-		bp = lookup(in->bp_agent, in->n_bp_agent, canon, shell);
+		bp = lookup(in->bp_agent, in->n_bp_agent, canon, d);
 
 	if (bp && ceil) {
 		if (bp->verdict > ceil->verdict) {
@@ -124,8 +99,8 @@ void lev_perm_resolve(const struct lev_perm_input *in, const char *tool,
 		}
 		out->configured = out->rule->verdict;
 	} else if (bp) {
-		def = lev_perm_default(canon);
-		if (in->blueprint_may_loosen || in_list(blueprint_loosenable, canon) ||
+		def = default_of(d);
+		if (in->blueprint_may_loosen || (d && (d->flags & LEV_TOOLF_BLUEPRINT_ALLOW)) ||
 		    bp->verdict >= def) {
 			out->configured_why = LEV_PERM_WHY_BLUEPRINT;
 			out->rule = bp;
@@ -141,12 +116,12 @@ void lev_perm_resolve(const struct lev_perm_input *in, const char *tool,
 		out->configured = ceil->verdict;
 	} else {
 		out->configured_why = LEV_PERM_WHY_DEFAULT;
-		out->configured = lev_perm_default(canon);
+		out->configured = default_of(d);
 	}
 
 	out->verdict = out->configured;
 	out->why = out->configured_why;
-	out->launch = launch_for(in, canon, shell);
+	out->launch = launch_for(in, canon, d);
 	if (out->configured == LEV_DENY || !out->launch)
 		return; /* deny is final; launch stays recorded to say it was refused */
 	if (out->configured != LEV_ALLOW) {
@@ -211,7 +186,7 @@ char **lev_perm_call_keys(const char *tool, const struct lev_shellkeys *sk)
 {
 	const char *canon = lev_tool_canonical(tool);
 
-	if (strcmp(canon, "shell") != 0)
+	if (!lev_tooltable_touches(canon, LEV_TOUCH_SHELL))
 		return lev_strv_push(NULL, canon);
 	if (!sk || !sk->grantable)
 		return NULL;
@@ -270,11 +245,11 @@ void lev_perm_decide(const struct lev_perm_input *in, const char *tool,
 	lev_perm_resolve(in, tool, &out->own);
 	out->verdict = out->own.verdict;
 	out->why = out->own.why;
-	shell = !strcmp(out->own.tool, "shell");
+	shell = lev_tooltable_touches(out->own.tool, LEV_TOUCH_SHELL);
 
 	/* A shell line that writes a file answers to write_file as well. */
 	if (shell && sk && sk->writes && out->verdict != LEV_DENY) {
-		lev_perm_resolve(in, "write_file", &out->write);
+		lev_perm_resolve(in, lev_tooltable_name(LEV_OP_WRITE_FILE), &out->write);
 		if (out->write.verdict > out->verdict) {
 			out->write_clamp = true;
 			out->verdict = out->write.verdict;

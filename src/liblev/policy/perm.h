@@ -17,7 +17,7 @@
  *   deny is final: nothing below lifts it
  *   launch     --allow TOOL, then --yolo, turn anything else into allow
  * Several spellings of one tool in one table: the strictest wins.  `bash`
- * and `shell` are one tool (lev_tool_canonical()).
+ * and `shell` are one tool (the tool table's aliases, tooltable.h).
  *
  * Then for a call (lev_perm_decide()):
  *   effect clamp  a shell line that writes a file (shellkeys.h) is held to
@@ -46,6 +46,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/error.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/types.h"
 
@@ -143,9 +144,7 @@ struct lev_perm_decision {
  * edit_file, shell, web_*, MCP and script tools, unknown names).
  */
 enum lev_verdict lev_perm_default(const char *tool);
-
-/* The tools the built-in default allows, NULL-terminated (for review and tests). */
-extern const char *const lev_perm_default_allowed[];
+/* The tools the built-in default allows: the tool table's LEV_TOOLF_DEFAULT_ALLOW. */
 
 /* Resolve TOOL's policy (no call arguments).  Never fails, never allocates. */
 void lev_perm_resolve(const struct lev_perm_input *in, const char *tool,

@@ -14,6 +14,7 @@
 #include "liblev/policy/policy.h"
 #include "liblev/base/strv.h"
 #include "liblev/policy/target.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/conf/toml.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/util.h"

@@ -37,67 +37,17 @@ int lev_direction_parse(const char *s, enum lev_direction *out)
 
 /* ---- built-in classifications ---- */
 
-struct builtin {
-	const char *name;
-	enum lev_level sensitivity;
-	enum lev_direction direction;
-	enum lev_target_from target_from;
-};
-
-/* Sorted by name for bsearch.  Clearance is Public for every built-in. */
-static const struct builtin builtins[] = {
-	{ "ask_user_choice", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "ask_user_confirm", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "ask_user_text", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "check_agent", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "context_append", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "context_read", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "context_write", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "current_time", LEV_PUBLIC, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "edit_file", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "environment_info", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "fetch", LEV_PUBLIC, LEV_DIR_OUTBOUND, LEV_TARGET_FROM_URL },
-	{ "http_get", LEV_PUBLIC, LEV_DIR_OUTBOUND, LEV_TARGET_FROM_URL },
-	{ "http_post", LEV_PUBLIC, LEV_DIR_OUTBOUND, LEV_TARGET_FROM_URL },
-	{ "kill_agent", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "list_dir", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "locale_info", LEV_PUBLIC, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "present_for_review", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "read_file", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "read_files", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "runtime_info", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "send_to_agent", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "shell", LEV_PUBLIC, LEV_DIR_OUTBOUND, LEV_TARGET_FROM_NONE },
-	{ "spawn_agent", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "submit_output", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "system_info", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "todo_read", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "todo_write", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "wait_for_agent", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-	{ "web_fetch", LEV_PUBLIC, LEV_DIR_OUTBOUND, LEV_TARGET_FROM_URL },
-	{ "web_search", LEV_PUBLIC, LEV_DIR_OUTBOUND, LEV_TARGET_FROM_NONE },
-	{ "which_command", LEV_INTERNAL, LEV_DIR_INBOUND, LEV_TARGET_FROM_NONE },
-	{ "write_file", LEV_INTERNAL, LEV_DIR_INTERNAL, LEV_TARGET_FROM_NONE },
-};
-
-static int builtin_cmp(const void *key, const void *elem)
-{
-	return strcmp(key, ((const struct builtin *)elem)->name);
-}
-
+/* Every entry of the tool table that carries a class; clearance is Public for each. */
 void lev_taint_builtin_class(const char *tool, struct lev_tool_class *out)
 {
-	const struct builtin *b = NULL;
+	const struct lev_tool_desc *d = lev_tooltable_find(tool);
 
-	if (tool)
-		b = bsearch(lev_tool_canonical(tool), builtins, ARRAY_SIZE(builtins),
-			    sizeof(builtins[0]), builtin_cmp);
 	memset(out, 0, sizeof(*out));
 	out->clearance = LEV_PUBLIC;
-	if (b) {
-		out->sensitivity = b->sensitivity;
-		out->direction = b->direction;
-		out->target_from = b->target_from;
+	if (d && (d->flags & LEV_TOOLF_CLASSIFIED)) {
+		out->sensitivity = d->label;
+		out->direction = d->direction;
+		out->target_from = d->target_from;
 		out->known = true;
 	} else {
 		/* MCP, script and anything new: third-party code talking to a third party */
@@ -110,8 +60,7 @@ void lev_taint_builtin_class(const char *tool, struct lev_tool_class *out)
 
 bool lev_taint_is_read_tool(const char *tool)
 {
-	return tool && (!strcmp(tool, "read_file") || !strcmp(tool, "read_files") ||
-			!strcmp(tool, "list_dir"));
+	return lev_tooltable_flags(tool) & LEV_TOOLF_FILE_RESULT;
 }
 
 void lev_taint_read_grant_bump(const char *tool, bool grant_active, struct lev_tool_class *cls)

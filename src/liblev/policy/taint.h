@@ -32,16 +32,10 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/error.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/types.h"
 
 struct json_t;
-
-enum lev_direction {
-	LEV_DIR_INBOUND,
-	LEV_DIR_INTERNAL,
-	LEV_DIR_OUTBOUND,
-	_LEV_DIR_MAX,
-};
 
 /* "inbound", "internal", "outbound"; parse is case-insensitive, 0 or -EINVAL. */
 const char *lev_direction_name(enum lev_direction d);
@@ -51,14 +45,6 @@ static inline enum lev_level lev_level_max(enum lev_level a, enum lev_level b)
 {
 	return a > b ? a : b;
 }
-
-/* Where the gate reads the target of a call to a tool. */
-enum lev_target_from {
-	LEV_TARGET_FROM_NONE,		/* no target (shell, web_search: see docs/taint.md) */
-	LEV_TARGET_FROM_URL,		/* the host of the `url` argument */
-	LEV_TARGET_FROM_ARG,		/* the declared argument `target_arg` */
-	LEV_TARGET_FROM_RECIPIENTS,	/* every present to/cc/bcc/recipient(s)/channel/url */
-};
 
 struct lev_tool_class {
 	enum lev_level sensitivity;	/* label of the tool's results */

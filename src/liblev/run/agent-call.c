@@ -322,8 +322,9 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 	r = lev_gate_check(a->gate, &gc, d, err);
 	if (r < 0) {
 		agent_audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = lev_gate_id_name(LEV_GATE_TAINT), .rule = "error", .target = redirect,
-					       .reason = err ? err->msg : NULL });
+					       .gate = lev_gate_id_name(LEV_GATE_TAINT),
+					       .rule = lev_gate_reason_name(LEV_REASON_TAINT_ERROR),
+					       .target = redirect, .reason = err ? err->msg : NULL });
 		return r;
 	}
 	targets = joined_targets(d->targets);
@@ -400,7 +401,8 @@ static int redirect_gate(void *data, const char *tool, const char *url, struct l
 	args = json_pack("{s:s}", "url", url);
 	args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
 	json_decref(args);
-	if (taint_decide(rc->a, rc->cs, "web_fetch", args_json, url, &d, &rule, &gerr) < 0)
+	if (taint_decide(rc->a, rc->cs, lev_tooltable_name(LEV_OP_WEB_FETCH), args_json, url, &d,
+			 &rule, &gerr) < 0)
 		return lev_err_set(err, LEV_EDENIED, "the taint gate failed: %s", gerr.msg);
 	if (d.result != LEV_GATE_ALLOWED) {
 		struct lev_buf desc = LEV_BUF_INIT;
@@ -429,7 +431,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		a->stage_output = xstrdup(o ? o : "");
 		a->stage_output_label = lev_level_max(a->seen, lev_context_taint_level(a->ctx));
 		a->stage_done = true;
-		a->stage_end = "submit_output";
+		a->stage_end = lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT);
 		lev_tool_output_set(cs->out, "[ok] output submitted; this stage ends here.", false);
 		return;
 	}
@@ -612,7 +614,7 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		/* a shell reads what read_file reads: its output is labelled at least as high */
 		struct lev_tool_class rf;
 
-		lev_gate_classify(a->gate, "read_file", &rf);
+		lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &rf);
 		l = lev_level_max(l, agent_grant_floor(a, rf.sensitivity));
 	}
 	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
@@ -621,6 +623,66 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		if (idx >= 0)
 			l = lev_level_max(l, lev_context_region_level(a->ctx, (size_t)idx));
 	}
+	return l;
+}
+
+/* True when the absolute path P lies in DIR or below. */
+static bool path_inside(const char *dir, const char *p)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+/* True when V is a string that, read against DIR by its words alone, is the path P. */
+static bool names_path(const json_t *v, const char *dir, const char *p)
+{
+	_cleanup_free_ char *lex = NULL;
+
+	if (!json_is_string(v) || !json_string_length(v))
+		return false;
+	lex = lev_path_lexical(dir, json_string_value(v));
+	return !strcmp(lex, p);
+}
+
+/*
+ * True when the call named the path P itself: a string argument (or a
+ * string in an array argument) that is P without following any symlink.
+ */
+static bool args_name(const json_t *args, const char *dir, const char *p)
+{
+	const char *key;
+	const json_t *v, *e;
+	size_t i;
+
+	json_object_foreach((json_t *)args, key, v) {
+		if (names_path(v, dir, p))
+			return true;
+		json_array_foreach(v, i, e)
+			if (names_path(e, dir, p))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * The label of a refusal's text, which is never lower than what it quotes:
+ * the call's own arguments (the model wrote them from a context it saw at
+ * a->seen, so an argument can carry a private file's line), a path the
+ * path gate found outside the workdir that the call did not name itself
+ * (where a symlink really leads: as private as a read there), and, when
+ * the taint gate refused, the context it judged.  A refusal is never a way
+ * to turn private words into public ones.
+ */
+static enum lev_level refusal_label(const struct lev_agent *a, const struct call_state *cs)
+{
+	const char *p = cs->gd.path;
+	enum lev_level l = a->seen;
+
+	if (p && p[0] == '/' && !path_inside(a->workdir, p) && !(cs->args && args_name(cs->args, a->workdir, p)))
+		l = LEV_PRIVATE;
+	if (cs->gd.gate == LEV_GATE_TAINT)
+		l = lev_level_max(l, cs->gd.taint_level);
 	return l;
 }
 
@@ -647,7 +709,7 @@ static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
 		json_object_set(ev, "args", cs->call->arguments);
 	else
 		json_object_set_new(ev, "args", agent_jtext_capped(cs->call->raw_arguments));
-	json_object_set_new(ev, "decision", json_string(cs->dec->allowed ? "allow" : "deny"));
+	json_object_set_new(ev, "decision", json_string(lev_verdict_name(cs->dec->allowed ? LEV_ALLOW : LEV_DENY)));
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
 	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
@@ -715,6 +777,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
 		dec->label = agent_result_label(a, &cs);
+	} else {
+		dec->label = refusal_label(a, &cs);
 	}
 	lev_gatechain_decision_release(&cs.gd);
 	return 0;
@@ -732,8 +796,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
-	if (dec.allowed)
-		label = dec.label;
+	label = dec.label;
 	if (lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
 					out.is_error, label, 0, &truncated, &err) < 0 &&
 	    !a->internal_error)

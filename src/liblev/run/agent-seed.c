@@ -32,7 +32,7 @@ static void seed_files(struct lev_agent *a, char *const *paths, struct seed_resu
 	struct lev_buf b = LEV_BUF_INIT;
 	struct lev_tool_class cls;
 
-	lev_gate_classify(a->gate, "read_file", &cls);
+	lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &cls);
 	sr->label = agent_grant_floor(a, cls.sensitivity);
 	for (char *const *p = paths; p && *p; p++) {
 		struct lev_fs_result res = { 0 };
@@ -101,7 +101,7 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 	struct lev_gatechain_env env;
 	struct lev_gatechain_decision gd;
 	json_t *args = json_pack("{s:s}", "command", command);
-	struct lev_gatechain_call gc = { .name = "shell", .args = args };
+	struct lev_gatechain_call gc = { .name = lev_tooltable_name(LEV_OP_SHELL), .args = args };
 	struct lev_shell_opts so = {
 		.sandbox = entry->sb,
 		.envp = a->envp,
@@ -119,7 +119,7 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 	agent_chain_env(a, LEV_GATECHAIN_COMMAND_SEED, home, &env);
 	(void)lev_gatechain_decide(&env, &gc, &gd, NULL);
 	json_decref(args);
-	agent_audit_steps(a, NULL, "shell", &gd, region);
+	agent_audit_steps(a, NULL, gc.name, &gd, region);
 	if (gd.verdict != LEV_ALLOW) {
 		sr->error = gd.verdict == LEV_DENY
 				    ? xstrdup(gd.reason)
@@ -137,8 +137,8 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 				      out.text ? out.text : "");
 	} else {
 		/* command output is labelled like a shell result (see result_label) */
-		lev_gate_classify(a->gate, "shell", &cls);
-		lev_gate_classify(a->gate, "read_file", &rf);
+		lev_gate_classify(a->gate, gc.name, &cls);
+		lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &rf);
 		sr->label = lev_level_max(cls.sensitivity, agent_grant_floor(a, rf.sensitivity));
 		sr->text = TAKE_PTR(out.text);
 	}

@@ -128,7 +128,7 @@ void agent_audit(struct lev_agent *a, const struct audit_line *l)
 		.tool = l->tool,
 		.gate = l->gate,
 		.rule = l->rule,
-		.decision = l->allowed ? "allow" : "deny",
+		.decision = lev_verdict_name(l->allowed ? LEV_ALLOW : LEV_DENY),
 		.asked = l->asked,
 		.answer = l->answer,
 		.target = l->target,

@@ -199,7 +199,8 @@ struct lev_call_decision {
 	char *reason;		/* owned: one line, or NULL */
 	bool asked;		/* somebody answered */
 	enum lev_ask_answer answer;
-	enum lev_level label;	/* an allowed call's result label */
+	enum lev_level label;	/* the label of what the model gets back: an allowed call's
+				 * result, or a refusal's text (see agent-call.c) */
 	enum lev_level taint;	/* the context's taint the call was decided under */
 };
 

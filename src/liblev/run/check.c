@@ -67,6 +67,106 @@ static void check_sandbox(const struct lev_sandbox_spec *eff, const char *workdi
 	lev_sandbox_free(sb);
 }
 
+/* O's tool, workdir and --args, checked; the arguments into *ARGS_OUT. */
+static int check_call_args(const struct lev_check_opts *o, json_t **args_out,
+			   struct lev_err *err)
+{
+	const char *args_text;
+	json_error_t je;
+	json_t *args;
+
+	if (!o->tool || !*o->tool)
+		return lev_err_set(err, LEV_EUSAGE, "no tool named");
+	if (!o->workdir)
+		return lev_err_set(err, LEV_EUSAGE, "no working directory");
+	args_text = o->args_json ? o->args_json : "{}";
+	if (strlen(args_text) > LEV_CHECK_ARGS_MAX)
+		return lev_err_set(err, LEV_EUSAGE, "--args is longer than %zu bytes",
+				   LEV_CHECK_ARGS_MAX);
+	args = json_loads(args_text, JSON_REJECT_DUPLICATES, &je);
+	if (!args)
+		return lev_err_set(err, LEV_EUSAGE, "--args is not valid JSON: %s (at %d:%d)", je.text,
+				   je.line, je.column);
+	if (!json_is_object(args)) {
+		json_decref(args);
+		return lev_err_set(err, LEV_EUSAGE, "--args must be a JSON object");
+	}
+	*args_out = args;
+	return 0;
+}
+
+/* The stage O names (default: the entry stage), or a usage error naming the stages. */
+static int check_stage(const struct lev_blueprint *bp, const struct lev_check_opts *o,
+		       const struct lev_stage **out, struct lev_err *err)
+{
+	const char *stage_name = o->stage ? o->stage : bp->entry_stage;
+	_cleanup_free_ char *names = NULL;
+	struct lev_buf b = LEV_BUF_INIT_MAX(65536);
+	size_t i;
+
+	*out = lev_blueprint_stage(bp, stage_name);
+	if (*out)
+		return 0;
+	for (i = 0; i < bp->n_stages; i++)
+		(void)lev_buf_addf(&b, "%s%s", i ? ", " : "", bp->stages[i].name);
+	names = lev_buf_detach(&b, NULL);
+	return lev_err_set(err, LEV_EUSAGE, "agent '%s' has no stage '%s' (stages: %s)", bp->name,
+			   stage_name, names);
+}
+
+/* The file tools' context: the workdir and the read paths the config grants (GRANTS). */
+static int check_fs_ctx(const struct lev_config *cfg, const struct lev_blueprint *bp,
+			const struct lev_check_opts *o, char **grants, struct lev_fs_ctx **out,
+			struct lev_err *err)
+{
+	struct lev_fs_opts fo = {
+		.workdir = o->workdir,
+		.agent = bp->name,
+		.home = o->home,
+		.declared = bp->read_paths,
+		.grants = grants,
+		.allow_blueprint = cfg->allow_blueprint_read_paths,
+		.config_path = cfg->path,
+		.confine = o->confine,
+	};
+
+	return lev_fs_ctx_new(&fo, out, err);
+}
+
+/* The taint gate as a run would make it; *ENABLED says whether taint is tracked. */
+static int check_taint_gate(const struct lev_config *cfg, const struct lev_blueprint *bp,
+			    const struct lev_check_opts *o, struct lev_gate **out, bool *enabled,
+			    struct lev_err *err)
+{
+	struct lev_gate_options go = {
+		.policy_path = o->policy_path,
+		.rules_dir = o->rules_dir,
+		.enabled = lev_taint_enabled(cfg->taint_tracking, lev_blueprint_wants_taint(bp)),
+		.yolo = o->yolo,
+		.read_grant_active = false,	/* labels only: not a decision */
+		.recheck_ns = -1,
+	};
+
+	*enabled = go.enabled;
+	return lev_gate_new(&go, out, err);
+}
+
+/* The decision D (its strings move) and the permission warnings, into OUT. */
+static void check_result(struct lev_gatechain_decision *d, char *const *warnings,
+			 struct lev_check_result *out)
+{
+	out->warnings = lev_strv_copy(warnings);
+	out->decision = d->verdict;
+	out->gate = d->gate;
+	out->reason = TAKE_PTR(d->reason);
+	out->rule = TAKE_PTR(d->rule);
+	out->text = TAKE_PTR(d->text);
+	out->path = TAKE_PTR(d->path);
+	out->host = TAKE_PTR(d->host);
+	if (d->have_sk && d->sk.grantable)
+		out->keys = lev_strv_copy(d->sk.keys);
+}
+
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		  const struct lev_check_opts *o, struct lev_check_result *out, struct lev_err *err)
 {
@@ -82,43 +182,17 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	char **grants = NULL, **offered = NULL;
 	_cleanup_free_ char *offered_list = NULL, *own_home = NULL;
 	const char *home = o->home;
-	const char *args_text, *stage_name;
 	const struct lev_stage *st;
-	json_error_t je;
 	json_t *args = NULL;
-	int r = 0;
+	int r;
 
 	memset(out, 0, sizeof(*out));
-	if (!o->tool || !*o->tool)
-		return lev_err_set(err, LEV_EUSAGE, "no tool named");
-	if (!o->workdir)
-		return lev_err_set(err, LEV_EUSAGE, "no working directory");
-	args_text = o->args_json ? o->args_json : "{}";
-	if (strlen(args_text) > LEV_CHECK_ARGS_MAX)
-		return lev_err_set(err, LEV_EUSAGE, "--args is longer than %zu bytes",
-				   LEV_CHECK_ARGS_MAX);
-	args = json_loads(args_text, JSON_REJECT_DUPLICATES, &je);
-	if (!args)
-		return lev_err_set(err, LEV_EUSAGE, "--args is not valid JSON: %s (at %d:%d)", je.text,
-				   je.line, je.column);
-	if (!json_is_object(args)) {
-		r = lev_err_set(err, LEV_EUSAGE, "--args must be a JSON object");
+	r = check_call_args(o, &args, err);
+	if (r < 0)
+		return r;
+	r = check_stage(bp, o, &st, err);
+	if (r < 0)
 		goto out;
-	}
-	stage_name = o->stage ? o->stage : bp->entry_stage;
-	st = lev_blueprint_stage(bp, stage_name);
-	if (!st) {
-		_cleanup_free_ char *names = NULL;
-		struct lev_buf b = LEV_BUF_INIT_MAX(65536);
-		size_t i;
-
-		for (i = 0; i < bp->n_stages; i++)
-			(void)lev_buf_addf(&b, "%s%s", i ? ", " : "", bp->stages[i].name);
-		names = lev_buf_detach(&b, NULL);
-		r = lev_err_set(err, LEV_EUSAGE, "agent '%s' has no stage '%s' (stages: %s)", bp->name,
-				stage_name, names);
-		goto out;
-	}
 	r = lev_tools_new(&tools, err);
 	if (r < 0)
 		goto out;
@@ -126,22 +200,9 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 
 	/* the workdir: the file tools and the redirect gate both need it */
 	grants = lev_config_read_path_grants_for_agent(cfg, lev_blueprint_grant_name(bp));
-	{
-		struct lev_fs_opts fo = {
-			.workdir = o->workdir,
-			.agent = bp->name,
-			.home = o->home,
-			.declared = bp->read_paths,
-			.grants = grants,
-			.allow_blueprint = cfg->allow_blueprint_read_paths,
-			.config_path = cfg->path,
-			.confine = o->confine,
-		};
-
-		r = lev_fs_ctx_new(&fo, &fs, err);
-		if (r < 0)
-			goto out;
-	}
+	r = check_fs_ctx(cfg, bp, o, grants, &fs, err);
+	if (r < 0)
+		goto out;
 	r = lev_perm_setup_init(&ps, cfg, bp, st->name, o->yolo, o->allow, err);
 	if (r < 0)
 		goto out;
@@ -149,22 +210,9 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	if (!o->home && lev_home_dir(&own_home, NULL) == 0)
 		home = own_home;
 	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
-	{
-		struct lev_gate_options go = {
-			.policy_path = o->policy_path,
-			.rules_dir = o->rules_dir,
-			.enabled = lev_taint_enabled(cfg->taint_tracking,
-						     lev_blueprint_wants_taint(bp)),
-			.yolo = o->yolo,
-			.read_grant_active = false,	/* labels only: not a decision */
-			.recheck_ns = -1,
-		};
-
-		r = lev_gate_new(&go, &tg, err);
-		if (r < 0)
-			goto out;
-		env.taint_enabled = go.enabled;
-	}
+	r = check_taint_gate(cfg, bp, o, &tg, &env.taint_enabled, err);
+	if (r < 0)
+		goto out;
 	env.tools = tools;
 	env.stage = st->name;
 	env.offered = offered;
@@ -185,16 +233,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	r = lev_gatechain_decide(&env, &call, &d, err);
 	if (r < 0)
 		goto out;
-	out->warnings = lev_strv_copy(ps.warnings);
-	out->decision = d.verdict;
-	out->gate = d.gate;
-	out->reason = TAKE_PTR(d.reason);
-	out->rule = TAKE_PTR(d.rule);
-	out->text = TAKE_PTR(d.text);
-	out->path = TAKE_PTR(d.path);
-	out->host = TAKE_PTR(d.host);
-	if (d.have_sk && d.sk.grantable)
-		out->keys = lev_strv_copy(d.sk.keys);
+	check_result(&d, ps.warnings, out);
 	r = 0;
 out:
 	if (r < 0)

@@ -26,7 +26,10 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 
 #define LEV_OCI_REQ_MAGIC 0x3256454cu	/* "LEV2" */
 #define LEV_OCI_ANS_MAGIC 0x4156454cu	/* "LEVA" */
@@ -61,3 +64,35 @@ struct lev_oci_ans {
 	uint32_t flags;		/* LEV_OCI_ANS_* */
 	int32_t pidns_errno;	/* no PID namespace: why, else 0 */
 };
+
+/*
+ * The message a request travels in, for both ends (the helper is static
+ * and links nothing of liblev, so these are inline).  U is the control
+ * buffer, with room for the three fds.
+ */
+union lev_oci_cmsg {
+	char buf[CMSG_SPACE(3 * sizeof(int))];
+	struct cmsghdr align;
+};
+
+static inline void lev_oci_msg_init(struct msghdr *mh, struct iovec *iov, size_t niov,
+				    union lev_oci_cmsg *u)
+{
+	memset(mh, 0, sizeof(*mh));
+	memset(u, 0, sizeof(*u));
+	mh->msg_iov = iov;
+	mh->msg_iovlen = niov;
+	mh->msg_control = u->buf;
+	mh->msg_controllen = sizeof(u->buf);
+}
+
+/* The sender's side: FDS (stdin, stdout, stderr) as SCM_RIGHTS in MH. */
+static inline void lev_oci_msg_put_fds(struct msghdr *mh, const int fds[3])
+{
+	struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+}

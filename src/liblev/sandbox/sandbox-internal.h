@@ -129,6 +129,14 @@ void lev_sbx_report(int fd, enum lev_sbx_phase phase, int index, int err);
 struct lev_sandbox_proc *lev_sbx_proc_alloc(struct lev_sandbox *sb, enum lev_sbx_mode mode);
 
 /*
+ * The command ARGV0 is running: P reads its output from OUT_FD and ERR_FD
+ * (taken, made non-blocking), forwards and cancels it as IO says and times
+ * it out and caps it as LIMITS say, from now.
+ */
+void lev_sbx_proc_started(struct lev_sandbox_proc *p, int out_fd, int err_fd, const char *argv0,
+			  const struct lev_sandbox_io *io, const struct lev_sandbox_limits *limits);
+
+/*
  * Candidate paths for execve() of ARGV0 under PATH (execvp's search; a
  * name with a '/' is its own only candidate).  Fresh strv.
  */

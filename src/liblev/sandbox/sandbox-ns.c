@@ -950,30 +950,120 @@ static void closep2(int p[2])
 	p[0] = p[1] = -1;
 }
 
+/* The pipes between lev and a command it starts (sync, status, ready: namespace only). */
+struct spawn_pipes {
+	int rep[2], out[2], err[2];
+	int sync[2], stat[2], ready[2];
+};
+
+#define SPAWN_PIPES_INIT                                                        \
+	{ { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } }
+
+static void spawn_pipes_close(struct spawn_pipes *sp)
+{
+	closep2(sp->rep);
+	closep2(sp->out);
+	closep2(sp->err);
+	closep2(sp->sync);
+	closep2(sp->stat);
+	closep2(sp->ready);
+}
+
+static int spawn_pipes_open(const struct lev_sbx_nsplan *pl, struct spawn_pipes *sp,
+			    struct lev_err *err)
+{
+	if (pipe2(sp->rep, O_CLOEXEC) < 0 || pipe2(sp->out, O_CLOEXEC) < 0 ||
+	    pipe2(sp->err, O_CLOEXEC) < 0 ||
+	    (pl->mode == LEV_SBX_NS && (pipe2(sp->sync, O_CLOEXEC) < 0 ||
+					pipe2(sp->stat, O_CLOEXEC) < 0 ||
+					pipe2(sp->ready, O_CLOEXEC) < 0)))
+		return lev_err_errno(err, -errno, "cannot create pipes");
+	return 0;
+}
+
+static void close_end(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Close the child's ends of the pipes in the parent. */
+static void spawn_pipes_parent(struct spawn_pipes *sp)
+{
+	close_end(&sp->rep[1]);
+	close_end(&sp->out[1]);
+	close_end(&sp->err[1]);
+	close_end(&sp->sync[0]);
+	close_end(&sp->stat[1]);
+	close_end(&sp->ready[1]);
+}
+
+/*
+ * The namespace child waits for its uid and gid maps: write them and let
+ * it go.  On failure the child is killed and reaped.
+ */
+static int release_ns_child(const struct lev_sbx_nsplan *pl, pid_t pid, int pidfd,
+			    struct spawn_pipes *sp, struct lev_err *err)
+{
+	char go = 'g';
+	int r, st;
+
+	r = lev_sbx_maps_wait(sp->ready[0], err);
+	closep2(sp->ready);
+	if (r == 0)
+		r = lev_sbx_write_maps(pid, pl->uid, pl->gid, err);
+	if (r == 0 && write(sp->sync[1], &go, 1) != 1)
+		r = lev_err_errno(err, -errno, "cannot start the sandbox");
+	closep2(sp->sync);
+	if (r == 0)
+		return 0;
+	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	while (waitpid(pid, &st, __WALL) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+/* The running command: PL and the read ends of SP move into it. */
+static struct lev_sandbox_proc *spawned_proc(struct lev_sandbox *sb, struct lev_sbx_nsplan *pl,
+					     pid_t pid, int pidfd, struct spawn_pipes *sp,
+					     const char *argv0,
+					     const struct lev_sandbox_limits *limits,
+					     const struct lev_sandbox_io *io)
+{
+	struct lev_sandbox_proc *p = lev_sbx_proc_alloc(sb, pl->mode);
+
+	p->pid = pid;
+	p->pidfd = pidfd;
+	p->report_fd = TAKE_FD(sp->rep[0]);
+	p->status_fd = TAKE_FD(sp->stat[0]);
+	p->tmpdir = TAKE_PTR(pl->tmpdir);
+	p->plan = pl;
+	lev_sbx_proc_started(p, TAKE_FD(sp->out[0]), TAKE_FD(sp->err[0]), argv0, io, limits);
+	if (p->status_fd >= 0)
+		(void)fcntl(p->status_fd, F_SETFL, O_NONBLOCK);
+	return p;
+}
+
 int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *envp,
 		     const char *cwd, const struct lev_sandbox_limits *limits,
 		     const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
 		     struct lev_err *err)
 {
 	struct lev_sbx_nsplan *pl = NULL;
-	int rep[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int syncp[2] = { -1, -1 }, statp[2] = { -1, -1 }, readyp[2] = { -1, -1 };
+	struct spawn_pipes sp = SPAWN_PIPES_INIT;
 	int in = -1, pidfd = -1, r;
 	bool own_in = false;
 	struct childfds f;
-	struct lev_sandbox_proc *p;
 	pid_t parent = getpid();
 	long pid;
 
 	r = build_plan(sb, argv, envp, cwd, limits, true, &pl, err);
 	if (r < 0)
 		return r;
-	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    (pl->mode == LEV_SBX_NS && (pipe2(syncp, O_CLOEXEC) < 0 || pipe2(statp, O_CLOEXEC) < 0 ||
-					pipe2(readyp, O_CLOEXEC) < 0))) {
-		r = lev_err_errno(err, -errno, "cannot create pipes");
+	r = spawn_pipes_open(pl, &sp, err);
+	if (r < 0)
 		goto fail;
-	}
 	if (io->stdin_fd >= 0) {
 		in = io->stdin_fd;
 	} else {
@@ -984,13 +1074,13 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 		}
 		own_in = true;
 	}
-	f.ready_wr = readyp[1];
-	f.sync_rd = syncp[0];
-	f.report_wr = rep[1];
-	f.status_wr = statp[1];
+	f.ready_wr = sp.ready[1];
+	f.sync_rd = sp.sync[0];
+	f.report_wr = sp.rep[1];
+	f.status_wr = sp.stat[1];
 	f.in = in;
-	f.out = outp[1];
-	f.err = errp[1];
+	f.out = sp.out[1];
+	f.err = sp.err[1];
 
 	pid = syscall(SYS_clone, pl->clone_flags | CLONE_PIDFD | SIGCHLD, 0, &pidfd, NULL, 0);
 	if (pid < 0) {
@@ -1010,73 +1100,23 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 	/* parent */
 	if (own_in)
 		close(in);
-	close(rep[1]);
-	close(outp[1]);
-	close(errp[1]);
-	rep[1] = outp[1] = errp[1] = -1;
+	spawn_pipes_parent(&sp);
 	if (pl->mode == LEV_SBX_NS) {
-		char go = 'g';
-
-		close(syncp[0]);
-		close(statp[1]);
-		close(readyp[1]);
-		syncp[0] = statp[1] = readyp[1] = -1;
-		r = lev_sbx_maps_wait(readyp[0], err);
-		closep2(readyp);
-		if (r == 0)
-			r = lev_sbx_write_maps((pid_t)pid, pl->uid, pl->gid, err);
-		if (r == 0 && write(syncp[1], &go, 1) != 1)
-			r = lev_err_errno(err, -errno, "cannot start the sandbox");
-		close(syncp[1]);
-		syncp[1] = -1;
+		r = release_ns_child(pl, (pid_t)pid, pidfd, &sp, err);
 		if (r < 0) {
-			int st;
-
-			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			while (waitpid((pid_t)pid, &st, __WALL) < 0 && errno == EINTR)
-				;
 			close(pidfd);
-			closep2(rep);
-			closep2(outp);
-			closep2(errp);
-			closep2(statp);
+			spawn_pipes_close(&sp);
 			lev_sbx_nsplan_free(pl);
 			return r;
 		}
 	}
-
-	p = lev_sbx_proc_alloc(sb, pl->mode);
-	p->pid = (pid_t)pid;
-	p->pidfd = pidfd;
-	p->out_fd = outp[0];
-	p->err_fd = errp[0];
-	p->report_fd = rep[0];
-	p->status_fd = statp[0];
-	p->fwd_out = io->stdout_fd;
-	p->fwd_err = io->stderr_fd;
-	p->cancel_fd = io->cancel_fd;
-	p->timeout_ms = limits->timeout_ms;
-	p->output_max = limits->output_max;
-	p->start_ms = lev_sbx_now_ms();
-	p->argv0 = xstrdup(argv[0]);
-	p->tmpdir = TAKE_PTR(pl->tmpdir);
-	p->plan = pl;
-	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
-	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
-	if (p->status_fd >= 0)
-		(void)fcntl(p->status_fd, F_SETFL, O_NONBLOCK);
-	*out = p;
+	*out = spawned_proc(sb, pl, (pid_t)pid, pidfd, &sp, argv[0], limits, io);
 	return 0;
 
 fail:
 	if (own_in && in >= 0)
 		close(in);
-	closep2(rep);
-	closep2(outp);
-	closep2(errp);
-	closep2(syncp);
-	closep2(statp);
-	closep2(readyp);
+	spawn_pipes_close(&sp);
 	if (pl && pl->tmpdir)
 		(void)rmdir(pl->tmpdir);
 	lev_sbx_nsplan_free(pl);
@@ -1221,26 +1261,11 @@ static json_t *strv_json(char *const *v)
 	return a;
 }
 
-int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
-			void *jv, struct lev_buf *out, struct lev_err *err)
+static json_t *namespaces_json(const struct lev_sbx_nsplan *pl)
 {
-	json_t *o = jv, *a;
-	struct lev_sbx_nsplan *pl = NULL;
-	_cleanup_buf_ struct lev_buf b = LEV_BUF_INIT_MAX(1 << 20);
-	char line[PATH_MAX + 256];
-	extern char **environ;
-	size_t i;
-	int r;
+	json_t *a = json_array();
+	char line[128];
 
-	(void)out;
-	r = build_plan(sb, argv, environ, cwd, &sb->limits, false, &pl, err);
-	if (r < 0)
-		return r;
-
-	json_object_set_new(o, "mode", json_string(pl->mode == LEV_SBX_NS ? "namespaces" :
-						   sb->kind == LEV_SANDBOX_NONE ? "host" :
-						   "host with layers"));
-	a = json_array();
 	if (pl->clone_flags & CLONE_NEWUSER) {
 		snprintf(line, sizeof(line), "user (uid %u -> %u, gid %u -> %u)", (unsigned)pl->uid,
 			 (unsigned)pl->uid, (unsigned)pl->gid, (unsigned)pl->gid);
@@ -1256,51 +1281,67 @@ int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const c
 		json_array_append_new(a, json_string("uts (hostname lev-sandbox)"));
 	if (pl->clone_flags & CLONE_NEWNET)
 		json_array_append_new(a, json_string("net (no interfaces up)"));
-	json_object_set_new(o, "namespaces", a);
+	return a;
+}
 
-	a = json_array();
+static json_t *mounts_json(const struct lev_sbx_nsplan *pl)
+{
+	json_t *a = json_array();
+	char line[PATH_MAX + 256];
+	size_t i;
+
 	for (i = 0; i < pl->n_ops; i++) {
 		mop_desc(&pl->ops[i], line, sizeof(line));
 		json_array_append_new(a, json_string(line));
 	}
-	json_object_set_new(o, "mounts", a);
-	json_object_set_new(o, "masks", strv_json(sb->masks));
+	return a;
+}
 
-	if (pl->use_ll) {
-		json_t *ll = json_object();
-		char names[512];
+static json_t *landlock_json(const struct lev_sbx_nsplan *pl)
+{
+	json_t *ll = json_object(), *a = json_array();
+	char line[PATH_MAX + 256];
+	char names[512];
+	size_t i;
 
-		json_object_set_new(ll, "abi", json_integer(pl->ll.abi));
-		lev_landlock_fs_names(pl->ll.handled_fs, names, sizeof(names));
-		json_object_set_new(ll, "handled_fs", json_string(names));
-		json_object_set_new(ll, "handled_net",
-				    json_string(pl->ll.handled_net ? "bind_tcp,connect_tcp" : "-"));
-		json_object_set_new(ll, "scoped",
-				    json_string(pl->ll.scoped ? "abstract_unix_socket,signal" : "-"));
-		a = json_array();
-		for (i = 0; i < pl->n_rules; i++) {
-			lev_landlock_fs_names(pl->rules[i].access & pl->ll.handled_fs, names,
-					      sizeof(names));
-			snprintf(line, sizeof(line), "%s: %s", pl->rules[i].path, names);
-			json_array_append_new(a, json_string(line));
-		}
-		json_object_set_new(ll, "rules", a);
-		json_object_set_new(o, "landlock", ll);
+	json_object_set_new(ll, "abi", json_integer(pl->ll.abi));
+	lev_landlock_fs_names(pl->ll.handled_fs, names, sizeof(names));
+	json_object_set_new(ll, "handled_fs", json_string(names));
+	json_object_set_new(ll, "handled_net",
+			    json_string(pl->ll.handled_net ? "bind_tcp,connect_tcp" : "-"));
+	json_object_set_new(ll, "scoped",
+			    json_string(pl->ll.scoped ? "abstract_unix_socket,signal" : "-"));
+	for (i = 0; i < pl->n_rules; i++) {
+		lev_landlock_fs_names(pl->rules[i].access & pl->ll.handled_fs, names, sizeof(names));
+		snprintf(line, sizeof(line), "%s: %s", pl->rules[i].path, names);
+		json_array_append_new(a, json_string(line));
 	}
-	if (pl->use_sc) {
-		char *s, *nl;
+	json_object_set_new(ll, "rules", a);
+	return ll;
+}
 
-		a = json_array();
-		(void)lev_scfilter_describe(pl->sc->flags, &b);
-		for (s = b.buf; *s; s = nl + 1) {
-			nl = strchr(s, '\n');
-			if (!nl)
-				break;
-			json_array_append_new(a, json_stringn(s, (size_t)(nl - s)));
-		}
-		json_object_set_new(o, "seccomp", a);
+/* The seccomp rules, one string a line of lev_scfilter_describe(). */
+static json_t *seccomp_json(const struct lev_sbx_nsplan *pl)
+{
+	_cleanup_buf_ struct lev_buf b = LEV_BUF_INIT_MAX(1 << 20);
+	json_t *a = json_array();
+	char *s, *nl;
+
+	(void)lev_scfilter_describe(pl->sc->flags, &b);
+	for (s = b.buf; *s; s = nl + 1) {
+		nl = strchr(s, '\n');
+		if (!nl)
+			break;
+		json_array_append_new(a, json_stringn(s, (size_t)(nl - s)));
 	}
-	a = json_array();
+	return a;
+}
+
+static json_t *process_json(const struct lev_sbx_nsplan *pl)
+{
+	json_t *a = json_array();
+	char line[256];
+
 	if (pl->use_nnp)
 		json_array_append_new(a, json_string("no_new_privs"));
 	if (pl->use_caps)
@@ -1318,33 +1359,63 @@ int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const c
 		json_array_append_new(a, json_string("PID 1 reaps, dies with lev, kills all on exit"));
 	else
 		json_array_append_new(a, json_string("process group killed on exit"));
-	json_object_set_new(o, "process", a);
+	return a;
+}
 
-	{
-		json_t *env = json_object(), *kept = json_array(), *withheld = json_array();
-		char **e;
+/* The names the command keeps and the names of ENVIRON the filter withholds. */
+static json_t *environment_json(const struct lev_sandbox *sb, const struct lev_sbx_nsplan *pl,
+				char *const *environ_)
+{
+	json_t *env = json_object(), *kept = json_array(), *withheld = json_array();
+	char *const *e;
 
-		for (e = pl->envp; e && *e; e++) {
-			const char *eq = strchr(*e, '=');
-			json_array_append_new(kept, json_stringn(*e, eq ? (size_t)(eq - *e) : strlen(*e)));
-		}
-		for (e = environ; e && *e; e++) {
-			const char *eq = strchr(*e, '=');
-			char name[256];
-			size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
-
-			if (n == 0 || n >= sizeof(name))
-				continue;
-			memcpy(name, *e, n);
-			name[n] = '\0';
-			if (lev_envfilter_withholds(&sb->env, name))
-				json_array_append_new(withheld, json_string(name));
-		}
-		json_object_set_new(env, "shell_env", json_string(lev_shell_env_name(sb->env.mode)));
-		json_object_set_new(env, "kept", kept);
-		json_object_set_new(env, "withheld", withheld);
-		json_object_set_new(o, "environment", env);
+	for (e = pl->envp; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		json_array_append_new(kept, json_stringn(*e, eq ? (size_t)(eq - *e) : strlen(*e)));
 	}
+	for (e = environ_; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[256];
+		size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+
+		if (n == 0 || n >= sizeof(name))
+			continue;
+		memcpy(name, *e, n);
+		name[n] = '\0';
+		if (lev_envfilter_withholds(&sb->env, name))
+			json_array_append_new(withheld, json_string(name));
+	}
+	json_object_set_new(env, "shell_env", json_string(lev_shell_env_name(sb->env.mode)));
+	json_object_set_new(env, "kept", kept);
+	json_object_set_new(env, "withheld", withheld);
+	return env;
+}
+
+int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const char *cwd,
+			void *jv, struct lev_buf *out, struct lev_err *err)
+{
+	json_t *o = jv;
+	struct lev_sbx_nsplan *pl = NULL;
+	extern char **environ;
+	int r;
+
+	(void)out;
+	r = build_plan(sb, argv, environ, cwd, &sb->limits, false, &pl, err);
+	if (r < 0)
+		return r;
+
+	json_object_set_new(o, "mode", json_string(pl->mode == LEV_SBX_NS ? "namespaces" :
+						   sb->kind == LEV_SANDBOX_NONE ? "host" :
+						   "host with layers"));
+	json_object_set_new(o, "namespaces", namespaces_json(pl));
+	json_object_set_new(o, "mounts", mounts_json(pl));
+	json_object_set_new(o, "masks", strv_json(sb->masks));
+	if (pl->use_ll)
+		json_object_set_new(o, "landlock", landlock_json(pl));
+	if (pl->use_sc)
+		json_object_set_new(o, "seccomp", seccomp_json(pl));
+	json_object_set_new(o, "process", process_json(pl));
+	json_object_set_new(o, "environment", environment_json(sb, pl, environ));
 	lev_sbx_nsplan_free(pl);
 	return 0;
 }

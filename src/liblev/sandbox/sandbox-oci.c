@@ -536,14 +536,29 @@ int lev_oci_scrub(int dirfd, uid_t uid, int64_t since, unsigned *fixed)
 
 /* ---- running engine commands ---- */
 
-/* posix_spawn the engine with lev_oci_engine_env(): 0 or an errno. */
-static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_actions_t *fa,
-			const posix_spawnattr_t *at)
+/*
+ * posix_spawn the engine with lev_oci_engine_env(), in a process group of
+ * its own (so a kill reaches all it starts), with no signal blocked or
+ * ignored: 0 or an errno.
+ */
+static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_actions_t *fa)
 {
 	static char *const empty[] = { NULL };
 	char **env = lev_oci_engine_env(environ);
-	int rc = posix_spawn(pid, argv[0], fa, at, argv, env ? env : empty);
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	int rc;
 
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+				 POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	rc = posix_spawn(pid, argv[0], fa, &at, argv, env ? env : empty);
+	posix_spawnattr_destroy(&at);
 	lev_strv_free(env);
 	return rc;
 }
@@ -556,8 +571,6 @@ static int spawn_engine(pid_t *pid, char *const *argv, const posix_spawn_file_ac
 static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, char **err_s)
 {
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc;
 	pid_t pid;
 	struct lev_buf ob = LEV_BUF_INIT_MAX(CAPTURE_MAX), eb = LEV_BUF_INIT_MAX(CAPTURE_MAX);
@@ -577,17 +590,8 @@ static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, cha
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, po[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				 POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	rc = spawn_engine(&pid, argv, &fa, &at);
+	rc = spawn_engine(&pid, argv, &fa);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	close(po[1]);
 	close(pe[1]);
 	if (rc != 0) {
@@ -1157,11 +1161,7 @@ static void probe_helper(struct lev_sbx_ct *c)
 	static const char payload[] = "/\0true";
 	struct msghdr mh;
 	struct iovec iov[2];
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct cmsghdr *cm;
+	union lev_oci_cmsg u;
 	_cleanup_close_ int s = -1, nul = -1;
 	int fds[3];
 	size_t got = 0;
@@ -1177,22 +1177,13 @@ static void probe_helper(struct lev_sbx_ct *c)
 	req.flags = LEV_OCI_FLAG_PROBE;
 	req.nstr = 2;
 	req.len = sizeof(payload);
-	memset(&mh, 0, sizeof(mh));
-	memset(&u, 0, sizeof(u));
 	iov[0].iov_base = &req;
 	iov[0].iov_len = sizeof(req);
 	iov[1].iov_base = (void *)payload;
 	iov[1].iov_len = sizeof(payload);
-	mh.msg_iov = iov;
-	mh.msg_iovlen = 2;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	lev_oci_msg_init(&mh, iov, 2, &u);
 	fds[0] = fds[1] = fds[2] = nul;
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	lev_oci_msg_put_fds(&mh, fds);
 	if (sendmsg(s, &mh, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + sizeof(payload)))
 		return;
 	memset(&a, 0, sizeof(a));
@@ -1214,86 +1205,78 @@ static void probe_helper(struct lev_sbx_ct *c)
 }
 
 /* Start the warm container for SB; *why gets the reason on failure. */
-static int start_container(struct lev_sandbox *sb, const char *engine, char **mounts,
-			   uint64_t sig, struct lev_sbx_ct **out, struct lev_buf *why,
-			   struct lev_err *err)
+/* The container's host directory, with the empty dir and file masks are bound from. */
+static int ct_hostdir(struct lev_sbx_ct *c, struct lev_err *err)
 {
-	struct lev_sbx_ct *c = xcalloc(1, sizeof(*c));
-	struct lev_oci_run_cfg rc;
 	_cleanup_free_ char *empty_dir = NULL, *empty_file = NULL;
-	char **hide_dirs = NULL, **hide_files = NULL;
-	char *const *m;
-	_cleanup_free_ char *owner = owner_label();
-	_cleanup_free_ char *o = NULL, *e = NULL;
 	char tmpl[] = "/tmp/lev-oci-XXXXXX";
-	int r;
 
-	c->name = lev_oci_container_name(sb->pool->run_id, sig);
-	c->sig = sig;
-	c->engine = xstrdup(engine);
-	c->engine_args = lev_strv_copy(sb->engine_args);
-	r = image_env(c, sb->spec.image, why);
-	if (r < 0) {
-		ct_free(c);
-		return r;
-	}
-	pick_user(sb, lev_oci_is_podman(engine) && sb->uid != 0, c);
-
-	if (!mkdtemp(tmpl)) {
-		r = lev_err_errno(err, -errno, "cannot create a directory for the container");
-		ct_free(c);
-		return r;
-	}
+	if (!mkdtemp(tmpl))
+		return lev_err_errno(err, -errno, "cannot create a directory for the container");
 	c->hostdir = xstrdup(tmpl);
 	(void)chmod(c->hostdir, 0755);
 	empty_dir = lev_path_join(c->hostdir, "empty-dir");
 	empty_file = lev_path_join(c->hostdir, "empty-file");
-	if (mkdir(empty_dir, 0) < 0 || lev_write_file_atomic(empty_file, "", 0, 0, err) < 0) {
-		r = lev_err_errno(err, -errno, "cannot create '%s'", empty_dir);
-		ct_free(c);
-		return r;
-	}
+	if (mkdir(empty_dir, 0) < 0 || lev_write_file_atomic(empty_file, "", 0, 0, err) < 0)
+		return lev_err_errno(err, -errno, "cannot create '%s'", empty_dir);
+	return 0;
+}
+
+/* The secrets the workdir bind would bring in, split into directories and files. */
+static void workdir_masks(const struct lev_sandbox *sb, char ***dirs, char ***files)
+{
+	size_t n = strlen(sb->workdir);
+	char *const *m;
+
 	for (m = sb->masks; m && *m; m++) {
 		struct stat st;
-		size_t n = strlen(sb->workdir);
 
 		if (strncmp(*m, sb->workdir, n) != 0 || (*m)[n] != '/' || lstat(*m, &st) < 0)
-			continue;	/* only secrets the workdir bind would bring in */
+			continue;
 		if (S_ISDIR(st.st_mode))
-			hide_dirs = lev_strv_push(hide_dirs, *m);
+			*dirs = lev_strv_push(*dirs, *m);
 		else
-			hide_files = lev_strv_push(hide_files, *m);
+			*files = lev_strv_push(*files, *m);
 	}
+}
 
-	if (sb->oci_helper) {
-		_cleanup_free_ char *hp = NULL, *sockdir = NULL, *fp = NULL;
+/* The fast path: the helper, our seccomp filter and the socket directory in the host dir. */
+static int ct_helper_files(const struct lev_sandbox *sb, struct lev_sbx_ct *c,
+			   struct lev_err *err)
+{
+	_cleanup_free_ char *hp = NULL, *sockdir = NULL, *fp = NULL;
+	int r;
 
-		hp = lev_path_join(c->hostdir, LEV_OCI_HELPER_NAME);
-		r = copy_file(sb->oci_helper, hp, 0555, err);
-		if (r == 0 && sb->have_sc) {
-			fp = lev_path_join(c->hostdir, LEV_OCI_FILTER_NAME);
-			r = write_bytes(fp, sb->sc.prog, lev_scfilter_size(&sb->sc), err);
-			c->seccomp = r == 0;
-		}
-		if (r == 0) {
-			sockdir = lev_path_join(c->hostdir, "sock");
-			if (mkdir(sockdir, 0700) < 0)
-				r = lev_err_errno(err, -errno, "cannot create '%s'", sockdir);
-			/* the helper runs as the command's uid and binds its socket
-			 * here (lev checks who serves it: SO_PEERCRED) */
-			else if (c->run_uid != sb->uid &&
-				 chown(sockdir, c->run_uid, c->run_gid) < 0)
-				r = lev_err_errno(err, -errno, "cannot hand '%s' to uid %u", sockdir,
-						  (unsigned)c->run_uid);
-		}
-		if (r < 0) {
-			lev_strv_free(hide_dirs);
-			lev_strv_free(hide_files);
-			ct_free(c);
-			return r;
-		}
-		c->sockpath = lev_path_join(sockdir, LEV_OCI_SOCK_NAME);
+	hp = lev_path_join(c->hostdir, LEV_OCI_HELPER_NAME);
+	r = copy_file(sb->oci_helper, hp, 0555, err);
+	if (r == 0 && sb->have_sc) {
+		fp = lev_path_join(c->hostdir, LEV_OCI_FILTER_NAME);
+		r = write_bytes(fp, sb->sc.prog, lev_scfilter_size(&sb->sc), err);
+		c->seccomp = r == 0;
 	}
+	if (r < 0)
+		return r;
+	sockdir = lev_path_join(c->hostdir, "sock");
+	if (mkdir(sockdir, 0700) < 0)
+		return lev_err_errno(err, -errno, "cannot create '%s'", sockdir);
+	/* the helper runs as the command's uid and binds its socket here (lev
+	 * checks who serves it: SO_PEERCRED) */
+	if (c->run_uid != sb->uid && chown(sockdir, c->run_uid, c->run_gid) < 0)
+		return lev_err_errno(err, -errno, "cannot hand '%s' to uid %u", sockdir,
+				     (unsigned)c->run_uid);
+	c->sockpath = lev_path_join(sockdir, LEV_OCI_SOCK_NAME);
+	return 0;
+}
+
+/* C's `<engine> run` argv, into c->run_argv. */
+static void ct_run_argv(const struct lev_sandbox *sb, struct lev_sbx_ct *c, char **mounts,
+			char **hide_dirs, char **hide_files)
+{
+	_cleanup_free_ char *owner = owner_label();
+	_cleanup_free_ char *empty_dir = lev_path_join(c->hostdir, "empty-dir");
+	_cleanup_free_ char *empty_file = lev_path_join(c->hostdir, "empty-file");
+	_cleanup_free_ char *sockdir = lev_path_join(c->hostdir, "sock");
+	struct lev_oci_run_cfg rc;
 
 	memset(&rc, 0, sizeof(rc));
 	rc.engine = c->engine;
@@ -1304,8 +1287,8 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	rc.label_uid = sb->uid;
 	rc.uid = c->run_uid;
 	rc.gid = c->run_gid;
-	rc.rootless = lev_oci_is_podman(engine) && sb->uid != 0;
-	rc.podman = lev_oci_is_podman(engine);
+	rc.rootless = lev_oci_is_podman(c->engine) && sb->uid != 0;
+	rc.podman = lev_oci_is_podman(c->engine);
 	rc.env = c->env;
 	rc.image = sb->spec.image;
 	rc.network = sb->spec.network;
@@ -1321,34 +1304,31 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 	rc.empty_file = empty_file;
 	rc.host_dir = c->hostdir;
 	if (c->sockpath) {
-		_cleanup_free_ char *sockdir = lev_path_join(c->hostdir, "sock");
-
 		/* mapping uid 0 into a new user namespace takes CAP_SETFCAP
 		 * (Linux 5.12+); only the helper keeps it */
 		rc.setfcap = rc.rootless;
 		rc.helper_dir = c->hostdir;
 		rc.sock_dir = sockdir;
-		c->run_argv = lev_oci_run_argv(&rc);
-	} else {
-		c->run_argv = lev_oci_run_argv(&rc);
 	}
-	lev_strv_free(hide_dirs);
-	lev_strv_free(hide_files);
-	if (sb->plan_only) {
-		/* --dry-run: the plan names the run argv; the engine never runs */
-		c->planned = true;
-		*out = c;
-		return 0;
-	}
+	c->run_argv = lev_oci_run_argv(&rc);
+}
+
+/*
+ * Run C's `<engine> run` and, on the fast path, wait for its helper.  0,
+ * or LEV_EUNSUPP with the reason in WHY (the container is then removed).
+ */
+static int ct_start(struct lev_sandbox *sb, struct lev_sbx_ct *c, struct lev_buf *why)
+{
+	_cleanup_free_ char *o = NULL, *e = NULL;
+	int r;
 
 	sweep_orphans(sb->pool, c->engine, c->engine_args);
 	r = run_capture(c->run_argv, RUN_TIMEOUT_MS, &o, &e);
 	if (r != 0) {
 		(void)lev_buf_addf(why, "failed to start container '%s' via '%s': %s", sb->spec.image,
-				   engine, r < 0 ? strerror(-r) : first_line(e));
+				   c->engine, r < 0 ? strerror(-r) : first_line(e));
 		/* a half-created container must not stay */
 		(void)ct_remove(c, NULL);
-		ct_free(c);
 		return LEV_EUNSUPP;
 	}
 	/* rootless podman on cgroup v1 starts the container anyway, without
@@ -1362,33 +1342,66 @@ static int start_container(struct lev_sandbox *sb, const char *engine, char **mo
 		if (wait_ready(c, &e2) < 0) {
 			(void)lev_buf_addf(why, "%s", e2.msg);
 			(void)ct_remove(c, NULL);
-			ct_free(c);
 			return LEV_EUNSUPP;
 		}
 		probe_helper(c);
 	}
-	*out = c;
 	return 0;
 }
 
-int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts,
-		      struct lev_err *err)
+static int start_container(struct lev_sandbox *sb, const char *engine, char **mounts,
+			   uint64_t sig, struct lev_sbx_ct **out, struct lev_buf *why,
+			   struct lev_err *err)
 {
-	_cleanup_buf_ struct lev_buf why = LEV_BUF_INIT_MAX(2048);
-	_cleanup_buf_ struct lev_buf lack_why = LEV_BUF_INIT_MAX(2048);
-	_cleanup_free_ char *engine = NULL;
-	char **mounts = NULL, *const *m;
-	unsigned lack = 0;
-	uint64_t sig;
-	size_t i;
+	struct lev_sbx_ct *c = xcalloc(1, sizeof(*c));
+	char **hide_dirs = NULL, **hide_files = NULL;
 	int r;
 
-	sb->wanted = LEV_LAYER_CONTAINER | LEV_LAYER_MOUNTNS | LEV_LAYER_PIDNS | LEV_LAYER_IPCNS |
-		     LEV_LAYER_UTSNS | LEV_LAYER_NNP | LEV_LAYER_CAPS | LEV_LAYER_RLIMITS;
-	if (!sb->spec.network)
-		sb->wanted |= LEV_LAYER_NETNS;
+	c->name = lev_oci_container_name(sb->pool->run_id, sig);
+	c->sig = sig;
+	c->engine = xstrdup(engine);
+	c->engine_args = lev_strv_copy(sb->engine_args);
+	r = image_env(c, sb->spec.image, why);
+	if (r < 0)
+		goto fail;
+	pick_user(sb, lev_oci_is_podman(engine) && sb->uid != 0, c);
+	r = ct_hostdir(c, err);
+	if (r < 0)
+		goto fail;
+	if (sb->oci_helper) {
+		r = ct_helper_files(sb, c, err);
+		if (r < 0)
+			goto fail;
+	}
+	workdir_masks(sb, &hide_dirs, &hide_files);
+	ct_run_argv(sb, c, mounts, hide_dirs, hide_files);
+	lev_strv_free(hide_dirs);
+	lev_strv_free(hide_files);
+	if (sb->plan_only) {
+		/* --dry-run: the plan names the run argv; the engine never runs */
+		c->planned = true;
+	} else {
+		r = ct_start(sb, c, why);
+		if (r < 0)
+			goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	ct_free(c);
+	return r;
+}
 
-	/* bad mounts are a configuration error whatever on_unavailable says */
+/*
+ * The [sandbox] mounts, checked and with trailing slashes trimmed, into a
+ * fresh *OUT: a bad mount is a configuration error whatever on_unavailable
+ * says.
+ */
+static int check_mounts(const struct lev_sandbox *sb, char ***out, struct lev_err *err)
+{
+	char **mounts = NULL, *const *m;
+	int r;
+
 	for (m = sb->spec.mounts; m && *m; m++) {
 		char real[PATH_MAX];
 		char *const *s;
@@ -1420,51 +1433,71 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 		if (!lev_strv_contains(mounts, trim))
 			mounts = lev_strv_push(mounts, trim);
 	}
+	*out = mounts;
+	return 0;
+fail:
+	lev_strv_free(mounts);
+	return r;
+}
 
-	if (!sb->spec.image || !*sb->spec.image) {
-		(void)lev_buf_adds(&why, "the container sandbox needs an image: set 'image' in [sandbox]");
-		goto unavailable;
-	}
-	engine = pick_engine(sb->spec.engine, sb->path_env, sb->engine_args);
-	if (!engine) {
-		if (sb->spec.engine)
-			(void)lev_buf_addf(&why, "container engine '%s' not found", sb->spec.engine);
-		else
-			(void)lev_buf_adds(&why, "no container engine found; install docker or podman, "
-					   "or set 'engine' in [sandbox]");
-		goto unavailable;
-	}
+/* The engine to use, or NULL with the reason in WHY. */
+static char *choose_engine(const struct lev_sandbox *sb, struct lev_buf *why)
+{
+	char *engine = pick_engine(sb->spec.engine, sb->path_env, sb->engine_args);
 
-	/* our seccomp filter and a PID namespace per command come with the
-	 * helper: without it, or without seccomp, those layers are missing,
-	 * and that is said (and refused under on_unavailable = "error") */
+	if (engine)
+		return engine;
+	if (sb->spec.engine)
+		(void)lev_buf_addf(why, "container engine '%s' not found", sb->spec.engine);
+	else
+		(void)lev_buf_adds(why, "no container engine found; install docker or podman, "
+				   "or set 'engine' in [sandbox]");
+	return NULL;
+}
+
+/*
+ * Our seccomp filter and a PID namespace per command come with the helper:
+ * without it, or without seccomp, those layers are missing, and that is
+ * said (and refused under on_unavailable = "error").  The layers lacking.
+ */
+static unsigned helper_layers(struct lev_sandbox *sb, const char *engine, struct lev_buf *why)
+{
 	sb->wanted |= LEV_LAYER_SECCOMP;
 	if (!sb->oci_helper) {
-		lack |= LEV_LAYER_SECCOMP | LEV_LAYER_PIDNS;
-		(void)lev_buf_addf(&lack_why, "seccomp, pidns: lev-oci-helper was not found (next "
+		(void)lev_buf_addf(why, "seccomp, pidns: lev-oci-helper was not found (next "
 				   "to lev, in the libexec directory, or at $LEV_OCI_HELPER), so "
 				   "commands go through '%s exec' without lev's seccomp filter and "
 				   "without a PID namespace per command", engine);
-	} else if (lev_sbx_kernel()->seccomp != 0 ||
-		   lev_scfilter_build(sb->spec.network ? LEV_SCFILTER_NET : 0, &sb->sc, NULL) != 0) {
-		lack |= LEV_LAYER_SECCOMP;
-		(void)lev_buf_adds(&lack_why, "seccomp: the filter cannot be built here");
-	} else {
-		sb->have_sc = true;
+		return LEV_LAYER_SECCOMP | LEV_LAYER_PIDNS;
 	}
-	if (lack && sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR) {
-		lev_strv_free(mounts);
-		return lev_err_set(err, LEV_EUNSUPP,
-				   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
-				   "in [sandbox] to run without them", lack_why.buf);
+	if (lev_sbx_kernel()->seccomp != 0 ||
+	    lev_scfilter_build(sb->spec.network ? LEV_SCFILTER_NET : 0, &sb->sc, NULL) != 0) {
+		(void)lev_buf_adds(why, "seccomp: the filter cannot be built here");
+		return LEV_LAYER_SECCOMP;
 	}
+	sb->have_sc = true;
+	return 0;
+}
+
+/*
+ * sb->ct: the pool's container for this engine, image, network, mounts and
+ * workdir, started when there is none.  0, LEV_EUNSUPP with the reason in
+ * WHY, or a negative errno.
+ */
+static int join_pool(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts,
+		     const char *engine, char **mounts, struct lev_buf *why, struct lev_err *err)
+{
+	struct lev_sbx_ct *c = NULL;
+	uint64_t sig;
+	size_t i;
+	int r;
 
 	if (opts->pool) {
 		sb->pool = opts->pool;
 	} else {
 		r = lev_sandbox_pool_new(NULL, &sb->pool, err);
 		if (r < 0)
-			goto fail;
+			return r;
 		sb->own_pool = true;
 	}
 	sig = lev_oci_signature(engine, sb->engine_args, sb->spec.image, sb->spec.network, mounts,
@@ -1472,50 +1505,95 @@ int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opt
 	for (i = 0; i < sb->pool->n; i++)
 		if (sb->pool->cts[i]->sig == sig && sb->pool->cts[i]->planned == sb->plan_only)
 			sb->ct = sb->pool->cts[i];
-	if (!sb->ct) {
-		struct lev_sbx_ct *c = NULL;
+	if (sb->ct)
+		return 0;
+	r = start_container(sb, engine, mounts, sig, &c, why, err);
+	if (r < 0)
+		return r;
+	sb->pool->cts = xreallocarray(sb->pool->cts, sb->pool->n + 1, sizeof(*sb->pool->cts));
+	sb->pool->cts[sb->pool->n++] = c;
+	sb->ct = c;
+	return 0;
+}
 
-		r = start_container(sb, engine, mounts, sig, &c, &why, err);
-		if (r == LEV_EUNSUPP)
-			goto unavailable;
-		if (r < 0)
-			goto fail;
-		sb->pool->cts = xreallocarray(sb->pool->cts, sb->pool->n + 1, sizeof(*sb->pool->cts));
-		sb->pool->cts[sb->pool->n++] = c;
-		sb->ct = c;
-	}
+/* What the running container turned out to lack, added to WHY; the layers. */
+static unsigned container_lacks(const struct lev_sandbox *sb, const char *engine, unsigned lack,
+				struct lev_buf *why)
+{
+	unsigned more = 0;
+
 	if (!sb->ct->seccomp && !(lack & LEV_LAYER_SECCOMP)) {
-		lack |= LEV_LAYER_SECCOMP;
-		(void)lev_buf_addf(&lack_why, "%sseccomp: the filter could not be handed to the "
-				   "container", lack_why.len ? "; " : "");
+		more |= LEV_LAYER_SECCOMP;
+		(void)lev_buf_addf(why, "%sseccomp: the filter could not be handed to the "
+				   "container", why->len ? "; " : "");
 	}
 	/* a plan starts no container, so the helper is not asked: it plans the layer */
 	if (sb->ct->sockpath && !sb->ct->planned && !sb->ct->pidns) {
-		lack |= LEV_LAYER_PIDNS;
-		(void)lev_buf_addf(&lack_why, "%spidns: the helper cannot give each command a PID "
+		more |= LEV_LAYER_PIDNS;
+		(void)lev_buf_addf(why, "%spidns: the helper cannot give each command a PID "
 				   "namespace of its own (%s); what a command leaves behind is "
-				   "killed by a scan only", lack_why.len ? "; " : "",
+				   "killed by a scan only", why->len ? "; " : "",
 				   strerror(sb->ct->pidns_errno));
 	}
 	if (sb->ct->no_cgroup_limits) {
-		lack |= LEV_LAYER_RLIMITS;
-		(void)lev_buf_addf(&lack_why, "%srlimits: '%s' ignores --pids-limit and --memory "
+		more |= LEV_LAYER_RLIMITS;
+		(void)lev_buf_addf(why, "%srlimits: '%s' ignores --pids-limit and --memory "
 				   "here (rootless on cgroup v1); the ulimits still apply",
-				   lack_why.len ? "; " : "", engine);
+				   why->len ? "; " : "", engine);
 	}
+	return more;
+}
+
+static int refuse_lacking(const char *why, struct lev_err *err)
+{
+	return lev_err_set(err, LEV_EUNSUPP,
+			   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
+			   "in [sandbox] to run without them", why);
+}
+
+int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts,
+		      struct lev_err *err)
+{
+	_cleanup_buf_ struct lev_buf why = LEV_BUF_INIT_MAX(2048);
+	_cleanup_buf_ struct lev_buf lack_why = LEV_BUF_INIT_MAX(2048);
+	_cleanup_free_ char *engine = NULL;
+	_cleanup_strv_ char **mounts = NULL;
+	unsigned lack;
+	int r;
+
+	sb->wanted = LEV_LAYER_CONTAINER | LEV_LAYER_MOUNTNS | LEV_LAYER_PIDNS | LEV_LAYER_IPCNS |
+		     LEV_LAYER_UTSNS | LEV_LAYER_NNP | LEV_LAYER_CAPS | LEV_LAYER_RLIMITS;
+	if (!sb->spec.network)
+		sb->wanted |= LEV_LAYER_NETNS;
+	r = check_mounts(sb, &mounts, err);
+	if (r < 0)
+		return r;
+	if (!sb->spec.image || !*sb->spec.image) {
+		(void)lev_buf_adds(&why, "the container sandbox needs an image: set 'image' in [sandbox]");
+		goto unavailable;
+	}
+	engine = choose_engine(sb, &why);
+	if (!engine)
+		goto unavailable;
+	lack = helper_layers(sb, engine, &lack_why);
+	if (lack && sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
+		return refuse_lacking(lack_why.buf, err);
+
+	r = join_pool(sb, opts, engine, mounts, &why, err);
+	if (r == LEV_EUNSUPP)
+		goto unavailable;
+	if (r < 0)
+		return r;
+	lack |= container_lacks(sb, engine, lack, &lack_why);
 	sb->layers = sb->wanted & ~lack;
 	sb->missing = sb->wanted & lack;
-	lev_strv_free(mounts);
 	if (lack && sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
-		return lev_err_set(err, LEV_EUNSUPP,
-				   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
-				   "in [sandbox] to run without them", lack_why.buf);
+		return refuse_lacking(lack_why.buf, err);
 	if (lack)
 		sb->degraded = xstrdup(lack_why.buf);
 	return 0;
 
 unavailable:
-	lev_strv_free(mounts);
 	if (sb->spec.on_unavailable == LEV_ON_UNAVAILABLE_ERROR)
 		return lev_err_set(err, LEV_EUNSUPP,
 				   "container sandbox unavailable: %s; set on_unavailable = \"warn\" "
@@ -1526,9 +1604,6 @@ unavailable:
 	sb->layers = 0;
 	sb->degraded = xasprintf("container: %s; running on the host", why.buf);
 	return 0;
-fail:
-	lev_strv_free(mounts);
-	return r;
 }
 
 /* ---- spawn ---- */
@@ -1540,11 +1615,7 @@ static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const cha
 	struct lev_buf payload = LEV_BUF_INIT_MAX(LEV_OCI_REQ_MAX);
 	struct msghdr mh;
 	struct iovec iov;
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct cmsghdr *cm;
+	union lev_oci_cmsg u;
 	char *const *a;
 	uint32_t nstr = 1, nenv = 0;
 	ssize_t n;
@@ -1567,19 +1638,10 @@ static int send_request(int s, const struct lev_sbx_ct *c, int fds[3], const cha
 	req.nenv = nenv;
 	req.len = (uint32_t)payload.len;
 
-	memset(&mh, 0, sizeof(mh));
-	memset(&u, 0, sizeof(u));
 	iov.iov_base = &req;
 	iov.iov_len = sizeof(req);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+	lev_oci_msg_init(&mh, &iov, 1, &u);
+	lev_oci_msg_put_fds(&mh, fds);
 	do
 		n = sendmsg(s, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -1647,8 +1709,6 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *al
 		      struct lev_err *err)
 {
 	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, all;
 	char **v;
 	pid_t pid;
 	int rc;
@@ -1663,17 +1723,8 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *al
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, outw, 1);
 	posix_spawn_file_actions_adddup2(&fa, errw, 2);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				 POSIX_SPAWN_SETPGROUP);
-	posix_spawnattr_setpgroup(&at, 0);
-	rc = spawn_engine(&pid, v, &fa, &at);
+	rc = spawn_engine(&pid, v, &fa);
 	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
 	lev_strv_free(v);
 	if (rc != 0)
 		return lev_err_errno(err, -rc, "cannot run '%s'", sb->ct->engine);
@@ -1786,7 +1837,7 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 		}
 		p->sock = s;
 	} else {
-		pid_t pid;
+		pid_t pid = -1;
 
 		r = spawn_exec(sb, argv, allowed, cwd, limits, io, outp[1], errp[1], &pid, err);
 		if (r < 0) {
@@ -1798,19 +1849,9 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 	}
 	close(outp[1]);
 	close(errp[1]);
-	p->out_fd = outp[0];
-	p->err_fd = errp[0];
-	p->fwd_out = io->stdout_fd;
-	p->fwd_err = io->stderr_fd;
-	p->cancel_fd = io->cancel_fd;
-	p->timeout_ms = limits->timeout_ms;
-	p->output_max = limits->output_max;
-	p->start_ms = lev_sbx_now_ms();
+	lev_sbx_proc_started(p, outp[0], errp[0], argv[0], io, limits);
 	clock_gettime(CLOCK_REALTIME, &now);
 	p->start_wall = (int64_t)now.tv_sec;
-	p->argv0 = xstrdup(argv[0]);
-	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
-	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
 	*out = p;
 	return 0;
 fail:

@@ -130,6 +130,22 @@ struct lev_sandbox_proc *lev_sbx_proc_alloc(struct lev_sandbox *sb, enum lev_sbx
 	return p;
 }
 
+void lev_sbx_proc_started(struct lev_sandbox_proc *p, int out_fd, int err_fd, const char *argv0,
+			  const struct lev_sandbox_io *io, const struct lev_sandbox_limits *limits)
+{
+	p->out_fd = out_fd;
+	p->err_fd = err_fd;
+	(void)fcntl(p->out_fd, F_SETFL, O_NONBLOCK);
+	(void)fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+	p->fwd_out = io->stdout_fd;
+	p->fwd_err = io->stderr_fd;
+	p->cancel_fd = io->cancel_fd;
+	p->timeout_ms = limits->timeout_ms;
+	p->output_max = limits->output_max;
+	p->start_ms = lev_sbx_now_ms();
+	p->argv0 = xstrdup(argv0);
+}
+
 /* ---- exec helpers (the child side is async-signal-safe) ---- */
 
 const char *lev_sbx_env_path(char *const *envp)
@@ -1003,34 +1019,36 @@ static bool reap(struct lev_sandbox_proc *p, int *wstatus, bool block)
 	return true;
 }
 
-int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
-		     struct lev_err *err)
+/* What lev_sandbox_wait() has learnt so far about one command. */
+struct waiter {
+	struct stream so, se;
+	struct lev_sbx_report setup;	/* the set-up failure reported, when setup_failed */
+	bool have_status, killed, setup_failed, timed_out, cancelled;
+	int wstatus, exec_errno, child_status;
+	uint64_t deadline, grace_end;	/* grace_end: 0 until the end is in sight */
+};
+
+enum wait_fd { WAIT_OUT, WAIT_ERR, WAIT_REPORT, WAIT_PIDFD, WAIT_SOCK, WAIT_CANCEL };
+
+/* Kill the command and give its streams a grace period to drain. */
+static void kill_with_grace(struct lev_sandbox_proc *p, struct waiter *w)
 {
-	struct stream so = { &p->out_fd, p->fwd_out, LEV_BUF_INIT, 0, false, false };
-	struct stream se = { &p->err_fd, p->fwd_err, LEV_BUF_INIT, 0, false, false };
-	struct lev_sbx_report setup = { 0, 0, 0, 0 };
-	bool have_status = false, killed = false, setup_failed = false;
-	bool timed_out = false, cancelled = false;
-	int wstatus = 0, exec_errno = 0, child_status = 0;
-	uint64_t deadline = p->start_ms + p->timeout_ms, grace_end = 0;
+	kill_proc(p);
+	w->killed = true;
+	w->grace_end = lev_sbx_now_ms() + GRACE_MS;
+}
 
-	memset(res, 0, sizeof(*res));
-	for (;;) {
-		struct pollfd pf[6];
-		int idx[6], nf = 0, i, n, tmo;
-		uint64_t now = lev_sbx_now_ms(), until;
+static void start_grace(struct waiter *w)
+{
+	if (!w->grace_end)
+		w->grace_end = lev_sbx_now_ms() + GRACE_MS;
+}
 
-		if (have_status && p->out_fd < 0 && p->err_fd < 0 && p->report_fd < 0)
-			break;
-		if (grace_end && now >= grace_end)
-			break;
-		if (!killed && now >= deadline) {
-			kill_proc(p);
-			killed = timed_out = true;
-			grace_end = now + GRACE_MS;
-		}
-		until = grace_end ? grace_end : deadline;
-		tmo = until > now ? (int)(until - now > 60000 ? 60000 : until - now) : 0;
+/* The fds still worth watching, into PF and IDX (enum wait_fd); their number. */
+static int wait_fds(const struct lev_sandbox_proc *p, const struct waiter *w, struct pollfd *pf,
+		    enum wait_fd *idx)
+{
+	int nf = 0;
 
 #define ADD(fdv, tag)                                  \
 	do {                                           \
@@ -1041,169 +1059,227 @@ int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
 			idx[nf++] = (tag);             \
 		}                                      \
 	} while (0)
-		ADD(p->out_fd, 0);
-		ADD(p->err_fd, 1);
-		ADD(p->report_fd, 2);
-		if (!p->reaped)
-			ADD(p->pidfd, 3);
-		if (p->mode == LEV_SBX_OCI_FAST && !have_status)
-			ADD(p->sock, 4);
-		if (!killed)
-			ADD(p->cancel_fd, 5);
+	ADD(p->out_fd, WAIT_OUT);
+	ADD(p->err_fd, WAIT_ERR);
+	ADD(p->report_fd, WAIT_REPORT);
+	if (!p->reaped)
+		ADD(p->pidfd, WAIT_PIDFD);
+	if (p->mode == LEV_SBX_OCI_FAST && !w->have_status)
+		ADD(p->sock, WAIT_SOCK);
+	if (!w->killed)
+		ADD(p->cancel_fd, WAIT_CANCEL);
 #undef ADD
+	return nf;
+}
+
+/* The child's report: exec's errno, or the set-up step that failed (then kill it). */
+static void on_report(struct lev_sandbox_proc *p, struct waiter *w)
+{
+	struct lev_sbx_report rep;
+	ssize_t k = read(p->report_fd, &rep, sizeof(rep));
+
+	if (k < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (k != (ssize_t)sizeof(rep) || rep.magic != LEV_SBX_REPORT_MAGIC) {
+		close_fd(&p->report_fd);
+		return;
+	}
+	if (rep.phase == LEV_SBX_PH_EXEC) {
+		w->exec_errno = rep.err;
+	} else if (!w->setup_failed) {
+		w->setup = rep;
+		w->setup_failed = true;
+		if (!w->killed)
+			kill_with_grace(p, w);
+	}
+}
+
+/* The child we started exited: its status (or the namespace init's report of it). */
+static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
+{
+	if (!reap(p, &w->child_status, false))
+		return;
+	if (p->mode == LEV_SBX_NS) {
+		int st;
+		ssize_t k = p->status_fd >= 0 ? read(p->status_fd, &st, sizeof(st)) : -1;
+
+		w->wstatus = k == (ssize_t)sizeof(st) ? st : w->child_status;
+	} else if (p->mode != LEV_SBX_OCI_FAST) {
+		w->wstatus = w->child_status;
+	}
+	if (p->mode != LEV_SBX_OCI_FAST)
+		w->have_status = true;
+	if (p->mode == LEV_SBX_PLAIN && p->pid > 0)
+		(void)kill(-p->pid, SIGKILL);	/* leftovers */
+	start_grace(w);
+}
+
+/* The container helper's answer: the command's status and exec's errno. */
+static void on_helper_answer(struct lev_sandbox_proc *p, struct waiter *w)
+{
+	int st = 0, ee = 0;
+
+	if (lev_sbx_oci_read_answer(p, &st, &ee) == 0) {
+		w->wstatus = st;
+		if (ee)
+			w->exec_errno = ee;
+	} else {
+		w->wstatus = SIGKILL;
+	}
+	w->have_status = true;
+	close_fd(&p->sock);
+	start_grace(w);
+}
+
+/*
+ * Poll until the command has a status and its streams are drained, or the
+ * grace period after a kill is over.  0, or a negative errno when poll fails.
+ */
+static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
+{
+	for (;;) {
+		struct pollfd pf[6];
+		enum wait_fd idx[6];
+		int nf, i, n, tmo;
+		uint64_t now = lev_sbx_now_ms(), until;
+
+		if (w->have_status && p->out_fd < 0 && p->err_fd < 0 && p->report_fd < 0)
+			return 0;
+		if (w->grace_end && now >= w->grace_end)
+			return 0;
+		if (!w->killed && now >= w->deadline) {
+			kill_with_grace(p, w);
+			w->timed_out = true;
+		}
+		until = w->grace_end ? w->grace_end : w->deadline;
+		tmo = until > now ? (int)(until - now > 60000 ? 60000 : until - now) : 0;
+
+		nf = wait_fds(p, w, pf, idx);
 		if (nf == 0) {
-			if (have_status)
-				break;
-			/* nothing left to watch but no status: give up */
-			wstatus = SIGKILL;
-			have_status = true;
-			break;
+			if (!w->have_status) {
+				/* nothing left to watch but no status: give up */
+				w->wstatus = SIGKILL;
+				w->have_status = true;
+			}
+			return 0;
 		}
 		n = poll(pf, (nfds_t)nf, tmo);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			kill_proc(p);
-			lev_buf_release(&so.buf);
-			lev_buf_release(&se.buf);
-			return lev_err_errno(err, -errno, "cannot wait for the command");
+			return -errno;
 		}
 		for (i = 0; i < nf; i++) {
 			if (!pf[i].revents)
 				continue;
 			switch (idx[i]) {
-			case 0:
-				drain(&so, p->output_max);
+			case WAIT_OUT:
+				drain(&w->so, p->output_max);
 				break;
-			case 1:
-				drain(&se, p->output_max);
+			case WAIT_ERR:
+				drain(&w->se, p->output_max);
 				break;
-			case 2: {
-				struct lev_sbx_report rep;
-				ssize_t k = read(p->report_fd, &rep, sizeof(rep));
-
-				if (k < 0 && (errno == EINTR || errno == EAGAIN))
-					break;
-				if (k != (ssize_t)sizeof(rep) || rep.magic != LEV_SBX_REPORT_MAGIC) {
-					close_fd(&p->report_fd);
-					break;
-				}
-				if (rep.phase == LEV_SBX_PH_EXEC) {
-					exec_errno = rep.err;
-				} else if (!setup_failed) {
-					setup = rep;
-					setup_failed = true;
-					if (!killed) {
-						kill_proc(p);
-						killed = true;
-						grace_end = lev_sbx_now_ms() + GRACE_MS;
-					}
-				}
+			case WAIT_REPORT:
+				on_report(p, w);
 				break;
-			}
-			case 3:
-				if (reap(p, &child_status, false)) {
-					if (p->mode == LEV_SBX_NS) {
-						int st;
-						ssize_t k = p->status_fd >= 0 ?
-								    read(p->status_fd, &st, sizeof(st)) :
-								    -1;
-						wstatus = k == (ssize_t)sizeof(st) ? st : child_status;
-					} else if (p->mode != LEV_SBX_OCI_FAST) {
-						wstatus = child_status;
-					}
-					if (p->mode != LEV_SBX_OCI_FAST)
-						have_status = true;
-					if (p->mode == LEV_SBX_PLAIN && p->pid > 0)
-						(void)kill(-p->pid, SIGKILL);	/* leftovers */
-					if (!grace_end)
-						grace_end = lev_sbx_now_ms() + GRACE_MS;
-				}
+			case WAIT_PIDFD:
+				on_child_exit(p, w);
 				break;
-			case 4: {
-				int st = 0, ee = 0;
-
-				if (lev_sbx_oci_read_answer(p, &st, &ee) == 0) {
-					wstatus = st;
-					if (ee)
-						exec_errno = ee;
-				} else {
-					wstatus = SIGKILL;
-				}
-				have_status = true;
-				close_fd(&p->sock);
-				if (!grace_end)
-					grace_end = lev_sbx_now_ms() + GRACE_MS;
+			case WAIT_SOCK:
+				on_helper_answer(p, w);
 				break;
-			}
-			case 5:
-				kill_proc(p);
-				killed = cancelled = true;
-				grace_end = lev_sbx_now_ms() + GRACE_MS;
+			case WAIT_CANCEL:
+				kill_with_grace(p, w);
+				w->cancelled = true;
 				break;
 			}
 		}
 	}
+}
 
-	/* make sure the child is gone before reporting */
+/* Make sure the child is gone before reporting. */
+static void wait_reap(struct lev_sandbox_proc *p, struct waiter *w)
+{
 	if (!p->reaped && p->pidfd >= 0) {
-		if (!have_status)
+		if (!w->have_status)
 			kill_proc(p);
-		if (!reap(p, &child_status, false)) {
+		if (!reap(p, &w->child_status, false)) {
 			kill_proc(p);
-			(void)reap(p, &child_status, true);
+			(void)reap(p, &w->child_status, true);
 		}
-		if (!have_status)
-			wstatus = child_status;
+		if (!w->have_status)
+			w->wstatus = w->child_status;
 	}
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
 	close_fd(&p->report_fd);
+}
 
-	if (setup_failed) {
-		lev_buf_release(&so.buf);
-		lev_buf_release(&se.buf);
-		lev_sbx_ns_explain(p, &setup, err);
-		return err ? err->code : -EIO;
-	}
-	if (p->mode == LEV_SBX_OCI_FAST || p->mode == LEV_SBX_OCI_EXEC) {
-		int r = lev_sbx_oci_after(p, err);
-
-		if (r < 0) {
-			lev_buf_release(&so.buf);
-			lev_buf_release(&se.buf);
-			return r;
-		}
-	}
-
-	status_to_result(wstatus, res);
-	if (timed_out || cancelled) {
+/* What W learnt, into RES; the captured output moves there. */
+static void wait_result(const struct lev_sandbox_proc *p, struct waiter *w,
+			struct lev_sandbox_result *res)
+{
+	status_to_result(w->wstatus, res);
+	if (w->timed_out || w->cancelled) {
 		res->signaled = true;
 		res->signal = SIGKILL;
 		res->exit_code = 128 + SIGKILL;
 	}
-	res->timed_out = timed_out;
-	res->cancelled = cancelled;
-	res->exec_errno = exec_errno;
-	if (exec_errno && !timed_out && !cancelled) {
+	res->timed_out = w->timed_out;
+	res->cancelled = w->cancelled;
+	res->exec_errno = w->exec_errno;
+	if (w->exec_errno && !w->timed_out && !w->cancelled) {
 		res->signaled = false;
 		res->signal = 0;
-		res->exit_code = exec_errno == ENOENT ? 127 : 126;
+		res->exit_code = w->exec_errno == ENOENT ? 127 : 126;
 	}
 	if (p->fwd_out < 0)
-		res->out = lev_buf_detach(&so.buf, &res->out_len);
+		res->out = lev_buf_detach(&w->so.buf, &res->out_len);
 	if (p->fwd_err < 0)
-		res->err = lev_buf_detach(&se.buf, &res->err_len);
-	lev_buf_release(&so.buf);
-	lev_buf_release(&se.buf);
-	res->out_total = so.total;
-	res->err_total = se.total;
-	res->out_truncated = so.truncated;
-	res->err_truncated = se.truncated;
+		res->err = lev_buf_detach(&w->se.buf, &res->err_len);
+	res->out_total = w->so.total;
+	res->err_total = w->se.total;
+	res->out_truncated = w->so.truncated;
+	res->err_truncated = w->se.truncated;
 	res->layers = p->sb->layers;
 	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
 	res->timeout_ms = p->timeout_ms;
-	return 0;
+}
+
+int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
+		     struct lev_err *err)
+{
+	struct waiter w = {
+		.so = { &p->out_fd, p->fwd_out, LEV_BUF_INIT, 0, false, false },
+		.se = { &p->err_fd, p->fwd_err, LEV_BUF_INIT, 0, false, false },
+		.deadline = p->start_ms + p->timeout_ms,
+	};
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	r = wait_loop(p, &w);
+	if (r < 0) {
+		kill_proc(p);
+		r = lev_err_errno(err, r, "cannot wait for the command");
+		goto out;
+	}
+	wait_reap(p, &w);
+	if (w.setup_failed) {
+		lev_sbx_ns_explain(p, &w.setup, err);
+		r = err ? err->code : -EIO;
+		goto out;
+	}
+	if (p->mode == LEV_SBX_OCI_FAST || p->mode == LEV_SBX_OCI_EXEC) {
+		r = lev_sbx_oci_after(p, err);
+		if (r < 0)
+			goto out;
+	}
+	wait_result(p, &w, res);
+	r = 0;
+out:
+	lev_buf_release(&w.so.buf);
+	lev_buf_release(&w.se.buf);
+	return r;
 }
 
 struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)

@@ -20,6 +20,7 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/tools/tools-fs.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -274,9 +275,17 @@ static char *lexical_abs(const struct lev_fs_ctx *c, const char *path)
 	return out;
 }
 
+/* The file op TOOL runs (any spelling), or LEV_OP_NONE for a name that is no file tool. */
+static enum lev_tool_op fs_op(const char *tool)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(tool);
+
+	return d && !(d->flags & LEV_TOOLF_FOREIGN) && d->kind == LEV_TOOL_FS ? d->op : LEV_OP_NONE;
+}
+
 static bool is_write_tool(const char *tool)
 {
-	return lev_streq(tool, "write_file") || lev_streq(tool, "edit_file");
+	return fs_op(tool) != LEV_OP_NONE && lev_tooltable_touches(tool, LEV_TOUCH_WRITES);
 }
 
 /* ---- messages ----------------------------------------------------------- */
@@ -920,21 +929,15 @@ bool lev_fs_ctx_read_paths_granted(const struct lev_fs_ctx *c)
 /* ---- read_file ------------------------------------------------------------- */
 
 /*
- * Append the text of the open regular file FD (shown as PATH) to OUT,
- * lines OFFSET.. (LIMIT of them), within CAP bytes.  Returns false with an
- * error message in *ERRMSG.
+ * May FD (shown as P) be read as text?  False with *ERRMSG for a directory,
+ * a device, a special file or one too large; true with *EMPTY for
+ * /dev/null (there is nothing to read).
  */
-static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit, size_t cap,
-		      struct lev_buf *out, char **errmsg)
+static bool readable_text(int fd, const char *path, const char *p, bool *empty, char **errmsg)
 {
-	_cleanup_free_ char *p = disp(path), *chunk = NULL;
-	struct lev_buf raw = LEV_BUF_INIT_MAX(cap + 8);
-	uint64_t first = offset ? offset : 1, line = 1, last_out = 0;
-	uint64_t nl_total = 0, total = 0;
-	bool truncated = false, more = false, ended_nl = true, long_line = false;
-	size_t bad, cut;
 	struct stat st;
 
+	*empty = false;
 	if (fstat(fd, &st) < 0) {
 		*errmsg = errno_msg("stat", path, -errno);
 		return false;
@@ -955,6 +958,7 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
 			*errmsg = msgf("'%s' is not a regular file", p);
 			return false;
 		}
+		*empty = true;
 		return true;
 	}
 	if ((uint64_t)st.st_size > LEV_FS_READ_FILE_MAX) {
@@ -963,110 +967,176 @@ static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit,
 			       p, (intmax_t)st.st_size, (uintmax_t)(LEV_FS_READ_FILE_MAX >> 20));
 		return false;
 	}
-	chunk = xmalloc(CHUNK);
+	return true;
+}
+
+/* One read_file pass over a file: the lines wanted and where it stopped. */
+struct text_read {
+	uint64_t first, limit;		/* the first line wanted (1-based), how many (0: all) */
+	size_t cap;			/* bytes of output at most */
+	struct lev_buf raw;		/* the wanted lines as read */
+	uint64_t line;			/* the line the next byte belongs to */
+	uint64_t last_out;		/* the last line kept, 0: none */
+	uint64_t nl_total, total;	/* newlines and bytes seen */
+	bool truncated;			/* the cap cut the output */
+	bool more;			/* lines past the limit remain */
+	bool ended_nl;			/* the last byte seen was a newline */
+	bool long_line;			/* one line was longer than the cap */
+};
+
+/* Take the lines of CHUNK (N bytes) that R wants; stops at the cap or the limit. */
+static void take_lines(struct text_read *r, const char *chunk, size_t n)
+{
+	size_t pos = 0;
+
+	while (pos < n && !r->truncated && !r->more) {
+		const char *nl = memchr(chunk + pos, '\n', n - pos);
+		size_t end = nl ? (size_t)(nl - chunk) + 1 : n;
+		size_t seg = end - pos;
+
+		if (r->line >= r->first && (!r->limit || r->line - r->first < r->limit)) {
+			if (r->raw.len + seg > r->cap) {
+				lev_buf_add(&r->raw, chunk + pos, r->cap - r->raw.len);
+				r->truncated = true;
+				break;
+			}
+			lev_buf_add(&r->raw, chunk + pos, seg);
+			r->last_out = r->line;
+		} else if (r->line >= r->first) {
+			r->more = true;
+			break;
+		}
+		if (nl) {
+			r->line++;
+			r->nl_total++;
+		}
+		r->ended_nl = nl != NULL;
+		pos = end;
+	}
+}
+
+/* Read FD (shown as P) into R until its end, the cap or the limit; false with *ERRMSG. */
+static bool read_lines(int fd, const char *path, const char *p, struct text_read *r,
+		       char **errmsg)
+{
+	_cleanup_free_ char *chunk = xmalloc(CHUNK);
+
 	for (;;) {
 		ssize_t n = read(fd, chunk, CHUNK);
-		size_t pos = 0;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			*errmsg = errno_msg("read", path, -errno);
-			lev_buf_release(&raw);
 			return false;
 		}
 		if (n == 0)
-			break;
-		if (total < BINARY_SNIFF &&
-		    memchr(chunk, '\0', (size_t)n < BINARY_SNIFF - total ? (size_t)n :
-					 BINARY_SNIFF - total)) {
+			return true;
+		if (r->total < BINARY_SNIFF &&
+		    memchr(chunk, '\0', (size_t)n < BINARY_SNIFF - r->total ? (size_t)n :
+					 BINARY_SNIFF - r->total)) {
 			*errmsg = msgf("'%s' looks like a binary file (it has NUL bytes); read_file "
 				       "returns text only", p);
-			lev_buf_release(&raw);
 			return false;
 		}
-		total += (uint64_t)n;
-		if (total > LEV_FS_READ_FILE_MAX) {
+		r->total += (uint64_t)n;
+		if (r->total > LEV_FS_READ_FILE_MAX) {
 			*errmsg = msgf("'%s' is too large (it grew past %ju MiB while being read)", p,
 				       (uintmax_t)(LEV_FS_READ_FILE_MAX >> 20));
-			lev_buf_release(&raw);
 			return false;
 		}
-		while (pos < (size_t)n && !truncated && !more) {
-			char *nl = memchr(chunk + pos, '\n', (size_t)n - pos);
-			size_t end = nl ? (size_t)(nl - chunk) + 1 : (size_t)n;
-			size_t seg = end - pos;
-
-			if (line >= first && (!limit || line - first < limit)) {
-				if (raw.len + seg > cap) {
-					lev_buf_add(&raw, chunk + pos, cap - raw.len);
-					truncated = true;
-					break;
-				}
-				lev_buf_add(&raw, chunk + pos, seg);
-				last_out = line;
-			} else if (line >= first) {
-				more = true;
-				break;
-			}
-			if (nl) {
-				line++;
-				nl_total++;
-			}
-			ended_nl = nl != NULL;
-			pos = end;
-		}
-		if (truncated || more)
-			break;
+		take_lines(r, chunk, (size_t)n);
+		if (r->truncated || r->more)
+			return true;
 	}
+}
 
-	cut = raw.len;
-	if (truncated) {
-		char *lastnl = raw.len ? memrchr(raw.buf, '\n', raw.len) : NULL;
-		if (lastnl) {
-			cut = (size_t)(lastnl - raw.buf) + 1;
-			/* last_out counted the partial line: step back to the last whole one */
-			last_out = first;
-			{
-				size_t i;
-				for (i = 0; i + 1 < cut; i++)
-					if (raw.buf[i] == '\n')
-						last_out++;
-			}
-		} else {
-			/* one line longer than the cap: cut at a character boundary */
-			while (cut > 0 && ((unsigned char)raw.buf[cut] & 0xc0) == 0x80)
-				cut--;
-			long_line = true;
-			last_out = first;
-		}
+/* How much of R's output to keep: after a cut, up to its last whole line. */
+static size_t keep_whole_lines(struct text_read *r)
+{
+	size_t cut = r->raw.len;
+	const char *lastnl;
+
+	if (!r->truncated)
+		return cut;
+	lastnl = r->raw.len ? memrchr(r->raw.buf, '\n', r->raw.len) : NULL;
+	r->last_out = r->first;
+	if (lastnl) {
+		cut = (size_t)(lastnl - r->raw.buf) + 1;
+		/* last_out counted the partial line: step back to the last whole one */
+		for (size_t i = 0; i + 1 < cut; i++)
+			if (r->raw.buf[i] == '\n')
+				r->last_out++;
+	} else {
+		/* one line longer than the cap: cut at a character boundary */
+		while (cut > 0 && ((unsigned char)r->raw.buf[cut] & 0xc0) == 0x80)
+			cut--;
+		r->long_line = true;
 	}
-	(void)lev_buf_add_utf8(out, raw.buf, cut, false, &bad);
-	lev_buf_release(&raw);
+	return cut;
+}
 
-	if (!truncated && !more && first > 1 && last_out == 0) {
-		uint64_t lines = nl_total + (ended_nl ? 0 : 1);
+/* The notes after the text: where to read on, an offset past the end, bytes replaced. */
+static void add_read_notes(struct lev_buf *out, const struct text_read *r, const char *p,
+			   size_t bad)
+{
+	if (!r->truncated && !r->more && r->first > 1 && r->last_out == 0) {
+		uint64_t lines = r->nl_total + (r->ended_nl ? 0 : 1);
 		lev_buf_addf(out, "[note: offset %ju is past the end of '%s', which has %ju line%s]",
-			     (uintmax_t)first, p, (uintmax_t)lines, lines == 1 ? "" : "s");
+			     (uintmax_t)r->first, p, (uintmax_t)lines, lines == 1 ? "" : "s");
 	}
-	if (truncated && long_line)
+	if (r->truncated && r->long_line)
 		lev_buf_addf(out, "\n[truncated: line %ju of '%s' is longer than the %d KiB output "
 			     "cap; only its start is shown. Call read_file with offset=%ju to read "
-			     "on from the next line]", (uintmax_t)first, p, LEV_FS_READ_CAP / 1024,
-			     (uintmax_t)(first + 1));
-	else if (truncated)
+			     "on from the next line]", (uintmax_t)r->first, p, LEV_FS_READ_CAP / 1024,
+			     (uintmax_t)(r->first + 1));
+	else if (r->truncated)
 		lev_buf_addf(out, "[truncated at the %d KiB output cap after line %ju of '%s'. "
 			     "Call read_file with offset=%ju to read on]", LEV_FS_READ_CAP / 1024,
-			     (uintmax_t)last_out, p, (uintmax_t)(last_out + 1));
-	else if (more)
+			     (uintmax_t)r->last_out, p, (uintmax_t)(r->last_out + 1));
+	else if (r->more)
 		lev_buf_addf(out, "[showing lines %ju-%ju of '%s'; it goes on. Call read_file "
-			     "with offset=%ju to read on]", (uintmax_t)first, (uintmax_t)last_out, p,
-			     (uintmax_t)(last_out + 1));
+			     "with offset=%ju to read on]", (uintmax_t)r->first,
+			     (uintmax_t)r->last_out, p, (uintmax_t)(r->last_out + 1));
 	if (bad)
 		lev_buf_addf(out, "%s[note: %zu byte%s of '%s' %s not valid UTF-8 and %s replaced "
 			     "with U+FFFD]", out->len && out->buf[out->len - 1] != '\n' ? "\n" : "",
 			     bad, bad == 1 ? "" : "s", p, bad == 1 ? "was" : "were",
 			     bad == 1 ? "was" : "were");
+}
+
+/*
+ * Append the text of the open regular file FD (shown as PATH) to OUT,
+ * lines OFFSET.. (LIMIT of them), within CAP bytes.  Returns false with an
+ * error message in *ERRMSG.
+ */
+static bool read_text(int fd, const char *path, uint64_t offset, uint64_t limit, size_t cap,
+		      struct lev_buf *out, char **errmsg)
+{
+	_cleanup_free_ char *p = disp(path);
+	struct text_read r = {
+		.first = offset ? offset : 1,
+		.limit = limit,
+		.cap = cap,
+		.raw = LEV_BUF_INIT_MAX(cap + 8),
+		.line = 1,
+		.ended_nl = true,
+	};
+	size_t bad, cut;
+	bool empty;
+
+	if (!readable_text(fd, path, p, &empty, errmsg))
+		return false;
+	if (empty)
+		return true;
+	if (!read_lines(fd, path, p, &r, errmsg)) {
+		lev_buf_release(&r.raw);
+		return false;
+	}
+	cut = keep_whole_lines(&r);
+	(void)lev_buf_add_utf8(out, r.raw.buf, cut, false, &bad);
+	lev_buf_release(&r.raw);
+	add_read_notes(out, &r, p, bad);
 	return true;
 }
 
@@ -1481,7 +1551,7 @@ void lev_fs_write_file(struct lev_fs_ctx *c, const char *path, const char *conte
 		free(m);
 		return;
 	}
-	resolve_write(c, "write_file", path, false, false, &t);
+	resolve_write(c, lev_tooltable_name(LEV_OP_WRITE_FILE), path, false, false, &t);
 	write_target(&t, path, content, len, out);
 	target_release(&t);
 }
@@ -1606,7 +1676,7 @@ void lev_fs_edit_file(struct lev_fs_ctx *c, const char *path, const char *old_st
 		result_error(out, "old_str is empty; give the exact text to replace");
 		return;
 	}
-	resolve_write(c, "edit_file", path, false, false, &t);
+	resolve_write(c, lev_tooltable_name(LEV_OP_EDIT_FILE), path, false, false, &t);
 	edit_target(&t, path, old_str, old_len, new_str, new_len, out);
 	target_release(&t);
 }
@@ -1646,18 +1716,9 @@ int lev_fs_open_read(struct lev_fs_ctx *c, const char *path, bool want_dir, int 
 
 /* ---- JSON entry ------------------------------------------------------------ */
 
-static const char *const tool_names[] = {
-	"read_file", "read_files", "list_dir", "write_file", "edit_file",
-};
-
 bool lev_fs_is_tool(const char *name)
 {
-	size_t i;
-
-	for (i = 0; name && i < ARRAY_SIZE(tool_names); i++)
-		if (!strcmp(name, tool_names[i]))
-			return true;
-	return false;
+	return fs_op(name) != LEV_OP_NONE;
 }
 
 /* Fetch string KEY of ARGS; returns NULL and sets *MSG when wrong. */
@@ -1710,12 +1771,13 @@ static void result_msg_error(struct lev_fs_result *out, char *m)
 void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		 struct lev_fs_result *out)
 {
+	enum lev_tool_op op = fs_op(tool);
 	char *m = NULL;
 	size_t len = 0, l2 = 0, l3 = 0;
 	const char *path;
 
 	memset(out, 0, sizeof(*out));
-	if (!lev_fs_is_tool(tool)) {
+	if (op == LEV_OP_NONE) {
 		result_msg_error(out, msgf("'%s' is not a file tool", tool ? tool : ""));
 		return;
 	}
@@ -1723,7 +1785,7 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		result_msg_error(out, msgf("%s: arguments must be a JSON object", tool));
 		return;
 	}
-	if (!strcmp(tool, "read_files")) {
+	if (op == LEV_OP_READ_FILES) {
 		const json_t *arr = args ? json_object_get(args, "paths") : NULL;
 		const char **paths;
 		size_t i, n;
@@ -1754,14 +1816,14 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		free(paths);
 		return;
 	}
-	path = arg_str(tool, args, "path", strcmp(tool, "list_dir") != 0, &len, &m);
+	path = arg_str(tool, args, "path", op != LEV_OP_LIST_DIR, &len, &m);
 	if (m) {
 		result_msg_error(out, m);
 		return;
 	}
-	if (!strcmp(tool, "list_dir")) {
+	if (op == LEV_OP_LIST_DIR) {
 		lev_fs_list_dir(c, path, out);
-	} else if (!strcmp(tool, "read_file")) {
+	} else if (op == LEV_OP_READ_FILE) {
 		uint64_t offset, limit;
 		if (!arg_uint(tool, args, "offset", &offset, &m) ||
 		    !arg_uint(tool, args, "limit", &limit, &m)) {
@@ -1769,7 +1831,7 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 			return;
 		}
 		lev_fs_read_file(c, path, offset, limit, out);
-	} else if (!strcmp(tool, "write_file")) {
+	} else if (op == LEV_OP_WRITE_FILE) {
 		const char *content = arg_str(tool, args, "content", true, &l2, &m);
 		if (m) {
 			/* content may legitimately hold NUL bytes: allow them */
@@ -1797,19 +1859,6 @@ void lev_fs_call(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 }
 
 /* ---- check ------------------------------------------------------------------- */
-
-const char *lev_fs_gate_name(enum lev_fs_gate g)
-{
-	switch (g) {
-	case LEV_FS_GATE_NONE:
-		return "none";
-	case LEV_FS_GATE_WORKDIR:
-		return "workdir";
-	case LEV_FS_GATE_READ_PATHS:
-		return "read_paths";
-	}
-	return "none";
-}
 
 void lev_fs_decision_release(struct lev_fs_decision *d)
 {
@@ -1871,14 +1920,15 @@ static int call_paths(const char *tool, const json_t *args, char ***out, struct 
 	const json_t *v;
 	char **paths = NULL;
 	size_t i;
+	enum lev_tool_op op = fs_op(tool);
 
-	if (!lev_fs_is_tool(tool))
+	if (op == LEV_OP_NONE)
 		return lev_err_set(err, LEV_EUSAGE, "'%s' is not a file tool", tool ? tool : "");
 	if (args && !json_is_object(args))
 		return lev_err_set(err, LEV_EUSAGE, "%s: arguments must be a JSON object", tool);
-	if (strcmp(tool, "read_files")) {
+	if (op != LEV_OP_READ_FILES) {
 		v = args ? json_object_get(args, "path") : NULL;
-		if (!v && !strcmp(tool, "list_dir")) {
+		if (!v && op == LEV_OP_LIST_DIR) {
 			*out = lev_strv_push(NULL, ".");
 			return 0;
 		}
@@ -1933,7 +1983,7 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bo
 		  struct lev_fs_decision *out, struct lev_fs_targets **targets_out,
 		  struct lev_err *err)
 {
-	enum want want = lev_streq(tool, "list_dir") ? W_DIR : W_FILE;
+	enum want want = fs_op(tool) == LEV_OP_LIST_DIR ? W_DIR : W_FILE;
 	struct lev_fs_targets *ts;
 	char **paths = NULL;
 	size_t i, pick = 0;
@@ -1990,22 +2040,23 @@ int lev_fs_decide(struct lev_fs_ctx *c, const char *tool, const json_t *args, bo
 void lev_fs_run(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 		struct lev_fs_targets *ts, struct lev_fs_result *out)
 {
+	enum lev_tool_op op = fs_op(tool);
 	char *m = NULL;
 	size_t l2 = 0, l3 = 0;
 	const char *path;
 
 	(void)c;
 	memset(out, 0, sizeof(*out));
-	if (!ts || !ts->n || !lev_fs_is_tool(tool)) {
+	if (!ts || !ts->n || op == LEV_OP_NONE) {
 		result_error(out, "the call's paths were not resolved");
 		return;
 	}
 	path = ts->paths[0];
-	if (!strcmp(tool, "read_files")) {
+	if (op == LEV_OP_READ_FILES) {
 		read_files_do(c, (const char *const *)ts->paths, ts->n, ts->t, out);
-	} else if (!strcmp(tool, "list_dir")) {
+	} else if (op == LEV_OP_LIST_DIR) {
 		list_target(&ts->t[0], path, out);
-	} else if (!strcmp(tool, "read_file")) {
+	} else if (op == LEV_OP_READ_FILE) {
 		struct lev_buf b = LEV_BUF_INIT_MAX(2 * LEV_FS_READ_CAP + MSG_MAX);
 		_cleanup_free_ char *emsg = NULL;
 		uint64_t offset, limit;
@@ -2021,7 +2072,7 @@ void lev_fs_run(struct lev_fs_ctx *c, const char *tool, const json_t *args,
 			return;
 		}
 		result_buf(out, &b, false);
-	} else if (!strcmp(tool, "write_file")) {
+	} else if (op == LEV_OP_WRITE_FILE) {
 		const json_t *v = json_object_get(args, "content");
 
 		if (!json_is_string(v)) {

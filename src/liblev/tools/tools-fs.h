@@ -169,14 +169,16 @@ void lev_fs_call(struct lev_fs_ctx *ctx, const char *tool, const json_t *args,
 
 /* ---- the decision without the action (`lev check`) -------------------- */
 
+/*
+ * Which of the path gates decided; their names are the gate chain's
+ * (LEV_GATE_WORKDIR, LEV_GATE_READ_PATHS and lev_gate_id_name() in
+ * run/gatechain.h), never spelled here.
+ */
 enum lev_fs_gate {
 	LEV_FS_GATE_NONE,
 	LEV_FS_GATE_WORKDIR,
 	LEV_FS_GATE_READ_PATHS,
 };
-
-/* "none", "workdir", "read_paths". */
-const char *lev_fs_gate_name(enum lev_fs_gate g);
 
 struct lev_fs_decision {
 	enum lev_verdict verdict;	/* LEV_ALLOW or LEV_DENY */

@@ -616,7 +616,7 @@ static int get_url(const char *tool, const json_t *args, struct lev_net_result *
 int lev_tool_web_fetch(const json_t *args, const struct lev_net_policy *pol,
 		       struct lev_net_result *out, struct lev_err *err)
 {
-	struct fetch_opts o = { .tool = "web_fetch", .method = "GET", .follow = true };
+	struct fetch_opts o = { .tool = lev_tooltable_name(LEV_OP_WEB_FETCH), .method = "GET", .follow = true };
 	struct lev_http_response resp;
 	struct lev_buf b = LEV_BUF_INIT;
 	size_t max = pol->max_result ? pol->max_result : DEFAULT_MAX_RESULT;
@@ -664,7 +664,7 @@ static bool header_value_ok(const char *s, size_t len)
 int lev_tool_http_post(const json_t *args, const struct lev_net_policy *pol,
 		       struct lev_net_result *out, struct lev_err *err)
 {
-	struct fetch_opts o = { .tool = "http_post", .method = "POST", .follow = false };
+	struct fetch_opts o = { .tool = lev_tooltable_name(LEV_OP_HTTP_POST), .method = "POST", .follow = false };
 	struct lev_http_response resp;
 	struct lev_buf b = LEV_BUF_INIT;
 	size_t max = pol->max_result ? pol->max_result : DEFAULT_MAX_RESULT;
@@ -735,7 +735,7 @@ static void add_field(struct lev_buf *b, const char *prefix, const json_t *v, si
 int lev_tool_web_search(const json_t *args, const struct lev_net_policy *pol,
 			struct lev_net_result *out, struct lev_err *err)
 {
-	struct fetch_opts o = { .tool = "web_search", .method = "GET", .follow = true,
+	struct fetch_opts o = { .tool = lev_tooltable_name(LEV_OP_WEB_SEARCH), .method = "GET", .follow = true,
 				.exempt_first = true };
 	struct lev_http_response resp;
 	struct lev_buf b = LEV_BUF_INIT;
@@ -820,10 +820,17 @@ int lev_tool_web_search(const json_t *args, const struct lev_net_policy *pol,
 	return 0;
 }
 
+/* The network op NAME runs (any spelling), or LEV_OP_NONE. */
+static enum lev_tool_op net_op(const char *tool)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(tool);
+
+	return d && !(d->flags & LEV_TOOLF_FOREIGN) && d->kind == LEV_TOOL_NET ? d->op : LEV_OP_NONE;
+}
+
 bool lev_tool_is_net(const char *tool)
 {
-	return tool && (strcmp(tool, "web_fetch") == 0 || strcmp(tool, "http_post") == 0 ||
-			strcmp(tool, "web_search") == 0);
+	return net_op(tool) != LEV_OP_NONE;
 }
 
 int lev_tool_net_run(const char *tool, const json_t *args, const struct lev_net_policy *policy,
@@ -831,13 +838,16 @@ int lev_tool_net_run(const char *tool, const json_t *args, const struct lev_net_
 {
 	if (!policy || !out)
 		return lev_err_set(err, -EINVAL, "no policy or result");
-	if (lev_streq(tool, "web_fetch"))
+	switch (net_op(tool)) {
+	case LEV_OP_WEB_FETCH:
 		return lev_tool_web_fetch(args, policy, out, err);
-	if (lev_streq(tool, "http_post"))
+	case LEV_OP_HTTP_POST:
 		return lev_tool_http_post(args, policy, out, err);
-	if (lev_streq(tool, "web_search"))
+	case LEV_OP_WEB_SEARCH:
 		return lev_tool_web_search(args, policy, out, err);
-	return lev_err_set(err, -ENOENT, "'%s' is not a network tool", tool ? tool : "");
+	default:
+		return lev_err_set(err, -ENOENT, "'%s' is not a network tool", tool ? tool : "");
+	}
 }
 
 int lev_tool_net_target(const char *tool, const json_t *args,
@@ -847,9 +857,11 @@ int lev_tool_net_target(const char *tool, const json_t *args,
 	struct lev_url u;
 	int r;
 
-	if (lev_streq(tool, "web_search"))
+	enum lev_tool_op op = net_op(tool);
+
+	if (op == LEV_OP_WEB_SEARCH)
 		url = policy ? policy->search_endpoint : NULL;
-	else if (lev_tool_is_net(tool))
+	else if (op != LEV_OP_NONE)
 		url = json_string_value(json_object_get(args, "url"));
 	else
 		return lev_err_set(err, -ENOENT, "'%s' is not a network tool", tool ? tool : "");
@@ -863,14 +875,15 @@ int lev_tool_net_target(const char *tool, const json_t *args,
 	return 0;
 }
 
-json_t *lev_tool_net_parameters(const char *tool)
+json_t *lev_tool_net_parameters(enum lev_tool_op op)
 {
-	if (lev_streq(tool, "web_fetch"))
+	switch (op) {
+	case LEV_OP_WEB_FETCH:
 		return json_pack("{s:s, s:{s:{s:s, s:s}}, s:[s], s:b}", "type", "object",
 				 "properties", "url", "type", "string", "description",
 				 "The http:// or https:// URL to fetch", "required", "url",
 				 "additionalProperties", 0);
-	if (lev_streq(tool, "http_post"))
+	case LEV_OP_HTTP_POST:
 		return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}",
 				 "type", "object", "properties", "url", "type", "string",
 				 "description", "The http:// or https:// URL to post to", "body",
@@ -878,25 +891,14 @@ json_t *lev_tool_net_parameters(const char *tool)
 				 "content_type", "type", "string", "description",
 				 "The Content-Type of the body (default application/json)",
 				 "required", "url", "additionalProperties", 0);
-	if (lev_streq(tool, "web_search"))
+	case LEV_OP_WEB_SEARCH:
 		return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}}, s:[s], s:b}",
 				 "type", "object", "properties", "query", "type", "string",
 				 "description", "What to search the web for", "max_results", "type",
 				 "integer", "minimum", 1, "maximum", 20, "description",
 				 "How many results to return (default 5)", "required", "query",
 				 "additionalProperties", 0);
-	return NULL;
-}
-
-const char *lev_tool_net_description(const char *tool)
-{
-	if (lev_streq(tool, "web_fetch"))
-		return "Fetch a web page or text document over http(s) and return its text. "
-		       "HTML is reduced to readable text; binary content is refused.";
-	if (lev_streq(tool, "http_post"))
-		return "Send an HTTP POST with a body to a URL and return the status and the "
-		       "response text. Redirects are not followed.";
-	if (lev_streq(tool, "web_search"))
-		return "Search the web and return a short list of results (title, URL, snippet).";
-	return NULL;
+	default:
+		return NULL;
+	}
 }

@@ -41,6 +41,7 @@
 #include <stddef.h>
 
 #include "liblev/base/error.h"
+#include "liblev/base/tooltable.h"
 
 struct lev_net_policy {
 	bool network_allowed;		/* the stage's [sandbox] network; false refuses */
@@ -110,7 +111,7 @@ int lev_tool_http_post(const json_t *args, const struct lev_net_policy *policy,
 int lev_tool_web_search(const json_t *args, const struct lev_net_policy *policy,
 			struct lev_net_result *out, struct lev_err *err);
 
-/* True for "web_fetch", "http_post", "web_search". */
+/* True for the tool table's network tools (web_fetch, http_post, web_search). */
 bool lev_tool_is_net(const char *tool);
 
 /* Run TOOL (one of the above); -ENOENT for any other name. */
@@ -126,9 +127,8 @@ int lev_tool_net_run(const char *tool, const json_t *args, const struct lev_net_
 int lev_tool_net_target(const char *tool, const json_t *args,
 			const struct lev_net_policy *policy, char **out, struct lev_err *err);
 
-/* The JSON Schema of TOOL's arguments (new reference) and its description. */
-json_t *lev_tool_net_parameters(const char *tool);
-const char *lev_tool_net_description(const char *tool);
+/* The JSON Schema of the arguments of the network tool OP runs (new reference), or NULL. */
+json_t *lev_tool_net_parameters(enum lev_tool_op op);
 
 /*
  * Turn HTML into readable text: drops script/style/noscript/template/svg

@@ -10,7 +10,6 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
-#include "liblev/policy/taint.h"
 #include "liblev/tools/tools-net.h"
 #include "liblev/tools/tools.h"
 #include "liblev/base/types.h"
@@ -37,11 +36,19 @@ static json_t *str_prop(const char *description)
 	return json_pack("{s:s, s:s}", "type", "string", "description", description);
 }
 
-static json_t *schema_for(const char *name)
+static json_t *question_prop(const char *description)
+{
+	return json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength",
+			 4000, "description", description);
+}
+
+/* The argument schema of the tool that OP runs (network tools: tools-net.c). */
+static json_t *schema_for(enum lev_tool_op op)
 {
 	json_t *p = json_object();
 
-	if (!strcmp(name, "read_file")) {
+	switch (op) {
+	case LEV_OP_READ_FILE:
 		json_object_set_new(p, "path", str_prop("The file to read, relative to the working "
 							"directory"));
 		json_object_set_new(p, "offset",
@@ -52,167 +59,113 @@ static json_t *schema_for(const char *name)
 				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
 					      "description", "Most lines to return (default: all)"));
 		return obj_schema(p, (const char *const[]){ "path", NULL });
-	}
-	if (!strcmp(name, "read_files")) {
+	case LEV_OP_READ_FILES:
 		json_object_set_new(p, "paths",
 				    json_pack("{s:s, s:{s:s}, s:i, s:i, s:s}", "type", "array",
 					      "items", "type", "string", "minItems", 1, "maxItems",
 					      64, "description", "The files to read"));
 		return obj_schema(p, (const char *const[]){ "paths", NULL });
-	}
-	if (!strcmp(name, "list_dir")) {
+	case LEV_OP_LIST_DIR:
 		json_object_set_new(p, "path", str_prop("The directory to list (default: the "
 							"working directory)"));
 		return obj_schema(p, NULL);
-	}
-	if (!strcmp(name, "write_file")) {
+	case LEV_OP_WRITE_FILE:
 		json_object_set_new(p, "path", str_prop("The file to create or replace, inside the "
 							"working directory"));
 		json_object_set_new(p, "content", str_prop("The complete new content"));
 		return obj_schema(p, (const char *const[]){ "path", "content", NULL });
-	}
-	if (!strcmp(name, "edit_file")) {
+	case LEV_OP_EDIT_FILE:
 		json_object_set_new(p, "path", str_prop("The file to edit"));
 		json_object_set_new(p, "old_str", str_prop("Text that occurs exactly once in the "
 							   "file"));
 		json_object_set_new(p, "new_str", str_prop("The replacement text"));
 		return obj_schema(p, (const char *const[]){ "path", "old_str", "new_str", NULL });
-	}
-	if (!strcmp(name, "shell")) {
+	case LEV_OP_SHELL:
 		json_object_set_new(p, "command", str_prop("The shell command line to run"));
 		return obj_schema(p, (const char *const[]){ "command", NULL });
-	}
-	if (!strcmp(name, "submit_output")) {
+	case LEV_OP_SUBMIT_OUTPUT:
 		json_object_set_new(p, "output", str_prop("The stage's final output"));
 		return obj_schema(p, (const char *const[]){ "output", NULL });
-	}
-	if (!strcmp(name, "context_write") || !strcmp(name, "context_append")) {
+	case LEV_OP_CONTEXT_WRITE:
+	case LEV_OP_CONTEXT_APPEND:
 		json_object_set_new(p, "region", str_prop("The name of a temporary or clearable "
 							  "context region"));
 		json_object_set_new(p, "content", str_prop("The note to keep there"));
 		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
-	}
-	if (!strcmp(name, "context_read")) {
+	case LEV_OP_CONTEXT_READ:
 		json_object_set_new(p, "region", str_prop("The name of a context region"));
 		return obj_schema(p, (const char *const[]){ "region", NULL });
-	}
-	if (!strcmp(name, "ask_user_text") || !strcmp(name, "ask_user_confirm")) {
+	case LEV_OP_ASK_TEXT:
+	case LEV_OP_ASK_CONFIRM:
 		json_object_set_new(p, "question",
-				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
-					      "maxLength", 4000, "description",
-					      "The question, in one or a few sentences"));
+				    question_prop("The question, in one or a few sentences"));
 		return obj_schema(p, (const char *const[]){ "question", NULL });
-	}
-	if (!strcmp(name, "ask_user_choice")) {
-		json_object_set_new(p, "question",
-				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
-					      "maxLength", 4000, "description", "The question"));
+	case LEV_OP_ASK_CHOICE:
+		json_object_set_new(p, "question", question_prop("The question"));
 		json_object_set_new(p, "choices",
 				    json_pack("{s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:s}", "type",
 					      "array", "items", "type", "string", "minLength", 1,
 					      "maxLength", 200, "minItems", 2, "maxItems", 20,
 					      "description", "The answers to choose from"));
 		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
-	}
-	if (!strcmp(name, "current_time"))
+	case LEV_OP_CURRENT_TIME:
 		return obj_schema(p, NULL);
+	case LEV_OP_WEB_FETCH:
+	case LEV_OP_HTTP_POST:
+	case LEV_OP_WEB_SEARCH:
+		json_decref(p);
+		return lev_tool_net_parameters(op);
+	case LEV_OP_NONE:
+	case _LEV_OP_MAX:
+		break;
+	}
 	json_decref(p);
 	return NULL;
 }
 
-static const char *const shell_aliases[] = { "bash", NULL };
+/* The registry entry of the tool table's entry D. */
+static void info_of(const struct lev_tool_desc *d, struct lev_tool_info *ti)
+{
+	*ti = (struct lev_tool_info){
+		.desc = d,
+		.name = d->name,
+		.aliases = d->aliases,
+		.description = d->description,
+		.kind = d->kind,
+		.op = d->op,
+		.touches = d->touches,
+		.detail_arg = d->detail_arg,
+		.detail_arg2 = d->detail_arg2,
+		.outbound = d->direction == LEV_DIR_OUTBOUND,
+		.label = d->label,
+		.schema = schema_for(d->op),
+	};
+}
 
-#define R LEV_TOUCH_READS
-#define W LEV_TOUCH_WRITES
-#define N LEV_TOUCH_NETWORK
-
-/* The built-in entries: everything lev knows about each tool but its schema and taint class. */
-static const struct lev_tool_info builtins[] = {
-	{ .name = "read_file", .kind = LEV_TOOL_FS, .touches = R, .detail_arg = "path",
-	  .description = "Read a text file inside the working directory (or a path the user "
-			 "granted). Long files are cut at 256 KiB with a note saying where to "
-			 "continue." },
-	{ .name = "read_files", .kind = LEV_TOOL_FS, .touches = R, .detail_arg = "path",
-	  .description = "Read several text files at once." },
-	{ .name = "list_dir", .kind = LEV_TOOL_FS, .touches = R, .detail_arg = "path",
-	  .description = "List a directory: one entry per line, directories end in '/', "
-			 "symlinks in '@'." },
-	{ .name = "write_file", .kind = LEV_TOOL_FS, .touches = W, .detail_arg = "path",
-	  .description = "Create or replace a file inside the working directory with the given "
-			 "content." },
-	{ .name = "edit_file", .kind = LEV_TOOL_FS, .touches = R | W, .detail_arg = "path",
-	  .description = "Replace the one occurrence of old_str in a file with new_str." },
-	{ .name = "shell", .aliases = shell_aliases, .kind = LEV_TOOL_SHELL,
-	  .touches = R | W | N | LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS, .detail_arg = "command",
-	  .description = "Run a shell command line in the working directory and return its "
-			 "output. Commands time out after 60 seconds; output is capped at 1 MiB "
-			 "per stream." },
-	{ .name = "web_fetch", .kind = LEV_TOOL_NET, .touches = N, .detail_arg = "url" },
-	{ .name = "http_post", .kind = LEV_TOOL_NET, .touches = N, .detail_arg = "url" },
-	{ .name = "web_search", .kind = LEV_TOOL_NET, .touches = N, .detail_arg = "url",
-	  .detail_arg2 = "query" },
-	{ .name = "submit_output", .kind = LEV_TOOL_INLINE, .op = LEV_OP_SUBMIT_OUTPUT,
-	  .touches = LEV_TOUCH_RUN,
-	  .description = "Submit the final output of this stage. The stage ends when you call "
-			 "it." },
-	{ .name = "context_write", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_WRITE,
-	  .touches = LEV_TOUCH_RUN,
-	  .description = "Replace the content of a temporary or clearable context region with a "
-			 "note." },
-	{ .name = "context_append", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_APPEND,
-	  .touches = LEV_TOUCH_RUN,
-	  .description = "Add a note to a temporary or clearable context region." },
-	{ .name = "context_read", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_READ,
-	  .description = "Return the current content of a context region." },
-	{ .name = "ask_user_text", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_TEXT,
-	  .touches = LEV_TOUCH_USER,
-	  .description = "Ask the user a question and wait for a free-text answer. Use it only "
-			 "when you cannot go on without them." },
-	{ .name = "ask_user_choice", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CHOICE,
-	  .touches = LEV_TOUCH_USER,
-	  .description = "Ask the user to pick one of several answers; returns the chosen "
-			 "answer's text." },
-	{ .name = "ask_user_confirm", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CONFIRM,
-	  .touches = LEV_TOUCH_USER,
-	  .description = "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
-	{ .name = "current_time", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CURRENT_TIME,
-	  .description = "The current date and time: local time with its UTC offset, and UTC." },
-};
-
-#undef R
-#undef W
-#undef N
-
+/* The registry of lev's own tools: every entry of the tool table lev implements. */
 int lev_tools_new(struct lev_tools **out, struct lev_err *err)
 {
 	struct lev_tools *t = xcalloc(1, sizeof(*t));
+	size_t i, n = lev_tooltable_count();
 
-	t->v = xcalloc(ARRAY_SIZE(builtins), sizeof(*t->v));
-	t->cap = ARRAY_SIZE(builtins);
-	for (size_t i = 0; i < ARRAY_SIZE(builtins); i++) {
-		struct lev_tool_info *ti = &t->v[t->n++];
+	t->v = xcalloc(n, sizeof(*t->v));
+	t->cap = n;
+	for (i = 0; i < n; i++) {
+		const struct lev_tool_desc *d = lev_tooltable_at(i);
+		struct lev_tool_info *ti;
 		int r;
 
-		struct lev_tool_class cls;
-
-		*ti = builtins[i];
-		lev_taint_builtin_class(ti->name, &cls);
-		ti->outbound = cls.direction == LEV_DIR_OUTBOUND;
-		ti->label = cls.sensitivity;
-		if (ti->kind == LEV_TOOL_NET) {
-			ti->description = lev_tool_net_description(ti->name);
-			ti->schema = lev_tool_net_parameters(ti->name);
-		} else {
-			ti->description = builtins[i].description;
-			ti->schema = schema_for(ti->name);
-		}
+		if (d->flags & LEV_TOOLF_FOREIGN)
+			continue;
+		ti = &t->v[t->n++];
+		info_of(d, ti);
 		if (!ti->schema || !ti->description) {
 			lev_tools_free(t);
-			return lev_err_set(err, -EINVAL, "tool '%s' has no schema", builtins[i].name);
+			return lev_err_set(err, -EINVAL, "tool '%s' has no schema", d->name);
 		}
 		r = lev_argcheck_schema(ti->schema, err);
 		if (r < 0) {
-			lev_err_wrap(err, "tool '%s'", builtins[i].name);
+			lev_err_wrap(err, "tool '%s'", d->name);
 			lev_tools_free(t);
 			return r;
 		}

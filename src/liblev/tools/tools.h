@@ -43,52 +43,22 @@
 #include "liblev/base/error.h"
 #include "liblev/provider/provider.h"
 #include "liblev/sandbox/sandbox.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/types.h"
-
-enum lev_tool_kind {
-	LEV_TOOL_FS,		/* tools-fs.h */
-	LEV_TOOL_SHELL,		/* the sandboxed shell */
-	LEV_TOOL_NET,		/* tools-net.h */
-	LEV_TOOL_INLINE,	/* run by the runtime itself (output, notes, time) */
-	LEV_TOOL_ASK,		/* a question for the user, through the front end */
-};
-
-/* What a tool touches (lev_tool_info.touches). */
-enum {
-	LEV_TOUCH_READS = 1u << 0,	/* reads files */
-	LEV_TOUCH_WRITES = 1u << 1,	/* writes files */
-	LEV_TOUCH_NETWORK = 1u << 2,	/* reaches the network */
-	LEV_TOUCH_SHELL = 1u << 3,	/* runs a shell line */
-	LEV_TOUCH_PROCESS = 1u << 4,	/* starts processes */
-	LEV_TOUCH_RUN = 1u << 5,	/* changes the run itself (context, stage) */
-	LEV_TOUCH_USER = 1u << 6,	/* puts a question to the person */
-};
-
-/* Which handler runs an inline or ask tool (the others run by their kind). */
-enum lev_tool_op {
-	LEV_OP_NONE,
-	LEV_OP_SUBMIT_OUTPUT,
-	LEV_OP_CONTEXT_WRITE,
-	LEV_OP_CONTEXT_APPEND,
-	LEV_OP_CONTEXT_READ,
-	LEV_OP_CURRENT_TIME,
-	LEV_OP_ASK_TEXT,
-	LEV_OP_ASK_CHOICE,
-	LEV_OP_ASK_CONFIRM,
-};
 
 /*
  * One tool, one entry: every question about a tool is answered from it
- * (no code outside the registry compares tool names).  Built-in entries
- * are static; run-time entries (MCP, script tools) are added with
- * lev_tools_add().
+ * (no code outside the tool table compares tool names).  Built-in entries
+ * come from the tool table (tooltable.h, DESC) with their schema added;
+ * run-time entries (MCP, script tools) are added with lev_tools_add().
  */
 struct lev_tool_info {
+	const struct lev_tool_desc *desc;	/* the tool table's entry; NULL for run-time tools */
 	const char *name;		/* canonical */
 	const char *const *aliases;	/* other spellings ("bash"), NULL-terminated; may be NULL */
 	const char *description;
 	enum lev_tool_kind kind;	/* which handler family runs it */
-	enum lev_tool_op op;		/* inline and ask tools: which one */
+	enum lev_tool_op op;		/* which handler runs it */
 	unsigned touches;		/* LEV_TOUCH_* */
 	const char *detail_arg;		/* the argument a prompt shows ("command", "path", "url") */
 	const char *detail_arg2;	/* ... when the first is absent ("query"), or NULL */

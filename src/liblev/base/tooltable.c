@@ -1,0 +1,246 @@
+/*
+ * tooltable.c - the tool table (tooltable.h): every tool name lev knows.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "liblev/base/tooltable.h"
+#include "liblev/base/cleanup.h"
+
+static const char *const shell_aliases[] = { "bash", NULL };
+
+#define R LEV_TOUCH_READS
+#define W LEV_TOUCH_WRITES
+#define N LEV_TOUCH_NETWORK
+
+#define DA LEV_TOOLF_DEFAULT_ALLOW
+#define CL LEV_TOOLF_CLASSIFIED
+#define FOREIGN LEV_TOOLF_FOREIGN
+
+/* Taint classes: the label of a result, the direction, where the target is. */
+#define PUBLIC_OUT .label = LEV_PUBLIC, .direction = LEV_DIR_OUTBOUND
+#define PUBLIC_IN .label = LEV_PUBLIC, .direction = LEV_DIR_INBOUND
+#define INTERNAL_IN .label = LEV_INTERNAL, .direction = LEV_DIR_INBOUND
+#define INTERNAL_ONLY .label = LEV_INTERNAL, .direction = LEV_DIR_INTERNAL
+
+/* lev's own tools first (the registry offers them in this order), then the foreign names. */
+static const struct lev_tool_desc table[] = {
+	{ .name = "read_file", .kind = LEV_TOOL_FS, .op = LEV_OP_READ_FILE, .touches = R,
+	  .flags = DA | CL | LEV_TOOLF_FILE_RESULT, INTERNAL_IN, .detail_arg = "path",
+	  .description = "Read a text file inside the working directory (or a path the user "
+			 "granted). Long files are cut at 256 KiB with a note saying where to "
+			 "continue." },
+	{ .name = "read_files", .kind = LEV_TOOL_FS, .op = LEV_OP_READ_FILES, .touches = R,
+	  .flags = DA | CL | LEV_TOOLF_FILE_RESULT, INTERNAL_IN, .detail_arg = "path",
+	  .description = "Read several text files at once." },
+	{ .name = "list_dir", .kind = LEV_TOOL_FS, .op = LEV_OP_LIST_DIR, .touches = R,
+	  .flags = DA | CL | LEV_TOOLF_FILE_RESULT, INTERNAL_IN, .detail_arg = "path",
+	  .description = "List a directory: one entry per line, directories end in '/', "
+			 "symlinks in '@'." },
+	{ .name = "write_file", .kind = LEV_TOOL_FS, .op = LEV_OP_WRITE_FILE, .touches = W,
+	  .flags = CL, INTERNAL_ONLY, .detail_arg = "path",
+	  .description = "Create or replace a file inside the working directory with the given "
+			 "content." },
+	{ .name = "edit_file", .kind = LEV_TOOL_FS, .op = LEV_OP_EDIT_FILE, .touches = R | W,
+	  .flags = CL, INTERNAL_ONLY, .detail_arg = "path",
+	  .description = "Replace the one occurrence of old_str in a file with new_str." },
+	{ .name = "shell", .aliases = shell_aliases, .kind = LEV_TOOL_SHELL, .op = LEV_OP_SHELL,
+	  .touches = R | W | N | LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS, .flags = CL, PUBLIC_OUT,
+	  .detail_arg = "command",
+	  .description = "Run a shell command line in the working directory and return its "
+			 "output. Commands time out after 60 seconds; output is capped at 1 MiB "
+			 "per stream." },
+	{ .name = "web_fetch", .kind = LEV_TOOL_NET, .op = LEV_OP_WEB_FETCH, .touches = N,
+	  .flags = CL | LEV_TOOLF_BLUEPRINT_ALLOW, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL,
+	  .detail_arg = "url",
+	  .description = "Fetch a web page or text document over http(s) and return its text. "
+			 "HTML is reduced to readable text; binary content is refused." },
+	{ .name = "http_post", .kind = LEV_TOOL_NET, .op = LEV_OP_HTTP_POST, .touches = N,
+	  .flags = CL, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL, .detail_arg = "url",
+	  .description = "Send an HTTP POST with a body to a URL and return the status and the "
+			 "response text. Redirects are not followed." },
+	{ .name = "web_search", .kind = LEV_TOOL_NET, .op = LEV_OP_WEB_SEARCH, .touches = N,
+	  .flags = CL | LEV_TOOLF_BLUEPRINT_ALLOW, PUBLIC_OUT, .detail_arg = "url",
+	  .detail_arg2 = "query",
+	  .description = "Search the web and return a short list of results (title, URL, "
+			 "snippet)." },
+	{ .name = "submit_output", .kind = LEV_TOOL_INLINE, .op = LEV_OP_SUBMIT_OUTPUT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Submit the final output of this stage. The stage ends when you call "
+			 "it." },
+	{ .name = "context_write", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_WRITE,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Replace the content of a temporary or clearable context region with a "
+			 "note." },
+	{ .name = "context_append", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_APPEND,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Add a note to a temporary or clearable context region." },
+	{ .name = "context_read", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_READ,
+	  .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Return the current content of a context region." },
+	{ .name = "ask_user_text", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_TEXT,
+	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Ask the user a question and wait for a free-text answer. Use it only "
+			 "when you cannot go on without them." },
+	{ .name = "ask_user_choice", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CHOICE,
+	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Ask the user to pick one of several answers; returns the chosen "
+			 "answer's text." },
+	{ .name = "ask_user_confirm", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CONFIRM,
+	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
+	{ .name = "current_time", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CURRENT_TIME,
+	  .flags = DA | CL, PUBLIC_IN,
+	  .description = "The current date and time: local time with its UTC offset, and UTC." },
+
+	/* foreign: classified for policy and taint, not implemented */
+	{ .name = "check_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
+	{ .name = "context_delete", .flags = FOREIGN | DA },
+	{ .name = "context_list", .flags = FOREIGN | DA },
+	{ .name = "edit_document", .flags = FOREIGN | DA },
+	{ .name = "environment_info", .flags = FOREIGN | DA | CL, INTERNAL_IN },
+	{ .name = "fetch", .flags = FOREIGN | CL, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
+	{ .name = "http_get", .flags = FOREIGN | CL, PUBLIC_OUT,
+	  .target_from = LEV_TARGET_FROM_URL },
+	{ .name = "kill_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
+	{ .name = "locale_info", .flags = FOREIGN | DA | CL, PUBLIC_IN },
+	{ .name = "present_for_review", .flags = FOREIGN | CL, INTERNAL_ONLY },
+	{ .name = "runtime_info", .flags = FOREIGN | DA | CL, INTERNAL_IN },
+	{ .name = "send_to_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
+	{ .name = "spawn_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
+	{ .name = "system_info", .flags = FOREIGN | DA | CL, INTERNAL_IN },
+	{ .name = "todo_add", .flags = FOREIGN | DA },
+	{ .name = "todo_done", .flags = FOREIGN | DA },
+	{ .name = "todo_note", .flags = FOREIGN | DA },
+	{ .name = "todo_read", .flags = FOREIGN | CL, INTERNAL_ONLY },
+	{ .name = "todo_write", .flags = FOREIGN | CL, INTERNAL_ONLY },
+	{ .name = "wait_for_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
+	{ .name = "which_command", .flags = FOREIGN | DA | CL, INTERNAL_IN },
+};
+
+#undef R
+#undef W
+#undef N
+#undef DA
+#undef CL
+#undef FOREIGN
+#undef PUBLIC_OUT
+#undef PUBLIC_IN
+#undef INTERNAL_IN
+#undef INTERNAL_ONLY
+
+/*
+ * Every spelling (names and aliases) in an open-addressing hash, built once
+ * on first use: a lookup runs on every gate of every call, and is one hash
+ * and, for a known name, one strcmp.
+ */
+#define SLOTS 256	/* a power of two, well over twice the spellings */
+
+static const struct lev_tool_desc *slots[SLOTS];
+static const char *slot_names[SLOTS];
+static size_t n_slots_used;
+static pthread_once_t slots_once = PTHREAD_ONCE_INIT;
+
+static size_t spelling_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h & (SLOTS - 1);
+}
+
+/* Keep the hash at most half full (a spelling that does not fit is not found: the tests say so). */
+static void slot_add(const char *name, const struct lev_tool_desc *d)
+{
+	size_t i = spelling_hash(name);
+
+	if (2 * ++n_slots_used > SLOTS)
+		return;
+	while (slot_names[i])
+		i = (i + 1) & (SLOTS - 1);
+	slot_names[i] = name;
+	slots[i] = d;
+}
+
+static void slots_build(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		slot_add(table[i].name, &table[i]);
+		for (const char *const *al = table[i].aliases; al && *al; al++)
+			slot_add(*al, &table[i]);
+	}
+}
+
+const struct lev_tool_desc *lev_tooltable_find(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return NULL;
+	pthread_once(&slots_once, slots_build);
+	for (i = spelling_hash(name); slot_names[i]; i = (i + 1) & (SLOTS - 1))
+		if (!strcmp(slot_names[i], name))
+			return slots[i];
+	return NULL;
+}
+
+const struct lev_tool_desc *lev_tooltable_op(enum lev_tool_op op)
+{
+	/* lev's own tools come first, so the op of entry i is found at most at i */
+	for (size_t i = 0; op != LEV_OP_NONE && i < ARRAY_SIZE(table); i++)
+		if (table[i].op == op)
+			return &table[i];
+	return NULL;
+}
+
+const char *lev_tooltable_name(enum lev_tool_op op)
+{
+	const struct lev_tool_desc *d = lev_tooltable_op(op);
+
+	return d ? d->name : "";
+}
+
+size_t lev_tooltable_count(void)
+{
+	return ARRAY_SIZE(table);
+}
+
+const struct lev_tool_desc *lev_tooltable_at(size_t i)
+{
+	return i < ARRAY_SIZE(table) ? &table[i] : NULL;
+}
+
+unsigned lev_tooltable_flags(const char *name)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(name);
+
+	return d ? d->flags : 0;
+}
+
+bool lev_tooltable_is(const char *name, enum lev_tool_op op)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(name);
+
+	return d && op != LEV_OP_NONE && d->op == op;
+}
+
+bool lev_tooltable_touches(const char *name, unsigned touches)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(name);
+
+	return d && (d->touches & touches);
+}
+
+const char *lev_tool_canonical(const char *name)
+{
+	const struct lev_tool_desc *d = lev_tooltable_find(name);
+
+	return d ? d->name : name;
+}
+
+bool lev_tool_same(const char *a, const char *b)
+{
+	return strcmp(lev_tool_canonical(a), lev_tool_canonical(b)) == 0;
+}
