@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "liblev/base/error.h"
 #include "liblev/conf/config.h"
 
@@ -115,3 +117,21 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_check[];
 int cmd_run(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_run[];
+int cmd_daemon(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_daemon[];
+/* Start a detached daemon unless one answers; QUIET: print nothing on success. */
+int lev_daemon_start(bool quiet, unsigned idle_exit_secs);
+/* The hidden command a run's worker process serves (liblev/daemon/worker.h). */
+int cmd_worker(int argc, char **argv, struct lev_ctx *ctx);
+int cmd_ps(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_ps[];
+int cmd_respond(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_respond[];
+int cmd_result(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_result[];
+int cmd_logs(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_logs[];
+int cmd_cancel(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_cancel[];
+/* Send REQ (consumed) to the daemon; 0 and *reply, or a message printed and LEV_EXIT_FAIL. */
+int lev_daemon_call(json_t *req, json_t **reply);

@@ -40,6 +40,8 @@
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/daemon/proto.h"
+#include "liblev/policy/envfilter.h"
 
 extern char **environ;
 
@@ -48,7 +50,7 @@ extern char **environ;
 
 const char lev_usage_run[] =
 	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
-	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json]\n"
+	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json] [--detach]\n"
 	"\n"
 	"Run an agent in the foreground: every tool call passes permission, paths, the\n"
 	"network switch and the taint gate, and runs in the stage's sandbox.\n"
@@ -60,6 +62,8 @@ const char lev_usage_run[] =
 	"  --model PROV/MODEL    use this model for every stage\n"
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
 	"  --json                one JSON object per event on stdout\n"
+	"  --detach              hand the run to the daemon (started when none runs),\n"
+	"                        print its id and return; see 'lev ps', 'lev respond'\n"
 	"\n"
 	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
 	"an answer is denied and the agent's own questions (ask_user_*) are not\n"
@@ -580,6 +584,98 @@ static void read_path_warning(const struct lev_blueprint *bp, const struct lev_c
 	free(status);
 }
 
+/* ---- --detach ---------------------------------------------------------------- */
+
+static void env_add(json_t *env, const char *name)
+{
+	const char *v = name ? getenv(name) : NULL;
+	json_t *s;
+
+	if (!v)
+		return;
+	s = json_sprintf("%s=%s", name, v);
+	if (s)
+		json_array_append_new(env, s);
+}
+
+/*
+ * What the run's worker gets as its environment: ours as [security]
+ * shell_env lets it through, plus lev's own variables (where the data root
+ * and config are) and the providers' key variables, which the worker needs
+ * and its commands never see (the run filters them again).
+ */
+static json_t *detach_env(const struct lev_config *cfg)
+{
+	struct lev_envfilter ef = { cfg->shell_env, cfg->shell_env_withhold, cfg->allow_env_vars };
+	char **kept = lev_envfilter_apply(&ef, environ);
+	json_t *env = json_array();
+
+	for (char **e = kept; e && *e; e++) {
+		json_t *s = json_string(*e);
+
+		if (s)
+			json_array_append_new(env, s);
+	}
+	lev_strv_free(kept);
+	env_add(env, "LEVIATH_HOME");
+	env_add(env, "LEVIATH_CONFIG_PATH");
+	env_add(env, "OPENAI_API_KEY");
+	env_add(env, "ANTHROPIC_API_KEY");
+	for (size_t i = 0; i < cfg->n_providers; i++)
+		env_add(env, cfg->providers[i].api_key_env);
+	return env;
+}
+
+/* Hand the run to the daemon; print its id. */
+static int detach(const struct lev_agent_opts *o, const char *path, bool json)
+{
+	json_t *req = lev_proto_request("submit"), *r = json_object(), *allow = json_array();
+	json_t *reply = NULL;
+	char bp_real[PATH_MAX];
+	const char *id;
+
+	if (!realpath(path, bp_real)) {
+		json_decref(req);
+		json_decref(r);
+		json_decref(allow);
+		return lev_fail("cannot resolve '%s': %s", path, strerror(errno));
+	}
+	for (char *const *a = o->allow; a && *a; a++)
+		json_array_append_new(allow, json_string(*a));
+	json_object_set_new(r, "blueprint", json_string(bp_real));
+	json_object_set_new(r, "agent", json_string(o->bp->name ? o->bp->name : "?"));
+	json_object_set_new(r, "workdir", json_string(o->workdir));
+	if (o->task)
+		json_object_set_new(r, "task", json_string(o->task));
+	if (o->model)
+		json_object_set_new(r, "model", json_string(o->model));
+	if (o->oci_helper)
+		json_object_set_new(r, "oci_helper", json_string(o->oci_helper));
+	json_object_set_new(r, "yolo", json_boolean(o->yolo));
+	json_object_set_new(r, "no_seed_commands", json_boolean(o->no_seed_commands));
+	json_object_set_new(r, "allow", allow);
+	json_object_set_new(r, "env", detach_env(o->cfg));
+	json_object_set_new(req, "request", r);
+	if (o->task && !json_object_get(r, "task")) {
+		json_decref(req);
+		return lev_fail("--task: the task must be UTF-8 text");
+	}
+	/* a daemon this starts goes away 5 minutes after its last run */
+	if (lev_daemon_start(true, 300) != LEV_EXIT_OK || lev_daemon_call(req, &reply) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
+	id = lev_json_str(reply, "run");
+	if (json) {
+		printf("{\"run\":\"%s\"}\n", id);
+	} else {
+		printf("%s\n", id);
+		fprintf(stderr, "lev: run %s handed to the daemon; see 'lev ps', 'lev logs -f %s', "
+				"'lev result %s'\n",
+			id, id, id);
+	}
+	json_decref(reply);
+	return LEV_EXIT_OK;
+}
+
 /* ---- the command ------------------------------------------------------------ */
 
 int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
@@ -592,9 +688,11 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		{ "model", required_argument, NULL, 'm' },
 		{ "no-seed-commands", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "detach", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct front f = { .tty_fd = -1 };
+	bool detached = false;
 	struct lev_agent_opts o = { .cancel_fd = -1 };
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_blueprint *bp = NULL;
@@ -643,6 +741,9 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 			break;
 		case 'j':
 			f.json = true;
+			break;
+		case 'D':
+			detached = true;
 			break;
 		default:
 			lev_strv_free(allow);
@@ -713,6 +814,17 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		goto out;
 	read_path_warning(bp, cfg, real, home);
 
+	if (detached) {
+		o.bp = bp;
+		o.cfg = cfg;
+		o.workdir = real;
+		o.task = task;
+		o.allow = allow;
+		o.model = model;
+		o.oci_helper = ctx->oci_helper;
+		rc = detach(&o, path, f.json);
+		goto out;
+	}
 	if (f.tty && !f.json) {
 		pthread_mutex_init(&f.lock, NULL);
 		pthread_cond_init(&f.cond, NULL);

@@ -13,6 +13,7 @@
 #include "lev-version.h"
 #include "liblev/conf/credentials.h"
 #include "liblev/conf/datadir.h"
+#include "liblev/daemon/daemon.h"
 #include "lev/cmd.h"
 #include "lev/termout.h"
 
@@ -37,6 +38,12 @@ const struct lev_cmd lev_cmds[] = {
 	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
 	{ "run", cmd_run, "run an agent in the foreground, every tool call through every gate",
 	  lev_usage_run, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT | CMD_NEEDS_SANDBOX },
+	{ "ps", cmd_ps, "list the daemon's runs and what they wait on", lev_usage_ps, 0 },
+	{ "respond", cmd_respond, "answer a question a run is waiting on", lev_usage_respond, 0 },
+	{ "result", cmd_result, "show how a run ended and its output", lev_usage_result, 0 },
+	{ "logs", cmd_logs, "show a run's events, or follow them", lev_usage_logs, 0 },
+	{ "cancel", cmd_cancel, "cancel a run the daemon holds", lev_usage_cancel, 0 },
+	{ "daemon", cmd_daemon, "run the daemon, or start, stop or ask it", lev_usage_daemon, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 
@@ -273,6 +280,9 @@ int main(int argc, char **argv)
 		print_overview(stderr);
 		return LEV_EXIT_USAGE;
 	}
+	/* a run's worker process, started by the daemon; not a command for people */
+	if (!strcmp(argv[i], LEV_DAEMON_WORKER_CMD))
+		return finish(cmd_worker(argc - i, argv + i, &ctx));
 	c = lev_cmd_find(argv[i]);
 	if (!c) {
 		fprintf(stderr, "lev: '%s' is not a lev command; see 'lev --help'\n", argv[i]);

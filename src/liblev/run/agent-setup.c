@@ -382,7 +382,7 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	int r;
 
 	if (a->o.runs_dir) {
-		r = lev_runrecord_create(a->o.runs_dir, &a->rec, err);
+		r = lev_runrecord_create_as(a->o.runs_dir, a->o.run_id, &a->rec, err);
 		if (r < 0)
 			return r;
 	}

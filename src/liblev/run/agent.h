@@ -146,6 +146,7 @@ struct lev_agent_opts {
 	const char *model;		/* --model PROVIDER/MODEL, or NULL */
 	bool no_seed_commands;		/* --no-seed-commands */
 	const char *runs_dir;		/* <data root>/runs; NULL: no record (benchmarks) */
+	const char *run_id;		/* the record's id (the daemon's); NULL: a new one */
 	const char *data_root;		/* masked inside sandboxes, never written by file
 					   tools; NULL: from the env */
 	const char *policy_path;	/* policy.toml; NULL: none */

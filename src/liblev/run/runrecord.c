@@ -190,9 +190,17 @@ static int replace_file(struct lev_runrecord *rr, const char *name, const char *
 
 int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struct lev_err *err)
 {
+	return lev_runrecord_create_as(runs_dir, NULL, out, err);
+}
+
+int lev_runrecord_create_as(const char *runs_dir, const char *id, struct lev_runrecord **out,
+			    struct lev_err *err)
+{
 	struct lev_runrecord *rr;
 	int r, tries;
 
+	if (id && !lev_run_id_valid(id))
+		return lev_err_set(err, -EINVAL, "'%s' is not a run id", id);
 	r = lev_datadir_ensure(runs_dir, err);
 	if (r < 0)
 		return r;
@@ -203,7 +211,7 @@ int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struc
 	lev_buf_init(&rr->body, SIZE_MAX / 2);	/* append_body caps the line */
 	lev_buf_init(&rr->line, LEV_RUNRECORD_LINE_MAX + 256);
 	for (tries = 0;; tries++) {
-		rr->id = lev_run_id_new();
+		rr->id = id ? xstrdup(id) : lev_run_id_new();
 		rr->dir = lev_path_join(runs_dir, rr->id);
 		if (mkdir(rr->dir, LEV_DIR_MODE) == 0)
 			break;
@@ -211,7 +219,7 @@ int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struc
 		free(rr->id);
 		free(rr->dir);
 		rr->id = rr->dir = NULL;
-		if (r != -EEXIST || tries >= 16) {
+		if (r != -EEXIST || tries >= 16 || id) {
 			lev_err_errno(err, r, "cannot create run directory in '%s'", runs_dir);
 			lev_runrecord_free(rr);
 			return r;

@@ -66,6 +66,9 @@ bool lev_run_id_valid(const char *s);
  * its files, and write status "running".  *out owns the record.
  */
 int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struct lev_err *err);
+/* The same with the id ID (a valid run id; a directory of that name is an error); NULL: new. */
+int lev_runrecord_create_as(const char *runs_dir, const char *id, struct lev_runrecord **out,
+			    struct lev_err *err);
 
 /*
  * Close the record.  A record never finished keeps its last status (a

@@ -1,0 +1,194 @@
+/*
+ * cmd_ps.c - lev ps [--all] [--json]: the daemon's runs.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lev/cmd.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/base/termtext.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/daemon/proto.h"
+
+const char lev_usage_ps[] =
+	"usage: lev ps [--all] [--json]\n"
+	"\n"
+	"List the runs the daemon holds, and those that ended in the last five\n"
+	"minutes:  RUN AGENT STATUS STAGE ITER TOOLS READS AGE\n"
+	"\n"
+	"  --all     every ended run the daemon has on record, however old\n"
+	"  --json    {\"runs\": [...], \"finished\": [...], \"health\": {...}}\n"
+	"\n"
+	"STATUS is active, idle (started, not yet running), waiting: tool approval,\n"
+	"waiting: taint gate, waiting: user prompt (answer with 'lev respond'),\n"
+	"complete, cancelled or error: WHY.  READS is granted/declared [read_paths];\n"
+	"AGE is how long since the run last moved.\n";
+
+#define CELL_MAX 60
+#define NCOLS 8
+
+/* S as one terminal-safe line of at most CELL_MAX characters (fresh). */
+static char *cell(const char *s)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	size_t chars = 0, i;
+	char *out;
+
+	lev_termtext_add(&b, s ? s : "", s ? strlen(s) : 0);
+	out = lev_buf_detach(&b, NULL);
+	for (i = 0; out[i]; i++) {
+		if (out[i] == '\n' || out[i] == '\t')
+			out[i] = ' ';
+		if (((unsigned char)out[i] & 0xc0) != 0x80 && ++chars > CELL_MAX) {
+			strcpy(out + i, "...");
+			break;
+		}
+	}
+	return out;
+}
+
+static size_t width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static char *age(double since)
+{
+	double d = difftime(time(NULL), (time_t)since);
+
+	if (d < 0)
+		d = 0;
+	if (d < 120)
+		return xasprintf("%.0fs", d);
+	if (d < 7200)
+		return xasprintf("%.0fm", floor(d / 60));
+	if (d < 172800)
+		return xasprintf("%.0fh", floor(d / 3600));
+	return xasprintf("%.0fd", floor(d / 86400));
+}
+
+static void row_of(const json_t *r, char **row)
+{
+	const json_t *rp = json_object_get(r, "read_paths");
+	const char *status = lev_json_str(r, "status");
+	const char *error = lev_json_str(r, "error");
+	_cleanup_free_ char *st = NULL;
+
+	if (lev_streq(status, "error") && error)
+		st = xasprintf("error: %s", error);
+	row[0] = cell(lev_json_str(r, "id"));
+	row[1] = cell(lev_json_str(r, "agent"));
+	row[2] = cell(st ? st : status);
+	row[3] = cell(lev_json_str(r, "stage") && *lev_json_str(r, "stage") ? lev_json_str(r, "stage")
+									  : "-");
+	row[4] = xasprintf("%lld", (long long)json_integer_value(json_object_get(r, "iteration")));
+	row[5] = xasprintf("%lld", (long long)json_integer_value(json_object_get(r, "tools")));
+	if (json_integer_value(json_object_get(rp, "declared")) > 0)
+		row[6] = xasprintf("%lld/%lld",
+				   (long long)json_integer_value(json_object_get(rp, "granted")),
+				   (long long)json_integer_value(json_object_get(rp, "declared")));
+	else
+		row[6] = xstrdup("-");
+	row[7] = age(json_number_value(json_object_get(r, "moved")));
+}
+
+static void print_table(const json_t *runs, const json_t *fin)
+{
+	static const char *const head[NCOLS] = { "RUN",	  "AGENT", "STATUS", "STAGE",
+						 "ITER", "TOOLS", "READS",  "AGE" };
+	size_t n = json_array_size(runs) + json_array_size(fin), w[NCOLS];
+	char *(*rows)[NCOLS] = xcalloc(n + 1, sizeof(*rows));
+
+	for (int c = 0; c < NCOLS; c++) {
+		rows[0][c] = xstrdup(head[c]);
+		w[c] = strlen(head[c]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t nr = json_array_size(runs);
+
+		row_of(i < nr ? json_array_get(runs, i) : json_array_get(fin, i - nr), rows[i + 1]);
+		for (int c = 0; c < NCOLS; c++)
+			if (width(rows[i + 1][c]) > w[c])
+				w[c] = width(rows[i + 1][c]);
+	}
+	for (size_t i = 0; i <= n; i++) {
+		for (int c = 0; c < NCOLS; c++) {
+			if (c == NCOLS - 1)
+				printf("%s\n", rows[i][c]);
+			else
+				printf("%s%*s", rows[i][c], (int)(w[c] - width(rows[i][c]) + 2), "");
+			free(rows[i][c]);
+		}
+	}
+	free(rows);
+}
+
+int cmd_ps(int argc, char **argv, struct lev_ctx *ctx)
+{
+	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool all = false, json = false;
+	json_t *req, *reply = NULL;
+	const json_t *runs, *fin;
+	size_t waiting = 0, i;
+	json_t *r;
+	int c;
+
+	(void)ctx;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == 'a')
+			all = true;
+		else if (c == 'j')
+			json = true;
+		else
+			return lev_usage_error("ps", "unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind < argc)
+		return lev_usage_error("ps", "unexpected argument '%s'", argv[optind]);
+	req = lev_proto_request("ps");
+	json_object_set_new(req, "all", json_boolean(all));
+	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
+	runs = json_object_get(reply, "runs");
+	fin = json_object_get(reply, "finished");
+	if (json) {
+		json_t *out = json_pack("{s:O, s:O, s:O}", "runs", runs, "finished", fin, "health",
+					json_object_get(reply, "health"));
+
+		json_dumpf(out, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(out);
+		json_decref(reply);
+		return LEV_EXIT_OK;
+	}
+	if (!json_array_size(runs) && !json_array_size(fin)) {
+		printf("no runs\n");
+		json_decref(reply);
+		return LEV_EXIT_OK;
+	}
+	print_table(runs, fin);
+	json_array_foreach(runs, i, r)
+		if (lev_startswith(lev_json_str(r, "status") ? lev_json_str(r, "status") : "",
+				   "waiting: "))
+			waiting++;
+	if (waiting)
+		printf("\n%zu run%s an answer: lev respond\n", waiting,
+		       waiting == 1 ? " needs" : "s need");
+	json_decref(reply);
+	return LEV_EXIT_OK;
+}

@@ -1,0 +1,194 @@
+/*
+ * cmd_respond.c - lev respond [REQUEST_ID] [VALUE]: answer what a run waits on.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lev/cmd.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/termtext.h"
+#include "liblev/base/util.h"
+#include "liblev/daemon/proto.h"
+
+const char lev_usage_respond[] =
+	"usage: lev respond [REQUEST_ID [VALUE]] [--approve|--deny] [--stage|--session]\n"
+	"                   [--choice N] [--text TEXT] [--json]\n"
+	"\n"
+	"Answer a question a run is waiting on.  With no REQUEST_ID, list the open\n"
+	"ones (with --json: {\"requests\": [...]}).\n"
+	"\n"
+	"  --approve        approve a tool call (once), or say yes to a confirm question\n"
+	"  --deny           deny it, or say no\n"
+	"  --stage          with --approve: allow what this call runs for the rest of\n"
+	"                   the stage (tool approvals only)\n"
+	"  --session, --run with --approve: allow it for the rest of the run\n"
+	"  --choice N       pick option N (counted from 0) of a multiple-choice question\n"
+	"  --text TEXT      a free-text answer (VALUE is the same)\n"
+	"  --json           list the open requests as JSON\n";
+
+static void show(const char *s)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	lev_termtext_add(&b, s, strlen(s));
+	fputs(b.buf, stdout);
+	lev_buf_release(&b);
+}
+
+static int list(bool json)
+{
+	json_t *reply = NULL, *q;
+	const json_t *reqs;
+	size_t i;
+
+	if (lev_daemon_call(lev_proto_request("requests"), &reply) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
+	reqs = json_object_get(reply, "requests");
+	if (json) {
+		json_t *out = json_pack("{s:O}", "requests", reqs);
+
+		json_dumpf(out, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(out);
+		json_decref(reply);
+		return LEV_EXIT_OK;
+	}
+	if (!json_array_size(reqs))
+		printf("no open requests\n");
+	json_array_foreach(reqs, i, q) {
+		const char *kind = lev_json_str(q, "kind");
+		const json_t *choices = json_object_get(q, "choices");
+
+		printf("%s  run %s (agent '", lev_json_str(q, "id"), lev_json_str(q, "run"));
+		show(lev_json_str(q, "agent") ? lev_json_str(q, "agent") : "?");
+		printf("'), stage '");
+		show(lev_json_str(q, "stage") ? lev_json_str(q, "stage") : "");
+		printf("'\n  %s: ", lev_streq(kind, "taint")	    ? "taint gate"
+				    : lev_streq(kind, "question") ? "the agent asks"
+								  : "tool approval");
+		show(lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "");
+		putchar('\n');
+		if (lev_json_str(q, "detail")) {
+			printf("  ");
+			show(lev_json_str(q, "detail"));
+			putchar('\n');
+		}
+		for (size_t k = 0; k < json_array_size(choices); k++) {
+			printf("    %zu) ", k);
+			show(json_string_value(json_array_get(choices, k)));
+			putchar('\n');
+		}
+		if (lev_streq(kind, "permission"))
+			printf("  answer: lev respond %s --approve [--stage|--session] | --deny\n",
+			       lev_json_str(q, "id"));
+		else if (lev_streq(kind, "taint"))
+			printf("  answer: lev respond %s --approve [--session] | --deny\n",
+			       lev_json_str(q, "id"));
+		else if (lev_streq(lev_json_str(q, "question_kind"), "choice"))
+			printf("  answer: lev respond %s --choice N\n", lev_json_str(q, "id"));
+		else if (lev_streq(lev_json_str(q, "question_kind"), "confirm"))
+			printf("  answer: lev respond %s --approve | --deny\n", lev_json_str(q, "id"));
+		else
+			printf("  answer: lev respond %s --text TEXT\n", lev_json_str(q, "id"));
+	}
+	json_decref(reply);
+	return LEV_EXIT_OK;
+}
+
+int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
+{
+	static const struct option longopts[] = {
+		{ "approve", no_argument, NULL, 'a' },
+		{ "deny", no_argument, NULL, 'd' },
+		{ "stage", no_argument, NULL, 's' },
+		{ "session", no_argument, NULL, 'S' },
+		{ "run", no_argument, NULL, 'S' },
+		{ "choice", required_argument, NULL, 'c' },
+		{ "text", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *answer = NULL, *scope = NULL, *text = NULL;
+	bool json = false, have_choice = false;
+	uint64_t choice = 0;
+	json_t *req, *reply = NULL;
+	int c;
+
+	(void)ctx;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+		case 'd':
+			if (answer)
+				return lev_usage_error("respond", "--approve and --deny conflict");
+			answer = c == 'a' ? "approve" : "deny";
+			break;
+		case 's':
+		case 'S':
+			if (scope)
+				return lev_usage_error("respond", "--stage and --session conflict");
+			scope = c == 's' ? "stage" : "run";
+			break;
+		case 'c':
+			if (lev_parse_u64(optarg, &choice) < 0 || choice > 1000)
+				return lev_usage_error("respond", "--choice takes a number, got '%s'",
+						       optarg);
+			have_choice = true;
+			break;
+		case 't':
+			text = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		default:
+			if (optopt == 'c' || optopt == 't')
+				return lev_usage_error("respond", "option '%s' needs a value",
+						       argv[optind - 1]);
+			return lev_usage_error("respond", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc) {
+		if (answer || scope || text || have_choice)
+			return lev_usage_error("respond", "which request? give its REQUEST_ID");
+		return list(json);
+	}
+	if (optind + 2 < argc)
+		return lev_usage_error("respond", "unexpected argument '%s'", argv[optind + 2]);
+	if (optind + 1 < argc) {
+		if (text)
+			return lev_usage_error("respond", "give the answer as VALUE or --text, not both");
+		text = argv[optind + 1];
+	}
+	if (text) {
+		json_t *t = json_string(text);	/* jansson takes UTF-8 only */
+
+		if (!t)
+			return lev_usage_error("respond", "the answer must be UTF-8 text");
+		json_decref(t);
+	}
+	if (scope && !lev_streq(answer, "approve"))
+		return lev_usage_error("respond", "--%s goes with --approve",
+				       lev_streq(scope, "stage") ? "stage" : "session");
+	if (!answer && !text && !have_choice)
+		return lev_usage_error("respond", "no answer: give --approve, --deny, --choice N or "
+						  "--text TEXT");
+	req = lev_proto_request("respond");
+	json_object_set_new(req, "id", json_string(argv[optind]));
+	if (answer)
+		json_object_set_new(req, "answer", json_string(answer));
+	if (scope)
+		json_object_set_new(req, "scope", json_string(scope));
+	if (text)
+		json_object_set_new(req, "text", json_string(text));
+	if (have_choice)
+		json_object_set_new(req, "choice", json_integer((json_int_t)choice));
+	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
+	json_decref(reply);
+	return LEV_EXIT_OK;
+}

@@ -1,0 +1,83 @@
+/*
+ * cmd_result.c - lev result RUN [--json]: how a run ended, and its output.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lev/cmd.h"
+#include "liblev/base/util.h"
+#include "liblev/daemon/proto.h"
+
+const char lev_usage_result[] =
+	"usage: lev result RUN [--json]\n"
+	"\n"
+	"Print the output of a run the daemon holds.  A run still going, or one\n"
+	"that ended without output, failed or was cancelled, says so on stderr and\n"
+	"exits 1, so 'lev result RUN > out.txt' never writes an empty answer quietly.\n"
+	"\n"
+	"  --json    {\"id\", \"agent\", \"status\", \"result\", \"error\", \"record\"}\n";
+
+int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *status, *output, *id;
+	bool json = false;
+	json_t *req, *reply = NULL, *run;
+	int c, rc = LEV_EXIT_FAIL;
+
+	(void)ctx;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c != 'j')
+			return lev_usage_error("result", "unknown option '%s'", argv[optind - 1]);
+		json = true;
+	}
+	if (optind >= argc)
+		return lev_usage_error("result", "which run? give its RUN id");
+	if (optind + 1 < argc)
+		return lev_usage_error("result", "unexpected argument '%s'", argv[optind + 1]);
+	req = lev_proto_request("get");
+	json_object_set_new(req, "run", json_string(argv[optind]));
+	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
+	run = json_object_get(reply, "run");
+	status = lev_json_str(run, "status");
+	output = lev_json_str(run, "result");
+	id = lev_json_str(run, "id");
+	if (json) {
+		json_t *out = json_object();
+		const char *keys[] = { "id", "agent", "status", "result", "error", "record", NULL };
+
+		for (int i = 0; keys[i]; i++)
+			json_object_set(out, keys[i],
+					json_object_get(run, keys[i]) ? json_object_get(run, keys[i])
+								      : json_null());
+		json_dumpf(out, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(out);
+		rc = lev_streq(status, "complete") ? LEV_EXIT_OK : LEV_EXIT_FAIL;
+	} else if (lev_streq(status, "complete") && output && *output) {
+		fputs(output, stdout);
+		if (output[strlen(output) - 1] != '\n')
+			fputc('\n', stdout);
+		rc = LEV_EXIT_OK;
+	} else if (lev_streq(status, "complete")) {
+		lev_fail("run %s completed without output", id);
+	} else if (lev_streq(status, "error")) {
+		lev_fail("run %s failed: %s", id,
+			 lev_json_str(run, "error") ? lev_json_str(run, "error") : "unknown error");
+	} else if (lev_streq(status, "cancelled")) {
+		lev_fail("run %s was cancelled", id);
+	} else {
+		lev_fail("run %s has not ended (%s); try again later, or follow it with "
+			 "'lev logs -f %s'",
+			 id, status ? status : "?", id);
+	}
+	json_decref(reply);
+	return rc;
+}

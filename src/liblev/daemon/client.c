@@ -1,0 +1,64 @@
+/*
+ * client.c - a request and its reply (see client.h).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/daemon/client.h"
+#include "liblev/daemon/proto.h"
+#include "liblev/daemon/sock.h"
+
+int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	json_t *m = NULL;
+	int r;
+
+	r = lev_sock_path(&path, err);
+	if (r < 0)
+		return r;
+	r = lev_sock_connect(path, &fd, err);
+	if (r < 0) {
+		if (r == -ENOENT || r == -ECONNREFUSED)
+			return lev_err_set(err, r, "no daemon is running (start one with 'lev daemon "
+						   "start')");
+		return r;
+	}
+	r = lev_proto_send(fd, req, err);
+	if (r == 0)
+		r = lev_proto_recv(fd, &m, err);
+	/* a daemon refuses a peer (or a message) by closing the connection */
+	if (r == -EPIPE || r == -ECONNRESET || (r == 0 && !m))
+		return lev_err_set(err, -EPIPE, "the daemon closed the connection without a reply "
+						"(see its log)");
+	if (r < 0)
+		return r;
+	if (!json_is_true(json_object_get(m, "ok"))) {
+		const char *e = lev_json_str(m, "error");
+
+		r = lev_err_set(err, -EREMOTEIO, "%s", e ? e : "the daemon refused the request");
+		json_decref(m);
+		return r;
+	}
+	*reply = m;
+	return 0;
+}
+
+bool lev_client_ping(json_t **reply)
+{
+	json_t *req = lev_proto_request("ping"), *m = NULL;
+	int r = lev_client_call(req, &m, NULL);
+
+	json_decref(req);
+	if (r < 0)
+		return false;
+	if (reply)
+		*reply = m;
+	else
+		json_decref(m);
+	return true;
+}

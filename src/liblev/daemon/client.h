@@ -1,0 +1,19 @@
+/*
+ * client.h - talking to the daemon from a command.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "liblev/base/error.h"
+
+/*
+ * Send REQ to the daemon of this data root and read its reply.  0 and
+ * *reply (a new reference) when the daemon said ok; -ENOENT or
+ * -ECONNREFUSED (message: no daemon) when none answers; -EREMOTEIO with the
+ * daemon's own message when it refused the request.
+ */
+int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err);
+
+/* Whether a daemon answers a ping here; *reply (may be NULL) is its answer. */
+bool lev_client_ping(json_t **reply);

@@ -1,0 +1,57 @@
+/*
+ * daemon.h - the lev daemon: the control socket, the runs, their state.
+ *
+ * One process, one thread, one poll(2) loop.  It holds the lock
+ * (<data root>/daemon.lock), the control socket (sock.h), the database
+ * (store.h), and one worker process per run (worker.h), to which it is
+ * joined by a socketpair.  A worker's crash, hang or memory blow-up ends
+ * that run only: the daemon sees the worker exit (SIGCHLD) and marks its
+ * run failed.
+ *
+ * Requests on the control socket (proto.h framing; each gets one reply):
+ *
+ *	ping				{pid, runs, waiting, version}
+ *	submit {request}		start a run; {run: ID}
+ *	ps {all}			{runs, finished, health}
+ *	get {run}			{run: {...}}
+ *	requests			{requests: [...]}: the open questions
+ *	respond {id, answer|choice|text, scope}
+ *	cancel {run}
+ *	stop				stop the daemon (runs are cancelled)
+ *
+ * A submit's request: {blueprint: PATH, workdir: DIR, task, yolo, allow,
+ * model, no_seed_commands, oci_helper, env: ["NAME=VALUE", ...]}.  The
+ * worker gets exactly `env` as its environment.
+ *
+ * Every connection's peer is checked with SO_PEERCRED before anything is
+ * read from it: another uid is refused and logged.  A frame over
+ * LEV_PROTO_MAX, malformed JSON, or a request of another protocol version
+ * closes that connection, and only that one.
+ *
+ * Nothing here prints: the daemon's log lines go to opts->log.
+ */
+#pragma once
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "liblev/base/error.h"
+
+struct lev_daemon_opts {
+	const char *worker_exe;		/* the lev binary; runs `WORKER_EXE __worker` */
+	unsigned idle_exit_secs;	/* exit this long after the last run ends; 0: stay */
+	uint64_t run_data_limit;	/* RLIMIT_DATA of each worker (bytes); 0: none */
+	volatile sig_atomic_t *stop;	/* set to stop (from a signal handler) */
+	int stop_fd;			/* readable once stop is set; -1: none */
+	/* One log line (no newline); NULL: none. */
+	void (*log)(void *data, const char *line);
+	void *log_data;
+	/* Called once the socket listens (for `lev daemon start`); may be NULL. */
+	void (*ready)(void *data);
+};
+
+/* Serve until stopped.  -EBUSY when another daemon holds the lock. */
+int lev_daemon_serve(const struct lev_daemon_opts *opts, struct lev_err *err);
+
+/* The hidden command the worker binary serves runs with. */
+#define LEV_DAEMON_WORKER_CMD "__worker"

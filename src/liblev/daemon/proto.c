@@ -1,0 +1,244 @@
+/*
+ * proto.c - framed JSON (see proto.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "liblev/base/buf.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/daemon/proto.h"
+
+static int send_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOTSOCK) {
+				w = write(fd, c, n);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w < 0)
+					return -errno;
+			} else {
+				return -errno;
+			}
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int lev_proto_send(int fd, const json_t *msg, struct lev_err *err)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+	size_t len;
+	uint8_t hdr[4];
+	int r;
+
+	if (!s)
+		return lev_err_set(err, -EINVAL, "cannot encode a message");
+	len = strlen(s);
+	if (len > LEV_PROTO_MAX) {
+		free(s);
+		return lev_err_set(err, -EMSGSIZE, "a message of %zu bytes is over the limit of %zu",
+				   len, LEV_PROTO_MAX);
+	}
+	hdr[0] = (uint8_t)(len >> 24);
+	hdr[1] = (uint8_t)(len >> 16);
+	hdr[2] = (uint8_t)(len >> 8);
+	hdr[3] = (uint8_t)len;
+	r = send_all(fd, hdr, sizeof(hdr));
+	if (r == 0)
+		r = send_all(fd, s, len);
+	free(s);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot send a message");
+	return 0;
+}
+
+static size_t frame_len(const uint8_t *h)
+{
+	return (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | (size_t)h[3];
+}
+
+static int decode(const char *body, size_t len, json_t **out, struct lev_err *err)
+{
+	json_error_t je;
+	json_t *j;
+
+	if (memchr(body, '\0', len))
+		return lev_err_set(err, LEV_EPARSE, "a message holds a NUL byte");
+	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return lev_err_set(err, LEV_EPARSE, "a message is not JSON: %s", je.text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return lev_err_set(err, LEV_EPARSE, "a message is not a JSON object");
+	}
+	*out = j;
+	return 0;
+}
+
+static int read_full(int fd, void *p, size_t n, size_t *got)
+{
+	char *c = p;
+
+	*got = 0;
+	while (*got < n) {
+		ssize_t r = read(fd, c + *got, n - *got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return 0;
+		*got += (size_t)r;
+	}
+	return 0;
+}
+
+int lev_proto_recv(int fd, json_t **out, struct lev_err *err)
+{
+	uint8_t hdr[4];
+	size_t got, len;
+	char *body;
+	int r;
+
+	r = read_full(fd, hdr, sizeof(hdr), &got);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot read a message");
+	if (got == 0) {
+		*out = NULL;
+		return 0;
+	}
+	if (got < sizeof(hdr))
+		return lev_err_set(err, -EPIPE, "the stream ended inside a message");
+	len = frame_len(hdr);
+	if (len > LEV_PROTO_MAX)
+		return lev_err_set(err, -EMSGSIZE, "a message of %zu bytes is over the limit of %zu",
+				   len, LEV_PROTO_MAX);
+	body = xmalloc(len + 1);
+	r = read_full(fd, body, len, &got);
+	if (r < 0 || got < len) {
+		free(body);
+		return r < 0 ? lev_err_errno(err, r, "cannot read a message")
+			     : lev_err_set(err, -EPIPE, "the stream ended inside a message");
+	}
+	r = decode(body, len, out, err);
+	free(body);
+	return r;
+}
+
+int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_err *err)
+{
+	for (;;) {
+		ssize_t r;
+
+		if (in->hdr_got < sizeof(in->hdr)) {
+			r = recv(fd, in->hdr + in->hdr_got, sizeof(in->hdr) - in->hdr_got,
+				 MSG_DONTWAIT);
+		} else {
+			if (!in->body) {
+				in->len = frame_len(in->hdr);
+				if (in->len > LEV_PROTO_MAX)
+					return lev_err_set(err, -EMSGSIZE,
+							   "a message of %zu bytes is over the limit "
+							   "of %zu",
+							   in->len, LEV_PROTO_MAX);
+				in->body = xmalloc(in->len + 1);
+				in->got = 0;
+			}
+			if (in->got == in->len) {
+				int d = decode(in->body, in->len, out, err);
+
+				lev_proto_in_release(in);
+				return d < 0 ? d : 1;
+			}
+			r = recv(fd, in->body + in->got, in->len - in->got, MSG_DONTWAIT);
+		}
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return lev_err_errno(err, -errno, "cannot read a message");
+		}
+		if (r == 0)
+			return lev_err_set(err, -EPIPE, "end of stream");
+		if (in->hdr_got < sizeof(in->hdr))
+			in->hdr_got += (size_t)r;
+		else
+			in->got += (size_t)r;
+	}
+}
+
+bool lev_proto_in_idle(const struct lev_proto_in *in)
+{
+	return in->hdr_got == 0;
+}
+
+void lev_proto_in_release(struct lev_proto_in *in)
+{
+	free(in->body);
+	memset(in, 0, sizeof(*in));
+}
+
+json_t *lev_proto_request(const char *op)
+{
+	return json_pack("{s:i, s:s}", "v", LEV_PROTO_VERSION, "op", op);
+}
+
+json_t *lev_proto_ok(void)
+{
+	return json_pack("{s:i, s:b}", "v", LEV_PROTO_VERSION, "ok", 1);
+}
+
+json_t *lev_proto_fail(const char *fmt, ...)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	va_list ap;
+	json_t *j;
+
+	va_start(ap, fmt);
+	(void)lev_buf_vaddf(&b, fmt, ap);
+	va_end(ap);
+	j = json_pack("{s:i, s:b, s:s}", "v", LEV_PROTO_VERSION, "ok", 0, "error",
+		      b.buf ? b.buf : "");
+	lev_buf_release(&b);
+	return j;
+}
+
+int lev_proto_check(const json_t *msg, const char **op, struct lev_err *err)
+{
+	const json_t *v = json_object_get(msg, "v");
+	const char *o = lev_json_str(msg, "op");
+
+	if (!json_is_integer(v))
+		return lev_err_set(err, LEV_EPARSE, "a message without a protocol version");
+	if (json_integer_value(v) != LEV_PROTO_VERSION)
+		return lev_err_set(err, LEV_EPARSE, "protocol version %lld is not %d",
+				   (long long)json_integer_value(v), LEV_PROTO_VERSION);
+	if (!o || !*o)
+		return lev_err_set(err, LEV_EPARSE, "a message without an 'op'");
+	*op = o;
+	return 0;
+}
+
+const char *lev_json_str(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}

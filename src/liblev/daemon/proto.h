@@ -1,0 +1,76 @@
+/*
+ * proto.h - the daemon's wire format: framed JSON, versioned, bounded.
+ *
+ * A frame is a 4-byte big-endian length followed by that many bytes of one
+ * JSON object (UTF-8, no NUL).  Every request carries {"v": 1, "op": ...};
+ * every reply {"v": 1, "ok": true|false, ...} with "error" when ok is false.
+ * A frame longer than LEV_PROTO_MAX, one that is not a JSON object, or a
+ * request of another version is a protocol error: the daemon closes that
+ * connection (and only that one) without reading the rest.
+ *
+ * The same framing runs between the daemon and its run workers over a
+ * socketpair.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "liblev/base/error.h"
+
+#define LEV_PROTO_VERSION 1
+/* The largest frame either side accepts (bytes of JSON). */
+#define LEV_PROTO_MAX ((size_t)1 << 20)
+
+/*
+ * Send MSG as one frame on FD (blocking; SIGPIPE is never raised).
+ * -EMSGSIZE when it encodes to more than LEV_PROTO_MAX.
+ */
+int lev_proto_send(int fd, const json_t *msg, struct lev_err *err);
+
+/*
+ * Read one frame from FD (blocking).  0 and *out (a new reference) on a
+ * frame; 0 and *out = NULL on a clean end of stream before a frame begins;
+ * -EMSGSIZE for a frame over LEV_PROTO_MAX (its body is not read),
+ * LEV_EPARSE for one that is not a JSON object, -EPIPE for a stream that
+ * ends inside a frame.
+ */
+int lev_proto_recv(int fd, json_t **out, struct lev_err *err);
+
+/* A frame being read from a non-blocking stream, a piece at a time. */
+struct lev_proto_in {
+	uint8_t hdr[4];
+	size_t hdr_got;
+	char *body;		/* owned; NULL until the header is complete */
+	size_t len, got;
+};
+
+#define LEV_PROTO_IN_INIT { { 0 }, 0, NULL, 0, 0 }
+
+/*
+ * Read what FD has without blocking.  1 and *out (a new reference) when a
+ * frame is complete; 0 when more is needed; -EPIPE on end of stream
+ * (IN is then empty when it ended between frames: test with
+ * lev_proto_in_idle()), or the errors of lev_proto_recv().
+ */
+int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_err *err);
+bool lev_proto_in_idle(const struct lev_proto_in *in);
+void lev_proto_in_release(struct lev_proto_in *in);
+
+/* A request {"v": 1, "op": OP} to fill in (new reference). */
+json_t *lev_proto_request(const char *op);
+/* A reply {"v": 1, "ok": true} (new reference). */
+json_t *lev_proto_ok(void);
+/* A reply {"v": 1, "ok": false, "error": MSG} (new reference). */
+json_t *lev_proto_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Check a received request's shape: an object with "v" == 1 and a string
+ * "op" (returned through *op, borrowed).  LEV_EPARSE otherwise.
+ */
+int lev_proto_check(const json_t *msg, const char **op, struct lev_err *err);
+
+/* The string member KEY of O, or NULL (borrowed). */
+const char *lev_json_str(const json_t *o, const char *key);

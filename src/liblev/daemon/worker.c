@@ -1,0 +1,368 @@
+/*
+ * worker.c - one run in its own process (see worker.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/conf/agentstore.h"
+#include "liblev/conf/blueprint.h"
+#include "liblev/conf/config.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/daemon/proto.h"
+#include "liblev/daemon/worker.h"
+#include "liblev/policy/lint.h"
+#include "liblev/run/agent.h"
+
+static volatile sig_atomic_t w_cancel;
+static int w_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	w_cancel = 1;
+	if (w_pipe[1] >= 0)
+		(void)!write(w_pipe[1], "x", 1);
+	errno = saved;
+}
+
+struct worker {
+	int fd;
+	bool broken;		/* the daemon went away: answer nothing more */
+	int timeout_ms;
+};
+
+static void w_send(struct worker *w, json_t *msg)
+{
+	if (!w->broken && lev_proto_send(w->fd, msg, NULL) < 0)
+		w->broken = true;
+	json_decref(msg);
+}
+
+/* Wait for a reply with op OP; NULL on timeout, cancel or a broken link. */
+static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
+{
+	while (!w->broken) {
+		struct pollfd p[2] = { { .fd = w->fd, .events = POLLIN },
+				       { .fd = w_pipe[0], .events = POLLIN } };
+		json_t *m = NULL;
+		int r = poll(p, 2, timeout_ms);
+
+		if (r < 0 && errno == EINTR) {
+			if (w_cancel)
+				return NULL;
+			continue;
+		}
+		if (r <= 0 || w_cancel)
+			return NULL;
+		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
+			w->broken = true;
+			return NULL;
+		}
+		if (lev_streq(lev_json_str(m, "op"), op))
+			return m;
+		json_decref(m);
+	}
+	return NULL;
+}
+
+/* Long strings in EV cut to SLIM_MAX bytes (a fresh copy), so it fits a frame. */
+#define SLIM_MAX 4096
+
+static json_t *slim(const json_t *ev)
+{
+	json_t *copy = json_object(), *v;
+	const char *k;
+
+	json_object_foreach((json_t *)ev, k, v) {
+		if (json_is_string(v) && json_string_length(v) > SLIM_MAX) {
+			const char *s = json_string_value(v);
+			size_t n = SLIM_MAX;
+
+			while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+				n--;	/* never cut a UTF-8 sequence */
+			json_object_set_new(copy, k, json_sprintf("%.*s...", (int)n, s));
+		} else if (json_is_object(v) || json_is_array(v)) {
+			char *d = json_dumps(v, JSON_COMPACT);
+
+			if (d && strlen(d) > SLIM_MAX)
+				json_object_set_new(copy, k, json_string("(cut: too long)"));
+			else
+				json_object_set(copy, k, v);
+			free(d);
+		} else {
+			json_object_set(copy, k, v);
+		}
+	}
+	json_object_set_new(copy, "cut", json_true());
+	return copy;
+}
+
+static void hook_event(void *data, const json_t *ev, const char *line)
+{
+	struct worker *w = data;
+	bool ack = lev_streq(lev_json_str(ev, "event"), "tool_call") &&
+		   lev_streq(lev_json_str(ev, "decision"), "allow");
+	json_t *m = lev_proto_request("event");
+
+	/* the daemon keeps the journal and the status; the record has it all */
+	json_object_set_new(m, "event",
+			    line && strlen(line) > LEV_PROTO_MAX / 2 ? slim(ev) : json_deep_copy(ev));
+	json_object_set_new(m, "ack", json_boolean(ack));
+	w_send(w, m);
+	if (ack)
+		json_decref(w_wait(w, "ack", -1));
+}
+
+static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
+{
+	static const enum lev_ask_answer answers[] = { LEV_ANSWER_ONCE, LEV_ANSWER_STAGE,
+							LEV_ANSWER_RUN, LEV_ANSWER_DENY };
+	struct worker *w = data;
+	json_t *m = lev_proto_request("ask"), *reply;
+	enum lev_ask_answer a = LEV_ANSWER_NONE;
+	const char *s;
+
+	json_object_set_new(m, "kind",
+			    json_string(q->kind == LEV_ASK_TAINT ? "taint" : "permission"));
+	json_object_set_new(m, "stage", json_string(q->stage ? q->stage : ""));
+	json_object_set_new(m, "call_id", json_string(q->call_id ? q->call_id : ""));
+	json_object_set_new(m, "tool", json_string(q->tool ? q->tool : ""));
+	json_object_set_new(m, "prompt", json_string(q->prompt ? q->prompt : ""));
+	if (q->detail)
+		json_object_set_new(m, "detail", json_string(q->detail));
+	if (q->stage_label)
+		json_object_set_new(m, "stage_label", json_string(q->stage_label));
+	if (q->run_label)
+		json_object_set_new(m, "run_label", json_string(q->run_label));
+	w_send(w, m);
+	reply = w_wait(w, "answer", w->timeout_ms);
+	s = lev_json_str(reply, "answer");
+	/* the daemon sends lev_ask_answer_name()'s words */
+	for (size_t i = 0; s && i < sizeof(answers) / sizeof(answers[0]); i++)
+		if (!strcmp(s, lev_ask_answer_name(answers[i])))
+			a = answers[i];
+	if (q->kind == LEV_ASK_TAINT && a == LEV_ANSWER_STAGE)
+		a = LEV_ANSWER_DENY;
+	json_decref(reply);
+	return a;
+}
+
+static int hook_question(void *data, const struct lev_question *q, char **answer)
+{
+	static const char *const kinds[] = { "text", "choice", "confirm" };
+	struct worker *w = data;
+	json_t *m = lev_proto_request("ask"), *reply, *choices = json_array();
+	const char *t;
+
+	json_object_set_new(m, "kind", json_string("question"));
+	json_object_set_new(m, "question_kind", json_string(kinds[q->kind]));
+	json_object_set_new(m, "stage", json_string(q->stage ? q->stage : ""));
+	json_object_set_new(m, "call_id", json_string(q->call_id ? q->call_id : ""));
+	json_object_set_new(m, "prompt", json_string(q->question ? q->question : ""));
+	for (char *const *c = q->choices; c && *c; c++)
+		json_array_append_new(choices, json_string(*c));
+	json_object_set_new(m, "choices", choices);
+	w_send(w, m);
+	reply = w_wait(w, "answer", w->timeout_ms);
+	t = lev_json_str(reply, "text");
+	if (!t) {
+		json_decref(reply);
+		return -1;
+	}
+	*answer = xstrdup(t);
+	json_decref(reply);
+	return 0;
+}
+
+static char **strv_of(const json_t *arr)
+{
+	char **v = NULL;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e)
+		if (json_is_string(e))
+			v = lev_strv_push(v, json_string_value(e));
+	return v;
+}
+
+static void send_done(struct worker *w, const char *status, const char *output, const char *error)
+{
+	json_t *m = lev_proto_request("done");
+
+	json_object_set_new(m, "status", json_string(status));
+	if (output)
+		json_object_set_new(m, "output", json_string(output));
+	if (error)
+		json_object_set_new(m, "error", json_string(error));
+	w_send(w, m);
+}
+
+static void send_info(struct worker *w, const struct lev_blueprint *bp,
+		      const struct lev_config *cfg, const char *workdir, const char *home)
+{
+	json_t *m = lev_proto_request("info"), *rp = json_object(), *grants = json_array();
+	size_t n = lev_strv_len(bp->read_paths), granted = 0;
+	enum lev_grant_status *status = NULL;
+
+	if (n && lev_lint_grant_report(bp, cfg, workdir, home, &status, &granted, NULL) == 0) {
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(
+				grants, json_pack("{s:s, s:b}", "path", bp->read_paths[i],
+						  "granted", status[i] != LEV_GRANT_NOT_GRANTED));
+	}
+	free(status);
+	json_object_set_new(rp, "granted", json_integer((json_int_t)granted));
+	json_object_set_new(rp, "declared", json_integer((json_int_t)n));
+	json_object_set_new(rp, "grants", grants);
+	json_object_set_new(m, "agent", json_string(bp->name ? bp->name : "?"));
+	json_object_set_new(m, "read_paths", rp);
+	w_send(w, m);
+}
+
+static int setup_signals(struct lev_err *err)
+{
+	struct sigaction sa;
+	sigset_t none;
+
+	if (pipe2(w_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return lev_err_errno(err, -errno, "cannot make a pipe");
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	return 0;
+}
+
+int lev_worker_main(int fd, struct lev_err *err)
+{
+	struct worker w = { .fd = fd, .timeout_ms = -1 };
+	struct lev_agent_opts o = { .cancel_fd = -1 };
+	struct lev_blueprint *bp = NULL;
+	struct lev_agent *agent = NULL;
+	struct lev_config cfg;
+	bool cfg_loaded = false;
+	json_t *start = NULL, *req;
+	char **allow = NULL, **env = NULL;
+	_cleanup_free_ char *home = NULL, *root = NULL, *runs = NULL, *policy = NULL,
+			    *rules = NULL, *creds = NULL, *cfg_path = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+	const char *path, *workdir;
+	int r;
+
+	r = setup_signals(err);
+	if (r < 0)
+		return r;
+	r = lev_proto_recv(fd, &start, err);
+	if (r < 0)
+		return r;
+	if (!start || !lev_streq(lev_json_str(start, "op"), "start")) {
+		json_decref(start);
+		return lev_err_set(err, LEV_EPARSE, "the daemon sent no run");
+	}
+	req = json_object_get(start, "request");
+	path = lev_json_str(req, "blueprint");
+	workdir = lev_json_str(req, "workdir");
+	if (!path || !workdir) {
+		send_done(&w, "error", NULL, "the request names no blueprint or workdir");
+		goto out;
+	}
+	if (lev_blueprint_load(path, &bp, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
+	}
+	lev_agentstore_bind(bp);
+	if (lev_config_load(&cfg, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
+	}
+	cfg_loaded = true;
+	if (cfg.limits.interaction_timeout_secs)
+		w.timeout_ms = cfg.limits.interaction_timeout_secs > INT_MAX / 1000
+				       ? INT_MAX
+				       : (int)cfg.limits.interaction_timeout_secs * 1000;
+	else
+		w.timeout_ms = 3600 * 1000;
+	if (lev_home_dir(&home, NULL) < 0)
+		home = NULL;
+	if (lev_datadir_root(&root, &e) < 0 || lev_datadir_runs_dir(&runs, &e) < 0 ||
+	    lev_datadir_policy_path(&policy, &e) < 0 || lev_datadir_rules_dir(&rules, &e) < 0 ||
+	    lev_datadir_credentials_path(&creds, &e) < 0 ||
+	    lev_datadir_config_path(&cfg_path, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
+	}
+	send_info(&w, bp, &cfg, workdir, home);
+
+	allow = strv_of(json_object_get(req, "allow"));
+	env = strv_of(json_object_get(req, "env"));
+	o.bp = bp;
+	o.cfg = &cfg;
+	o.workdir = workdir;
+	o.task = lev_json_str(req, "task");
+	o.yolo = json_is_true(json_object_get(req, "yolo"));
+	o.allow = allow;
+	o.model = lev_json_str(req, "model");
+	o.no_seed_commands = json_is_true(json_object_get(req, "no_seed_commands"));
+	o.runs_dir = runs;
+	o.run_id = lev_json_str(start, "run");	/* the record is named as the daemon's run */
+	o.data_root = root;
+	o.policy_path = policy;
+	o.rules_dir = rules;
+	o.credentials_path = creds;
+	o.config_path = cfg_path;
+	o.home = home;
+	o.oci_helper = lev_json_str(req, "oci_helper");
+	o.envp = env;
+	o.cancel = &w_cancel;
+	o.cancel_fd = w_pipe[0];
+	o.hooks.ask = hook_ask;
+	o.hooks.question = hook_question;
+	o.hooks.event = hook_event;
+	o.hooks.data = &w;
+
+	if (lev_agent_new(&o, &agent, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
+	}
+	{
+		json_t *m = lev_proto_request("info");
+
+		if (lev_agent_record_dir(agent))
+			json_object_set_new(m, "record", json_string(lev_agent_record_dir(agent)));
+		w_send(&w, m);
+	}
+	if (lev_agent_run(agent, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
+	}
+	send_done(&w, lev_run_status_name(lev_agent_status(agent)), lev_agent_output(agent),
+		  lev_agent_error(agent));
+out:
+	lev_agent_free(agent);
+	if (cfg_loaded)
+		lev_config_release(&cfg);
+	lev_blueprint_free(bp);
+	lev_strv_free(allow);
+	lev_strv_free(env);
+	json_decref(start);
+	return 0;
+}

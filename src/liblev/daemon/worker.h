@@ -1,0 +1,35 @@
+/*
+ * worker.h - one run in its own process, reporting to the daemon.
+ *
+ * The daemon starts a worker per run (daemon.c: fork, then exec of the lev
+ * binary's hidden `__worker` command with the socketpair on fd 3 and the
+ * environment the client sent, nothing of the daemon's own).  The worker
+ * reads one {"op":"start","run":ID,"request":{...}} frame, builds the run
+ * exactly as `lev run` does (the blueprint, the config, lev_agent_new()),
+ * its record named <data root>/runs/ID, and runs it, speaking over the
+ * socketpair:
+ *
+ *	-> {"op":"info","record":DIR,"agent":NAME,"read_paths":{granted,declared,grants}}
+ *	-> {"op":"event","event":{...},"ack":B}	every event; with "ack" (a
+ *		tool_call about to be dispatched) it waits for {"op":"ack"}, so
+ *		the journal row is written before the call runs
+ *	-> {"op":"ask",...}			a question; waits for
+ *		{"op":"answer","answer":"once|stage|run|deny|none"} or
+ *		{"op":"answer","text":T} ([limits] interaction_timeout_secs,
+ *		then nobody answered: deny)
+ *	-> {"op":"done","status":S,"output":O,"error":E}
+ *
+ * SIGTERM, SIGINT and SIGHUP cancel the run (lev cancel); the worker sets
+ * PR_SET_PDEATHSIG before exec, so it is cancelled when the daemon dies.
+ * This is the worker process's front end: it installs its own signal
+ * handlers.
+ */
+#pragma once
+
+#include "liblev/base/error.h"
+
+/* The fd the daemon hands the worker its socketpair on. */
+#define LEV_WORKER_FD 3
+
+/* Serve one run on FD; 0 when it was run (whatever its outcome). */
+int lev_worker_main(int fd, struct lev_err *err);

@@ -1,0 +1,186 @@
+/*
+ * test-proto.c - the daemon's framing: a round trip, a frame fed one byte
+ * at a time, the size limit (refused from the header, before the body),
+ * malformed frames, the version check.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "liblev/daemon/proto.h"
+
+static void pair(int sv[2])
+{
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+}
+
+static void put_frame(int fd, const char *body, size_t len, size_t claimed)
+{
+	uint8_t h[4] = { (uint8_t)(claimed >> 24), (uint8_t)(claimed >> 16), (uint8_t)(claimed >> 8),
+			 (uint8_t)claimed };
+
+	assert_int_equal(write(fd, h, 4), 4);
+	if (len)
+		assert_int_equal(write(fd, body, len), (ssize_t)len);
+}
+
+static void test_round_trip(void **state)
+{
+	json_t *req = lev_proto_request("ping"), *got = NULL;
+	const char *op = NULL;
+	int sv[2];
+
+	(void)state;
+	pair(sv);
+	json_object_set_new(req, "text", json_string("caf\xc3\xa9 \"quoted\"\n"));
+	assert_int_equal(lev_proto_send(sv[0], req, NULL), 0);
+	assert_int_equal(lev_proto_recv(sv[1], &got, NULL), 0);
+	assert_non_null(got);
+	assert_true(json_equal(req, got));
+	assert_int_equal(lev_proto_check(got, &op, NULL), 0);
+	assert_string_equal(op, "ping");
+	json_decref(got);
+	/* a clean end of stream between frames */
+	close(sv[0]);
+	got = (json_t *)1;
+	assert_int_equal(lev_proto_recv(sv[1], &got, NULL), 0);
+	assert_null(got);
+	close(sv[1]);
+	json_decref(req);
+}
+
+static void test_piecewise(void **state)
+{
+	struct lev_proto_in in = LEV_PROTO_IN_INIT;
+	const char body[] = "{\"v\":1,\"op\":\"ps\"}";
+	uint8_t h[4] = { 0, 0, 0, sizeof(body) - 1 };
+	json_t *got = NULL;
+	int sv[2], r = 0;
+
+	(void)state;
+	pair(sv);
+	assert_true(lev_proto_in_idle(&in));
+	for (size_t i = 0; i < 4 + sizeof(body) - 1; i++) {
+		char c = i < 4 ? (char)h[i] : body[i - 4];
+
+		assert_int_equal(write(sv[0], &c, 1), 1);
+		r = lev_proto_in_read(&in, sv[1], &got, NULL);
+		if (i + 1 < 4 + sizeof(body) - 1) {
+			assert_int_equal(r, 0);
+			assert_false(lev_proto_in_idle(&in));
+		}
+	}
+	assert_int_equal(r, 1);
+	assert_string_equal(lev_json_str(got, "op"), "ps");
+	assert_true(lev_proto_in_idle(&in));
+	json_decref(got);
+	/* the peer goes away between frames: -EPIPE, and idle */
+	close(sv[0]);
+	assert_int_equal(lev_proto_in_read(&in, sv[1], &got, NULL), -EPIPE);
+	assert_true(lev_proto_in_idle(&in));
+	lev_proto_in_release(&in);
+	close(sv[1]);
+}
+
+static void test_oversized(void **state)
+{
+	struct lev_proto_in in = LEV_PROTO_IN_INIT;
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *got = NULL, *big;
+	char *s;
+	int sv[2];
+
+	(void)state;
+	pair(sv);
+	/* refused from the header alone: no body needs to follow */
+	put_frame(sv[0], NULL, 0, 10 << 20);
+	assert_int_equal(lev_proto_in_read(&in, sv[1], &got, &err), -EMSGSIZE);
+	assert_non_null(strstr(err.msg, "over the limit of 1048576"));
+	lev_proto_in_release(&in);
+	put_frame(sv[0], NULL, 0, LEV_PROTO_MAX + 1);
+	assert_int_equal(lev_proto_recv(sv[1], &got, NULL), -EMSGSIZE);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* nor is one sent */
+	pair(sv);
+	s = malloc(LEV_PROTO_MAX + 1);
+	memset(s, 'x', LEV_PROTO_MAX);
+	s[LEV_PROTO_MAX] = '\0';
+	big = json_pack("{s:s}", "x", s);
+	assert_int_equal(lev_proto_send(sv[0], big, NULL), -EMSGSIZE);
+	json_decref(big);
+	free(s);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void test_malformed(void **state)
+{
+	static const char *const bad[] = { "nojso", "[1,2]", "\"str\"", "{\"a\":1,\"a\":2}" };
+	json_t *got = NULL;
+	int sv[2];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pair(sv);
+		put_frame(sv[0], bad[i], strlen(bad[i]), strlen(bad[i]));
+		assert_int_equal(lev_proto_recv(sv[1], &got, NULL), LEV_EPARSE);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	/* a NUL inside the JSON */
+	pair(sv);
+	put_frame(sv[0], "{\"a\":\"\0\"}", 9, 9);
+	assert_int_equal(lev_proto_recv(sv[1], &got, NULL), LEV_EPARSE);
+	close(sv[0]);
+	close(sv[1]);
+	/* a stream that ends inside a frame */
+	pair(sv);
+	put_frame(sv[0], "{\"v\"", 4, 20);
+	close(sv[0]);
+	assert_int_equal(lev_proto_recv(sv[1], &got, NULL), -EPIPE);
+	close(sv[1]);
+}
+
+static void test_check(void **state)
+{
+	json_t *m;
+	const char *op = NULL;
+
+	(void)state;
+	m = json_pack("{s:i, s:s}", "v", 2, "op", "ping");
+	assert_int_equal(lev_proto_check(m, &op, NULL), LEV_EPARSE);
+	json_decref(m);
+	m = json_pack("{s:s}", "op", "ping");
+	assert_int_equal(lev_proto_check(m, &op, NULL), LEV_EPARSE);
+	json_decref(m);
+	m = json_pack("{s:i}", "v", 1);
+	assert_int_equal(lev_proto_check(m, &op, NULL), LEV_EPARSE);
+	json_decref(m);
+	m = json_pack("{s:i, s:s}", "v", 1, "op", "");
+	assert_int_equal(lev_proto_check(m, &op, NULL), LEV_EPARSE);
+	json_decref(m);
+	m = lev_proto_fail("no run '%s'", "x");
+	assert_false(json_is_true(json_object_get(m, "ok")));
+	assert_string_equal(lev_json_str(m, "error"), "no run 'x'");
+	json_decref(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_piecewise),
+		cmocka_unit_test(test_oversized),  cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_check),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
