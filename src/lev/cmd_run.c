@@ -678,7 +678,29 @@ static int detach(const struct lev_agent_opts *o, const char *path, bool json)
 
 /* ---- the command ------------------------------------------------------------ */
 
-int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
+/* What the command line asked for. */
+struct run_args {
+	char *task_arg;
+	char *workdir;
+	char *model;
+	char **allow;
+	const char *agent;	/* argv's NAME|PATH */
+	bool yolo;
+	bool no_seed_commands;
+	bool json;
+	bool detach;
+};
+
+static void run_args_release(struct run_args *a)
+{
+	free(a->task_arg);
+	free(a->workdir);
+	free(a->model);
+	lev_strv_free(a->allow);
+}
+
+/* Parse the command line into A: 0, or the usage error's exit code. */
+static int parse_run_args(int argc, char **argv, struct run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "task", required_argument, NULL, 't' },
@@ -691,85 +713,178 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		{ "detach", no_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct front f = { .tty_fd = -1 };
-	bool detached = false;
-	struct lev_agent_opts o = { .cancel_fd = -1 };
-	struct lev_err err = LEV_ERR_INIT;
-	struct lev_blueprint *bp = NULL;
-	struct lev_agent *agent = NULL;
-	const struct lev_config *cfg = &ctx->cfg;
-	const struct lev_data_paths *at = &ctx->paths;
-	_cleanup_free_ char *task_arg = NULL;
-	_cleanup_free_ char *task = NULL;
-	_cleanup_free_ char *workdir_arg = NULL;
-	_cleanup_free_ char *model = NULL;
-	_cleanup_free_ char *path = NULL;
-	_cleanup_free_ char *home = NULL;
-	char **allow = NULL;
-	char real[PATH_MAX];
-	struct stat st;
-	int c, rc = LEV_EXIT_FAIL;
+	int c;
 
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "t:w:m:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			free(task_arg);
-			task_arg = xstrdup(optarg);
+			free(a->task_arg);
+			a->task_arg = xstrdup(optarg);
 			break;
 		case 'w':
-			free(workdir_arg);
-			workdir_arg = xstrdup(optarg);
+			free(a->workdir);
+			a->workdir = xstrdup(optarg);
 			break;
 		case 'y':
-			o.yolo = true;
+			a->yolo = true;
 			break;
 		case 'a':
-			if (!*optarg) {
-				lev_strv_free(allow);
+			if (!*optarg)
 				return lev_usage_error("run", "--allow needs a tool name");
-			}
-			allow = lev_strv_push(allow, optarg);
+			a->allow = lev_strv_push(a->allow, optarg);
 			break;
 		case 'm':
-			free(model);
-			model = xstrdup(optarg);
+			free(a->model);
+			a->model = xstrdup(optarg);
 			break;
 		case 'S':
-			o.no_seed_commands = true;
+			a->no_seed_commands = true;
 			break;
 		case 'j':
-			f.json = true;
+			a->json = true;
 			break;
 		case 'D':
-			detached = true;
+			a->detach = true;
 			break;
 		default:
-			lev_strv_free(allow);
 			if (optopt && strchr("twm", optopt))
 				return lev_usage_error("run", "option '-%c' needs a value", optopt);
 			return lev_usage_error("run", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc) {
-		lev_strv_free(allow);
+	if (optind >= argc)
 		return lev_usage_error("run", "which agent? give a NAME or PATH");
-	}
-	if (optind + 1 < argc) {
-		lev_strv_free(allow);
+	if (optind + 1 < argc)
 		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
-	}
-	if (model && (!strchr(model, '/') || model[0] == '/')) {
-		lev_strv_free(allow);
-		return lev_usage_error("run", "--model takes PROVIDER/MODEL, got '%s'", model);
-	}
+	if (a->model && (!strchr(a->model, '/') || a->model[0] == '/'))
+		return lev_usage_error("run", "--model takes PROVIDER/MODEL, got '%s'", a->model);
+	a->agent = argv[optind];
+	return 0;
+}
 
-	if (task_arg && load_task(task_arg, &task) != 0)
+/* The workdir ARG (NULL: the current directory) made real into REAL[PATH_MAX]. */
+static int resolve_workdir(const char *arg, char *real)
+{
+	_cleanup_free_ char *cwd = arg ? NULL : getcwd(NULL, 0);
+	const char *dir = arg ? arg : cwd;
+	struct stat st;
+
+	if (!dir || !realpath(dir, real)) {
+		lev_fail("--workdir '%s' is not a usable directory: %s", dir ? dir : ".",
+			 strerror(errno));
+		return -1;
+	}
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		lev_fail("--workdir '%s' is not a directory", dir);
+		return -1;
+	}
+	return 0;
+}
+
+static void spinner_start(struct front *f)
+{
+	if (!f->tty || f->json)
+		return;
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->cond, NULL);
+	f->spin_started = pthread_create(&f->spin_thread, NULL, spinner_main, f) == 0;
+}
+
+static void spinner_stop(struct front *f)
+{
+	if (!f->spin_started)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->stop = true;
+	pthread_cond_signal(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+	pthread_join(f->spin_thread, NULL);
+	spinner_clear(f);
+}
+
+/* The run's options from the command line, the data paths and the front end. */
+static void fill_opts(struct lev_agent_opts *o, struct lev_ctx *ctx, struct front *f)
+{
+	const struct lev_data_paths *at = &ctx->paths;
+
+	o->runs_dir = at->runs;
+	o->data_root = at->root;
+	o->policy_path = at->policy;
+	o->rules_dir = at->rules;
+	o->credentials_path = at->credentials;
+	o->config_path = at->config;
+	o->envp = environ;
+	o->cancel = &run_cancel;
+	o->cancel_fd = cancel_pipe[0];
+	o->hooks.ask = hook_ask;
+	if (f->tty_fd >= 0)
+		o->hooks.question = hook_question;
+	o->hooks.event = hook_event;
+	o->hooks.thinking = hook_thinking;
+	o->hooks.data = f;
+}
+
+/* Say how the run ended; its exit code. */
+static int report_end(struct front *f, const struct lev_agent *agent)
+{
+	const char *id = lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-";
+	const char *record = lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none";
+	const char *output;
+
+	switch (lev_agent_status(agent)) {
+	case LEV_RUN_COMPLETE:
+		if (f->json)
+			return LEV_EXIT_OK;
+		output = lev_agent_output(agent);
+		say(f, "lev: run %s complete (record: %s)\n", id, record);
+		if (output) {
+			fputs(output, stdout);
+			if (*output && output[strlen(output) - 1] != '\n')
+				fputc('\n', stdout);
+		}
+		return LEV_EXIT_OK;
+	case LEV_RUN_CANCELLED:
+		if (!f->json)
+			say(f, "lev: run %s interrupted (record: %s)\n", id, record);
+		return EXIT_INTERRUPTED;
+	default:
+		if (!f->json)
+			lev_fail("run %s failed: %s (record: %s)", id,
+				 lev_agent_error(agent) ? lev_agent_error(agent) : "unknown error",
+				 record);
+		return LEV_EXIT_FAIL;
+	}
+}
+
+int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct run_args a = { 0 };
+	struct front f = { .tty_fd = -1 };
+	struct lev_agent_opts o = { .cancel_fd = -1 };
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_blueprint *bp = NULL;
+	struct lev_agent *agent = NULL;
+	const struct lev_config *cfg = &ctx->cfg;
+	_cleanup_free_ char *task = NULL;
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *home = NULL;
+	char real[PATH_MAX];
+	int rc = LEV_EXIT_FAIL;
+
+	rc = parse_run_args(argc, argv, &a);
+	if (rc != 0) {
+		run_args_release(&a);
+		return rc;
+	}
+	rc = LEV_EXIT_FAIL;
+	f.json = a.json;
+	if (a.task_arg && load_task(a.task_arg, &task) != 0)
 		goto out;
 
 	/* the blueprint and the config */
-	if (lev_agentstore_resolve(argv[optind], &path, &err) < 0 ||
+	if (lev_agentstore_resolve(a.agent, &path, &err) < 0 ||
 	    lev_blueprint_load(path, &bp, &err) < 0) {
 		lev_fail("%s", err.msg);
 		goto out;
@@ -783,21 +898,10 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	for (char **w = cfg->warnings; w && *w; w++)
 		lev_warn("%s", *w);
 
-	/* the workdir */
-	if (!workdir_arg)
-		workdir_arg = getcwd(NULL, 0);
-	if (!workdir_arg || !realpath(workdir_arg, real)) {
-		lev_fail("--workdir '%s' is not a usable directory: %s",
-			 workdir_arg ? workdir_arg : ".", strerror(errno));
+	if (resolve_workdir(a.workdir, real) < 0)
 		goto out;
-	}
-	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		lev_fail("--workdir '%s' is not a directory", workdir_arg);
-		goto out;
-	}
 	if (lev_home_dir(&home, NULL) < 0)
 		home = NULL;
-
 	/* where things live */
 	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
 		goto out;
@@ -814,46 +918,22 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		goto out;
 	read_path_warning(bp, cfg, real, home);
 
-	if (detached) {
-		o.bp = bp;
-		o.cfg = cfg;
-		o.workdir = real;
-		o.task = task;
-		o.allow = allow;
-		o.model = model;
-		o.oci_helper = ctx->oci_helper;
-		rc = detach(&o, path, f.json);
-		goto out;
-	}
-	if (f.tty && !f.json) {
-		pthread_mutex_init(&f.lock, NULL);
-		pthread_cond_init(&f.cond, NULL);
-		f.spin_started = pthread_create(&f.spin_thread, NULL, spinner_main, &f) == 0;
-	}
-
 	o.bp = bp;
 	o.cfg = cfg;
 	o.workdir = real;
 	o.task = task;
-	o.allow = allow;
-	o.model = model;
-	o.runs_dir = at->runs;
-	o.data_root = at->root;
-	o.policy_path = at->policy;
-	o.rules_dir = at->rules;
-	o.credentials_path = at->credentials;
-	o.config_path = at->config;
-	o.home = home;
+	o.allow = a.allow;
+	o.model = a.model;
+	o.yolo = a.yolo;
+	o.no_seed_commands = a.no_seed_commands;
 	o.oci_helper = ctx->oci_helper;
-	o.envp = environ;
-	o.cancel = &run_cancel;
-	o.cancel_fd = cancel_pipe[0];
-	o.hooks.ask = hook_ask;
-	if (f.tty_fd >= 0)
-		o.hooks.question = hook_question;
-	o.hooks.event = hook_event;
-	o.hooks.thinking = hook_thinking;
-	o.hooks.data = &f;
+	if (a.detach) {
+		rc = detach(&o, path, f.json);
+		goto out;
+	}
+	o.home = home;
+	fill_opts(&o, ctx, &f);
+	spinner_start(&f);
 
 	if (lev_agent_new(&o, &agent, &err) < 0) {
 		lev_fail("%s", err.msg);
@@ -861,48 +941,9 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	if (lev_agent_run(agent, &err) < 0)
 		lev_warn("%s", err.msg);
-
-	switch (lev_agent_status(agent)) {
-	case LEV_RUN_COMPLETE:
-		rc = LEV_EXIT_OK;
-		if (!f.json) {
-			const char *output = lev_agent_output(agent);
-
-			say(&f, "lev: run %s complete (record: %s)\n",
-			    lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-",
-			    lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none");
-			if (output) {
-				fputs(output, stdout);
-				if (*output && output[strlen(output) - 1] != '\n')
-					fputc('\n', stdout);
-			}
-		}
-		break;
-	case LEV_RUN_CANCELLED:
-		rc = EXIT_INTERRUPTED;
-		if (!f.json)
-			say(&f, "lev: run %s interrupted (record: %s)\n",
-			    lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-",
-			    lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none");
-		break;
-	default:
-		rc = LEV_EXIT_FAIL;
-		if (!f.json)
-			lev_fail("run %s failed: %s (record: %s)",
-				 lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-",
-				 lev_agent_error(agent) ? lev_agent_error(agent) : "unknown error",
-				 lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none");
-		break;
-	}
+	rc = report_end(&f, agent);
 out:
-	if (f.spin_started) {
-		pthread_mutex_lock(&f.lock);
-		f.stop = true;
-		pthread_cond_signal(&f.cond);
-		pthread_mutex_unlock(&f.lock);
-		pthread_join(f.spin_thread, NULL);
-		spinner_clear(&f);
-	}
+	spinner_stop(&f);
 	/* freeing the agent kills commands and removes containers */
 	lev_agent_free(agent);
 	if (rc != EXIT_INTERRUPTED && run_cancel)
@@ -911,6 +952,6 @@ out:
 		close(f.tty_fd);
 	free(f.last_allowed);
 	lev_blueprint_free(bp);
-	lev_strv_free(allow);
+	run_args_release(&a);
 	return rc;
 }

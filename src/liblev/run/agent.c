@@ -473,14 +473,11 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 	return END_DONE;
 }
 
-int lev_agent_run(struct lev_agent *a, struct lev_err *err)
+/* The record starts with run_started, then the warnings found before it. */
+static void run_started_event(struct lev_agent *a, size_t entry)
 {
-	struct lev_err e = LEV_ERR_INIT;
-	size_t entry = a->cur;
-	json_t *ev;
-	int r;
+	json_t *ev = agent_event_new("run_started");
 
-	ev = agent_event_new("run_started");
 	json_object_set_new(ev, "run", agent_jtext(lev_agent_run_id(a)));
 	json_object_set_new(ev, "agent", agent_jtext(a->bp->name));
 	/* the installed agent, unchanged since `lev add` (agentstore.h) */
@@ -496,6 +493,32 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 	for (char **w = a->pending_warnings; w && *w; w++)
 		agent_warn(a, "%s", *w);
 	a->pending_warnings = lev_strv_free(a->pending_warnings);
+}
+
+static void stage_finished_event(struct lev_agent *a, const struct lev_stage *st,
+				 enum stage_end end)
+{
+	json_t *ev = agent_event_new("stage_finished");
+
+	json_object_set_new(ev, "stage", agent_jtext(st->name));
+	json_object_set_new(ev, "iterations", json_integer(a->iteration));
+	json_object_set_new(ev, "end", json_string(end == END_DONE ? (a->stage_end ? a->stage_end
+										      : "answer")
+						   : end == END_MAX_ITERATIONS ? "max_iterations"
+						   : end == END_ERROR	       ? "error"
+						   : end == END_SCRIPT	       ? "script_end"
+										: "cancelled"));
+	json_object_set_new(ev, "output", agent_jtext_capped(a->stage_output));
+	agent_emit(a, ev);
+}
+
+int lev_agent_run(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_err e = LEV_ERR_INIT;
+	size_t entry = a->cur;
+	int r;
+
+	run_started_event(a, entry);
 
 	r = agent_run_seeds(a, &e);
 	if (r == 0)
@@ -513,18 +536,7 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 		const char *hint = NULL, *target;
 		int next;
 
-		ev = agent_event_new("stage_finished");
-		json_object_set_new(ev, "stage", agent_jtext(st->name));
-		json_object_set_new(ev, "iterations", json_integer(a->iteration));
-		json_object_set_new(ev, "end", json_string(
-						      end == END_DONE ? (a->stage_end ? a->stage_end
-										      : "answer")
-						      : end == END_MAX_ITERATIONS ? "max_iterations"
-						      : end == END_ERROR	  ? "error"
-						      : end == END_SCRIPT ? "script_end"
-									  : "cancelled"));
-		json_object_set_new(ev, "output", agent_jtext_capped(a->stage_output));
-		agent_emit(a, ev);
+		stage_finished_event(a, st, end);
 
 		if (end == END_CANCELLED) {
 			finish(a, LEV_RUN_CANCELLED, NULL, "interrupted");
