@@ -9,45 +9,7 @@ lev() {
 	setsid -w "$LEV" "$@"
 }
 
-export LEVIATH_HOME="$TRASH/lh"
-ROOT="$LEVIATH_HOME/.leviath"
-mkdir -p "$ROOT" && chmod 700 "$LEVIATH_HOME" "$ROOT"
-SOCK="$ROOT/daemon.sock"
-
-stop_daemon() {
-	"$LEV" daemon stop >/dev/null 2>&1
-}
-trap 'stop_daemon; _lev_cleanup' EXIT
-
-# wait_for CMD...: retry CMD (quietly) until it succeeds, at most 30 s.
-wait_for() {
-	local i
-	for i in $(seq 300); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "wait_for: '$*' never succeeded" >&2
-	return 1
-}
-
-# field RUN KEY: a field of RUN as `lev ps --all --json` shows it
-field() {
-	"$LEV" ps --all --json | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-for r in d["runs"] + d["finished"]:
-    if r["id"] == sys.argv[1]:
-        v = r.get(sys.argv[2])
-        print("" if v is None else v)
-' "$1" "$2"
-}
-
-# status_is RUN STATUS: RUN's STATUS column in `lev ps --all` starts with
-# STATUS (no python here: it is polled)
-status_is() {
-	"$LEV" ps --all | grep -q "^$1  *[^ ]*  *$2"
-}
-
+. "$SRC_DIR/tests/daemon-lib.sh"
 
 # raw PYTHON: run PYTHON with `frame(obj_or_bytes)`, `conn()` and `recv(s)` defined
 raw() {

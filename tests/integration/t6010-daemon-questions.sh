@@ -5,27 +5,7 @@
 # (once, --session) reaches the run.
 . "$SRC_DIR/tests/lib.sh"
 
-export LEVIATH_HOME="$TRASH/lh"
-ROOT="$LEVIATH_HOME/.leviath"
-mkdir -p "$ROOT" && chmod 700 "$LEVIATH_HOME" "$ROOT"
-
-trap '"$LEV" daemon stop >/dev/null 2>&1; _lev_cleanup' EXIT
-
-wait_for() {
-	local i
-	for i in $(seq 300); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "wait_for: '$*' never succeeded" >&2
-	return 1
-}
-
-# status_is RUN STATUS: RUN's STATUS column in `lev ps --all` starts with
-# STATUS (no python here: it is polled)
-status_is() {
-	"$LEV" ps --all | grep -q "^$1  *[^ ]*  *$2"
-}
+. "$SRC_DIR/tests/daemon-lib.sh"
 
 has_request() {
 	"$LEV" respond | grep -q "^q[0-9]"

@@ -4,37 +4,7 @@
 # under its own limits.
 . "$SRC_DIR/tests/lib.sh"
 
-export LEVIATH_HOME="$TRASH/lh"
-ROOT="$LEVIATH_HOME/.leviath"
-mkdir -p "$ROOT" && chmod 700 "$LEVIATH_HOME" "$ROOT"
-
-trap '"$LEV" daemon stop >/dev/null 2>&1; _lev_cleanup' EXIT
-
-wait_for() {
-	local i
-	for i in $(seq 300); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	echo "wait_for: '$*' never succeeded" >&2
-	return 1
-}
-
-field() {
-	"$LEV" ps --all --json | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-r = [r for r in d["runs"] + d["finished"] if r["id"] == sys.argv[1]][0]
-v = r.get(sys.argv[2])
-print("" if v is None else v)
-' "$1" "$2"
-}
-
-# status_is RUN STATUS: RUN's STATUS column in `lev ps --all` starts with
-# STATUS (no python here: it is polled)
-status_is() {
-	"$LEV" ps --all | grep -q "^$1  *[^ ]*  *$2"
-}
+. "$SRC_DIR/tests/daemon-lib.sh"
 
 gone() {
 	! kill -0 "$1" 2>/dev/null

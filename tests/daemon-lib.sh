@@ -1,0 +1,44 @@
+# daemon-lib.sh - the set-up the daemon tests (t60xx) share; source it after
+# lib.sh.
+#
+# Sets LEVIATH_HOME to a data root of the test's own (ROOT, mode 0700, with
+# the control socket at SOCK), stops the test's daemon at exit, and defines:
+#   wait_for CMD...      retry CMD quietly until it succeeds, at most 30 s
+#   field RUN KEY        a field of RUN as `lev ps --all --json` shows it
+#   status_is RUN STATUS RUN's STATUS column in `lev ps --all` starts with
+#                        STATUS (no python: it is polled)
+
+export LEVIATH_HOME="$TRASH/lh"
+ROOT="$LEVIATH_HOME/.leviath"
+SOCK="$ROOT/daemon.sock"
+mkdir -p "$ROOT" && chmod 700 "$LEVIATH_HOME" "$ROOT"
+
+stop_daemon() {
+	"$LEV" daemon stop >/dev/null 2>&1
+}
+trap 'stop_daemon; _lev_cleanup' EXIT
+
+wait_for() {
+	local i
+	for i in $(seq 300); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "wait_for: '$*' never succeeded" >&2
+	return 1
+}
+
+field() {
+	"$LEV" ps --all --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for r in d["runs"] + d["finished"]:
+    if r["id"] == sys.argv[1]:
+        v = r.get(sys.argv[2])
+        print("" if v is None else v)
+' "$1" "$2"
+}
+
+status_is() {
+	"$LEV" ps --all | grep -q "^$1  *[^ ]*  *$2"
+}
