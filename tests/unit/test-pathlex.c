@@ -1,5 +1,5 @@
 /*
- * test-pathlex.c - lev_path_lexical(), which reads a path by its words
+ * test-pathlex.c - lev_path_under(), and lev_path_lexical(), which reads a path by its words
  * alone, against the kernel's own path walk: in a tree without symlinks,
  * every generated path that realpath(3) resolves must come out the same
  * (a differential test on generated input), plus a few fixed cases for
@@ -42,6 +42,18 @@ static void test_fixed(void **state)
 	expect("/w", "a/b/../../c", "/w/c");
 	expect("/w", "...", "/w/...");
 	expect("/w", "..a/.b", "/w/..a/.b");
+}
+
+static void test_under(void **state)
+{
+	(void)state;
+	assert_true(lev_path_under("/w", "/w"));
+	assert_true(lev_path_under("/w/a/b", "/w"));
+	assert_false(lev_path_under("/wx", "/w"));
+	assert_false(lev_path_under("/", "/w"));
+	assert_false(lev_path_under("/v/w", "/w"));
+	assert_true(lev_path_under("/anything", "/"));
+	assert_true(lev_path_under("/", "/"));
 }
 
 /* A small deterministic generator (xorshift), so a failure names its seed. */
@@ -119,6 +131,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixed),
+		cmocka_unit_test(test_under),
 		cmocka_unit_test(test_against_realpath),
 	};
 

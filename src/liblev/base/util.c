@@ -255,6 +255,15 @@ char *lev_path_join(const char *a, const char *b)
 	return xasprintf("%.*s/%s", (int)la, a, b);
 }
 
+bool lev_path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (n == 1 && root[0] == '/')
+		return true;
+	return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
 char *lev_path_lexical(const char *dir, const char *p)
 {
 	_cleanup_free_ char *full = p[0] == '/' ? xstrdup(p) : lev_path_join(dir, p);

@@ -54,6 +54,9 @@ int lev_home_dir(char **out, struct lev_err *err);
 /* Join A and B with exactly one '/' between them. */
 char *lev_path_join(const char *a, const char *b);
 
+/* True when PATH is ROOT or lies beneath it, by whole components ("/" holds every path). */
+bool lev_path_under(const char *path, const char *root);
+
 /*
  * P made absolute against DIR (when relative) and cleaned by its words
  * alone: "." and empty components dropped, ".." removes the one before

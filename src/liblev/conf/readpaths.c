@@ -178,45 +178,6 @@ static bool path_under(const char *path, size_t plen, const char *root, size_t r
 }
 
 /*
- * Lexically normalise the absolute path P: collapse "//", drop ".", fold
- * ".." (".." at the root stays at the root).  Caller frees.
- */
-static char *lexnorm(const char *p)
-{
-	size_t n = strlen(p), o = 0, i = 0;
-	char *out = xmalloc(n + 2);
-
-	out[o++] = '/';
-	while (i < n) {
-		size_t j;
-
-		while (i < n && p[i] == '/')
-			i++;
-		j = i;
-		while (j < n && p[j] != '/')
-			j++;
-		if (j == i)
-			break;
-		if (j - i == 1 && p[i] == '.') {
-			/* nothing */
-		} else if (j - i == 2 && p[i] == '.' && p[i + 1] == '.') {
-			while (o > 1 && out[o - 1] != '/')
-				o--;
-			if (o > 1)
-				o--;
-		} else {
-			if (o > 1)
-				out[o++] = '/';
-			memcpy(out + o, p + i, j - i);
-			o += j - i;
-		}
-		i = j;
-	}
-	out[o] = '\0';
-	return out;
-}
-
-/*
  * Split a real path.  Returns false unless P is absolute and canonical in
  * form: no empty, "." or ".." components, not too long.
  */
@@ -388,7 +349,7 @@ static void push_seg(struct entry *e, enum seg_type t, const char *text, size_t 
 /* Push the components of the absolute path P as literal segments. */
 static void push_literal_path(struct entry *e, const char *p)
 {
-	_cleanup_free_ char *n = lexnorm(p);
+	_cleanup_free_ char *n = lev_path_lexical("/", p);
 	const char *s = n + 1;
 
 	while (*s) {
@@ -435,7 +396,7 @@ static int compile_glob(struct entry *e, const char *body, const char *workdir, 
 		e->relative = true;
 		if (!workdir)
 			return entry_err(err, e->raw, "a relative entry needs a workdir");
-		wd = lexnorm(workdir);
+		wd = lev_path_lexical("/", workdir);
 		o = strlen(wd);
 		rest = pat;
 		/* fold the leading run of "." and ".." into the workdir */
@@ -580,7 +541,7 @@ static int compile_regex(struct entry *e, const char *body, const char *home, st
 		if (!home)
 			return entry_err(err, e->raw, "no home directory resolved for '~' expansion");
 		{
-			_cleanup_free_ char *h = lexnorm(home);
+			_cleanup_free_ char *h = lev_path_lexical("/", home);
 			/* "/" as home: "~/x" must not become "//x" */
 			regex_escape(&expanded, strcmp(h, "/") ? h : "");
 		}
@@ -715,7 +676,7 @@ static int compile_entry(struct entry *e, const char *raw, const char *workdir, 
 			e->root = lev_path_join(workdir, raw);
 		}
 		if (r == 0) {
-			e->lexroot = lexnorm(e->root);
+			e->lexroot = lev_path_lexical("/", e->root);
 			if (!(flags & C_NO_FS)) {
 				e->realroot = realpath(e->root, NULL);
 				e->realroot_len = e->realroot ? strlen(e->realroot) : 0;
@@ -1014,7 +975,7 @@ bool lev_readpaths_match_lexically(const struct lev_readpaths *s, const char *pa
 
 	if (!s || !path || path[0] != '/')
 		return false;
-	norm = lexnorm(path);
+	norm = lev_path_lexical("/", path);
 	if (!split_real(norm, &sp))
 		return false;
 	n = strlen(norm);

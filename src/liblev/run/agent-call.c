@@ -628,14 +628,6 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 	return l;
 }
 
-/* True when the absolute path P lies in DIR or below. */
-static bool path_inside(const char *dir, const char *p)
-{
-	size_t n = strlen(dir);
-
-	return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/' || (n == 1 && dir[0] == '/'));
-}
-
 /* True when V is a string that, read against DIR by its words alone, is the path P. */
 static bool names_path(const json_t *v, const char *dir, const char *p)
 {
@@ -681,7 +673,8 @@ static enum lev_level refusal_label(const struct lev_agent *a, const struct call
 	const char *p = cs->gd.path;
 	enum lev_level l = a->seen;
 
-	if (p && p[0] == '/' && !path_inside(a->workdir, p) && !(cs->args && args_name(cs->args, a->workdir, p)))
+	if (p && p[0] == '/' && !lev_path_under(p, a->workdir) &&
+	    !(cs->args && args_name(cs->args, a->workdir, p)))
 		l = LEV_PRIVATE;
 	if (cs->gd.gate == LEV_GATE_TAINT)
 		l = lev_level_max(l, cs->gd.taint_level);

@@ -171,15 +171,6 @@ void lev_sbx_nsplan_free(struct lev_sbx_nsplan *p)
 	free(p);
 }
 
-static bool within(const char *p, const char *a)
-{
-	size_t n = strlen(a);
-
-	if (!strcmp(a, "/"))
-		return true;
-	return !strncmp(p, a, n) && (p[n] == '\0' || p[n] == '/');
-}
-
 static bool is_real_dir(const char *p)
 {
 	struct stat st;
@@ -266,7 +257,7 @@ int lev_sbx_ns_setup(struct lev_sandbox *sb, struct lev_err *err)
 	if (sb->spec.network && (have & LEV_LAYER_MOUNTNS)) {
 		char real[PATH_MAX];
 
-		if (realpath("/etc/resolv.conf", real) && within(real, "/run"))
+		if (realpath("/etc/resolv.conf", real) && lev_path_under(real, "/run"))
 			sb->resolv_target = xstrdup(real);
 	}
 	return 0;
@@ -284,7 +275,7 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 	char buf[64];
 	size_t i;
 	char *const *m;
-	bool wd_in_fresh = within(sb->workdir, "/tmp") || within(sb->workdir, "/run");
+	bool wd_in_fresh = lev_path_under(sb->workdir, "/tmp") || lev_path_under(sb->workdir, "/run");
 
 	add_op(pl, MOP_PRIVATE, "/", NULL, -1, false);
 	add_op(pl, MOP_CLONE, sb->workdir, NULL, SLOT_WORKDIR, false);
@@ -354,9 +345,10 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 
 		/* /tmp, /run and /dev are fresh: nothing of the host's is there,
 		 * except what the workdir brings back */
-		if ((within(*m, "/tmp") || within(*m, "/run") || within(*m, "/var/run") ||
-		     within(*m, "/dev") || within(*m, "/proc")) &&
-		    !within(*m, sb->workdir))
+		if ((lev_path_under(*m, "/tmp") || lev_path_under(*m, "/run") ||
+		     lev_path_under(*m, "/var/run") || lev_path_under(*m, "/dev") ||
+		     lev_path_under(*m, "/proc")) &&
+		    !lev_path_under(*m, sb->workdir))
 			continue;
 		if (lstat(*m, &st) < 0)
 			continue;
@@ -368,7 +360,7 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 static bool above_a_mask(const char *p, char *const *masks)
 {
 	for (; masks && *masks; masks++)
-		if (strcmp(p, *masks) != 0 && within(*masks, p))
+		if (strcmp(p, *masks) != 0 && lev_path_under(*masks, p))
 			return true;
 	return false;
 }
@@ -376,7 +368,7 @@ static bool above_a_mask(const char *p, char *const *masks)
 static bool is_masked(const char *p, char *const *masks)
 {
 	for (; masks && *masks; masks++)
-		if (within(p, *masks))
+		if (lev_path_under(p, *masks))
 			return true;
 	return false;
 }

@@ -251,15 +251,6 @@ static const char *const mount_denylist[] = {
 	"/run/containerd", "/var/run/containerd", "/var/lib/docker", "/var/lib/containers",
 };
 
-static bool under(const char *p, const char *a)
-{
-	size_t n = strlen(a);
-
-	if (!strcmp(a, "/"))
-		return true;
-	return !strncmp(p, a, n) && (p[n] == '\0' || p[n] == '/');
-}
-
 int lev_oci_mount_normalize(const char *path, char **out, struct lev_err *err)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(PATH_MAX);
@@ -307,13 +298,13 @@ int lev_oci_mount_normalize(const char *path, char **out, struct lev_err *err)
 			if (strcmp(b.buf, "/") != 0)
 				continue;
 		}
-		if (under(b.buf, d)) {
+		if (lev_path_under(b.buf, d)) {
 			lev_buf_release(&b);
 			return lev_err_set(err, LEV_EUSAGE,
 					   "mount '%s' is not allowed: it exposes '%s' to the container",
 					   path, d);
 		}
-		if (under(d, b.buf)) {
+		if (lev_path_under(d, b.buf)) {
 			lev_buf_release(&b);
 			return lev_err_set(err, LEV_EUSAGE,
 					   "mount '%s' is not allowed: it contains '%s'", path, d);

@@ -498,16 +498,6 @@ static char *normalize_abs(const char *p)
 	return lev_buf_detach(&b, NULL);
 }
 
-/* True when P is A or lies beneath A. */
-static bool path_within(const char *p, const char *a)
-{
-	size_t n = strlen(a);
-
-	if (!strcmp(a, "/"))
-		return true;
-	return !strncmp(p, a, n) && (p[n] == '\0' || p[n] == '/');
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -605,7 +595,7 @@ static int build_masks(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
 	for (i = 0; i < n; i++) {
 		size_t k = lev_strv_len(out);
 
-		if (k && path_within(all[i], out[k - 1]))
+		if (k && lev_path_under(all[i], out[k - 1]))
 			continue;
 		out = lev_strv_push(out, all[i]);
 	}
@@ -641,12 +631,12 @@ static int check_workdir(struct lev_sandbox *sb, const char *given, struct lev_e
 			return lev_err_set(err, LEV_EUSAGE,
 					   "workdir '%s' is a system directory; pick a project directory",
 					   given);
-	if (path_within(real, "/proc") || path_within(real, "/sys") || path_within(real, "/dev") ||
-	    path_within(real, "/run"))
+	if (lev_path_under(real, "/proc") || lev_path_under(real, "/sys") || lev_path_under(real, "/dev") ||
+	    lev_path_under(real, "/run"))
 		return lev_err_set(err, LEV_EUSAGE, "workdir '%s' lies in '%s'; pick a project directory",
 				   given, real);
 	for (m = sb->masks; m && *m; m++)
-		if (path_within(real, *m))
+		if (lev_path_under(real, *m))
 			return lev_err_set(err, LEV_EUSAGE,
 					   "workdir '%s' lies inside the masked path '%s'", given, *m);
 	sb->workdir = xstrdup(real);
@@ -674,7 +664,7 @@ static int own_files_in_workdir(struct lev_sandbox *sb, const struct lev_sandbox
 	else if (lev_datadir_root(&root, NULL) < 0)
 		root = NULL;
 	for (p = own; p && *p; p++) {
-		if (!path_within(*p, sb->workdir))
+		if (!lev_path_under(*p, sb->workdir))
 			continue;
 		if (!masked)
 			return lev_err_set(err, LEV_EUSAGE,
@@ -863,7 +853,7 @@ static bool cwd_ok(const struct lev_sandbox *sb, const char *cwd, char **real_ou
 		lev_err_errno(err, -errno, "cannot use directory '%s'", cwd);
 		return false;
 	}
-	if (!path_within(real, sb->workdir)) {
+	if (!lev_path_under(real, sb->workdir)) {
 		lev_err_set(err, LEV_EUSAGE, "directory '%s' is outside the sandbox workdir '%s'",
 			    cwd, sb->workdir);
 		return false;
