@@ -37,6 +37,7 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/policy/lint.h"
 #include "liblev/base/strv.h"
+#include "liblev/provider/provider.h"
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -608,6 +609,7 @@ static json_t *detach_env(const struct lev_config *cfg)
 {
 	struct lev_envfilter ef = { cfg->shell_env, cfg->shell_env_withhold, cfg->allow_env_vars };
 	char **kept = lev_envfilter_apply(&ef, environ);
+	_cleanup_strv_ char **builtin = NULL;
 	json_t *env = json_array();
 
 	for (char **e = kept; e && *e; e++) {
@@ -619,8 +621,9 @@ static json_t *detach_env(const struct lev_config *cfg)
 	lev_strv_free(kept);
 	env_add(env, "LEVIATH_HOME");
 	env_add(env, "LEVIATH_CONFIG_PATH");
-	env_add(env, "OPENAI_API_KEY");
-	env_add(env, "ANTHROPIC_API_KEY");
+	builtin = lev_builtin_provider_vars(false);
+	for (char **v = builtin; v && *v; v++)
+		env_add(env, *v);
 	for (size_t i = 0; i < cfg->n_providers; i++)
 		env_add(env, cfg->providers[i].api_key_env);
 	return env;

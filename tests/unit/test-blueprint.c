@@ -465,7 +465,8 @@ static void test_model_lists(void **state)
 	struct lev_blueprint *bp = parse_ok(
 		AGENT STAGE "model = { models = [{ provider = \"google\", model = \"g\" }, "
 		"{ provider = \"openai\", model = \"o\" }], fallbacks = [{ provider = "
-		"\"anthropic\", model = \"a\" }], request_timeout_secs = 30 }\n");
+		"\"anthropic\", model = \"a\" }], request_timeout_secs = 30, "
+		"allow_user_default = false, parameters = { top_p = 1 } }\n");
 	const struct lev_model_ref *m = &bp->stages[0].model;
 
 	(void)state;
@@ -475,8 +476,11 @@ static void test_model_lists(void **state)
 	assert_string_equal(m->choices[2].provider, "anthropic");
 	assert_string_equal(m->provider, "google");
 	assert_string_equal(m->model, "g");
+	/* run with Leviath's meaning now; `parameters` is still a finding */
+	assert_int_equal(m->timeout_secs, 30);
+	assert_true(m->no_user_default);
 	assert_int_equal(bp->n_findings, 1);
-	assert_string_equal(bp->findings[0].key, "stages.main.model.request_timeout_secs");
+	assert_string_equal(bp->findings[0].key, "stages.main.model.parameters");
 	assert_string_equal(bp->findings[0].stage, "main");
 	lev_blueprint_free(bp);
 }

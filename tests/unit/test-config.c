@@ -16,6 +16,7 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/config.h"
+#include "liblev/conf/credentials.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
@@ -271,13 +272,38 @@ static void test_leviath_config(void **state)
 	assert_int_equal(lev_strv_len(c.fallback_order), 2);
 	assert_string_equal(c.fallback_order[1], "openai/b");
 	assert_non_null(lev_config_provider(&c, "mine"));
-	assert_int_equal(lev_strv_len(c.warnings), 3);
-	assert_non_null(strstr(c.warnings[0], "not run by lev: Leviath's 'default_provider'"));
-	assert_non_null(strstr(c.warnings[1], "'providers.anthropic_api_key'"));
-	/* the key itself is never repeated in a message */
-	assert_null(strstr(c.warnings[1], "sk-x"));
-	assert_non_null(strstr(c.warnings[2], "'limits.max_concurrent_tools'"));
+	/* read now: default_provider, the flat key (its name, never its value) */
+	assert_string_equal(c.default_provider, "anthropic");
+	assert_non_null(lev_config_flat_provider(&c, "anthropic"));
+	assert_true(lev_config_flat_provider(&c, "anthropic")->has_key);
+	assert_int_equal(lev_strv_len(c.warnings), 1);
+	assert_non_null(strstr(c.warnings[0], "'limits.max_concurrent_tools'"));
 	lev_config_release(&c);
+
+	/* default_model is a bare id: "<default_provider>/" is dropped, and said */
+	assert_int_equal(parse("default_provider = \"ollama\"\n"
+			       "default_model = \"ollama/qwen3:8b\"\n"
+			       "request_timeout_secs = 90\n"
+			       "ollama_base_url = \"http://gpu.lan:11434\"\n"
+			       "openrouter_api_key = \"sk-or-1\"\n"
+			       "[providers]\n"
+			       "openai_base_url = \"https://gw.corp/v1\"\n",
+			       &c, &err),
+			 0);
+	assert_string_equal(c.default_model, "qwen3:8b");
+	assert_int_equal(c.request_timeout_secs, 90);
+	assert_string_equal(lev_config_flat_provider(&c, "ollama")->base_url, "http://gpu.lan:11434");
+	assert_string_equal(lev_config_flat_provider(&c, "openai")->base_url, "https://gw.corp/v1");
+	assert_true(lev_config_flat_provider(&c, "openrouter")->has_key);
+	assert_int_equal(lev_strv_len(c.warnings), 1);
+	assert_non_null(strstr(c.warnings[0], "config.toml:2: default_model 'ollama/qwen3:8b' is read as 'qwen3:8b'"));
+	lev_config_release(&c);
+	/* a key with a space would be a header injection: refused, never echoed */
+	assert_true(parse("[providers]\nopenai_api_key = \"sk x\"\n", &c, &err) < 0);
+	assert_non_null(strstr(err.msg, "printable"));
+	assert_null(strstr(err.msg, "sk x"));
+	assert_true(parse("default_provider = \"Bad Name\"\n", &c, &err) < 0);
+	assert_true(parse("[providers]\nFoo_api_key = \"k\"\n", &c, &err) < 0);
 
 	assert_true(parse("[providers]\nanthropic_api_key = 3\n", &c, &err) < 0);
 	assert_non_null(strstr(err.msg, "'providers.anthropic_api_key'"));
@@ -372,6 +398,46 @@ static void test_permission_checks_on_the_file(void **state)
 	assert_int_equal(chmod(p, 0644), 0);	/* readable by others is fine */
 	assert_int_equal(lev_config_load_file(p, &c, &err), 0);
 	lev_config_release(&c);
+}
+
+/* Leviath's [providers] NAME_api_key: used, and only from a file nobody else can read. */
+static void test_flat_key_in_config(void **state)
+{
+	struct lev_config c;
+	struct lev_err err = LEV_ERR_INIT;
+	enum lev_key_source src = LEV_KEY_NONE;
+	_cleanup_free_ char *p = NULL;
+	char *key = NULL;
+
+	(void)state;
+	p = write_tmp("keyed.toml", "openrouter_api_key = \"sk-or-top\"\n"
+		      "[providers]\nopenai_api_key = \"sk-flat-1\"\n", 0600);
+	assert_int_equal(lev_config_load_file(p, &c, &err), 0);
+	lev_config_release(&c);
+	/* the config's key comes before the variable, as in Leviath */
+	setenv("LEV_TEST_FLAT", "sk-env-1", 1);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_FLAT", p, NULL, &key, &src, &err), 0);
+	assert_string_equal(key, "sk-flat-1");
+	assert_int_equal(src, LEV_KEY_CONFIG);
+	lev_secret_free(key);
+	assert_int_equal(lev_api_key_resolve("openrouter", NULL, p, NULL, &key, &src, &err), 0);
+	assert_string_equal(key, "sk-or-top");
+	lev_secret_free(key);
+	/* a provider without a flat key falls back to its variable */
+	assert_int_equal(lev_api_key_resolve("anthropic", "LEV_TEST_FLAT", p, NULL, &key, &src, &err), 0);
+	assert_string_equal(key, "sk-env-1");
+	assert_int_equal(src, LEV_KEY_ENV);
+	lev_secret_free(key);
+	unsetenv("LEV_TEST_FLAT");
+
+	/* readable by others: the config is refused whole, with the fix, never the key */
+	assert_int_equal(chmod(p, 0644), 0);
+	assert_int_equal(lev_config_load_file(p, &c, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "holds an API key ('openrouter_api_key')"));
+	assert_non_null(strstr(err.msg, "chmod 600"));
+	assert_null(strstr(err.msg, "sk-"));
+	assert_true(lev_api_key_resolve("openai", NULL, p, NULL, &key, &src, &err) < 0);
+	assert_null(strstr(err.msg, "sk-"));
 }
 
 static void test_not_a_regular_file(void **state)
@@ -584,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_bounds_and_hostile_values),
 		cmocka_unit_test(test_odd_key_bytes_are_quoted_in_warnings),
 		cmocka_unit_test(test_permission_checks_on_the_file),
+		cmocka_unit_test(test_flat_key_in_config),
 		cmocka_unit_test(test_not_a_regular_file),
 		cmocka_unit_test(test_size_cap),
 		cmocka_unit_test(test_permissions_for_agent),

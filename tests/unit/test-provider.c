@@ -611,24 +611,24 @@ static void test_key_resolution(void **state)
 	snprintf(path, sizeof(path), "%s/credentials.toml", tmpdir);
 	write_file(path, "[providers.openai]\napi_key = \"sk-file-0123456789\"\n", 0600);
 	unsetenv("LEV_TEST_KEY_A");
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", path, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, path, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_FILE);
 	assert_string_equal(key, "sk-file-0123456789");
 	lev_secret_free(key);
 	/* what the user can see wins: the environment first */
 	setenv("LEV_TEST_KEY_A", "sk-env-0123456789", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", path, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, path, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_ENV);
 	assert_string_equal(key, "sk-env-0123456789");
 	lev_secret_free(key);
 	/* an empty variable counts as unset */
 	setenv("LEV_TEST_KEY_A", "", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, NULL, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_NONE);
 	assert_null(key);
 	/* a key with a newline would inject a header */
 	setenv("LEV_TEST_KEY_A", "sk-a\nX-Evil: 1", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, &key, &src, &err),
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, NULL, &key, &src, &err),
 			 -EINVAL);
 	assert_null(strstr(err.msg, "Evil"));
 	assert_non_null(strstr(err.msg, "LEV_TEST_KEY_A"));
@@ -653,23 +653,23 @@ static void test_scrubbed_key_still_resolves(void **state)
 	unsetenv("LEV_TEST_KEY_UNSET");
 	lev_credentials_scrub_env(names);
 	assert_null(getenv("LEV_TEST_KEY_S"));
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_ENV);
 	assert_string_equal(key, "sk-scrub-0123456789");
 	lev_secret_free(key);
 	/* a variable that was not set stays a missing key */
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_UNSET", NULL, &key, &src,
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_UNSET", NULL, NULL, &key, &src,
 					     &err), 0);
 	assert_null(key);
 	/* what is in the environment now still wins */
 	setenv("LEV_TEST_KEY_S", "sk-newer-0123456789", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-newer-0123456789");
 	lev_secret_free(key);
 	unsetenv("LEV_TEST_KEY_S");
 	/* scrubbing twice is harmless */
 	lev_credentials_scrub_env(names);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-scrub-0123456789");
 	lev_secret_free(key);
 }

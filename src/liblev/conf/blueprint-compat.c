@@ -198,10 +198,6 @@ static const struct ckey stage_keys[] = {
 };
 
 static const struct ckey model_keys[] = {
-	FIND("allow_user_default", KT_BOOL, "falling back to your default model",
-	     "lev run --model PROVIDER/MODEL"),
-	FIND("request_timeout_secs", KT_INT, "a per-stage request timeout",
-	     "the provider's timeout in your config.toml"),
 	FIND("parameters", KT_OBJECT, "provider parameters",
 	     "the model table's temperature and max_tokens"),
 	END,

@@ -70,7 +70,8 @@ static const char *const stage_keys[] = {
 	"transitions", "max_revisits", "require_output", "transition_prompt", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
-					   "temperature", "models", "fallbacks", NULL };
+					   "temperature", "models", "fallbacks",
+					   "allow_user_default", "request_timeout_secs", NULL };
 static const char *const choice_keys[] = { "provider", "model", NULL };
 static const char *const sandbox_keys[] = { "kind", "image", "engine", "network", "mount",
 					    "mounts", "on_unavailable", NULL };
@@ -550,6 +551,13 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 						     p);
 		} else if (lev_tomlval_key_is(t, i, "max_tokens"))
 			r = lev_tomlval_u64(c, e, p, 1, (uint64_t)1 << 24, &m->max_tokens, err);
+		else if (lev_tomlval_key_is(t, i, "request_timeout_secs"))
+			r = lev_tomlval_u64(c, e, p, 1, 86400, &m->timeout_secs, err);
+		else if (lev_tomlval_key_is(t, i, "allow_user_default")) {
+			bool b = true;
+			r = lev_tomlval_bool(c, e, p, &b, err);
+			m->no_user_default = !b;
+		}
 		else if (lev_tomlval_key_is(t, i, "models") || lev_tomlval_key_is(t, i, "fallbacks"))
 			continue;	/* below, models first */
 		else if (lev__bp_compat_has(LEV_BPT_MODEL, t, i))

@@ -134,6 +134,9 @@ struct lev_model_ref {
 	char *script;		/* provider "script": path relative to the blueprint dir,
 				 * checked to stay inside it; else NULL */
 	uint64_t max_tokens;	/* 0 = not set */
+	uint64_t timeout_secs;	/* request_timeout_secs; 0 = not set (the config's) */
+	bool no_user_default;	/* allow_user_default = false: the config's
+				 * default_provider / default_model do not apply */
 	bool has_temperature;
 	double temperature;
 	struct lev_model_choice *choices;	/* NULL: no list written */

@@ -11,6 +11,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/config.h"
+#include "liblev/conf/credentials.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/base/strv.h"
 #include "liblev/conf/toml.h"
@@ -154,6 +155,13 @@ void lev_config_release(struct lev_config *c)
 	free(c->providers);
 	lev_strv_free(c->warnings);
 	lev_strv_free(c->fallback_order);
+	for (i = 0; i < c->n_flat_providers; i++) {
+		free(c->flat_providers[i].name);
+		free(c->flat_providers[i].base_url);
+	}
+	free(c->flat_providers);
+	free(c->default_provider);
+	free(c->default_model);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -169,12 +177,7 @@ static const struct {
 	const char *key;
 	const char *instead;
 } leviath_keys[] = {
-	{ "", "default_provider", "[providers.NAME] and lev run --model PROVIDER/MODEL" },
-	{ "", "default_model", "[providers.NAME] model, or lev run --model PROVIDER/MODEL" },
 	{ "", "agent_paths", "lev add PATH, which installs an agent under lev's data directory" },
-	{ "", "openrouter_api_key", "credentials.toml (docs/config.md)" },
-	{ "", "ollama_base_url", "[providers.NAME] base_url" },
-	{ "", "request_timeout_secs", "[providers.NAME] timeout_secs" },
 	{ "", "batch_tool_hint", "lev's own tool descriptions" },
 	{ "", "shell_hint", "lev's own tool descriptions" },
 	{ "", "webhook", "lev run --json, which streams every event" },
@@ -693,11 +696,67 @@ static bool ends_with(const char *s, const char *suffix)
 	return a > b && !strcmp(s + a - b, suffix);
 }
 
+/* A provider name as Leviath spells them: [a-z0-9_-]+ */
+static bool provider_name_ok(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+/* The flat entry of NAME, added when missing. */
+static struct lev_flat_provider *flat_entry(struct lev_config *cfg, const char *name)
+{
+	struct lev_flat_provider *f;
+
+	for (size_t i = 0; i < cfg->n_flat_providers; i++)
+		if (!strcmp(cfg->flat_providers[i].name, name))
+			return &cfg->flat_providers[i];
+	cfg->flat_providers = xreallocarray(cfg->flat_providers, cfg->n_flat_providers + 1,
+					    sizeof(*cfg->flat_providers));
+	f = &cfg->flat_providers[cfg->n_flat_providers++];
+	*f = (struct lev_flat_provider){ .name = xstrdup(name) };
+	return f;
+}
+
+/* NAME_api_key / NAME_base_url: NAME must be a provider name and the value a string. */
+static int flat_key(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+		    const char *path, const char *k, size_t suffix, struct lev_config *cfg,
+		    struct lev_err *err)
+{
+	_cleanup_free_ char *name = xstrndup(k, strlen(k) - suffix);
+	struct lev_flat_provider *f;
+	int r;
+
+	r = lev_tomlval_type(c, v, LEV_TOML_STRING, path, err);
+	if (r < 0)
+		return r;
+	if (!provider_name_ok(name))
+		return lev_tomlval_fail(c, v->line, v->col, err,
+					"'%s' names no provider ('%s' is not a provider name)", path,
+					name);
+	f = flat_entry(cfg, name);
+	if (suffix == strlen("_base_url")) {
+		free(f->base_url);
+		f->base_url = xstrndup(v->u.str.ptr, v->u.str.len);
+		return 0;
+	}
+	/* the key itself is read when a run needs it, never kept here */
+	if (!lev_api_key_valid(v->u.str.ptr) || strlen(v->u.str.ptr) != v->u.str.len)
+		return lev_tomlval_fail(c, v->line, v->col, err,
+					"'%s' must be 1..%d printable characters with no spaces", path,
+					LEV_API_KEY_MAX);
+	f->has_key = true;
+	return 0;
+}
+
 /*
- * Leviath's flat [providers] form: `fallback_order` is read; `NAME_api_key`,
- * `NAME_base_url` and the claude_code switches are type-checked and warned
- * about (lev reads keys from credentials.toml and endpoints from
- * [providers.NAME]); any other non-table value is an error.
+ * Leviath's flat [providers] form: `fallback_order`, `NAME_api_key` and
+ * `NAME_base_url` are read; the claude_code switches are type-checked and
+ * warned about; any other non-table value is an error.
  */
 static int provider_flat(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			 size_t i, const char *path, struct lev_config *cfg, struct lev_err *err)
@@ -718,14 +777,11 @@ static int provider_flat(const struct lev_tomlval_ctx *c, const struct lev_toml_
 		}
 		return r;
 	}
-	if (ends_with(k, "_api_key")) {
-		r = lev_tomlval_type(c, v, LEV_TOML_STRING, path, err);
-		instead = "credentials.toml or [providers.NAME] api_key_env, so the key is not "
-			  "in config.toml (docs/config.md)";
-	} else if (ends_with(k, "_base_url")) {
-		r = lev_tomlval_type(c, v, LEV_TOML_STRING, path, err);
-		instead = "[providers.NAME] base_url";
-	} else if (!strcmp(k, "claude_code_enabled")) {
+	if (ends_with(k, "_api_key"))
+		return flat_key(c, v, path, k, strlen("_api_key"), cfg, err);
+	if (ends_with(k, "_base_url"))
+		return flat_key(c, v, path, k, strlen("_base_url"), cfg, err);
+	if (!strcmp(k, "claude_code_enabled")) {
 		r = lev_tomlval_type(c, v, LEV_TOML_BOOL, path, err);
 		instead = "an HTTP provider: lev does not run the claude CLI";
 	} else if (!strcmp(k, "claude_code_binary") || !strcmp(k, "claude_code_effort") ||
@@ -776,6 +832,63 @@ static int parse_providers(const struct lev_tomlval_ctx *c, const struct lev_tom
 	return 0;
 }
 
+/*
+ * Leviath's top-level model keys: default_provider, default_model,
+ * request_timeout_secs, openrouter_api_key, ollama_base_url.  1 when the
+ * key at I was one of them, 0 when not.
+ */
+static int parse_model_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *root,
+			   size_t i, const char *p, struct lev_config *cfg, struct lev_err *err)
+{
+	const struct lev_toml_value *v = lev_toml_table_value(root, i);
+	char **dst = NULL;
+	int r;
+
+	if (lev_tomlval_key_is(root, i, "openrouter_api_key"))
+		return flat_key(c, v, p, "openrouter_api_key", strlen("_api_key"), cfg, err) ?: 1;
+	if (lev_tomlval_key_is(root, i, "ollama_base_url"))
+		return flat_key(c, v, p, "ollama_base_url", strlen("_base_url"), cfg, err) ?: 1;
+	if (lev_tomlval_key_is(root, i, "request_timeout_secs"))
+		return lev_tomlval_u64(c, v, p, 1, 86400, &cfg->request_timeout_secs, err) ?: 1;
+	if (lev_tomlval_key_is(root, i, "default_provider"))
+		dst = &cfg->default_provider;
+	else if (lev_tomlval_key_is(root, i, "default_model"))
+		dst = &cfg->default_model;
+	else
+		return 0;
+	r = lev_tomlval_type(c, v, LEV_TOML_STRING, p, err);
+	if (r < 0)
+		return r;
+	if (!v->u.str.len || strlen(v->u.str.ptr) != v->u.str.len)
+		return lev_tomlval_fail(c, v->line, v->col, err, "'%s' must not be empty", p);
+	if (dst == &cfg->default_provider && !provider_name_ok(v->u.str.ptr))
+		return lev_tomlval_fail(c, v->line, v->col, err,
+					"'%s' must be a provider name ([a-z0-9_-]), not '%s'", p,
+					v->u.str.ptr);
+	free(*dst);
+	*dst = xstrndup(v->u.str.ptr, v->u.str.len);
+	if (dst == &cfg->default_model)
+		cfg->default_model_line = v->line;
+	return 1;
+}
+
+/* default_model is a bare id: a leading "<default_provider>/" is dropped, and said. */
+static void strip_default_model(const struct lev_tomlval_ctx *c, struct lev_config *cfg)
+{
+	size_t n;
+
+	if (!cfg->default_model || !cfg->default_provider)
+		return;
+	n = strlen(cfg->default_provider);
+	if (strncmp(cfg->default_model, cfg->default_provider, n) || cfg->default_model[n] != '/' ||
+	    !cfg->default_model[n + 1])
+		return;
+	lev_tomlval_warn(c, cfg->default_model_line, "default_model '%s' is read as '%s' on default_provider '%s' "
+			 "(it is a bare model id)", cfg->default_model, cfg->default_model + n + 1,
+			 cfg->default_provider);
+	memmove(cfg->default_model, cfg->default_model + n + 1, strlen(cfg->default_model + n + 1) + 1);
+}
+
 static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_table *root,
 		      struct lev_config *cfg, struct lev_err *err)
 {
@@ -793,6 +906,11 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 				return r;
 			continue;
 		}
+		r = parse_model_key(c, root, i, p, cfg, err);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		if (lev_tomlval_key_is(root, i, "security") ||
 		    lev_tomlval_key_is(root, i, "agent_read_paths") ||
 		    lev_tomlval_key_is(root, i, "sandbox") ||
@@ -859,6 +977,8 @@ int lev_config_parse(const char *buf, size_t len, const char *name, struct lev_c
 	lev_config_init(&cfg);
 	r = parse_root(&c, lev_toml_root(doc), &cfg, err);
 	lev_toml_free(doc);
+	if (r == 0)
+		strip_default_model(&c, &cfg);
 	if (r < 0) {
 		lev_config_release(&cfg);
 		return r;
@@ -903,6 +1023,17 @@ int lev_config_load_file(const char *path, struct lev_config *out, struct lev_er
 	r = lev_config_parse(data, len, path, out, err);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; i < out->n_flat_providers; i++) {
+		if (!out->flat_providers[i].has_key || !(st.st_mode & 077))
+			continue;
+		r = lev_err_set(err, -EPERM,
+				"config '%s' holds an API key ('%s_api_key') and its mode %04o lets "
+				"others read it; run 'chmod 600 %s', or move the key to "
+				"credentials.toml (docs/config.md)",
+				path, out->flat_providers[i].name, (unsigned)(st.st_mode & 07777), path);
+		lev_config_release(out);
+		return r;
+	}
 	out->path = xstrdup(path);
 	return 0;
 }
@@ -918,6 +1049,54 @@ int lev_config_load(struct lev_config *out, struct lev_err *err)
 }
 
 /* ---- queries ---------------------------------------------------------- */
+
+/*
+ * The providers lev knows by name, as Leviath has them: kind, public
+ * endpoint, key variable, and the variable that moves the endpoint.
+ */
+static const struct lev_builtin_provider builtin_providers[] = {
+	{ "openai", LEV_PROVIDER_OPENAI, NULL, "OPENAI_API_KEY", "OPENAI_BASE_URL", NULL },
+	{ "anthropic", LEV_PROVIDER_ANTHROPIC, NULL, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+	  NULL },
+	{ "openrouter", LEV_PROVIDER_OPENAI, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
+	  "OPENROUTER_BASE_URL", NULL },
+	/* Gemini's OpenAI-compatible endpoint of its REST API */
+	{ "google", LEV_PROVIDER_OPENAI, "https://generativelanguage.googleapis.com/v1beta/openai",
+	  "GOOGLE_API_KEY", "GOOGLE_BASE_URL", NULL },
+	{ "ollama", LEV_PROVIDER_OPENAI, "http://localhost:11434/v1", NULL, "OLLAMA_HOST", "/v1" },
+	{ "script", LEV_PROVIDER_SCRIPT, NULL, NULL, NULL, NULL },
+};
+
+const struct lev_builtin_provider *lev_builtin_provider(const char *name)
+{
+	for (size_t i = 0; name && i < ARRAY_SIZE(builtin_providers); i++)
+		if (!strcmp(builtin_providers[i].name, name))
+			return &builtin_providers[i];
+	return NULL;
+}
+
+char **lev_builtin_provider_vars(bool keys_only)
+{
+	char **v = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(builtin_providers); i++) {
+		if (builtin_providers[i].key_env)
+			v = lev_strv_push(v, builtin_providers[i].key_env);
+		if (!keys_only && builtin_providers[i].base_env)
+			v = lev_strv_push(v, builtin_providers[i].base_env);
+	}
+	return v;
+}
+
+
+const struct lev_flat_provider *lev_config_flat_provider(const struct lev_config *c,
+							 const char *name)
+{
+	for (size_t i = 0; c && name && i < c->n_flat_providers; i++)
+		if (!strcmp(c->flat_providers[i].name, name))
+			return &c->flat_providers[i];
+	return NULL;
+}
 
 void lev_config_permissions_for_agent(const struct lev_config *c, const char *agent,
 				      struct lev_tool_perms *out)

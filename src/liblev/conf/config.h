@@ -88,6 +88,28 @@ struct lev_provider_conf {
 	uint64_t context_window;	/* the model's window in tokens; 0: unset (128000) */
 };
 
+/*
+ * Leviath's flat [providers] form for a built-in provider NAME:
+ * NAME_api_key (the key stays in the file: lev_credentials_lookup_config()
+ * reads it when a run needs it) and NAME_base_url; top-level
+ * ollama_base_url is ollama's.
+ */
+struct lev_flat_provider {
+	char *name;
+	char *base_url;		/* NULL: none */
+	bool has_key;		/* NAME_api_key is set in the file */
+};
+
+/* A provider lev knows by name, without a [providers.NAME] table. */
+struct lev_builtin_provider {
+	const char *name;
+	enum lev_provider_kind kind;
+	const char *base_url;	/* NULL: the kind's default endpoint */
+	const char *key_env;	/* the variable its key is read from; NULL: needs no key */
+	const char *base_env;	/* the variable that moves its endpoint; NULL: none */
+	const char *suffix;	/* appended to a base URL from the config or BASE_ENV ("/v1") */
+};
+
 /* [agent_read_paths.<agent>] */
 struct lev_agent_read_paths {
 	char *agent;
@@ -165,6 +187,13 @@ struct lev_config {
 
 	/* Leviath's [providers] fallback_order: "provider/model" entries, NULL if none */
 	char **fallback_order;
+	struct lev_flat_provider *flat_providers;
+	size_t n_flat_providers;
+	/* Leviath's top-level keys: which entry of a stage's model list leads (docs/providers.md) */
+	char *default_provider;		/* NULL: unset */
+	char *default_model;		/* NULL: unset; a bare model id on default_provider */
+	unsigned default_model_line;	/* where it was set (for messages) */
+	uint64_t request_timeout_secs;	/* 0: unset; [providers.NAME] timeout_secs wins */
 
 	/* [tools.web_search] endpoint: a SearXNG-compatible JSON search URL */
 	char *web_search_endpoint;
@@ -193,6 +222,21 @@ int lev_config_load_file(const char *path, struct lev_config *out, struct lev_er
 
 /* Load the config at lev_datadir_config_path(). */
 int lev_config_load(struct lev_config *out, struct lev_err *err);
+
+/* The flat [providers] entry of NAME, or NULL. */
+const struct lev_flat_provider *lev_config_flat_provider(const struct lev_config *c,
+							 const char *name);
+
+/*
+ * The built-in provider NAME (openai, anthropic, openrouter, google,
+ * ollama, script), or NULL.
+ */
+const struct lev_builtin_provider *lev_builtin_provider(const char *name);
+/*
+ * The variables the built-in providers read (a strv the caller frees):
+ * their key variables, and with !KEYS_ONLY their endpoint variables too.
+ */
+char **lev_builtin_provider_vars(bool keys_only);
 
 /* Names for messages. */
 const char *lev_shell_env_name(enum lev_shell_env e);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/conf/config.h"
 #include "liblev/conf/credentials.h"
 #include "liblev/conf/toml.h"
 #include "liblev/base/util.h"
@@ -154,7 +155,7 @@ bool lev_api_key_valid(const char *key)
 }
 
 /* Open PATH for reading only if it is safe to take a secret from it. */
-static int open_checked(const char *path, int *fd_out, struct lev_err *err)
+static int open_checked(const char *path, const char *noun, int *fd_out, struct lev_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -165,37 +166,58 @@ static int open_checked(const char *path, int *fd_out, struct lev_err *err)
 			return 0;
 		if (errno == ELOOP)
 			return lev_err_set(err, -EPERM,
-					   "refusing credentials file '%s': it is a symbolic link", path);
-		return lev_err_errno(err, -errno, "cannot open credentials file '%s'", path);
+					   "refusing %s '%s': it is a symbolic link", noun, path);
+		return lev_err_errno(err, -errno, "cannot open %s '%s'", noun, path);
 	}
 	if (fstat(fd, &st) < 0)
-		return lev_err_errno(err, -errno, "cannot stat credentials file '%s'", path);
+		return lev_err_errno(err, -errno, "cannot stat %s '%s'", noun, path);
 	if (!S_ISREG(st.st_mode))
-		return lev_err_set(err, -EPERM, "refusing credentials file '%s': not a regular file",
-				   path);
+		return lev_err_set(err, -EPERM, "refusing %s '%s': not a regular file",
+				   noun, path);
 	if (st.st_uid != geteuid())
 		return lev_err_set(err, -EPERM,
-				   "refusing credentials file '%s': owned by uid %u, not by you (uid %u)",
-				   path, (unsigned)st.st_uid, (unsigned)geteuid());
+				   "refusing %s '%s': owned by uid %u, not by you (uid %u)",
+				   noun, path, (unsigned)st.st_uid, (unsigned)geteuid());
 	if (st.st_mode & 077)
 		return lev_err_set(err, -EPERM,
-				   "refusing credentials file '%s': mode %04o lets others read it; "
+				   "refusing %s '%s': mode %04o lets others read it; "
 				   "run 'chmod 600 %s'",
-				   path, (unsigned)(st.st_mode & 07777), path);
+				   noun, path, (unsigned)(st.st_mode & 07777), path);
 	if ((size_t)st.st_size > LEV_CREDENTIALS_MAX_FILE)
-		return lev_err_set(err, -EFBIG, "refusing credentials file '%s': larger than %zu bytes",
-				   path, LEV_CREDENTIALS_MAX_FILE);
+		return lev_err_set(err, -EFBIG, "refusing %s '%s': larger than %zu bytes",
+				   noun, path, LEV_CREDENTIALS_MAX_FILE);
 	*fd_out = TAKE_FD(fd);
 	return 0;
 }
 
-int lev_credentials_lookup(const char *path, const char *provider, char **out,
-			   struct lev_err *err)
+/* The string at V (named WHAT in PATH), checked as a key: a fresh secret in *out. */
+static int take_key(const struct lev_toml_value *v, const char *path, const char *what,
+		    char **out, struct lev_err *err)
+{
+	if (v->type != LEV_TOML_STRING)
+		return lev_err_set(err, LEV_EPARSE, "%s:%u:%u: '%s' must be a string", path, v->line,
+				   v->col, what);
+	if (strlen(v->u.str.ptr) != v->u.str.len || !lev_api_key_valid(v->u.str.ptr))
+		return lev_err_set(err, -EINVAL,
+				   "%s:%u:%u: '%s' must be 1..%d printable characters with no spaces",
+				   path, v->line, v->col, what, LEV_API_KEY_MAX);
+	*out = xstrdup(v->u.str.ptr);
+	return 0;
+}
+
+/*
+ * PROVIDER's key in the TOML file PATH (NOUN in messages): with FLAT,
+ * Leviath's [providers] PROVIDER_api_key (and top-level
+ * openrouter_api_key), else [providers.PROVIDER] api_key.
+ */
+static int lookup(const char *path, const char *noun, const char *provider, bool flat,
+		  char **out, struct lev_err *err)
 {
 	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *what = NULL;
+	_cleanup_free_ char *flat_key = NULL;
 	struct lev_toml_doc *doc = NULL;
-	const struct lev_toml_value *v;
-	const struct lev_toml_table *t;
+	const struct lev_toml_value *v, *top = NULL;
 	char *buf = NULL;
 	size_t len = 0;
 	int r;
@@ -203,10 +225,11 @@ int lev_credentials_lookup(const char *path, const char *provider, char **out,
 	*out = NULL;
 	if (!path)
 		return 0;
-	r = open_checked(path, &fd, err);
+	r = open_checked(path, noun, &fd, err);
 	if (r < 0 || fd < 0)
 		return r;
-	r = lev_read_fd(fd, path, LEV_CREDENTIALS_MAX_FILE, &buf, &len, err);
+	r = lev_read_fd(fd, path, flat ? LEV_CONFIG_MAX_FILE : LEV_CREDENTIALS_MAX_FILE, &buf,
+			&len, err);
 	if (r < 0)
 		return r;
 	r = lev_toml_parse(buf, len, path, &doc, err);
@@ -215,53 +238,63 @@ int lev_credentials_lookup(const char *path, const char *provider, char **out,
 	if (r < 0)
 		return r;
 
+	flat_key = xasprintf("%s_api_key", provider);
+	if (flat && !strcmp(provider, "openrouter"))
+		top = lev_toml_table_get(lev_toml_root(doc), flat_key);
 	v = lev_toml_table_get(lev_toml_root(doc), "providers");
-	if (!v)
-		goto none;
-	if (v->type != LEV_TOML_TABLE) {
+	if (v && v->type != LEV_TOML_TABLE) {
 		r = lev_err_set(err, LEV_EPARSE, "%s:%u:%u: 'providers' must be a table", path,
 				v->line, v->col);
 		goto out;
 	}
-	v = lev_toml_table_get(v->u.table, provider);
-	if (!v)
-		goto none;
-	if (v->type != LEV_TOML_TABLE) {
+	if (v)
+		v = lev_toml_table_get(v->u.table, flat ? flat_key : provider);
+	if (!flat && v && v->type != LEV_TOML_TABLE) {
 		r = lev_err_set(err, LEV_EPARSE, "%s:%u:%u: 'providers.%s' must be a table", path,
 				v->line, v->col, provider);
 		goto out;
 	}
-	t = v->u.table;
-	v = lev_toml_table_get(t, "api_key");
+	if (!flat && v)
+		v = lev_toml_table_get(v->u.table, "api_key");
 	if (!v)
-		goto none;
-	if (v->type != LEV_TOML_STRING) {
-		r = lev_err_set(err, LEV_EPARSE, "%s:%u:%u: 'providers.%s.api_key' must be a string",
-				path, v->line, v->col, provider);
-		goto out;
-	}
-	if (strlen(v->u.str.ptr) != v->u.str.len || !lev_api_key_valid(v->u.str.ptr)) {
-		r = lev_err_set(err, -EINVAL,
-				"%s:%u:%u: 'providers.%s.api_key' must be 1..%d printable characters "
-				"with no spaces",
-				path, v->line, v->col, provider, LEV_API_KEY_MAX);
-		goto out;
-	}
-	*out = xstrdup(v->u.str.ptr);
-none:
-	r = 0;
+		v = top;
+	what = flat ? xasprintf(v == top ? "%s" : "providers.%s", flat_key)
+		    : xasprintf("providers.%s.api_key", provider);
+	r = v ? take_key(v, path, what, out, err) : 0;
 out:
 	lev_toml_free(doc);
 	return r;
 }
 
-int lev_api_key_resolve(const char *provider, const char *env_name,
+int lev_credentials_lookup(const char *path, const char *provider, char **out,
+			   struct lev_err *err)
+{
+	return lookup(path, "credentials file", provider, false, out, err);
+}
+
+int lev_credentials_lookup_config(const char *path, const char *provider, char **out,
+				  struct lev_err *err)
+{
+	return lookup(path, "config", provider, true, out, err);
+}
+
+int lev_api_key_resolve(const char *provider, const char *env_name, const char *config_path,
 			const char *credentials_path, char **out,
 			enum lev_key_source *source_out, struct lev_err *err)
 {
 	const char *v;
 	char *key = NULL;
 	int r;
+
+	/* Leviath's order: the config file's key, then the variable */
+	r = lev_credentials_lookup_config(config_path, provider, &key, err);
+	if (r < 0)
+		return r;
+	if (key) {
+		*out = key;
+		*source_out = LEV_KEY_CONFIG;
+		return 0;
+	}
 
 	if (env_name && *env_name) {
 		char *kept = NULL;

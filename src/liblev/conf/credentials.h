@@ -33,6 +33,7 @@ enum lev_key_source {
 	LEV_KEY_NONE,
 	LEV_KEY_ENV,
 	LEV_KEY_FILE,
+	LEV_KEY_CONFIG,		/* Leviath's [providers] NAME_api_key in config.toml */
 };
 
 /*
@@ -46,12 +47,22 @@ int lev_credentials_lookup(const char *path, const char *provider, char **out,
 			   struct lev_err *err);
 
 /*
- * Resolve PROVIDER's key: the variable ENV_NAME (may be NULL; a variable
+ * Read Leviath's flat key for PROVIDER from the config file at PATH:
+ * [providers] PROVIDER_api_key (for openrouter also the top-level
+ * openrouter_api_key).  The same checks as lev_credentials_lookup(): a
+ * file others can read is refused.
+ */
+int lev_credentials_lookup_config(const char *path, const char *provider, char **out,
+				  struct lev_err *err);
+
+/*
+ * Resolve PROVIDER's key: CONFIG_PATH's flat key (may be NULL: none), then
+ * the variable ENV_NAME (may be NULL; a variable
  * taken out by lev_credentials_scrub_env() still counts), then
  * CREDENTIALS_PATH (may be NULL: no file store).  0 with *out = NULL and
  * *source_out = LEV_KEY_NONE when neither has one.
  */
-int lev_api_key_resolve(const char *provider, const char *env_name,
+int lev_api_key_resolve(const char *provider, const char *env_name, const char *config_path,
 			const char *credentials_path, char **out,
 			enum lev_key_source *source_out, struct lev_err *err);
 

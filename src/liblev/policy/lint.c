@@ -446,14 +446,7 @@ static void lint_safe_commands(const struct lev_blueprint *bp, const struct lev_
  */
 static bool provider_usable(const struct lev_config *cfg, const char *name)
 {
-	static const char *const builtin[] = { "openai", "anthropic", "ollama" };
-
-	if (cfg && lev_config_provider(cfg, name))
-		return true;
-	for (size_t i = 0; i < ARRAY_SIZE(builtin); i++)
-		if (!strcmp(name, builtin[i]))
-			return true;
-	return false;
+	return (cfg && lev_config_provider(cfg, name)) || lev_builtin_provider(name);
 }
 
 /* Leviath model lists: an entry lev cannot use is skipped; none usable is an error. */

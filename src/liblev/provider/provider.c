@@ -429,6 +429,7 @@ void lev_provider_spec_release(struct lev_provider_spec *s)
 	free(s->base_url);
 	free(s->api_key_env);
 	free(s->credentials_path);
+	free(s->config_path);
 	free(s->script_path);
 	free(s->proxy);
 	free(s->anthropic_version);
@@ -443,6 +444,7 @@ static void spec_copy(struct lev_provider_spec *dst, const struct lev_provider_s
 	dst->base_url = dup_or_null(src->base_url);
 	dst->api_key_env = dup_or_null(src->api_key_env);
 	dst->credentials_path = dup_or_null(src->credentials_path);
+	dst->config_path = dup_or_null(src->config_path);
 	dst->script_path = dup_or_null(src->script_path);
 	dst->proxy = dup_or_null(src->proxy);
 	dst->anthropic_version = dup_or_null(src->anthropic_version);
@@ -495,6 +497,46 @@ static int resolve_script(const char *dir, const char *script, char **out, struc
 	return 0;
 }
 
+/* BASE with SUFFIX (e.g. "/v1") unless it already ends so; trailing slashes dropped. */
+static char *base_with(const char *base, const char *suffix)
+{
+	size_t n = strlen(base), k = suffix ? strlen(suffix) : 0;
+
+	while (n > 0 && base[n - 1] == '/')
+		n--;
+	if (!k || (n >= k && !strncmp(base + n - k, suffix, k)))
+		return xstrndup(base, n);
+	return xasprintf("%.*s%s", (int)n, base, suffix);
+}
+
+/* Fill N for the built-in provider NAME; -ENOENT for a name lev does not know. */
+static int builtin_spec(struct lev_provider_spec *n, const struct lev_config *cfg,
+			const char *name)
+{
+	const struct lev_flat_provider *f = lev_config_flat_provider(cfg, name);
+	const struct lev_builtin_provider *b = lev_builtin_provider(name);
+	const char *base;
+
+	if (!b)
+		return -ENOENT;
+	n->kind = b->kind;
+	n->api_key_env = b->key_env ? xstrdup(b->key_env) : NULL;
+	/* the config's NAME_base_url, then the variable, then the public endpoint */
+	base = f && f->base_url ? f->base_url : NULL;
+	if (!base && b->base_env) {
+		base = secure_getenv(b->base_env);
+		if (base && !*base)
+			base = NULL;
+	}
+	if (base)
+		n->base_url = base_with(base, b->suffix);
+	else if (b->base_url)
+		n->base_url = xstrdup(b->base_url);
+	if (f && f->has_key && cfg->path)
+		n->config_path = xstrdup(cfg->path);
+	return 0;
+}
+
 int lev_provider_spec_from_config(struct lev_provider_spec *s, const struct lev_config *cfg,
 				  const char *provider, const char *model, const char *script,
 				  const char *blueprint_dir, const char *credentials_path,
@@ -520,27 +562,15 @@ int lev_provider_spec_from_config(struct lev_provider_spec *s, const struct lev_
 		n.timeout_ms = conf->timeout_secs > 0 && conf->timeout_secs < 86400
 				       ? (long)conf->timeout_secs * 1000
 				       : 0;
-	} else if (strcmp(provider, "openai") == 0) {
-		n.kind = LEV_PROVIDER_OPENAI;
-	} else if (strcmp(provider, "anthropic") == 0) {
-		n.kind = LEV_PROVIDER_ANTHROPIC;
-	} else if (strcmp(provider, "ollama") == 0) {
-		n.kind = LEV_PROVIDER_OPENAI;
-		n.base_url = xstrdup("http://localhost:11434/v1");
-	} else if (strcmp(provider, "script") == 0) {
-		n.kind = LEV_PROVIDER_SCRIPT;
-	} else {
+	} else if (builtin_spec(&n, cfg, provider) < 0) {
 		lev_provider_spec_release(&n);
 		return lev_err_set(err, -EINVAL,
 				   "unknown model provider '%s': add a [providers.%s] table with its "
 				   "kind and base_url to config.toml",
 				   provider, provider);
 	}
-	/* The public endpoints take their keys from the usual variables. */
-	if (!n.api_key_env && !n.base_url && n.kind == LEV_PROVIDER_OPENAI)
-		n.api_key_env = xstrdup("OPENAI_API_KEY");
-	if (!n.api_key_env && !n.base_url && n.kind == LEV_PROVIDER_ANTHROPIC)
-		n.api_key_env = xstrdup("ANTHROPIC_API_KEY");
+	if (!n.timeout_ms && cfg && cfg->request_timeout_secs)
+		n.timeout_ms = (long)cfg->request_timeout_secs * 1000;
 	if (model && *model) {
 		free(n.model);
 		n.model = xstrdup(model);
@@ -666,8 +696,8 @@ int lev_provider_new(const struct lev_provider_spec *spec, struct lev_provider *
 			goto fail;
 		}
 	}
-	r = lev_api_key_resolve(p->spec.name, spec->api_key_env, spec->credentials_path, &p->key,
-				&p->key_source, err);
+	r = lev_api_key_resolve(p->spec.name, spec->api_key_env, spec->config_path,
+				spec->credentials_path, &p->key, &p->key_source, err);
 	if (r < 0) {
 		lev_err_wrap(err, "provider '%s'", name);
 		goto fail;
@@ -767,6 +797,9 @@ static void key_hint(const struct lev_provider *p, char *buf, size_t size)
 	if (p->key_source == LEV_KEY_FILE)
 		snprintf(buf, size, "check [providers.%s] api_key in '%s'", p->spec.name,
 			 p->spec.credentials_path);
+	else if (p->key_source == LEV_KEY_CONFIG)
+		snprintf(buf, size, "check [providers] %s_api_key in '%s'", p->spec.name,
+			 p->spec.config_path);
 	else if (p->key_source == LEV_KEY_ENV)
 		snprintf(buf, size, "check the key in $%s", p->spec.api_key_env);
 	else

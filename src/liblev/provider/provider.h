@@ -242,6 +242,7 @@ struct lev_provider_spec {
 	char *base_url;		/* NULL: https://api.openai.com/v1 or https://api.anthropic.com/v1 */
 	char *api_key_env;	/* variable holding the key; NULL: no key from the environment */
 	char *credentials_path;	/* credentials.toml to consult, or NULL */
+	char *config_path;	/* config.toml holding Leviath's [providers] NAME_api_key, or NULL */
 	bool keychain;		/* the config asks for credential_store = "keychain" */
 	char *script_path;	/* script provider: the turns file (resolved) */
 	char *proxy;		/* NULL: no proxy (environment proxies are ignored) */
@@ -268,11 +269,17 @@ void lev_provider_spec_release(struct lev_provider_spec *s);
  *
  *   - [providers.PROVIDER] gives kind, base_url, api_key_env, model,
  *     timeout_secs;
- *   - without one, the names "openai" and "anthropic" mean those kinds at
- *     their public endpoints with keys in OPENAI_API_KEY /
- *     ANTHROPIC_API_KEY, "ollama" means an OpenAI-compatible server at
- *     http://localhost:11434/v1 with no key, and "script" the script
- *     provider; any other name is an error telling the user what to add;
+ *   - without one, the built-in names (lev_builtin_provider(): openai,
+ *     anthropic, openrouter, google, ollama, script) mean their public
+ *     endpoints with keys in OPENAI_API_KEY, ANTHROPIC_API_KEY,
+ *     OPENROUTER_API_KEY, GOOGLE_API_KEY (ollama at
+ *     http://localhost:11434/v1 needs none); Leviath's flat
+ *     [providers] NAME_base_url, or the variable NAME_BASE_URL
+ *     (OLLAMA_HOST), moves the endpoint, and NAME_api_key in config.toml
+ *     is read before the variable; any other name is an error telling the
+ *     user what to add;
+ *   - CFG's request_timeout_secs is the timeout where the provider's
+ *     table sets none;
  *   - the script provider needs SCRIPT, a path relative to BLUEPRINT_DIR
  *     that must stay inside it (no absolute path, no "..", no symlink out);
  *   - with [security] credential_store = "file", CREDENTIALS_PATH (may be

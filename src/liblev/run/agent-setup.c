@@ -16,6 +16,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/credentials.h"
+#include "liblev/conf/modelpick.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/run/context.h"
 #include "liblev/run/runrecord.h"
@@ -83,7 +84,8 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 	struct lev_provider *p = NULL;
 	int r;
 
-	key = xasprintf("%s\n%s\n%s", prov_name, model ? model : "", script ? script : "");
+	key = xasprintf("%s\n%s\n%s\n%llu", prov_name, model ? model : "", script ? script : "",
+			(unsigned long long)st->model.timeout_secs);
 	for (size_t i = 0; i < a->n_provs; i++) {
 		if (!strcmp(a->provs[i].key, key)) {
 			*out = a->provs[i].p;
@@ -101,6 +103,8 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 		return lev_err_wrap(err, "stage '%s'", st->name);
 	}
 	spec.cancel = a->o.cancel;
+	if (st->model.timeout_secs)	/* the stage's request_timeout_secs wins */
+		spec.timeout_ms = (long)st->model.timeout_secs * 1000;
 	if (spec.api_key_env && !lev_strv_contains(a->key_vars, spec.api_key_env))
 		a->key_vars = lev_strv_push(a->key_vars, spec.api_key_env);
 	/* the record redacts the key should anything ever echo it */
@@ -108,7 +112,8 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 		char *secret = NULL;
 		enum lev_key_source src = LEV_KEY_NONE;
 
-		if (lev_api_key_resolve(spec.name, spec.api_key_env, spec.credentials_path, &secret,
+		if (lev_api_key_resolve(spec.name, spec.api_key_env, spec.config_path,
+					spec.credentials_path, &secret,
 					&src, NULL) == 0 && secret)
 			lev_runrecord_add_secret(a->rec, secret);
 		lev_secret_free(secret);
@@ -126,61 +131,68 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 }
 
 /*
- * A Leviath model list (no --model): every entry that can be built, in
- * order; an entry that cannot (a provider lev does not know, no model) is
- * skipped with a warning.  Only a list with no usable entry fails.
+ * No --model: the stage's chain in Leviath's order (conf/modelpick.h).
+ * An entry that cannot be built (a provider lev does not know, no model)
+ * is skipped with a warning; only a chain with no usable entry fails.
  */
-static int stage_model_list(struct lev_agent *a, struct stage_rt *s, struct lev_err *err)
+static int stage_model_chain(struct lev_agent *a, struct stage_rt *s, struct lev_err *err)
 {
 	const struct lev_model_ref *m = &s->st->model;
 	struct lev_buf why = LEV_BUF_INIT_MAX(4096);
+	struct lev_model_picks picks;
+	int r = 0;
 
-	s->alts = xcalloc(m->n_choices, sizeof(*s->alts));
-	for (size_t i = 0; i < m->n_choices; i++) {
-		const struct lev_model_choice *c = &m->choices[i];
+	lev_model_pick(a->cfg, m, a->o.credentials_path, &picks);
+	for (char **u = picks.unknown; u && *u; u++)
+		agent_warn(a, "stage '%s': model entry '%s' skipped: lev has no provider of that name",
+			   s->st->name, *u);
+	s->alts = xcalloc(picks.n, sizeof(*s->alts));
+	for (size_t i = 0; i < picks.n; i++) {
+		const struct lev_model_pick *c = &picks.v[i];
+		const char *script = lev_streq(c->provider, m->provider) ? m->script : NULL;
 		struct lev_err e = LEV_ERR_INIT;
 		struct lev_provider *p = NULL;
 
-		if (provider_for(a, s->st, c->provider, c->model, NULL, &p, &e) < 0) {
-			agent_warn(a, "stage '%s': model entry %zu ('%s/%s') skipped: %s",
-				   s->st->name, i + 1, c->provider, c->model, e.msg);
+		if (provider_for(a, s->st, c->provider, c->model, script, &p, &e) < 0) {
+			/* a lone entry fails as itself: its message says what to fix */
+			if (picks.n == 1 && !m->n_choices) {
+				r = lev_err_set(err, e.code, "%s", e.msg);
+				goto out;
+			}
+			agent_warn(a, "stage '%s': model entry '%s/%s' skipped: %s", s->st->name,
+				   c->provider, c->model ? c->model : "", e.msg);
 			(void)lev_buf_addf(&why, "%s'%s/%s': %s", why.len ? "; " : "", c->provider,
-					   c->model, e.msg);
+					   c->model ? c->model : "", e.msg);
 			continue;
 		}
 		s->alts[s->n_alts++] = p;
 	}
-	if (!s->n_alts) {
-		int r = lev_err_set(err, -EINVAL, "stage '%s' has no usable model entry (%s)",
-				    s->st->name, why.buf);
-		lev_buf_release(&why);
-		return r;
-	}
+	if (!s->n_alts)
+		r = lev_err_set(err, -EINVAL, "stage '%s' has no usable model entry (%s)",
+				s->st->name, why.buf);
+	else
+		s->prov = s->alts[0];
+out:
 	lev_buf_release(&why);
-	s->prov = s->alts[0];
-	return 0;
+	lev_model_picks_release(&picks);
+	return r;
 }
 
 static int get_provider(struct lev_agent *a, struct stage_rt *s, struct lev_err *err)
 {
 	const struct lev_stage *st = s->st;
 	_cleanup_free_ char *prov_name = NULL;
+	const char *slash, *script = NULL;
 	_cleanup_free_ char *model = NULL;
-	const char *script = NULL;
 
-	if (!a->o.model && st->model.n_choices)
-		return stage_model_list(a, s, err);
+	if (!a->o.model)
+		return stage_model_chain(a, s, err);
+	/* --model PROVIDER/MODEL overrides every stage and skips the chain */
 	prov_name = stage_provider_name(a, st);
-	if (a->o.model) {
-		const char *slash = strchr(a->o.model, '/');
-
-		model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
-		if (lev_streq(prov_name, st->model.provider))
-			script = st->model.script;
-	} else {
-		model = st->model.model ? xstrdup(st->model.model) : NULL;
+	slash = strchr(a->o.model, '/');
+	model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
+	if (lev_streq(prov_name, st->model.provider))
 		script = st->model.script;
-	}
 	if (!*prov_name)
 		return lev_err_set(err, LEV_EUSAGE, "--model '%s' names no provider", a->o.model);
 	return provider_for(a, st, prov_name, model, script, &s->prov, err);
@@ -337,7 +349,7 @@ static int setup_stages(struct lev_agent *a, struct lev_err *err)
 /* Every configured provider's key variable is withheld from commands. */
 static void withhold_key_vars(struct lev_agent *a)
 {
-	static const char *const always[] = { "OPENAI_API_KEY", "ANTHROPIC_API_KEY" };
+	_cleanup_strv_ char **always = lev_builtin_provider_vars(true);
 
 	for (size_t i = 0; i < a->cfg->n_providers; i++) {
 		const char *k = a->cfg->providers[i].api_key_env;
@@ -345,9 +357,9 @@ static void withhold_key_vars(struct lev_agent *a)
 		if (k && !lev_strv_contains(a->key_vars, k))
 			a->key_vars = lev_strv_push(a->key_vars, k);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(always); i++)
-		if (!lev_strv_contains(a->key_vars, always[i]))
-			a->key_vars = lev_strv_push(a->key_vars, always[i]);
+	for (char **k = always; k && *k; k++)
+		if (!lev_strv_contains(a->key_vars, *k))
+			a->key_vars = lev_strv_push(a->key_vars, *k);
 }
 
 /* A run that could not be set up still leaves a record that says why. */
