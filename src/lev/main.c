@@ -30,6 +30,7 @@ const struct lev_cmd lev_cmds[] = {
 	  CMD_NEEDS_CONFIG },
 	{ "list", cmd_list, "list installed agents", lev_usage_list, CMD_NEEDS_CONFIG },
 	{ "remove", cmd_remove, "remove an installed agent", lev_usage_remove, 0 },
+	{ "create", cmd_create, "create a new blueprint from a template", lev_usage_create, 0 },
 	{ "sandbox", cmd_sandbox, "run a command in a sandbox, or show what this machine offers",
 	  lev_usage_sandbox, CMD_NEEDS_CONFIG | CMD_NEEDS_SANDBOX },
 	{ "policy", cmd_policy, "list, add or test taint policy rules", lev_usage_policy,
@@ -43,6 +44,8 @@ const struct lev_cmd lev_cmds[] = {
 	{ "result", cmd_result, "show how a run ended and its output", lev_usage_result, 0 },
 	{ "logs", cmd_logs, "show a run's events, or follow them", lev_usage_logs, 0 },
 	{ "cancel", cmd_cancel, "cancel a run the daemon holds", lev_usage_cancel, 0 },
+	{ "doctor", cmd_doctor, "check the provider wiring and what this machine offers",
+	  lev_usage_doctor, 0 },
 	{ "daemon", cmd_daemon, "run the daemon, or start, stop or ask it", lev_usage_daemon, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
