@@ -93,30 +93,49 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "current_time", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CURRENT_TIME,
 	  .flags = DA | CL, PUBLIC_IN,
 	  .description = "The current date and time: local time with its UTC offset, and UTC." },
+	{ .name = "which_command", .kind = LEV_TOOL_INLINE, .op = LEV_OP_WHICH_COMMAND,
+	  .flags = DA | CL, INTERNAL_IN, .detail_arg = "command",
+	  .description = "Whether a program is installed and where, looked up on the PATH that "
+			 "commands get, without running it." },
+	{ .name = "locale_info", .kind = LEV_TOOL_INLINE, .op = LEV_OP_LOCALE_INFO,
+	  .flags = DA | CL, PUBLIC_IN,
+	  .description = "The user's language and region as a BCP-47 tag (such as en-US), with "
+			 "the locale it comes from." },
+	{ .name = "system_info", .kind = LEV_TOOL_INLINE, .op = LEV_OP_SYSTEM_INFO,
+	  .flags = DA | CL, INTERNAL_IN,
+	  .description = "The operating system and its version, the architecture, the CPU count, "
+			 "and the free disk space in the working directory." },
+	{ .name = "environment_info", .kind = LEV_TOOL_INLINE, .op = LEV_OP_ENVIRONMENT_INFO,
+	  .flags = DA | CL, INTERNAL_IN,
+	  .description = "The working directory, the home and temporary directories, the "
+			 "entries on PATH, and the names of the environment variables commands "
+			 "see." },
+	{ .name = "runtime_info", .kind = LEV_TOOL_INLINE, .op = LEV_OP_RUNTIME_INFO,
+	  .flags = DA | CL, INTERNAL_IN,
+	  .description = "This run on itself: agent, stage, iteration and its limit, the model, "
+			 "the context's tokens, and whether anyone can answer a question." },
+	{ .name = "context_list", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_LIST,
+	  .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "List the context regions (or one) with their kind, entries, tokens "
+			 "and limit." },
 
 	/* foreign: classified for policy and taint, not implemented */
 	{ .name = "check_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "context_delete", .flags = FOREIGN | DA },
-	{ .name = "context_list", .flags = FOREIGN | DA },
 	{ .name = "edit_document", .flags = FOREIGN | DA },
-	{ .name = "environment_info", .flags = FOREIGN | DA | CL, INTERNAL_IN },
 	{ .name = "fetch", .flags = FOREIGN | CL, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "http_get", .flags = FOREIGN | CL, PUBLIC_OUT,
 	  .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "kill_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "locale_info", .flags = FOREIGN | DA | CL, PUBLIC_IN },
 	{ .name = "present_for_review", .flags = FOREIGN | CL, INTERNAL_ONLY },
-	{ .name = "runtime_info", .flags = FOREIGN | DA | CL, INTERNAL_IN },
 	{ .name = "send_to_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "spawn_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "system_info", .flags = FOREIGN | DA | CL, INTERNAL_IN },
 	{ .name = "todo_add", .flags = FOREIGN | DA },
 	{ .name = "todo_done", .flags = FOREIGN | DA },
 	{ .name = "todo_note", .flags = FOREIGN | DA },
 	{ .name = "todo_read", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "todo_write", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "wait_for_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "which_command", .flags = FOREIGN | DA | CL, INTERNAL_IN },
 };
 
 #undef R

@@ -508,21 +508,6 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 		lev_tool_output_set(cs->out, answer, false);
 }
 
-/* current_time: local time with its offset, and UTC (ISO 8601). */
-static void run_time(struct call_state *cs)
-{
-	char local[64] = "", utc[64] = "", text[160];
-	time_t now = time(NULL);
-	struct tm tm;
-
-	if (localtime_r(&now, &tm))
-		strftime(local, sizeof(local), "%Y-%m-%dT%H:%M:%S%z (%Z, %A)", &tm);
-	if (gmtime_r(&now, &tm))
-		strftime(utc, sizeof(utc), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(text, sizeof(text), "local: %s\nutc: %s", local, utc);
-	lev_tool_output_set(cs->out, text, false);
-}
-
 static void execute(struct lev_agent *a, struct call_state *cs)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -581,9 +566,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		break;
 	}
 	case LEV_TOOL_INLINE:
-		if (cs->ti->op == LEV_OP_CURRENT_TIME)
-			run_time(cs);
-		else
+		if (!agent_run_info(a, cs->ti->op, cs->args, cs->out))
 			run_inline(a, cs);
 		break;
 	case LEV_TOOL_ASK:

@@ -115,6 +115,11 @@ void agent_audit(struct lev_agent *a, const struct audit_line *l);
 
 /* agent-call.c: one call */
 const char *agent_arg_str(const json_t *args, const char *key);
+/* agent.c: a stage's iteration limit (its own, the config's, or the default) */
+uint64_t agent_max_iterations(const struct lev_agent *a, const struct lev_stage *st);
+/* agent-info.c: the information tools; false when OP is not one of them */
+bool agent_run_info(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
+		    struct lev_tool_output *out);
 /* The chain's environment for the current stage. */
 void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const char *home,
 		     struct lev_gatechain_env *env);

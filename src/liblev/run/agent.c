@@ -175,7 +175,7 @@ static const char *next_stage(const struct lev_stage *st, enum lev_transition_wh
 	return NULL;
 }
 
-static uint64_t max_iterations(const struct lev_agent *a, const struct lev_stage *st)
+uint64_t agent_max_iterations(const struct lev_agent *a, const struct lev_stage *st)
 {
 	if (st->max_iterations)
 		return st->max_iterations;
@@ -211,7 +211,7 @@ static int enter_stage(struct lev_agent *a, size_t idx, const char *from, const 
 	ev = agent_event_new("stage_started");
 	json_object_set_new(ev, "stage", agent_jtext(st->name));
 	json_object_set_new(ev, "from", agent_jtext(from));
-	json_object_set_new(ev, "max_iterations", json_integer((json_int_t)max_iterations(a, st)));
+	json_object_set_new(ev, "max_iterations", json_integer((json_int_t)agent_max_iterations(a, st)));
 	json_object_set_new(ev, "sandbox", json_string(lev_sandbox_kind_name(
 						   lev_sandbox_kind(s->sb))));
 	(void)lev_sandbox_layers_format(lev_sandbox_layers(s->sb), &layers);
@@ -370,7 +370,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 {
 	struct stage_rt *s = &a->stages[a->cur];
 	const struct lev_stage *st = s->st;
-	uint64_t max = max_iterations(a, st);
+	uint64_t max = agent_max_iterations(a, st);
 	struct lev_err err = LEV_ERR_INIT;
 
 	while (!a->stage_done) {
@@ -559,7 +559,7 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 			} else if (end == END_MAX_ITERATIONS) {
 				_cleanup_free_ char *m = xasprintf(
 					"stage '%s' reached max_iterations (%llu) without finishing",
-					st->name, (unsigned long long)max_iterations(a, st));
+					st->name, (unsigned long long)agent_max_iterations(a, st));
 
 				finish(a, LEV_RUN_ERROR, NULL, m);
 			} else {

@@ -109,6 +109,19 @@ static json_t *schema_for(enum lev_tool_op op)
 					      "description", "The answers to choose from"));
 		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
 	case LEV_OP_CURRENT_TIME:
+	case LEV_OP_LOCALE_INFO:
+	case LEV_OP_SYSTEM_INFO:
+	case LEV_OP_ENVIRONMENT_INFO:
+	case LEV_OP_RUNTIME_INFO:
+		return obj_schema(p, NULL);
+	case LEV_OP_WHICH_COMMAND:
+		json_object_set_new(p, "command",
+				    json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1,
+					      "maxLength", 255, "description",
+					      "The program's name, without a '/'"));
+		return obj_schema(p, (const char *const[]){ "command", NULL });
+	case LEV_OP_CONTEXT_LIST:
+		json_object_set_new(p, "region", str_prop("One region to describe (default: all)"));
 		return obj_schema(p, NULL);
 	case LEV_OP_WEB_FETCH:
 	case LEV_OP_HTTP_POST:
