@@ -19,9 +19,11 @@
 #include "liblev/conf/config.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/policy/lint.h"
 #include "liblev/run/agent.h"
+#include "liblev/run/replay.h"
 
 static volatile sig_atomic_t w_cancel;
 static int w_pipe[2] = { -1, -1 };
@@ -41,6 +43,8 @@ struct worker {
 	int fd;
 	bool broken;		/* the daemon went away: answer nothing more */
 	int timeout_ms;
+	struct lev_replay *replay;	/* a run resumed from the journal, or NULL */
+	long live_turns;	/* model turns taken from the provider */
 };
 
 static void w_send(struct worker *w, json_t *msg)
@@ -125,15 +129,50 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 		json_decref(w_wait(w, "ack", -1));
 }
 
+/* A model turn, for the journal: its place in the run and the turn (or none: too large). */
+static void hook_turn(void *data, const json_t *turn)
+{
+	struct worker *w = data;
+	json_t *m = lev_proto_request("turn");
+	char *t = json_dumps(turn, JSON_COMPACT);
+
+	w->live_turns++;
+	json_object_set_new(m, "seq", json_integer((json_int_t)(lev_replay_turns_played(w->replay) +
+								(size_t)w->live_turns)));
+	/* a turn a frame cannot carry ends the journal's log there */
+	if (t && strlen(t) < LEV_PROTO_MAX - 4096)
+		json_object_set(m, "turn", (json_t *)turn);
+	free(t);
+	w_send(w, m);
+}
+
+/* The answer the journal has for Q (a resumed run), or NONE. */
+static enum lev_ask_answer replayed_answer(struct worker *w, const struct lev_ask *q,
+					   const enum lev_ask_answer *answers, size_t n)
+{
+	const char *s = lev_replay_answer(w->replay, q->call_id,
+					  q->kind == LEV_ASK_TAINT ? "taint" : "permission");
+
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(s, lev_ask_answer_name(answers[i])))
+			return answers[i];
+	return LEV_ANSWER_NONE;
+}
+
 static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 {
 	static const enum lev_ask_answer answers[] = { LEV_ANSWER_ONCE, LEV_ANSWER_STAGE,
 							LEV_ANSWER_RUN, LEV_ANSWER_DENY };
 	struct worker *w = data;
 	json_t *m = lev_proto_request("ask"), *reply;
-	enum lev_ask_answer a = LEV_ANSWER_NONE;
+	enum lev_ask_answer a = replayed_answer(w, q, answers,
+						sizeof(answers) / sizeof(answers[0]));
 	const char *s;
 
+	if (a != LEV_ANSWER_NONE) {
+		json_decref(m);
+		return a;
+	}
 	json_object_set_new(m, "kind",
 			    json_string(q->kind == LEV_ASK_TAINT ? "taint" : "permission"));
 	json_object_set_new(m, "stage", json_string(q->stage ? q->stage : ""));
@@ -232,6 +271,27 @@ static void send_info(struct worker *w, const struct lev_blueprint *bp,
 	w_send(w, m);
 }
 
+/*
+ * A run the daemon resumes after a restart: its replay log from the
+ * journal in <ROOT>/lev.db (read here: it may be larger than a frame).
+ */
+static int load_replay(struct worker *w, const char *root, const char *run, struct lev_err *err)
+{
+	_cleanup_free_ char *db = lev_path_join(root, "lev.db");
+	struct lev_store *st = NULL;
+	json_t *log = NULL;
+	int r;
+
+	r = lev_store_open(db, &st, err);
+	if (r == 0)
+		r = lev_store_replay_load(st, run, &log, err);
+	lev_store_close(st);
+	if (r == 0)
+		r = lev_replay_new(log, &w->replay, err);
+	json_decref(log);
+	return r < 0 ? lev_err_wrap(err, "cannot resume run '%s'", run) : 0;
+}
+
 static int setup_signals(struct lev_err *err)
 {
 	struct sigaction sa;
@@ -310,6 +370,18 @@ int lev_worker_main(int fd, struct lev_err *err)
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
+	if (json_is_true(json_object_get(start, "recover"))) {
+		_cleanup_free_ char *rec = NULL;
+
+		if (load_replay(&w, root, lev_json_str(start, "run"), &e) < 0) {
+			send_done(&w, "error", NULL, e.msg);
+			goto out;
+		}
+		o.replay = w.replay;
+		/* the record goes on, unless the run stopped before it had one */
+		rec = lev_path_join(runs, lev_json_str(start, "run"));
+		o.resume = access(rec, F_OK) == 0;
+	}
 	send_info(&w, bp, &cfg, workdir, home);
 
 	allow = strv_of(json_object_get(req, "allow"));
@@ -337,6 +409,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.hooks.ask = hook_ask;
 	o.hooks.question = hook_question;
 	o.hooks.event = hook_event;
+	o.hooks.turn = hook_turn;
 	o.hooks.data = &w;
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {
@@ -363,6 +436,7 @@ out:
 	lev_blueprint_free(bp);
 	lev_strv_free(allow);
 	lev_strv_free(env);
+	lev_replay_free(w.replay);
 	json_decref(start);
 	return 0;
 }

@@ -382,7 +382,8 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	int r;
 
 	if (a->o.runs_dir) {
-		r = lev_runrecord_create_as(a->o.runs_dir, a->o.run_id, &a->rec, err);
+		r = a->o.resume ? lev_runrecord_reopen(a->o.runs_dir, a->o.run_id, &a->rec, err)
+				: lev_runrecord_create_as(a->o.runs_dir, a->o.run_id, &a->rec, err);
 		if (r < 0)
 			return r;
 	}

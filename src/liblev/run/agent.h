@@ -131,6 +131,12 @@ struct lev_agent_hooks {
 	int (*question)(void *data, const struct lev_question *q, char **answer);
 	/* Each event as recorded: the object and its line (both borrowed). */
 	void (*event)(void *data, const json_t *event, const char *line);
+	/*
+	 * A model turn as the provider gave it (lev_replay_turn_json(), borrowed),
+	 * before any of its calls is decided, so a journal can keep it for a
+	 * replay.  Turns taken from a replay log are not reported.  May be NULL.
+	 */
+	void (*turn)(void *data, const json_t *turn);
 	/* The model is thinking (true) or has answered (false). */
 	void (*thinking)(void *data, bool on);
 	void *data;
@@ -158,12 +164,16 @@ struct lev_agent_opts {
 	char *const *envp;		/* environment shell commands start from (filtered) */
 	volatile sig_atomic_t *cancel;	/* set when the run must stop; may be NULL */
 	int cancel_fd;			/* readable once cancelled; -1: none */
+	struct lev_replay *replay;	/* a run resumed from its journal (replay.h), borrowed;
+					 * NULL: a new run */
+	bool resume;			/* go on with the record run_id names (lev_runrecord_reopen) */
 	uint64_t window_tokens;		/* model window for budgets; 0: the smallest [providers.X]
 					 * context_window of the stages, else the default */
 	struct lev_agent_hooks hooks;
 };
 
 struct lev_agent;
+struct lev_replay;
 
 /*
  * Prepare a run (see above).  On failure nothing is left behind except a
@@ -202,6 +212,8 @@ struct lev_call_decision {
 	enum lev_level label;	/* the label of what the model gets back: an allowed call's
 				 * result, or a refusal's text (see agent-call.c) */
 	enum lev_level taint;	/* the context's taint the call was decided under */
+	const char *replayed;	/* static: "done", "in_flight" or "denied" when a replay log
+				 * settled the call (replay.h); NULL: it was run */
 };
 
 void lev_call_decision_release(struct lev_call_decision *d);
