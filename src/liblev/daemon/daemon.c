@@ -26,6 +26,7 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/daemon.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/daemon/reload.h"
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
@@ -59,6 +60,7 @@ struct run {
 struct daemon {
 	const struct lev_daemon_opts *o;
 	struct lev_store *st;
+	struct lev_reload *rl;	/* the config's watch; NULL: none */
 	struct conn *conns;
 	size_t n_conns;
 	struct run **runs;
@@ -296,6 +298,53 @@ static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int
 	return 0;
 }
 
+/* ---- hot reload ------------------------------------------------------------ */
+
+/* A file on disk is broken: a new run starts from the last good copy. */
+static void reload_start_paths(struct daemon *d, json_t *start)
+{
+	const char *config = NULL, *policy = NULL;
+
+	lev_reload_good_paths(d->rl, &config, &policy);
+	if (config)
+		json_object_set_new(start, "config_path", json_string(config));
+	if (policy)
+		json_object_set_new(start, "policy_path", json_string(policy));
+}
+
+/*
+ * A watched file changed.  A broken one is reported (log, status, ps
+ * health) and the last good copy stays in force; a good change is sent to
+ * every running run, which takes the tighter of old and new (worker.h).
+ */
+static void reload_changed(struct daemon *d)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	size_t n = 0;
+
+	if (lev_reload_check(d->rl, &err) < 0) {
+		dlog(d, "config: %s; the last good copy stays in force", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (r->fd >= 0 && !status_final(run_status(r))) {
+			run_send(d, r, lev_proto_request("reload"));
+			n++;
+		}
+	}
+	dlog(d, "config: reloaded; %zu running run(s) get the tighter of old and new", n);
+}
+
+static void health_add(struct daemon *d, json_t *o)
+{
+	const char *e = lev_reload_error(d->rl);
+
+	if (e)
+		json_object_set_new(o, "config_error", json_string(e));
+}
+
 /* Hand run R (its worker just started) its request; RECOVER: from its journal. */
 static void run_start(struct daemon *d, struct run *r, const json_t *req, bool recover)
 {
@@ -305,6 +354,7 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	json_object_set(start, "request", (json_t *)req);
 	if (recover)
 		json_object_set_new(start, "recover", json_true());
+	reload_start_paths(d, start);
 	run_send(d, r, start);
 }
 
@@ -496,6 +546,12 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 			run_send(d, r, lev_proto_request("ack"));
 	} else if (lev_streq(op, "turn")) {
 		journal_turn(d, r, m);
+	} else if (lev_streq(op, "reloaded")) {
+		if (lev_json_str(m, "error"))
+			dlog(d, "run %s: cannot take the new config: %s", r->id,
+			     lev_json_str(m, "error"));
+		else
+			dlog(d, "run %s: took the tighter of its config and the new one", r->id);
 	} else if (lev_streq(op, "info")) {
 		const char *keys[] = { "agent", "read_paths", "record", NULL };
 
@@ -569,6 +625,7 @@ static json_t *op_ping(struct daemon *d)
 	json_object_set_new(ok, "waiting", json_integer((json_int_t)waiting));
 	json_object_set_new(ok, "version", json_string(LEV_VERSION));
 	json_object_set_new(ok, "uptime", json_real(now() - d->started));
+	health_add(d, ok);
 	return ok;
 }
 
@@ -594,6 +651,7 @@ static json_t *op_ps(struct daemon *d, const json_t *msg)
 	health = json_pack("{s:i, s:i, s:i, s:f, s:s}", "pid", (int)getpid(), "runs", (int)live,
 			   "waiting", (int)waiting, "uptime", t - d->started, "version",
 			   LEV_VERSION);
+	health_add(d, health);
 	json_object_set_new(ok, "runs", runs);
 	json_object_set_new(ok, "finished", fin);
 	json_object_set_new(ok, "health", health);
@@ -1006,11 +1064,12 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		size_t n = 0, base;
 		int r;
 
-		p = xreallocarray(p, 3 + d->n_conns + d->n_runs, sizeof(*p));
+		p = xreallocarray(p, 4 + d->n_conns + d->n_runs, sizeof(*p));
 		who = xreallocarray(who, d->n_runs + 1, sizeof(*who));
 		p[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = d->o->stop_fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = lev_reload_fd(d->rl), .events = POLLIN };
 		base = n;
 		for (size_t i = 0; i < d->n_conns; i++)
 			p[n++] = (struct pollfd){ .fd = d->conns[i].fd, .events = POLLIN };
@@ -1036,6 +1095,8 @@ static int loop(struct daemon *d, int lfd, int sfd)
 					;
 				reap(d);
 			}
+			if (p[3].revents && lev_reload_pending(d->rl))
+				reload_changed(d);
 			/* workers first: a reply they wait on may be due */
 			for (size_t i = base + nc; i < n; i++)
 				if (p[i].revents && who[i - base - nc]->fd == p[i].fd)
@@ -1089,6 +1150,15 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		r = lev_err_errno(err, -errno, "cannot make a signalfd");
 		goto out_mask;
 	}
+	/* the config's watch, before any run starts */
+	{
+		struct lev_err e = LEV_ERR_INIT;
+
+		if (lev_reload_open(&d.rl, &e) < 0)
+			dlog(&d, "%s: a config change needs a restart", e.msg);
+		else if (lev_reload_check(d.rl, &e) < 0)
+			dlog(&d, "config: %s", e.msg);
+	}
 	/* runs the previous daemon held: resumed, once SIGCHLD is ours */
 	recover(&d);
 	dlog(&d, "listening on '%s' (pid %d)", sock, (int)getpid());
@@ -1113,5 +1183,6 @@ out:
 		run_free(d.runs[i]);
 	free(d.runs);
 	lev_store_close(d.st);
+	lev_reload_free(d.rl);
 	return r;
 }

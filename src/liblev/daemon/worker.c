@@ -22,6 +22,7 @@
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/policy/lint.h"
+#include "liblev/policy/tighter.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/replay.h"
 
@@ -45,6 +46,8 @@ struct worker {
 	int timeout_ms;
 	struct lev_replay *replay;	/* a run resumed from the journal, or NULL */
 	long live_turns;	/* model turns taken from the provider */
+	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
+	bool reload;		/* the daemon said the config changed */
 };
 
 static void w_send(struct worker *w, json_t *msg)
@@ -76,6 +79,8 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 		}
 		if (lev_streq(lev_json_str(m, "op"), op))
 			return m;
+		if (lev_streq(lev_json_str(m, "op"), "reload"))
+			w->reload = true;	/* taken at the next step */
 		json_decref(m);
 	}
 	return NULL;
@@ -127,6 +132,49 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	w_send(w, m);
 	if (ack)
 		json_decref(w_wait(w, "ack", -1));
+}
+
+/*
+ * The config changed (the daemon checked it): the run takes, field by
+ * field, the tighter of its config and the new one, from its next
+ * decision on.  The daemon hears how it went.
+ */
+static void apply_reload(struct worker *w, struct lev_agent *a)
+{
+	json_t *m = lev_proto_request("reloaded");
+	struct lev_err e = LEV_ERR_INIT;
+	struct lev_config next;
+
+	w->reload = false;
+	if (lev_config_load(&next, &e) == 0) {
+		lev_policy_tighter(w->cfg, &next);
+		lev_config_release(&next);
+		(void)lev_agent_config_changed(a, &e);
+	}
+	if (e.msg[0])
+		json_object_set_new(m, "error", json_string(e.msg));
+	w_send(w, m);
+}
+
+/* A step boundary: take a reload the daemon sent. */
+static void hook_step(void *data, struct lev_agent *a)
+{
+	struct worker *w = data;
+	struct pollfd p = { .fd = w->fd, .events = POLLIN };
+
+	while (!w->broken && poll(&p, 1, 0) == 1) {
+		json_t *m = NULL;
+
+		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
+			w->broken = true;
+			break;
+		}
+		if (lev_streq(lev_json_str(m, "op"), "reload"))
+			w->reload = true;
+		json_decref(m);
+	}
+	if (w->reload)
+		apply_reload(w, a);
 }
 
 /* A model turn, for the journal: its place in the run and the turn (or none: too large). */
@@ -350,11 +398,15 @@ int lev_worker_main(int fd, struct lev_err *err)
 		goto out;
 	}
 	lev_agentstore_bind(bp);
-	if (lev_config_load(&cfg, &e) < 0) {
+	/* a broken config.toml: the daemon hands the last good copy */
+	if ((lev_json_str(start, "config_path")
+		     ? lev_config_load_file(lev_json_str(start, "config_path"), &cfg, &e)
+		     : lev_config_load(&cfg, &e)) < 0) {
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
 	cfg_loaded = true;
+	w.cfg = &cfg;
 	if (cfg.limits.interaction_timeout_secs)
 		w.timeout_ms = cfg.limits.interaction_timeout_secs > INT_MAX / 1000
 				       ? INT_MAX
@@ -397,7 +449,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.runs_dir = runs;
 	o.run_id = lev_json_str(start, "run");	/* the record is named as the daemon's run */
 	o.data_root = root;
-	o.policy_path = policy;
+	o.policy_path = lev_json_str(start, "policy_path") ? lev_json_str(start, "policy_path")
+							    : policy;
 	o.rules_dir = rules;
 	o.credentials_path = creds;
 	o.config_path = cfg_path;
@@ -410,6 +463,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.hooks.question = hook_question;
 	o.hooks.event = hook_event;
 	o.hooks.turn = hook_turn;
+	o.hooks.step = hook_step;
 	o.hooks.data = &w;
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {

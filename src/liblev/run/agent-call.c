@@ -805,6 +805,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	if (!a || !call || !out || !dec)
 		return lev_err_set(err, -EINVAL, "dispatch needs a run, a call and outputs");
 	memset(dec, 0, sizeof(*dec));
+	if (a->o.hooks.step && !a->seeding)
+		a->o.hooks.step(a->o.hooks.data, a);
 	cs.call = call;
 	cs.dec = dec;
 	cs.out = out;

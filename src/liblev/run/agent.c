@@ -417,6 +417,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 
 		if (agent_cancelled(a))
 			return END_CANCELLED;
+		if (a->o.hooks.step)
+			a->o.hooks.step(a->o.hooks.data, a);
 		if (a->iteration >= max)
 			return END_MAX_ITERATIONS;
 		a->iteration++;

@@ -116,6 +116,8 @@ struct lev_question {
 	char *const *choices;		/* LEV_QUESTION_CHOICE: 2..20 answers */
 };
 
+struct lev_agent;
+
 struct lev_agent_hooks {
 	/*
 	 * Ask the person at the terminal.  NULL, or LEV_ANSWER_NONE, means
@@ -137,6 +139,12 @@ struct lev_agent_hooks {
 	 * replay.  Turns taken from a replay log are not reported.  May be NULL.
 	 */
 	void (*turn)(void *data, const json_t *turn);
+	/*
+	 * A step boundary: before each model request and each tool call is
+	 * decided.  The front end may call lev_agent_config_changed() here
+	 * (A is the run).  May be NULL.
+	 */
+	void (*step)(void *data, struct lev_agent *a);
 	/* The model is thinking (true) or has answered (false). */
 	void (*thinking)(void *data, bool on);
 	void *data;
@@ -188,6 +196,17 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
  * only a failure to keep the record.
  */
 int lev_agent_run(struct lev_agent *a, struct lev_err *err);
+
+/*
+ * The config the run borrows (opts.cfg) was changed by its owner, between
+ * steps (a hot reload: the daemon's worker makes it the tighter of old and
+ * new with lev_policy_tighter()).  Rebuilds what the run derived from it:
+ * each stage's permission input, and the network tools' switch.  The
+ * stages' sandboxes, the taint gate (policy.toml, Lua rules) and the
+ * providers stay as the run started.  Call it from a hook (hooks.step).
+ * On failure the run keeps what it had.
+ */
+int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err);
 
 /* Kill commands, remove containers, close the record.  NULL-safe; returns NULL. */
 struct lev_agent *lev_agent_free(struct lev_agent *a);
