@@ -340,6 +340,32 @@ static int load_replay(struct worker *w, const char *root, const char *run, stru
 	return r < 0 ? lev_err_wrap(err, "cannot resume run '%s'", run) : 0;
 }
 
+/* A run the daemon resumes: its replay log, and its record goes on. */
+static int resume_setup(struct worker *w, const char *run, const char *root, const char *runs,
+			struct lev_agent_opts *o, struct lev_err *err)
+{
+	_cleanup_free_ char *rec = NULL;
+	int r = load_replay(w, root, run, err);
+
+	if (r < 0)
+		return r;
+	o->replay = w->replay;
+	/* the record goes on, unless the run stopped before it had one */
+	rec = lev_path_join(runs, run);
+	o->resume = access(rec, F_OK) == 0;
+	return 0;
+}
+
+static void set_hooks(struct lev_agent_opts *o, struct worker *w)
+{
+	o->hooks.ask = hook_ask;
+	o->hooks.question = hook_question;
+	o->hooks.event = hook_event;
+	o->hooks.turn = hook_turn;
+	o->hooks.step = hook_step;
+	o->hooks.data = w;
+}
+
 static int setup_signals(struct lev_err *err)
 {
 	struct sigaction sa;
@@ -422,17 +448,10 @@ int lev_worker_main(int fd, struct lev_err *err)
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
-	if (json_is_true(json_object_get(start, "recover"))) {
-		_cleanup_free_ char *rec = NULL;
-
-		if (load_replay(&w, root, lev_json_str(start, "run"), &e) < 0) {
-			send_done(&w, "error", NULL, e.msg);
-			goto out;
-		}
-		o.replay = w.replay;
-		/* the record goes on, unless the run stopped before it had one */
-		rec = lev_path_join(runs, lev_json_str(start, "run"));
-		o.resume = access(rec, F_OK) == 0;
+	if (json_is_true(json_object_get(start, "recover")) &&
+	    resume_setup(&w, lev_json_str(start, "run"), root, runs, &o, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
 	}
 	send_info(&w, bp, &cfg, workdir, home);
 
@@ -459,12 +478,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.envp = env;
 	o.cancel = &w_cancel;
 	o.cancel_fd = w_pipe[0];
-	o.hooks.ask = hook_ask;
-	o.hooks.question = hook_question;
-	o.hooks.event = hook_event;
-	o.hooks.turn = hook_turn;
-	o.hooks.step = hook_step;
-	o.hooks.data = &w;
+	set_hooks(&o, &w);
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
