@@ -251,6 +251,10 @@ static int status(void)
 		       (long long)json_integer_value(json_object_get(ping, "pid")),
 		       (long long)json_integer_value(json_object_get(ping, "runs")),
 		       (long long)json_integer_value(json_object_get(ping, "waiting")));
+		/* a broken config edit: the last good copy is in force */
+		if (json_is_string(json_object_get(ping, "config_error")))
+			printf("config error: %s (the last good copy stays in force)\n",
+			       json_string_value(json_object_get(ping, "config_error")));
 		json_decref(ping);
 		return LEV_EXIT_OK;
 	}

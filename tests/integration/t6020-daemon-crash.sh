@@ -1,13 +1,34 @@
 #!/bin/bash
 # A daemon killed with -9: its workers end with it (PR_SET_PDEATHSIG), and
-# after a restart every run it held is accounted for.  Each worker runs
-# under its own limits.
+# after a restart every run it held is accounted for: resumed from the
+# journal (t6030 tests the replay), or marked failed when it cannot be.
+# Each worker runs under its own limits.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
 gone() {
 	! kill -0 "$1" 2>/dev/null
+}
+
+# the open request's id (there is one)
+open_request() {
+	"$LEV" respond --json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["requests"]
+assert len(r) == 1, r
+print(r[0]["id"])
+'
+}
+
+# drop RUN's kept request from lev.db, as a database of the first daemon has none
+forget_request() {
+	python3 - "$ROOT/lev.db" "$1" <<-PY
+	import sqlite3, sys
+	db = sqlite3.connect(sys.argv[1])
+	db.execute("delete from requests where run = ?", (sys.argv[2],))
+	db.commit()
+	PY
 }
 
 mkdir -p work asker
@@ -54,18 +75,36 @@ test_expect_success 'kill -9 of the daemon: its worker ends too, nothing ran' '
 	test ! -e work/ran.txt
 '
 
-test_expect_success 'after a restart the run is accounted for, marked failed' '
+test_expect_success 'after a restart the run is resumed: its approval is asked again' '
 	"$LEV" daemon start >out && grep -q "daemon started" out &&
-	status_is "$(cat id)" "error: the daemon stopped while the run was going" &&
-	test "$(field "$(cat id)" error)" = "the daemon stopped while the run was going" &&
-	test -z "$(field "$(cat id)" pid)" &&
-	grep -q "run $(cat id): marked failed: the daemon stopped while it ran" "$ROOT/daemon.log"
+	wait_for status_is "$(cat id)" "waiting: tool approval" &&
+	test "$(field "$(cat id)" restarts)" = 1 &&
+	grep -q "run $(cat id): resumed from the journal in worker [0-9]*" "$ROOT/daemon.log" &&
+	test ! -e work/ran.txt &&
+	"$LEV" respond "$(open_request)" --approve &&
+	wait_for status_is "$(cat id)" complete &&
+	test "$(cat work/ran.txt)" = ran
+'
+
+test_expect_success 'a run whose request was not kept is marked failed after a restart' '
+	setsid -w "$LEV" run asker --workdir work --detach >id3 2>/dev/null &&
+	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
+	dpid=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
+	pid=$(field "$(cat id3)" pid) &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	forget_request "$(cat id3)" &&
+	"$LEV" daemon start >/dev/null &&
+	status_is "$(cat id3)" "error: the daemon stopped while the run was going" &&
+	test "$(field "$(cat id3)" error)" = "the daemon stopped while the run was going" &&
+	test -z "$(field "$(cat id3)" pid)" &&
+	grep -q "run $(cat id3): marked failed: the daemon stopped while it ran" "$ROOT/daemon.log"
 '
 
 test_expect_success 'the restarted daemon runs new runs (the twin)' '
 	setsid -w "$LEV" run asker --workdir work --detach --allow shell --allow write_file >id2 2>/dev/null &&
 	wait_for status_is "$(cat id2)" complete &&
-	test "$(cat work/ran.txt)" = ran
+	test "$(cat work/ran.txt)" = "ran
+ran"
 '
 
 test_expect_success 'daemon restart: a new daemon, the ended runs still listed' '

@@ -13,8 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <sqlite3.h>
 
 #include "liblev/base/util.h"
+#include "liblev/daemon/proto.h"
 #include "liblev/daemon/store.h"
 
 static char dir[] = "/tmp/lev-test-store.XXXXXX";
@@ -51,11 +54,11 @@ static void test_runs_and_journal(void **state)
 	json_object_set_new(run, "status", json_string("complete"));
 	assert_int_equal(lev_store_run_put(st, run, &err), 0);
 	args = json_pack("{s:s}", "command", "make");
-	assert_int_equal(lev_store_journal_call(st, "r1", "c1", "shell", args, true, &err), 0);
-	assert_int_equal(lev_store_journal_call(st, "r1", "c2", "shell", args, false, &err), 0);
+	assert_int_equal(lev_store_journal_call(st, "r1", 1, "c1", "shell", args, true, &err), 0);
+	assert_int_equal(lev_store_journal_call(st, "r1", 2, "c2", "shell", args, false, &err), 0);
 	assert_int_equal(lev_store_journal_count(st, "r1", "dispatched", &n, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(lev_store_journal_result(st, "r1", "c1", true, "ok", &err), 0);
+	assert_int_equal(lev_store_journal_result(st, "r1", 1, true, "ok", &err), 0);
 	assert_int_equal(lev_store_journal_count(st, "r1", "done", &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(lev_store_journal_count(st, "r1", "denied", &n, &err), 0);
@@ -90,11 +93,111 @@ static void test_refuses_a_symlink(void **state)
 	free(path);
 }
 
+/* A run's replay log: its turns, its calls in order (a repeated id apart), its answers. */
+static void test_replay_log(void **state)
+{
+	char *path = lev_path_join(dir, "replay.db");
+	struct lev_store *st = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *log = NULL, *t1 = json_pack("{s:s, s:s}", "stage", "main", "text", "one"),
+	       *t2 = json_pack("{s:s, s:s}", "stage", "main", "text", "two"),
+	       *q = json_pack("{s:s, s:s}", "call_id", "c1", "kind", "permission"), *req = NULL,
+	       *calls;
+
+	(void)state;
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	assert_int_equal(lev_store_turn_put(st, "r1", 1, t1, &err), 0);
+	assert_int_equal(lev_store_turn_put(st, "r1", 2, t1, &err), 0);
+	assert_int_equal(lev_store_turn_put(st, "r1", 3, t1, &err), 0);
+	/* a turn taken live at 2 drops what the log held from there on */
+	assert_int_equal(lev_store_turn_put(st, "r1", 2, t2, &err), 0);
+	assert_int_equal(lev_store_journal_call(st, "r1", 1, "c1", "shell", NULL, true, &err), 0);
+	assert_int_equal(lev_store_journal_result(st, "r1", 1, true, "hi", &err), 0);
+	assert_int_equal(lev_store_journal_call(st, "r1", 2, "c1", "shell", NULL, false, &err), 0);
+	assert_int_equal(lev_store_journal_result(st, "r1", 2, false, "[denied] no", &err), 0);
+	assert_int_equal(lev_store_journal_call(st, "r1", 3, "c3", "shell", NULL, true, &err), 0);
+	assert_int_equal(lev_store_question_put(st, "q1", "r1", q, &err), 0);
+	assert_int_equal(lev_store_question_close(st, "q1", "run", &err), 0);
+	assert_int_equal(lev_store_question_put(st, "q2", "r1", q, &err), 0);
+	assert_int_equal(lev_store_replay_load(st, "r1", &log, &err), 0);
+	assert_int_equal(json_array_size(json_object_get(log, "turns")), 2);
+	assert_true(json_equal(json_array_get(json_object_get(log, "turns"), 1), t2));
+	calls = json_object_get(log, "calls");
+	assert_int_equal(json_array_size(calls), 3);
+	assert_string_equal(lev_json_str(json_array_get(calls, 0), "state"), "done");
+	assert_string_equal(lev_json_str(json_array_get(calls, 0), "result"), "hi");
+	/* a refusal keeps its state, with its text */
+	assert_string_equal(lev_json_str(json_array_get(calls, 1), "state"), "denied");
+	assert_string_equal(lev_json_str(json_array_get(calls, 1), "result"), "[denied] no");
+	assert_string_equal(lev_json_str(json_array_get(calls, 2), "state"), "dispatched");
+	/* the open question is not an answer */
+	assert_int_equal(json_array_size(json_object_get(log, "answers")), 1);
+	assert_string_equal(lev_json_str(json_array_get(json_object_get(log, "answers"), 0),
+					 "answer"), "run");
+	json_decref(log);
+
+	/* the request is kept while the run goes on */
+	assert_true(lev_store_request_get(st, "r1", &req, &err) == -ENOENT);
+	assert_int_equal(lev_store_request_put(st, "r1", q, &err), 0);
+	assert_int_equal(lev_store_request_get(st, "r1", &req, &err), 0);
+	assert_true(json_equal(req, q));
+	json_decref(req);
+	assert_int_equal(lev_store_request_drop(st, "r1", &err), 0);
+	assert_true(lev_store_request_get(st, "r1", &req, &err) == -ENOENT);
+	lev_store_close(st);
+	json_decref(t1);
+	json_decref(t2);
+	json_decref(q);
+	free(path);
+}
+
+/* A database of the first daemon (journal keyed by call id) is moved over on open. */
+static void test_migrates_an_old_journal(void **state)
+{
+	char *path = lev_path_join(dir, "old.db");
+	struct lev_store *st = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	sqlite3 *db = NULL;
+	json_t *log = NULL, *calls;
+
+	(void)state;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+		"CREATE TABLE journal (run TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT,"
+		" args TEXT, state TEXT NOT NULL, started REAL, finished REAL, ok INTEGER,"
+		" result TEXT, PRIMARY KEY (run, call_id));"
+		"INSERT INTO journal VALUES ('r1', 'b', 'shell', NULL, 'done', 1, 2, 1, 'first');"
+		"INSERT INTO journal VALUES ('r2', 'x', 'shell', NULL, 'dispatched', 1, NULL, NULL,"
+		" NULL);"
+		"INSERT INTO journal VALUES ('r1', 'a', 'shell', NULL, 'done', 3, 4, 1, 'second');",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	assert_int_equal(lev_store_replay_load(st, "r1", &log, &err), 0);
+	calls = json_object_get(log, "calls");
+	assert_int_equal(json_array_size(calls), 2);
+	assert_string_equal(lev_json_str(json_array_get(calls, 0), "id"), "b");
+	assert_string_equal(lev_json_str(json_array_get(calls, 1), "id"), "a");
+	json_decref(log);
+	/* the next call of r1 comes after them */
+	assert_int_equal(lev_store_journal_call(st, "r1", 3, "a", "shell", NULL, true, &err), 0);
+	assert_int_equal(lev_store_replay_load(st, "r1", &log, &err), 0);
+	assert_int_equal(json_array_size(json_object_get(log, "calls")), 3);
+	json_decref(log);
+	lev_store_close(st);
+	/* opening it again changes nothing */
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	lev_store_close(st);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_and_journal),
 		cmocka_unit_test(test_refuses_a_symlink),
+		cmocka_unit_test(test_replay_log),
+		cmocka_unit_test(test_migrates_an_old_journal),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

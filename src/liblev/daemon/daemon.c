@@ -26,6 +26,7 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/daemon.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/daemon/reload.h"
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
@@ -51,11 +52,15 @@ struct run {
 	json_t *question;	/* the open question, or NULL */
 	bool cancel_requested;
 	bool done;		/* the worker said how the run ended */
+	long call_seq;		/* the journal: the last call's place in the run */
+	long turn_seq;		/* the model turns the worker took so far */
+	bool result_kept;	/* the last call's result is the journal's already */
 };
 
 struct daemon {
 	const struct lev_daemon_opts *o;
 	struct lev_store *st;
+	struct lev_reload *rl;	/* the config's watch; NULL: none */
 	struct conn *conns;
 	size_t n_conns;
 	struct run **runs;
@@ -116,6 +121,8 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 	if (status_final(status)) {
 		json_object_set_new(r->doc, "finished", json_real(now()));
 		d->last_busy = now();
+		/* nothing will resume it: its request (and the keys in it) goes */
+		(void)lev_store_request_drop(d->st, r->id, NULL);
 	}
 	run_save(d, r);
 }
@@ -258,42 +265,116 @@ static void strv_free(char **v)
 	free(v);
 }
 
+/* Fork and exec a worker for REQ; *pid and *fd (the daemon's end) on success. */
+static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int *fd_out,
+			struct lev_err *err)
+{
+	char **env;
+	int sv[2];
+	pid_t pid, self = getpid();
+
+	env = env_of(json_object_get(req, "env"), err);
+	if (!env)
+		return err ? err->code : LEV_EPARSE;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		strv_free(env);
+		return lev_err_errno(err, -errno, "cannot make a socketpair");
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		strv_free(env);
+		return lev_err_errno(err, e, "cannot start a worker");
+	}
+	if (pid == 0)
+		worker_exec(d->o, sv[1], env, self);
+	close(sv[1]);
+	strv_free(env);
+	*pid_out = pid;
+	*fd_out = sv[0];
+	return 0;
+}
+
+/* ---- hot reload ------------------------------------------------------------ */
+
+/* A file on disk is broken: a new run starts from the last good copy. */
+static void reload_start_paths(struct daemon *d, json_t *start)
+{
+	const char *config = NULL, *policy = NULL;
+
+	lev_reload_good_paths(d->rl, &config, &policy);
+	if (config)
+		json_object_set_new(start, "config_path", json_string(config));
+	if (policy)
+		json_object_set_new(start, "policy_path", json_string(policy));
+}
+
+/*
+ * A watched file changed.  A broken one is reported (log, status, ps
+ * health) and the last good copy stays in force; a good change is sent to
+ * every running run, which takes the tighter of old and new (worker.h).
+ */
+static void reload_changed(struct daemon *d)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	size_t n = 0;
+
+	if (lev_reload_check(d->rl, &err) < 0) {
+		dlog(d, "config: %s; the last good copy stays in force", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (r->fd >= 0 && !status_final(run_status(r))) {
+			run_send(d, r, lev_proto_request("reload"));
+			n++;
+		}
+	}
+	dlog(d, "config: reloaded; %zu running run(s) get the tighter of old and new", n);
+}
+
+static void health_add(struct daemon *d, json_t *o)
+{
+	const char *e = lev_reload_error(d->rl);
+
+	if (e)
+		json_object_set_new(o, "config_error", json_string(e));
+}
+
+/* Hand run R (its worker just started) its request; RECOVER: from its journal. */
+static void run_start(struct daemon *d, struct run *r, const json_t *req, bool recover)
+{
+	json_t *start = lev_proto_request("start");
+
+	json_object_set_new(start, "run", json_string(r->id));
+	json_object_set(start, "request", (json_t *)req);
+	if (recover)
+		json_object_set_new(start, "recover", json_true());
+	reload_start_paths(d, start);
+	run_send(d, r, start);
+}
+
 static json_t *op_submit(struct daemon *d, const json_t *msg)
 {
 	const json_t *req = json_object_get(msg, "request");
 	struct lev_err err = LEV_ERR_INIT;
 	_cleanup_free_ char *id = NULL;
-	char **env;
-	int sv[2];
-	pid_t pid, self = getpid();
+	int fd;
+	pid_t pid;
 	struct run *r;
-	json_t *start, *doc;
+	json_t *doc;
 
 	if (d->stopping)
 		return lev_proto_fail("the daemon is stopping");
 	if (!json_is_object(req) || !lev_json_str(req, "blueprint") ||
 	    !lev_json_str(req, "workdir"))
 		return lev_proto_fail("a run request names a blueprint and a workdir");
-	env = env_of(json_object_get(req, "env"), &err);
-	if (!env)
+	if (spawn_worker(d, req, &pid, &fd, &err) < 0)
 		return lev_proto_fail("%s", err.msg);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		strv_free(env);
-		return lev_proto_fail("cannot make a socketpair: %s", strerror(errno));
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(sv[0]);
-		close(sv[1]);
-		strv_free(env);
-		return lev_proto_fail("cannot start a worker: %s", strerror(e));
-	}
-	if (pid == 0)
-		worker_exec(d->o, sv[1], env, self);
-	close(sv[1]);
-	strv_free(env);
 
 	do {
 		free(id);
@@ -305,12 +386,12 @@ static json_t *op_submit(struct daemon *d, const json_t *msg)
 			"moved", now(), "pid", (int)pid, "workdir", lev_json_str(req, "workdir"));
 	r = run_add(d, id, doc);
 	r->pid = pid;
-	r->fd = sv[0];
+	r->fd = fd;
 	run_save(d, r);
-	start = lev_proto_request("start");
-	json_object_set_new(start, "run", json_string(id));
-	json_object_set(start, "request", (json_t *)req);
-	run_send(d, r, start);
+	/* kept until the run ends: a restarted daemon resumes the run from it */
+	if (lev_store_request_put(d->st, id, req, &err) < 0)
+		dlog(d, "run %s: %s", id, err.msg);
+	run_start(d, r, req, false);
 	dlog(d, "run %s: started worker %d for '%s'", id, (int)pid, lev_json_str(req, "blueprint"));
 	d->last_busy = now();
 	{
@@ -372,22 +453,51 @@ static void reap(struct daemon *d)
 	}
 }
 
+/*
+ * The journal, by each call's place in the run: a call a replay settled
+ * from the journal ("done", "denied") keeps its row as it is; any other
+ * call (one in flight included) is written again at its place.
+ */
 static void journal_event(struct daemon *d, struct run *r, const json_t *ev)
 {
 	const char *name = lev_json_str(ev, "event");
+	const char *replayed = lev_json_str(ev, "replayed");
 	struct lev_err err = LEV_ERR_INIT;
 	int rc = 0;
 
-	if (lev_streq(name, "tool_call") && lev_json_str(ev, "id"))
-		rc = lev_store_journal_call(d->st, r->id, lev_json_str(ev, "id"),
-					    lev_json_str(ev, "tool"), json_object_get(ev, "args"),
-					    lev_streq(lev_json_str(ev, "decision"), "allow"), &err);
-	else if (lev_streq(name, "tool_result") && lev_json_str(ev, "id"))
-		rc = lev_store_journal_result(d->st, r->id, lev_json_str(ev, "id"),
+	if (lev_streq(name, "tool_call") && lev_json_str(ev, "id")) {
+		r->call_seq++;
+		r->result_kept = lev_streq(replayed, "done") || lev_streq(replayed, "denied");
+		if (!r->result_kept)
+			rc = lev_store_journal_call(
+				d->st, r->id, r->call_seq, lev_json_str(ev, "id"),
+				lev_json_str(ev, "tool"), json_object_get(ev, "args"),
+				lev_streq(lev_json_str(ev, "decision"), "allow"), &err);
+	} else if (lev_streq(name, "tool_result") && lev_json_str(ev, "id") && r->call_seq &&
+		   !r->result_kept) {
+		/* a call's result follows its call; a skipped call has no row */
+		rc = lev_store_journal_result(d->st, r->id, r->call_seq,
 					      json_is_true(json_object_get(ev, "ok")),
 					      lev_json_str(ev, "text"), &err);
+		r->result_kept = true;
+	}
 	if (rc < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
+}
+
+/* The worker took a model turn live: the journal keeps it for a replay. */
+static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
+{
+	const json_t *turn = json_object_get(m, "turn");
+	json_t *cut = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	json_int_t seq = json_integer_value(json_object_get(m, "seq"));
+
+	if (!json_is_object(turn))
+		turn = cut = json_pack("{s:b}", "cut", 1);	/* too large to send: the log ends */
+	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, turn, &err) < 0)
+		dlog(d, "run %s: %s", r->id, err.msg);
+	json_decref(cut);
 }
 
 static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
@@ -434,6 +544,14 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 			worker_event(d, r, ev);
 		if (json_is_true(json_object_get(m, "ack")))
 			run_send(d, r, lev_proto_request("ack"));
+	} else if (lev_streq(op, "turn")) {
+		journal_turn(d, r, m);
+	} else if (lev_streq(op, "reloaded")) {
+		if (lev_json_str(m, "error"))
+			dlog(d, "run %s: cannot take the new config: %s", r->id,
+			     lev_json_str(m, "error"));
+		else
+			dlog(d, "run %s: took the tighter of its config and the new one", r->id);
 	} else if (lev_streq(op, "info")) {
 		const char *keys[] = { "agent", "read_paths", "record", NULL };
 
@@ -507,6 +625,7 @@ static json_t *op_ping(struct daemon *d)
 	json_object_set_new(ok, "waiting", json_integer((json_int_t)waiting));
 	json_object_set_new(ok, "version", json_string(LEV_VERSION));
 	json_object_set_new(ok, "uptime", json_real(now() - d->started));
+	health_add(d, ok);
 	return ok;
 }
 
@@ -532,6 +651,7 @@ static json_t *op_ps(struct daemon *d, const json_t *msg)
 	health = json_pack("{s:i, s:i, s:i, s:f, s:s}", "pid", (int)getpid(), "runs", (int)live,
 			   "waiting", (int)waiting, "uptime", t - d->started, "version",
 			   LEV_VERSION);
+	health_add(d, health);
 	json_object_set_new(ok, "runs", runs);
 	json_object_set_new(ok, "finished", fin);
 	json_object_set_new(ok, "health", health);
@@ -782,6 +902,94 @@ static bool conn_readable(struct daemon *d, size_t i)
 
 /* ---- the loop ------------------------------------------------------------- */
 
+static bool status_paused(const char *s)
+{
+	return s && !strncmp(s, "paused", 6);
+}
+
+/*
+ * Resume run R, which the previous daemon held when it stopped: a new
+ * worker with the run's request rebuilds it from the journal (see
+ * worker.h) and goes on.  False when it cannot be (no request kept).
+ */
+static bool resume_run(struct daemon *d, struct run *r)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *req = NULL;
+	int fd;
+	pid_t pid;
+
+	if (lev_store_request_get(d->st, r->id, &req, &err) < 0 ||
+	    spawn_worker(d, req, &pid, &fd, &err) < 0) {
+		dlog(d, "run %s: cannot resume it: %s", r->id, err.msg);
+		json_decref(req);
+		return false;
+	}
+	r->pid = pid;
+	r->fd = fd;
+	json_object_set_new(r->doc, "pid", json_integer(pid));
+	json_object_set_new(r->doc, "restarts",
+			    json_integer(json_integer_value(json_object_get(r->doc, "restarts")) + 1));
+	json_object_del(r->doc, "error");
+	run_set_status(d, r, "idle");
+	run_start(d, r, req, true);
+	dlog(d, "run %s: resumed from the journal in worker %d", r->id, (int)pid);
+	json_decref(req);
+	return true;
+}
+
+/*
+ * The previous daemon's worker PID, cancelled when that daemon died, may
+ * still be finishing (killing its command, closing its record): the run is
+ * resumed once it is gone, so two workers never write one record.  It gets
+ * SIGKILL after 10 s.
+ */
+/* PID runs (a zombie nobody reaped yet has ended). */
+static bool pid_running(pid_t pid)
+{
+	char path[64], st[256];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = '\0';
+	p = strrchr(st, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static void wait_old_worker(struct daemon *d, pid_t pid)
+{
+	char path[64], cmd[256] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, cmd, sizeof(cmd) - 1);
+	close(fd);
+	/* argv[1] is the worker command: anything else is not ours any more */
+	if (n <= 0 || !memmem(cmd, (size_t)n, LEV_DAEMON_WORKER_CMD, strlen(LEV_DAEMON_WORKER_CMD)))
+		return;
+	for (int i = 0; i < 200 && pid_running(pid); i++)
+		usleep(50 * 1000);
+	if (pid_running(pid)) {
+		dlog(d, "the previous daemon's worker %d is still there: killing it", (int)pid);
+		kill(pid, SIGKILL);
+		for (int i = 0; i < 100 && pid_running(pid); i++)
+			usleep(50 * 1000);
+	}
+}
+
 static void recover(struct daemon *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -799,8 +1007,14 @@ static void recover(struct daemon *d)
 		if (!id || run_find(d, id))
 			continue;
 		r = run_add(d, id, json_incref(doc));
+		if (!status_final(run_status(r)) && json_is_integer(json_object_get(r->doc, "pid")))
+			wait_old_worker(d, (pid_t)json_integer_value(json_object_get(r->doc, "pid")));
 		json_object_del(r->doc, "pid");
-		if (!status_final(run_status(r))) {
+		if (status_paused(run_status(r))) {
+			/* a paused run stays paused: `lev resume` goes on with it */
+			run_save(d, r);
+			dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
+		} else if (!status_final(run_status(r)) && !resume_run(d, r)) {
 			json_object_set_new(r->doc, "error",
 					    json_string("the daemon stopped while the run was going"));
 			run_set_status(d, r, "error");
@@ -850,11 +1064,12 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		size_t n = 0, base;
 		int r;
 
-		p = xreallocarray(p, 3 + d->n_conns + d->n_runs, sizeof(*p));
+		p = xreallocarray(p, 4 + d->n_conns + d->n_runs, sizeof(*p));
 		who = xreallocarray(who, d->n_runs + 1, sizeof(*who));
 		p[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = d->o->stop_fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = lev_reload_fd(d->rl), .events = POLLIN };
 		base = n;
 		for (size_t i = 0; i < d->n_conns; i++)
 			p[n++] = (struct pollfd){ .fd = d->conns[i].fd, .events = POLLIN };
@@ -880,6 +1095,8 @@ static int loop(struct daemon *d, int lfd, int sfd)
 					;
 				reap(d);
 			}
+			if (p[3].revents && lev_reload_pending(d->rl))
+				reload_changed(d);
 			/* workers first: a reply they wait on may be due */
 			for (size_t i = base + nc; i < n; i++)
 				if (p[i].revents && who[i - base - nc]->fd == p[i].fd)
@@ -922,7 +1139,6 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	if (r < 0)
 		return r;
 	d.started = d.last_busy = now();
-	recover(&d);
 	r = lev_sock_listen(sock, &lfd, err);
 	if (r < 0)
 		goto out;
@@ -934,6 +1150,17 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		r = lev_err_errno(err, -errno, "cannot make a signalfd");
 		goto out_mask;
 	}
+	/* the config's watch, before any run starts */
+	{
+		struct lev_err e = LEV_ERR_INIT;
+
+		if (lev_reload_open(&d.rl, &e) < 0)
+			dlog(&d, "%s: a config change needs a restart", e.msg);
+		else if (lev_reload_check(d.rl, &e) < 0)
+			dlog(&d, "config: %s", e.msg);
+	}
+	/* runs the previous daemon held: resumed, once SIGCHLD is ours */
+	recover(&d);
 	dlog(&d, "listening on '%s' (pid %d)", sock, (int)getpid());
 	if (o->ready)
 		o->ready(o->log_data);
@@ -956,5 +1183,6 @@ out:
 		run_free(d.runs[i]);
 	free(d.runs);
 	lev_store_close(d.st);
+	lev_reload_free(d.rl);
 	return r;
 }

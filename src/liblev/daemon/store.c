@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "liblev/base/cleanup.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
@@ -20,6 +21,8 @@ struct lev_store {
 	sqlite3_stmt *run_put;
 	sqlite3_stmt *j_call;
 	sqlite3_stmt *j_result;
+	sqlite3_stmt *t_drop;
+	sqlite3_stmt *t_put;
 	sqlite3_stmt *q_put;
 	sqlite3_stmt *q_close;
 };
@@ -36,9 +39,30 @@ static const char schema[] =
 	" id TEXT PRIMARY KEY, run TEXT NOT NULL, body TEXT NOT NULL,"
 	" created REAL, answered REAL, answer TEXT);"
 	"CREATE TABLE IF NOT EXISTS journal ("
-	" run TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT, args TEXT, state TEXT NOT NULL,"
-	" started REAL, finished REAL, ok INTEGER, result TEXT,"
-	" PRIMARY KEY (run, call_id));";
+	" run TEXT NOT NULL, seq INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT, args TEXT,"
+	" state TEXT NOT NULL, started REAL, finished REAL, ok INTEGER, result TEXT,"
+	" PRIMARY KEY (run, seq));"
+	"CREATE TABLE IF NOT EXISTS turns ("
+	" run TEXT NOT NULL, seq INTEGER NOT NULL, turn TEXT NOT NULL, PRIMARY KEY (run, seq));"
+	"CREATE TABLE IF NOT EXISTS requests (run TEXT PRIMARY KEY, request TEXT NOT NULL);";
+
+/*
+ * The first daemon's journal was keyed by (run, call_id), which a model
+ * may repeat; it is keyed by the call's place in the run now.  An old
+ * table is moved over, its rows numbered in the order they were written.
+ */
+static const char migrate_journal[] =
+	"BEGIN;"
+	"ALTER TABLE journal RENAME TO journal_v1;"
+	"CREATE TABLE journal ("
+	" run TEXT NOT NULL, seq INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT, args TEXT,"
+	" state TEXT NOT NULL, started REAL, finished REAL, ok INTEGER, result TEXT,"
+	" PRIMARY KEY (run, seq));"
+	"INSERT INTO journal SELECT run, (SELECT count(*) FROM journal_v1 o WHERE o.run = j.run"
+	" AND o.rowid <= j.rowid), call_id, tool, args, state, started, finished, ok, result"
+	" FROM journal_v1 j;"
+	"DROP TABLE journal_v1;"
+	"COMMIT;";
 
 static double now(void)
 {
@@ -58,6 +82,26 @@ static int prep(struct lev_store *st, const char *sql, sqlite3_stmt **out, struc
 {
 	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL) != SQLITE_OK)
 		return db_fail(st, err, "cannot prepare a statement");
+	return 0;
+}
+
+/* Move an old journal (keyed by call id) to the new one; *msg says why it failed. */
+static int migrate(struct lev_store *st, char **msg)
+{
+	sqlite3_stmt *s = NULL;
+	bool has_seq = false;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA table_info(journal)", -1, &s, NULL) != SQLITE_OK)
+		return -EIO;
+	while (sqlite3_step(s) == SQLITE_ROW)
+		has_seq = has_seq || !strcmp((const char *)sqlite3_column_text(s, 1), "seq");
+	sqlite3_finalize(s);
+	if (has_seq)
+		return 0;
+	if (sqlite3_exec(st->db, migrate_journal, NULL, NULL, msg) != SQLITE_OK) {
+		(void)sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		return -EIO;
+	}
 	return 0;
 }
 
@@ -81,7 +125,8 @@ int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err
 		lev_store_close(st);
 		return -EIO;
 	}
-	if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+	if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
+	    migrate(st, &msg) < 0) {
 		lev_err_set(err, -EIO, "cannot set up '%s': %s", path, msg ? msg : "?");
 		sqlite3_free(msg);
 		lev_store_close(st);
@@ -93,13 +138,16 @@ int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err
 		 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 		 &st->run_put, err) < 0 ||
 	    prep(st,
-		 "INSERT OR REPLACE INTO journal (run, call_id, tool, args, state, started)"
-		 " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		 "INSERT OR REPLACE INTO journal (run, seq, call_id, tool, args, state, started)"
+		 " VALUES (?1, ?7, ?2, ?3, ?4, ?5, ?6)",
 		 &st->j_call, err) < 0 ||
 	    prep(st,
-		 "UPDATE journal SET state = 'done', finished = ?3, ok = ?4, result = ?5"
-		 " WHERE run = ?1 AND call_id = ?2",
+		 "UPDATE journal SET state = CASE state WHEN 'denied' THEN 'denied' ELSE 'done' END,"
+		 " finished = ?3, ok = ?4, result = ?5 WHERE run = ?1 AND seq = ?2",
 		 &st->j_result, err) < 0 ||
+	    prep(st, "DELETE FROM turns WHERE run = ?1 AND seq >= ?2", &st->t_drop, err) < 0 ||
+	    prep(st, "INSERT INTO turns (run, seq, turn) VALUES (?1, ?2, ?3)", &st->t_put, err) <
+		    0 ||
 	    prep(st,
 		 "INSERT OR REPLACE INTO questions (id, run, body, created) VALUES (?1, ?2, ?3, ?4)",
 		 &st->q_put, err) < 0 ||
@@ -119,6 +167,8 @@ struct lev_store *lev_store_close(struct lev_store *st)
 	sqlite3_finalize(st->run_put);
 	sqlite3_finalize(st->j_call);
 	sqlite3_finalize(st->j_result);
+	sqlite3_finalize(st->t_drop);
+	sqlite3_finalize(st->t_put);
 	sqlite3_finalize(st->q_put);
 	sqlite3_finalize(st->q_close);
 	sqlite3_close(st->db);
@@ -212,12 +262,13 @@ int lev_store_runs_load(struct lev_store *st, json_t **out, struct lev_err *err)
 	return 0;
 }
 
-int lev_store_journal_call(struct lev_store *st, const char *run, const char *call_id,
+int lev_store_journal_call(struct lev_store *st, const char *run, long seq, const char *call_id,
 			   const char *tool, const json_t *args, bool allowed, struct lev_err *err)
 {
 	sqlite3_stmt *s = st->j_call;
 	char *a = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 
+	sqlite3_bind_int64(s, 7, seq);
 	bind_text(s, 1, run);
 	bind_text(s, 2, call_id);
 	bind_text(s, 3, tool);
@@ -230,13 +281,13 @@ int lev_store_journal_call(struct lev_store *st, const char *run, const char *ca
 	return step(st, s, err, "cannot journal a call");
 }
 
-int lev_store_journal_result(struct lev_store *st, const char *run, const char *call_id,
-			     bool ok, const char *text, struct lev_err *err)
+int lev_store_journal_result(struct lev_store *st, const char *run, long seq, bool ok,
+			     const char *text, struct lev_err *err)
 {
 	sqlite3_stmt *s = st->j_result;
 
 	bind_text(s, 1, run);
-	bind_text(s, 2, call_id);
+	sqlite3_bind_int64(s, 2, seq);
 	sqlite3_bind_double(s, 3, now());
 	sqlite3_bind_int(s, 4, ok);
 	bind_text(s, 5, text);
@@ -284,4 +335,173 @@ int lev_store_question_close(struct lev_store *st, const char *id, const char *a
 	sqlite3_bind_double(s, 2, now());
 	bind_text(s, 3, answer);
 	return step(st, s, err, "cannot close a question");
+}
+
+int lev_store_turn_put(struct lev_store *st, const char *run, long seq, const json_t *turn,
+		       struct lev_err *err)
+{
+	char *t = json_dumps(turn, JSON_COMPACT);
+	int r;
+
+	if (!t)
+		return lev_err_set(err, -EINVAL, "cannot encode a turn");
+	/* a turn taken live replaces whatever the log held from there on */
+	bind_text(st->t_drop, 1, run);
+	sqlite3_bind_int64(st->t_drop, 2, seq);
+	r = step(st, st->t_drop, err, "cannot journal a turn");
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	bind_text(st->t_put, 1, run);
+	sqlite3_bind_int64(st->t_put, 2, seq);
+	sqlite3_bind_text(st->t_put, 3, t, -1, free);
+	return step(st, st->t_put, err, "cannot journal a turn");
+}
+
+/* Run SQL (a statement binding ?1 to RUN and maybe ?2 to TEXT) once. */
+static int exec_run(struct lev_store *st, const char *sql, const char *run, const char *text,
+		    struct lev_err *err)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, err, "cannot prepare a statement");
+	bind_text(s, 1, run);
+	if (text)
+		bind_text(s, 2, text);
+	r = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return r == SQLITE_DONE ? 0 : db_fail(st, err, "cannot write a run's request");
+}
+
+int lev_store_request_put(struct lev_store *st, const char *run, const json_t *request,
+			  struct lev_err *err)
+{
+	_cleanup_free_ char *t = json_dumps(request, JSON_COMPACT);
+
+	if (!t)
+		return lev_err_set(err, -EINVAL, "cannot encode a request");
+	return exec_run(st, "INSERT OR REPLACE INTO requests (run, request) VALUES (?1, ?2)", run,
+			t, err);
+}
+
+int lev_store_request_drop(struct lev_store *st, const char *run, struct lev_err *err)
+{
+	return exec_run(st, "DELETE FROM requests WHERE run = ?1", run, NULL, err);
+}
+
+/* Each row of SQL (binding ?1 to RUN) as JSON from ROW, appended to ARR. */
+static int load_rows(struct lev_store *st, const char *sql, const char *run, json_t *arr,
+		     json_t *(*row)(sqlite3_stmt *s), struct lev_err *err)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, err, "cannot prepare a statement");
+	bind_text(s, 1, run);
+	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+		json_t *j = row(s);
+
+		if (j)
+			json_array_append_new(arr, j);
+	}
+	sqlite3_finalize(s);
+	return r == SQLITE_DONE ? 0 : db_fail(st, err, "cannot read the journal");
+}
+
+static json_t *col_json(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+
+	return t ? json_loads(t, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+static json_t *col_str(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+
+	return t ? json_string(t) : json_null();
+}
+
+static json_t *row_request(sqlite3_stmt *s)
+{
+	return col_json(s, 0);
+}
+
+static json_t *row_turn(sqlite3_stmt *s)
+{
+	json_t *t = col_json(s, 0);
+
+	if (json_is_object(t))
+		return t;
+	json_decref(t);
+	/* an unreadable turn ends the log there, as a cut one does */
+	return json_pack("{s:b}", "cut", 1);
+}
+
+static json_t *row_call(sqlite3_stmt *s)
+{
+	json_t *c = json_object();
+
+	json_object_set_new(c, "id", col_str(s, 0));
+	json_object_set_new(c, "state", col_str(s, 1));
+	json_object_set_new(c, "ok", json_boolean(sqlite3_column_int(s, 2)));
+	json_object_set_new(c, "result", col_str(s, 3));
+	return c;
+}
+
+static json_t *row_answer(sqlite3_stmt *s)
+{
+	json_t *body = col_json(s, 0), *a = NULL;
+	const char *call = lev_json_str(body, "call_id"), *kind = lev_json_str(body, "kind");
+
+	if (call && kind && sqlite3_column_text(s, 1))
+		a = json_pack("{s:s, s:s, s:s}", "call_id", call, "kind", kind, "answer",
+			      (const char *)sqlite3_column_text(s, 1));
+	json_decref(body);
+	return a;
+}
+
+int lev_store_request_get(struct lev_store *st, const char *run, json_t **out,
+			  struct lev_err *err)
+{
+	json_t *arr = json_array();
+	int r = load_rows(st, "SELECT request FROM requests WHERE run = ?1", run, arr, row_request,
+			  err);
+
+	if (r == 0 && !json_is_object(json_array_get(arr, 0)))
+		r = lev_err_set(err, -ENOENT, "the daemon's database holds no request for run '%s'",
+				run);
+	if (r == 0)
+		*out = json_incref(json_array_get(arr, 0));
+	json_decref(arr);
+	return r;
+}
+
+int lev_store_replay_load(struct lev_store *st, const char *run, json_t **out,
+			  struct lev_err *err)
+{
+	json_t *log = json_pack("{s:[], s:[], s:[]}", "turns", "calls", "answers");
+	int r = load_rows(st, "SELECT turn FROM turns WHERE run = ?1 ORDER BY seq", run,
+			  json_object_get(log, "turns"), row_turn, err);
+
+	if (r == 0)
+		r = load_rows(st,
+			      "SELECT call_id, state, ok, result FROM journal WHERE run = ?1"
+			      " ORDER BY seq",
+			      run, json_object_get(log, "calls"), row_call, err);
+	if (r == 0)
+		r = load_rows(st,
+			      "SELECT body, answer FROM questions WHERE run = ?1 AND answer IS NOT NULL"
+			      " ORDER BY answered",
+			      run, json_object_get(log, "answers"), row_answer, err);
+	if (r < 0) {
+		json_decref(log);
+		return r;
+	}
+	*out = log;
+	return 0;
 }

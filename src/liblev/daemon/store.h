@@ -13,7 +13,10 @@
  *			created, answered, answer
  *	journal		the tool calls: one row written before a call is
  *			dispatched (state "dispatched", or "denied"), completed
- *			when its result arrives (state "done", ok, result)
+ *			when its result arrives (state "done", ok, result),
+ *			keyed by (run, seq), the call's place in the run
+ *	turns		the model's turns of each run, in order (run, seq, turn)
+ *	requests	the request each unfinished run was submitted with
  *
  * Ownership: the store owns its connection; JSON passed in is borrowed.
  * Nothing here prints.
@@ -42,11 +45,38 @@ int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *e
 /* Every run's doc, oldest first (a new array in *out). */
 int lev_store_runs_load(struct lev_store *st, json_t **out, struct lev_err *err);
 
-/* The journal: a call about to be dispatched (or denied), then its result. */
-int lev_store_journal_call(struct lev_store *st, const char *run, const char *call_id,
+/*
+ * The journal: a call about to be dispatched (or denied), then its result
+ * ("denied" rows keep their state and get the refusal's text).  SEQ is the
+ * call's place in the run (1, 2, ...): a call at a SEQ already written
+ * replaces that row (the run left its replay log there).
+ */
+int lev_store_journal_call(struct lev_store *st, const char *run, long seq, const char *call_id,
 			   const char *tool, const json_t *args, bool allowed, struct lev_err *err);
-int lev_store_journal_result(struct lev_store *st, const char *run, const char *call_id,
-			     bool ok, const char *text, struct lev_err *err);
+int lev_store_journal_result(struct lev_store *st, const char *run, long seq, bool ok,
+			     const char *text, struct lev_err *err);
+/* The model's turn number SEQ of RUN (lev_replay_turn_json()); the turns after it are dropped. */
+int lev_store_turn_put(struct lev_store *st, const char *run, long seq, const json_t *turn,
+		       struct lev_err *err);
+/*
+ * RUN's replay log (run/replay.h: its turns, its calls in order, the
+ * answers its questions got), a new object in *out.
+ */
+int lev_store_replay_load(struct lev_store *st, const char *run, json_t **out,
+			  struct lev_err *err);
+
+/*
+ * The request a run was submitted with (what a new worker needs to resume
+ * it after a restart), kept while the run goes on.  It holds the
+ * environment the client sent, the providers' key variables included: the
+ * daemon drops it when the run ends.  *out: a new reference; -ENOENT when
+ * there is none.
+ */
+int lev_store_request_put(struct lev_store *st, const char *run, const json_t *request,
+			  struct lev_err *err);
+int lev_store_request_get(struct lev_store *st, const char *run, json_t **out,
+			  struct lev_err *err);
+int lev_store_request_drop(struct lev_store *st, const char *run, struct lev_err *err);
 /* How many journal rows RUN has in STATE ("dispatched", "denied", "done"). */
 int lev_store_journal_count(struct lev_store *st, const char *run, const char *state,
 			    long *out, struct lev_err *err);

@@ -19,9 +19,12 @@
 #include "liblev/conf/config.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/policy/lint.h"
+#include "liblev/policy/tighter.h"
 #include "liblev/run/agent.h"
+#include "liblev/run/replay.h"
 
 static volatile sig_atomic_t w_cancel;
 static int w_pipe[2] = { -1, -1 };
@@ -41,6 +44,10 @@ struct worker {
 	int fd;
 	bool broken;		/* the daemon went away: answer nothing more */
 	int timeout_ms;
+	struct lev_replay *replay;	/* a run resumed from the journal, or NULL */
+	long live_turns;	/* model turns taken from the provider */
+	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
+	bool reload;		/* the daemon said the config changed */
 };
 
 static void w_send(struct worker *w, json_t *msg)
@@ -72,6 +79,8 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 		}
 		if (lev_streq(lev_json_str(m, "op"), op))
 			return m;
+		if (lev_streq(lev_json_str(m, "op"), "reload"))
+			w->reload = true;	/* taken at the next step */
 		json_decref(m);
 	}
 	return NULL;
@@ -125,15 +134,93 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 		json_decref(w_wait(w, "ack", -1));
 }
 
+/*
+ * The config changed (the daemon checked it): the run takes, field by
+ * field, the tighter of its config and the new one, from its next
+ * decision on.  The daemon hears how it went.
+ */
+static void apply_reload(struct worker *w, struct lev_agent *a)
+{
+	json_t *m = lev_proto_request("reloaded");
+	struct lev_err e = LEV_ERR_INIT;
+	struct lev_config next;
+
+	w->reload = false;
+	if (lev_config_load(&next, &e) == 0) {
+		lev_policy_tighter(w->cfg, &next);
+		lev_config_release(&next);
+		(void)lev_agent_config_changed(a, &e);
+	}
+	if (e.msg[0])
+		json_object_set_new(m, "error", json_string(e.msg));
+	w_send(w, m);
+}
+
+/* A step boundary: take a reload the daemon sent. */
+static void hook_step(void *data, struct lev_agent *a)
+{
+	struct worker *w = data;
+	struct pollfd p = { .fd = w->fd, .events = POLLIN };
+
+	while (!w->broken && poll(&p, 1, 0) == 1) {
+		json_t *m = NULL;
+
+		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
+			w->broken = true;
+			break;
+		}
+		if (lev_streq(lev_json_str(m, "op"), "reload"))
+			w->reload = true;
+		json_decref(m);
+	}
+	if (w->reload)
+		apply_reload(w, a);
+}
+
+/* A model turn, for the journal: its place in the run and the turn (or none: too large). */
+static void hook_turn(void *data, const json_t *turn)
+{
+	struct worker *w = data;
+	json_t *m = lev_proto_request("turn");
+	char *t = json_dumps(turn, JSON_COMPACT);
+
+	w->live_turns++;
+	json_object_set_new(m, "seq", json_integer((json_int_t)(lev_replay_turns_played(w->replay) +
+								(size_t)w->live_turns)));
+	/* a turn a frame cannot carry ends the journal's log there */
+	if (t && strlen(t) < LEV_PROTO_MAX - 4096)
+		json_object_set(m, "turn", (json_t *)turn);
+	free(t);
+	w_send(w, m);
+}
+
+/* The answer the journal has for Q (a resumed run), or NONE. */
+static enum lev_ask_answer replayed_answer(struct worker *w, const struct lev_ask *q,
+					   const enum lev_ask_answer *answers, size_t n)
+{
+	const char *s = lev_replay_answer(w->replay, q->call_id,
+					  q->kind == LEV_ASK_TAINT ? "taint" : "permission");
+
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(s, lev_ask_answer_name(answers[i])))
+			return answers[i];
+	return LEV_ANSWER_NONE;
+}
+
 static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 {
 	static const enum lev_ask_answer answers[] = { LEV_ANSWER_ONCE, LEV_ANSWER_STAGE,
 							LEV_ANSWER_RUN, LEV_ANSWER_DENY };
 	struct worker *w = data;
 	json_t *m = lev_proto_request("ask"), *reply;
-	enum lev_ask_answer a = LEV_ANSWER_NONE;
+	enum lev_ask_answer a = replayed_answer(w, q, answers,
+						sizeof(answers) / sizeof(answers[0]));
 	const char *s;
 
+	if (a != LEV_ANSWER_NONE) {
+		json_decref(m);
+		return a;
+	}
 	json_object_set_new(m, "kind",
 			    json_string(q->kind == LEV_ASK_TAINT ? "taint" : "permission"));
 	json_object_set_new(m, "stage", json_string(q->stage ? q->stage : ""));
@@ -232,6 +319,53 @@ static void send_info(struct worker *w, const struct lev_blueprint *bp,
 	w_send(w, m);
 }
 
+/*
+ * A run the daemon resumes after a restart: its replay log from the
+ * journal in <ROOT>/lev.db (read here: it may be larger than a frame).
+ */
+static int load_replay(struct worker *w, const char *root, const char *run, struct lev_err *err)
+{
+	_cleanup_free_ char *db = lev_path_join(root, "lev.db");
+	struct lev_store *st = NULL;
+	json_t *log = NULL;
+	int r;
+
+	r = lev_store_open(db, &st, err);
+	if (r == 0)
+		r = lev_store_replay_load(st, run, &log, err);
+	lev_store_close(st);
+	if (r == 0)
+		r = lev_replay_new(log, &w->replay, err);
+	json_decref(log);
+	return r < 0 ? lev_err_wrap(err, "cannot resume run '%s'", run) : 0;
+}
+
+/* A run the daemon resumes: its replay log, and its record goes on. */
+static int resume_setup(struct worker *w, const char *run, const char *root, const char *runs,
+			struct lev_agent_opts *o, struct lev_err *err)
+{
+	_cleanup_free_ char *rec = NULL;
+	int r = load_replay(w, root, run, err);
+
+	if (r < 0)
+		return r;
+	o->replay = w->replay;
+	/* the record goes on, unless the run stopped before it had one */
+	rec = lev_path_join(runs, run);
+	o->resume = access(rec, F_OK) == 0;
+	return 0;
+}
+
+static void set_hooks(struct lev_agent_opts *o, struct worker *w)
+{
+	o->hooks.ask = hook_ask;
+	o->hooks.question = hook_question;
+	o->hooks.event = hook_event;
+	o->hooks.turn = hook_turn;
+	o->hooks.step = hook_step;
+	o->hooks.data = w;
+}
+
 static int setup_signals(struct lev_err *err)
 {
 	struct sigaction sa;
@@ -290,11 +424,15 @@ int lev_worker_main(int fd, struct lev_err *err)
 		goto out;
 	}
 	lev_agentstore_bind(bp);
-	if (lev_config_load(&cfg, &e) < 0) {
+	/* a broken config.toml: the daemon hands the last good copy */
+	if ((lev_json_str(start, "config_path")
+		     ? lev_config_load_file(lev_json_str(start, "config_path"), &cfg, &e)
+		     : lev_config_load(&cfg, &e)) < 0) {
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
 	cfg_loaded = true;
+	w.cfg = &cfg;
 	if (cfg.limits.interaction_timeout_secs)
 		w.timeout_ms = cfg.limits.interaction_timeout_secs > INT_MAX / 1000
 				       ? INT_MAX
@@ -307,6 +445,11 @@ int lev_worker_main(int fd, struct lev_err *err)
 	    lev_datadir_policy_path(&policy, &e) < 0 || lev_datadir_rules_dir(&rules, &e) < 0 ||
 	    lev_datadir_credentials_path(&creds, &e) < 0 ||
 	    lev_datadir_config_path(&cfg_path, &e) < 0) {
+		send_done(&w, "error", NULL, e.msg);
+		goto out;
+	}
+	if (json_is_true(json_object_get(start, "recover")) &&
+	    resume_setup(&w, lev_json_str(start, "run"), root, runs, &o, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
@@ -325,7 +468,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.runs_dir = runs;
 	o.run_id = lev_json_str(start, "run");	/* the record is named as the daemon's run */
 	o.data_root = root;
-	o.policy_path = policy;
+	o.policy_path = lev_json_str(start, "policy_path") ? lev_json_str(start, "policy_path")
+							    : policy;
 	o.rules_dir = rules;
 	o.credentials_path = creds;
 	o.config_path = cfg_path;
@@ -334,10 +478,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.envp = env;
 	o.cancel = &w_cancel;
 	o.cancel_fd = w_pipe[0];
-	o.hooks.ask = hook_ask;
-	o.hooks.question = hook_question;
-	o.hooks.event = hook_event;
-	o.hooks.data = &w;
+	set_hooks(&o, &w);
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
@@ -363,6 +504,7 @@ out:
 	lev_blueprint_free(bp);
 	lev_strv_free(allow);
 	lev_strv_free(env);
+	lev_replay_free(w.replay);
 	json_decref(start);
 	return 0;
 }

@@ -17,7 +17,21 @@
  *		{"op":"answer","answer":"once|stage|run|deny|none"} or
  *		{"op":"answer","text":T} ([limits] interaction_timeout_secs,
  *		then nobody answered: deny)
+ *	-> {"op":"turn","seq":N,"turn":T}	each model turn taken from the
+ *		provider (run/replay.h), before its calls; without "turn"
+ *		when it is too large for a frame
+ *	<- {"op":"reload"}			config.toml changed and is good:
+ *		at the next step (before a model request or a call is decided)
+ *		the run takes the tighter of its config and the new one
+ *		(policy/tighter.h) and answers
+ *	-> {"op":"reloaded"} or {"op":"reloaded","error":E}
  *	-> {"op":"done","status":S,"output":O,"error":E}
+ *
+ * A start frame with "recover": true is a run the daemon resumes after a
+ * restart: the worker reads the run's replay log from <data root>/lev.db
+ * and goes on with the run's record (docs/daemon.md "Crash recovery").
+ * "config_path" and "policy_path" in it name the last good copies to use
+ * while the files on disk are broken (daemon/reload.h).
  *
  * SIGTERM, SIGINT and SIGHUP cancel the run (lev cancel); the worker sets
  * PR_SET_PDEATHSIG before exec, so it is cancelled when the daemon dies.

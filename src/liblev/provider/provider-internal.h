@@ -20,6 +20,8 @@ int lev_script_load(const char *path, struct lev_script **out, struct lev_err *e
 /* The next turn, or a LEV_FINISH_SCRIPT_END response when none is left. */
 int lev_script_next(struct lev_script *s, struct lev_infer_response *out, struct lev_err *err);
 size_t lev_script_turns(const struct lev_script *s);
+/* Move past the next turn without playing it (a run replayed from its journal). */
+void lev_script_skip(struct lev_script *s);
 struct lev_script *lev_script_free(struct lev_script *s);
 
 /* Compact JSON text of V (caller frees); "{}" for NULL. */

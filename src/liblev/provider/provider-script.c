@@ -344,6 +344,12 @@ int lev_script_load(const char *path, struct lev_script **out, struct lev_err *e
 	return 0;
 }
 
+void lev_script_skip(struct lev_script *s)
+{
+	if (s && s->next < s->n_turns)
+		s->next++;
+}
+
 int lev_script_next(struct lev_script *s, struct lev_infer_response *out, struct lev_err *err)
 {
 	struct lev_infer_response r = { 0 };

@@ -1030,6 +1030,12 @@ int lev_provider_infer(struct lev_provider *p, const struct lev_infer_request *r
 	return infer_http(p, req, out, err);
 }
 
+void lev_provider_skip_turn(struct lev_provider *p)
+{
+	if (p && p->spec.kind == LEV_PROVIDER_SCRIPT)
+		lev_script_skip(p->script);
+}
+
 /* ---- UTF-8 ----------------------------------------------------------------- */
 
 json_t *lev__jstrn(const char *s, size_t len)

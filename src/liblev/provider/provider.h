@@ -318,6 +318,13 @@ int lev_provider_new(const struct lev_provider_spec *spec, struct lev_provider *
 int lev_provider_infer(struct lev_provider *p, const struct lev_infer_request *req,
 		       struct lev_infer_response *out, struct lev_err *err);
 
+/*
+ * A turn was taken from elsewhere (a run replayed from its journal) in
+ * place of this provider's next one: the script provider moves past its
+ * next turn, so it goes on where the run was; a live model keeps nothing.
+ */
+void lev_provider_skip_turn(struct lev_provider *p);
+
 const struct lev_provider_status *lev_provider_last_status(const struct lev_provider *p);
 const char *lev_provider_name(const struct lev_provider *p);
 const char *lev_provider_model(const struct lev_provider *p);

@@ -15,6 +15,7 @@
 #include "liblev/base/xalloc.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/run/context.h"
+#include "liblev/run/replay.h"
 #include "liblev/run/runrecord.h"
 #include "liblev/tools/tools-net.h"
 
@@ -695,6 +696,8 @@ static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
 	json_object_set_new(ev, "reason", agent_jtext(cs->dec->reason));
 	json_object_set_new(ev, "asked", json_boolean(cs->dec->asked));
 	json_object_set_new(ev, "answer", json_string(lev_ask_answer_name(cs->dec->answer)));
+	if (cs->dec->replayed)
+		json_object_set_new(ev, "replayed", json_string(cs->dec->replayed));
 	agent_emit(a, ev);
 }
 
@@ -732,6 +735,50 @@ static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 		ask_together(a, cs);
 }
 
+/*
+ * A call of a turn replayed from the journal (replay.h), after the gates
+ * decided it again: the tighter of that and the journal wins.  Returns true
+ * when the journal settled the call (its result is in cs->out; it is not
+ * run), false when it runs (or is refused) as decided now.
+ */
+static bool replayed_call(struct lev_agent *a, struct call_state *cs)
+{
+	const char *text = NULL;
+	enum lev_replay_state rs;
+	bool ok = false;
+
+	if (!lev_replay_in_turn(a->o.replay) || a->seeding)
+		return false;
+	rs = lev_replay_call(a->o.replay, cs->call->id, &text, &ok);
+	if (rs == LEV_REPLAY_LIVE)
+		return false;
+	if (!cs->dec->allowed) {
+		/* refused now: what the model said after the logged result no longer holds */
+		if (rs != LEV_REPLAY_DENIED)
+			lev_replay_end(a->o.replay);
+		return false;
+	}
+	if (rs == LEV_REPLAY_DENIED) {
+		conclude(cs, false, text ? text : "[denied] refused");
+		cs->dec->replayed = "denied";
+		return true;
+	}
+	/* the run's own state (context, output) is rebuilt by running them again */
+	if (cs->ti->kind == LEV_TOOL_INLINE)
+		return false;
+	if (rs == LEV_REPLAY_DONE) {
+		lev_tool_output_set(cs->out, text ? text : "", !ok);
+		cs->dec->replayed = "done";
+		return true;
+	}
+	/* a question nobody answered is asked again */
+	if (cs->ti->kind == LEV_TOOL_ASK)
+		return false;
+	lev_tool_output_set(cs->out, LEV_REPLAY_IN_FLIGHT_TEXT, true);
+	cs->dec->replayed = "in_flight";
+	return true;
+}
+
 int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		       struct lev_tool_output *out, struct lev_call_decision *dec,
 		       struct lev_err *err)
@@ -741,11 +788,19 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	if (!a || !call || !out || !dec)
 		return lev_err_set(err, -EINVAL, "dispatch needs a run, a call and outputs");
 	memset(dec, 0, sizeof(*dec));
+	if (a->o.hooks.step && !a->seeding)
+		a->o.hooks.step(a->o.hooks.data, a);
 	cs.call = call;
 	cs.dec = dec;
 	cs.out = out;
 	a->calls++;
 	decide_and_run(a, &cs);
+	if (replayed_call(a, &cs)) {
+		tool_call_event(a, &cs);
+		dec->label = dec->allowed ? agent_result_label(a, &cs) : refusal_label(a, &cs);
+		lev_gatechain_decision_release(&cs.gd);
+		return 0;
+	}
 	/* the decision is recorded before the call runs: it was made before */
 	tool_call_event(a, &cs);
 	if (dec->allowed) {
@@ -789,6 +844,8 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	json_object_set_new(ev, "bytes", json_integer((json_int_t)out.len));
 	json_object_set_new(ev, "truncated", json_boolean(truncated || out.truncated));
 	json_object_set_new(ev, "text", agent_jtext_capped(out.text));
+	if (dec.replayed)
+		json_object_set_new(ev, "replayed", json_string(dec.replayed));
 	agent_emit(a, ev);
 out:
 	lev_call_decision_release(&dec);

@@ -314,6 +314,46 @@ static int setup_context(struct lev_agent *a, struct lev_err *err)
 }
 
 /* The stages, the entry stage current, and each stage's permission set-up. */
+/* One permission input per stage, from the config as it is now. */
+static int build_perms(struct lev_agent *a, struct lev_perm_setup **out, struct lev_err *err)
+{
+	struct lev_perm_setup *p = xcalloc(a->n_stages, sizeof(*p));
+	int r;
+
+	for (size_t i = 0; i < a->n_stages; i++) {
+		r = lev_perm_setup_init(&p[i], a->cfg, a->bp, a->stages[i].st->name, a->o.yolo,
+					a->o.allow, err);
+		if (r < 0) {
+			for (size_t j = 0; j < i; j++)
+				lev_perm_setup_release(&p[j]);
+			free(p);
+			return r;
+		}
+	}
+	*out = p;
+	return 0;
+}
+
+int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_perm_setup *p = NULL;
+	int r = build_perms(a, &p, err);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < a->n_stages; i++)
+		lev_perm_setup_release(&a->perms[i]);
+	free(a->perms);
+	a->perms = p;
+	a->safe_only.safe = a->perms[0].in.safe;
+	a->safe_only.n_safe = a->perms[0].in.n_safe;
+	/* network off holds for the network tools from the next call on */
+	for (size_t i = 0; i < a->n_stages; i++)
+		if (a->cfg->sandbox.has_network && !a->cfg->sandbox.network)
+			a->stages[i].eff.network = false;
+	return 0;
+}
+
 static int setup_stages(struct lev_agent *a, struct lev_err *err)
 {
 	int r;
@@ -327,18 +367,9 @@ static int setup_stages(struct lev_agent *a, struct lev_err *err)
 	}
 	if (!a->n_stages)
 		return lev_err_set(err, LEV_EPARSE, "blueprint '%s' has no stages", a->bp->name);
-	a->perms = xcalloc(a->n_stages, sizeof(*a->perms));
-	for (size_t i = 0; i < a->n_stages; i++) {
-		r = lev_perm_setup_init(&a->perms[i], a->cfg, a->bp, a->stages[i].st->name,
-					a->o.yolo, a->o.allow, err);
-		if (r < 0) {
-			for (size_t j = 0; j < i; j++)
-				lev_perm_setup_release(&a->perms[j]);
-			free(a->perms);
-			a->perms = NULL;
-			return r;
-		}
-	}
+	r = build_perms(a, &a->perms, err);
+	if (r < 0)
+		return r;
 	for (char **w = a->perms[0].warnings; w && *w; w++)
 		agent_warn(a, "%s", *w);
 	a->safe_only.safe = a->perms[0].in.safe;
@@ -394,7 +425,8 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	int r;
 
 	if (a->o.runs_dir) {
-		r = lev_runrecord_create_as(a->o.runs_dir, a->o.run_id, &a->rec, err);
+		r = a->o.resume ? lev_runrecord_reopen(a->o.runs_dir, a->o.run_id, &a->rec, err)
+				: lev_runrecord_create_as(a->o.runs_dir, a->o.run_id, &a->rec, err);
 		if (r < 0)
 			return r;
 	}

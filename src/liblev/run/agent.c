@@ -14,6 +14,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/run/context.h"
+#include "liblev/run/replay.h"
 #include "liblev/run/runrecord.h"
 
 const char *lev_run_status_name(enum lev_run_status s)
@@ -295,6 +296,8 @@ static void model_response_event(struct lev_agent *a, const struct lev_infer_res
 		json_array_append_new(calls, agent_jtext(resp->calls[i].name));
 	json_object_set_new(ev, "calls", calls);
 	json_object_set_new(ev, "finish", json_string(lev_finish_name(resp->finish)));
+	if (lev_replay_in_turn(a->o.replay))
+		json_object_set_new(ev, "replayed", json_true());
 	if (resp->has_prompt_tokens)
 		json_object_set_new(ev, "prompt_tokens", json_integer((json_int_t)resp->prompt_tokens));
 	if (resp->has_completion_tokens)
@@ -366,6 +369,39 @@ static bool fail_over(struct lev_agent *a, struct stage_rt *s, const char *msg)
 	return true;
 }
 
+/*
+ * The model's turn: the next one of a replay log while it lasts (the
+ * provider moves past it too, so a script goes on where the run was),
+ * else the provider's, reported to the front end for its journal.
+ */
+static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_infer_request *req,
+		     struct lev_infer_response *resp, struct lev_err *err)
+{
+	int r;
+
+	if (a->o.replay && lev_replay_next_turn(a->o.replay, s->st->name, resp) == 1) {
+		lev_provider_skip_turn(s->prov);
+		return 0;
+	}
+	if (a->o.hooks.thinking)
+		a->o.hooks.thinking(a->o.hooks.data, true);
+	r = lev_provider_infer(s->prov, req, resp, err);
+	if (a->o.hooks.thinking)
+		a->o.hooks.thinking(a->o.hooks.data, false);
+	return r;
+}
+
+static void report_turn(struct lev_agent *a, const struct lev_infer_response *resp)
+{
+	json_t *t;
+
+	if (!a->o.hooks.turn || lev_replay_in_turn(a->o.replay))
+		return;
+	t = lev_replay_turn_json(a->stages[a->cur].st->name, resp);
+	a->o.hooks.turn(a->o.hooks.data, t);
+	json_decref(t);
+}
+
 static enum stage_end run_stage(struct lev_agent *a, char **why)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -381,6 +417,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 
 		if (agent_cancelled(a))
 			return END_CANCELLED;
+		if (a->o.hooks.step)
+			a->o.hooks.step(a->o.hooks.data, a);
 		if (a->iteration >= max)
 			return END_MAX_ITERATIONS;
 		a->iteration++;
@@ -404,13 +442,9 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		json_object_set_new(ev, "taint", json_string(lev_level_name(a->seen)));
 		agent_emit(a, ev);
 
-		if (a->o.hooks.thinking)
-			a->o.hooks.thinking(a->o.hooks.data, true);
 		memset(&resp, 0, sizeof(resp));
 		lev_err_clear(&err);
-		r = lev_provider_infer(s->prov, &req, &resp, &err);
-		if (a->o.hooks.thinking)
-			a->o.hooks.thinking(a->o.hooks.data, false);
+		r = take_turn(a, s, &req, &resp, &err);
 		lev_request_release(&req);
 		if (r < 0) {
 			if (agent_cancelled(a) || r == -ECANCELED)
@@ -428,6 +462,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_SCRIPT;
 		}
 		unique_call_ids(&resp);
+		report_turn(a, &resp);
 		model_response_event(a, &resp);
 		free(a->last_text);
 		a->last_text = xstrdup(resp.text ? resp.text : "");
@@ -488,6 +523,8 @@ static void run_started_event(struct lev_agent *a, size_t entry)
 	json_object_set_new(ev, "entry_stage", agent_jtext(a->stages[entry].st->name));
 	json_object_set_new(ev, "taint_tracking", json_boolean(a->taint_enabled));
 	json_object_set_new(ev, "yolo", json_boolean(a->o.yolo));
+	if (a->o.resume)
+		json_object_set_new(ev, "resumed", json_true());
 	agent_emit(a, ev);
 	a->started = true;
 	for (char **w = a->pending_warnings; w && *w; w++)
@@ -518,6 +555,14 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 	size_t entry = a->cur;
 	int r;
 
+	if (a->o.resume) {
+		/* the record goes on: say where, and why */
+		json_t *ev = agent_event_new("run_resumed");
+
+		json_object_set_new(ev, "reason", json_string("the daemon restarted"));
+		json_object_set_new(ev, "replay", json_boolean(a->o.replay != NULL));
+		agent_emit(a, ev);
+	}
 	run_started_event(a, entry);
 
 	r = agent_run_seeds(a, &e);

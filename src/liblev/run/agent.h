@@ -116,6 +116,8 @@ struct lev_question {
 	char *const *choices;		/* LEV_QUESTION_CHOICE: 2..20 answers */
 };
 
+struct lev_agent;
+
 struct lev_agent_hooks {
 	/*
 	 * Ask the person at the terminal.  NULL, or LEV_ANSWER_NONE, means
@@ -131,6 +133,18 @@ struct lev_agent_hooks {
 	int (*question)(void *data, const struct lev_question *q, char **answer);
 	/* Each event as recorded: the object and its line (both borrowed). */
 	void (*event)(void *data, const json_t *event, const char *line);
+	/*
+	 * A model turn as the provider gave it (lev_replay_turn_json(), borrowed),
+	 * before any of its calls is decided, so a journal can keep it for a
+	 * replay.  Turns taken from a replay log are not reported.  May be NULL.
+	 */
+	void (*turn)(void *data, const json_t *turn);
+	/*
+	 * A step boundary: before each model request and each tool call is
+	 * decided.  The front end may call lev_agent_config_changed() here
+	 * (A is the run).  May be NULL.
+	 */
+	void (*step)(void *data, struct lev_agent *a);
 	/* The model is thinking (true) or has answered (false). */
 	void (*thinking)(void *data, bool on);
 	void *data;
@@ -158,12 +172,16 @@ struct lev_agent_opts {
 	char *const *envp;		/* environment shell commands start from (filtered) */
 	volatile sig_atomic_t *cancel;	/* set when the run must stop; may be NULL */
 	int cancel_fd;			/* readable once cancelled; -1: none */
+	struct lev_replay *replay;	/* a run resumed from its journal (replay.h), borrowed;
+					 * NULL: a new run */
+	bool resume;			/* go on with the record run_id names (lev_runrecord_reopen) */
 	uint64_t window_tokens;		/* model window for budgets; 0: the smallest [providers.X]
 					 * context_window of the stages, else the default */
 	struct lev_agent_hooks hooks;
 };
 
 struct lev_agent;
+struct lev_replay;
 
 /*
  * Prepare a run (see above).  On failure nothing is left behind except a
@@ -178,6 +196,17 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
  * only a failure to keep the record.
  */
 int lev_agent_run(struct lev_agent *a, struct lev_err *err);
+
+/*
+ * The config the run borrows (opts.cfg) was changed by its owner, between
+ * steps (a hot reload: the daemon's worker makes it the tighter of old and
+ * new with lev_policy_tighter()).  Rebuilds what the run derived from it:
+ * each stage's permission input, and the network tools' switch.  The
+ * stages' sandboxes, the taint gate (policy.toml, Lua rules) and the
+ * providers stay as the run started.  Call it from a hook (hooks.step).
+ * On failure the run keeps what it had.
+ */
+int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err);
 
 /* Kill commands, remove containers, close the record.  NULL-safe; returns NULL. */
 struct lev_agent *lev_agent_free(struct lev_agent *a);
@@ -202,6 +231,8 @@ struct lev_call_decision {
 	enum lev_level label;	/* the label of what the model gets back: an allowed call's
 				 * result, or a refusal's text (see agent-call.c) */
 	enum lev_level taint;	/* the context's taint the call was decided under */
+	const char *replayed;	/* static: "done", "in_flight" or "denied" when a replay log
+				 * settled the call (replay.h); NULL: it was run */
 };
 
 void lev_call_decision_release(struct lev_call_decision *d);

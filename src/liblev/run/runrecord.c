@@ -162,6 +162,31 @@ static int open_new(int dir_fd, const char *dir, const char *name, int *fd_out,
 	return 0;
 }
 
+/* Open DIR/NAME to append to it; *seq gets the number of lines it holds. */
+static int open_more(int dir_fd, const char *dir, const char *name, int *fd_out, uint64_t *seq,
+		     struct lev_err *err)
+{
+	char buf[65536];
+	uint64_t n = 0;
+	ssize_t got;
+	int fd = openat(dir_fd, name, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot open '%s/%s'", dir, name);
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < got; i++)
+			n += buf[i] == '\n';
+	if (got < 0) {
+		int e = -errno;
+
+		close(fd);
+		return lev_err_errno(err, e, "cannot read '%s/%s'", dir, name);
+	}
+	*fd_out = fd;
+	*seq = n;
+	return 0;
+}
+
 /* Replace DIR/NAME with DATA (temporary file in the same directory, rename). */
 static int replace_file(struct lev_runrecord *rr, const char *name, const char *data, size_t len,
 			struct lev_err *err)
@@ -193,6 +218,48 @@ int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struc
 	return lev_runrecord_create_as(runs_dir, NULL, out, err);
 }
 
+static struct lev_runrecord *record_alloc(void)
+{
+	struct lev_runrecord *rr = xcalloc(1, sizeof(*rr));
+
+	rr->dir_fd = rr->events_fd = rr->audit_fd = -1;
+	lev_buf_init(&rr->audit_pending, (size_t)64 << 20);
+	lev_buf_init(&rr->body, SIZE_MAX / 2);	/* append_body caps the line */
+	lev_buf_init(&rr->line, LEV_RUNRECORD_LINE_MAX + 256);
+	return rr;
+}
+
+int lev_runrecord_reopen(const char *runs_dir, const char *id, struct lev_runrecord **out,
+			 struct lev_err *err)
+{
+	struct lev_runrecord *rr;
+	int r;
+
+	if (!lev_run_id_valid(id))
+		return lev_err_set(err, -EINVAL, "'%s' is not a run id", id ? id : "");
+	rr = record_alloc();
+	rr->id = xstrdup(id);
+	rr->dir = lev_path_join(runs_dir, id);
+	rr->dir_fd = open(rr->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (rr->dir_fd < 0) {
+		r = lev_err_errno(err, -errno, "cannot open '%s'", rr->dir);
+		goto fail;
+	}
+	r = open_more(rr->dir_fd, rr->dir, "events.jsonl", &rr->events_fd, &rr->events_seq, err);
+	if (r == 0)
+		r = open_more(rr->dir_fd, rr->dir, "audit.jsonl", &rr->audit_fd, &rr->audit_seq,
+			      err);
+	if (r == 0)
+		r = lev_runrecord_status(rr, "running", err);
+	if (r < 0)
+		goto fail;
+	*out = rr;
+	return 0;
+fail:
+	lev_runrecord_free(rr);
+	return r;
+}
+
 int lev_runrecord_create_as(const char *runs_dir, const char *id, struct lev_runrecord **out,
 			    struct lev_err *err)
 {
@@ -205,11 +272,7 @@ int lev_runrecord_create_as(const char *runs_dir, const char *id, struct lev_run
 	if (r < 0)
 		return r;
 
-	rr = xcalloc(1, sizeof(*rr));
-	rr->dir_fd = rr->events_fd = rr->audit_fd = -1;
-	lev_buf_init(&rr->audit_pending, (size_t)64 << 20);
-	lev_buf_init(&rr->body, SIZE_MAX / 2);	/* append_body caps the line */
-	lev_buf_init(&rr->line, LEV_RUNRECORD_LINE_MAX + 256);
+	rr = record_alloc();
 	for (tries = 0;; tries++) {
 		rr->id = id ? xstrdup(id) : lev_run_id_new();
 		rr->dir = lev_path_join(runs_dir, rr->id);

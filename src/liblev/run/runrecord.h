@@ -69,6 +69,13 @@ int lev_runrecord_create(const char *runs_dir, struct lev_runrecord **out, struc
 /* The same with the id ID (a valid run id; a directory of that name is an error); NULL: new. */
 int lev_runrecord_create_as(const char *runs_dir, const char *id, struct lev_runrecord **out,
 			    struct lev_err *err);
+/*
+ * Open the existing record ID under RUNS_DIR to go on with it (a run
+ * resumed after the daemon restarted): its events and audit lines are
+ * appended to, numbered on from the last, and its status is "running" again.
+ */
+int lev_runrecord_reopen(const char *runs_dir, const char *id, struct lev_runrecord **out,
+			 struct lev_err *err);
 
 /*
  * Close the record.  A record never finished keeps its last status (a

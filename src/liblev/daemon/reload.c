@@ -1,0 +1,219 @@
+/*
+ * reload.c - watching the config, the policy and the rules (see reload.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "liblev/base/cleanup.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/conf/config.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/daemon/reload.h"
+#include "liblev/policy/policy.h"
+#include "liblev/policy/rules.h"
+
+#define WATCH_MASK (IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CREATE)
+#define GOOD_MAX ((size_t)4 << 20)
+
+struct lev_reload {
+	int fd;
+	char *config, *policy, *rules;	/* the watched paths */
+	char *root;
+	char *good_config, *good_policy;	/* <root>/daemon-good/... */
+	bool config_bad, policy_bad;
+	char *error;
+};
+
+static char *dir_of(const char *path)
+{
+	_cleanup_free_ char *copy = xstrdup(path);
+
+	return xstrdup(dirname(copy));
+}
+
+static void watch(struct lev_reload *rl, const char *dir)
+{
+	/* a directory that does not exist yet is seen when its parent is */
+	(void)inotify_add_watch(rl->fd, dir, WATCH_MASK | IN_ONLYDIR);
+}
+
+int lev_reload_open(struct lev_reload **out, struct lev_err *err)
+{
+	struct lev_reload *rl = xcalloc(1, sizeof(*rl));
+	_cleanup_free_ char *cdir = NULL, *pdir = NULL, *good = NULL;
+
+	rl->fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (rl->fd < 0) {
+		free(rl);
+		return lev_err_errno(err, -errno, "cannot watch the config (inotify)");
+	}
+	if (lev_datadir_config_path(&rl->config, err) < 0 ||
+	    lev_datadir_policy_path(&rl->policy, err) < 0 ||
+	    lev_datadir_rules_dir(&rl->rules, err) < 0 || lev_datadir_root(&rl->root, err) < 0) {
+		lev_reload_free(rl);
+		return err ? err->code : -EINVAL;
+	}
+	cdir = dir_of(rl->config);
+	pdir = dir_of(rl->policy);
+	watch(rl, cdir);
+	watch(rl, pdir);
+	watch(rl, rl->root);
+	watch(rl, rl->rules);
+	good = lev_path_join(rl->root, "daemon-good");
+	rl->good_config = lev_path_join(good, "config.toml");
+	rl->good_policy = lev_path_join(good, "policy.toml");
+	*out = rl;
+	return 0;
+}
+
+struct lev_reload *lev_reload_free(struct lev_reload *rl)
+{
+	if (!rl)
+		return NULL;
+	if (rl->fd >= 0)
+		close(rl->fd);
+	free(rl->config);
+	free(rl->policy);
+	free(rl->rules);
+	free(rl->root);
+	free(rl->good_config);
+	free(rl->good_policy);
+	free(rl->error);
+	free(rl);
+	return NULL;
+}
+
+int lev_reload_fd(const struct lev_reload *rl)
+{
+	return rl ? rl->fd : -1;
+}
+
+static bool is_watched(const struct lev_reload *rl, const char *name)
+{
+	size_t n = strlen(name);
+	const char *c = strrchr(rl->config, '/'), *p = strrchr(rl->policy, '/'),
+		   *r = strrchr(rl->rules, '/');
+
+	return (c && !strcmp(name, c + 1)) || (p && !strcmp(name, p + 1)) ||
+	       (r && !strcmp(name, r + 1)) || (n > 4 && !strcmp(name + n - 4, ".lua"));
+}
+
+bool lev_reload_pending(struct lev_reload *rl)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool changed = false;
+	ssize_t n;
+
+	while ((n = read(rl->fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (ev->mask & IN_Q_OVERFLOW)
+				changed = true;
+			else if (ev->len && is_watched(rl, ev->name))
+				changed = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	/* the rules directory may have just been made */
+	if (changed)
+		watch(rl, rl->rules);
+	return changed;
+}
+
+/* Copy SRC (a file just found good) to DST, 0600, atomically; a missing SRC removes DST. */
+static void keep_good(const char *src, const char *dst)
+{
+	_cleanup_free_ char *dir = dir_of(dst), *tmp = xasprintf("%s.tmp", dst);
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out = -1;
+	char buf[65536];
+	size_t total = 0;
+	ssize_t n;
+
+	if (in < 0) {
+		(void)unlink(dst);
+		return;
+	}
+	(void)mkdir(dir, 0700);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		return;
+	while ((n = read(in, buf, sizeof(buf))) > 0 && total < GOOD_MAX) {
+		if (lev_write_all(out, buf, (size_t)n) < 0)
+			break;
+		total += (size_t)n;
+	}
+	if (n == 0 && fsync(out) == 0)
+		(void)rename(tmp, dst);
+	else
+		(void)unlink(tmp);
+}
+
+/* The rules as a run loads them: a file it would skip is a problem here. */
+static int check_rules(const char *dir, struct lev_err *err)
+{
+	struct lev_rules *rules = NULL;
+	char *const *bad;
+	int r = lev_rules_load_dir(dir, NULL, &rules, err);
+
+	if (r < 0)
+		return r;
+	bad = lev_rules_load_errors(rules);
+	if (bad && bad[0])
+		r = lev_err_set(err, LEV_EPARSE, "%s", bad[0]);
+	lev_rules_free(rules);
+	return r;
+}
+
+int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
+{
+	struct lev_config cfg;
+	struct lev_policy *pol = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+	int r;
+
+	free(rl->error);
+	rl->error = NULL;
+	rl->config_bad = lev_config_load_file(rl->config, &cfg, &e) < 0;
+	if (!rl->config_bad) {
+		lev_config_release(&cfg);
+		keep_good(rl->config, rl->good_config);
+	} else {
+		rl->error = xstrdup(e.msg);
+	}
+	lev_err_clear(&e);
+	rl->policy_bad = lev_policy_load(rl->policy, &pol, NULL, &e) < 0;
+	if (!rl->policy_bad) {
+		lev_policy_free(pol);
+		keep_good(rl->policy, rl->good_policy);
+	} else if (!rl->error) {
+		rl->error = xstrdup(e.msg);
+	}
+	lev_err_clear(&e);
+	if (!rl->error && check_rules(rl->rules, &e) < 0)
+		rl->error = xstrdup(e.msg);
+	if (!rl->error)
+		return 0;
+	r = lev_err_set(err, LEV_EPARSE, "%s", rl->error);
+	return r;
+}
+
+const char *lev_reload_error(const struct lev_reload *rl)
+{
+	return rl ? rl->error : NULL;
+}
+
+void lev_reload_good_paths(const struct lev_reload *rl, const char **config, const char **policy)
+{
+	*config = rl && rl->config_bad && access(rl->good_config, F_OK) == 0 ? rl->good_config
+									       : NULL;
+	*policy = rl && rl->policy_bad && access(rl->good_policy, F_OK) == 0 ? rl->good_policy
+									       : NULL;
+}

@@ -1,0 +1,45 @@
+/*
+ * reload.h - the daemon watches config.toml, policy.toml and the Lua rule
+ * files, and says whether they are good.
+ *
+ * The watches are on the directories (inotify), so a file replaced by
+ * rename, as editors save, is followed, and one created later is seen.
+ * After a change the daemon checks the files as a run would load them
+ * (lev_reload_check()): a file that does not parse is reported, FILE:LINE:COL
+ * first, and the last good copy stays in force: the daemon keeps one of
+ * config.toml and policy.toml in <data root>/daemon-good/, and a run
+ * started while the file on disk is broken is handed those (see
+ * lev_reload_good_paths()).  Nothing here prints.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "liblev/base/error.h"
+
+struct lev_reload;
+
+/* Watch the files the data directory names (datadir.h). */
+int lev_reload_open(struct lev_reload **out, struct lev_err *err);
+/* NULL-safe; returns NULL. */
+struct lev_reload *lev_reload_free(struct lev_reload *rl);
+
+/* The inotify fd to poll (readable after a change). */
+int lev_reload_fd(const struct lev_reload *rl);
+/* Read what the fd holds; true when a watched file changed. */
+bool lev_reload_pending(struct lev_reload *rl);
+
+/*
+ * Check the files now.  0 when every one is good (their copies are kept as
+ * the last good ones); else the first problem, also kept for
+ * lev_reload_error().
+ */
+int lev_reload_check(struct lev_reload *rl, struct lev_err *err);
+/* The problem the last check found, or NULL (borrowed). */
+const char *lev_reload_error(const struct lev_reload *rl);
+/*
+ * While a file is broken: the last good copies to start new runs with
+ * (borrowed; NULL when the file is good, or there was never a good copy).
+ */
+void lev_reload_good_paths(const struct lev_reload *rl, const char **config,
+			   const char **policy);

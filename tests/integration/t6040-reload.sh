@@ -1,0 +1,170 @@
+#!/bin/bash
+# Hot reload: the daemon watches config.toml (and policy.toml and the
+# rules).  A broken edit is reported (log with FILE:LINE:COL, `lev daemon
+# status`, `lev ps --json` health) and kept out: runs go on, new ones start
+# from the last good copy.  A good edit reaches running runs as the tighter
+# of old and new from their next decision on (an allow -> deny applies to
+# the next call), while a loosening waits for the next run.  Edits saved by
+# rename, as editors do, are followed.
+. "$SRC_DIR/tests/lib.sh"
+
+. "$SRC_DIR/tests/daemon-lib.sh"
+
+CONFIG="$ROOT/config.toml"
+
+# write CONFIG as an editor saves it: a new file renamed over the old one
+save_config() {
+	printf "$1" >"$CONFIG.tmp" && chmod 600 "$CONFIG.tmp" && mv "$CONFIG.tmp" "$CONFIG"
+}
+
+# the daemon logged its Nth "config: reloaded" (N = $1)
+reloaded() {
+	test "$(grep -c "config: reloaded" "$ROOT/daemon.log")" -ge "$1"
+}
+
+# the decision on RUN's call CALL_ID, from its record
+decision() {
+	python3 - "$ROOT/runs/$1/events.jsonl" "$2" <<-PY
+	import json, sys
+	for l in open(sys.argv[1]):
+	    e = json.loads(l)
+	    if e["event"] == "tool_call" and e["id"] == sys.argv[2]:
+	        print(e["decision"])
+	PY
+}
+
+request_of() {
+	"$LEV" respond --json | python3 -c '
+import json, sys
+r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
+assert len(r) == 1, r
+print(r[0]["id"])
+' "$1"
+}
+
+mkdir -p work waiter asker
+cat >waiter/agent.leviath <<'EOF'
+[agent]
+name = "waiter"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+cat >waiter/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+id = "wait"
+tool = "shell"
+args = { command = "touch waiting; while [ ! -e go ]; do sleep 0.1; done" }
+[[turn]]
+[[turn.call]]
+id = "after"
+tool = "shell"
+args = { command = "touch after" }
+[[turn]]
+text = "done"
+EOF
+cat >asker/agent.leviath <<'EOF'
+[agent]
+name = "asker"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell", "ask_user_text"]
+EOF
+cat >asker/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+id = "ask"
+tool = "ask_user_text"
+args = { question = "Go on?" }
+[[turn]]
+[[turn.call]]
+id = "after"
+tool = "shell"
+args = { command = "touch loose" }
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'a tightening (shell allow -> deny) applies to a running run from its next call' '
+	save_config "[tool_permissions]\nshell = \"allow\"\n" &&
+	"$LEV" daemon start >/dev/null &&
+	(cd work && setsid -w "$LEV" run ../waiter --detach >../t 2>/dev/null) &&
+	wait_for test -e work/waiting &&
+	save_config "[tool_permissions]\nshell = \"deny\"\n" &&
+	wait_for reloaded 1 &&
+	touch work/go &&
+	wait_for status_is "$(cat t)" complete &&
+	test "$(decision "$(cat t)" wait)" = allow &&
+	test "$(decision "$(cat t)" after)" = deny &&
+	test ! -e work/after &&
+	grep -q "run $(cat t): took the tighter of its config and the new one" "$ROOT/daemon.log"
+'
+
+test_expect_success 'a loosening waits for the next run: the running one keeps its deny' '
+	rm -f work/go work/waiting &&
+	(cd work && setsid -w "$LEV" run ../asker --detach >../l 2>/dev/null) &&
+	wait_for status_is "$(cat l)" "waiting: user prompt" &&
+	save_config "[tool_permissions]\nshell = \"allow\"\n" &&
+	wait_for reloaded 2 &&
+	"$LEV" respond "$(request_of "$(cat l)")" --text yes &&
+	wait_for status_is "$(cat l)" complete &&
+	test "$(decision "$(cat l)" after)" = deny &&
+	test ! -e work/loose
+'
+
+test_expect_success 'the twin: a new run gets the loosened config' '
+	(cd work && setsid -w "$LEV" run ../waiter --detach >../n 2>/dev/null) &&
+	wait_for test -e work/waiting && touch work/go &&
+	wait_for status_is "$(cat n)" complete &&
+	test "$(decision "$(cat n)" after)" = allow &&
+	test -e work/after
+'
+
+test_expect_success 'a broken edit is reported and kept out; a running run goes on' '
+	rm -f work/go work/waiting work/after &&
+	(cd work && setsid -w "$LEV" run ../waiter --detach >../b 2>/dev/null) &&
+	wait_for test -e work/waiting &&
+	printf "[tool_permissions\nshell = \"deny\"\n" >"$CONFIG" &&
+	wait_for grep -q "config: .*config.toml:1:[0-9]*: .*the last good copy stays in force" "$ROOT/daemon.log" &&
+	"$LEV" daemon status >st &&
+	grep -q "^config error: .*config.toml:1:[0-9]*: .*(the last good copy stays in force)\$" st &&
+	"$LEV" ps --json | python3 -c "import json, sys; assert \"config.toml:1:\" in json.load(sys.stdin)[\"health\"][\"config_error\"]" &&
+	touch work/go &&
+	wait_for status_is "$(cat b)" complete &&
+	test "$(decision "$(cat b)" after)" = allow
+'
+
+test_expect_success 'while it is broken, lev run refuses, naming FILE:LINE:COL' '
+	! (cd work && "$LEV" run ../waiter --detach >../g 2>../err) &&
+	grep -q "config.toml:1:[0-9]*: " err
+'
+
+test_expect_success 'fixing the file clears the report' '
+	save_config "[tool_permissions]\nshell = \"allow\"\n" &&
+	wait_for reloaded 3 &&
+	"$LEV" daemon status >st &&
+	! grep -q "config error" st &&
+	"$LEV" ps --json | python3 -c "import json, sys; assert \"config_error\" not in json.load(sys.stdin)[\"health\"]"
+'
+
+gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+test_expect_success 'a run resumed while the file is broken starts from the last good copy' '
+	rm -f work/go work/waiting work/after &&
+	(cd work && setsid -w "$LEV" run ../waiter --detach >../c 2>/dev/null) &&
+	wait_for test -e work/waiting &&
+	dpid=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
+	pid=$(field "$(cat c)" pid) &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	printf "[tool_permissions\n" >"$CONFIG" &&
+	"$LEV" daemon start >/dev/null &&
+	"$LEV" daemon status | grep -q "^config error: " &&
+	wait_for status_is "$(cat c)" complete &&
+	test "$(decision "$(cat c)" after)" = allow &&
+	test -e work/after
+'
+
+test_done
