@@ -876,7 +876,7 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	const char *id = lev_json_str(msg, "id");
 	_cleanup_free_ char *why = NULL;
 	struct run *r = NULL;
-	json_t *a, *shown;
+	json_t *a, *shown, *told;
 
 	for (size_t i = 0; id && i < d->n_runs; i++)
 		if (d->runs[i]->question &&
@@ -893,16 +893,13 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	dlog(d, "run %s: %s answered", r->id, id);
 	json_decref(r->question);
 	r->question = NULL;
+	told = lev_proto_request("answered");
+	json_object_set_new(told, "id", json_string(id));
+	if (json_string_value(shown))
+		json_object_set_new(told, "answer", json_string(json_string_value(shown)));
 	run_send(d, r, a);
 	run_set_status(d, r, "active");
-	{
-		json_t *f = lev_proto_request("answered");
-
-		json_object_set_new(f, "id", json_string(id));
-		if (shown)
-			json_object_set_new(f, "answer", json_string(json_string_value(shown)));
-		follow_push(d, r, f, false);
-	}
+	follow_push(d, r, told, false);
 	return lev_proto_ok();
 }
 
