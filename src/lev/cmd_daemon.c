@@ -1,6 +1,6 @@
 /*
- * cmd_daemon.c - lev daemon [start|stop|restart|status], and the hidden command a
- * run's worker process serves (lev __worker).
+ * cmd_daemon.c - lev daemon [start|stop|restart|status|install|uninstall], and the
+ * hidden command a run's worker process serves (lev __worker).
  *
  * `lev daemon` serves in the foreground and logs to stderr.  `lev daemon
  * start` detaches (a new session, stdin from /dev/null, the log appended to

@@ -1,13 +1,19 @@
 /*
  * cmd_run.c - lev run NAME|PATH --task TEXT|@FILE [--workdir DIR] [--yolo]
  *             [--allow TOOL]... [--model PROVIDER/MODEL] [--no-seed-commands]
- *             [--json]
+ *             [--json] [--detach | --foreground]
  *
- * Runs an agent in the foreground.  On stderr: the progress (stages, each
- * tool call with its decision and the gate that made it, a spinner while
- * the model thinks when stderr is a terminal); prompts are asked and read on
- * /dev/tty; the final output goes to stdout.  With --json, stdout carries one
- * JSON object per event instead.  Exit 0 complete, 1 error, 130 interrupted.
+ * Runs an agent.  On stderr: the progress (stages, each tool call with its
+ * decision and the gate that made it, a spinner while the model thinks
+ * when stderr is a terminal); prompts are asked and read on /dev/tty; the
+ * final output goes to stdout.  With --json, stdout carries one JSON object
+ * per event instead.  Exit 0 complete, 1 error, 130 interrupted.
+ *
+ * By default the run is the daemon's and this process follows it (the
+ * daemon's frames drive the same front end; answers go back as `lev
+ * respond` sends them; Ctrl-C detaches, exit 0).  --foreground runs it
+ * here; --detach hands it over and returns.  lev attach follows a run
+ * through the same code (lev_run_attach()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,10 +57,13 @@ extern char **environ;
 
 const char lev_usage_run[] =
 	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
-	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json] [--detach]\n"
+	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json]\n"
+	"               [--detach | --foreground]\n"
 	"\n"
-	"Run an agent in the foreground: every tool call passes permission, paths, the\n"
-	"network switch and the taint gate, and runs in the stage's sandbox.\n"
+	"Run an agent: every tool call passes permission, paths, the network switch\n"
+	"and the taint gate, and runs in the stage's sandbox.  The run is the\n"
+	"daemon's (started when none runs), followed here; Ctrl-C detaches and the run\n"
+	"goes on ('lev attach RUN' follows it again).\n"
 	"\n"
 	"  --task TEXT|@FILE     the task (from FILE with @)\n"
 	"  --workdir DIR         the working directory (default: the current one)\n"
@@ -64,12 +73,13 @@ const char lev_usage_run[] =
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
 	"  --json                one JSON object per event on stdout\n"
 	"  --detach              hand the run to the daemon (started when none runs),\n"
-	"                        print its id and return; see 'lev ps', 'lev respond'\n"
+	"                        print its id and return; see 'lev ps', 'lev respond'\n"	"  --foreground          run it in this process, no daemon (Ctrl-C stops it)\n"
 	"\n"
 	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
 	"an answer is denied and the agent's own questions (ask_user_*) are not\n"
 	"offered.  The run record is kept in <data root>/runs/<id>/.\n"
-	"Exit status: 0 complete, 1 error, 2 usage, 130 interrupted.\n";
+	"Exit status: 0 complete (or detached), 1 error, 2 usage, 130 interrupted\n"
+	"(--foreground) or cancelled.\n";
 
 /* ---- signals -------------------------------------------------------------- */
 
