@@ -56,7 +56,7 @@ def ts(line):
     return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 def first_call():
     t0 = time.perf_counter()
-    p = subprocess.Popen([lev, "run", os.path.join(scratch, "first"),
+    p = subprocess.Popen([lev, "run", "--foreground", os.path.join(scratch, "first"),
                           "--workdir", os.path.join(scratch, "work"), "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          start_new_session=True)

@@ -51,7 +51,19 @@ case "$(cd "$BUILD_DIR" && pwd -P)/" in
 	;;
 esac
 
+# A daemon a test started (plain `lev run` starts one) must not outlive the
+# test file: stop the one of either data root it may have used.
+_lev_stop_daemons() {
+	local lh
+	for lh in "${LEVIATH_HOME:-$HOME}" "$HOME"; do
+		if [ -S "$lh/.leviath/daemon.sock" ]; then
+			LEVIATH_HOME="$lh" "$LEV" daemon stop >/dev/null 2>&1
+		fi
+	done
+}
+
 _lev_cleanup() {
+	_lev_stop_daemons
 	cd / && rm -rf "$TRASH"
 	if [ -n "$_LEV_VISIBLE_DIR" ]; then
 		rm -rf "$_LEV_VISIBLE_DIR"

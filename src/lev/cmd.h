@@ -137,5 +137,15 @@ int cmd_logs(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_logs[];
 int cmd_cancel(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_cancel[];
+int cmd_attach(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_attach[];
+/* Follow daemon run RUN on this terminal (cmd_run.c); the exit code of lev attach. */
+int lev_run_attach(const char *run, bool json);
+int cmd_pause(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_pause[];
+int cmd_resume(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_resume[];
+int cmd_msg(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_msg[];
 /* Send REQ (consumed) to the daemon; 0 and *reply, or a message printed and LEV_EXIT_FAIL. */
 int lev_daemon_call(json_t *req, json_t **reply);

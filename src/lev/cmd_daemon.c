@@ -1,6 +1,6 @@
 /*
- * cmd_daemon.c - lev daemon [start|stop|restart|status], and the hidden command a
- * run's worker process serves (lev __worker).
+ * cmd_daemon.c - lev daemon [start|stop|restart|status|install|uninstall], and the
+ * hidden command a run's worker process serves (lev __worker).
  *
  * `lev daemon` serves in the foreground and logs to stderr.  `lev daemon
  * start` detaches (a new session, stdin from /dev/null, the log appended to
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,13 +30,14 @@
 #include "liblev/daemon/daemon.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/sock.h"
+#include "liblev/daemon/unit.h"
 #include "liblev/daemon/worker.h"
 
 /* Each worker's RLIMIT_DATA: one run's memory blow-up ends that run only. */
 #define RUN_DATA_LIMIT ((uint64_t)4 << 30)
 
 const char lev_usage_daemon[] =
-	"usage: lev daemon [start|stop|restart|status]\n"
+	"usage: lev daemon [start|stop|restart|status|install|uninstall]\n"
 	"\n"
 	"With no action, run the daemon in the foreground, logging to stderr.\n"
 	"\n"
@@ -44,6 +46,10 @@ const char lev_usage_daemon[] =
 	"  stop      stop it; its runs are cancelled\n"
 	"  restart   stop it (when one runs), then start it\n"
 	"  status    say whether a daemon answers, its pid and how many runs it holds\n"
+	"  install   write a systemd --user unit (~/.config/systemd/user/lev.service)\n"
+	"            running this lev's daemon, and enable and start it; where\n"
+	"            systemd is not available it says so and exits 1\n"
+	"  uninstall disable and stop it, and remove the unit\n"
 	"\n"
 	"The control socket is <data root>/daemon.sock (0600; the data root must be\n"
 	"0700).  Exit status: 0 ok (status: running), 1 failed (status: not running),\n"
@@ -267,6 +273,112 @@ static int status(void)
 	return LEV_EXIT_FAIL;
 }
 
+/* ---- install, uninstall ----------------------------------------------------- */
+
+static bool have_systemctl(void)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *copy = xstrdup(path ? path : "/usr/bin:/bin");
+	char *save = NULL;
+
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		_cleanup_free_ char *p = lev_path_join(*d ? d : ".", "systemctl");
+
+		if (access(p, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* `systemctl --user A1 [A2 [A3]]`: its exit status (127: it did not run). */
+static int systemctl(const char *a1, const char *a2, const char *a3)
+{
+	char *argv[] = { (char *)"systemctl", (char *)"--user", (char *)a1, (char *)a2,
+			 (char *)a3, NULL };
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return 127;
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int no_systemd(const char *why, const char *unit)
+{
+	return lev_fail("systemd is not available here: %s; the unit is written to '%s': where "
+			"systemd runs, enable it with 'systemctl --user daemon-reload' and "
+			"'systemctl --user enable --now %s', or start the daemon with 'lev daemon "
+			"start'",
+			why, unit, LEV_UNIT_NAME);
+}
+
+static int install(void)
+{
+	_cleanup_free_ char *unit = NULL, *text = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	char exe[PATH_MAX];
+	json_t *ping = NULL;
+
+	if (!realpath("/proc/self/exe", exe))
+		return lev_fail("cannot find the lev binary: %s", strerror(errno));
+	if (lev_unit_path(&unit, &err) < 0)
+		return lev_fail("%s", err.msg);
+	text = lev_unit_text(exe, getenv("LEVIATH_HOME"), &err);
+	if (!text || lev_unit_write(unit, text, &err) < 0)
+		return lev_fail("%s", err.msg);
+	printf("lev: wrote '%s' (ExecStart=%s daemon)\n", unit, exe);
+	if (!have_systemctl())
+		return no_systemd("no 'systemctl' on PATH", unit);
+	if (systemctl("daemon-reload", NULL, NULL) != 0)
+		return no_systemd("'systemctl --user daemon-reload' failed (no user session bus?)",
+				  unit);
+	if (lev_client_ping(&ping)) {
+		lev_warn("a daemon is already running (pid %lld), and systemd's cannot start beside "
+			 "it: run 'lev daemon stop', then 'systemctl --user restart %s'",
+			 (long long)json_integer_value(json_object_get(ping, "pid")), LEV_UNIT_NAME);
+		json_decref(ping);
+	}
+	if (systemctl("enable", "--now", LEV_UNIT_NAME) != 0)
+		return lev_fail("'systemctl --user enable --now %s' failed", LEV_UNIT_NAME);
+	printf("lev: installed: systemd starts the daemon at login and restarts it when it fails\n");
+	return LEV_EXIT_OK;
+}
+
+static int uninstall(void)
+{
+	_cleanup_free_ char *unit = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	bool sd = have_systemctl();
+
+	if (lev_unit_path(&unit, &err) < 0)
+		return lev_fail("%s", err.msg);
+	if (access(unit, F_OK) < 0 && errno == ENOENT) {
+		printf("lev: no unit at '%s': nothing to uninstall\n", unit);
+		return LEV_EXIT_OK;
+	}
+	if (!sd)
+		lev_warn("systemd is not available here (no 'systemctl' on PATH): nothing to disable");
+	else if (systemctl("disable", "--now", LEV_UNIT_NAME) != 0)
+		lev_warn("'systemctl --user disable --now %s' failed; removing the unit anyway",
+			 LEV_UNIT_NAME);
+	if (unlink(unit) < 0)
+		return lev_fail("cannot remove '%s': %s", unit, strerror(errno));
+	if (sd)
+		(void)systemctl("daemon-reload", NULL, NULL);
+	printf("lev: removed '%s'\n", unit);
+	return LEV_EXIT_OK;
+}
+
 int cmd_daemon(int argc, char **argv, struct lev_ctx *ctx)
 {
 	(void)ctx;
@@ -285,6 +397,10 @@ int cmd_daemon(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	if (!strcmp(argv[1], "status"))
 		return status();
+	if (!strcmp(argv[1], "install"))
+		return install();
+	if (!strcmp(argv[1], "uninstall"))
+		return uninstall();
 	return lev_usage_error("daemon", "unknown action '%s'", argv[1]);
 }
 

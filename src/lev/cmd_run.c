@@ -1,13 +1,19 @@
 /*
  * cmd_run.c - lev run NAME|PATH --task TEXT|@FILE [--workdir DIR] [--yolo]
  *             [--allow TOOL]... [--model PROVIDER/MODEL] [--no-seed-commands]
- *             [--json]
+ *             [--json] [--detach | --foreground]
  *
- * Runs an agent in the foreground.  On stderr: the progress (stages, each
- * tool call with its decision and the gate that made it, a spinner while
- * the model thinks when stderr is a terminal); prompts are asked and read on
- * /dev/tty; the final output goes to stdout.  With --json, stdout carries one
- * JSON object per event instead.  Exit 0 complete, 1 error, 130 interrupted.
+ * Runs an agent.  On stderr: the progress (stages, each tool call with its
+ * decision and the gate that made it, a spinner while the model thinks
+ * when stderr is a terminal); prompts are asked and read on /dev/tty; the
+ * final output goes to stdout.  With --json, stdout carries one JSON object
+ * per event instead.  Exit 0 complete, 1 error, 130 interrupted.
+ *
+ * By default the run is the daemon's and this process follows it (the
+ * daemon's frames drive the same front end; answers go back as `lev
+ * respond` sends them; Ctrl-C detaches, exit 0).  --foreground runs it
+ * here; --detach hands it over and returns.  lev attach follows a run
+ * through the same code (lev_run_attach()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +47,7 @@
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/policy/envfilter.h"
 
@@ -51,10 +58,13 @@ extern char **environ;
 
 const char lev_usage_run[] =
 	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
-	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json] [--detach]\n"
+	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json]\n"
+	"               [--detach | --foreground]\n"
 	"\n"
-	"Run an agent in the foreground: every tool call passes permission, paths, the\n"
-	"network switch and the taint gate, and runs in the stage's sandbox.\n"
+	"Run an agent: every tool call passes permission, paths, the network switch\n"
+	"and the taint gate, and runs in the stage's sandbox.  The run is the\n"
+	"daemon's (started when none runs), followed here; Ctrl-C detaches and the run\n"
+	"goes on ('lev attach RUN' follows it again).\n"
 	"\n"
 	"  --task TEXT|@FILE     the task (from FILE with @)\n"
 	"  --workdir DIR         the working directory (default: the current one)\n"
@@ -64,12 +74,13 @@ const char lev_usage_run[] =
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
 	"  --json                one JSON object per event on stdout\n"
 	"  --detach              hand the run to the daemon (started when none runs),\n"
-	"                        print its id and return; see 'lev ps', 'lev respond'\n"
+	"                        print its id and return; see 'lev ps', 'lev respond'\n"	"  --foreground          run it in this process, no daemon (Ctrl-C stops it)\n"
 	"\n"
 	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
 	"an answer is denied and the agent's own questions (ask_user_*) are not\n"
 	"offered.  The run record is kept in <data root>/runs/<id>/.\n"
-	"Exit status: 0 complete, 1 error, 2 usage, 130 interrupted.\n";
+	"Exit status: 0 complete (or detached), 1 error, 2 usage, 130 interrupted\n"
+	"(--foreground) or cancelled.\n";
 
 /* ---- signals -------------------------------------------------------------- */
 
@@ -123,6 +134,10 @@ struct front {
 	uint64_t ask_timeout_secs;
 	unsigned calls;
 	char *last_allowed;	/* id of the last call that was allowed */
+	/* following a daemon run */
+	int watch_fd;		/* the daemon's stream: a prompt gives way when it speaks; -1 */
+	bool interrupted;	/* a prompt gave way to the daemon */
+	json_t *open_q;		/* the question the run waits on, not answered here yet */
 	/* spinner */
 	pthread_t spin_thread;
 	bool spin_started;
@@ -334,13 +349,18 @@ static int read_answer(struct front *f, char *buf, size_t size)
 							      : (int)f->ask_timeout_secs * 1000;
 
 	while (n + 1 < size) {
-		struct pollfd p = { .fd = f->tty_fd, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = f->tty_fd, .events = POLLIN },
+				       { .fd = f->watch_fd, .events = POLLIN } };
 		char c;
 		ssize_t r;
-		int pr = poll(&p, 1, timeout_ms);
+		int pr = poll(p, f->watch_fd >= 0 ? 2 : 1, timeout_ms);
 
 		if (pr <= 0 || run_cancel)
 			return -1;	/* timeout, signal or error: no answer */
+		if (f->watch_fd >= 0 && p[1].revents) {
+			f->interrupted = true;	/* answered elsewhere, most likely */
+			return -1;
+		}
 		r = read(f->tty_fd, &c, 1);
 		if (r <= 0)
 			return -1;
@@ -396,7 +416,8 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 	if (f->spin_started)
 		pthread_mutex_unlock(&f->lock);
 	if (read_answer(f, line, sizeof(line)) < 0) {
-		tty_printf(f, "\n  (no answer: denied)\n");
+		if (!f->interrupted && !(f->watch_fd >= 0 && run_cancel))
+			tty_printf(f, "\n  (no answer: denied)\n");
 		return LEV_ANSWER_NONE;
 	}
 	if (!strcmp(line, "1"))
@@ -440,7 +461,8 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 	for (;;) {
 		r = read_answer(f, line, sizeof(line));
 		if (r < 0) {
-			tty_printf(f, "\n  (no answer)\n");
+			if (!f->interrupted && !(f->watch_fd >= 0 && run_cancel))
+				tty_printf(f, "\n  (no answer)\n");
 			return -1;
 		}
 		if (q->kind == LEV_QUESTION_TEXT) {
@@ -629,19 +651,18 @@ static json_t *detach_env(const struct lev_config *cfg)
 	return env;
 }
 
-/* Hand the run to the daemon; print its id. */
-static int detach(const struct lev_agent_opts *o, const char *path, bool json)
+/* The daemon's submit request for this run (a new reference), or NULL. */
+static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 {
 	json_t *req = lev_proto_request("submit"), *r = json_object(), *allow = json_array();
-	json_t *reply = NULL;
 	char bp_real[PATH_MAX];
-	const char *id;
 
 	if (!realpath(path, bp_real)) {
 		json_decref(req);
 		json_decref(r);
 		json_decref(allow);
-		return lev_fail("cannot resolve '%s': %s", path, strerror(errno));
+		lev_fail("cannot resolve '%s': %s", path, strerror(errno));
+		return NULL;
 	}
 	for (char *const *a = o->allow; a && *a; a++)
 		json_array_append_new(allow, json_string(*a));
@@ -661,22 +682,251 @@ static int detach(const struct lev_agent_opts *o, const char *path, bool json)
 	json_object_set_new(req, "request", r);
 	if (o->task && !json_object_get(r, "task")) {
 		json_decref(req);
-		return lev_fail("--task: the task must be UTF-8 text");
+		lev_fail("--task: the task must be UTF-8 text");
+		return NULL;
 	}
 	/* a daemon this starts goes away 5 minutes after its last run */
-	if (lev_daemon_start(true, 300) != LEV_EXIT_OK || lev_daemon_call(req, &reply) != LEV_EXIT_OK)
+	if (lev_daemon_start(true, 300) != LEV_EXIT_OK) {
+		json_decref(req);
+		return NULL;
+	}
+	return req;
+}
+
+/* Hand the run to the daemon; print its id. */
+static int detach(const struct lev_agent_opts *o, const char *path, bool json)
+{
+	json_t *req = submit_request(o, path), *reply = NULL;
+	const char *id;
+
+	if (!req || lev_daemon_call(req, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	id = lev_json_str(reply, "run");
 	if (json) {
 		printf("{\"run\":\"%s\"}\n", id);
 	} else {
 		printf("%s\n", id);
-		fprintf(stderr, "lev: run %s handed to the daemon; see 'lev ps', 'lev logs -f %s', "
+		fprintf(stderr, "lev: run %s handed to the daemon; see 'lev ps', 'lev attach %s', "
 				"'lev result %s'\n",
 			id, id, id);
 	}
 	json_decref(reply);
 	return LEV_EXIT_OK;
+}
+
+/* ---- following a daemon run ------------------------------------------------ */
+
+static int report_end_as(struct front *f, const char *status, const char *id, const char *record,
+			 const char *output, const char *error);
+
+/* The respond request for the answer given on the terminal to Q; NULL: none. */
+static json_t *answer_on_tty(struct front *f, const json_t *q)
+{
+	static const char *const qkinds[] = { "text", "choice", "confirm" };
+	json_t *req = lev_proto_request("respond");
+	const char *kind = lev_json_str(q, "kind");
+
+	f->interrupted = false;
+	json_object_set_new(req, "id", json_string(lev_json_str(q, "id")));
+	if (!lev_streq(kind, "question")) {
+		struct lev_ask a = {
+			.kind = lev_streq(kind, "taint") ? LEV_ASK_TAINT : LEV_ASK_PERMISSION,
+			.stage = lev_json_str(q, "stage"),
+			.call_id = lev_json_str(q, "call_id"),
+			.tool = lev_json_str(q, "tool"),
+			.prompt = lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "",
+			.detail = lev_json_str(q, "detail"),
+			.stage_label = lev_json_str(q, "stage_label") ? lev_json_str(q, "stage_label")
+								      : "Allow for this stage",
+			.run_label = lev_json_str(q, "run_label") ? lev_json_str(q, "run_label")
+								  : "Allow for this run",
+		};
+		enum lev_ask_answer ans = hook_ask(f, &a);
+		const char *scope = ans == LEV_ANSWER_STAGE ? "stage"
+				    : ans == LEV_ANSWER_RUN ? "run" : "once";
+
+		json_object_set_new(req, "answer", json_string(ans == LEV_ANSWER_ONCE ||
+							       ans == LEV_ANSWER_STAGE ||
+							       ans == LEV_ANSWER_RUN
+								       ? "approve" : "deny"));
+		if (ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN)
+			json_object_set_new(req, "scope", json_string(scope));
+	} else {
+		struct lev_question qq = { .kind = LEV_QUESTION_TEXT };
+		char **choices = NULL, *text = NULL;
+		size_t i;
+		json_t *c;
+		int r;
+
+		for (i = 0; i < 3; i++)
+			if (lev_streq(lev_json_str(q, "question_kind"), qkinds[i]))
+				qq.kind = (enum lev_question_kind)i;
+		json_array_foreach(json_object_get(q, "choices"), i, c)
+			if (json_is_string(c))
+				choices = lev_strv_push(choices, json_string_value(c));
+		qq.stage = lev_json_str(q, "stage") ? lev_json_str(q, "stage") : "";
+		qq.call_id = lev_json_str(q, "call_id");
+		qq.question = lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "";
+		qq.choices = choices;
+		r = hook_question(f, &qq, &text);
+		lev_strv_free(choices);
+		if (r == 0)
+			json_object_set_new(req, "text", json_string(text));
+		free(text);
+		if (r < 0)
+			goto none;
+	}
+	if (f->interrupted || run_cancel)
+		goto none;
+	return req;
+none:
+	json_decref(req);
+	return NULL;
+}
+
+/* Ask the open question on the terminal and send the answer to the daemon. */
+static void follow_prompt(struct front *f, const char *run)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *req, *reply = NULL;
+	int r;
+
+	if (f->tty_fd < 0) {
+		say(f, "lev: run %s waits for an answer: lev respond %s\n", run,
+		    lev_json_str(f->open_q, "id"));
+		goto done;
+	}
+	req = answer_on_tty(f, f->open_q);
+	if (!req) {
+		if (f->interrupted || run_cancel)
+			return;	/* the daemon spoke first, or we detach: keep it open */
+		goto done;	/* no answer in time: the run's own timeout decides */
+	}
+	r = lev_client_call(req, &reply, &err);
+	json_decref(req);
+	json_decref(reply);
+	if (r == -EREMOTEIO && lev_startswith(err.msg, "no open request"))
+		tty_printf(f, "  (answered elsewhere)\n");
+	else if (r < 0)
+		lev_warn("%s", err.msg);
+done:
+	json_decref(f->open_q);
+	f->open_q = NULL;
+}
+
+/* One frame of the daemon's stream; true when the run ended (*rc: the exit code). */
+static bool follow_frame(struct front *f, const json_t *m, const char *run, int *rc)
+{
+	const char *op = lev_json_str(m, "op");
+
+	if (lev_streq(op, "event") && json_is_object(json_object_get(m, "event"))) {
+		const json_t *ev = json_object_get(m, "event");
+		char *line = json_dumps(ev, JSON_COMPACT | JSON_ENSURE_ASCII);
+		bool thinking = lev_streq(lev_json_str(ev, "event"), "model_request");
+
+		hook_thinking(f, false);
+		hook_event(f, ev, line ? line : "{}");
+		if (thinking)
+			hook_thinking(f, true);
+		free(line);
+	} else if (lev_streq(op, "ask") && json_is_object(json_object_get(m, "question"))) {
+		hook_thinking(f, false);
+		json_decref(f->open_q);
+		f->open_q = json_incref(json_object_get(m, "question"));
+	} else if (lev_streq(op, "answered")) {
+		if (f->open_q && lev_streq(lev_json_str(f->open_q, "id"), lev_json_str(m, "id"))) {
+			if (f->tty_fd >= 0)
+				tty_printf(f, "\n  (answered elsewhere: %s)\n",
+					   lev_json_str(m, "answer") ? lev_json_str(m, "answer") : "-");
+			json_decref(f->open_q);
+			f->open_q = NULL;
+		}
+	} else if (lev_streq(op, "paused") && !f->json) {
+		hook_thinking(f, false);
+		say(f, "lev: run %s paused; continue it with 'lev resume %s'\n", run, run);
+	} else if (lev_streq(op, "resumed") && !f->json) {
+		say(f, "lev: run %s resumed\n", run);
+	} else if (lev_streq(op, "dropped") && !f->json) {
+		say(f, "lev: (%lld earlier event(s) not shown: lev logs %s)\n",
+		    (long long)json_integer_value(json_object_get(m, "events")), run);
+	} else if (lev_streq(op, "end")) {
+		hook_thinking(f, false);
+		*rc = report_end_as(f, lev_json_str(m, "status"), run, lev_json_str(m, "record"),
+				    lev_json_str(m, "result"), lev_json_str(m, "error"));
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Follow the run the daemon streams on FD until it ends: its exit code as
+ * for an in-process run.  Ctrl-C (SIGINT, SIGTERM, SIGHUP) detaches: the
+ * run goes on, exit 0.
+ */
+static int follow(struct front *f, int fd, const char *run)
+{
+	int rc = LEV_EXIT_FAIL;
+
+	f->watch_fd = fd;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+				       { .fd = cancel_pipe[0], .events = POLLIN } };
+		struct lev_err err = LEV_ERR_INIT;
+		json_t *m = NULL;
+		bool end;
+
+		if (f->open_q && !run_cancel)
+			follow_prompt(f, run);
+		if (run_cancel)
+			break;
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (run_cancel)
+			break;
+		if (!p[0].revents)
+			continue;
+		if (lev_proto_recv(fd, &m, &err) < 0 || !m) {
+			hook_thinking(f, false);
+			return lev_fail("lost the daemon's stream of run %s (this terminal read too "
+					"slowly, or the daemon stopped); follow it again with 'lev "
+					"attach %s'",
+					run, run);
+		}
+		end = follow_frame(f, m, run, &rc);
+		json_decref(m);
+		if (end)
+			return rc;
+	}
+	hook_thinking(f, false);
+	say(f, "\nlev: detached from run %s, which goes on; follow it again with 'lev attach %s' "
+	       "(its result: 'lev result %s')\n",
+	    run, run, run);
+	run_cancel = 0;	/* a detach is not an interruption */
+	return LEV_EXIT_OK;
+}
+
+/* Submit the run to the daemon and follow it. */
+static int submit_follow(struct front *f, const struct lev_agent_opts *o, const char *path)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *req = submit_request(o, path), *reply = NULL;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *id = NULL;
+
+	if (!req)
+		return LEV_EXIT_FAIL;
+	json_object_set_new(req, "follow", json_true());
+	/* with nobody to ask, nothing is asked: as an in-process run without a terminal */
+	json_object_set_new(json_object_get(req, "request"), "interactive",
+			    json_boolean(f->tty_fd >= 0));
+	if (lev_client_open(req, &fd, &reply, &err) < 0) {
+		json_decref(req);
+		return lev_fail("%s", err.msg);
+	}
+	json_decref(req);
+	id = xstrdup(lev_json_str(reply, "run") ? lev_json_str(reply, "run") : "-");
+	json_decref(reply);
+	return follow(f, fd, id);
 }
 
 /* ---- the command ------------------------------------------------------------ */
@@ -692,6 +942,7 @@ struct run_args {
 	bool no_seed_commands;
 	bool json;
 	bool detach;
+	bool foreground;
 };
 
 static void run_args_release(struct run_args *a)
@@ -714,6 +965,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		{ "no-seed-commands", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "detach", no_argument, NULL, 'D' },
+		{ "foreground", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -751,6 +1003,9 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		case 'D':
 			a->detach = true;
 			break;
+		case 'F':
+			a->foreground = true;
+			break;
 		default:
 			if (optopt && strchr("twm", optopt))
 				return lev_usage_error("run", "option '-%c' needs a value", optopt);
@@ -761,6 +1016,8 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		return lev_usage_error("run", "which agent? give a NAME or PATH");
 	if (optind + 1 < argc)
 		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
+	if (a->detach && a->foreground)
+		return lev_usage_error("run", "--detach and --foreground do not go together");
 	if (a->model && (!strchr(a->model, '/') || a->model[0] == '/'))
 		return lev_usage_error("run", "--model takes PROVIDER/MODEL, got '%s'", a->model);
 	a->agent = argv[optind];
@@ -829,18 +1086,15 @@ static void fill_opts(struct lev_agent_opts *o, struct lev_ctx *ctx, struct fron
 	o->hooks.data = f;
 }
 
-/* Say how the run ended; its exit code. */
-static int report_end(struct front *f, const struct lev_agent *agent)
+/* Say how a run ended (STATUS as lev_run_status_name() spells it); its exit code. */
+static int report_end_as(struct front *f, const char *status, const char *id, const char *record,
+			 const char *output, const char *error)
 {
-	const char *id = lev_agent_run_id(agent) ? lev_agent_run_id(agent) : "-";
-	const char *record = lev_agent_record_dir(agent) ? lev_agent_record_dir(agent) : "none";
-	const char *output;
-
-	switch (lev_agent_status(agent)) {
-	case LEV_RUN_COMPLETE:
+	id = id ? id : "-";
+	record = record ? record : "none";
+	if (lev_streq(status, "complete")) {
 		if (f->json)
 			return LEV_EXIT_OK;
-		output = lev_agent_output(agent);
 		say(f, "lev: run %s complete (record: %s)\n", id, record);
 		if (output) {
 			fputs(output, stdout);
@@ -848,23 +1102,62 @@ static int report_end(struct front *f, const struct lev_agent *agent)
 				fputc('\n', stdout);
 		}
 		return LEV_EXIT_OK;
-	case LEV_RUN_CANCELLED:
+	}
+	if (lev_streq(status, "cancelled")) {
 		if (!f->json)
 			say(f, "lev: run %s interrupted (record: %s)\n", id, record);
 		return EXIT_INTERRUPTED;
-	default:
-		if (!f->json)
-			lev_fail("run %s failed: %s (record: %s)", id,
-				 lev_agent_error(agent) ? lev_agent_error(agent) : "unknown error",
-				 record);
-		return LEV_EXIT_FAIL;
 	}
+	if (!f->json)
+		lev_fail("run %s failed: %s (record: %s)", id, error ? error : "unknown error",
+			 record);
+	return LEV_EXIT_FAIL;
+}
+
+static int report_end(struct front *f, const struct lev_agent *agent)
+{
+	return report_end_as(f, lev_run_status_name(lev_agent_status(agent)),
+			     lev_agent_run_id(agent), lev_agent_record_dir(agent),
+			     lev_agent_output(agent), lev_agent_error(agent));
+}
+
+/* lev attach: follow a daemon run from another terminal. */
+int lev_run_attach(const char *run, bool json)
+{
+	struct front f = { .tty_fd = -1, .watch_fd = -1, .json = json };
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *req = lev_proto_request("attach"), *reply = NULL;
+	_cleanup_close_ int fd = -1;
+	int rc;
+
+	json_object_set_new(req, "run", json_string(run));
+	rc = lev_client_open(req, &fd, &reply, &err);
+	json_decref(req);
+	json_decref(reply);
+	if (rc < 0)
+		return lev_fail("%s", err.msg);
+	f.tty = isatty(STDERR_FILENO);
+	f.tty_fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	f.ask_timeout_secs = 3600;
+	if (install_signals() < 0) {
+		if (f.tty_fd >= 0)
+			close(f.tty_fd);
+		return lev_fail("cannot set up signal handling: %s", strerror(errno));
+	}
+	spinner_start(&f);
+	rc = follow(&f, fd, run);
+	spinner_stop(&f);
+	if (f.tty_fd >= 0)
+		close(f.tty_fd);
+	free(f.last_allowed);
+	json_decref(f.open_q);
+	return rc;
 }
 
 int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct run_args a = { 0 };
-	struct front f = { .tty_fd = -1 };
+	struct front f = { .tty_fd = -1, .watch_fd = -1 };
 	struct lev_agent_opts o = { .cancel_fd = -1 };
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_blueprint *bp = NULL;
@@ -934,6 +1227,11 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		rc = detach(&o, path, f.json);
 		goto out;
 	}
+	if (!a.foreground) {
+		spinner_start(&f);
+		rc = submit_follow(&f, &o, path);
+		goto out;
+	}
 	o.home = home;
 	fill_opts(&o, ctx, &f);
 	spinner_start(&f);
@@ -954,6 +1252,7 @@ out:
 	if (f.tty_fd >= 0)
 		close(f.tty_fd);
 	free(f.last_allowed);
+	json_decref(f.open_q);
 	lev_blueprint_free(bp);
 	run_args_release(&a);
 	return rc;

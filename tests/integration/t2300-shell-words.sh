@@ -130,7 +130,7 @@ EOF
 
 test_expect_success 'lev run --yolo with kind none: the eval line does not touch ~/.bashrc' '
 	echo original >"$HOME/.bashrc" &&
-	lev run "$BP/none" --yolo --workdir "$WD" --json >ev 2>err &&
+	lev run --foreground "$BP/none" --yolo --workdir "$WD" --json >ev 2>err &&
 	test "$(cat "$HOME/.bashrc")" = original &&
 	grep -q "cannot be fully analysed" ev
 '
@@ -146,7 +146,7 @@ EOF
 
 if "$LEV" sandbox exec --kind namespace -- true 2>/dev/null; then
 	test_expect_success 'a benign eval runs inside the namespace sandbox' '
-		lev run "$BP/namespace" --yolo --workdir "$WD" --json >ev 2>err &&
+		lev run --foreground "$BP/namespace" --yolo --workdir "$WD" --json >ev 2>err &&
 		grep -q "hi-from-eval" ev
 	'
 else
@@ -187,7 +187,7 @@ if command -v git >/dev/null 2>&1; then
 	if "$LEV" sandbox exec --kind namespace -- true 2>/dev/null; then
 		test_expect_success 'a pre-approved git status runs (no one asked) with no hook and no fsmonitor' '
 			touch "$REPO/a" &&
-			lev run "$BP/namespace" --workdir "$REPO" --json >ev 2>err &&
+			lev run --foreground "$BP/namespace" --workdir "$REPO" --json >ev 2>err &&
 			grep -q "On branch" ev &&
 			! test -e "$REPO/FSMONITOR-RAN" && ! test -e "$REPO/HOOK-RAN"
 		'

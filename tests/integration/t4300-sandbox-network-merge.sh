@@ -128,7 +128,7 @@ EOF
 # The seed event carries no text, only its size: lev-probe prints "ok\n"
 # (3 bytes) or "EPERM\n" (6); any other size is reported as such.
 run_words() {
-	setsid -w "$LEV" run "$TRASH/runner" --workdir "$WD" --json >ev 2>err || { cat err >&2; return 1; }
+	setsid -w "$LEV" run --foreground "$TRASH/runner" --workdir "$WD" --json >ev 2>err || { cat err >&2; return 1; }
 	python3 - ev <<-'PY'
 	import json, sys
 	seed = call = "missing"

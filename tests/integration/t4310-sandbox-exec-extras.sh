@@ -102,7 +102,7 @@ EOF
 # shell_timeout_secs = 2
 timeout_text() {
 	printf "[limits]\nshell_timeout_secs = 2\n[tool_permissions]\nshell = \"allow\"\n[sandbox]\nkind = \"%s\"\n%s\n" "$1" "${2:-}" | config &&
-	setsid -w "$LEV" run "$TRASH/sleeper" --workdir "$WD" --json >ev 2>err &&
+	setsid -w "$LEV" run --foreground "$TRASH/sleeper" --workdir "$WD" --json >ev 2>err &&
 	python3 - ev <<-'PY'
 	import json, sys
 	for line in open(sys.argv[1]):

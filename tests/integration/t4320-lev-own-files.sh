@@ -84,7 +84,7 @@ if "$LEV" sandbox probe --json 2>/dev/null | grep -q '"userns": true'; then
 	test_expect_success 'workdir = home, namespace: no tool rewrites lev'"'"'s files' '
 		printf "[sandbox]\nkind = \"namespace\"\n[tool_permissions]\nwrite_file = \"allow\"\nedit_file = \"allow\"\nshell = \"allow\"\n" | config &&
 		cp "$ROOT/config.toml" config.before &&
-		(cd "$HOME" && setsid -w "$LEV" run "$TRASH/owner" --workdir "$HOME" --json) >ev 2>err &&
+		(cd "$HOME" && setsid -w "$LEV" run --foreground "$TRASH/owner" --workdir "$HOME" --json) >ev 2>err &&
 		results ev >res && cat res &&
 		sed -n 1p res | grep -q "^write_file error .*one of lev.s own files" &&
 		sed -n 2p res | grep -q "^write_file error .*one of lev.s own files" &&
@@ -157,7 +157,7 @@ test_expect_success 'kind none refuses a workdir that contains the data root' '
 	test_expect_code 125 "$LEV" sandbox exec --workdir "$HOME" -- sh -c "echo x >> .leviath/policy.toml" 2>err &&
 	grep -q "contains lev.s own files" err &&
 	test "$(cat "$ROOT/policy.toml")" = "# the user'"'"'s policy" &&
-	test_must_fail setsid -w "$LEV" run "$TRASH/owner" --workdir "$HOME" >out 2>err &&
+	test_must_fail setsid -w "$LEV" run --foreground "$TRASH/owner" --workdir "$HOME" >out 2>err &&
 	grep -q "contains lev.s own files" err &&
 	test "$(cat "$ROOT/policy.toml")" = "# the user'"'"'s policy"
 '

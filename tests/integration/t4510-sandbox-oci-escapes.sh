@@ -274,7 +274,7 @@ test_expect_success '11: the run record names the missing layers' '
 	timeout_secs = 5
 	EOT
 	chmod 600 "$HOME/.leviath/config.toml" &&
-	MOCK_T4510_KEY=sk-mock LEV_OCI_HELPER=/nonexistent setsid -w "$LEV" run "$TRASH/agent11" \
+	MOCK_T4510_KEY=sk-mock LEV_OCI_HELPER=/nonexistent setsid -w "$LEV" run --foreground "$TRASH/agent11" \
 		--task "go" --workdir "$WD" --json >ev 2>err;
 	rc=$?; kill $mpid; wait $mpid; rm -f "$HOME/.leviath/config.toml";
 	[ $rc = 0 ] && d=$(ls -d "$HOME/.leviath/runs"/* | sort | tail -n 1) &&

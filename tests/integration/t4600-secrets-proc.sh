@@ -162,7 +162,7 @@ run_probe() {
 	# only process that holds it
 	"$@" setsid -w env HOME="$d/home" LEVIATH_HOME="$d/lh" OPENAI_API_KEY="$KEY_A$KEY_B" \
 		sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$d/levpid" \
-		"$LEV" run "$d/agent" --task probe --workdir "$d/work" --json \
+		"$LEV" run --foreground "$d/agent" --task probe --workdir "$d/work" --json \
 		>"$d/ev" 2>"$d/err" &
 	lpid=$!
 	# while the probe runs: lev's environment block, read as root from

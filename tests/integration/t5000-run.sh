@@ -100,7 +100,7 @@ text = "all done"
 EOF
 
 test_expect_success 'a scripted run completes with exit 0 and prints the output' '
-	lev run basic --task "look" --workdir work >out 2>err &&
+	lev run --foreground basic --task "look" --workdir work >out 2>err &&
 	test "$(cat out)" = "all done" &&
 	grep -q "== stage .main." err &&
 	grep -q "run .* complete" err
@@ -120,15 +120,15 @@ test_expect_success 'the run record is complete' '
 '
 
 test_expect_success 'run ids sort by time and are unique' '
-	lev run basic --task "look" --workdir work >/dev/null 2>&1 &&
-	lev run basic --task "look" --workdir work >/dev/null 2>&1 &&
+	lev run --foreground basic --task "look" --workdir work >/dev/null 2>&1 &&
+	lev run --foreground basic --task "look" --workdir work >/dev/null 2>&1 &&
 	ls "$RUNS" >ids && test "$(wc -l <ids)" = 3 &&
 	sort ids | test_cmp ids - && test "$(sort -u ids | wc -l)" = 3 &&
 	grep -qE "^[0-9]{8}-[0-9]{6}-[0-9]{3}-[0-9a-f]{6}$" ids
 '
 
 test_expect_success '--json prints one event per line with the documented fields' '
-	lev run basic --task "look" --workdir work --json >events 2>err &&
+	lev run --foreground basic --task "look" --workdir work --json >events 2>err &&
 	check_jsonl events &&
 	python3 - events <<-PY
 	import json, sys
@@ -202,11 +202,11 @@ test_expect_success '--allow lifts ask but never a configured deny; --yolo neith
 	[tool_permissions]
 	write_file = "deny"
 	EOF
-	lev run basic --task t --workdir work --json --allow shell --allow write_file >ev2 2>/dev/null &&
+	lev run --foreground basic --task t --workdir work --json --allow shell --allow write_file >ev2 2>/dev/null &&
 	decisions ev2 | tail -n 2 >got &&
 	printf "write_file deny permission\nbash allow permission\n" >want &&
 	test_cmp want got &&
-	lev run basic --task t --workdir work --json --yolo >ev3 2>/dev/null &&
+	lev run --foreground basic --task t --workdir work --json --yolo >ev3 2>/dev/null &&
 	decisions ev3 | tail -n 2 >got &&
 	printf "write_file deny permission\nbash allow permission\n" >want &&
 	test_cmp want got &&
@@ -248,7 +248,7 @@ args = { output = "too late" }
 EOF
 
 test_expect_success 'stages hand their output on; output stages end with submit_output' '
-	lev run stages --workdir work --json >ev 2>err &&
+	lev run --foreground stages --workdir work --json >ev 2>err &&
 	python3 - ev <<-PY
 	import json, sys
 	ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -287,18 +287,18 @@ args = {}
 EOF
 
 test_expect_success 'a stage past max_iterations fails the run with exit 1' '
-	test_must_fail --code 1 lev run loop --workdir work >out 2>err &&
+	test_must_fail --code 1 lev run --foreground loop --workdir work >out 2>err &&
 	grep -q "reached max_iterations (2)" err &&
 	test "$(cat "$(last_run)/status")" = error &&
 	grep -q "\"status\": \"error\"" "$(last_run)/result.json"
 '
 
 test_expect_success 'a blueprint that does not load is exit 1; usage errors exit 2' '
-	test_must_fail --code 1 lev run ./nonexistent 2>err &&
-	test_must_fail --code 2 lev run 2>err &&
+	test_must_fail --code 1 lev run --foreground ./nonexistent 2>err &&
+	test_must_fail --code 2 lev run --foreground 2>err &&
 	grep -q "usage: lev run" err &&
-	test_must_fail --code 2 lev run basic --model nomodel 2>err &&
-	test_must_fail --code 2 lev run basic --frob 2>err
+	test_must_fail --code 2 lev run --foreground basic --model nomodel 2>err &&
+	test_must_fail --code 2 lev run --foreground basic --frob 2>err
 '
 
 mkagent sleeper <<'EOF'
@@ -337,7 +337,7 @@ test_expect_success 'SIGINT cancels cleanly: exit 130, command killed, record cl
 	write_file = "allow"
 	EOF
 	rm -f work/started.txt work/finished.txt &&
-	{ "$LEV" run sleeper --workdir work --json >ev 2>err & pid=$!; } &&
+	{ "$LEV" run --foreground sleeper --workdir work --json >ev 2>err & pid=$!; } &&
 	wait_for work/started.txt started &&
 	kill -INT $pid &&
 	{ wait $pid; rc=$?; } ;
@@ -352,7 +352,7 @@ test_expect_success 'SIGINT cancels cleanly: exit 130, command killed, record cl
 
 test_expect_success 'a run killed with SIGKILL leaves a readable record' '
 	rm -f work/started.txt &&
-	{ "$LEV" run sleeper --workdir work >/dev/null 2>&1 & pid=$!; } &&
+	{ "$LEV" run --foreground sleeper --workdir work >/dev/null 2>&1 & pid=$!; } &&
 	wait_for work/started.txt started &&
 	d=$(last_run) &&
 	wait_for "$d/events.jsonl" "\"event\":\"tool_call\"" &&
@@ -398,7 +398,7 @@ test_expect_success 'provider keys never reach sandboxed commands, even with she
 	EOF
 	OPENAI_API_KEY=sk-test-openai-0123456789abcdef PAID_KEY=pk-test-paid-0123456789 \
 	ANTHROPIC_API_KEY=sk-ant-test-0123456789 \
-		lev run envdump --workdir work --json >ev 2>err &&
+		lev run --foreground envdump --workdir work --json >ev 2>err &&
 	grep -q "PATH=" ev &&
 	! grep -q "sk-test-openai" ev && ! grep -q "pk-test-paid" ev && ! grep -q "sk-ant-test" ev &&
 	! grep -rq "sk-test-openai\|pk-test-paid\|sk-ant-test" "$(last_run)"
@@ -410,7 +410,7 @@ test_expect_success 'credential-shaped variables are withheld by default (shell_
 	allow_blueprint_permissions = true
 	EOF
 	GITHUB_TOKEN=ghp_test_secret_value MY_PASSWORD=hunter2hunter2 HARMLESS=visible \
-		lev run envdump --workdir work --json >ev 2>err &&
+		lev run --foreground envdump --workdir work --json >ev 2>err &&
 	grep -q "HARMLESS=visible" ev &&
 	! grep -q "ghp_test_secret_value" ev && ! grep -q "hunter2hunter2" ev
 '
@@ -438,7 +438,7 @@ EOF
 
 test_expect_success 'seeds: task, confined files, safe-listed commands only' '
 	rm -f "$CONFIG" &&
-	lev run seeds --task "the task" --workdir work --json >ev 2>err &&
+	lev run --foreground seeds --task "the task" --workdir work --json >ev 2>err &&
 	python3 - ev <<-PY
 	import json, sys
 	ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -453,10 +453,10 @@ test_expect_success 'seeds: task, confined files, safe-listed commands only' '
 '
 
 test_expect_success 'seeds: --no-seed-commands refuses command seeds; a missing required seed fails' '
-	lev run seeds --task t --workdir work --json --no-seed-commands >ev 2>err &&
+	lev run --foreground seeds --task t --workdir work --json --no-seed-commands >ev 2>err &&
 	grep "\"region\":\"listing\"" ev | grep -q "\"ok\":false" &&
 	grep -q "no-seed-commands" ev &&
-	test_must_fail --code 1 lev run seeds --workdir work >out 2>err &&
+	test_must_fail --code 1 lev run --foreground seeds --workdir work >out 2>err &&
 	grep -q "give a --task" err
 '
 
@@ -484,7 +484,7 @@ EOF
 
 test_expect_success 'tool seeds go through every gate, with nobody to ask' '
 	rm -f "$CONFIG" work/seeded.txt work/sneaky.txt &&
-	lev run toolseeds --task t --workdir work --json >ev 2>err &&
+	lev run --foreground toolseeds --task t --workdir work --json >ev 2>err &&
 	python3 - ev <<-PY
 	import json, sys
 	ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -510,7 +510,7 @@ test_expect_success 'tool seeds go through every gate, with nobody to ask' '
 '
 
 test_expect_success 'a tool seed the user allows runs; a shell seed stays a command seed under --yolo' '
-	lev run toolseeds --task t --workdir work --json --allow write_file --yolo >ev 2>err &&
+	lev run --foreground toolseeds --task t --workdir work --json --allow write_file --yolo >ev 2>err &&
 	test "$(cat work/seeded.txt)" = x && test ! -e work/sneaky.txt &&
 	grep "\"region\":\"written\"" ev | grep -q "\"ok\":true"
 '
@@ -526,7 +526,7 @@ test_expect_success 'a pinned region past its budget fails the run at the start'
 	model = { provider = "script", script = "turns.toml" }
 	EOF
 	cp seeds/turns.toml pinned/ &&
-	test_must_fail --code 1 lev run pinned --task "a task much longer than five tokens of budget" --workdir work 2>err &&
+	test_must_fail --code 1 lev run --foreground pinned --task "a task much longer than five tokens of budget" --workdir work 2>err &&
 	grep -q "pinned with a budget of 5 tokens" err
 '
 
@@ -542,13 +542,13 @@ test_expect_success '[providers.X] context_window sizes the budgets' '
 	EOF
 	cp seeds/turns.toml windowed/ &&
 	task=$(python3 -c "print(\"word \" * 2000)") &&
-	lev run windowed --task "$task" --workdir work >out 2>err &&
+	lev run --foreground windowed --task "$task" --workdir work >out 2>err &&
 	setconfig <<-EOF &&
 	[providers.script]
 	kind = "script"
 	context_window = 8000
 	EOF
-	test_must_fail --code 1 lev run windowed --task "$task" --workdir work 2>err &&
+	test_must_fail --code 1 lev run --foreground windowed --task "$task" --workdir work 2>err &&
 	grep -q "pinned with a budget of 800 tokens" err &&
 	rm -f "$CONFIG"
 '
@@ -563,14 +563,14 @@ test_expect_success 'the read-path warning names the stanza to add' '
 	model = { provider = "script", script = "turns.toml" }
 	EOF
 	cp seeds/turns.toml reader/ &&
-	lev run reader --workdir work >out 2>err &&
+	lev run --foreground reader --workdir work >out 2>err &&
 	grep -q "declares \\[read_paths\\] your config does not grant (1 declared, 0 granted)" err &&
 	grep -q "\\[agent_read_paths.reader\\]" err &&
 	grep -q "allow = \\[\"~/notes\"\\]" err
 '
 
 test_expect_success 'the workdir guard warns about $HOME without a terminal' '
-	lev run seeds --task t --workdir "$HOME" >out 2>err &&
+	lev run --foreground seeds --task t --workdir "$HOME" >out 2>err &&
 	grep -q "is your home directory" err &&
 	grep -q "allowed_workdirs" err
 '
@@ -616,7 +616,7 @@ test_expect_success 'the quickstart example: every injected attempt is stopped b
 	cp "$SRC_DIR/examples/quickstart/config.toml" "$CONFIG" && chmod 600 "$CONFIG" &&
 	cp -r "$SRC_DIR/examples/quickstart" qs-agent &&
 	HOME="$TRASH/qs-home" lev add --force ./qs-agent >/dev/null &&
-	HOME="$TRASH/qs-home" lev run quickstart --task review --workdir qs-work --json >ev 2>err &&
+	HOME="$TRASH/qs-home" lev run --foreground quickstart --task review --workdir qs-work --json >ev 2>err &&
 	decisions ev >got &&
 	cat >want <<-EOF &&
 	list_dir allow permission
@@ -668,14 +668,14 @@ text = "done"
 EOF
 
 test_expect_success 'a run without network calls never loads libcurl' '
-	LD_DEBUG=files lev run nocurl --task t --workdir work --yolo >out 2>err &&
+	LD_DEBUG=files lev run --foreground nocurl --task t --workdir work --yolo >out 2>err &&
 	test "$(cat out)" = "done" &&
 	grep -q "file=libjansson" err &&
 	! grep -q "file=libcurl" err
 '
 
 test_expect_success 'a web_fetch call loads libcurl on first use' '
-	LD_DEBUG=files lev run withcurl --task t --workdir work --yolo --json >out 2>err &&
+	LD_DEBUG=files lev run --foreground withcurl --task t --workdir work --yolo --json >out 2>err &&
 	grep -q "file=libcurl" err &&
 	grep -q "\"tool\":\"web_fetch\"" out
 '
@@ -708,7 +708,7 @@ if command -v script >/dev/null 2>&1; then
 	'
 
 	test_expect_success 'piped output keeps the bytes the model sent' '
-		lev run painter --workdir work >out 2>err </dev/null &&
+		lev run --foreground painter --workdir work >out 2>err </dev/null &&
 		grep -q "bye$(printf "\033")\[2J" out
 	'
 else
@@ -794,7 +794,7 @@ else
 fi
 
 test_expect_success 'with nobody to answer, ask_user_* are not offered (and say why)' '
-	lev run asks --workdir work --json >ev 2>err </dev/null &&
+	lev run --foreground asks --workdir work --json >ev 2>err </dev/null &&
 	grep -q "nobody can answer a question in this run" ev &&
 	decisions ev >got &&
 	grep -q "^ask_user_text deny offered" got &&
@@ -832,7 +832,7 @@ test_expect_success 'a pre-approved command runs in a read fence with no sandbox
 	text = "done"
 	EOF
 	rm -f "$CONFIG" &&
-	HOME="$TRASH/fenced/home" lev run ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
+	HOME="$TRASH/fenced/home" lev run --foreground ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
 	python3 - ev <<-\PY &&
 	import json, sys
 	ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -852,7 +852,7 @@ test_expect_success 'what the user allows is not fenced (shell = "allow")' '
 	[tool_permissions]
 	shell = "allow"
 	EOF
-	HOME="$TRASH/fenced/home" lev run ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
+	HOME="$TRASH/fenced/home" lev run --foreground ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
 	rm -f "$CONFIG" &&
 	grep -q "fence-secret-0451" ev
 '

@@ -92,7 +92,7 @@ for wire in openai anthropic; do
 	[ $wire = anthropic ] && provider=mockant
 	test_expect_success "$wire wire format: calls run, results go back, run completes" '
 		start_mock conversation.json &&
-		lev run agent --model $provider/m --task "read it" --workdir work --json >ev 2>err;
+		lev run --foreground agent --model $provider/m --task "read it" --workdir work --json >ev 2>err;
 		rc=$?; stop_mock; test $rc = 0 &&
 		tail -n 1 ev | grep -q "\"status\":\"complete\"" &&
 		tail -n 1 ev | grep -q "the file says hello" &&
@@ -135,7 +135,7 @@ done
 test_expect_success 'a run from a path gets no per-agent grants, and the record says why' '
 	start_mock conversation.json &&
 	printf "[agent_tool_permissions.mocked]\nshell = \"allow\"\n" >>"$CONFIG" &&
-	lev run agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
+	lev run --foreground agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
 	d=$(last_run) &&
 	grep -q "\"agent_verified\":false" "$d/events.jsonl" &&
 	grep -q "per-agent grants for .mocked. are not applied.*is not the installed agent" \
@@ -146,7 +146,7 @@ test_expect_success 'the benign twin: the installed agent run by name gets them'
 	lev add agent >/dev/null &&
 	start_mock conversation.json &&
 	printf "[agent_tool_permissions.mocked]\nshell = \"allow\"\n" >>"$CONFIG" &&
-	lev run mocked --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
+	lev run --foreground mocked --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
 	lev remove mocked >/dev/null && test $rc = 0 &&
 	d=$(last_run) &&
 	grep -q "\"agent_verified\":true" "$d/events.jsonl" &&
@@ -167,7 +167,7 @@ EOF
 
 test_expect_success 'malformed calls become error results for the model; the run goes on' '
 	start_mock malformed.json &&
-	lev run agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
+	lev run --foreground agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
 	python3 - ev requests.jsonl <<-PY
 	import json, sys
 	ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -196,7 +196,7 @@ EOF
 
 test_expect_success 'calls that share an id each get a result of their own' '
 	start_mock dupids.json &&
-	lev run agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
+	lev run --foreground agent --task t --workdir work --json >ev 2>err; rc=$?; stop_mock; test $rc = 0 &&
 	python3 - requests.jsonl <<-PY
 	import json, sys
 	reqs = [json.loads(l) for l in open(sys.argv[1])]
@@ -213,7 +213,7 @@ EOF
 
 test_expect_success 'a 10 MB response is a clear run error; the record is complete' '
 	start_mock huge.json &&
-	test_must_fail --code 1 lev run agent --task t --workdir work >out 2>err; rc=$?;
+	test_must_fail --code 1 lev run --foreground agent --task t --workdir work >out 2>err; rc=$?;
 	stop_mock; test $rc = 0 &&
 	grep -q "model request failed" err &&
 	d=$(last_run) && test "$(cat $d/status)" = error &&
@@ -231,7 +231,7 @@ EOF
 
 test_expect_success 'HTTP 500 then success: retried, the run completes' '
 	start_mock retry.json &&
-	lev run agent --task t --workdir work >out 2>err; rc=$?; stop_mock; test $rc = 0 &&
+	lev run --foreground agent --task t --workdir work >out 2>err; rc=$?; stop_mock; test $rc = 0 &&
 	test "$(cat out)" = "fine after a retry" &&
 	test "$(wc -l <requests.jsonl)" = 2
 '
@@ -247,7 +247,7 @@ EOF
 
 test_expect_success 'a model that does not answer in time is a clear run error' '
 	start_mock slow.json &&
-	test_must_fail --code 1 lev run agent --task t --workdir work >out 2>err; rc=$?;
+	test_must_fail --code 1 lev run --foreground agent --task t --workdir work >out 2>err; rc=$?;
 	stop_mock; test $rc = 0 &&
 	grep -qi "timed out\|timeout" err &&
 	test "$(cat "$(last_run)/status")" = error
@@ -262,7 +262,7 @@ EOF
 
 test_expect_success 'a dropped connection is retried' '
 	start_mock drop.json &&
-	lev run agent --task t --workdir work >out 2>err; rc=$?; stop_mock; test $rc = 0 &&
+	lev run --foreground agent --task t --workdir work >out 2>err; rc=$?; stop_mock; test $rc = 0 &&
 	test "$(cat out)" = "answered after a dropped connection"
 '
 
@@ -275,7 +275,7 @@ EOF
 
 test_expect_success 'a connection that keeps dropping is a clear run error' '
 	start_mock dropall.json &&
-	test_must_fail --code 1 lev run agent --task t --workdir work >out 2>err; rc=$?;
+	test_must_fail --code 1 lev run --foreground agent --task t --workdir work >out 2>err; rc=$?;
 	stop_mock; test $rc = 0 &&
 	grep -q "model request failed" err &&
 	d=$(last_run) && test "$(cat $d/status)" = error &&
@@ -284,7 +284,7 @@ test_expect_success 'a connection that keeps dropping is a clear run error' '
 
 test_expect_success 'a missing key is a clear error before the run starts' '
 	start_mock conversation.json &&
-	MOCK_OPENAI_KEY= test_must_fail --code 1 lev run agent --task t --workdir work >out 2>err;
+	MOCK_OPENAI_KEY= test_must_fail --code 1 lev run --foreground agent --task t --workdir work >out 2>err;
 	rc=$?; stop_mock; test $rc = 0 &&
 	grep -q "MOCK_OPENAI_KEY" err &&
 	test ! -s requests.jsonl
@@ -337,7 +337,7 @@ test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
 	text = "done"
 	EOF
 	lev add --force ./redir-src >/dev/null &&
-	lev run redir --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
+	lev run --foreground redir --task t --workdir work --json >ev 2>err; rc=$?; stop_mock;
 	rm -f "$LEVIATH_HOME/.leviath/policy.toml"; lev remove redir >/dev/null;
 	test $rc = 0 &&
 	grep -q "\"/go\"" requests.jsonl &&

@@ -139,7 +139,7 @@ judge() {
 
 test_expect_success 'benign twin: no racer, every read is the public file, labelled internal' '
 	grant &&
-	lev run racer --workdir work --json >ev 2>err || { cat err; false; } &&
+	lev run --foreground racer --workdir work --json >ev 2>err || { cat err; false; } &&
 	judge ev granted >out && cat out &&
 	grep -q "public.: 3000" out
 '
@@ -147,7 +147,7 @@ test_expect_success 'benign twin: no racer, every read is the public file, label
 test_expect_success 'racing symlink, read granted: zero mislabels in 3,000 reads' '
 	grant &&
 	start_racer &&
-	lev run racer --workdir work --json >ev 2>err; rc=$?
+	lev run --foreground racer --workdir work --json >ev 2>err; rc=$?
 	stop_racer
 	test $rc = 0 && judge ev granted >out && cat out &&
 	# the race was real: both files were read
@@ -157,7 +157,7 @@ test_expect_success 'racing symlink, read granted: zero mislabels in 3,000 reads
 test_expect_success 'racing symlink, not granted: no private byte reaches the model' '
 	rm -f "$HOME/.leviath/config.toml" &&
 	start_racer &&
-	lev run racer --workdir work --json >ev 2>err; rc=$?
+	lev run --foreground racer --workdir work --json >ev 2>err; rc=$?
 	stop_racer
 	test $rc = 0 && judge ev refused >out && cat out &&
 	grep -q "refused.: [1-9]" out && grep -q "\"gate\":\"read_paths\"" ev

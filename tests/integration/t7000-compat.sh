@@ -17,7 +17,7 @@ CONFIG="$LEVIATH_HOME/.leviath/config.toml"
 
 # no controlling terminal: a call that needs an answer is denied, never asked
 lev_run() {
-	setsid -w "$LEV" run "$@"
+	setsid -w "$LEV" run --foreground "$@"
 }
 
 # stage_list EVENTS: the stages entered, in order, then the run's status

@@ -246,7 +246,7 @@ def main():
                         failed = True
                         continue
                     bp = "par"
-                    run = subprocess.run(["setsid", "-w", a.lev, "run", bp, "--workdir", t["work"],
+                    run = subprocess.run(["setsid", "-w", a.lev, "run", "--foreground", bp, "--workdir", t["work"],
                                           "--task", "parity", "--json"] + flags,
                                          stdin=subprocess.DEVNULL, capture_output=True,
                                          text=True)

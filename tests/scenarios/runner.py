@@ -255,7 +255,7 @@ def run_one(lev, sdir):
             if os.path.exists(os.path.join(sdir, "after_install")):
                 subprocess.run(["sh", os.path.join(sdir, "after_install")], cwd=scratch, env=env,
                                check=True)
-        cmd = ["setsid", "-w", lev, "run", agent, "--task", task,
+        cmd = ["setsid", "-w", lev, "run", "--foreground", agent, "--task", task,
                "--workdir", work, "--json"] + extra
         p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
                            timeout=300)

@@ -167,8 +167,6 @@ static const struct ckey stage_keys[] = {
 	      "mode = \"output\" (submit_output) and the format in the system_prompt"),
 	FIND("requires_children", KT_BOOL, "sub-agents", no_children),
 	FIND("allow_as_worker", KT_BOOL, "fan-out workers", no_fanout),
-	FIND("accepts_messages", KT_BOOL, "messages to a running stage",
-	     "a new run with the new task"),
 	FIND("allow_blocking_tools", KT_BOOL, "the blocking-tool switch",
 	     "lev's permission prompts, which ask whoever runs lev"),
 	FIND("batch_tool_hint", KT_BOOL, "the batch-tool hint", no_hints),

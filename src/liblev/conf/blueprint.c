@@ -67,7 +67,8 @@ static const char *const onun_words[] = { "error", "warn" };
 static const char *const stage_keys[] = {
 	"allow_complete", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
-	"transitions", "max_revisits", "require_output", "transition_prompt", NULL,
+	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
+	NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
 					   "temperature", "models", "fallbacks",
@@ -788,6 +789,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 						"one transition per stage, with its 'hint'");
 		} else if (lev_tomlval_key_is(t, i, "allow_complete"))
 			r = lev_tomlval_bool(c, v, p, &st->allow_complete, err);
+		else if (lev_tomlval_key_is(t, i, "accepts_messages"))
+			r = lev_tomlval_bool(c, v, p, &st->accepts_messages, err);
 		else
 			continue;	/* a Leviath key, checked above */
 		if (r < 0)

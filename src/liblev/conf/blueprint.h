@@ -163,6 +163,7 @@ struct lev_stage {
 	bool allow_complete;	/* the model may finish the run from this stage */
 	bool require_output;	/* set by mode = "output" or require_output = true
 				 * (either adds submit_output to the tools) */
+	bool accepts_messages;	/* lev msg reaches a run in this stage (daemon runs) */
 	bool has_max_revisits;	/* max_revisits was written */
 	uint64_t max_revisits;	/* re-entries allowed after the first visit */
 };

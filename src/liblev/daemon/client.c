@@ -11,7 +11,7 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/sock.h"
 
-int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err)
+int lev_client_open(const json_t *req, int *fd_out, json_t **reply, struct lev_err *err)
 {
 	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int fd = -1;
@@ -45,7 +45,14 @@ int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err)
 		return r;
 	}
 	*reply = m;
+	if (fd_out)
+		*fd_out = TAKE_FD(fd);
 	return 0;
+}
+
+int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err)
+{
+	return lev_client_open(req, NULL, reply, err);
 }
 
 bool lev_client_ping(json_t **reply)

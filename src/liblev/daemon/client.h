@@ -15,5 +15,13 @@
  */
 int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err);
 
+/*
+ * As lev_client_call(), and keep the connection: *fd (CLOEXEC; may be
+ * NULL to close it) then carries what the daemon sends after its reply,
+ * as for the "attach" request and a "submit" with "follow": frames read
+ * with lev_proto_recv() until {"op":"end"} or the end of the stream.
+ */
+int lev_client_open(const json_t *req, int *fd, json_t **reply, struct lev_err *err);
+
 /* Whether a daemon answers a ping here; *reply (may be NULL) is its answer. */
 bool lev_client_ping(json_t **reply);

@@ -37,10 +37,27 @@
 #define FINISHED_RETENTION_SECS 300
 #define MAX_CONNS 256
 #define MAX_ENV 4096
+/* A follower this far behind (bytes queued) is dropped: it never stalls the daemon. */
+#define FOLLOW_OUT_MAX ((size_t)8 << 20)
+/* The latest events a run keeps for a follower who attaches later. */
+#define BACKLOG_MAX_BYTES ((size_t)256 << 10)
+
+struct run;
 
 struct conn {
 	int fd;
 	struct lev_proto_in in;
+	struct run *follow;	/* the run this connection follows (attach), or NULL */
+	struct run *follow_next;	/* set by a request: follow it once replied to */
+	char *out;		/* frames queued for a follower */
+	size_t out_len, out_off;
+	bool close_after;	/* close once out is sent: the run ended */
+	bool dead;		/* closed at the next turn of the loop */
+};
+
+struct frame {
+	char *buf;
+	size_t len;
 };
 
 struct run {
@@ -55,6 +72,10 @@ struct run {
 	long call_seq;		/* the journal: the last call's place in the run */
 	long turn_seq;		/* the model turns the worker took so far */
 	bool result_kept;	/* the last call's result is the journal's already */
+	bool paused;		/* lev pause: held at its next step until lev resume */
+	struct frame *backlog;	/* its latest event frames, for followers */
+	size_t n_backlog, backlog_bytes;
+	unsigned long dropped;	/* events no longer in the backlog */
 };
 
 struct daemon {
@@ -114,6 +135,8 @@ static void run_save(struct daemon *d, struct run *r)
 		dlog(d, "run %s: %s", r->id, err.msg);
 }
 
+static void follow_end(struct daemon *d, struct run *r);
+
 static void run_set_status(struct daemon *d, struct run *r, const char *status)
 {
 	json_object_set_new(r->doc, "status", json_string(status));
@@ -125,6 +148,8 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 		(void)lev_store_request_drop(d->st, r->id, NULL);
 	}
 	run_save(d, r);
+	if (status_final(status))
+		follow_end(d, r);
 }
 
 static struct run *run_find(struct daemon *d, const char *id)
@@ -147,8 +172,18 @@ static struct run *run_add(struct daemon *d, const char *id, json_t *doc)
 	return r;
 }
 
+static void backlog_free(struct run *r)
+{
+	for (size_t i = 0; i < r->n_backlog; i++)
+		free(r->backlog[i].buf);
+	free(r->backlog);
+	r->backlog = NULL;
+	r->n_backlog = r->backlog_bytes = 0;
+}
+
 static void run_free(struct run *r)
 {
+	backlog_free(r);
 	if (r->fd >= 0)
 		close(r->fd);
 	lev_proto_in_release(&r->in);
@@ -172,6 +207,167 @@ static size_t live_runs(const struct daemon *d, size_t *waiting)
 			(*waiting)++;
 	}
 	return n;
+}
+
+/* ---- followers ----------------------------------------------------------- */
+
+/*
+ * A follower (lev run, lev attach) gets a run's frames on its connection:
+ * the backlog, then every event, question, answer and pause as it happens,
+ * and at last {"op":"end"}.  Frames are queued and sent without blocking;
+ * a follower that falls FOLLOW_OUT_MAX behind is disconnected (it says so
+ * and can attach again), so a slow terminal never holds up the daemon or
+ * a run.  Connections are only marked dead here and closed by the loop.
+ */
+static void conn_flush(struct conn *c)
+{
+	while (!c->dead && c->out_off < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w < 0) {
+			c->dead = true;
+			return;
+		}
+		c->out_off += (size_t)w;
+	}
+	if (c->out_off == c->out_len) {
+		c->out_off = c->out_len = 0;
+		if (c->close_after)
+			c->dead = true;
+	}
+}
+
+static void conn_queue(struct daemon *d, struct conn *c, const char *f, size_t n)
+{
+	if (c->dead)
+		return;
+	if (c->out_len - c->out_off + n > FOLLOW_OUT_MAX) {
+		dlog(d, "run %s: dropped a follower that reads too slowly", c->follow->id);
+		c->dead = true;
+		return;
+	}
+	if (c->out_off) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	c->out = xrealloc(c->out, c->out_len + n);
+	memcpy(c->out + c->out_len, f, n);
+	c->out_len += n;
+}
+
+static void conn_queue_msg(struct daemon *d, struct conn *c, json_t *msg)
+{
+	size_t n = 0;
+	char *f = lev_proto_frame(msg, &n);
+
+	if (f)
+		conn_queue(d, c, f, n);
+	free(f);
+	json_decref(msg);
+}
+
+static void backlog_add(struct run *r, char *f, size_t n)
+{
+	size_t drop = 0;
+
+	r->backlog = xreallocarray(r->backlog, r->n_backlog + 1, sizeof(*r->backlog));
+	r->backlog[r->n_backlog++] = (struct frame){ f, n };
+	r->backlog_bytes += n;
+	while (r->backlog_bytes > BACKLOG_MAX_BYTES && r->n_backlog - drop > 1) {
+		r->backlog_bytes -= r->backlog[drop].len;
+		free(r->backlog[drop].buf);
+		drop++;
+	}
+	if (drop) {
+		memmove(r->backlog, r->backlog + drop, (r->n_backlog - drop) * sizeof(*r->backlog));
+		r->n_backlog -= drop;
+		r->dropped += drop;
+	}
+}
+
+/* Send MSG (taken) to R's followers; KEEP: also into its backlog. */
+static void follow_push(struct daemon *d, struct run *r, json_t *msg, bool keep)
+{
+	size_t n = 0;
+	char *f = lev_proto_frame(msg, &n);
+
+	json_decref(msg);
+	if (!f)
+		return;
+	for (size_t i = 0; i < d->n_conns; i++) {
+		if (d->conns[i].follow != r)
+			continue;
+		conn_queue(d, &d->conns[i], f, n);
+		conn_flush(&d->conns[i]);
+	}
+	if (keep)
+		backlog_add(r, f, n);
+	else
+		free(f);
+}
+
+static json_t *end_msg(const struct run *r)
+{
+	json_t *m = lev_proto_request("end");
+	const char *keys[] = { "status", "result", "error", "record", NULL };
+
+	json_object_set_new(m, "run", json_string(r->id));
+	for (int i = 0; keys[i]; i++)
+		if (json_object_get(r->doc, keys[i]))
+			json_object_set(m, keys[i], json_object_get(r->doc, keys[i]));
+	return m;
+}
+
+static void follow_end(struct daemon *d, struct run *r)
+{
+	follow_push(d, r, end_msg(r), false);
+	for (size_t i = 0; i < d->n_conns; i++) {
+		if (d->conns[i].follow != r)
+			continue;
+		d->conns[i].close_after = true;
+		conn_flush(&d->conns[i]);
+	}
+	/* an ended run's followers get its end and its record, not its events */
+	backlog_free(r);
+}
+
+/* Make C follow R: what R holds so far, then whatever comes. */
+static void follow_begin(struct daemon *d, struct conn *c, struct run *r)
+{
+	int fl = fcntl(c->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		c->dead = true;
+		return;
+	}
+	c->follow = r;
+	if (r->dropped) {
+		json_t *m = lev_proto_request("dropped");
+
+		json_object_set_new(m, "events", json_integer((json_int_t)r->dropped));
+		conn_queue_msg(d, c, m);
+	}
+	for (size_t i = 0; i < r->n_backlog; i++)
+		conn_queue(d, c, r->backlog[i].buf, r->backlog[i].len);
+	if (r->question) {
+		json_t *m = lev_proto_request("ask");
+
+		json_object_set(m, "question", r->question);
+		conn_queue_msg(d, c, m);
+	}
+	if (r->paused)
+		conn_queue_msg(d, c, lev_proto_request("paused"));
+	if (status_final(run_status(r))) {
+		conn_queue_msg(d, c, end_msg(r));
+		c->close_after = true;
+	}
+	conn_flush(c);
 }
 
 /* ---- workers ------------------------------------------------------------- */
@@ -358,7 +554,7 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	run_send(d, r, start);
 }
 
-static json_t *op_submit(struct daemon *d, const json_t *msg)
+static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 {
 	const json_t *req = json_object_get(msg, "request");
 	struct lev_err err = LEV_ERR_INIT;
@@ -394,6 +590,8 @@ static json_t *op_submit(struct daemon *d, const json_t *msg)
 	run_start(d, r, req, false);
 	dlog(d, "run %s: started worker %d for '%s'", id, (int)pid, lev_json_str(req, "blueprint"));
 	d->last_busy = now();
+	if (json_is_true(json_object_get(msg, "follow")))
+		c->follow_next = r;
 	{
 		json_t *ok = lev_proto_ok();
 
@@ -540,8 +738,13 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 	if (lev_streq(op, "event")) {
 		const json_t *ev = json_object_get(m, "event");
 
-		if (json_is_object(ev))
+		if (json_is_object(ev)) {
+			json_t *f = lev_proto_request("event");
+
 			worker_event(d, r, ev);
+			json_object_set(f, "event", (json_t *)ev);
+			follow_push(d, r, f, true);
+		}
 		if (json_is_true(json_object_get(m, "ack")))
 			run_send(d, r, lev_proto_request("ack"));
 	} else if (lev_streq(op, "turn")) {
@@ -552,8 +755,14 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 			     lev_json_str(m, "error"));
 		else
 			dlog(d, "run %s: took the tighter of its config and the new one", r->id);
+	} else if (lev_streq(op, "paused")) {
+		if (r->paused && !status_final(run_status(r))) {
+			run_set_status(d, r, "paused");
+			follow_push(d, r, lev_proto_request("paused"), false);
+			dlog(d, "run %s: paused", r->id);
+		}
 	} else if (lev_streq(op, "info")) {
-		const char *keys[] = { "agent", "read_paths", "record", NULL };
+		const char *keys[] = { "agent", "read_paths", "record", "accepts_messages", NULL };
 
 		for (int i = 0; keys[i]; i++)
 			if (json_object_get(m, keys[i]))
@@ -576,6 +785,12 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 		run_set_status(d, r, ask_status(lev_json_str(q, "kind")));
 		dlog(d, "run %s: waiting for an answer to %s", r->id, id);
 		free(id);
+		{
+			json_t *f = lev_proto_request("ask");
+
+			json_object_set(f, "question", q);
+			follow_push(d, r, f, false);
+		}
 	} else if (lev_streq(op, "done")) {
 		const char *status = lev_json_str(m, "status");
 
@@ -781,7 +996,7 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	const char *id = lev_json_str(msg, "id");
 	_cleanup_free_ char *why = NULL;
 	struct run *r = NULL;
-	json_t *a, *shown;
+	json_t *a, *shown, *told;
 
 	for (size_t i = 0; id && i < d->n_runs; i++)
 		if (d->runs[i]->question &&
@@ -798,17 +1013,121 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	dlog(d, "run %s: %s answered", r->id, id);
 	json_decref(r->question);
 	r->question = NULL;
+	told = lev_proto_request("answered");
+	json_object_set_new(told, "id", json_string(id));
+	if (json_string_value(shown))
+		json_object_set_new(told, "answer", json_string(json_string_value(shown)));
 	run_send(d, r, a);
 	run_set_status(d, r, "active");
+	follow_push(d, r, told, false);
 	return lev_proto_ok();
 }
 
-static json_t *handle(struct daemon *d, const json_t *msg, const char *op)
+static struct run *run_of(struct daemon *d, const json_t *msg, json_t **fail)
+{
+	struct run *r = run_find(d, lev_json_str(msg, "run"));
+
+	if (!r)
+		*fail = lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
+										: "");
+	else if (status_final(run_status(r)))
+		*fail = lev_proto_fail("run '%s' has already ended (%s)", r->id, run_status(r));
+	return *fail ? NULL : r;
+}
+
+/* Follow a run: the reply holds it as ps shows it; its frames follow. */
+static json_t *op_attach(struct daemon *d, struct conn *c, const json_t *msg)
+{
+	struct run *r = run_find(d, lev_json_str(msg, "run"));
+	json_t *ok;
+
+	if (!r)
+		return lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
+									     : "");
+	ok = lev_proto_ok();
+	json_object_set(ok, "run", r->doc);
+	c->follow_next = r;
+	return ok;
+}
+
+/* lev pause: the worker holds at its next step boundary and says "paused". */
+static json_t *op_pause(struct daemon *d, const json_t *msg)
+{
+	json_t *fail = NULL;
+	struct run *r = run_of(d, msg, &fail);
+
+	if (!r)
+		return fail;
+	if (r->paused)
+		return lev_proto_fail("run '%s' is already paused", r->id);
+	r->paused = true;
+	run_send(d, r, lev_proto_request("pause"));
+	dlog(d, "run %s: pause requested", r->id);
+	return lev_proto_ok();
+}
+
+static json_t *op_resume(struct daemon *d, const json_t *msg)
+{
+	json_t *fail = NULL;
+	struct run *r = run_of(d, msg, &fail);
+
+	if (!r)
+		return fail;
+	if (!r->paused)
+		return lev_proto_fail("run '%s' is not paused", r->id);
+	r->paused = false;
+	run_send(d, r, lev_proto_request("resume"));
+	if (lev_streq(run_status(r), "paused"))
+		run_set_status(d, r, r->question ? ask_status(lev_json_str(r->question, "kind"))
+						 : "active");
+	follow_push(d, r, lev_proto_request("resumed"), false);
+	dlog(d, "run %s: resumed", r->id);
+	return lev_proto_ok();
+}
+
+/* lev msg: for the run's current stage, when it accepts messages. */
+static json_t *op_msg(struct daemon *d, const json_t *msg)
+{
+	json_t *fail = NULL, *m, *st;
+	struct run *r = run_of(d, msg, &fail);
+	const char *text = lev_json_str(msg, "text"), *stage;
+	bool ok = false;
+	size_t i;
+
+	if (!r)
+		return fail;
+	if (!text || !*text)
+		return lev_proto_fail("a message needs text");
+	stage = lev_json_str(r->doc, "stage");
+	if (!stage || !*stage)
+		return lev_proto_fail("run '%s' has not started a stage yet", r->id);
+	json_array_foreach(json_object_get(r->doc, "accepts_messages"), i, st)
+		ok = ok || lev_streq(json_string_value(st), stage);
+	if (!ok)
+		return lev_proto_fail("stage '%s' of run '%s' does not accept messages (its "
+				      "blueprint sets no 'accepts_messages = true')",
+				      stage, r->id);
+	m = lev_proto_request("msg");
+	json_object_set_new(m, "text", json_string(text));
+	run_send(d, r, m);
+	dlog(d, "run %s: a message for stage '%s'", r->id, stage);
+	return lev_proto_ok();
+}
+
+static json_t *handle(struct daemon *d, struct conn *c, const json_t *msg, const char *op)
 {
 	if (!strcmp(op, "ping"))
 		return op_ping(d);
 	if (!strcmp(op, "submit"))
-		return op_submit(d, msg);
+		return op_submit(d, c, msg);
+	if (!strcmp(op, "attach"))
+		return op_attach(d, c, msg);
+	if (!strcmp(op, "pause"))
+		return op_pause(d, msg);
+	if (!strcmp(op, "resume"))
+		return op_resume(d, msg);
+	if (!strcmp(op, "msg"))
+		return op_msg(d, msg);
 	if (!strcmp(op, "ps"))
 		return op_ps(d, msg);
 	if (!strcmp(op, "get"))
@@ -833,6 +1152,7 @@ static void conn_close(struct daemon *d, size_t i)
 {
 	close(d->conns[i].fd);
 	lev_proto_in_release(&d->conns[i].in);
+	free(d->conns[i].out);
 	d->conns[i] = d->conns[--d->n_conns];
 }
 
@@ -860,8 +1180,8 @@ static void accept_all(struct daemon *d, int lfd)
 		/* a client that stops reading must not stall the daemon */
 		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		d->conns = xreallocarray(d->conns, d->n_conns + 1, sizeof(*d->conns));
+		memset(&d->conns[d->n_conns], 0, sizeof(d->conns[d->n_conns]));
 		d->conns[d->n_conns].fd = fd;
-		memset(&d->conns[d->n_conns].in, 0, sizeof(d->conns[d->n_conns].in));
 		d->n_conns++;
 	}
 }
@@ -883,13 +1203,15 @@ static bool conn_readable(struct daemon *d, size_t i)
 			conn_close(d, i);
 			return false;
 		}
-		if (lev_proto_check(m, &op, &err) < 0) {
-			dlog(d, "closed a connection: %s", err.msg);
+		/* a follower only reads: anything it sends ends its connection */
+		if (d->conns[i].follow || lev_proto_check(m, &op, &err) < 0) {
+			if (!d->conns[i].follow)
+				dlog(d, "closed a connection: %s", err.msg);
 			json_decref(m);
 			conn_close(d, i);
 			return false;
 		}
-		reply = handle(d, m, op);
+		reply = handle(d, &d->conns[i], m, op);
 		json_decref(m);
 		if (lev_proto_send(d->conns[i].fd, reply, &err) < 0) {
 			json_decref(reply);
@@ -897,6 +1219,11 @@ static bool conn_readable(struct daemon *d, size_t i)
 			return false;
 		}
 		json_decref(reply);
+		if (d->conns[i].follow_next) {
+			follow_begin(d, &d->conns[i], d->conns[i].follow_next);
+			d->conns[i].follow_next = NULL;
+			return true;
+		}
 	}
 }
 
@@ -1064,6 +1391,9 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		size_t n = 0, base;
 		int r;
 
+		for (size_t i = d->n_conns; i-- > 0;)
+			if (d->conns[i].dead)
+				conn_close(d, i);
 		p = xreallocarray(p, 4 + d->n_conns + d->n_runs, sizeof(*p));
 		who = xreallocarray(who, d->n_runs + 1, sizeof(*who));
 		p[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
@@ -1072,7 +1402,9 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		p[n++] = (struct pollfd){ .fd = lev_reload_fd(d->rl), .events = POLLIN };
 		base = n;
 		for (size_t i = 0; i < d->n_conns; i++)
-			p[n++] = (struct pollfd){ .fd = d->conns[i].fd, .events = POLLIN };
+			p[n++] = (struct pollfd){ .fd = d->conns[i].fd,
+						  .events = (short)(POLLIN | (d->conns[i].out_len
+									      ? POLLOUT : 0)) };
 		for (size_t i = 0; i < d->n_runs; i++) {
 			if (d->runs[i]->fd < 0)
 				continue;
@@ -1102,9 +1434,12 @@ static int loop(struct daemon *d, int lfd, int sfd)
 				if (p[i].revents && who[i - base - nc]->fd == p[i].fd)
 					run_readable(d, who[i - base - nc]);
 			/* connections from the end, as closing one moves the last */
-			for (size_t i = nc; i-- > 0;)
-				if (p[base + i].revents)
+			for (size_t i = nc; i-- > 0;) {
+				if (p[base + i].revents & POLLOUT)
+					conn_flush(&d->conns[i]);
+				if (p[base + i].revents & ~POLLOUT)
 					(void)conn_readable(d, i);
+			}
 			if (p[0].revents)
 				accept_all(d, lfd);
 		}
@@ -1175,8 +1510,10 @@ out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
 	for (size_t i = 0; i < d.n_conns; i++) {
+		conn_flush(&d.conns[i]);
 		close(d.conns[i].fd);
 		lev_proto_in_release(&d.conns[i].in);
+		free(d.conns[i].out);
 	}
 	free(d.conns);
 	for (size_t i = 0; i < d.n_runs; i++)

@@ -17,11 +17,25 @@
  *	requests			{requests: [...]}: the open questions
  *	respond {id, answer|choice|text, scope}
  *	cancel {run}
+ *	pause {run}			hold at the next step boundary (status
+ *					"paused" once the worker holds)
+ *	resume {run}
+ *	msg {run, text}			for the run's stage, if it accepts messages
+ *	attach {run}			{run: {...}}; then the connection follows
+ *					the run (below)
  *	stop				stop the daemon (runs are cancelled)
  *
+ * A follower (attach, or submit with "follow": true) gets, after the
+ * reply: the run's backlog (its latest events, bounded), then every
+ * {"op":"event"}, "ask" {question}, "answered" {id, answer}, "paused",
+ * "resumed" as it happens, and last "end" {status, result, error, record};
+ * then the daemon closes the connection.  Frames to followers are queued
+ * and written without blocking; a follower too far behind is disconnected.
+ *
  * A submit's request: {blueprint: PATH, workdir: DIR, task, yolo, allow,
- * model, no_seed_commands, oci_helper, env: ["NAME=VALUE", ...]}.  The
- * worker gets exactly `env` as its environment.
+ * model, no_seed_commands, oci_helper, interactive, env: ["NAME=VALUE",
+ * ...]}.  The worker gets exactly `env` as its environment; with
+ * "interactive": false nothing is asked (as lev run without a terminal).
  *
  * Every connection's peer is checked with SO_PEERCRED before anything is
  * read from it: another uid is refused and logged.  A frame over

@@ -39,29 +39,41 @@ static int send_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-int lev_proto_send(int fd, const json_t *msg, struct lev_err *err)
+char *lev_proto_frame(const json_t *msg, size_t *len)
 {
-	char *s = json_dumps(msg, JSON_COMPACT);
-	size_t len;
-	uint8_t hdr[4];
-	int r;
+	char *s = json_dumps(msg, JSON_COMPACT), *f;
+	size_t n;
 
 	if (!s)
-		return lev_err_set(err, -EINVAL, "cannot encode a message");
-	len = strlen(s);
-	if (len > LEV_PROTO_MAX) {
+		return NULL;
+	n = strlen(s);
+	if (n > LEV_PROTO_MAX) {
 		free(s);
-		return lev_err_set(err, -EMSGSIZE, "a message of %zu bytes is over the limit of %zu",
-				   len, LEV_PROTO_MAX);
+		return NULL;
 	}
-	hdr[0] = (uint8_t)(len >> 24);
-	hdr[1] = (uint8_t)(len >> 16);
-	hdr[2] = (uint8_t)(len >> 8);
-	hdr[3] = (uint8_t)len;
-	r = send_all(fd, hdr, sizeof(hdr));
-	if (r == 0)
-		r = send_all(fd, s, len);
+	f = xmalloc(n + 4);
+	f[0] = (char)(uint8_t)(n >> 24);
+	f[1] = (char)(uint8_t)(n >> 16);
+	f[2] = (char)(uint8_t)(n >> 8);
+	f[3] = (char)(uint8_t)n;
+	memcpy(f + 4, s, n);
 	free(s);
+	*len = n + 4;
+	return f;
+}
+
+int lev_proto_send(int fd, const json_t *msg, struct lev_err *err)
+{
+	size_t len = 0;
+	char *f = lev_proto_frame(msg, &len);
+	int r;
+
+	if (!f)
+		return lev_err_set(err, -EMSGSIZE, "cannot encode a message, or it is over the "
+						   "limit of %zu bytes",
+				   LEV_PROTO_MAX);
+	r = send_all(fd, f, len);
+	free(f);
 	if (r < 0)
 		return lev_err_errno(err, r, "cannot send a message");
 	return 0;

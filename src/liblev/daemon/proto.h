@@ -31,6 +31,12 @@
 int lev_proto_send(int fd, const json_t *msg, struct lev_err *err);
 
 /*
+ * MSG encoded as one frame (the length, then the JSON), *len bytes; NULL
+ * when it cannot be encoded or is over LEV_PROTO_MAX.  Caller frees.
+ */
+char *lev_proto_frame(const json_t *msg, size_t *len);
+
+/*
  * Read one frame from FD (blocking).  0 and *out (a new reference) on a
  * frame; 0 and *out = NULL on a clean end of stream before a frame begins;
  * -EMSGSIZE for a frame over LEV_PROTO_MAX (its body is not read),

@@ -48,7 +48,24 @@ struct worker {
 	long live_turns;	/* model turns taken from the provider */
 	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
 	bool reload;		/* the daemon said the config changed */
+	bool paused;		/* lev pause: hold at the next step boundary */
+	char **msgs;		/* lev msg: for the conversation before the next turn */
 };
+
+/* A message the daemon sends whenever it likes (pause, resume, msg, reload). */
+static void w_handle(struct worker *w, const json_t *m)
+{
+	const char *op = lev_json_str(m, "op");
+
+	if (lev_streq(op, "reload"))
+		w->reload = true;	/* taken at the next step */
+	else if (lev_streq(op, "pause"))
+		w->paused = true;
+	else if (lev_streq(op, "resume"))
+		w->paused = false;
+	else if (lev_streq(op, "msg") && lev_json_str(m, "text"))
+		w->msgs = lev_strv_push(w->msgs, lev_json_str(m, "text"));
+}
 
 static void w_send(struct worker *w, json_t *msg)
 {
@@ -79,11 +96,57 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 		}
 		if (lev_streq(lev_json_str(m, "op"), op))
 			return m;
-		if (lev_streq(lev_json_str(m, "op"), "reload"))
-			w->reload = true;	/* taken at the next step */
+		w_handle(w, m);
 		json_decref(m);
 	}
 	return NULL;
+}
+
+/*
+ * A step boundary: take what the daemon sent meanwhile; when paused, say
+ * so and hold until resumed (or cancelled).
+ */
+static void w_checkpoint(struct worker *w)
+{
+	while (!w->broken) {
+		struct pollfd p = { .fd = w->fd, .events = POLLIN };
+		json_t *m = NULL;
+
+		if (poll(&p, 1, 0) <= 0)
+			break;
+		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
+			w->broken = true;
+			break;
+		}
+		w_handle(w, m);
+		json_decref(m);
+	}
+	if (!w->paused || w->broken || w_cancel)
+		return;
+	w_send(w, lev_proto_request("paused"));
+	while (w->paused) {
+		json_t *m = w_wait(w, "resume", -1);
+
+		if (!m)
+			return;
+		w->paused = false;
+		json_decref(m);
+	}
+}
+
+static char *hook_boundary(void *data)
+{
+	struct worker *w = data;
+	char *text;
+	size_t n;
+
+	w_checkpoint(w);
+	n = lev_strv_len(w->msgs);
+	if (!n)
+		return NULL;
+	text = w->msgs[0];
+	memmove(w->msgs, w->msgs + 1, n * sizeof(*w->msgs));
+	return text;
 }
 
 /* Long strings in EV cut to SLIM_MAX bytes (a fresh copy), so it fits a frame. */
@@ -130,8 +193,10 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 			    line && strlen(line) > LEV_PROTO_MAX / 2 ? slim(ev) : json_deep_copy(ev));
 	json_object_set_new(m, "ack", json_boolean(ack));
 	w_send(w, m);
-	if (ack)
+	if (ack) {
 		json_decref(w_wait(w, "ack", -1));
+		w_checkpoint(w);	/* before the call runs: never inside it */
+	}
 }
 
 /*
@@ -156,23 +221,12 @@ static void apply_reload(struct worker *w, struct lev_agent *a)
 	w_send(w, m);
 }
 
-/* A step boundary: take a reload the daemon sent. */
+/* A step boundary: take what the daemon sent (a pause holds here), then a reload. */
 static void hook_step(void *data, struct lev_agent *a)
 {
 	struct worker *w = data;
-	struct pollfd p = { .fd = w->fd, .events = POLLIN };
 
-	while (!w->broken && poll(&p, 1, 0) == 1) {
-		json_t *m = NULL;
-
-		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
-			w->broken = true;
-			break;
-		}
-		if (lev_streq(lev_json_str(m, "op"), "reload"))
-			w->reload = true;
-		json_decref(m);
-	}
+	w_checkpoint(w);
 	if (w->reload)
 		apply_reload(w, a);
 }
@@ -316,6 +370,14 @@ static void send_info(struct worker *w, const struct lev_blueprint *bp,
 	json_object_set_new(rp, "grants", grants);
 	json_object_set_new(m, "agent", json_string(bp->name ? bp->name : "?"));
 	json_object_set_new(m, "read_paths", rp);
+	{
+		json_t *acc = json_array();
+
+		for (size_t i = 0; i < bp->n_stages; i++)
+			if (bp->stages[i].accepts_messages)
+				json_array_append_new(acc, json_string(bp->stages[i].name));
+		json_object_set_new(m, "accepts_messages", acc);
+	}
 	w_send(w, m);
 }
 
@@ -356,13 +418,17 @@ static int resume_setup(struct worker *w, const char *run, const char *root, con
 	return 0;
 }
 
-static void set_hooks(struct lev_agent_opts *o, struct worker *w)
+static void set_hooks(struct lev_agent_opts *o, struct worker *w, const json_t *req)
 {
-	o->hooks.ask = hook_ask;
-	o->hooks.question = hook_question;
+	/* a follower without a terminal: nobody to ask, as in lev run --foreground */
+	if (!json_is_false(json_object_get(req, "interactive"))) {
+		o->hooks.ask = hook_ask;
+		o->hooks.question = hook_question;
+	}
 	o->hooks.event = hook_event;
 	o->hooks.turn = hook_turn;
 	o->hooks.step = hook_step;
+	o->hooks.boundary = hook_boundary;
 	o->hooks.data = w;
 }
 
@@ -478,7 +544,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.envp = env;
 	o.cancel = &w_cancel;
 	o.cancel_fd = w_pipe[0];
-	set_hooks(&o, &w);
+	set_hooks(&o, &w, req);
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
@@ -505,6 +571,7 @@ out:
 	lev_strv_free(allow);
 	lev_strv_free(env);
 	lev_replay_free(w.replay);
+	lev_strv_free(w.msgs);
 	json_decref(start);
 	return 0;
 }

@@ -33,6 +33,12 @@
  * "config_path" and "policy_path" in it name the last good copies to use
  * while the files on disk are broken (daemon/reload.h).
  *
+ * At any time the daemon may send {"op":"pause"}, {"op":"resume"} and
+ * {"op":"msg","text":T}; the worker takes them at its step boundaries
+ * (before each model turn, and before an allowed call runs): paused, it
+ * says {"op":"paused"} and waits for "resume"; a message joins the
+ * conversation as a user turn before the next model turn.
+ *
  * SIGTERM, SIGINT and SIGHUP cancel the run (lev cancel); the worker sets
  * PR_SET_PDEATHSIG before exec, so it is cancelled when the daemon dies.
  * This is the worker process's front end: it installs its own signal

@@ -402,6 +402,30 @@ static void report_turn(struct lev_agent *a, const struct lev_infer_response *re
 	json_decref(t);
 }
 
+/* The front end's step boundary: a pause, and the messages sent to the run. */
+static int step_boundary(struct lev_agent *a, const struct lev_stage *st, char **why)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	char *text;
+
+	while (!agent_cancelled(a) && (text = a->o.hooks.boundary(a->o.hooks.data))) {
+		json_t *ev = agent_event_new("user_message");
+		int r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx), text,
+					     strlen(text), LEV_PUBLIC, &err);
+
+		json_object_set_new(ev, "stage", agent_jtext(st->name));
+		json_object_set_new(ev, "text", agent_jtext(text));
+		agent_emit(a, ev);
+		free(text);
+		if (r < 0) {
+			*why = xasprintf("cannot add a message in stage '%s': %s", st->name,
+					 err.msg);
+			return r;
+		}
+	}
+	return 0;
+}
+
 static enum stage_end run_stage(struct lev_agent *a, char **why)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -415,6 +439,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		json_t *ev;
 		int r;
 
+		if (a->o.hooks.boundary && step_boundary(a, st, why) < 0)
+			return END_ERROR;
 		if (agent_cancelled(a))
 			return END_CANCELLED;
 		if (a->o.hooks.step)

@@ -147,6 +147,14 @@ struct lev_agent_hooks {
 	void (*step)(void *data, struct lev_agent *a);
 	/* The model is thinking (true) or has answered (false). */
 	void (*thinking)(void *data, bool on);
+	/*
+	 * A step boundary, before each model turn: it may block (a paused
+	 * run waits here; cancel_fd wakes it).  Returns a message for the
+	 * conversation, added as a user turn before the model is asked
+	 * (malloc'ed; a "user_message" event records it), or NULL; it is
+	 * called again until it returns NULL.  NULL hook: no boundary.
+	 */
+	char *(*boundary)(void *data);
 	void *data;
 };
 
