@@ -162,7 +162,9 @@ test_expect_success 'lev msg to a stage without accepts_messages is refused, nam
 	! grep -q "hello" requests.jsonl
 '
 
-test_expect_success 'lev msg usage' '
+test_expect_success 'usage: lev msg, and lev run --detach with --foreground' '
+	test_must_fail --code 2 "$LEV" run ./pauser --detach --foreground 2>err &&
+	grep -q "do not go together" err &&
 	test_must_fail --code 2 "$LEV" msg 2>err &&
 	test_must_fail --code 2 "$LEV" msg somerun 2>err &&
 	grep -q "what message" err

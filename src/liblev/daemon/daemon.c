@@ -39,8 +39,12 @@
 #define MAX_ENV 4096
 /* A follower this far behind (bytes queued) is dropped: it never stalls the daemon. */
 #define FOLLOW_OUT_MAX ((size_t)8 << 20)
-/* The latest events a run keeps for a follower who attaches later. */
-#define BACKLOG_MAX_BYTES ((size_t)256 << 10)
+/*
+ * The latest events a run keeps for a follower who attaches later (lev run
+ * follows from its submit and needs none; the record has every event).
+ * Small: a thousand runs hold at most 32 MiB of it.
+ */
+#define BACKLOG_MAX_BYTES ((size_t)32 << 10)
 
 struct run;
 
@@ -276,10 +280,15 @@ static void backlog_add(struct run *r, char *f, size_t n)
 {
 	size_t drop = 0;
 
+	if (n > BACKLOG_MAX_BYTES) {
+		free(f);
+		r->dropped++;
+		return;
+	}
 	r->backlog = xreallocarray(r->backlog, r->n_backlog + 1, sizeof(*r->backlog));
 	r->backlog[r->n_backlog++] = (struct frame){ f, n };
 	r->backlog_bytes += n;
-	while (r->backlog_bytes > BACKLOG_MAX_BYTES && r->n_backlog - drop > 1) {
+	while (r->backlog_bytes > BACKLOG_MAX_BYTES) {
 		r->backlog_bytes -= r->backlog[drop].len;
 		free(r->backlog[drop].buf);
 		drop++;
