@@ -1,5 +1,5 @@
 /*
- * test-unit.c - the systemd unit of `lev daemon install`: its lines, the
+ * test-systemd-unit.c - the systemd unit of `lev daemon install`: its lines, the
  * quoting of paths with the characters systemd reads specially (" \ %),
  * a path it cannot hold refused, and the unit's path under
  * $XDG_CONFIG_HOME or ~/.config.
