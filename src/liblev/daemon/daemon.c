@@ -51,6 +51,7 @@ struct run {
 	json_t *question;	/* the open question, or NULL */
 	bool cancel_requested;
 	bool done;		/* the worker said how the run ended */
+	bool dirty;		/* doc moved since it was last written (flush_runs()) */
 };
 
 struct daemon {
@@ -64,6 +65,8 @@ struct daemon {
 	bool stopping;
 	double started;
 	double last_busy;
+	double last_flush;	/* when flush_runs() last wrote the runs that moved */
+	double pending_since;	/* the oldest write not committed; 0: none */
 };
 
 static double now(void)
@@ -105,8 +108,56 @@ static void run_save(struct daemon *d, struct run *r)
 	struct lev_err err = LEV_ERR_INIT;
 
 	json_object_set_new(r->doc, "updated", json_real(now()));
+	r->dirty = false;
 	if (lev_store_run_put(d->st, r->doc, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
+}
+
+/* How often a run's progress (stage, iteration, tools) reaches the database. */
+#define FLUSH_SECS 1.0
+/* How long a write that nothing waits on (a result, an event) may stay uncommitted. */
+#define COMMIT_DELAY_MS 5
+
+/*
+ * Write the runs whose progress moved (at most every FLUSH_SECS, or now
+ * when ALL) and commit everything pending: once per turn of the loop, so
+ * nothing the daemon was told waits in memory while it sleeps in poll().
+ */
+static void flush_runs(struct daemon *d, bool all)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	double t = now();
+
+	if (all || t - d->last_flush >= FLUSH_SECS) {
+		for (size_t i = 0; i < d->n_runs; i++)
+			if (d->runs[i]->dirty)
+				run_save(d, d->runs[i]);
+		d->last_flush = t;
+	}
+	if (lev_store_commit(d->st, &err) < 0)
+		dlog(d, "%s", err.msg);
+	d->pending_since = 0;
+}
+
+/*
+ * The loop's group commit: writes nobody waits on are committed at most
+ * COMMIT_DELAY_MS after the first of them, so a busy run costs one commit
+ * per batch, not per row.  Returns poll()'s timeout.
+ */
+static int flush_due(struct daemon *d)
+{
+	double t = now(), left;
+
+	if (!lev_store_pending(d->st) && t - d->last_flush < FLUSH_SECS)
+		return 1000;
+	if (!d->pending_since)
+		d->pending_since = t;
+	left = d->pending_since + COMMIT_DELAY_MS / 1e3 - t;
+	if (left <= 0) {
+		flush_runs(d, false);
+		return 1000;
+	}
+	return (int)(left * 1e3) + 1;
 }
 
 static void run_set_status(struct daemon *d, struct run *r, const char *status)
@@ -411,7 +462,7 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 		return;
 	}
 	json_object_set_new(r->doc, "moved", json_real(now()));
-	run_save(d, r);
+	r->dirty = true;	/* ps reads the doc; the database gets it in flush_runs() */
 }
 
 static const char *ask_status(const char *kind)
@@ -432,8 +483,11 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 
 		if (json_is_object(ev))
 			worker_event(d, r, ev);
-		if (json_is_true(json_object_get(m, "ack")))
+		if (json_is_true(json_object_get(m, "ack"))) {
+			/* the journal row is committed before the call runs */
+			flush_runs(d, false);
 			run_send(d, r, lev_proto_request("ack"));
+		}
 	} else if (lev_streq(op, "info")) {
 		const char *keys[] = { "agent", "read_paths", "record", NULL };
 
@@ -771,6 +825,8 @@ static bool conn_readable(struct daemon *d, size_t i)
 		}
 		reply = handle(d, m, op);
 		json_decref(m);
+		/* what the reply reports is committed first */
+		flush_runs(d, false);
 		if (lev_proto_send(d->conns[i].fd, reply, &err) < 0) {
 			json_decref(reply);
 			conn_close(d, i);
@@ -848,7 +904,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 
 	while (!d->stopping && !(d->o->stop && *d->o->stop)) {
 		size_t n = 0, base;
-		int r;
+		int r, timeout = flush_due(d);
 
 		p = xreallocarray(p, 3 + d->n_conns + d->n_runs, sizeof(*p));
 		who = xreallocarray(who, d->n_runs + 1, sizeof(*who));
@@ -864,7 +920,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 			who[n - base - d->n_conns] = d->runs[i];
 			p[n++] = (struct pollfd){ .fd = d->runs[i]->fd, .events = POLLIN };
 		}
-		r = poll(p, n, 1000);
+		r = poll(p, n, timeout);
 		if (r < 0 && errno != EINTR) {
 			free(p);
 			free(who);
@@ -943,6 +999,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	/* nobody new may reach a daemon that is going away */
 	(void)unlink(sock);
 	stop_workers(&d);
+	flush_runs(&d, true);
 	dlog(&d, "stopped");
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
