@@ -52,6 +52,9 @@ struct run {
 	bool cancel_requested;
 	bool done;		/* the worker said how the run ended */
 	bool dirty;		/* doc moved since it was last written (flush_runs()) */
+	char *dump;		/* doc as JSON text, for ps (doc_text()); owned */
+	size_t dump_len;
+	double dump_updated, dump_moved;	/* doc's "updated" and "moved" when dumped */
 };
 
 struct daemon {
@@ -198,6 +201,7 @@ static void run_free(struct run *r)
 	lev_proto_in_release(&r->in);
 	json_decref(r->doc);
 	json_decref(r->question);
+	free(r->dump);
 	free(r->id);
 	free(r);
 }
@@ -564,32 +568,90 @@ static json_t *op_ping(struct daemon *d)
 	return ok;
 }
 
-static json_t *op_ps(struct daemon *d, const json_t *msg)
+/*
+ * R's doc as JSON text, kept until the doc moves: every change to a doc
+ * sets its "moved" (run_set_status(), worker_event()) or its "updated"
+ * (run_save()).  A thousand runs' docs cost ps a memcpy each, not an
+ * encoding.
+ */
+static const char *doc_text(struct run *r, size_t *len)
 {
-	bool all = json_is_true(json_object_get(msg, "all"));
-	json_t *ok = lev_proto_ok(), *runs = json_array(), *fin = json_array(), *health;
-	size_t waiting, live = live_runs(d, &waiting);
-	double t = now();
+	double u = json_number_value(json_object_get(r->doc, "updated"));
+	double m = json_number_value(json_object_get(r->doc, "moved"));
+
+	if (!r->dump || u != r->dump_updated || m != r->dump_moved) {
+		free(r->dump);
+		r->dump = json_dumps(r->doc, JSON_COMPACT);
+		r->dump_len = r->dump ? strlen(r->dump) : 0;
+		r->dump_updated = u;
+		r->dump_moved = m;
+	}
+	*len = r->dump_len;
+	return r->dump ? r->dump : "{}";
+}
+
+static void ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, double t)
+{
+	bool first = true;
 
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
+		const char *text;
+		size_t len;
 
-		if (!status_final(run_status(r))) {
-			json_array_append(runs, r->doc);
-		} else {
-			double f = json_number_value(json_object_get(r->doc, "finished"));
-
-			if (all || t - f <= FINISHED_RETENTION_SECS)
-				json_array_append(fin, r->doc);
-		}
+		if (status_final(run_status(r)) == live)
+			continue;
+		if (!live && !all &&
+		    t - json_number_value(json_object_get(r->doc, "finished")) >
+			    FINISHED_RETENTION_SECS)
+			continue;
+		text = doc_text(r, &len);
+		if (!first)
+			(void)lev_buf_addch(b, ',');
+		(void)lev_buf_add(b, text, len);
+		first = false;
 	}
+}
+
+/*
+ * ps, written straight to connection FD: LEV_PROTO_OK_PREFIX, then "runs"
+ * (the runs going), "finished" (those that ended in the last
+ * FINISHED_RETENTION_SECS, or all with "all") and "health".
+ */
+static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
+{
+	bool all = json_is_true(json_object_get(msg, "all"));
+	struct lev_buf b = LEV_BUF_INIT;	/* the size is checked once it is written */
+	size_t waiting, live = live_runs(d, &waiting);
+	double t = now();
+	json_t *health;
+	char *h;
+	int r;
+
 	health = json_pack("{s:i, s:i, s:i, s:f, s:s}", "pid", (int)getpid(), "runs", (int)live,
 			   "waiting", (int)waiting, "uptime", t - d->started, "version",
 			   LEV_VERSION);
-	json_object_set_new(ok, "runs", runs);
-	json_object_set_new(ok, "finished", fin);
-	json_object_set_new(ok, "health", health);
-	return ok;
+	h = json_dumps(health, JSON_COMPACT);
+	json_decref(health);
+	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX "\"runs\":[");
+	ps_list(d, &b, true, all, t);
+	(void)lev_buf_adds(&b, "],\"finished\":[");
+	ps_list(d, &b, false, all, t);
+	(void)lev_buf_adds(&b, "],\"health\":");
+	(void)lev_buf_adds(&b, h ? h : "{}");
+	(void)lev_buf_addch(&b, '}');
+	free(h);
+	if (b.len > LEV_PROTO_MAX) {
+		json_t *fail = lev_proto_fail("%zu runs do not fit in one reply of %zu bytes",
+					      d->n_runs, LEV_PROTO_MAX);
+
+		r = lev_proto_send(fd, fail, err);
+		json_decref(fail);
+	} else {
+		r = lev_proto_send_raw(fd, b.buf, b.len, err);
+	}
+	lev_buf_release(&b);
+	return r;
 }
 
 static json_t *op_get(struct daemon *d, const json_t *msg)
@@ -743,8 +805,6 @@ static json_t *handle(struct daemon *d, const json_t *msg, const char *op)
 		return op_ping(d);
 	if (!strcmp(op, "submit"))
 		return op_submit(d, msg);
-	if (!strcmp(op, "ps"))
-		return op_ps(d, msg);
 	if (!strcmp(op, "get"))
 		return op_get(d, msg);
 	if (!strcmp(op, "requests"))
@@ -822,6 +882,17 @@ static bool conn_readable(struct daemon *d, size_t i)
 			json_decref(m);
 			conn_close(d, i);
 			return false;
+		}
+		if (!strcmp(op, "ps")) {
+			/* the one reply that can be large is written as text */
+			int r = send_ps(d, d->conns[i].fd, m, &err);
+
+			json_decref(m);
+			if (r < 0) {
+				conn_close(d, i);
+				return false;
+			}
+			continue;
 		}
 		reply = handle(d, m, op);
 		json_decref(m);
