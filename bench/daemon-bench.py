@@ -87,7 +87,7 @@ LIVE = agent("live", read_turns(2) .replace('\n[[turn]]\ntext = "done"\n', "") +
              'args = { question = "go on?" }\n\n[[turn]]\ntext = "done"\n',
              ["read_file", "ask_user_text"])
 MOCK = agent("mock", "", ["read_file"], '{ provider = "mock", model = "mock-1" }')
-LONG = agent("long", read_turns(400, 4), ["read_file"])
+LONG = agent("long", read_turns(1000, 40), ["read_file"])
 
 
 # ---- the daemon's socket -------------------------------------------------------
@@ -376,7 +376,11 @@ def sec_submit():
             bare.append(b)
             raw.append(t)
     c.close()
+    sub_cpu = [exec_cpu(root, "run", QUICK, "--workdir", WORK, "--detach") for _ in range(REPS)]
+    v_cpu = [exec_cpu(root, "version") for _ in range(REPS)]
     daemon_stop(root)
+    say("submit: CPU time of the client: `lev run --detach` median %.1f ms; `lev version` "
+        "median %.1f ms" % (med(sub_cpu), med(v_cpu)))
     say("submit: `lev run --detach` to a running daemon, exec to exit: median %.1f ms "
         "(min %.1f, max %.1f); baseline `lev version`: median %.1f ms; the submit request "
         "alone (socket round trip, the worker's fork): median %.2f ms  [target <= 5 ms median]"
@@ -468,7 +472,7 @@ def sec_ps(root):
         wait_ping(root, lambda p: p and p["runs"] == 0, 300)
         daemon_stop(root)
     t0 = time.perf_counter()
-    daemon_start(root)
+    dpid = daemon_start(root)
     boot = (time.perf_counter() - t0) * 1e3
     out = lev(root, "ps", "--all", "--json", stdout=subprocess.PIPE).stdout
     n = len(json.loads(out)["finished"]) if out else 0
@@ -481,7 +485,13 @@ def sec_ps(root):
             ps.append(a)
             ps_all.append(b)
             bare.append(v)
+    own0 = proc_cpu(dpid)[0]
+    ps_cpu = [exec_cpu(root, "ps", "--json") for _ in range(REPS)]
+    own1 = proc_cpu(dpid)[0]
+    v_cpu = [exec_cpu(root, "version") for _ in range(REPS)]
     daemon_stop(root)
+    say("ps: CPU time: `lev ps --json` median %.1f ms, the daemon's share %.1f ms a call; "
+        "`lev version` median %.1f ms" % (med(ps_cpu), (own1 - own0) / REPS, med(v_cpu)))
     say("ps: `lev ps --json` with %d runs in the database (%d bytes): median %.1f ms; "
         "`lev ps --all --json` %.1f ms; baseline `lev version`: median %.1f ms  "
         "[target <= 50 ms]" % (n, len(out or b""), med(ps), med(ps_all), med(bare)))

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -71,6 +72,7 @@ struct daemon {
 	double last_busy;
 	double last_flush;	/* when flush_runs() last wrote the runs that moved */
 	double pending_since;	/* the oldest write not committed; 0: none */
+	bool trim_due;		/* a run ended: give the heap back once none is left */
 };
 
 static double now(void)
@@ -171,6 +173,7 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 	if (status_final(status)) {
 		json_object_set_new(r->doc, "finished", json_real(now()));
 		d->last_busy = now();
+		d->trim_due = true;
 	}
 	run_save(d, r);
 }
@@ -1068,6 +1071,11 @@ static int loop(struct daemon *d, int lfd, int sfd)
 				accept_all(d, lfd);
 		}
 		reap(d);
+		if (d->trim_due && !live_runs(d, NULL)) {
+			/* the runs' buffers are free: an idle daemon returns to its size */
+			malloc_trim(0);
+			d->trim_due = false;
+		}
 		if (d->o->idle_exit_secs && !live_runs(d, NULL) &&
 		    now() - d->last_busy > d->o->idle_exit_secs) {
 			dlog(d, "no runs for %u s: exiting", d->o->idle_exit_secs);
