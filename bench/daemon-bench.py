@@ -87,7 +87,7 @@ LIVE = agent("live", read_turns(2) .replace('\n[[turn]]\ntext = "done"\n', "") +
              'args = { question = "go on?" }\n\n[[turn]]\ntext = "done"\n',
              ["read_file", "ask_user_text"])
 MOCK = agent("mock", "", ["read_file"], '{ provider = "mock", model = "mock-1" }')
-LONG = agent("long", read_turns(1000, 40), ["read_file"])
+LONG = agent("long", read_turns(5000, 125), ["read_file"])
 
 
 # ---- the daemon's socket -------------------------------------------------------
@@ -581,10 +581,11 @@ def sec_kill9():
     pid = daemon_start(root)
     c = Conn(root)
     ids = [submit(c, root, LONG)["run"] for _ in range(100)]
-    # every run going, with calls done
+    # every run has called tools (5,000 reads each: none is near its end)
     for _ in range(1200):
-        runs = c.call({"op": "ps"})["runs"]
-        if sum(1 for r in runs if r["status"] == "active" and r["tools"] >= 4) >= 100:
+        d = c.call({"op": "ps", "all": True})
+        runs = [r for r in d["runs"] + d["finished"] if r["id"] in ids]
+        if sum(1 for r in runs if r["tools"] >= 4) >= 100:
             break
         time.sleep(0.1)
     c.close()
