@@ -259,9 +259,20 @@ static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 		_exit(127);
 	setsid();
+	/*
+	 * The daemon's handlers would run on its memory (worker_spawn()): every
+	 * caught signal back to its default before any is let through.
+	 */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN)
+			signal(sig, SIG_DFL);
+	}
+	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
 	if (fd == LEV_WORKER_FD) {
 		if (fcntl(fd, F_SETFD, 0) < 0)
 			_exit(127);
@@ -327,8 +338,18 @@ static pid_t worker_spawn(const struct lev_daemon_opts *o, int fd, char **env, p
 #else
 	static char stack[64 * 1024] __attribute__((aligned(64)));
 	struct spawn s = { o, fd, env, parent };
+	sigset_t all, old;
+	pid_t pid;
+	int e;
 
-	return clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
+	/* no handler of the daemon's may run in the child (worker_exec() resets them) */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
 #endif
 }
 
