@@ -14,6 +14,7 @@
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 
 const char lev_usage_ps[] =
@@ -133,6 +134,40 @@ static void print_table(const json_t *runs, const json_t *fin)
 	free(rows);
 }
 
+/*
+ * --json: the daemon's reply without "v" and "ok", passed through as it
+ * came (parsing and re-encoding a thousand runs would cost more than the
+ * rest of the command).
+ */
+static int print_json(json_t *req)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	const size_t skip = strlen(LEV_PROTO_OK_PREFIX);
+	_cleanup_free_ char *body = NULL;
+	json_t *reply = NULL, *out;
+	size_t len;
+	int r = lev_client_call_raw(req, &body, &len, &err);
+
+	json_decref(req);
+	if (r < 0)
+		return lev_fail("%s", err.msg);
+	if (!strncmp(body, LEV_PROTO_OK_PREFIX, skip)) {
+		putchar('{');
+		fwrite(body + skip, 1, len - skip, stdout);
+		putchar('\n');
+		return LEV_EXIT_OK;
+	}
+	if (lev_proto_decode(body, len, &reply, &err) < 0)
+		return lev_fail("%s", err.msg);
+	out = json_pack("{s:O, s:O, s:O}", "runs", json_object_get(reply, "runs"), "finished",
+			json_object_get(reply, "finished"), "health", json_object_get(reply, "health"));
+	json_dumpf(out, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	json_decref(out);
+	json_decref(reply);
+	return LEV_EXIT_OK;
+}
+
 int cmd_ps(int argc, char **argv, struct lev_ctx *ctx)
 {
 	static const struct option longopts[] = {
@@ -162,20 +197,12 @@ int cmd_ps(int argc, char **argv, struct lev_ctx *ctx)
 		return lev_usage_error("ps", "unexpected argument '%s'", argv[optind]);
 	req = lev_proto_request("ps");
 	json_object_set_new(req, "all", json_boolean(all));
+	if (json)
+		return print_json(req);
 	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	runs = json_object_get(reply, "runs");
 	fin = json_object_get(reply, "finished");
-	if (json) {
-		json_t *out = json_pack("{s:O, s:O, s:O}", "runs", runs, "finished", fin, "health",
-					json_object_get(reply, "health"));
-
-		json_dumpf(out, stdout, JSON_COMPACT);
-		fputc('\n', stdout);
-		json_decref(out);
-		json_decref(reply);
-		return LEV_EXIT_OK;
-	}
 	if (!json_array_size(runs) && !json_array_size(fin)) {
 		printf("no runs\n");
 		json_decref(reply);

@@ -23,5 +23,13 @@ int lev_client_call(const json_t *req, json_t **reply, struct lev_err *err);
  */
 int lev_client_open(const json_t *req, int *fd, json_t **reply, struct lev_err *err);
 
+/*
+ * lev_client_call() for a large reply passed on as it came: *body (owned,
+ * NUL-terminated) is the reply's JSON text when the daemon said ok, not
+ * parsed when it starts with LEV_PROTO_OK_PREFIX (the caller checks nothing
+ * more).  Errors as lev_client_call().
+ */
+int lev_client_call_raw(const json_t *req, char **body, size_t *len, struct lev_err *err);
+
 /* Whether a daemon answers a ping here; *reply (may be NULL) is its answer. */
 bool lev_client_ping(json_t **reply);

@@ -3,7 +3,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,6 +82,10 @@ struct run {
 	struct frame *backlog;	/* its latest event frames, for followers */
 	size_t n_backlog, backlog_bytes;
 	unsigned long dropped;	/* events no longer in the backlog */
+	bool dirty;		/* doc moved since it was last written (flush_runs()) */
+	char *dump;		/* doc as JSON text, for ps (doc_text()); owned */
+	size_t dump_len;
+	double dump_updated, dump_moved;	/* doc's "updated" and "moved" when dumped */
 };
 
 struct daemon {
@@ -94,6 +100,9 @@ struct daemon {
 	bool stopping;
 	double started;
 	double last_busy;
+	double last_flush;	/* when flush_runs() last wrote the runs that moved */
+	double pending_since;	/* the oldest write not committed; 0: none */
+	bool trim_due;		/* a run ended: give the heap back once none is left */
 };
 
 static double now(void)
@@ -135,11 +144,59 @@ static void run_save(struct daemon *d, struct run *r)
 	struct lev_err err = LEV_ERR_INIT;
 
 	json_object_set_new(r->doc, "updated", json_real(now()));
+	r->dirty = false;
 	if (lev_store_run_put(d->st, r->doc, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 }
 
 static void follow_end(struct daemon *d, struct run *r);
+
+/* How often a run's progress (stage, iteration, tools) reaches the database. */
+#define FLUSH_SECS 1.0
+/* How long a write that nothing waits on (a result, an event) may stay uncommitted. */
+#define COMMIT_DELAY_MS 5
+
+/*
+ * Write the runs whose progress moved (at most every FLUSH_SECS, or now
+ * when ALL) and commit everything pending: once per turn of the loop, so
+ * nothing the daemon was told waits in memory while it sleeps in poll().
+ */
+static void flush_runs(struct daemon *d, bool all)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	double t = now();
+
+	if (all || t - d->last_flush >= FLUSH_SECS) {
+		for (size_t i = 0; i < d->n_runs; i++)
+			if (d->runs[i]->dirty)
+				run_save(d, d->runs[i]);
+		d->last_flush = t;
+	}
+	if (lev_store_commit(d->st, &err) < 0)
+		dlog(d, "%s", err.msg);
+	d->pending_since = 0;
+}
+
+/*
+ * The loop's group commit: writes nobody waits on are committed at most
+ * COMMIT_DELAY_MS after the first of them, so a busy run costs one commit
+ * per batch, not per row.  Returns poll()'s timeout.
+ */
+static int flush_due(struct daemon *d)
+{
+	double t = now(), left;
+
+	if (!lev_store_pending(d->st) && t - d->last_flush < FLUSH_SECS)
+		return 1000;
+	if (!d->pending_since)
+		d->pending_since = t;
+	left = d->pending_since + COMMIT_DELAY_MS / 1e3 - t;
+	if (left <= 0) {
+		flush_runs(d, false);
+		return 1000;
+	}
+	return (int)(left * 1e3) + 1;
+}
 
 static void run_set_status(struct daemon *d, struct run *r, const char *status)
 {
@@ -150,6 +207,7 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 		d->last_busy = now();
 		/* nothing will resume it: its request (and the keys in it) goes */
 		(void)lev_store_request_drop(d->st, r->id, NULL);
+		d->trim_due = true;
 	}
 	run_save(d, r);
 	if (status_final(status))
@@ -193,6 +251,7 @@ static void run_free(struct run *r)
 	lev_proto_in_release(&r->in);
 	json_decref(r->doc);
 	json_decref(r->question);
+	free(r->dump);
 	free(r->id);
 	free(r);
 }
@@ -412,9 +471,20 @@ static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 		_exit(127);
 	setsid();
+	/*
+	 * The daemon's handlers would run on its memory (worker_spawn()): every
+	 * caught signal back to its default before any is let through.
+	 */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN)
+			signal(sig, SIG_DFL);
+	}
+	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
 	if (fd == LEV_WORKER_FD) {
 		if (fcntl(fd, F_SETFD, 0) < 0)
 			_exit(127);
@@ -433,6 +503,66 @@ static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid
 	}
 	execve(o->worker_exe, argv, env);
 	_exit(127);
+}
+
+/* AddressSanitizer builds fork their workers (see worker_spawn()). */
+#if defined(__SANITIZE_ADDRESS__)
+#define LEV_SPAWN_FORK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LEV_SPAWN_FORK 1
+#endif
+#endif
+
+#ifndef LEV_SPAWN_FORK
+struct spawn {
+	const struct lev_daemon_opts *o;
+	int fd;
+	char **env;
+	pid_t parent;
+};
+
+static int spawn_child(void *arg)
+{
+	struct spawn *s = arg;
+
+	worker_exec(s->o, s->fd, s->env, s->parent);
+	return 127;
+}
+#endif
+
+/*
+ * Start a worker: a child that shares the daemon's memory until its exec
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn() does), so a daemon holding
+ * thousands of runs copies no page tables and takes no copy-on-write
+ * faults for each one.  The daemon waits the few syscalls worker_exec()
+ * makes; the child touches nothing but its own stack.  AddressSanitizer
+ * builds fork.
+ */
+static pid_t worker_spawn(const struct lev_daemon_opts *o, int fd, char **env, pid_t parent)
+{
+#ifdef LEV_SPAWN_FORK
+	pid_t pid = fork();
+
+	if (pid == 0)
+		worker_exec(o, fd, env, parent);
+	return pid;
+#else
+	static char stack[64 * 1024] __attribute__((aligned(64)));
+	struct spawn s = { o, fd, env, parent };
+	sigset_t all, old;
+	pid_t pid;
+	int e;
+
+	/* no handler of the daemon's may run in the child (worker_exec() resets them) */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = e;
+	return pid;
+#endif
 }
 
 static char **env_of(const json_t *arr, struct lev_err *err)
@@ -485,7 +615,7 @@ static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int
 		strv_free(env);
 		return lev_err_errno(err, -errno, "cannot make a socketpair");
 	}
-	pid = fork();
+	pid = worker_spawn(d->o, sv[1], env, self);
 	if (pid < 0) {
 		int e = -errno;
 
@@ -494,8 +624,6 @@ static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int
 		strv_free(env);
 		return lev_err_errno(err, e, "cannot start a worker");
 	}
-	if (pid == 0)
-		worker_exec(d->o, sv[1], env, self);
 	close(sv[1]);
 	strv_free(env);
 	*pid_out = pid;
@@ -728,7 +856,7 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 		return;
 	}
 	json_object_set_new(r->doc, "moved", json_real(now()));
-	run_save(d, r);
+	r->dirty = true;	/* ps reads the doc; the database gets it in flush_runs() */
 }
 
 static const char *ask_status(const char *kind)
@@ -754,8 +882,11 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 			json_object_set(f, "event", (json_t *)ev);
 			follow_push(d, r, f, true);
 		}
-		if (json_is_true(json_object_get(m, "ack")))
+		if (json_is_true(json_object_get(m, "ack"))) {
+			/* the journal row is committed before the call runs */
+			flush_runs(d, false);
 			run_send(d, r, lev_proto_request("ack"));
+		}
 	} else if (lev_streq(op, "turn")) {
 		journal_turn(d, r, m);
 	} else if (lev_streq(op, "reloaded")) {
@@ -853,33 +984,91 @@ static json_t *op_ping(struct daemon *d)
 	return ok;
 }
 
-static json_t *op_ps(struct daemon *d, const json_t *msg)
+/*
+ * R's doc as JSON text, kept until the doc moves: every change to a doc
+ * sets its "moved" (run_set_status(), worker_event()) or its "updated"
+ * (run_save()).  A thousand runs' docs cost ps a memcpy each, not an
+ * encoding.
+ */
+static const char *doc_text(struct run *r, size_t *len)
 {
-	bool all = json_is_true(json_object_get(msg, "all"));
-	json_t *ok = lev_proto_ok(), *runs = json_array(), *fin = json_array(), *health;
-	size_t waiting, live = live_runs(d, &waiting);
-	double t = now();
+	double u = json_number_value(json_object_get(r->doc, "updated"));
+	double m = json_number_value(json_object_get(r->doc, "moved"));
+
+	if (!r->dump || u != r->dump_updated || m != r->dump_moved) {
+		free(r->dump);
+		r->dump = json_dumps(r->doc, JSON_COMPACT);
+		r->dump_len = r->dump ? strlen(r->dump) : 0;
+		r->dump_updated = u;
+		r->dump_moved = m;
+	}
+	*len = r->dump_len;
+	return r->dump ? r->dump : "{}";
+}
+
+static void ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, double t)
+{
+	bool first = true;
 
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
+		const char *text;
+		size_t len;
 
-		if (!status_final(run_status(r))) {
-			json_array_append(runs, r->doc);
-		} else {
-			double f = json_number_value(json_object_get(r->doc, "finished"));
-
-			if (all || t - f <= FINISHED_RETENTION_SECS)
-				json_array_append(fin, r->doc);
-		}
+		if (status_final(run_status(r)) == live)
+			continue;
+		if (!live && !all &&
+		    t - json_number_value(json_object_get(r->doc, "finished")) >
+			    FINISHED_RETENTION_SECS)
+			continue;
+		text = doc_text(r, &len);
+		if (!first)
+			(void)lev_buf_addch(b, ',');
+		(void)lev_buf_add(b, text, len);
+		first = false;
 	}
+}
+
+/*
+ * ps, written straight to connection FD: LEV_PROTO_OK_PREFIX, then "runs"
+ * (the runs going), "finished" (those that ended in the last
+ * FINISHED_RETENTION_SECS, or all with "all") and "health".
+ */
+static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
+{
+	bool all = json_is_true(json_object_get(msg, "all"));
+	struct lev_buf b = LEV_BUF_INIT;	/* the size is checked once it is written */
+	size_t waiting, live = live_runs(d, &waiting);
+	double t = now();
+	json_t *health;
+	char *h;
+	int r;
+
 	health = json_pack("{s:i, s:i, s:i, s:f, s:s}", "pid", (int)getpid(), "runs", (int)live,
 			   "waiting", (int)waiting, "uptime", t - d->started, "version",
 			   LEV_VERSION);
 	health_add(d, health);
-	json_object_set_new(ok, "runs", runs);
-	json_object_set_new(ok, "finished", fin);
-	json_object_set_new(ok, "health", health);
-	return ok;
+	h = json_dumps(health, JSON_COMPACT);
+	json_decref(health);
+	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX "\"runs\":[");
+	ps_list(d, &b, true, all, t);
+	(void)lev_buf_adds(&b, "],\"finished\":[");
+	ps_list(d, &b, false, all, t);
+	(void)lev_buf_adds(&b, "],\"health\":");
+	(void)lev_buf_adds(&b, h ? h : "{}");
+	(void)lev_buf_addch(&b, '}');
+	free(h);
+	if (b.len > LEV_PROTO_MAX) {
+		json_t *fail = lev_proto_fail("%zu runs do not fit in one reply of %zu bytes",
+					      d->n_runs, LEV_PROTO_MAX);
+
+		r = lev_proto_send(fd, fail, err);
+		json_decref(fail);
+	} else {
+		r = lev_proto_send_raw(fd, b.buf, b.len, err);
+	}
+	lev_buf_release(&b);
+	return r;
 }
 
 static json_t *op_get(struct daemon *d, const json_t *msg)
@@ -1137,8 +1326,6 @@ static json_t *handle(struct daemon *d, struct conn *c, const json_t *msg, const
 		return op_resume(d, msg);
 	if (!strcmp(op, "msg"))
 		return op_msg(d, msg);
-	if (!strcmp(op, "ps"))
-		return op_ps(d, msg);
 	if (!strcmp(op, "get"))
 		return op_get(d, msg);
 	if (!strcmp(op, "requests"))
@@ -1220,8 +1407,21 @@ static bool conn_readable(struct daemon *d, size_t i)
 			conn_close(d, i);
 			return false;
 		}
+		if (!strcmp(op, "ps")) {
+			/* the one reply that can be large is written as text */
+			int r = send_ps(d, d->conns[i].fd, m, &err);
+
+			json_decref(m);
+			if (r < 0) {
+				conn_close(d, i);
+				return false;
+			}
+			continue;
+		}
 		reply = handle(d, &d->conns[i], m, op);
 		json_decref(m);
+		/* what the reply reports is committed first */
+		flush_runs(d, false);
 		if (lev_proto_send(d->conns[i].fd, reply, &err) < 0) {
 			json_decref(reply);
 			conn_close(d, i);
@@ -1398,7 +1598,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 
 	while (!d->stopping && !(d->o->stop && *d->o->stop)) {
 		size_t n = 0, base;
-		int r;
+		int r, timeout = flush_due(d);
 
 		for (size_t i = d->n_conns; i-- > 0;)
 			if (d->conns[i].dead)
@@ -1420,7 +1620,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 			who[n - base - d->n_conns] = d->runs[i];
 			p[n++] = (struct pollfd){ .fd = d->runs[i]->fd, .events = POLLIN };
 		}
-		r = poll(p, n, 1000);
+		r = poll(p, n, timeout);
 		if (r < 0 && errno != EINTR) {
 			free(p);
 			free(who);
@@ -1453,6 +1653,11 @@ static int loop(struct daemon *d, int lfd, int sfd)
 				accept_all(d, lfd);
 		}
 		reap(d);
+		if (d->trim_due && !live_runs(d, NULL)) {
+			/* the runs' buffers are free: an idle daemon returns to its size */
+			malloc_trim(0);
+			d->trim_due = false;
+		}
 		if (d->o->idle_exit_secs && !live_runs(d, NULL) &&
 		    now() - d->last_busy > d->o->idle_exit_secs) {
 			dlog(d, "no runs for %u s: exiting", d->o->idle_exit_secs);
@@ -1514,6 +1719,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	/* nobody new may reach a daemon that is going away */
 	(void)unlink(sock);
 	stop_workers(&d);
+	flush_runs(&d, true);
 	dlog(&d, "stopped");
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -39,6 +39,26 @@ static int send_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+int lev_proto_send_raw(int fd, const char *json, size_t len, struct lev_err *err)
+{
+	uint8_t hdr[4];
+	int r;
+
+	if (len > LEV_PROTO_MAX)
+		return lev_err_set(err, -EMSGSIZE, "a message of %zu bytes is over the limit of %zu",
+				   len, LEV_PROTO_MAX);
+	hdr[0] = (uint8_t)(len >> 24);
+	hdr[1] = (uint8_t)(len >> 16);
+	hdr[2] = (uint8_t)(len >> 8);
+	hdr[3] = (uint8_t)len;
+	r = send_all(fd, hdr, sizeof(hdr));
+	if (r == 0)
+		r = send_all(fd, json, len);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot send a message");
+	return 0;
+}
+
 char *lev_proto_frame(const json_t *msg, size_t *len)
 {
 	char *s = json_dumps(msg, JSON_COMPACT), *f;
@@ -64,19 +84,14 @@ char *lev_proto_frame(const json_t *msg, size_t *len)
 
 int lev_proto_send(int fd, const json_t *msg, struct lev_err *err)
 {
-	size_t len = 0;
-	char *f = lev_proto_frame(msg, &len);
+	char *s = json_dumps(msg, JSON_COMPACT);
 	int r;
 
-	if (!f)
-		return lev_err_set(err, -EMSGSIZE, "cannot encode a message, or it is over the "
-						   "limit of %zu bytes",
-				   LEV_PROTO_MAX);
-	r = send_all(fd, f, len);
-	free(f);
-	if (r < 0)
-		return lev_err_errno(err, r, "cannot send a message");
-	return 0;
+	if (!s)
+		return lev_err_set(err, -EINVAL, "cannot encode a message");
+	r = lev_proto_send_raw(fd, s, strlen(s), err);
+	free(s);
+	return r;
 }
 
 static size_t frame_len(const uint8_t *h)
@@ -84,7 +99,7 @@ static size_t frame_len(const uint8_t *h)
 	return (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | (size_t)h[3];
 }
 
-static int decode(const char *body, size_t len, json_t **out, struct lev_err *err)
+int lev_proto_decode(const char *body, size_t len, json_t **out, struct lev_err *err)
 {
 	json_error_t je;
 	json_t *j;
@@ -121,7 +136,7 @@ static int read_full(int fd, void *p, size_t n, size_t *got)
 	return 0;
 }
 
-int lev_proto_recv(int fd, json_t **out, struct lev_err *err)
+int lev_proto_recv_raw(int fd, char **out, size_t *out_len, struct lev_err *err)
 {
 	uint8_t hdr[4];
 	size_t got, len;
@@ -133,6 +148,7 @@ int lev_proto_recv(int fd, json_t **out, struct lev_err *err)
 		return lev_err_errno(err, r, "cannot read a message");
 	if (got == 0) {
 		*out = NULL;
+		*out_len = 0;
 		return 0;
 	}
 	if (got < sizeof(hdr))
@@ -148,7 +164,24 @@ int lev_proto_recv(int fd, json_t **out, struct lev_err *err)
 		return r < 0 ? lev_err_errno(err, r, "cannot read a message")
 			     : lev_err_set(err, -EPIPE, "the stream ended inside a message");
 	}
-	r = decode(body, len, out, err);
+	body[len] = '\0';
+	*out = body;
+	*out_len = len;
+	return 0;
+}
+
+int lev_proto_recv(int fd, json_t **out, struct lev_err *err)
+{
+	char *body = NULL;
+	size_t len;
+	int r = lev_proto_recv_raw(fd, &body, &len, err);
+
+	if (r < 0 || !body) {
+		if (r == 0)
+			*out = NULL;
+		return r;
+	}
+	r = lev_proto_decode(body, len, out, err);
 	free(body);
 	return r;
 }
@@ -173,7 +206,7 @@ int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_
 				in->got = 0;
 			}
 			if (in->got == in->len) {
-				int d = decode(in->body, in->len, out, err);
+				int d = lev_proto_decode(in->body, in->len, out, err);
 
 				lev_proto_in_release(in);
 				return d < 0 ? d : 1;

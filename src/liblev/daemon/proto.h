@@ -29,6 +29,8 @@
  * -EMSGSIZE when it encodes to more than LEV_PROTO_MAX.
  */
 int lev_proto_send(int fd, const json_t *msg, struct lev_err *err);
+/* Send LEN bytes of JSON, encoded by the caller, as one frame (as lev_proto_send()). */
+int lev_proto_send_raw(int fd, const char *json, size_t len, struct lev_err *err);
 
 /*
  * MSG encoded as one frame (the length, then the JSON), *len bytes; NULL
@@ -44,6 +46,20 @@ char *lev_proto_frame(const json_t *msg, size_t *len);
  * ends inside a frame.
  */
 int lev_proto_recv(int fd, json_t **out, struct lev_err *err);
+/*
+ * lev_proto_recv() without the decoding: *out (owned, NUL-terminated) the
+ * frame's LEN bytes, NULL at a clean end of stream.  Check it with
+ * lev_proto_decode() before trusting it.
+ */
+int lev_proto_recv_raw(int fd, char **out, size_t *len, struct lev_err *err);
+/* Decode a frame's body: a JSON object, no NUL, no duplicate key (LEV_EPARSE). */
+int lev_proto_decode(const char *body, size_t len, json_t **out, struct lev_err *err);
+
+/*
+ * How every ok reply begins, byte for byte, when the daemon writes it
+ * itself (daemon.c `ps`): a client may pass the rest through unparsed.
+ */
+#define LEV_PROTO_OK_PREFIX "{\"v\":1,\"ok\":true,"
 
 /* A frame being read from a non-blocking stream, a piece at a time. */
 struct lev_proto_in {

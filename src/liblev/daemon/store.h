@@ -18,6 +18,12 @@
  *	turns		the model's turns of each run, in order (run, seq, turn)
  *	requests	the request each unfinished run was submitted with
  *
+ * Writes are batched: the first write begins a transaction and every
+ * later one joins it until lev_store_commit(); nothing is durable before
+ * that.  The daemon commits once per turn of its loop and before it lets a
+ * journalled call run (store.c tx()).  Reads see the writes not yet
+ * committed.
+ *
  * Ownership: the store owns its connection; JSON passed in is borrowed.
  * Nothing here prints.
  */
@@ -32,8 +38,13 @@ struct lev_store;
 
 /* Open (creating) the database at PATH, 0600. */
 int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err);
-/* NULL-safe; returns NULL. */
+/* Commits what is pending first.  NULL-safe; returns NULL. */
 struct lev_store *lev_store_close(struct lev_store *st);
+
+/* Commit the writes made since the last commit (a no-op when there are none). */
+int lev_store_commit(struct lev_store *st, struct lev_err *err);
+/* Whether writes wait for lev_store_commit(). */
+bool lev_store_pending(const struct lev_store *st);
 
 /*
  * Write RUN (an object with at least "id"; "agent", "status", "stage",

@@ -12,6 +12,7 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/agentstore.h"
@@ -181,11 +182,28 @@ static json_t *slim(const json_t *ev)
 	return copy;
 }
 
+/*
+ * Whether a call may run before the daemon has journalled it: a built-in
+ * tool that only reads files changes nothing, so running it again after a
+ * crash is harmless.  Its row is committed with the daemon's next batch;
+ * every other call waits for the ack (the row committed) before it runs.
+ */
+static bool needs_ack(const json_t *ev)
+{
+	const struct lev_tool_desc *t;
+
+	if (!lev_streq(lev_json_str(ev, "event"), "tool_call") ||
+	    !lev_streq(lev_json_str(ev, "decision"), "allow"))
+		return false;
+	t = lev_tooltable_find(lev_json_str(ev, "tool"));
+	return !t || (t->flags & LEV_TOOLF_FOREIGN) || t->kind != LEV_TOOL_FS ||
+	       t->touches != LEV_TOUCH_READS;
+}
+
 static void hook_event(void *data, const json_t *ev, const char *line)
 {
 	struct worker *w = data;
-	bool ack = lev_streq(lev_json_str(ev, "event"), "tool_call") &&
-		   lev_streq(lev_json_str(ev, "decision"), "allow");
+	bool ack = needs_ack(ev);
 	json_t *m = lev_proto_request("event");
 
 	/* the daemon keeps the journal and the status; the record has it all */
