@@ -495,7 +495,7 @@ static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
 
 	if (!json_is_object(turn))
 		turn = cut = json_pack("{s:b}", "cut", 1);	/* too large to send: the log ends */
-	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, turn, &err) < 0)
+	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, r->call_seq, turn, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 	json_decref(cut);
 }
