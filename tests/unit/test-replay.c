@@ -130,8 +130,9 @@ static void test_calls_in_order(void **state)
 	assert_string_equal(text, "[denied] no");
 	/* a call the journal never saw is live */
 	assert_int_equal(lev_replay_call(rp, "c7", &text, &ok), LEV_REPLAY_LIVE);
-	/* the run left the log: the rest of it is dropped */
+	/* the run left the log: the rest of it is dropped; two turns were played */
 	lev_replay_end(rp);
+	assert_int_equal(lev_replay_turns_played(rp), 2);
 	assert_false(lev_replay_in_turn(rp));
 	assert_int_equal(lev_replay_next_turn(rp, "s2", &r), 0);
 	lev_replay_free(rp);

@@ -106,12 +106,13 @@ static void test_replay_log(void **state)
 
 	(void)state;
 	assert_int_equal(lev_store_open(path, &st, &err), 0);
-	assert_int_equal(lev_store_turn_put(st, "r1", 1, t1, &err), 0);
-	assert_int_equal(lev_store_turn_put(st, "r1", 2, t1, &err), 0);
-	assert_int_equal(lev_store_turn_put(st, "r1", 3, t1, &err), 0);
-	/* a turn taken live at 2 drops what the log held from there on */
-	assert_int_equal(lev_store_turn_put(st, "r1", 2, t2, &err), 0);
+	assert_int_equal(lev_store_turn_put(st, "r1", 1, 0, t1, &err), 0);
+	assert_int_equal(lev_store_turn_put(st, "r1", 2, 0, t1, &err), 0);
+	assert_int_equal(lev_store_turn_put(st, "r1", 3, 0, t1, &err), 0);
 	assert_int_equal(lev_store_journal_call(st, "r1", 1, "c1", "shell", NULL, true, &err), 0);
+	assert_int_equal(lev_store_journal_call(st, "r1", 2, "old", "shell", NULL, true, &err), 0);
+	/* a turn taken live at 2 after 1 call drops what the log held from there on */
+	assert_int_equal(lev_store_turn_put(st, "r1", 2, 1, t2, &err), 0);
 	assert_int_equal(lev_store_journal_result(st, "r1", 1, true, "hi", &err), 0);
 	assert_int_equal(lev_store_journal_call(st, "r1", 2, "c1", "shell", NULL, false, &err), 0);
 	assert_int_equal(lev_store_journal_result(st, "r1", 2, false, "[denied] no", &err), 0);

@@ -830,7 +830,7 @@ static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
 
 	if (!json_is_object(turn))
 		turn = cut = json_pack("{s:b}", "cut", 1);	/* too large to send: the log ends */
-	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, turn, &err) < 0)
+	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, r->call_seq, turn, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 	json_decref(cut);
 }
@@ -1478,7 +1478,7 @@ static bool resume_run(struct daemon *d, struct run *r)
  * The previous daemon's worker PID, cancelled when that daemon died, may
  * still be finishing (killing its command, closing its record): the run is
  * resumed once it is gone, so two workers never write one record.  It gets
- * SIGKILL after 10 s.
+ * SIGKILL once DEADLINE has passed (10 s after the restart, for all of them).
  */
 /* PID runs (a zombie nobody reaped yet has ended). */
 static bool pid_running(pid_t pid)
@@ -1501,7 +1501,7 @@ static bool pid_running(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-static void wait_old_worker(struct daemon *d, pid_t pid)
+static void wait_old_worker(struct daemon *d, pid_t pid, double deadline)
 {
 	char path[64], cmd[256] = "";
 	ssize_t n;
@@ -1516,7 +1516,7 @@ static void wait_old_worker(struct daemon *d, pid_t pid)
 	/* argv[1] is the worker command: anything else is not ours any more */
 	if (n <= 0 || !memmem(cmd, (size_t)n, LEV_DAEMON_WORKER_CMD, strlen(LEV_DAEMON_WORKER_CMD)))
 		return;
-	for (int i = 0; i < 200 && pid_running(pid); i++)
+	while (now() < deadline && pid_running(pid))
 		usleep(50 * 1000);
 	if (pid_running(pid)) {
 		dlog(d, "the previous daemon's worker %d is still there: killing it", (int)pid);
@@ -1530,6 +1530,7 @@ static void recover(struct daemon *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	json_t *arr = NULL, *doc;
+	double deadline = now() + 10;
 	size_t i;
 
 	if (lev_store_runs_load(d->st, &arr, &err) < 0) {
@@ -1544,7 +1545,8 @@ static void recover(struct daemon *d)
 			continue;
 		r = run_add(d, id, json_incref(doc));
 		if (!status_final(run_status(r)) && json_is_integer(json_object_get(r->doc, "pid")))
-			wait_old_worker(d, (pid_t)json_integer_value(json_object_get(r->doc, "pid")));
+			wait_old_worker(d, (pid_t)json_integer_value(json_object_get(r->doc, "pid")),
+					deadline);
 		json_object_del(r->doc, "pid");
 		if (status_paused(run_status(r))) {
 			/* a paused run stays paused: `lev resume` goes on with it */

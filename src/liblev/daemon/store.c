@@ -22,6 +22,7 @@ struct lev_store {
 	sqlite3_stmt *j_call;
 	sqlite3_stmt *j_result;
 	sqlite3_stmt *t_drop;
+	sqlite3_stmt *j_drop;
 	sqlite3_stmt *t_put;
 	sqlite3_stmt *q_put;
 	sqlite3_stmt *q_close;
@@ -149,6 +150,7 @@ int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err
 		 " finished = ?3, ok = ?4, result = ?5 WHERE run = ?1 AND seq = ?2",
 		 &st->j_result, err) < 0 ||
 	    prep(st, "DELETE FROM turns WHERE run = ?1 AND seq >= ?2", &st->t_drop, err) < 0 ||
+	    prep(st, "DELETE FROM journal WHERE run = ?1 AND seq > ?2", &st->j_drop, err) < 0 ||
 	    prep(st, "INSERT INTO turns (run, seq, turn) VALUES (?1, ?2, ?3)", &st->t_put, err) <
 		    0 ||
 	    prep(st,
@@ -175,6 +177,7 @@ struct lev_store *lev_store_close(struct lev_store *st)
 	sqlite3_finalize(st->j_call);
 	sqlite3_finalize(st->j_result);
 	sqlite3_finalize(st->t_drop);
+	sqlite3_finalize(st->j_drop);
 	sqlite3_finalize(st->t_put);
 	sqlite3_finalize(st->q_put);
 	sqlite3_finalize(st->q_close);
@@ -390,8 +393,8 @@ int lev_store_question_close(struct lev_store *st, const char *id, const char *a
 	return step(st, s, err, "cannot close a question");
 }
 
-int lev_store_turn_put(struct lev_store *st, const char *run, long seq, const json_t *turn,
-		       struct lev_err *err)
+int lev_store_turn_put(struct lev_store *st, const char *run, long seq, long calls,
+		       const json_t *turn, struct lev_err *err)
 {
 	char *t = json_dumps(turn, JSON_COMPACT);
 	int r;
@@ -402,6 +405,11 @@ int lev_store_turn_put(struct lev_store *st, const char *run, long seq, const js
 	bind_text(st->t_drop, 1, run);
 	sqlite3_bind_int64(st->t_drop, 2, seq);
 	r = step(st, st->t_drop, err, "cannot journal a turn");
+	if (r == 0) {
+		bind_text(st->j_drop, 1, run);
+		sqlite3_bind_int64(st->j_drop, 2, calls);
+		r = step(st, st->j_drop, err, "cannot journal a turn");
+	}
 	if (r < 0) {
 		free(t);
 		return r;

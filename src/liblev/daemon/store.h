@@ -66,9 +66,13 @@ int lev_store_journal_call(struct lev_store *st, const char *run, long seq, cons
 			   const char *tool, const json_t *args, bool allowed, struct lev_err *err);
 int lev_store_journal_result(struct lev_store *st, const char *run, long seq, bool ok,
 			     const char *text, struct lev_err *err);
-/* The model's turn number SEQ of RUN (lev_replay_turn_json()); the turns after it are dropped. */
-int lev_store_turn_put(struct lev_store *st, const char *run, long seq, const json_t *turn,
-		       struct lev_err *err);
+/*
+ * The model's turn number SEQ of RUN (lev_replay_turn_json()), taken live
+ * after CALLS calls: what the journal held past that point (turns from
+ * SEQ on, calls after CALLS) is from a log the run has left, and is dropped.
+ */
+int lev_store_turn_put(struct lev_store *st, const char *run, long seq, long calls,
+		       const json_t *turn, struct lev_err *err);
 /*
  * RUN's replay log (run/replay.h: its turns, its calls in order, the
  * answers its questions got), a new object in *out.

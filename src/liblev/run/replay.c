@@ -25,6 +25,7 @@ struct replay_answer {
 struct lev_replay {
 	json_t *turns;		/* owned copy of the log's turns */
 	size_t next_turn;
+	size_t played;		/* turns taken from the log */
 	bool in_turn;
 	struct replay_call *calls;
 	size_t n_calls;
@@ -234,6 +235,7 @@ int lev_replay_next_turn(struct lev_replay *rp, const char *stage,
 		return 0;
 	}
 	rp->next_turn++;
+	rp->played++;
 	rp->in_turn = true;
 	return 1;
 }
@@ -251,7 +253,7 @@ void lev_replay_end(struct lev_replay *rp)
 
 size_t lev_replay_turns_played(const struct lev_replay *rp)
 {
-	return rp ? rp->next_turn : 0;
+	return rp ? rp->played : 0;
 }
 
 enum lev_replay_state lev_replay_call(struct lev_replay *rp, const char *call_id,
