@@ -378,21 +378,25 @@ static bool assignment_tilde(const char *r, const char *m, size_t len)
 	return false;
 }
 
-static struct sk_word *push_field(struct sk_word **out, size_t *n, size_t *cap)
+static struct sk_word *push_field(struct lev_arena *a, struct sk_word **out, size_t *n,
+				  size_t *cap)
 {
 	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 8;
-		*out = xreallocarray(*out, *cap, sizeof(**out));
+		size_t c = *cap ? *cap * 2 : 8;
+
+		*out = lev_arena_grow(a, *out, *cap * sizeof(**out), c * sizeof(**out));
+		*cap = c;
 	}
 	memset(&(*out)[*n], 0, sizeof(**out));
 	return &(*out)[(*n)++];
 }
 
-static void push_opaque(const struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+static void push_opaque(struct lev_arena *a, const struct sk_word *w, struct sk_word **out,
+			size_t *n, size_t *cap)
 {
-	struct sk_word *f = push_field(out, n, cap);
+	struct sk_word *f = push_field(a, out, n, cap);
 
-	f->val = xstrdup(w->val);
+	f->val = w->val; /* shared: both in the arena */
 	f->len = strlen(f->val);
 	f->quoted = w->quoted;
 	f->expanded = true;
@@ -421,7 +425,8 @@ static bool plain(const char *r, const char *m, size_t len)
 	return true;
 }
 
-bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+bool sk_expand_word(struct lev_arena *a, struct sk_word *w, struct sk_word **out, size_t *n,
+		    size_t *cap)
 {
 	const char *raw = w->raw ? w->raw : w->val;
 	struct pieces ps = { 0 };
@@ -430,18 +435,18 @@ bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *
 
 	if (w->opaque || (!w->mask && !w->plain) || (w->expanded && w->procsubst_only)) {
 		if (w->procsubst_only) {
-			struct sk_word *f = push_field(out, n, cap);
+			struct sk_word *f = push_field(a, out, n, cap);
 
-			f->val = xstrdup(w->val);
+			f->val = w->val;
 			f->expanded = true;
 			f->procsubst_only = true;
 			return true;
 		}
-		push_opaque(w, out, n, cap);
+		push_opaque(a, w, out, n, cap);
 		return !w->opaque;
 	}
 	if (w->dollar) {
-		push_opaque(w, out, n, cap);
+		push_opaque(a, w, out, n, cap);
 		return false;
 	}
 	if (w->plain || plain(raw, w->mask, w->raw_len)) {
@@ -450,19 +455,17 @@ bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *
 
 		if (w->raw_len == 0)
 			return true; /* an empty unquoted word is removed */
-		f = push_field(out, n, cap);
+		f = push_field(a, out, n, cap);
 		f->val = w->val;
 		f->len = w->len;
 		f->quoted = w->quoted;
 		f->nonascii = w->nonascii;
-		w->val = NULL; /* moved */
-		w->len = 0;
 		return true;
 	}
 	brace_expand(raw, w->mask, w->raw_len, &ps, 0);
 	if (ps.bad) {
 		pieces_release(&ps);
-		push_opaque(w, out, n, cap);
+		push_opaque(a, w, out, n, cap);
 		return false;
 	}
 	for (k = 0; k < ps.n; k++) {
@@ -489,12 +492,12 @@ bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *
 		    assignment_tilde(r, m, len)) {
 			ok = false; /* ~user, ~+, ~-, NAME=~/x: the home of someone */
 		}
-		val = xmalloc(len + 1);
+		val = lev_arena_alloc(a, len + 1);
 		for (i = 0, j = 0; i < len; i++)
 			if (m[i] != SK_MARK)
 				val[j++] = r[i];
 		val[j] = '\0';
-		f = push_field(out, n, cap);
+		f = push_field(a, out, n, cap);
 		f->val = val;
 		f->len = j;
 		f->quoted = quoted;
