@@ -128,6 +128,15 @@ static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t 
 	pieces_push3(ps, &a, &none, &none);
 }
 
+/* An empty set (the inline arrays are left as they are: they are large). */
+static void pieces_init(struct pieces *ps)
+{
+	ps->v = NULL;
+	ps->text = NULL;
+	ps->n = ps->cap = ps->text_len = ps->text_cap = 0;
+	ps->bad = false;
+}
+
 static void pieces_release(struct pieces *ps)
 {
 	if (ps->v != ps->inline_v)
@@ -300,9 +309,11 @@ static void brace_expand(const char *r, const char *m, size_t len, struct pieces
 		if (j >= len)
 			continue; /* no matching '}' */
 		{
-			struct pieces alts = { 0 }, post = { 0 };
+			struct pieces alts, post;
 			int sq = 0;
 
+			pieces_init(&alts);
+			pieces_init(&post);
 			if (comma) {
 				size_t s = i + 1, k;
 
@@ -429,7 +440,7 @@ bool sk_expand_word(struct lev_arena *a, struct sk_word *w, struct sk_word **out
 		    size_t *cap)
 {
 	const char *raw = w->raw ? w->raw : w->val;
-	struct pieces ps = { 0 };
+	struct pieces ps;
 	size_t k;
 	bool ok = true;
 
@@ -462,6 +473,7 @@ bool sk_expand_word(struct lev_arena *a, struct sk_word *w, struct sk_word **out
 		f->nonascii = w->nonascii;
 		return true;
 	}
+	pieces_init(&ps);
 	brace_expand(raw, w->mask, w->raw_len, &ps, 0);
 	if (ps.bad) {
 		pieces_release(&ps);

@@ -229,12 +229,21 @@ static void add_target(struct sk *p, const struct sk_word *t)
 
 /* ---- the cursor ---------------------------------------------------------- */
 
-/* The current character, after removing line continuations; -1 at the end. */
-static int peekc(struct sk *p)
+/* peekc() at a backslash or the end: skip the line continuations. */
+__attribute__((noinline)) static int peekc_slow(struct sk *p)
 {
 	while (p->i + 1 < p->n && p->s[p->i] == '\\' && p->s[p->i + 1] == '\n')
 		p->i += 2;
 	return p->i < p->n ? (unsigned char)p->s[p->i] : -1;
+}
+
+/* The current character, after removing line continuations; -1 at the end. */
+static inline int peekc(struct sk *p)
+{
+	/* the common case: a byte that is not a backslash */
+	if (__builtin_expect(p->i < p->n && p->s[p->i] != '\\', 1))
+		return (unsigned char)p->s[p->i];
+	return peekc_slow(p);
 }
 
 /* The character after the current one (continuations removed). */
@@ -316,13 +325,22 @@ __attribute__((noinline)) static void text_grow(struct lev_arena *a, struct sk_t
 	t->cap = cap;
 }
 
-/* Add C to T: a word is read byte by byte (a word is never longer than the line). */
+/*
+ * Add C to T: a word is read byte by byte (and is never longer than the
+ * line).  Room for the NUL is kept, but it is written by text_end().
+ */
 static inline void addch(struct lev_arena *a, struct sk_text *t, char c)
 {
 	if (__builtin_expect(t->len + 1 >= t->cap, 0))
 		text_grow(a, t);
 	t->buf[t->len++] = c;
+}
+
+/* T's text as a C string. */
+static inline char *text_end(struct sk_text *t)
+{
 	t->buf[t->len] = '\0';
+	return t->buf;
 }
 
 /* MASK: a text to reuse for the mask (emptied here), or NULL for one of its own. */
@@ -335,7 +353,6 @@ static void wctx_init(struct sk *p, struct wctx *x, struct sk_text *mask)
 	if (mask) {
 		x->m = mask;
 		x->m->len = 0;
-		x->m->buf[0] = '\0';
 	} else {
 		text_init(x->a, &x->own_m, WORD_ROOM);
 		x->m = &x->own_m;
@@ -856,6 +873,7 @@ static void put_unquoted(struct wctx *x, int c, bool first)
 /* The word read into X, with what its text says about it, into *OUT. */
 static void finish_word(struct wctx *x, struct sk_word *out)
 {
+	text_end(&x->b);
 	x->w.raw_len = x->b.len;
 	/*
 	 * A substitution inside the word parsed words of its own with the
