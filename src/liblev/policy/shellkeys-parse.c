@@ -916,6 +916,50 @@ static const bool word_special[256] = {
 	['"'] = true, ['$'] = true, ['`'] = true,
 };
 
+/*
+ * Plain-text bytes put_unquoted() adds and does nothing else for: not
+ * special to the word (above), not read by brace, tilde or pattern
+ * expansion, not '=' (assignments), not '~', ASCII.
+ */
+static const bool word_run[256] = {
+	['!'] = true, ['#'] = true, ['%'] = true, ['+'] = true, [','] = true, ['-'] = true,
+	['.'] = true, ['/'] = true, ['0'] = true, ['1'] = true, ['2'] = true, ['3'] = true,
+	['4'] = true, ['5'] = true, ['6'] = true, ['7'] = true, ['8'] = true, ['9'] = true,
+	[':'] = true, ['@'] = true, ['A'] = true, ['B'] = true, ['C'] = true, ['D'] = true,
+	['E'] = true, ['F'] = true, ['G'] = true, ['H'] = true, ['I'] = true, ['J'] = true,
+	['K'] = true, ['L'] = true, ['M'] = true, ['N'] = true, ['O'] = true, ['P'] = true,
+	['Q'] = true, ['R'] = true, ['S'] = true, ['T'] = true, ['U'] = true, ['V'] = true,
+	['W'] = true, ['X'] = true, ['Y'] = true, ['Z'] = true, ['^'] = true, ['_'] = true,
+	['a'] = true, ['b'] = true, ['c'] = true, ['d'] = true, ['e'] = true, ['f'] = true,
+	['g'] = true, ['h'] = true, ['i'] = true, ['j'] = true, ['k'] = true, ['l'] = true,
+	['m'] = true, ['n'] = true, ['o'] = true, ['p'] = true, ['q'] = true, ['r'] = true,
+	['s'] = true, ['t'] = true, ['u'] = true, ['v'] = true, ['w'] = true, ['x'] = true,
+	['y'] = true, ['z'] = true,
+};
+
+/* The run of word_run bytes at the cursor, added at once; false when there is none. */
+static bool read_run(struct sk *p, struct wctx *x)
+{
+	size_t j = p->i, len;
+
+	while (j < p->n && word_run[(unsigned char)p->s[j]])
+		j++;
+	len = j - p->i;
+	if (!len)
+		return false;
+	while (x->b.len + len >= x->b.cap)
+		text_grow(x->a, &x->b);
+	while (x->m->len + len >= x->m->cap)
+		text_grow(x->a, x->m);
+	memcpy(x->b.buf + x->b.len, p->s + p->i, len);
+	memset(x->m->buf + x->m->len, SK_UNQ, len);
+	x->b.len += len;
+	x->m->len += len;
+	x->other = true;
+	p->i = j;
+	return true;
+}
+
 static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 {
 	struct wctx x;
@@ -923,8 +967,13 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 
 	wctx_init(p, &x, &p->mask);
 	while (more && !p->stopped) {
-		int c = peekc(p);
+		int c;
 
+		if (read_run(p, &x)) {
+			first = false;
+			continue;
+		}
+		c = peekc(p);
 		if (c >= 0 && !word_special[c]) {
 			/* the common case: a byte of plain text (peekc() stands on it) */
 			put_unquoted(&x, c, first);
