@@ -91,6 +91,15 @@ static struct span piece_span(const struct pieces *ps, size_t k)
 	return (struct span){ r, r + ps->v[k].len + 1, ps->v[k].len };
 }
 
+/* SP's text to R and mask to M (most spans are a few bytes, many none). */
+static inline void span_copy(char *r, char *m, const struct span *sp)
+{
+	if (!sp->len)
+		return;
+	memcpy(r, sp->r, sp->len);
+	memcpy(m, sp->m, sp->len);
+}
+
 /* Append A B C (text and mask each) as one piece.  None of them may lie in PS. */
 static void pieces_push3(struct pieces *ps, const struct span *a, const struct span *b,
 			 const struct span *c)
@@ -111,12 +120,9 @@ static void pieces_push3(struct pieces *ps, const struct span *a, const struct s
 	pc->len = len;
 	r = ps->text + pc->off;
 	m = r + len + 1;
-	memcpy(r, a->r, a->len);
-	memcpy(r + a->len, b->r, b->len);
-	memcpy(r + a->len + b->len, c->r, c->len);
-	memcpy(m, a->m, a->len);
-	memcpy(m + a->len, b->m, b->len);
-	memcpy(m + a->len + b->len, c->m, c->len);
+	span_copy(r, m, a);
+	span_copy(r + a->len, m + a->len, b);
+	span_copy(r + a->len + b->len, m + a->len + b->len, c);
 	r[len] = m[len] = '\0';
 	ps->text_len += 2 * (len + 1);
 }

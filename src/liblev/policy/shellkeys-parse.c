@@ -1293,74 +1293,101 @@ static void boundary(struct sk *p, struct cmd *c, enum pstate *st, bool newline)
 	}
 }
 
-static bool is_kw(const struct sk_word *w, const char *kw)
-{
-	/* every word is tried against a dozen keywords: the first byte tells most apart */
-	return !w->quoted && !w->expanded && w->val[0] == kw[0] && !strcmp(w->val, kw);
-}
-
-static const char *const prefix_keywords[] = {
-	"if", "then", "else", "elif", "do", "while", "until", "!", "{", NULL,
+/* The reserved words (and the few other words) a command position may hold. */
+enum kw {
+	KW_NONE,
+	/* prefix keywords: the command goes on after them */
+	KW_IF, KW_THEN, KW_ELSE, KW_ELIF, KW_DO, KW_WHILE, KW_UNTIL, KW_BANG, KW_LBRACE,
+	/* closing keywords */
+	KW_FI, KW_DONE, KW_ESAC, KW_RBRACE,
+	KW_TIME, KW_TIME_P, KW_FOR, KW_SELECT, KW_CASE, KW_COPROC, KW_FUNCTION, KW_DBRACKET,
+	KW_DPAREN, KW_DBRACKET_END, KW_IN, KW_MATCH,
 };
-static const char *const closing_keywords[] = { "fi", "done", "esac", "}", NULL };
 
-static bool kw_in(const struct sk_word *w, const char *const *list)
+/* The keyword W spells (unquoted and unexpanded), once per word: a switch, not a dozen strcmp()s. */
+static enum kw keyword(const struct sk_word *w)
 {
-	for (; *list; list++)
-		if (is_kw(w, *list))
-			return true;
-	return false;
+	const char *v = w->val;
+
+	if (w->quoted || w->expanded || w->len > 8)
+		return KW_NONE;
+#define KW(text, k)                 \
+	if (!strcmp(v, text))        \
+		return k;
+	switch (v[0]) {
+	case 'i': KW("if", KW_IF) KW("in", KW_IN) break;
+	case 't': KW("then", KW_THEN) KW("time", KW_TIME) break;
+	case 'e': KW("else", KW_ELSE) KW("elif", KW_ELIF) KW("esac", KW_ESAC) break;
+	case 'd': KW("do", KW_DO) KW("done", KW_DONE) break;
+	case 'w': KW("while", KW_WHILE) break;
+	case 'u': KW("until", KW_UNTIL) break;
+	case '!': KW("!", KW_BANG) break;
+	case '{': KW("{", KW_LBRACE) break;
+	case '}': KW("}", KW_RBRACE) break;
+	case 'f': KW("fi", KW_FI) KW("for", KW_FOR) KW("function", KW_FUNCTION) break;
+	case 's': KW("select", KW_SELECT) break;
+	case 'c': KW("case", KW_CASE) KW("coproc", KW_COPROC) break;
+	case '[': KW("[[", KW_DBRACKET) break;
+	case ']': KW("]]", KW_DBRACKET_END) break;
+	case '(': KW("((", KW_DPAREN) break;
+	case '-': KW("-p", KW_TIME_P) break;
+	case '=': KW("=~", KW_MATCH) break;
+	}
+#undef KW
+	return KW_NONE;
 }
 
 /* One word in state *ST; takes ownership of *W. */
 static void handle_word(struct sk *p, struct cmd *c, enum pstate *st, struct sk_word *w)
 {
+	enum kw kw = keyword(w);
+
 	switch (*st) {
 	case S_START:
 		if (!c->started) {
-			if (c->after_time && is_kw(w, "-p")) {
+			if (c->after_time && kw == KW_TIME_P) {
 				c->after_time = false;
 				break;
 			}
 			c->after_time = false;
-			if (kw_in(w, prefix_keywords))
+			if (kw >= KW_IF && kw <= KW_LBRACE)
 				break;
-			if (is_kw(w, "time")) {
+			if (kw == KW_TIME) {
 				c->after_time = true;
 				break;
 			}
-			if (kw_in(w, closing_keywords)) {
+			if (kw >= KW_FI && kw <= KW_RBRACE) {
 				*st = S_AFTER;
 				break;
 			}
-			if (is_kw(w, "for")) {
+			if (kw == KW_FOR) {
 				*st = S_FOR_NAME;
 				break;
 			}
-			if (is_kw(w, "select")) {
+			if (kw == KW_SELECT) {
 				sk_refuse(p, "a select loop");
 				*st = S_FOR_NAME;
 				break;
 			}
-			if (is_kw(w, "case")) {
+			if (kw == KW_CASE) {
 				sk_stop(p, "a case statement");
 				break;
 			}
-			if (is_kw(w, "coproc")) {
+			if (kw == KW_COPROC) {
 				sk_stop(p, "a coprocess");
 				break;
 			}
-			if (is_kw(w, "function")) {
+			if (kw == KW_FUNCTION) {
 				sk_refuse(p, "a function definition");
 				*st = S_FUNC_NAME;
 				break;
 			}
-			if (is_kw(w, "[[")) {
+			if (kw == KW_DBRACKET) {
 				sk_refuse(p, "a [[ ]] test");
 				*st = S_DBRACKET;
 				break;
 			}
-			if (is_kw(w, "((") || is_kw(w, "]]") || is_kw(w, "in")) {
+			if (kw == KW_DPAREN || kw == KW_DBRACKET_END || kw == KW_IN) {
 				sk_stop(p, "a reserved word out of place");
 				break;
 			}
@@ -1384,9 +1411,9 @@ static void handle_word(struct sk *p, struct cmd *c, enum pstate *st, struct sk_
 		}
 		break;
 	case S_FOR_IN:
-		if (is_kw(w, "in"))
+		if (kw == KW_IN)
 			*st = S_FOR_WORDS;
-		else if (is_kw(w, "do"))
+		else if (kw == KW_DO)
 			*st = S_START;
 		else
 			sk_stop(p, "a for loop this parser does not read");
@@ -1403,9 +1430,9 @@ static void handle_word(struct sk *p, struct cmd *c, enum pstate *st, struct sk_
 		handle_word(p, c, st, w);
 		return;
 	case S_DBRACKET:
-		if (is_kw(w, "]]"))
+		if (kw == KW_DBRACKET_END)
 			*st = S_AFTER;
-		else if (is_kw(w, "=~"))
+		else if (kw == KW_MATCH)
 			sk_stop(p, "a regular expression inside [[ ]]");
 		break;
 	}
@@ -1674,6 +1701,18 @@ static void parse_list(struct sk *p, int closer)
 
 /* ---- the whole line ------------------------------------------------------------ */
 
+/* The eight bytes at S are all ' ' to '~'. */
+static inline bool printable8(const unsigned char *s)
+{
+	uint64_t v, lo, hi;
+
+	memcpy(&v, s, 8);
+	/* a byte below 0x20 or above 0x7e sets its top bit in LO or HI; none is above 0x7f */
+	lo = v - 0x2020202020202020ULL;
+	hi = v + 0x0101010101010101ULL;
+	return !((v | lo | hi) & 0x8080808080808080ULL);
+}
+
 /* Valid UTF-8, no control bytes besides tab and newline. */
 static const char *check_bytes(const unsigned char *s, size_t n)
 {
@@ -1684,6 +1723,12 @@ static const char *check_bytes(const unsigned char *s, size_t n)
 		uint32_t cp;
 		size_t len;
 
+		/* the common case: printable ASCII, eight bytes at a time */
+		while (i + 8 <= n && printable8(s + i))
+			i += 8;
+		if (i >= n)
+			break;
+		c = s[i];
 		if (c < 0x80) {
 			if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
 				return "a control character (a carriage return, for one) that the shell "
