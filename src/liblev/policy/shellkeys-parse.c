@@ -346,8 +346,8 @@ static inline char *text_end(struct sk_text *t)
 /* MASK: a text to reuse for the mask (emptied here), or NULL for one of its own. */
 static void wctx_init(struct sk *p, struct wctx *x, struct sk_text *mask)
 {
-	memset(x, 0, sizeof(*x));
-	x->a = &p->arena;
+	/* member by member: a memset() of the whole context costs more than the word */
+	*x = (struct wctx){ .a = &p->arena, .plain_prefix = true };
 	/* room for most words at once */
 	text_init(x->a, &x->b, WORD_ROOM);
 	if (mask) {
@@ -357,7 +357,6 @@ static void wctx_init(struct sk *p, struct wctx *x, struct sk_text *mask)
 		text_init(x->a, &x->own_m, WORD_ROOM);
 		x->m = &x->own_m;
 	}
-	x->plain_prefix = true;
 }
 
 /* Add C to the word; Q is its mask byte (SK_UNQ, SK_QUO or SK_MARK). */
