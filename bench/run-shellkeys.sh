@@ -9,7 +9,7 @@
 # twice with the same compiler and flags (-O2) - once against this tree's
 # src/liblev, once against BASE's (git archive) - and runs both three times,
 # alternating, printing each run and the medians in lines per second of
-# process CPU time.  Only the shellkeys sources and what they need (buf,
+# process CPU time.  Only the shellkeys sources and what they need (arena, buf,
 # strv, xalloc, util, error) are compiled, from each tree.
 #
 # BENCH_CALLGRIND=1 also counts, with valgrind's callgrind, the instructions
@@ -31,7 +31,7 @@ python3 "$SRC/tests/shelldiff/shelldiff.py" gen "$LINES" plain >"$TMP/plain"
 build() { # build TREE OUT (flat src/liblev or one folder per layer)
 	local objs=() f hdr
 	hdr=$(cd "$1/src" && find liblev -name shellkeys.h | head -n 1)
-	for f in $(find "$1/src/liblev" \( -name 'shellkeys*.c' -o -name buf.c -o -name strv.c \
+	for f in $(find "$1/src/liblev" \( -name 'shellkeys*.c' -o -name arena.c -o -name buf.c -o -name strv.c \
 			-o -name xalloc.c -o -name util.c -o -name error.c \)); do
 		$CC $FLAGS -I"$1/src" -c "$f" -o "$TMP/$(basename "$2").$(basename "$f").o"
 		objs+=("$TMP/$(basename "$2").$(basename "$f").o")

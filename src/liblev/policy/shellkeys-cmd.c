@@ -835,16 +835,13 @@ void sk_command(struct sk *p, struct sk_word *w, size_t n)
 	}
 	/* the program word as written; every later word as the fields bash makes of it */
 	cap = n - i + 4;
-	f = xcalloc(cap, sizeof(*f));
+	f = lev_arena_array(&p->arena, cap, sizeof(*f));
 	nf = 1;
 	f[0] = w[i];
 	memset(&w[i], 0, sizeof(w[i]));
 	for (k = i + 1; k < n; k++)
-		(void)sk_expand_word(&w[k], &f, &nf, &cap);
+		(void)sk_expand_word(&p->arena, &w[k], &f, &nf, &cap);
 	command_fields(p, f, nf);
-	for (k = 0; k < nf; k++)
-		sk_word_release(&f[k]);
-	free(f);
 }
 
 static void command_fields(struct sk *p, struct sk_word *w, size_t n)

@@ -91,6 +91,15 @@ static struct span piece_span(const struct pieces *ps, size_t k)
 	return (struct span){ r, r + ps->v[k].len + 1, ps->v[k].len };
 }
 
+/* SP's text to R and mask to M (most spans are a few bytes, many none). */
+static inline void span_copy(char *r, char *m, const struct span *sp)
+{
+	if (!sp->len)
+		return;
+	memcpy(r, sp->r, sp->len);
+	memcpy(m, sp->m, sp->len);
+}
+
 /* Append A B C (text and mask each) as one piece.  None of them may lie in PS. */
 static void pieces_push3(struct pieces *ps, const struct span *a, const struct span *b,
 			 const struct span *c)
@@ -111,12 +120,9 @@ static void pieces_push3(struct pieces *ps, const struct span *a, const struct s
 	pc->len = len;
 	r = ps->text + pc->off;
 	m = r + len + 1;
-	memcpy(r, a->r, a->len);
-	memcpy(r + a->len, b->r, b->len);
-	memcpy(r + a->len + b->len, c->r, c->len);
-	memcpy(m, a->m, a->len);
-	memcpy(m + a->len, b->m, b->len);
-	memcpy(m + a->len + b->len, c->m, c->len);
+	span_copy(r, m, a);
+	span_copy(r + a->len, m + a->len, b);
+	span_copy(r + a->len + b->len, m + a->len + b->len, c);
 	r[len] = m[len] = '\0';
 	ps->text_len += 2 * (len + 1);
 }
@@ -126,6 +132,15 @@ static void pieces_push(struct pieces *ps, const char *r, const char *m, size_t 
 	struct span a = { r, m, len }, none = { "", "", 0 };
 
 	pieces_push3(ps, &a, &none, &none);
+}
+
+/* An empty set (the inline arrays are left as they are: they are large). */
+static void pieces_init(struct pieces *ps)
+{
+	ps->v = NULL;
+	ps->text = NULL;
+	ps->n = ps->cap = ps->text_len = ps->text_cap = 0;
+	ps->bad = false;
 }
 
 static void pieces_release(struct pieces *ps)
@@ -300,9 +315,11 @@ static void brace_expand(const char *r, const char *m, size_t len, struct pieces
 		if (j >= len)
 			continue; /* no matching '}' */
 		{
-			struct pieces alts = { 0 }, post = { 0 };
+			struct pieces alts, post;
 			int sq = 0;
 
+			pieces_init(&alts);
+			pieces_init(&post);
 			if (comma) {
 				size_t s = i + 1, k;
 
@@ -378,21 +395,25 @@ static bool assignment_tilde(const char *r, const char *m, size_t len)
 	return false;
 }
 
-static struct sk_word *push_field(struct sk_word **out, size_t *n, size_t *cap)
+static struct sk_word *push_field(struct lev_arena *a, struct sk_word **out, size_t *n,
+				  size_t *cap)
 {
 	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 8;
-		*out = xreallocarray(*out, *cap, sizeof(**out));
+		size_t c = *cap ? *cap * 2 : 8;
+
+		*out = lev_arena_grow(a, *out, *cap * sizeof(**out), c * sizeof(**out));
+		*cap = c;
 	}
 	memset(&(*out)[*n], 0, sizeof(**out));
 	return &(*out)[(*n)++];
 }
 
-static void push_opaque(const struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+static void push_opaque(struct lev_arena *a, const struct sk_word *w, struct sk_word **out,
+			size_t *n, size_t *cap)
 {
-	struct sk_word *f = push_field(out, n, cap);
+	struct sk_word *f = push_field(a, out, n, cap);
 
-	f->val = xstrdup(w->val);
+	f->val = w->val; /* shared: both in the arena */
 	f->len = strlen(f->val);
 	f->quoted = w->quoted;
 	f->expanded = true;
@@ -421,27 +442,28 @@ static bool plain(const char *r, const char *m, size_t len)
 	return true;
 }
 
-bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap)
+bool sk_expand_word(struct lev_arena *a, struct sk_word *w, struct sk_word **out, size_t *n,
+		    size_t *cap)
 {
 	const char *raw = w->raw ? w->raw : w->val;
-	struct pieces ps = { 0 };
+	struct pieces ps;
 	size_t k;
 	bool ok = true;
 
 	if (w->opaque || (!w->mask && !w->plain) || (w->expanded && w->procsubst_only)) {
 		if (w->procsubst_only) {
-			struct sk_word *f = push_field(out, n, cap);
+			struct sk_word *f = push_field(a, out, n, cap);
 
-			f->val = xstrdup(w->val);
+			f->val = w->val;
 			f->expanded = true;
 			f->procsubst_only = true;
 			return true;
 		}
-		push_opaque(w, out, n, cap);
+		push_opaque(a, w, out, n, cap);
 		return !w->opaque;
 	}
 	if (w->dollar) {
-		push_opaque(w, out, n, cap);
+		push_opaque(a, w, out, n, cap);
 		return false;
 	}
 	if (w->plain || plain(raw, w->mask, w->raw_len)) {
@@ -450,19 +472,18 @@ bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *
 
 		if (w->raw_len == 0)
 			return true; /* an empty unquoted word is removed */
-		f = push_field(out, n, cap);
+		f = push_field(a, out, n, cap);
 		f->val = w->val;
 		f->len = w->len;
 		f->quoted = w->quoted;
 		f->nonascii = w->nonascii;
-		w->val = NULL; /* moved */
-		w->len = 0;
 		return true;
 	}
+	pieces_init(&ps);
 	brace_expand(raw, w->mask, w->raw_len, &ps, 0);
 	if (ps.bad) {
 		pieces_release(&ps);
-		push_opaque(w, out, n, cap);
+		push_opaque(a, w, out, n, cap);
 		return false;
 	}
 	for (k = 0; k < ps.n; k++) {
@@ -489,12 +510,12 @@ bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *
 		    assignment_tilde(r, m, len)) {
 			ok = false; /* ~user, ~+, ~-, NAME=~/x: the home of someone */
 		}
-		val = xmalloc(len + 1);
+		val = lev_arena_alloc(a, len + 1);
 		for (i = 0, j = 0; i < len; i++)
 			if (m[i] != SK_MARK)
 				val[j++] = r[i];
 		val[j] = '\0';
-		f = push_field(out, n, cap);
+		f = push_field(a, out, n, cap);
 		f->val = val;
 		f->len = j;
 		f->quoted = quoted;

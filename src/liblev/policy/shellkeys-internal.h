@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "liblev/base/arena.h"
 #include "liblev/base/buf.h"
 
 /* Nesting of $( ), ${ } and subshells. */
@@ -36,6 +37,20 @@ void sk_vec_push_take(struct sk_vec *vec, char *s);
 void sk_vec_release(struct sk_vec *vec);
 
 /*
+ * Everything one parse makes and drops again (words, fields, keys before
+ * they are handed out, targets, directories) lives in the parse's arena
+ * (struct sk.arena) and goes with it: nothing in it is freed on its own.
+ */
+
+/* A growable array of strings in the parse's arena. */
+struct sk_list {
+	char **v;
+	size_t n, cap;
+};
+
+void sk_list_push(struct lev_arena *a, struct sk_list *l, char *s);
+
+/*
  * One word of a simple command, after quote removal.  MASK runs beside VAL,
  * one byte per byte of RAW (VAL before SK_MARK bytes are dropped): SK_UNQ for an unquoted character (it may still
  * be expanded: braces, globs, '~'), SK_QUO for a quoted or escaped one, and
@@ -49,11 +64,12 @@ void sk_vec_release(struct sk_vec *vec);
 #define SK_MARK 'm'
 
 struct sk_word {
-	char *val;		/* owned; the literal text (expansions add nothing) */
+	char *val;		/* in the arena; the literal text (expansions add nothing) */
 	size_t len;
-	char *raw;		/* owned: VAL with the SK_MARK bytes, RAW_LEN bytes; NULL
-				 * when there are none (RAW is VAL then) */
-	char *mask;		/* owned, RAW_LEN bytes (see above); NULL: not read by the lexer */
+	char *raw;		/* in the arena: VAL with the SK_MARK bytes, RAW_LEN bytes;
+				 * NULL when there are none (RAW is VAL then) */
+	char *mask;		/* in the arena, RAW_LEN bytes (see above); NULL: not read by
+				 * the lexer */
 	size_t raw_len;
 	bool opaque;		/* the text is only known when the line runs */
 	bool glob;		/* a field that is a pathname pattern */
@@ -69,31 +85,40 @@ struct sk_word {
 	bool procsubst_only;	/* exactly one <( ) or >( ) and nothing else */
 };
 
+/* Forget W (its bytes stay in the arena until the parse ends). */
 void sk_word_release(struct sk_word *w);
 
 /* A literal change of directory (cd), in line order. */
 struct sk_cd {
-	char *dir;		/* "~", "~/x", "/abs", "rel"; NULL: cannot be followed */
+	char *dir;		/* in the arena: "~", "~/x", "/abs", "rel"; NULL: cannot be
+				 * followed */
 	bool cdpath;		/* a relative dir CDPATH could redirect */
 };
 
 /* A literal write redirect target. */
 struct sk_target {
-	char *path;		/* as written, after quote removal */
+	char *path;		/* in the arena: as written, after quote removal */
 	bool tilde;		/* "~" or "~/..." */
 	size_t n_cd;		/* directory changes before it */
 };
 
+/* Text built in the parse's arena, NUL-terminated (LEN excludes it; CAP includes it). */
+struct sk_text {
+	char *buf;
+	size_t len, cap;
+};
+
 struct sk {
 	const char *s;
+	size_t n, i;
+	struct lev_arena arena;	/* this parse's memory */
 	struct sk_vec *trace;	/* with lev_shellkeys_commands(): each keyed command */
 	bool fence;		/* the line needs a sandbox that fences writes */
-	struct lev_buf mask;	/* the mask of the word being read (reused) */
+	struct sk_text mask;	/* the mask of the word being read (shared, reused) */
 	const char *fence_reason;
-	size_t n, i;
 	unsigned depth;
 
-	struct sk_vec keys;	/* unsorted, may repeat */
+	struct sk_list keys;	/* in the arena; unsorted, may repeat */
 	struct sk_target *targets;
 	size_t n_targets, cap_targets;
 	struct sk_cd *cds;
@@ -109,10 +134,10 @@ struct sk {
 	bool unlocatable;
 	const char *write_reason;
 
-	char *outside;		/* the first path that may lie outside the workdir */
+	char *outside;		/* in the arena: the first path that may lie outside the workdir */
 
 	struct {
-		char *delim;
+		char *delim;	/* in the arena */
 		bool strip_tabs;
 		bool quoted;
 	} heredocs[SK_MAX_HEREDOCS];
@@ -141,12 +166,13 @@ void sk_need_fence(struct sk *p, const char *reason);
 /*
  * Expand the word W the way bash does after quote removal (brace, tilde,
  * and the shape of a pathname pattern) into fields appended to *OUT
- * (*N used, *CAP allocated).  An opaque word yields one opaque field.  W's
- * text may be moved into the field (release W afterwards as usual).
- * Returns false when the expansion cannot be predicted (the caller marks
- * the word opaque).
+ * (*N used, *CAP allocated, in arena A; the fields' text too).  An opaque
+ * word yields one opaque field.  A field may share W's text.  Returns
+ * false when the expansion cannot be predicted (the caller marks the word
+ * opaque).
  */
-bool sk_expand_word(struct sk_word *w, struct sk_word **out, size_t *n, size_t *cap);
+bool sk_expand_word(struct lev_arena *a, struct sk_word *w, struct sk_word **out, size_t *n,
+		    size_t *cap);
 
 /* True when S[0..LEN) is a shell variable name. */
 bool sk_is_name(const char *s, size_t len);

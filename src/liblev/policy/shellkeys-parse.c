@@ -47,12 +47,35 @@ void sk_vec_release(struct sk_vec *vec)
 	memset(vec, 0, sizeof(*vec));
 }
 
+void sk_list_push(struct lev_arena *a, struct sk_list *l, char *s)
+{
+	if (l->n + 1 >= l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+
+		l->v = lev_arena_grow(a, l->v, l->cap * sizeof(*l->v), cap * sizeof(*l->v));
+		l->cap = cap;
+	}
+	l->v[l->n++] = s;
+	l->v[l->n] = NULL;
+}
+
 void sk_word_release(struct sk_word *w)
 {
-	free(w->val);
-	free(w->raw);
-	free(w->mask);
 	memset(w, 0, sizeof(*w));
+}
+
+/* A..B..C (LEN bytes, LEN bytes or NULL, NUL-terminated) joined in the arena. */
+static char *cat3(struct lev_arena *a, const char *x, size_t xl, const char *y, size_t yl,
+		  const char *z)
+{
+	size_t zl = z ? strlen(z) : 0;
+	char *r = lev_arena_alloc(a, xl + yl + zl + 1);
+
+	memcpy(r, x, xl);
+	memcpy(r + xl, y, yl);
+	memcpy(r + xl + yl, z ? z : "", zl);
+	r[xl + yl + zl] = '\0';
+	return r;
 }
 
 void sk_refuse(struct sk *p, const char *reason)
@@ -85,7 +108,7 @@ void sk_add_key(struct sk *p, const char *text, size_t len, const char *arg)
 {
 	/* "shell:TEXT" or "shell:TEXT ARG", put together without printf (a key per command) */
 	size_t tl = strnlen(text, len), al = arg ? strlen(arg) : 0;
-	char *k = xmalloc(6 + tl + (arg ? 1 + al : 0) + 1), *e = k;
+	char *k = lev_arena_alloc(&p->arena, 6 + tl + (arg ? 1 + al : 0) + 1), *e = k;
 
 	memcpy(e, "shell:", 6);
 	e += 6;
@@ -97,12 +120,12 @@ void sk_add_key(struct sk *p, const char *text, size_t len, const char *arg)
 		e += al;
 	}
 	*e = '\0';
-	sk_vec_push_take(&p->keys, k);
+	sk_list_push(&p->arena, &p->keys, k);
 }
 
 void sk_bind(struct sk *p, const char *name, size_t len)
 {
-	sk_vec_push_take(&p->keys, xasprintf("shell:env:%.*s", (int)len, name));
+	sk_list_push(&p->arena, &p->keys, cat3(&p->arena, "shell:env:", 10, name, len, NULL));
 	if (len == 4 && !strncmp(name, "HOME", 4))
 		p->binds_home = true;
 	if (len == 6 && !strncmp(name, "CDPATH", 6))
@@ -153,8 +176,13 @@ void sk_note_outside(struct sk *p, const struct sk_word *w)
 {
 	if (p->outside || !reaches_out(w))
 		return;
-	p->outside = w->dollar ? xasprintf("%s (a $ expansion)", *w->val ? w->val : "$...")
-			       : xstrdup(w->val);
+	if (w->dollar) {
+		const char *v = *w->val ? w->val : "$...";
+
+		p->outside = cat3(&p->arena, v, strlen(v), "", 0, " (a $ expansion)");
+	} else {
+		p->outside = lev_arena_strndup(&p->arena, w->val, strlen(w->val));
+	}
 }
 
 void sk_add_cd(struct sk *p, const char *dir, bool cdpath)
@@ -164,13 +192,17 @@ void sk_add_cd(struct sk *p, const char *dir, bool cdpath)
 		return;
 	}
 	if (p->n_cds == p->cap_cds) {
-		p->cap_cds = p->cap_cds ? p->cap_cds * 2 : 8;
-		p->cds = xreallocarray(p->cds, p->cap_cds, sizeof(*p->cds));
+		size_t cap = p->cap_cds ? p->cap_cds * 2 : 8;
+
+		p->cds = lev_arena_grow(&p->arena, p->cds, p->cap_cds * sizeof(*p->cds),
+					cap * sizeof(*p->cds));
+		p->cap_cds = cap;
 	}
 	/* after a cd out of the workdir, every relative path is outside it */
 	if (!p->outside && (!dir || dir[0] == '/' || dir[0] == '~' || has_dotdot(dir)))
-		p->outside = xasprintf("cd %s", dir ? dir : "(to a directory that cannot be named)");
-	p->cds[p->n_cds].dir = dir ? xstrdup(dir) : NULL;
+		p->outside = cat3(&p->arena, "cd ", 3, "", 0,
+				  dir ? dir : "(to a directory that cannot be named)");
+	p->cds[p->n_cds].dir = dir ? lev_arena_strdup(&p->arena, dir) : NULL;
 	p->cds[p->n_cds].cdpath = cdpath;
 	p->n_cds++;
 }
@@ -182,10 +214,14 @@ static void add_target(struct sk *p, const struct sk_word *t)
 		return;
 	}
 	if (p->n_targets == p->cap_targets) {
-		p->cap_targets = p->cap_targets ? p->cap_targets * 2 : 8;
-		p->targets = xreallocarray(p->targets, p->cap_targets, sizeof(*p->targets));
+		size_t cap = p->cap_targets ? p->cap_targets * 2 : 8;
+
+		p->targets = lev_arena_grow(&p->arena, p->targets,
+					    p->cap_targets * sizeof(*p->targets),
+					    cap * sizeof(*p->targets));
+		p->cap_targets = cap;
 	}
-	p->targets[p->n_targets].path = xstrdup(t->val);
+	p->targets[p->n_targets].path = t->val; /* both in the arena */
 	p->targets[p->n_targets].tilde = t->tilde;
 	p->targets[p->n_targets].n_cd = p->n_cds;
 	p->n_targets++;
@@ -193,12 +229,21 @@ static void add_target(struct sk *p, const struct sk_word *t)
 
 /* ---- the cursor ---------------------------------------------------------- */
 
-/* The current character, after removing line continuations; -1 at the end. */
-static int peekc(struct sk *p)
+/* peekc() at a backslash or the end: skip the line continuations. */
+__attribute__((noinline)) static int peekc_slow(struct sk *p)
 {
 	while (p->i + 1 < p->n && p->s[p->i] == '\\' && p->s[p->i + 1] == '\n')
 		p->i += 2;
 	return p->i < p->n ? (unsigned char)p->s[p->i] : -1;
+}
+
+/* The current character, after removing line continuations; -1 at the end. */
+static inline int peekc(struct sk *p)
+{
+	/* the common case: a byte that is not a backslash */
+	if (__builtin_expect(p->i < p->n && p->s[p->i] != '\\', 1))
+		return (unsigned char)p->s[p->i];
+	return peekc_slow(p);
 }
 
 /* The character after the current one (continuations removed). */
@@ -245,9 +290,10 @@ static void parse_list(struct sk *p, int closer);
 /* ---- words ----------------------------------------------------------------- */
 
 struct wctx {
-	struct lev_buf b;	/* the raw text, SK_MARK bytes included */
-	struct lev_buf *m;	/* its mask: the parser's (p->mask) or OWN_M */
-	struct lev_buf own_m;
+	struct lev_arena *a;	/* the parse's: where B (and OWN_M) grow */
+	struct sk_text b;	/* the raw text, SK_MARK bytes included */
+	struct sk_text *m;	/* its mask: the parser's (p->mask) or OWN_M */
+	struct sk_text own_m;
 	bool special;		/* an unquoted byte brace, tilde or pattern expansion reads */
 	struct sk_word w;
 	bool plain_prefix;	/* nothing quoted or expanded yet (assignment names) */
@@ -260,44 +306,64 @@ struct wctx {
 };
 
 /* The bytes a word's buffer starts with (most words are shorter). */
-#define WORD_ROOM 47
+#define WORD_ROOM 32
 
-/* MASK: a buffer to reuse for the mask (emptied here), or NULL for one of its own. */
-static void wctx_init(struct wctx *x, struct lev_buf *mask)
+/* An empty text of CAP bytes (its NUL included) in arena A. */
+static void text_init(struct lev_arena *a, struct sk_text *t, size_t cap)
 {
-	memset(x, 0, sizeof(*x));
-	lev_buf_init(&x->b, LEV_SHELLKEYS_MAX_LINE);
-	/* room for most words at once: a word is read byte by byte */
-	(void)lev_buf_grow(&x->b, WORD_ROOM);
-	lev_buf_init(&x->own_m, LEV_SHELLKEYS_MAX_LINE);
-	x->m = mask ? mask : &x->own_m;
-	lev_buf_truncate(x->m, 0);
-	x->plain_prefix = true;
+	t->buf = lev_arena_alloc(a, cap);
+	t->buf[0] = '\0';
+	t->len = 0;
+	t->cap = cap;
 }
 
-static void wctx_release(struct wctx *x)
+__attribute__((noinline)) static void text_grow(struct lev_arena *a, struct sk_text *t)
 {
-	lev_buf_release(&x->b);
-	lev_buf_release(&x->own_m);
-	sk_word_release(&x->w);
+	size_t cap = t->cap * 2;
+
+	t->buf = lev_arena_grow(a, t->buf, t->cap, cap);
+	t->cap = cap;
 }
 
-/* Add C to the word; Q is its mask byte (SK_UNQ, SK_QUO or SK_MARK). */
-/* lev_buf_addch() with the common case inline: a word is read byte by byte */
-static inline void addch(struct lev_buf *b, char c)
+/*
+ * Add C to T: a word is read byte by byte (and is never longer than the
+ * line).  Room for the NUL is kept, but it is written by text_end().
+ */
+static inline void addch(struct lev_arena *a, struct sk_text *t, char c)
 {
-	if (b->len + 1 < b->alloc) {
-		b->buf[b->len++] = c;
-		b->buf[b->len] = '\0';
+	if (__builtin_expect(t->len + 1 >= t->cap, 0))
+		text_grow(a, t);
+	t->buf[t->len++] = c;
+}
+
+/* T's text as a C string. */
+static inline char *text_end(struct sk_text *t)
+{
+	t->buf[t->len] = '\0';
+	return t->buf;
+}
+
+/* MASK: a text to reuse for the mask (emptied here), or NULL for one of its own. */
+static void wctx_init(struct sk *p, struct wctx *x, struct sk_text *mask)
+{
+	/* member by member: a memset() of the whole context costs more than the word */
+	*x = (struct wctx){ .a = &p->arena, .plain_prefix = true };
+	/* room for most words at once */
+	text_init(x->a, &x->b, WORD_ROOM);
+	if (mask) {
+		x->m = mask;
+		x->m->len = 0;
 	} else {
-		(void)lev_buf_addch(b, c);
+		text_init(x->a, &x->own_m, WORD_ROOM);
+		x->m = &x->own_m;
 	}
 }
 
+/* Add C to the word; Q is its mask byte (SK_UNQ, SK_QUO or SK_MARK). */
 static void putq(struct wctx *x, int c, char q)
 {
-	addch(&x->b, (char)c);
-	addch(x->m, q);
+	addch(x->a, &x->b, (char)c);
+	addch(x->a, x->m, q);
 	if (q == SK_UNQ && (c == '{' || c == '~' || c == '*' || c == '?' || c == '['))
 		x->special = true;
 	if (c >= 0x80)
@@ -373,7 +439,7 @@ static void scan_brace_word(struct sk *p, bool in_dq)
 {
 	struct wctx scratch;
 
-	wctx_init(&scratch, NULL);
+	wctx_init(p, &scratch, NULL);
 	while (!p->stopped) {
 		int c = peekc(p);
 
@@ -428,7 +494,6 @@ static void scan_brace_word(struct sk *p, bool in_dq)
 		}
 		adv(p);
 	}
-	wctx_release(&scratch);
 }
 
 static bool is_name_start(int c)
@@ -444,26 +509,28 @@ static bool is_name_char(int c)
 /* After "${": NAME, then '}' or an operator and a word. */
 static void scan_param(struct sk *p, bool in_dq)
 {
-	struct lev_buf name = LEV_BUF_INIT_MAX(LEV_SHELLKEYS_MAX_LINE);
+	struct sk_text name;
 	int c = peekc(p);
 	bool length = false, bind = false;
 
+	text_init(&p->arena, &name, WORD_ROOM);
+
 	if (c == '!') {
 		sk_stop(p, "an indirect ${! } expansion");
-		goto out;
+		return;
 	}
 	if (c == '#') {
 		adv(p);
 		if (peekc(p) == '}') {
 			adv(p);
-			goto out;
+			return;
 		}
 		length = true;
 	}
 	c = peekc(p);
 	if (is_name_start(c)) {
 		while (is_name_char(c = peekc(p))) {
-			(void)lev_buf_addch(&name, (char)c);
+			addch(&p->arena, &name, (char)c);
 			adv(p);
 		}
 	} else if (c >= '0' && c <= '9') {
@@ -473,20 +540,20 @@ static void scan_param(struct sk *p, bool in_dq)
 		adv(p);
 	} else {
 		sk_stop(p, "a ${ } expansion this parser does not read");
-		goto out;
+		return;
 	}
 	c = peekc(p);
 	if (c == '}') {
 		adv(p);
-		goto out;
+		return;
 	}
 	if (length) {
 		sk_stop(p, "a ${# } expansion this parser does not read");
-		goto out;
+		return;
 	}
 	if (c == '[') {
 		sk_stop(p, "an array subscript (it evaluates arithmetic)");
-		goto out;
+		return;
 	}
 	if (c == ':') {
 		adv(p);
@@ -506,24 +573,23 @@ static void scan_param(struct sk *p, bool in_dq)
 		adv(p);
 	} else {
 		sk_stop(p, "a ${ } expansion this parser does not read");
-		goto out;
+		return;
 	}
 	if (bind && name.len)
 		sk_bind(p, name.buf, name.len);
 	scan_brace_word(p, in_dq);
-out:
-	lev_buf_release(&name);
 }
 
 /* Drop the SK_MARK bytes (0x01) from B. */
-static void strip_marks(struct lev_buf *b)
+static void strip_marks(struct sk_text *b)
 {
 	size_t i, j;
 
 	for (i = 0, j = 0; i < b->len; i++)
 		if (b->buf[i] != 0x01)
 			b->buf[j++] = b->buf[i];
-	lev_buf_truncate(b, j);
+	b->len = j;
+	b->buf[j] = '\0';
 }
 
 static int hexval(int c)
@@ -806,6 +872,7 @@ static void put_unquoted(struct wctx *x, int c, bool first)
 /* The word read into X, with what its text says about it, into *OUT. */
 static void finish_word(struct wctx *x, struct sk_word *out)
 {
+	text_end(&x->b);
 	x->w.raw_len = x->b.len;
 	/*
 	 * A substitution inside the word parsed words of its own with the
@@ -818,12 +885,11 @@ static void finish_word(struct wctx *x, struct sk_word *out)
 	}
 	/* the mask outlives the word only when an expansion will read it */
 	if (x->special || x->marks)
-		x->w.mask = xmemdup(x->m->buf, x->m->len + 1);
+		x->w.mask = lev_arena_strndup(x->a, x->m->buf, x->m->len);
 	x->w.plain = !x->special;
 	if (x->marks) {
 		/* RAW keeps the marks; VAL drops them */
-		x->w.raw = xmalloc(x->b.len + 1);
-		memcpy(x->w.raw, x->b.buf, x->b.len + 1);
+		x->w.raw = lev_arena_strndup(x->a, x->b.buf, x->b.len);
 		strip_marks(&x->b);
 	}
 	if (x->tilde_start) {
@@ -837,7 +903,8 @@ static void finish_word(struct wctx *x, struct sk_word *out)
 	x->w.procsubst_only = x->procsubsts == 1 && !x->other;
 	if (x->procsubsts && !x->w.procsubst_only)
 		x->w.opaque = true; /* a /dev/fd/N path glued to other text */
-	x->w.val = lev_buf_detach(&x->b, &x->w.len);
+	x->w.val = x->b.buf;
+	x->w.len = x->b.len;
 	*out = x->w;
 }
 
@@ -848,15 +915,64 @@ static const bool word_special[256] = {
 	['"'] = true, ['$'] = true, ['`'] = true,
 };
 
+/*
+ * Plain-text bytes put_unquoted() adds and does nothing else for: not
+ * special to the word (above), not read by brace, tilde or pattern
+ * expansion, not '=' (assignments), not '~', ASCII.
+ */
+static const bool word_run[256] = {
+	['!'] = true, ['#'] = true, ['%'] = true, ['+'] = true, [','] = true, ['-'] = true,
+	['.'] = true, ['/'] = true, ['0'] = true, ['1'] = true, ['2'] = true, ['3'] = true,
+	['4'] = true, ['5'] = true, ['6'] = true, ['7'] = true, ['8'] = true, ['9'] = true,
+	[':'] = true, ['@'] = true, ['A'] = true, ['B'] = true, ['C'] = true, ['D'] = true,
+	['E'] = true, ['F'] = true, ['G'] = true, ['H'] = true, ['I'] = true, ['J'] = true,
+	['K'] = true, ['L'] = true, ['M'] = true, ['N'] = true, ['O'] = true, ['P'] = true,
+	['Q'] = true, ['R'] = true, ['S'] = true, ['T'] = true, ['U'] = true, ['V'] = true,
+	['W'] = true, ['X'] = true, ['Y'] = true, ['Z'] = true, ['^'] = true, ['_'] = true,
+	['a'] = true, ['b'] = true, ['c'] = true, ['d'] = true, ['e'] = true, ['f'] = true,
+	['g'] = true, ['h'] = true, ['i'] = true, ['j'] = true, ['k'] = true, ['l'] = true,
+	['m'] = true, ['n'] = true, ['o'] = true, ['p'] = true, ['q'] = true, ['r'] = true,
+	['s'] = true, ['t'] = true, ['u'] = true, ['v'] = true, ['w'] = true, ['x'] = true,
+	['y'] = true, ['z'] = true,
+};
+
+/* The run of word_run bytes at the cursor, added at once; false when there is none. */
+static bool read_run(struct sk *p, struct wctx *x)
+{
+	size_t j = p->i, len;
+
+	while (j < p->n && word_run[(unsigned char)p->s[j]])
+		j++;
+	len = j - p->i;
+	if (!len)
+		return false;
+	while (x->b.len + len >= x->b.cap)
+		text_grow(x->a, &x->b);
+	while (x->m->len + len >= x->m->cap)
+		text_grow(x->a, x->m);
+	memcpy(x->b.buf + x->b.len, p->s + p->i, len);
+	memset(x->m->buf + x->m->len, SK_UNQ, len);
+	x->b.len += len;
+	x->m->len += len;
+	x->other = true;
+	p->i = j;
+	return true;
+}
+
 static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 {
 	struct wctx x;
 	bool first = true, more = true;
 
-	wctx_init(&x, &p->mask);
+	wctx_init(p, &x, &p->mask);
 	while (more && !p->stopped) {
-		int c = peekc(p);
+		int c;
 
+		if (read_run(p, &x)) {
+			first = false;
+			continue;
+		}
+		c = peekc(p);
 		if (c >= 0 && !word_special[c]) {
 			/* the common case: a byte of plain text (peekc() stands on it) */
 			put_unquoted(&x, c, first);
@@ -890,10 +1006,6 @@ static void read_word(struct sk *p, struct sk_word *out, bool dbracket)
 
 static void drop_heredocs(struct sk *p)
 {
-	size_t i;
-
-	for (i = 0; i < p->n_heredocs; i++)
-		free(p->heredocs[i].delim);
 	p->n_heredocs = 0;
 }
 
@@ -998,7 +1110,8 @@ static void write_target(struct sk *p, const struct sk_word *t)
 	if (is_network_path(t->val))
 		sk_refuse(p, "a /dev/tcp or /dev/udp redirect opens a network connection");
 	else
-		sk_vec_push_take(&p->keys, xasprintf("shell:>%s", t->val));
+		sk_list_push(&p->arena, &p->keys,
+			     cat3(&p->arena, "shell:>", 7, t->val, strlen(t->val), NULL));
 	add_target(p, t);
 }
 
@@ -1079,7 +1192,7 @@ static void redirect(struct sk *p)
 		} else if (p->n_heredocs >= SK_MAX_HEREDOCS) {
 			sk_stop(p, "too many heredocs");
 		} else {
-			p->heredocs[p->n_heredocs].delim = TAKE_PTR(t.val);
+			p->heredocs[p->n_heredocs].delim = t.val; /* in the arena */
 			p->heredocs[p->n_heredocs].strip_tabs = kind == R_HEREDOC_STRIP;
 			p->heredocs[p->n_heredocs].quoted = t.quoted;
 			p->n_heredocs++;
@@ -1128,11 +1241,13 @@ struct cmd {
 	bool after_time;
 };
 
-static void cmd_push(struct cmd *c, struct sk_word *w)
+static void cmd_push(struct sk *p, struct cmd *c, struct sk_word *w)
 {
 	if (c->n == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 8;
-		c->w = xreallocarray(c->w, c->cap, sizeof(*c->w));
+		size_t cap = c->cap ? c->cap * 2 : 8;
+
+		c->w = lev_arena_grow(&p->arena, c->w, c->cap * sizeof(*c->w), cap * sizeof(*c->w));
+		c->cap = cap;
 	}
 	c->w[c->n++] = *w;
 	memset(w, 0, sizeof(*w));
@@ -1177,84 +1292,111 @@ static void boundary(struct sk *p, struct cmd *c, enum pstate *st, bool newline)
 	}
 }
 
-static bool is_kw(const struct sk_word *w, const char *kw)
-{
-	/* every word is tried against a dozen keywords: the first byte tells most apart */
-	return !w->quoted && !w->expanded && w->val[0] == kw[0] && !strcmp(w->val, kw);
-}
-
-static const char *const prefix_keywords[] = {
-	"if", "then", "else", "elif", "do", "while", "until", "!", "{", NULL,
+/* The reserved words (and the few other words) a command position may hold. */
+enum kw {
+	KW_NONE,
+	/* prefix keywords: the command goes on after them */
+	KW_IF, KW_THEN, KW_ELSE, KW_ELIF, KW_DO, KW_WHILE, KW_UNTIL, KW_BANG, KW_LBRACE,
+	/* closing keywords */
+	KW_FI, KW_DONE, KW_ESAC, KW_RBRACE,
+	KW_TIME, KW_TIME_P, KW_FOR, KW_SELECT, KW_CASE, KW_COPROC, KW_FUNCTION, KW_DBRACKET,
+	KW_DPAREN, KW_DBRACKET_END, KW_IN, KW_MATCH,
 };
-static const char *const closing_keywords[] = { "fi", "done", "esac", "}", NULL };
 
-static bool kw_in(const struct sk_word *w, const char *const *list)
+/* The keyword W spells (unquoted and unexpanded), once per word: a switch, not a dozen strcmp()s. */
+static enum kw keyword(const struct sk_word *w)
 {
-	for (; *list; list++)
-		if (is_kw(w, *list))
-			return true;
-	return false;
+	const char *v = w->val;
+
+	if (w->quoted || w->expanded || w->len > 8)
+		return KW_NONE;
+#define KW(text, k)                 \
+	if (!strcmp(v, text))        \
+		return k;
+	switch (v[0]) {
+	case 'i': KW("if", KW_IF) KW("in", KW_IN) break;
+	case 't': KW("then", KW_THEN) KW("time", KW_TIME) break;
+	case 'e': KW("else", KW_ELSE) KW("elif", KW_ELIF) KW("esac", KW_ESAC) break;
+	case 'd': KW("do", KW_DO) KW("done", KW_DONE) break;
+	case 'w': KW("while", KW_WHILE) break;
+	case 'u': KW("until", KW_UNTIL) break;
+	case '!': KW("!", KW_BANG) break;
+	case '{': KW("{", KW_LBRACE) break;
+	case '}': KW("}", KW_RBRACE) break;
+	case 'f': KW("fi", KW_FI) KW("for", KW_FOR) KW("function", KW_FUNCTION) break;
+	case 's': KW("select", KW_SELECT) break;
+	case 'c': KW("case", KW_CASE) KW("coproc", KW_COPROC) break;
+	case '[': KW("[[", KW_DBRACKET) break;
+	case ']': KW("]]", KW_DBRACKET_END) break;
+	case '(': KW("((", KW_DPAREN) break;
+	case '-': KW("-p", KW_TIME_P) break;
+	case '=': KW("=~", KW_MATCH) break;
+	}
+#undef KW
+	return KW_NONE;
 }
 
 /* One word in state *ST; takes ownership of *W. */
 static void handle_word(struct sk *p, struct cmd *c, enum pstate *st, struct sk_word *w)
 {
+	enum kw kw = keyword(w);
+
 	switch (*st) {
 	case S_START:
 		if (!c->started) {
-			if (c->after_time && is_kw(w, "-p")) {
+			if (c->after_time && kw == KW_TIME_P) {
 				c->after_time = false;
 				break;
 			}
 			c->after_time = false;
-			if (kw_in(w, prefix_keywords))
+			if (kw >= KW_IF && kw <= KW_LBRACE)
 				break;
-			if (is_kw(w, "time")) {
+			if (kw == KW_TIME) {
 				c->after_time = true;
 				break;
 			}
-			if (kw_in(w, closing_keywords)) {
+			if (kw >= KW_FI && kw <= KW_RBRACE) {
 				*st = S_AFTER;
 				break;
 			}
-			if (is_kw(w, "for")) {
+			if (kw == KW_FOR) {
 				*st = S_FOR_NAME;
 				break;
 			}
-			if (is_kw(w, "select")) {
+			if (kw == KW_SELECT) {
 				sk_refuse(p, "a select loop");
 				*st = S_FOR_NAME;
 				break;
 			}
-			if (is_kw(w, "case")) {
+			if (kw == KW_CASE) {
 				sk_stop(p, "a case statement");
 				break;
 			}
-			if (is_kw(w, "coproc")) {
+			if (kw == KW_COPROC) {
 				sk_stop(p, "a coprocess");
 				break;
 			}
-			if (is_kw(w, "function")) {
+			if (kw == KW_FUNCTION) {
 				sk_refuse(p, "a function definition");
 				*st = S_FUNC_NAME;
 				break;
 			}
-			if (is_kw(w, "[[")) {
+			if (kw == KW_DBRACKET) {
 				sk_refuse(p, "a [[ ]] test");
 				*st = S_DBRACKET;
 				break;
 			}
-			if (is_kw(w, "((") || is_kw(w, "]]") || is_kw(w, "in")) {
+			if (kw == KW_DPAREN || kw == KW_DBRACKET_END || kw == KW_IN) {
 				sk_stop(p, "a reserved word out of place");
 				break;
 			}
 		}
 		if (!w->assign)
 			*st = S_ARGS;
-		cmd_push(c, w);
+		cmd_push(p, c, w);
 		return;
 	case S_ARGS:
-		cmd_push(c, w);
+		cmd_push(p, c, w);
 		return;
 	case S_AFTER:
 		sk_stop(p, "a word after the end of a compound command");
@@ -1268,9 +1410,9 @@ static void handle_word(struct sk *p, struct cmd *c, enum pstate *st, struct sk_
 		}
 		break;
 	case S_FOR_IN:
-		if (is_kw(w, "in"))
+		if (kw == KW_IN)
 			*st = S_FOR_WORDS;
-		else if (is_kw(w, "do"))
+		else if (kw == KW_DO)
 			*st = S_START;
 		else
 			sk_stop(p, "a for loop this parser does not read");
@@ -1287,9 +1429,9 @@ static void handle_word(struct sk *p, struct cmd *c, enum pstate *st, struct sk_
 		handle_word(p, c, st, w);
 		return;
 	case S_DBRACKET:
-		if (is_kw(w, "]]"))
+		if (kw == KW_DBRACKET_END)
 			*st = S_AFTER;
-		else if (is_kw(w, "=~"))
+		else if (kw == KW_MATCH)
 			sk_stop(p, "a regular expression inside [[ ]]");
 		break;
 	}
@@ -1554,10 +1696,21 @@ static void parse_list(struct sk *p, int closer)
 	while (l.parens--)
 		p->depth--;
 	cmd_clear(&l.c);
-	free(l.c.w);
 }
 
 /* ---- the whole line ------------------------------------------------------------ */
+
+/* The eight bytes at S are all ' ' to '~'. */
+static inline bool printable8(const unsigned char *s)
+{
+	uint64_t v, lo, hi;
+
+	memcpy(&v, s, 8);
+	/* a byte below 0x20 or above 0x7e sets its top bit in LO or HI; none is above 0x7f */
+	lo = v - 0x2020202020202020ULL;
+	hi = v + 0x0101010101010101ULL;
+	return !((v | lo | hi) & 0x8080808080808080ULL);
+}
 
 /* Valid UTF-8, no control bytes besides tab and newline. */
 static const char *check_bytes(const unsigned char *s, size_t n)
@@ -1569,6 +1722,12 @@ static const char *check_bytes(const unsigned char *s, size_t n)
 		uint32_t cp;
 		size_t len;
 
+		/* the common case: printable ASCII, eight bytes at a time */
+		while (i + 8 <= n && printable8(s + i))
+			i += 8;
+		if (i >= n)
+			break;
+		c = s[i];
 		if (c < 0x80) {
 			if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
 				return "a control character (a carriage return, for one) that the shell "
@@ -1678,20 +1837,37 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void free_parser(struct sk *p)
+/* The keys sorted and deduplicated, in place (they stay in the arena). */
+static void sort_keys(struct sk_list *keys)
 {
+	size_t i, j;
+
+	if (keys->n > 1)
+		qsort(keys->v, keys->n, sizeof(*keys->v), cmp_str);
+	for (i = 0, j = 0; i < keys->n; i++) {
+		if (j && !strcmp(keys->v[j - 1], keys->v[i]))
+			continue;
+		keys->v[j++] = keys->v[i];
+	}
+	keys->n = j;
+}
+
+/* A heap strv of the N strings V (the caller's to free). */
+static char **copy_strv(char *const *v, size_t n)
+{
+	char **r = xreallocarray(NULL, n + 1, sizeof(*r));
 	size_t i;
 
-	sk_vec_release(&p->keys);
-	for (i = 0; i < p->n_targets; i++)
-		free(p->targets[i].path);
-	free(p->targets);
-	for (i = 0; i < p->n_cds; i++)
-		free(p->cds[i].dir);
-	free(p->cds);
-	free(p->outside);
-	lev_buf_release(&p->mask);
+	for (i = 0; i < n; i++)
+		r[i] = xstrdup(v[i]);
+	r[n] = NULL;
+	return r;
+}
+
+static void free_parser(struct sk *p)
+{
 	drop_heredocs(p);
+	lev_arena_release(&p->arena);
 }
 
 static void finish_unreadable(const char *line, size_t len, const char *reason,
@@ -1708,14 +1884,17 @@ static void finish_unreadable(const char *line, size_t len, const char *reason,
 	}
 }
 
+/* The memory on the stack a parse starts with: most lines need no more. */
+#define SK_ARENA_ROOM 4096
+
 static void parse_traced(const char *line, struct lev_shellkeys *out, struct sk_vec *trace)
 {
+	_Alignas(LEV_ARENA_ALIGN) char room[SK_ARENA_ROOM];
 	struct sk p = { .trace = trace };
 	struct sk_vec targets = { 0 };
 	const char *bad;
-	size_t len, i, j;
+	size_t len, i;
 
-	lev_buf_init(&p.mask, LEV_SHELLKEYS_MAX_LINE);
 	memset(out, 0, sizeof(*out));
 	if (!line) {
 		finish_unreadable(NULL, 0, "there is no command", out);
@@ -1734,6 +1913,9 @@ static void parse_traced(const char *line, struct lev_shellkeys *out, struct sk_
 
 	p.s = line;
 	p.n = len;
+	lev_arena_init(&p.arena, room, sizeof(room));
+	/* the shared mask: no word is longer than the line */
+	text_init(&p.arena, &p.mask, len + 1);
 	parse_list(&p, 0);
 	if (p.stopped) {
 		finish_unreadable(line, len, p.stop_reason, out);
@@ -1742,18 +1924,7 @@ static void parse_traced(const char *line, struct lev_shellkeys *out, struct sk_
 	}
 	resolve_targets(&p, &targets);
 
-	if (p.keys.n)
-		qsort(p.keys.v, p.keys.n, sizeof(*p.keys.v), cmp_str);
-	for (i = 0, j = 0; i < p.keys.n; i++) {
-		if (j && !strcmp(p.keys.v[j - 1], p.keys.v[i])) {
-			free(p.keys.v[i]);
-			continue;
-		}
-		p.keys.v[j++] = p.keys.v[i];
-	}
-	p.keys.n = j;
-	if (p.keys.v)
-		p.keys.v[j] = NULL;
+	sort_keys(&p.keys);
 	for (i = 0; i < p.keys.n && !p.ungrantable; i++) {
 		const unsigned char *k;
 
@@ -1768,12 +1939,10 @@ static void parse_traced(const char *line, struct lev_shellkeys *out, struct sk_
 
 	out->grantable = !p.ungrantable;
 	out->reason = p.ungrantable ? p.reason : NULL;
-	if (out->grantable) {
-		out->keys = p.keys.v;
-		memset(&p.keys, 0, sizeof(p.keys));
-	}
+	if (out->grantable)
+		out->keys = copy_strv(p.keys.v, p.keys.n);
 	out->write_targets = targets.v;
-	out->reads_outside = TAKE_PTR(p.outside);
+	out->reads_outside = p.outside ? xstrdup(p.outside) : NULL;
 	out->writes = p.writes || p.unlocatable;
 	out->unlocatable_write = p.unlocatable;
 	out->write_reason = p.unlocatable ? p.write_reason : NULL;
