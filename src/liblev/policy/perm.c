@@ -280,28 +280,49 @@ not_covered:
 
 /* ---- accounts ------------------------------------------------------------------- */
 
+/*
+ * "SOURCE TOOL = \"VERDICT\"".  Every call's account starts with one, so it
+ * is put together from its pieces, without printf.
+ */
 static int rule_text(struct lev_buf *b, enum lev_perm_why why, const struct lev_perm_rule *rule,
 		     const char *tool, enum lev_verdict v)
 {
-	if (why == LEV_PERM_WHY_DEFAULT || !rule)
-		return lev_buf_addf(b, "built-in default %s = \"%s\"", tool, lev_verdict_name(v));
-	return lev_buf_addf(b, "%s %s = \"%s\"", rule->source ? rule->source : "(unknown)",
-			    rule->tool, lev_verdict_name(rule->verdict));
+	const char *source = "built-in default";
+	int e = 0;
+
+	if (why != LEV_PERM_WHY_DEFAULT && rule) {
+		source = rule->source ? rule->source : "(unknown)";
+		tool = rule->tool;
+		v = rule->verdict;
+	}
+	e |= lev_buf_adds(b, source);
+	e |= lev_buf_addch(b, ' ');
+	e |= lev_buf_adds(b, tool);
+	e |= lev_buf_adds(b, " = \"");
+	e |= lev_buf_adds(b, lev_verdict_name(v));
+	e |= lev_buf_addch(b, '"');
+	return e;
 }
 
-static int resolution_text(struct lev_buf *b, const struct lev_perm_resolution *r)
+/* "--allow shell (over " or "--yolo (over " */
+static int launch_text(struct lev_buf *b, const char *launch)
 {
 	int e = 0;
 
-	if (r->why == LEV_PERM_WHY_LAUNCH) {
-		if (strcmp(r->launch, "--yolo"))
-			e |= lev_buf_addf(b, "--allow %s (over ", r->launch);
-		else
-			e |= lev_buf_adds(b, "--yolo (over ");
-	}
-	e |= rule_text(b, r->configured_why, r->rule, r->tool, r->configured);
-	if (r->why == LEV_PERM_WHY_LAUNCH)
-		e |= lev_buf_addch(b, ')');
+	if (!strcmp(launch, "--yolo"))
+		return lev_buf_adds(b, "--yolo (over ");
+	e |= lev_buf_adds(b, "--allow ");
+	e |= lev_buf_adds(b, launch);
+	e |= lev_buf_adds(b, " (over ");
+	return e;
+}
+
+/* The rare additions to an account: a capped entry, a final deny. */
+static __attribute__((cold, noinline)) int limits_text(struct lev_buf *b,
+						       const struct lev_perm_resolution *r)
+{
+	int e = 0;
+
 	if (r->capped)
 		e |= lev_buf_addf(b, "; %s %s = \"%s\" cannot loosen it",
 				  r->capped->source ? r->capped->source : "the blueprint's entry",
@@ -309,6 +330,20 @@ static int resolution_text(struct lev_buf *b, const struct lev_perm_resolution *
 	if (r->verdict == LEV_DENY && r->launch)
 		e |= lev_buf_addf(b, "; a deny is final: %s does not lift it",
 				  strcmp(r->launch, "--yolo") ? "--allow" : "--yolo");
+	return e;
+}
+
+static int resolution_text(struct lev_buf *b, const struct lev_perm_resolution *r)
+{
+	int e = 0;
+
+	if (r->why == LEV_PERM_WHY_LAUNCH)
+		e |= launch_text(b, r->launch);
+	e |= rule_text(b, r->configured_why, r->rule, r->tool, r->configured);
+	if (r->why == LEV_PERM_WHY_LAUNCH)
+		e |= lev_buf_addch(b, ')');
+	if (r->capped || (r->verdict == LEV_DENY && r->launch))
+		e |= limits_text(b, r);
 	return e ? -E2BIG : 0;
 }
 
@@ -319,9 +354,10 @@ int lev_perm_describe(const struct lev_perm_decision *d, struct lev_buf *out)
 
 	if (d->why == LEV_PERM_WHY_COVERED) {
 		e |= lev_buf_adds(out, "every key of the call is covered by ");
-		for (i = 0; i < d->n_safe_sources; i++)
-			e |= lev_buf_addf(out, "%s%s", i ? ", " : "the safe commands of ",
-					  d->safe_sources[i]);
+		for (i = 0; i < d->n_safe_sources; i++) {
+			e |= lev_buf_adds(out, i ? ", " : "the safe commands of ");
+			e |= lev_buf_adds(out, d->safe_sources[i]);
+		}
 		if (d->by_grant)
 			e |= lev_buf_adds(out, d->n_safe_sources ? " and a grant" : "a grant");
 		e |= lev_buf_adds(out, " (otherwise: ");

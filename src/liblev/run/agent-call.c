@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/base/hot.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -180,7 +181,8 @@ static enum lev_gate_answer taint_answer(enum lev_ask_answer ans)
 }
 
 /* One audit line per gate that asked, with the answer (NONE: nobody was asked). */
-static void audit_asks(struct lev_agent *a, const struct call_state *cs, enum lev_ask_answer ans)
+static LEV_COLD void audit_asks(struct lev_agent *a, const struct call_state *cs,
+			       enum lev_ask_answer ans)
 {
 	const struct lev_gatechain_decision *gd = &cs->gd;
 	bool yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
@@ -208,7 +210,7 @@ static void audit_asks(struct lev_agent *a, const struct call_state *cs, enum le
  * them.  Allow once / for this stage / for this run answer every ask (a
  * taint ask allowed "for this stage" is allowed once); deny refuses.
  */
-static void ask_together(struct lev_agent *a, struct call_state *cs)
+static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 {
 	struct lev_gatechain_decision *gd = &cs->gd;
 	struct lev_buf desc = LEV_BUF_INIT;
@@ -652,7 +654,8 @@ static bool args_name(const json_t *args, const char *dir, const char *p)
  * the taint gate refused, the context it judged.  A refusal is never a way
  * to turn private words into public ones.
  */
-static enum lev_level refusal_label(const struct lev_agent *a, const struct call_state *cs)
+static LEV_NOINLINE enum lev_level refusal_label(const struct lev_agent *a,
+						 const struct call_state *cs)
 {
 	const char *p = cs->gd.path;
 	enum lev_level l = a->seen;
@@ -673,7 +676,7 @@ static bool observed(const struct lev_agent *a)
 	return a->rec || a->o.hooks.event;
 }
 
-static void tool_call_event(struct lev_agent *a, const struct call_state *cs)
+static LEV_NOINLINE void tool_call_event(struct lev_agent *a, const struct call_state *cs)
 {
 	json_t *ev;
 
@@ -802,7 +805,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		return 0;
 	}
 	/* the decision is recorded before the call runs: it was made before */
-	tool_call_event(a, &cs);
+	if (observed(a))
+		tool_call_event(a, &cs);
 	if (dec->allowed) {
 		/* the decisions so far are on disk before any side effect happens */
 		if (a->rec && !lev_tool_read_only(cs.ti))

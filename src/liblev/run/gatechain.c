@@ -8,6 +8,7 @@
 #include "liblev/policy/argcheck.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/hot.h"
 #include "liblev/run/gatechain.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
@@ -127,8 +128,12 @@ static void step(struct lev_gatechain_decision *d, enum lev_gate_id gate, enum l
 	s->target = target;
 }
 
-/* A refusal at GATE: TEXT (taken) is what the model gets. */
-static void refuse(struct lev_gatechain_decision *d, enum lev_gate_id gate, const char *rule,
+/*
+ * A refusal at GATE: TEXT (taken) is what the model gets.  Cold, like every
+ * refusal and ask builder below: the per-call path of an allowed call stays
+ * in few cache lines (bench/cg-gates.sh).
+ */
+static LEV_COLD void refuse(struct lev_gatechain_decision *d, enum lev_gate_id gate, const char *rule,
 		   char *text, const char *target)
 {
 	step(d, gate, LEV_DENY, rule, own(d, one_line(text)), target);
@@ -151,66 +156,81 @@ static const char *arg_str(const json_t *args, const char *key)
 
 /* ---- offered, schema, seed -------------------------------------------- */
 
+static LEV_COLD bool refuse_offered(const struct lev_gatechain_env *env, const char *name,
+				    const struct lev_tool_info *ti, struct lev_gatechain_decision *d)
+{
+	char *t;
+
+	if (env->mode == LEV_GATECHAIN_TOOL_SEED) {
+		refuse(d, LEV_GATE_OFFERED, R(SEED),
+		       xasprintf("[unavailable] '%s' cannot seed a region: only file, shell "
+				 "and network tools run at spawn", name),
+		       NULL);
+		return false;
+	}
+	t = env->offered ? xasprintf("[unavailable] '%s' is not available in this stage. You "
+				     "may call: %s.", name, env->offered_list)
+			 : xasprintf("[unavailable] '%s' is not available in this stage, "
+				     "which has no tools at all. Answer directly.", name);
+	refuse(d, LEV_GATE_OFFERED, ti ? R(NOT_OFFERED) : R(UNKNOWN_TOOL), t, NULL);
+	return false;
+}
+
 static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
 			 struct lev_gatechain_decision *d)
 {
 	const struct lev_tool_info *ti = d->tool;
-	const char *name = c->name ? c->name : "";
 
+	if (lev_likely(env->mode == LEV_GATECHAIN_CALL)) {
+		if (lev_unlikely(!ti || !lev_strv_contains(env->offered, ti->name)))
+			return refuse_offered(env, c->name ? c->name : "", ti, d);
+		/* the offered gate never approves a call: its reason is not formatted */
+		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(AVAILABLE_TOOLS), "the stage offers it",
+		     NULL);
+		return true;
+	}
 	if (env->mode == LEV_GATECHAIN_COMMAND_SEED) {
 		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a command seed", NULL);
 		return true;
 	}
-	if (env->mode == LEV_GATECHAIN_TOOL_SEED) {
-		if (!ti || ti->kind == LEV_TOOL_INLINE || ti->kind == LEV_TOOL_ASK) {
-			refuse(d, LEV_GATE_OFFERED, R(SEED),
-			       xasprintf("[unavailable] '%s' cannot seed a region: only file, shell "
-					 "and network tools run at spawn", name),
-			       NULL);
-			return false;
-		}
-		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a tool seed", NULL);
-		return true;
-	}
-	if (!ti || !lev_strv_contains(env->offered, ti->name)) {
-		char *t = env->offered
-				  ? xasprintf("[unavailable] '%s' is not available in this stage. You "
-					      "may call: %s.", name, env->offered_list)
-				  : xasprintf("[unavailable] '%s' is not available in this stage, "
-					      "which has no tools at all. Answer directly.", name);
-
-		refuse(d, LEV_GATE_OFFERED, ti ? R(NOT_OFFERED) : R(UNKNOWN_TOOL), t,
-		       NULL);
-		return false;
-	}
-	/* the offered gate never approves a call: its reason is not formatted */
-	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(AVAILABLE_TOOLS), "the stage offers it", NULL);
+	if (!ti || ti->kind == LEV_TOOL_INLINE || ti->kind == LEV_TOOL_ASK)
+		return refuse_offered(env, c->name ? c->name : "", ti, d);
+	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a tool seed", NULL);
 	return true;
+}
+
+static LEV_COLD bool refuse_json(const struct lev_gatechain_call *c,
+				 struct lev_gatechain_decision *d)
+{
+	refuse(d, LEV_GATE_SCHEMA, R(JSON),
+	       xasprintf("[error] the arguments of '%s' are not a valid JSON object (%s). "
+			 "Send them again as one JSON object.", d->canon,
+			 c->parse_error ? c->parse_error : "not JSON"),
+	       NULL);
+	return false;
+}
+
+static LEV_COLD bool refuse_schema(const struct lev_err *e, struct lev_gatechain_decision *d)
+{
+	refuse(d, LEV_GATE_SCHEMA, R(SCHEMA),
+	       xasprintf("[error] invalid arguments for '%s': %s", d->canon, e->msg), NULL);
+	return false;
 }
 
 static bool gate_schema(const struct lev_gatechain_call *c, struct lev_gatechain_decision *d)
 {
 	struct lev_err e = LEV_ERR_INIT;
 
-	if (!c->args || !json_is_object(c->args)) {
-		refuse(d, LEV_GATE_SCHEMA, R(JSON),
-		       xasprintf("[error] the arguments of '%s' are not a valid JSON object (%s). "
-				 "Send them again as one JSON object.", d->canon,
-				 c->parse_error ? c->parse_error : "not JSON"),
-		       NULL);
-		return false;
-	}
-	if (lev_argcheck_checked(d->tool->schema, c->args, &e) < 0) {
-		refuse(d, LEV_GATE_SCHEMA, R(SCHEMA),
-		       xasprintf("[error] invalid arguments for '%s': %s", d->canon, e.msg), NULL);
-		return false;
-	}
+	if (lev_unlikely(!c->args || !json_is_object(c->args)))
+		return refuse_json(c, d);
+	if (lev_unlikely(lev_argcheck_checked(d->tool->schema, c->args, &e) < 0))
+		return refuse_schema(&e, d);
 	step(d, LEV_GATE_SCHEMA, LEV_ALLOW, R(SCHEMA), "the arguments fit the schema", NULL);
 	return true;
 }
 
 /* A command seed: enabled, every program safe-listed, a fence where there is no sandbox. */
-static void gate_seed(const struct lev_gatechain_env *env, const char *command,
+static LEV_COLD void gate_seed(const struct lev_gatechain_env *env, const char *command,
 		      struct lev_gatechain_decision *d)
 {
 	struct lev_perm_decision pd;
@@ -251,8 +271,8 @@ static void gate_seed(const struct lev_gatechain_env *env, const char *command,
 
 /* ---- redirect, permission ----------------------------------------------- */
 
-static int gate_redirect(const struct lev_gatechain_env *env, struct lev_gatechain_decision *d,
-			 struct lev_err *err)
+static LEV_NOINLINE int gate_redirect(const struct lev_gatechain_env *env,
+				      struct lev_gatechain_decision *d, struct lev_err *err)
 {
 	struct lev_redirect_decision rd = { 0 };
 	struct lev_buf fwhy = LEV_BUF_INIT;
@@ -260,8 +280,6 @@ static int gate_redirect(const struct lev_gatechain_env *env, struct lev_gatecha
 	const char *rule;
 	int r;
 
-	if (!d->have_sk)
-		return 0;
 	/* a line that cannot be fully analysed runs only behind a write fence */
 	if (lev_perm_fence_check(&d->sk, env->kind, env->fenced, &fwhy) != LEV_ALLOW) {
 		refuse(d, LEV_GATE_REDIRECT, R(WRITE_FENCE), xasprintf("[denied] %s", fwhy.buf),
@@ -298,53 +316,93 @@ static bool perm_chosen(const struct lev_perm_decision *pd)
 	return pd->why != LEV_PERM_WHY_DEFAULT;
 }
 
+/*
+ * A shell line nobody approved (a safe list did) runs, with no sandbox,
+ * inside a Landlock read fence; without Landlock it cannot, so it asks
+ * like any other line (fail closed).
+ */
+static LEV_NOINLINE void safe_listed_shell(const struct lev_gatechain_env *env,
+					   struct lev_gatechain_decision *d,
+					   struct lev_perm_decision *pd, struct lev_buf *why)
+{
+	d->git_hooks_off = true;
+	if (env->kind != LEV_SANDBOX_NONE)
+		return;
+	if (env->landlock) {
+		d->read_fence = true;
+	} else {
+		pd->verdict = pd->own.verdict;
+		pd->why = pd->own.why;
+		(void)lev_buf_adds(why, "; with no sandbox, pre-approved commands need a "
+				   "Landlock read fence, and this kernel has none");
+	}
+}
+
+/* The permission gate refuses, or asks: the model's text, the ask's words and keys. */
+static LEV_COLD void permission_not_allowed(struct lev_gatechain_decision *d,
+					    enum lev_verdict v, const char *rule)
+{
+	if (v == LEV_DENY) {
+		refuse(d, LEV_GATE_PERMISSION, rule,
+		       xasprintf("[denied] Tool '%s' is not permitted (%s).", d->canon, rule), NULL);
+		return;
+	}
+	step(d, LEV_GATE_PERMISSION, LEV_ASK, rule,
+	     own(d, xasprintf("Tool '%s' needs approval (%s)", d->canon, rule)), NULL);
+	d->ask_permission = true;
+	d->perm_why = xstrdup(rule);
+	d->keys = lev_perm_call_keys(d->canon, d->have_sk ? &d->sk : NULL);
+}
+
 static void gate_permission(const struct lev_gatechain_env *env, struct lev_gatechain_decision *d,
 			    bool *approved)
 {
-	const struct lev_shellkeys *sk = d->have_sk ? &d->sk : NULL;
 	struct lev_perm_decision pd;
 	struct lev_buf why = LEV_BUF_INIT;
 	const char *rule;
 
-	lev_perm_decide(env->perm, d->canon, sk, env->grants, &pd);
+	lev_perm_decide(env->perm, d->canon, d->have_sk ? &d->sk : NULL, env->grants, &pd);
+	/* room for the usual account at once ("built-in default read_file = \"allow\"") */
+	(void)lev_buf_grow(&why, 80);
 	(void)lev_perm_describe(&pd, &why);
-	/*
-	 * A shell line nobody approved (a safe list did) runs, with no sandbox,
-	 * inside a Landlock read fence; without Landlock it cannot, so it asks
-	 * like any other line (fail closed).
-	 */
 	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
 	    d->tool->kind == LEV_TOOL_SHELL)
-		d->git_hooks_off = true;
-	if (pd.verdict == LEV_ALLOW && pd.why == LEV_PERM_WHY_COVERED && pd.n_safe_sources &&
-	    d->tool->kind == LEV_TOOL_SHELL && env->kind == LEV_SANDBOX_NONE) {
-		if (env->landlock) {
-			d->read_fence = true;
-		} else {
-			pd.verdict = pd.own.verdict;
-			pd.why = pd.own.why;
-			(void)lev_buf_adds(&why, "; with no sandbox, pre-approved commands need a "
-					   "Landlock read fence, and this kernel has none");
-		}
-	}
+		safe_listed_shell(env, d, &pd, &why);
 	rule = own(d, lev_buf_detach(&why, NULL));
-	if (pd.verdict == LEV_ALLOW) {
-		/* the rule is the reason: the permission gate approves unless a later gate does */
-		step(d, LEV_GATE_PERMISSION, LEV_ALLOW, rule, rule, NULL);
-		*approved = perm_chosen(&pd);
-	} else if (pd.verdict == LEV_DENY) {
-		refuse(d, LEV_GATE_PERMISSION, rule,
-		       xasprintf("[denied] Tool '%s' is not permitted (%s).", d->canon, rule), NULL);
-	} else {
-		step(d, LEV_GATE_PERMISSION, LEV_ASK, rule,
-		     own(d, xasprintf("Tool '%s' needs approval (%s)", d->canon, rule)), NULL);
-		d->ask_permission = true;
-		d->perm_why = xstrdup(rule);
-		d->keys = lev_perm_call_keys(d->canon, sk);
+	if (lev_unlikely(pd.verdict != LEV_ALLOW)) {
+		permission_not_allowed(d, pd.verdict, rule);
+		return;
 	}
+	/* the rule is the reason: the permission gate approves unless a later gate does */
+	step(d, LEV_GATE_PERMISSION, LEV_ALLOW, rule, rule, NULL);
+	*approved = perm_chosen(&pd);
 }
 
 /* ---- paths, network ----------------------------------------------------- */
+
+/* A path the file tools refuse (where it really leads), or cannot use at all (E). */
+static LEV_COLD void refuse_path(struct lev_gatechain_decision *d, enum lev_gate_id gate,
+				 struct lev_fs_decision *fd, const struct lev_err *e)
+{
+	if (e) {
+		/* a path no tool can use (empty, a NUL byte, not UTF-8 ...) */
+		refuse(d, LEV_GATE_WORKDIR, R(PATH), xasprintf("[error] %s", e->msg), NULL);
+		return;
+	}
+	if (fd->path && fd->path[0] == '/') {
+		/* a refused escape is reported where it really leads */
+		char *real = lev_perm_real_path(fd->path);
+
+		free(fd->path);
+		fd->path = real;
+	}
+	free(d->path);
+	d->path = TAKE_PTR(fd->path);
+	refuse(d, gate, gate == LEV_GATE_READ_PATHS ? R(READ_PATHS) : R(CONFINED),
+	       xasprintf("[error] %s", fd->reason ? fd->reason : "refused"), d->path);
+	/* nothing of a refused call is kept open */
+	d->fs = lev_fs_targets_free(d->fs);
+}
 
 static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
 		       struct lev_gatechain_decision *d, bool *approved)
@@ -352,34 +410,20 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 	struct lev_fs_decision fd = { 0 };
 	struct lev_err e = LEV_ERR_INIT;
 	enum lev_gate_id gate;
-	int r;
 
-	r = lev_fs_decide(env->fs, d->canon, c->args, env->real_paths, &fd, &d->fs, &e);
-	if (r < 0) {
-		/* a path no tool can use (empty, a NUL byte, not UTF-8 ...) */
-		refuse(d, LEV_GATE_WORKDIR, R(PATH), xasprintf("[error] %s", e.msg), NULL);
+	if (lev_unlikely(lev_fs_decide(env->fs, d->canon, c->args, env->real_paths, &fd, &d->fs,
+				       &e) < 0)) {
+		refuse_path(d, LEV_GATE_WORKDIR, NULL, &e);
 		return;
 	}
 	gate = fd.gate == LEV_FS_GATE_READ_PATHS ? LEV_GATE_READ_PATHS : LEV_GATE_WORKDIR;
-	if (fd.verdict != LEV_ALLOW && fd.path && fd.path[0] == '/') {
-		/* a refused escape is reported where it really leads */
-		char *real = lev_perm_real_path(fd.path);
-
-		free(fd.path);
-		fd.path = real;
-	}
-	free(d->path);
-	d->path = TAKE_PTR(fd.path);
-	if (fd.verdict != LEV_ALLOW) {
-		refuse(d, gate, gate == LEV_GATE_READ_PATHS ? R(READ_PATHS)
-							    : R(CONFINED),
-		       xasprintf("[error] %s", fd.reason ? fd.reason : "refused"), d->path);
-		/* nothing of a refused call is kept open */
-		d->fs = lev_fs_targets_free(d->fs);
+	if (lev_unlikely(fd.verdict != LEV_ALLOW)) {
+		refuse_path(d, gate, &fd, NULL);
 	} else {
-		step(d, gate, LEV_ALLOW, gate == LEV_GATE_READ_PATHS
-						 ? R(READ_PATHS_GRANTED)
-						 : R(CONFINED),
+		free(d->path);
+		d->path = TAKE_PTR(fd.path);
+		step(d, gate, LEV_ALLOW, gate == LEV_GATE_READ_PATHS ? R(READ_PATHS_GRANTED)
+								     : R(CONFINED),
 		     own(d, TAKE_PTR(fd.reason)), d->path);
 		if (gate == LEV_GATE_READ_PATHS)
 			*approved = true;
@@ -387,8 +431,9 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 	lev_fs_decision_release(&fd);
 }
 
-static void gate_network(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
-			 struct lev_gatechain_decision *d)
+static LEV_NOINLINE void gate_network(const struct lev_gatechain_env *env,
+				      const struct lev_gatechain_call *c,
+				      struct lev_gatechain_decision *d)
 {
 	const char *url = arg_str(c->args, "url");
 
@@ -445,8 +490,11 @@ static char *joined(char *const *v)
 	return b.len ? lev_buf_detach(&b, NULL) : (lev_buf_release(&b), NULL);
 }
 
-static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
-		      struct lev_gatechain_decision *d, bool *approved, struct lev_err *err)
+/* The taint gate proper, for an outbound tool under taint tracking. */
+static LEV_NOINLINE int taint_outbound(const struct lev_gatechain_env *env,
+				       const struct lev_gatechain_call *c,
+				       struct lev_gatechain_decision *d, bool *approved,
+				       struct lev_err *err)
 {
 	struct lev_gate_call gc = {
 		.tool = d->canon,
@@ -454,26 +502,9 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 		.ctx = env->taint_ctx,
 		.taint = env->taint_level,
 	};
-	struct lev_tool_class cls;
 	const char *rule;
 	int r;
 
-	if (d->tool->kind == LEV_TOOL_SHELL && env->taint_enabled && env->shell_offline) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(OFFLINE),
-		     "taint: not outbound: the stage's sandbox has no network", NULL);
-		return 0;
-	}
-	if (!env->taint_enabled || !env->taint) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(TAINT_DISABLED),
-		     "taint: taint tracking is off for this agent", NULL);
-		return 0;
-	}
-	lev_gate_classify(env->taint, d->canon, &cls);
-	if (cls.direction != LEV_DIR_OUTBOUND) {
-		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND), "taint: the tool is not outbound",
-		     NULL);
-		return 0;
-	}
 	r = lev_gate_check(env->taint, &gc, &d->taint, err);
 	if (r < 0) {
 		refuse(d, LEV_GATE_TAINT, R(TAINT_ERROR),
@@ -512,32 +543,63 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 	return 0;
 }
 
+static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+		      struct lev_gatechain_decision *d, bool *approved, struct lev_err *err)
+{
+	struct lev_tool_class cls;
+
+	if (d->tool->kind == LEV_TOOL_SHELL && env->taint_enabled && env->shell_offline) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(OFFLINE),
+		     "taint: not outbound: the stage's sandbox has no network", NULL);
+		return 0;
+	}
+	if (!env->taint_enabled || !env->taint) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(TAINT_DISABLED),
+		     "taint: taint tracking is off for this agent", NULL);
+		return 0;
+	}
+	lev_gate_classify(env->taint, d->canon, &cls);
+	if (cls.direction != LEV_DIR_OUTBOUND) {
+		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND), "taint: the tool is not outbound",
+		     NULL);
+		return 0;
+	}
+	return taint_outbound(env, c, d, approved, err);
+}
+
 /* ---- the chain ------------------------------------------------------------ */
+
+/* The verdict when no gate refused: ASK when a gate asks, else ALLOW by APPROVER. */
+/* A gate asks (permission first): the verdict ASK, and the text for when nobody can answer. */
+static LEV_COLD void conclude_ask(struct lev_gatechain_decision *d)
+{
+	enum lev_gate_id g = d->ask_permission ? LEV_GATE_PERMISSION : LEV_GATE_TAINT;
+	const struct lev_gatechain_step *s = &d->steps[g];
+	struct lev_buf desc = LEV_BUF_INIT;
+
+	d->verdict = LEV_ASK;
+	d->gate = g;
+	d->rule = s->rule ? s->rule : "";
+	d->reason = s->reason ? s->reason : "";
+	if (g == LEV_GATE_PERMISSION) {
+		d->text = xasprintf("[denied] Tool '%s' needs approval (%s) and nobody can "
+				    "answer here; the user can allow it with --allow %s.",
+				    d->canon, d->perm_why, d->canon);
+	} else {
+		(void)lev_gate_describe(&d->taint, &desc);
+		d->text = xasprintf("[blocked] %s. Add an allowlist rule with `lev policy "
+				    "add` to permit it.", desc.buf);
+	}
+	lev_buf_release(&desc);
+}
 
 /* The verdict when no gate refused: ASK when a gate asks, else ALLOW by APPROVER. */
 static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver)
 {
 	const struct lev_gatechain_step *s;
 
-	if (d->ask_permission || d->ask_taint) {
-		enum lev_gate_id g = d->ask_permission ? LEV_GATE_PERMISSION : LEV_GATE_TAINT;
-		struct lev_buf desc = LEV_BUF_INIT;
-
-		s = &d->steps[g];
-		d->verdict = LEV_ASK;
-		d->gate = g;
-		d->rule = s->rule ? s->rule : "";
-		d->reason = s->reason ? s->reason : "";
-		if (g == LEV_GATE_PERMISSION) {
-			d->text = xasprintf("[denied] Tool '%s' needs approval (%s) and nobody can "
-					    "answer here; the user can allow it with --allow %s.",
-					    d->canon, d->perm_why, d->canon);
-		} else {
-			(void)lev_gate_describe(&d->taint, &desc);
-			d->text = xasprintf("[blocked] %s. Add an allowlist rule with `lev policy "
-					    "add` to permit it.", desc.buf);
-		}
-		lev_buf_release(&desc);
+	if (lev_unlikely(d->ask_permission || d->ask_taint)) {
+		conclude_ask(d);
 		return;
 	}
 	d->verdict = LEV_ALLOW;
@@ -545,6 +607,18 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 	s = &d->steps[approver];
 	d->rule = s->rule;
 	d->reason = s->reason ? s->reason : "every gate allows it";
+}
+
+/* A shell call's line, parsed into its keys once for every gate. */
+static LEV_NOINLINE void parse_line(const struct lev_gatechain_call *c,
+				    struct lev_gatechain_decision *d)
+{
+	const json_t *cmd = json_object_get(c->args, "command");
+	const char *s = json_string_value(cmd);
+
+	/* a NUL inside the command is unreadable, not a shorter command */
+	lev_shellkeys_parse(s && strlen(s) == json_string_length(cmd) ? s : NULL, &d->sk);
+	d->have_sk = true;
 }
 
 int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
@@ -563,17 +637,11 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 		d->canon = d->tool->name;
 
 	/* offered, then schema: nothing else can be asked of a call that fails them */
-	if (!gate_offered(env, c, d) || !gate_schema(c, d))
+	if (lev_unlikely(!gate_offered(env, c, d) || !gate_schema(c, d)))
 		goto done;
-	if (d->tool->kind == LEV_TOOL_SHELL) {
-		const json_t *cmd = json_object_get(c->args, "command");
-		const char *s = json_string_value(cmd);
-
-		/* a NUL inside the command is unreadable, not a shorter command */
-		lev_shellkeys_parse(s && strlen(s) == json_string_length(cmd) ? s : NULL, &d->sk);
-		d->have_sk = true;
-	}
-	if (env->mode == LEV_GATECHAIN_COMMAND_SEED) {
+	if (d->tool->kind == LEV_TOOL_SHELL)
+		parse_line(c, d);
+	if (lev_unlikely(env->mode == LEV_GATECHAIN_COMMAND_SEED)) {
 		gate_seed(env, arg_str(c->args, "command") ? arg_str(c->args, "command") : "", d);
 		if (d->verdict == LEV_DENY)
 			goto done;
@@ -581,13 +649,15 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 	}
 
 	/* every other gate, stopping at the first refusal (nothing after it could lift it) */
-	r = gate_redirect(env, d, err);
-	if (r < 0 || d->verdict == LEV_DENY)
-		goto done;
+	if (d->have_sk) {
+		r = gate_redirect(env, d, err);
+		if (r < 0 || d->verdict == LEV_DENY)
+			goto done;
+	}
 	if (env->mode != LEV_GATECHAIN_COMMAND_SEED) {
 		ok = false;
 		gate_permission(env, d, &ok);
-		if (d->verdict == LEV_DENY)
+		if (lev_unlikely(d->verdict == LEV_DENY))
 			goto done;
 		if (ok)
 			approver = LEV_GATE_PERMISSION;
@@ -595,7 +665,7 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 	if (d->tool->kind == LEV_TOOL_FS) {
 		ok = false;
 		gate_paths(env, c, d, &ok);
-		if (d->verdict == LEV_DENY)
+		if (lev_unlikely(d->verdict == LEV_DENY))
 			goto done;
 		if (ok)
 			approver = LEV_GATE_READ_PATHS;
@@ -607,7 +677,7 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 	}
 	ok = false;
 	r = gate_taint(env, c, d, &ok, err);
-	if (r < 0 || d->verdict == LEV_DENY)
+	if (lev_unlikely(r < 0 || d->verdict == LEV_DENY))
 		goto done;
 	if (ok)
 		approver = LEV_GATE_TAINT;
