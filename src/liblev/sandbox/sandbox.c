@@ -732,6 +732,8 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	sb->oci_helper = opts->oci_helper ? xstrdup(opts->oci_helper) : NULL;
 	sb->path_env = opts->path_env ? xstrdup(opts->path_env) : NULL;
 	sb->plan_only = opts->plan_only;
+	if (opts->cold)
+		sb->cold = xstrdup("cold start asked for");
 
 	if (opts->home) {
 		sb->home = xstrdup(opts->home);
@@ -790,6 +792,8 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 {
 	if (!sb)
 		return NULL;
+	lev_sbx_warm_free(sb->warm);
+	free(sb->cold);
 	if (sb->own_pool)
 		lev_sandbox_pool_free(sb->pool);
 	lev_sandbox_spec_release(&sb->spec);
@@ -836,6 +840,13 @@ unsigned lev_sandbox_missing(const struct lev_sandbox *sb)
 const char *lev_sandbox_degraded(const struct lev_sandbox *sb)
 {
 	return sb->degraded;
+}
+
+const char *lev_sandbox_cold(const struct lev_sandbox *sb)
+{
+	if (sb->kind != LEV_SANDBOX_NAMESPACE || !(sb->layers & LEV_LAYER_USERNS))
+		return NULL;
+	return sb->cold;
 }
 
 /* ---- spawn / wait ---- */
@@ -984,6 +995,24 @@ static void status_to_result(int wstatus, struct lev_sandbox_result *res)
 	}
 }
 
+/*
+ * A warm cell is the helper's child, not ours: it is gone (with its whole
+ * PID namespace) when its pidfd is readable.
+ */
+static bool reap_cell(struct lev_sandbox_proc *p, int *wstatus, bool block)
+{
+	struct pollfd pf = { p->pidfd, POLLIN, 0 };
+
+	while (poll(&pf, 1, block ? -1 : 0) < 0)
+		if (errno != EINTR)
+			break;
+	if (!pf.revents)
+		return false;
+	p->reaped = true;
+	*wstatus = SIGKILL;	/* WIFSIGNALED, unless the status pipe says otherwise */
+	return true;
+}
+
 /* Reap our child through its pidfd; returns true when it is gone. */
 static bool reap(struct lev_sandbox_proc *p, int *wstatus, bool block)
 {
@@ -992,6 +1021,8 @@ static bool reap(struct lev_sandbox_proc *p, int *wstatus, bool block)
 	memset(&si, 0, sizeof(si));
 	if (p->reaped || p->pidfd < 0)
 		return p->reaped;
+	if (p->mode == LEV_SBX_NS_WARM)
+		return reap_cell(p, wstatus, block);
 	while (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0) {
 		if (errno != EINTR) {
 			p->reaped = true;
@@ -1018,7 +1049,7 @@ struct waiter {
 	uint64_t deadline, grace_end;	/* grace_end: 0 until the end is in sight */
 };
 
-enum wait_fd { WAIT_OUT, WAIT_ERR, WAIT_REPORT, WAIT_PIDFD, WAIT_SOCK, WAIT_CANCEL };
+enum wait_fd { WAIT_OUT, WAIT_ERR, WAIT_REPORT, WAIT_PIDFD, WAIT_SOCK, WAIT_CANCEL, WAIT_STATUS };
 
 /* Kill the command and give its streams a grace period to drain. */
 static void kill_with_grace(struct lev_sandbox_proc *p, struct waiter *w)
@@ -1056,6 +1087,8 @@ static int wait_fds(const struct lev_sandbox_proc *p, const struct waiter *w, st
 		ADD(p->pidfd, WAIT_PIDFD);
 	if (p->mode == LEV_SBX_OCI_FAST && !w->have_status)
 		ADD(p->sock, WAIT_SOCK);
+	if (p->mode == LEV_SBX_NS_WARM && !w->have_status)
+		ADD(p->status_fd, WAIT_STATUS);
 	if (!w->killed)
 		ADD(p->cancel_fd, WAIT_CANCEL);
 #undef ADD
@@ -1089,7 +1122,7 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
 {
 	if (!reap(p, &w->child_status, false))
 		return;
-	if (p->mode == LEV_SBX_NS) {
+	if (p->mode == LEV_SBX_NS || p->mode == LEV_SBX_NS_WARM) {
 		int st;
 		ssize_t k = p->status_fd >= 0 ? read(p->status_fd, &st, sizeof(st)) : -1;
 
@@ -1101,6 +1134,28 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
 		w->have_status = true;
 	if (p->mode == LEV_SBX_PLAIN && p->pid > 0)
 		(void)kill(-p->pid, SIGKILL);	/* leftovers */
+	start_grace(w);
+}
+
+/*
+ * A warm cell's status: it writes the command's wait status once every
+ * other process of its PID namespace is gone, then exits, so the command
+ * is over (nothing left to kill or reap).  EOF: the cell was killed, and
+ * its pidfd says when its namespace is gone.
+ */
+static void on_cell_status(struct lev_sandbox_proc *p, struct waiter *w)
+{
+	int st;
+	ssize_t k = read(p->status_fd, &st, sizeof(st));
+
+	if (k < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	close_fd(&p->status_fd);
+	if (k != (ssize_t)sizeof(st))
+		return;
+	w->wstatus = st;
+	w->have_status = true;
+	p->reaped = true;
 	start_grace(w);
 }
 
@@ -1128,8 +1183,8 @@ static void on_helper_answer(struct lev_sandbox_proc *p, struct waiter *w)
 static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 {
 	for (;;) {
-		struct pollfd pf[6];
-		enum wait_fd idx[6];
+		struct pollfd pf[7];
+		enum wait_fd idx[7];
 		int nf, i, n, tmo;
 		uint64_t now = lev_sbx_now_ms(), until;
 
@@ -1177,6 +1232,9 @@ static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 				break;
 			case WAIT_SOCK:
 				on_helper_answer(p, w);
+				break;
+			case WAIT_STATUS:
+				on_cell_status(p, w);
 				break;
 			case WAIT_CANCEL:
 				kill_with_grace(p, w);
@@ -1232,6 +1290,7 @@ static void wait_result(const struct lev_sandbox_proc *p, struct waiter *w,
 	res->out_truncated = w->so.truncated;
 	res->err_truncated = w->se.truncated;
 	res->layers = p->sb->layers;
+	res->warm = p->mode == LEV_SBX_NS_WARM;
 	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
 	res->timeout_ms = p->timeout_ms;
 }
@@ -1295,6 +1354,7 @@ struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)
 		free(p->tmpdir);
 	}
 	lev_sbx_nsplan_free(p->plan);
+	free(p->cwd);
 	free(p->argv0);
 	free(p);
 	return NULL;
