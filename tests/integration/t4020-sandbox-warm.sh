@@ -50,6 +50,16 @@ HELPER_PID='for d in /proc/[0-9]*; do
 	[ "$n" = lev-ns-helper ] && [ "$pp" = "$PPID" ] && echo "helper ${d#/proc/}"
 done; true'
 
+# kill it, and wait until it is dead (a zombie: lev reaps it when it
+# notices), so the next call meets a dead helper, not a dying one
+KILL_HELPER='for d in /proc/[0-9]*; do
+	n=$(sed -n "s/^Name:\t//p" $d/status 2>/dev/null)
+	pp=$(sed -n "s/^PPid:\t//p" $d/status 2>/dev/null)
+	[ "$n" = lev-ns-helper ] && [ "$pp" = "$PPID" ] || continue
+	kill -9 ${d#/proc/} && echo killed
+	while [ "$(sed "s/.*) //" $d/stat | cut -c1)" != Z ]; do sleep 0.1; done
+done; true'
+
 test_control WARM 'commands of one sandbox run in cells of its warm helper' '
 	calls "$WD" "echo one" "echo two" "host:$HELPER_PID" >out &&
 	test "$(grep -c "^rc=0 warm=1$" out)" = 2 &&
@@ -105,7 +115,7 @@ test_expect_success WARM '/tmp is fresh for each command; the workdir is shared'
 
 test_expect_success WARM 'a killed helper is replaced, and the new one fences as well' '
 	calls "$WD" "echo before" "host:$HELPER_PID" \
-		"host:for d in /proc/[0-9]*; do n=\$(sed -n \"s/^Name:\t//p\" \$d/status 2>/dev/null); pp=\$(sed -n \"s/^PPid:\t//p\" \$d/status 2>/dev/null); [ \"\$n\" = lev-ns-helper ] && [ \"\$pp\" = \"\$PPID\" ] && kill -9 \${d#/proc/} && echo killed; done; true" \
+		"host:$KILL_HELPER" \
 		"echo after; \"$PROBE\" read \"$HOME/.ssh/id_t4020\"; \"$PROBE\" write /etc/lev-$MARK; \"$PROBE\" list-pids; \"$PROBE\" read ok.txt" \
 		"host:$HELPER_PID" >out &&
 	cat out &&

@@ -65,7 +65,7 @@
 #endif
 
 #define WARM_REQ_MAGIC 0x514e574cu	/* "LWNQ" */
-#define WARM_ANS_MAGIC 0x414e574cu	/* "LWNA" */
+#define WARM_ANS_MAGIC 0x414e574cu	/* "LWNA": from a cell */
 #define WARM_NFDS 5			/* stdin, stdout, stderr, report, status */
 #define WARM_REQ_MAX (1u << 20)		/* bytes of strings */
 #define WARM_STRS_MAX 16384u		/* strings, all lists together */
@@ -80,9 +80,13 @@ struct warm_req {
 	struct lev_sandbox_limits limits;
 };
 
-struct warm_ans {
+/* What a cell sends on the command's status socket: its pidfd, then the wait status. */
+enum { WARM_MSG_PIDFD = 1, WARM_MSG_STATUS = 2 };
+
+struct warm_msg {
 	uint32_t magic;
-	int32_t err;
+	uint32_t kind;
+	int32_t value;		/* STATUS: the wait status; PIDFD: 0, or the errno of pidfd_open */
 };
 
 union warm_cmsg {
@@ -103,7 +107,10 @@ struct helper {
 	int sock;
 	char *buf;			/* WARM_REQ_MAX + 1 bytes */
 	char **ptrs;			/* WARM_STRS_MAX + 4 pointers */
+	char *stack;			/* CMD_STACK bytes for the command until it execs */
 };
+
+#define CMD_STACK (256u << 10)
 
 /* ---- the cell (async-signal-safe) ---- */
 
@@ -153,10 +160,10 @@ static int recv_request(const struct helper *h, struct warm_req *req, int fds[WA
 	return 0;
 }
 
-/* Answer lev with a pidfd of this cell. */
-static void answer(int sock)
+/* Send lev a pidfd of this cell (or the reason there is none) on the status socket. */
+static void send_pidfd(int sock)
 {
-	struct warm_ans a = { WARM_ANS_MAGIC, 0 };
+	struct warm_msg a = { WARM_ANS_MAGIC, WARM_MSG_PIDFD, 0 };
 	union warm_cmsg u;
 	struct iovec iov = { &a, sizeof(a) };
 	struct msghdr mh;
@@ -176,7 +183,7 @@ static void answer(int sock)
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &self, sizeof(int));
 	} else {
-		a.err = errno;
+		a.value = errno;
 	}
 	(void)sendmsg(sock, &mh, MSG_NOSIGNAL);
 	if (self >= 0)
@@ -216,25 +223,38 @@ static int parse_request(const struct helper *h, const struct warm_req *req, con
 	return 0;
 }
 
+struct cmd_args {
+	char *const *cands, *const *argv, *const *envp;
+	const struct lev_sbx_childfds *f;
+};
+
+static int cmd_child(void *arg)
+{
+	const struct cmd_args *a = arg;
+
+	lev_sbx_ns_exec(a->cands, a->argv, a->envp, a->f);
+}
+
 /*
- * Start the command, reap until it ends, then kill and reap everything else
+ * Start the command (sharing our memory until it execs, as posix_spawn
+ * does: the cell waits meanwhile), reap until it ends, then kill and reap everything else
  * in the namespace (we are its PID 1: nothing can hide from kill(-1), and
  * ECHILD means nothing is left), and only then pass its status on.
  */
-static __attribute__((noreturn)) void cell_run(char *const *cands, char *const *argv,
-					       char *const *envp,
+static __attribute__((noreturn)) void cell_run(const struct helper *h, char *const *cands,
+					       char *const *argv, char *const *envp,
 					       const struct lev_sbx_childfds *f)
 {
-	long cmd = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
-	int st = SIGKILL, s;
+	struct cmd_args a = { cands, argv, envp, f };
+	long cmd = clone(cmd_child, h->stack + CMD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	struct warm_msg m = { WARM_ANS_MAGIC, WARM_MSG_STATUS, SIGKILL };
+	int s;
 	ssize_t n;
 
 	if (cmd < 0) {
 		lev_sbx_report(f->report_wr, LEV_SBX_PH_FORK, 0, errno);
 		_exit(125);
 	}
-	if (cmd == 0)
-		lev_sbx_ns_exec(cands, argv, envp, f);
 	close(f->report_wr);
 	close(f->in);
 	close(f->out);
@@ -247,7 +267,7 @@ static __attribute__((noreturn)) void cell_run(char *const *cands, char *const *
 		if (r < 0)
 			break;
 		if (r == cmd) {
-			st = s;
+			m.value = s;
 			break;
 		}
 	}
@@ -257,7 +277,7 @@ static __attribute__((noreturn)) void cell_run(char *const *cands, char *const *
 			break;
 	}
 	do
-		n = write(f->status_wr, &st, sizeof(st));
+		n = send(f->status_wr, &m, sizeof(m), MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
 	_exit(0);
 }
@@ -294,13 +314,13 @@ static __attribute__((noreturn)) void cell_main(const struct helper *h, int take
 		_exit(0);	/* lev is gone, or not lev */
 	(void)!write(taken_wr, "t", 1);
 	close(taken_wr);
-	answer(h->sock);
 	close(h->sock);
 	f.in = fds[0];
 	f.out = fds[1];
 	f.err = fds[2];
 	f.report_wr = fds[3];
 	f.status_wr = fds[4];
+	send_pidfd(f.status_wr);
 	if (phase == LEV_SBX_PH_NONE && parse_request(h, &req, &cwd, &argv, &envp, &cands) < 0) {
 		phase = LEV_SBX_PH_STDIO;
 		e = EPROTO;
@@ -312,7 +332,7 @@ static __attribute__((noreturn)) void cell_main(const struct helper *h, int take
 	if (lev_sbx_ns_fence(pl, cwd, &req.limits, ll_fd, f.report_wr) < 0)
 		_exit(125);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	cell_run(cands, argv, envp, &f);
+	cell_run(h, cands, argv, envp, &f);
 }
 
 /* ---- the helper (async-signal-safe) ---- */
@@ -404,7 +424,7 @@ static __attribute__((noreturn)) void helper_main(const struct lev_sbx_nsplan *p
 {
 	int keep[4] = { fd->ready_wr, fd->sync_rd, fd->rep_wr, fd->sock };
 	struct sigaction ign;
-	struct helper h = { pl, fd->sock, NULL, NULL };
+	struct helper h = { pl, fd->sock, NULL, NULL, NULL };
 	int idx = -1, r, null;
 	char go;
 	ssize_t n;
@@ -441,8 +461,10 @@ static __attribute__((noreturn)) void helper_main(const struct lev_sbx_nsplan *p
 		     -1, 0);
 	h.ptrs = mmap(NULL, (WARM_STRS_MAX + 4) * sizeof(char *), PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	h.stack = mmap(NULL, CMD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+		       -1, 0);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
-	    h.buf == MAP_FAILED || h.ptrs == MAP_FAILED) {
+	    h.buf == MAP_FAILED || h.ptrs == MAP_FAILED || h.stack == MAP_FAILED) {
 		lev_sbx_report(fd->rep_wr, LEV_SBX_PH_STDIO, 0, errno);
 		_exit(125);
 	}
@@ -617,52 +639,6 @@ static int warm_send(const struct lev_sbx_warm *w, const struct warm_req *req,
 	return 0;
 }
 
-/*
- * The cell's answer: its pidfd into *PIDFD.  -EPIPE when the helper died
- * (lev starts another), -ETIMEDOUT past TIMEOUT_MS, else -errno.
- */
-static int warm_answer(const struct lev_sbx_warm *w, uint64_t timeout_ms, int *pidfd)
-{
-	struct warm_ans a;
-	union warm_cmsg u;
-	struct iovec iov = { &a, sizeof(a) };
-	struct msghdr mh;
-	struct cmsghdr *cm;
-	struct pollfd pf[2] = { { w->sock, POLLIN, 0 }, { w->pidfd, POLLIN, 0 } };
-	ssize_t n;
-	int r;
-
-	do
-		r = poll(pf, 2, timeout_ms > 600000 ? 600000 : (int)timeout_ms);
-	while (r < 0 && errno == EINTR);
-	if (r < 0)
-		return -errno;
-	if (r == 0)
-		return -ETIMEDOUT;
-	if (!pf[0].revents)
-		return -EPIPE;
-	memset(&mh, 0, sizeof(mh));
-	memset(&u, 0, sizeof(u));
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof(u.buf);
-	do
-		n = recvmsg(w->sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return n == 0 || errno == ECONNRESET ? -EPIPE : -errno;
-	cm = CMSG_FIRSTHDR(&mh);
-	if (n != (ssize_t)sizeof(a) || a.magic != WARM_ANS_MAGIC)
-		return -EPROTO;
-	if (a.err)
-		return -a.err;
-	if (!cm || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EPROTO;
-	memcpy(pidfd, CMSG_DATA(cm), sizeof(int));
-	return 0;
-}
-
 /* The helper for SB, planned on first use: NULL (with sb->cold set) when it cannot be. */
 static struct lev_sbx_warm *warm_get(struct lev_sandbox *sb)
 {
@@ -693,12 +669,16 @@ static struct lev_sbx_warm *warm_get(struct lev_sandbox *sb)
 	return w;
 }
 
-/* Hand the request to a cell (starting the helper when there is none): its pidfd, or < 0. */
+/*
+ * Hand the request to the helper's socket (starting the helper when there
+ * is none, or it died): 0, 1 when it cannot start (the sandbox goes cold),
+ * or < 0.  The cell that takes it sends its pidfd on the status socket.
+ */
 static int warm_hand_over(struct lev_sandbox *sb, struct lev_sbx_warm *w,
 			  const struct warm_req *req, const struct lev_buf *b,
-			  const int fds[WARM_NFDS], uint64_t timeout_ms, struct lev_err *err)
+			  const int fds[WARM_NFDS], struct lev_err *err)
 {
-	int attempt, r = -EPIPE, pidfd = -1;
+	int attempt, r = -EPIPE;
 
 	for (attempt = 0; attempt < 2 && r == -EPIPE; attempt++) {
 		if (!warm_alive(w)) {
@@ -716,19 +696,59 @@ static int warm_hand_over(struct lev_sandbox *sb, struct lev_sbx_warm *w,
 		if (r == -EPIPE || r == -ECONNRESET) {
 			warm_stop(w);
 			r = -EPIPE;
-			continue;
 		}
-		if (r == 0)
-			r = warm_answer(w, timeout_ms, &pidfd);
-		if (r == -EPIPE)
-			warm_stop(w);
 	}
-	if (r == -ETIMEDOUT)
-		return lev_err_set(err, -ETIMEDOUT, "the sandbox's warm helper did not answer in %llu ms",
-				   (unsigned long long)timeout_ms);
 	if (r < 0)
 		return lev_err_errno(err, r, "cannot hand the command to the sandbox's warm helper");
-	return pidfd;
+	return 0;
+}
+
+int lev_sbx_warm_read(struct lev_sandbox_proc *p, bool block)
+{
+	for (;;) {
+		struct warm_msg m;
+		union warm_cmsg u;
+		struct iovec iov = { &m, sizeof(m) };
+		struct msghdr mh;
+		struct cmsghdr *cm;
+		int fd = -1;
+		ssize_t n;
+
+		if (p->status_fd < 0)
+			return -1;
+		memset(&mh, 0, sizeof(mh));
+		memset(&u, 0, sizeof(u));
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		n = recvmsg(p->status_fd, &mh, MSG_CMSG_CLOEXEC | (block ? 0 : MSG_DONTWAIT));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		cm = CMSG_FIRSTHDR(&mh);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC && m.kind == WARM_MSG_PIDFD &&
+		    p->pidfd < 0 && fd >= 0) {
+			p->pidfd = fd;
+			return 1;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC && m.kind == WARM_MSG_STATUS) {
+			p->warm_status = m.value;
+			p->warm_done = true;
+			return 2;
+		}
+		if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC)
+			continue;	/* a cell without a pidfd: its status (or EOF) still comes */
+		close(p->status_fd);
+		p->status_fd = -1;
+		return -1;
+	}
 }
 
 static void close_pair(int p[2])
@@ -767,7 +787,7 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 			return lev_err_errno(err, -errno, "cannot open '/dev/null'");
 	}
 	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(pr, O_CLOEXEC) < 0 ||
-	    pipe2(ps, O_CLOEXEC) < 0) {
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps) < 0) {
 		r = lev_err_errno(err, -errno, "cannot create pipes");
 		goto fail;
 	}
@@ -777,16 +797,14 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 	fds[3] = pr[1];
 	fds[4] = ps[1];
 	pthread_mutex_lock(&w->lock);
-	r = warm_hand_over(sb, w, &req, &b, fds, limits->timeout_ms, err);
+	r = warm_hand_over(sb, w, &req, &b, fds, err);
 	pthread_mutex_unlock(&w->lock);
-	if (r < 0 || r == 1)
+	if (r != 0)
 		goto fail;
 
 	p = lev_sbx_proc_alloc(sb, LEV_SBX_NS_WARM);
-	p->pidfd = r;
 	p->report_fd = TAKE_FD(pr[0]);
 	p->status_fd = TAKE_FD(ps[0]);
-	(void)fcntl(p->status_fd, F_SETFL, O_NONBLOCK);
 	p->warm_plan = w->plan;
 	p->cwd = xstrdup(cwd);
 	close_pair(pr);

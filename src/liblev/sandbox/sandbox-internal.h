@@ -87,6 +87,7 @@ enum lev_sbx_phase {
 	LEV_SBX_PH_FORK,
 	LEV_SBX_PH_STDIO,
 	LEV_SBX_PH_EXEC,		/* not a setup failure: the command cannot run */
+	LEV_SBX_PH_HELPER,		/* the warm helper went away before a cell took the command */
 };
 
 struct lev_sbx_report {
@@ -122,6 +123,8 @@ struct lev_sandbox_proc {
 	struct lev_sbx_nsplan *plan;	/* for naming a failed mount step */
 	const struct lev_sbx_nsplan *warm_plan;	/* NS_WARM: the helper's, borrowed */
 	char *cwd;			/* NS_WARM: for naming a failed chdir */
+	int warm_status;		/* NS_WARM: the wait status the cell sent, with warm_done */
+	bool warm_done;
 	char *argv0;			/* for messages */
 };
 
@@ -205,6 +208,14 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 		       const char *cwd, const struct lev_sandbox_limits *limits,
 		       const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
 		       struct lev_err *err);
+/*
+ * Read what the cell of P sent on its status socket (P->status_fd): 1 its
+ * pidfd (into P->pidfd), 2 the command's status (P->warm_done, once every
+ * process of its namespace is gone), 0 nothing yet (never when BLOCK), -1
+ * EOF (the cell, or the helper before any cell took the command, is gone;
+ * the socket is closed).
+ */
+int lev_sbx_warm_read(struct lev_sandbox_proc *p, bool block);
 /* Kill the helper (and every command it runs) and free W. */
 void lev_sbx_warm_free(struct lev_sbx_warm *w);
 

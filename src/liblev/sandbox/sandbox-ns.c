@@ -1225,6 +1225,10 @@ void lev_sbx_ns_explain_plan(const struct lev_sbx_nsplan *pl, const char *cwd, c
 	case LEV_SBX_PH_STDIO:
 		snprintf(what, sizeof(what), "set up the standard streams");
 		break;
+	case LEV_SBX_PH_HELPER:
+		snprintf(what, sizeof(what), "start '%s': the warm helper went away",
+			 argv0 ? argv0 : "?");
+		break;
 	default:
 		snprintf(what, sizeof(what), "set up the sandbox");
 		break;

@@ -913,6 +913,13 @@ int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 static void kill_proc(struct lev_sandbox_proc *p)
 {
 	switch (p->mode) {
+	case LEV_SBX_NS_WARM:
+		/* the cell's pidfd comes once a cell took the command: wait for it */
+		while (!p->reaped && p->pidfd < 0 && !p->warm_done && lev_sbx_warm_read(p, true) >= 0)
+			;
+		if (p->pidfd >= 0 && !p->reaped && !p->warm_done)
+			(void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		break;
 	case LEV_SBX_OCI_FAST:
 		lev_sbx_oci_kill(p);
 		break;
@@ -1003,6 +1010,19 @@ static bool reap_cell(struct lev_sandbox_proc *p, int *wstatus, bool block)
 {
 	struct pollfd pf = { p->pidfd, POLLIN, 0 };
 
+	if (p->pidfd < 0) {
+		/* no cell has taken it yet: wait for its pidfd (or the end) */
+		while (block && p->pidfd < 0 && !p->warm_done && lev_sbx_warm_read(p, true) >= 0)
+			;
+		if (p->warm_done || (p->pidfd < 0 && p->status_fd < 0)) {
+			p->reaped = true;
+			*wstatus = SIGKILL;
+			return true;
+		}
+		if (p->pidfd < 0)
+			return false;
+		pf.fd = p->pidfd;
+	}
 	while (poll(&pf, 1, block ? -1 : 0) < 0)
 		if (errno != EINTR)
 			break;
@@ -1019,10 +1039,10 @@ static bool reap(struct lev_sandbox_proc *p, int *wstatus, bool block)
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
+	if (!p->reaped && p->mode == LEV_SBX_NS_WARM)
+		return reap_cell(p, wstatus, block);
 	if (p->reaped || p->pidfd < 0)
 		return p->reaped;
-	if (p->mode == LEV_SBX_NS_WARM)
-		return reap_cell(p, wstatus, block);
 	while (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0) {
 		if (errno != EINTR) {
 			p->reaped = true;
@@ -1087,7 +1107,7 @@ static int wait_fds(const struct lev_sandbox_proc *p, const struct waiter *w, st
 		ADD(p->pidfd, WAIT_PIDFD);
 	if (p->mode == LEV_SBX_OCI_FAST && !w->have_status)
 		ADD(p->sock, WAIT_SOCK);
-	if (p->mode == LEV_SBX_NS_WARM && !w->have_status)
+	if (p->mode == LEV_SBX_NS_WARM && !w->have_status && !w->setup_failed)
 		ADD(p->status_fd, WAIT_STATUS);
 	if (!w->killed)
 		ADD(p->cancel_fd, WAIT_CANCEL);
@@ -1122,7 +1142,11 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
 {
 	if (!reap(p, &w->child_status, false))
 		return;
-	if (p->mode == LEV_SBX_NS || p->mode == LEV_SBX_NS_WARM) {
+	if (p->mode == LEV_SBX_NS_WARM) {
+		while (!p->warm_done && lev_sbx_warm_read(p, false) > 0)
+			;
+		w->wstatus = p->warm_done ? p->warm_status : w->child_status;
+	} else if (p->mode == LEV_SBX_NS) {
 		int st;
 		ssize_t k = p->status_fd >= 0 ? read(p->status_fd, &st, sizeof(st)) : -1;
 
@@ -1145,18 +1169,24 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
  */
 static void on_cell_status(struct lev_sandbox_proc *p, struct waiter *w)
 {
-	int st;
-	ssize_t k = read(p->status_fd, &st, sizeof(st));
+	int r;
 
-	if (k < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	close_fd(&p->status_fd);
-	if (k != (ssize_t)sizeof(st))
-		return;
-	w->wstatus = st;
-	w->have_status = true;
-	p->reaped = true;
-	start_grace(w);
+	while ((r = lev_sbx_warm_read(p, false)) == 1)
+		;
+	if (p->warm_done) {
+		close_fd(&p->status_fd);
+		w->wstatus = p->warm_status;
+		w->have_status = true;
+		p->reaped = true;
+		start_grace(w);
+	} else if (r < 0 && p->pidfd < 0 && !w->setup_failed) {
+		/* the helper died before any cell took the command: it never ran */
+		w->setup.phase = LEV_SBX_PH_HELPER;
+		w->setup.err = EPIPE;
+		w->setup_failed = true;
+		p->reaped = true;
+		start_grace(w);
+	}
 }
 
 /* The container helper's answer: the command's status and exec's errno. */
@@ -1248,7 +1278,7 @@ static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 /* Make sure the child is gone before reporting. */
 static void wait_reap(struct lev_sandbox_proc *p, struct waiter *w)
 {
-	if (!p->reaped && p->pidfd >= 0) {
+	if (!p->reaped && (p->pidfd >= 0 || p->mode == LEV_SBX_NS_WARM)) {
 		if (!w->have_status)
 			kill_proc(p);
 		if (!reap(p, &w->child_status, false)) {
@@ -1339,7 +1369,7 @@ struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)
 		return NULL;
 	if (p->mode == LEV_SBX_OCI_FAST && p->sock >= 0)
 		lev_sbx_oci_kill(p);
-	if (!p->reaped && p->pidfd >= 0) {
+	if (!p->reaped && (p->pidfd >= 0 || p->mode == LEV_SBX_NS_WARM)) {
 		kill_proc(p);
 		(void)reap(p, &st, true);
 	}
