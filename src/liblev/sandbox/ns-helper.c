@@ -66,7 +66,7 @@
 
 #define WARM_REQ_MAGIC 0x514e574cu	/* "LWNQ" */
 #define WARM_ANS_MAGIC 0x414e574cu	/* "LWNA": from a cell */
-#define WARM_NFDS 5			/* stdin, stdout, stderr, report, status */
+#define WARM_NFDS 5			/* stdin, stdout, stderr, status, pidfd */
 #define WARM_REQ_MAX (1u << 20)		/* bytes of strings */
 #define WARM_STRS_MAX 16384u		/* strings, all lists together */
 
@@ -255,7 +255,6 @@ static __attribute__((noreturn)) void cell_run(const struct helper *h, char *con
 		lev_sbx_report(f->report_wr, LEV_SBX_PH_FORK, 0, errno);
 		_exit(125);
 	}
-	close(f->report_wr);
 	close(f->in);
 	close(f->out);
 	close(f->err);
@@ -318,9 +317,10 @@ static __attribute__((noreturn)) void cell_main(const struct helper *h, int take
 	f.in = fds[0];
 	f.out = fds[1];
 	f.err = fds[2];
-	f.report_wr = fds[3];
-	f.status_wr = fds[4];
-	send_pidfd(f.status_wr);
+	f.report_wr = fds[3];	/* set-up failures and the status, in that order */
+	f.status_wr = fds[3];
+	send_pidfd(fds[4]);
+	close(fds[4]);
 	if (phase == LEV_SBX_PH_NONE && parse_request(h, &req, &cwd, &argv, &envp, &cands) < 0) {
 		phase = LEV_SBX_PH_STDIO;
 		e = EPROTO;
@@ -703,52 +703,87 @@ static int warm_hand_over(struct lev_sandbox *sb, struct lev_sbx_warm *w,
 	return 0;
 }
 
-int lev_sbx_warm_read(struct lev_sandbox_proc *p, bool block)
+/* One message from SOCK into M (and a descriptor into *FD): its size, 0 at EOF, -errno. */
+static ssize_t recv_msg(int sock, void *m, size_t size, int *fd, bool block)
 {
-	for (;;) {
-		struct warm_msg m;
-		union warm_cmsg u;
-		struct iovec iov = { &m, sizeof(m) };
-		struct msghdr mh;
-		struct cmsghdr *cm;
-		int fd = -1;
-		ssize_t n;
+	union warm_cmsg u;
+	struct iovec iov = { m, size };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	ssize_t n;
 
-		if (p->status_fd < 0)
-			return -1;
-		memset(&mh, 0, sizeof(mh));
-		memset(&u, 0, sizeof(u));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		n = recvmsg(p->status_fd, &mh, MSG_CMSG_CLOEXEC | (block ? 0 : MSG_DONTWAIT));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return 0;
-		cm = CMSG_FIRSTHDR(&mh);
-		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC && m.kind == WARM_MSG_PIDFD &&
-		    p->pidfd < 0 && fd >= 0) {
-			p->pidfd = fd;
-			return 1;
-		}
-		if (fd >= 0)
-			close(fd);
-		if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC && m.kind == WARM_MSG_STATUS) {
-			p->warm_status = m.value;
-			p->warm_done = true;
-			return 2;
-		}
-		if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC)
-			continue;	/* a cell without a pidfd: its status (or EOF) still comes */
-		close(p->status_fd);
-		p->status_fd = -1;
+	*fd = -1;
+	memset(&mh, 0, sizeof(mh));
+	memset(&u, 0, sizeof(u));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof(u.buf);
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | (block ? 0 : MSG_DONTWAIT));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	return n;
+}
+
+int lev_sbx_warm_read(struct lev_sandbox_proc *p, struct lev_sbx_report *rep)
+{
+	union {
+		struct warm_msg m;
+		struct lev_sbx_report r;
+	} u;
+	int fd;
+	ssize_t n;
+
+	if (p->status_fd < 0)
 		return -1;
+	n = recv_msg(p->status_fd, &u, sizeof(u), &fd, false);
+	if (fd >= 0)
+		close(fd);
+	if (n == -EAGAIN)
+		return 0;
+	if (n == (ssize_t)sizeof(u.m) && u.m.magic == WARM_ANS_MAGIC && u.m.kind == WARM_MSG_STATUS) {
+		p->warm_status = u.m.value;
+		p->warm_done = true;
+		return 2;
 	}
+	if (n == (ssize_t)sizeof(u.r) && u.r.magic == LEV_SBX_REPORT_MAGIC) {
+		*rep = u.r;
+		return 3;
+	}
+	close(p->status_fd);
+	p->status_fd = -1;
+	return -1;
+}
+
+int lev_sbx_warm_pidfd(struct lev_sandbox_proc *p, bool block)
+{
+	struct warm_msg m;
+	int fd;
+	ssize_t n;
+
+	if (p->pidfd >= 0)
+		return 0;
+	if (p->sock < 0)
+		return -1;
+	n = recv_msg(p->sock, &m, sizeof(m), &fd, block);
+	if (n == -EAGAIN)
+		return 1;
+	if (n == (ssize_t)sizeof(m) && m.magic == WARM_ANS_MAGIC && m.kind == WARM_MSG_PIDFD &&
+	    fd >= 0) {
+		p->pidfd = fd;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	close(p->sock);
+	p->sock = -1;
+	return -1;
 }
 
 static void close_pair(int p[2])
@@ -764,7 +799,7 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 		       struct lev_err *err)
 {
 	_cleanup_buf_ struct lev_buf b = LEV_BUF_INIT_MAX(WARM_REQ_MAX);
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, pr[2] = { -1, -1 }, ps[2] = { -1, -1 };
+	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, pc[2] = { -1, -1 }, ps[2] = { -1, -1 };
 	_cleanup_close_ int null = -1;
 	struct lev_sbx_warm *w;
 	struct lev_sandbox_proc *p;
@@ -786,16 +821,17 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 		if (null < 0)
 			return lev_err_errno(err, -errno, "cannot open '/dev/null'");
 	}
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 || pipe2(pr, O_CLOEXEC) < 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps) < 0) {
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pc) < 0) {
 		r = lev_err_errno(err, -errno, "cannot create pipes");
 		goto fail;
 	}
 	fds[0] = io->stdin_fd >= 0 ? io->stdin_fd : null;
 	fds[1] = po[1];
 	fds[2] = pe[1];
-	fds[3] = pr[1];
-	fds[4] = ps[1];
+	fds[3] = ps[1];
+	fds[4] = pc[1];
 	pthread_mutex_lock(&w->lock);
 	r = warm_hand_over(sb, w, &req, &b, fds, err);
 	pthread_mutex_unlock(&w->lock);
@@ -803,11 +839,11 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 		goto fail;
 
 	p = lev_sbx_proc_alloc(sb, LEV_SBX_NS_WARM);
-	p->report_fd = TAKE_FD(pr[0]);
 	p->status_fd = TAKE_FD(ps[0]);
+	p->sock = TAKE_FD(pc[0]);
 	p->warm_plan = w->plan;
 	p->cwd = xstrdup(cwd);
-	close_pair(pr);
+	close_pair(pc);
 	close_pair(ps);
 	close(TAKE_FD(po[1]));
 	close(TAKE_FD(pe[1]));
@@ -817,7 +853,7 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 fail:
 	close_pair(po);
 	close_pair(pe);
-	close_pair(pr);
+	close_pair(pc);
 	close_pair(ps);
 	return r;
 }

@@ -110,7 +110,7 @@ struct lev_sandbox_proc {
 	int err_fd;
 	int report_fd;			/* setup reports (read end), -1 when closed */
 	int status_fd;			/* NS: init writes the command's wait status */
-	int sock;			/* OCI_FAST: the helper connection */
+	int sock;			/* OCI_FAST: the helper connection; NS_WARM: the cell's pidfd comes here */
 	int fwd_out;			/* where to copy stdout, -1: capture */
 	int fwd_err;
 	int cancel_fd;
@@ -209,13 +209,18 @@ int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *e
 		       const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
 		       struct lev_err *err);
 /*
- * Read what the cell of P sent on its status socket (P->status_fd): 1 its
- * pidfd (into P->pidfd), 2 the command's status (P->warm_done, once every
- * process of its namespace is gone), 0 nothing yet (never when BLOCK), -1
- * EOF (the cell, or the helper before any cell took the command, is gone;
- * the socket is closed).
+ * Read one message of the cell of P from its status socket (P->status_fd):
+ * 2 the command's status (into P->warm_status, P->warm_done: every process
+ * of its namespace is gone), 3 a report (into *REP: exec's errno, or the
+ * set-up step that failed), 0 nothing yet, -1 EOF (the socket is closed).
  */
-int lev_sbx_warm_read(struct lev_sandbox_proc *p, bool block);
+int lev_sbx_warm_read(struct lev_sandbox_proc *p, struct lev_sbx_report *rep);
+/*
+ * The cell's pidfd, from P->sock, into P->pidfd: 0 (it is there), 1 not
+ * yet (only when not BLOCK), -1 never (no cell took the command: the
+ * helper went away).
+ */
+int lev_sbx_warm_pidfd(struct lev_sandbox_proc *p, bool block);
 /* Kill the helper (and every command it runs) and free W. */
 void lev_sbx_warm_free(struct lev_sbx_warm *w);
 

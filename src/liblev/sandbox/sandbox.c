@@ -915,9 +915,7 @@ static void kill_proc(struct lev_sandbox_proc *p)
 	switch (p->mode) {
 	case LEV_SBX_NS_WARM:
 		/* the cell's pidfd comes once a cell took the command: wait for it */
-		while (!p->reaped && p->pidfd < 0 && !p->warm_done && lev_sbx_warm_read(p, true) >= 0)
-			;
-		if (p->pidfd >= 0 && !p->reaped && !p->warm_done)
+		if (!p->reaped && !p->warm_done && lev_sbx_warm_pidfd(p, true) == 0)
 			(void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
 		break;
 	case LEV_SBX_OCI_FAST:
@@ -1010,16 +1008,20 @@ static bool reap_cell(struct lev_sandbox_proc *p, int *wstatus, bool block)
 {
 	struct pollfd pf = { p->pidfd, POLLIN, 0 };
 
+	if (p->warm_done) {
+		p->reaped = true;
+		return true;
+	}
 	if (p->pidfd < 0) {
-		/* no cell has taken it yet: wait for its pidfd (or the end) */
-		while (block && p->pidfd < 0 && !p->warm_done && lev_sbx_warm_read(p, true) >= 0)
-			;
-		if (p->warm_done || (p->pidfd < 0 && p->status_fd < 0)) {
+		/* no cell has taken it yet: wait for its pidfd (or learn there is none) */
+		int r = lev_sbx_warm_pidfd(p, block);
+
+		if (r < 0) {
 			p->reaped = true;
 			*wstatus = SIGKILL;
 			return true;
 		}
-		if (p->pidfd < 0)
+		if (r > 0)
 			return false;
 		pf.fd = p->pidfd;
 	}
@@ -1107,13 +1109,16 @@ static int wait_fds(const struct lev_sandbox_proc *p, const struct waiter *w, st
 		ADD(p->pidfd, WAIT_PIDFD);
 	if (p->mode == LEV_SBX_OCI_FAST && !w->have_status)
 		ADD(p->sock, WAIT_SOCK);
-	if (p->mode == LEV_SBX_NS_WARM && !w->have_status && !w->setup_failed)
+	if (p->mode == LEV_SBX_NS_WARM && !w->have_status)
 		ADD(p->status_fd, WAIT_STATUS);
 	if (!w->killed)
 		ADD(p->cancel_fd, WAIT_CANCEL);
 #undef ADD
 	return nf;
 }
+
+static void handle_report(struct lev_sandbox_proc *p, struct waiter *w,
+			  const struct lev_sbx_report *r);
 
 /* The child's report: exec's errno, or the set-up step that failed (then kill it). */
 static void on_report(struct lev_sandbox_proc *p, struct waiter *w)
@@ -1127,6 +1132,14 @@ static void on_report(struct lev_sandbox_proc *p, struct waiter *w)
 		close_fd(&p->report_fd);
 		return;
 	}
+	handle_report(p, w, &rep);
+}
+
+static void handle_report(struct lev_sandbox_proc *p, struct waiter *w,
+			  const struct lev_sbx_report *r)
+{
+	struct lev_sbx_report rep = *r;
+
 	if (rep.phase == LEV_SBX_PH_EXEC) {
 		w->exec_errno = rep.err;
 	} else if (!w->setup_failed) {
@@ -1143,7 +1156,9 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
 	if (!reap(p, &w->child_status, false))
 		return;
 	if (p->mode == LEV_SBX_NS_WARM) {
-		while (!p->warm_done && lev_sbx_warm_read(p, false) > 0)
+		struct lev_sbx_report rep;
+
+		while (!p->warm_done && lev_sbx_warm_read(p, &rep) > 0)
 			;
 		w->wstatus = p->warm_done ? p->warm_status : w->child_status;
 	} else if (p->mode == LEV_SBX_NS) {
@@ -1169,24 +1184,27 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
  */
 static void on_cell_status(struct lev_sandbox_proc *p, struct waiter *w)
 {
+	struct lev_sbx_report rep;
 	int r;
 
-	while ((r = lev_sbx_warm_read(p, false)) == 1)
-		;
+	while ((r = lev_sbx_warm_read(p, &rep)) == 3)
+		handle_report(p, w, &rep);
 	if (p->warm_done) {
 		close_fd(&p->status_fd);
 		w->wstatus = p->warm_status;
 		w->have_status = true;
 		p->reaped = true;
 		start_grace(w);
-	} else if (r < 0 && p->pidfd < 0 && !w->setup_failed) {
+	} else if (r < 0 && lev_sbx_warm_pidfd(p, true) < 0 && !w->setup_failed) {
 		/* the helper died before any cell took the command: it never ran */
+		w->setup.magic = LEV_SBX_REPORT_MAGIC;
 		w->setup.phase = LEV_SBX_PH_HELPER;
 		w->setup.err = EPIPE;
 		w->setup_failed = true;
 		p->reaped = true;
 		start_grace(w);
 	}
+	/* else at EOF: the cell was killed; its pidfd says when its namespace is gone */
 }
 
 /* The container helper's answer: the command's status and exec's errno. */
