@@ -237,7 +237,8 @@ static int cmd_child(void *arg)
 
 /*
  * Start the command (sharing our memory until it execs, as posix_spawn
- * does: the cell waits meanwhile), reap until it ends, then kill and reap everything else
+ * does, while the cell only waits; no CLONE_VFORK, so the cell sleeps once,
+ * until the command ends), reap until it ends, then kill and reap everything else
  * in the namespace (we are its PID 1: nothing can hide from kill(-1), and
  * ECHILD means nothing is left), and only then pass its status on.
  */
@@ -246,7 +247,7 @@ static __attribute__((noreturn)) void cell_run(const struct helper *h, char *con
 					       const struct lev_sbx_childfds *f)
 {
 	struct cmd_args a = { cands, argv, envp, f };
-	long cmd = clone(cmd_child, h->stack + CMD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	long cmd = clone(cmd_child, h->stack + CMD_STACK, CLONE_VM | SIGCHLD, &a);
 	struct warm_msg m = { WARM_ANS_MAGIC, WARM_MSG_STATUS, SIGKILL };
 	int s;
 	ssize_t n;
@@ -256,8 +257,6 @@ static __attribute__((noreturn)) void cell_run(const struct helper *h, char *con
 		_exit(125);
 	}
 	close(f->in);
-	close(f->out);
-	close(f->err);
 	for (;;) {
 		long r = waitpid(-1, &s, __WALL);
 
@@ -275,6 +274,10 @@ static __attribute__((noreturn)) void cell_run(const struct helper *h, char *con
 		if (waitpid(-1, &s, __WALL) < 0 && errno == ECHILD)
 			break;
 	}
+	/* our copies kept the output open until now: lev sees its end and the
+	 * status at once, and wakes once */
+	close(f->out);
+	close(f->err);
 	do
 		n = send(f->status_wr, &m, sizeof(m), MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
