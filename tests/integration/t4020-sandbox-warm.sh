@@ -44,20 +44,12 @@ calls() {
 	(cd "$wd" && "$CALLS" "$wd" 300 "$@")
 }
 # the helper of this sbx-ns-calls (a host: line's $PPID), by name
-HELPER_PID='for d in /proc/[0-9]*; do
-	n=$(sed -n "s/^Name:\t//p" $d/status 2>/dev/null)
-	pp=$(sed -n "s/^PPid:\t//p" $d/status 2>/dev/null)
-	[ "$n" = lev-ns-helper ] && [ "$pp" = "$PPID" ] && echo "helper ${d#/proc/}"
-done; true'
-
+HELPER_PID='for p in $(pgrep -P "$PPID" -x lev-ns-helper); do echo "helper $p"; done; true'
 # kill it, and wait until it is dead (a zombie: lev reaps it when it
 # notices), so the next call meets a dead helper, not a dying one
-KILL_HELPER='for d in /proc/[0-9]*; do
-	n=$(sed -n "s/^Name:\t//p" $d/status 2>/dev/null)
-	pp=$(sed -n "s/^PPid:\t//p" $d/status 2>/dev/null)
-	[ "$n" = lev-ns-helper ] && [ "$pp" = "$PPID" ] || continue
-	kill -9 ${d#/proc/} && echo killed
-	while [ "$(sed "s/.*) //" $d/stat | cut -c1)" != Z ]; do sleep 0.1; done
+KILL_HELPER='for p in $(pgrep -P "$PPID" -x lev-ns-helper); do
+	kill -9 "$p" && echo killed
+	while [ "$(sed "s/.*) //" /proc/$p/stat | cut -c1)" != Z ]; do sleep 0.1; done
 done; true'
 
 test_control WARM 'commands of one sandbox run in cells of its warm helper' '
@@ -67,9 +59,11 @@ test_control WARM 'commands of one sandbox run in cells of its warm helper' '
 	grep -q "^helper [0-9]" out && ! grep -q "^cold:" out
 '
 
-test_expect_success 'the plan names the warm helper' '
+test_expect_success 'the plan names the warm helper, and lev sandbox exec uses it' '
 	lev sandbox exec --network off --workdir "$WD" --dry-run -- true >plan &&
-	grep -q "warm helper" plan
+	grep -q "warm helper" plan &&
+	lev sandbox exec --network off --workdir "$WD" -- "$PROBE" list-pids >out 2>err &&
+	test "$(cat out)" = 2 && ! grep -q "starts cold" err
 '
 
 # B sees 4 processes (its cell, sh, its own sleep, the probe: the benign
