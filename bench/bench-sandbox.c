@@ -1,10 +1,15 @@
 /*
- * bench-sandbox - wall time per command of /bin/true, seven ways, in one run:
+ * bench-sandbox - wall time per command of /bin/true, nine ways, in one run:
  *
  *   (a) a bare fork+exec (posix_spawn + waitpid): the baseline
- *   (b) lev's namespace sandbox through the library, network off: user,
- *       mount, PID, IPC, UTS and network namespaces, read-only root, private
- *       /tmp /dev /proc /run, masks, Landlock, seccomp, rlimits, caps, PID 1
+ *   (b) lev's namespace sandbox through the library, network off, warm: each
+ *       command in a pre-forked cell of the sandbox's helper (its own PID,
+ *       mount and IPC namespaces, fresh /tmp /dev/shm /proc, Landlock,
+ *       seccomp, rlimits, caps) inside the helper's user, mount, UTS and
+ *       network namespaces (read-only root, private /dev /run, masks)
+ *   (b') the same, cold: every namespace and mount built for each command
+ *   (b") the first command of a fresh warm sandbox: lev_sandbox_new(), the
+ *       helper's start, the command, lev_sandbox_free()
  *   (c) bubblewrap with the same namespaces (--unshare-user/pid/ipc/uts/net,
  *       --ro-bind / /, --dev, --proc, --tmpfs /tmp, the workdir bound)
  *   (d) `<engine> exec` into a warm container
@@ -17,7 +22,10 @@
  *
  * Without -e/-i/-H the container rows are skipped.  Each row is N timed
  * runs after 5 untimed ones; the median and the 90th percentile are printed
- * in milliseconds, then whether the goals hold: (b) <= (c), (e) <= 5 ms.
+ * in milliseconds, then whether the goals hold: (b) <= 1.5 x (a), (b') <=
+ * (c), (e) <= 5 ms.  (a), (b) and (b') are measured interleaved, in ten
+ * rounds of N/10 each, so a machine whose load changes during the run
+ * weighs on all three alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,31 +106,67 @@ struct row {
 
 typedef int (*runner)(void *ctx);
 
-static int measure(struct row *row, runner fn, void *ctx, int n)
+/* Time N calls of FN into T (after WARMUP untimed ones when WARM). */
+static int time_calls(runner fn, void *ctx, int n, bool warm, double *t)
 {
-	double *t = xcalloc((size_t)n, sizeof(*t));
 	int i;
 
-	for (i = 0; i < WARMUP; i++)
-		if (fn(ctx) < 0) {
-			free(t);
+	for (i = 0; warm && i < WARMUP; i++)
+		if (fn(ctx) < 0)
 			return -1;
-		}
 	for (i = 0; i < n; i++) {
 		double t0 = now_ms();
 
-		if (fn(ctx) < 0) {
-			free(t);
+		if (fn(ctx) < 0)
 			return -1;
-		}
 		t[i] = now_ms() - t0;
 	}
+	return 0;
+}
+
+static void summarize(struct row *row, double *t, int n)
+{
 	qsort(t, (size_t)n, sizeof(*t), cmp_double);
 	row->median = t[n / 2];
 	row->p90 = t[(n * 9) / 10];
 	row->ran = true;
+}
+
+static int measure(struct row *row, runner fn, void *ctx, int n)
+{
+	double *t = xcalloc((size_t)n, sizeof(*t));
+	int r = time_calls(fn, ctx, n, true, t);
+
+	if (r == 0)
+		summarize(row, t, n);
 	free(t);
-	return 0;
+	return r;
+}
+
+#define ROUNDS 10
+
+/* K rows measured in ROUNDS interleaved rounds of N / ROUNDS calls each. */
+static void measure_interleaved(struct row **rows, runner *fns, void **ctxs, int k, int n)
+{
+	int per = n / ROUNDS, i, j;
+	double *t[8];
+	bool ok[8];
+
+	for (j = 0; j < k; j++) {
+		t[j] = xcalloc((size_t)(per * ROUNDS), sizeof(double));
+		ok[j] = ctxs[j] && time_calls(fns[j], ctxs[j], 0, true, t[j]) == 0;
+	}
+	for (i = 0; i < ROUNDS; i++)
+		for (j = 0; j < k; j++)
+			if (ok[j] && time_calls(fns[j], ctxs[j], per, i == 0, t[j] + i * per) < 0) {
+				fprintf(stderr, "bench-sandbox: %s failed\n", rows[j]->name);
+				ok[j] = false;
+			}
+	for (j = 0; j < k; j++) {
+		if (ok[j])
+			summarize(rows[j], t[j], per * ROUNDS);
+		free(t[j]);
+	}
 }
 
 static int run_spawn(void *ctx)
@@ -161,7 +205,8 @@ static int run_fenced(void *ctx)
 }
 
 static struct lev_sandbox *make(enum lev_sandbox_kind kind, const char *workdir, const char *engine,
-				const char *image, const char *helper, struct lev_sandbox_pool *pool)
+				const char *image, const char *helper, struct lev_sandbox_pool *pool,
+				bool cold)
 {
 	struct lev_sandbox_spec s;
 	struct lev_sandbox_opts o = LEV_SANDBOX_OPTS_INIT;
@@ -178,6 +223,7 @@ static struct lev_sandbox *make(enum lev_sandbox_kind kind, const char *workdir,
 	o.workdir = workdir;
 	o.oci_helper = helper;
 	o.pool = pool;
+	o.cold = cold;
 	if (lev_sandbox_new(&s, &o, &sb, &err) < 0) {
 		fprintf(stderr, "bench-sandbox: %s\n", err.msg);
 		sb = NULL;
@@ -186,21 +232,40 @@ static struct lev_sandbox *make(enum lev_sandbox_kind kind, const char *workdir,
 	return sb;
 }
 
+/* (b"): a fresh warm sandbox for one command (CTX: the workdir). */
+static int run_first(void *ctx)
+{
+	struct lev_sandbox *sb = make(LEV_SANDBOX_NAMESPACE, ctx, NULL, NULL, NULL, NULL, false);
+	int r;
+
+	if (!sb)
+		return -1;
+	r = run_sandbox(sb);
+	if (r == 0 && lev_sandbox_cold(sb)) {
+		fprintf(stderr, "bench-sandbox: not warm: %s\n", lev_sandbox_cold(sb));
+		r = -1;
+	}
+	lev_sandbox_free(sb);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	const char *workdir = NULL, *engine = NULL, *image = NULL, *helper = NULL;
 	char cwd[4096];
 	int n = 200, c;
-	struct row rows[7] = {
+	struct row rows[9] = {
 		{ "(a) fork+exec (baseline)", 0, 0, false },
-		{ "(b) lev namespace sandbox", 0, 0, false },
+		{ "(b) lev namespace sandbox, warm", 0, 0, false },
 		{ "(c) bubblewrap, same namespaces", 0, 0, false },
 		{ "(d) <engine> exec, warm container", 0, 0, false },
 		{ "(e) lev container fast path", 0, 0, false },
 		{ "(f) kind none", 0, 0, false },
 		{ "(g) kind none, read fence", 0, 0, false },
+		{ "(b') lev namespace sandbox, cold", 0, 0, false },
+		{ "(b\") first command, new warm sandbox", 0, 0, false },
 	};
-	struct lev_sandbox *ns = NULL, *fast = NULL, *none = NULL;
+	struct lev_sandbox *ns = NULL, *ns_cold = NULL, *fast = NULL, *none = NULL;
 	struct lev_sandbox_pool *pool = NULL;
 	char *true_argv[] = { (char *)"/bin/true", NULL };
 	char **bwrap = NULL, **exec_argv = NULL;
@@ -233,22 +298,29 @@ int main(int argc, char **argv)
 	if (!workdir)
 		workdir = getcwd(cwd, sizeof(cwd));
 
-	/* (a) */
-	if (measure(&rows[0], run_spawn, true_argv, n) < 0)
-		fprintf(stderr, "bench-sandbox: (a) failed\n");
+	/* (a), (b), (b'), interleaved */
+	ns = make(LEV_SANDBOX_NAMESPACE, workdir, NULL, NULL, NULL, NULL, false);
+	ns_cold = make(LEV_SANDBOX_NAMESPACE, workdir, NULL, NULL, NULL, NULL, true);
+	{
+		struct row *r3[3] = { &rows[0], &rows[1], &rows[7] };
+		runner f3[3] = { run_spawn, run_sandbox, run_sandbox };
+		void *c3[3] = { true_argv, ns, ns_cold };
+
+		measure_interleaved(r3, f3, c3, 3, n);
+	}
+	if (ns && lev_sandbox_cold(ns))
+		fprintf(stderr, "bench-sandbox: (b) ran cold: %s\n", lev_sandbox_cold(ns));
+	/* (b") */
+	if (measure(&rows[8], run_first, (void *)workdir, n / 4 < 10 ? 10 : n / 4) < 0)
+		fprintf(stderr, "bench-sandbox: (b\") failed\n");
 
 	/* (f), (g): the kind-none read fence of pre-approved lines */
-	none = make(LEV_SANDBOX_NONE, workdir, NULL, NULL, NULL, NULL);
+	none = make(LEV_SANDBOX_NONE, workdir, NULL, NULL, NULL, NULL, false);
 	if (none && measure(&rows[5], run_sandbox, none, n) < 0)
 		fprintf(stderr, "bench-sandbox: (f) failed\n");
 	if (none && measure(&rows[6], run_fenced, none, n) < 0)
 		fprintf(stderr, "bench-sandbox: (g) failed\n");
 	lev_sandbox_free(none);
-
-	/* (b) */
-	ns = make(LEV_SANDBOX_NAMESPACE, workdir, NULL, NULL, NULL, NULL);
-	if (ns && measure(&rows[1], run_sandbox, ns, n) < 0)
-		fprintf(stderr, "bench-sandbox: (b) failed\n");
 
 	/* (c) */
 	bwrap = lev_strv_copy((char *const[]){
@@ -269,7 +341,7 @@ int main(int argc, char **argv)
 	/* (d), (e) */
 	if (engine && image && helper) {
 		lev_sandbox_pool_new("bench", &pool, NULL);
-		fast = make(LEV_SANDBOX_CONTAINER, workdir, engine, image, helper, pool);
+		fast = make(LEV_SANDBOX_CONTAINER, workdir, engine, image, helper, pool, false);
 		if (fast) {
 			char *name = NULL;
 			struct lev_buf b = LEV_BUF_INIT;
@@ -311,18 +383,28 @@ int main(int argc, char **argv)
 		}
 	}
 
-	printf("/bin/true, wall time per command in ms (%d runs per row, %d for (d)):\n", n,
-	       n / 4 < 10 ? 10 : n / 4);
-	printf("  %-36s %9s %9s\n", "", "median", "p90");
-	for (i = 0; i < 7; i++) {
-		if (rows[i].ran)
-			printf("  %-36s %9.3f %9.3f\n", rows[i].name, rows[i].median, rows[i].p90);
+	printf("/bin/true, wall time per command in ms (%d runs per row, %d for (d) and (b\")):\n",
+	       n, n / 4 < 10 ? 10 : n / 4);
+	printf("  %-38s %9s %9s %9s\n", "", "median", "p90", "x (a)");
+	for (i = 0; i < 9; i++) {
+		/* (b), (b'), (b") together */
+		static const int order[9] = { 0, 1, 7, 8, 2, 3, 4, 5, 6 };
+		int at = order[i];
+
+		if (rows[at].ran && rows[0].ran)
+			printf("  %-38s %9.3f %9.3f %8.2fx\n", rows[at].name, rows[at].median,
+			       rows[at].p90, rows[at].median / rows[0].median);
 		else
-			printf("  %-36s %9s\n", rows[i].name, "skipped");
+			printf("  %-38s %9s\n", rows[at].name, "skipped");
 	}
-	if (rows[1].ran && rows[2].ran)
-		printf("goal (b) <= (c): %s (%.2fx)\n", rows[1].median <= rows[2].median ? "met" : "MISSED",
-		       rows[1].median / rows[2].median);
+	if (rows[1].ran && rows[0].ran)
+		printf("goal (b) warm <= 1.5x (a): %s (%.2fx; cold (b') %.2fx)\n",
+		       rows[1].median <= 1.5 * rows[0].median ? "met" : "MISSED",
+		       rows[1].median / rows[0].median,
+		       rows[7].ran ? rows[7].median / rows[0].median : 0.0);
+	if (rows[7].ran && rows[2].ran)
+		printf("goal (b') <= (c): %s (%.2fx)\n", rows[7].median <= rows[2].median ? "met" : "MISSED",
+		       rows[7].median / rows[2].median);
 	if (rows[4].ran)
 		printf("goal (e) <= 5 ms: %s; (e) is %.0fx faster than (d)\n",
 		       rows[4].median <= 5.0 ? "met" : "MISSED",
@@ -333,6 +415,7 @@ int main(int argc, char **argv)
 
 	lev_sandbox_free(fast);
 	lev_sandbox_free(ns);
+	lev_sandbox_free(ns_cold);
 	lev_sandbox_pool_free(pool);
 	lev_strv_free(bwrap);
 	lev_strv_free(exec_argv);

@@ -1,9 +1,13 @@
 #!/bin/sh
 # Per-command wall time of /bin/true through (a) a bare fork+exec, (b) lev's
-# namespace sandbox, (c) bubblewrap with the same namespaces, (d) `podman
-# exec` into a warm container, (e) lev's container fast path: all in one
-# run, medians (and p90) in milliseconds.  Goals: (b) <= (c) while adding
-# Landlock and seccomp; (e) <= 5 ms.
+# namespace sandbox with its warm helper, (b') the same cold, (b") the first
+# command of a new sandbox, (c) bubblewrap with the same namespaces, (d)
+# `podman exec` into a warm container, (e) lev's container fast path, (f)
+# kind none, (g) kind none in the read fence: all in one run, medians (and
+# p90) in milliseconds, and each as a multiple of (a).  (a), (b) and (b')
+# are interleaved.  Goals: (b) <= 1.5x (a); (b') <= (c) while adding
+# Landlock and seccomp; (e) <= 5 ms.  `uptime` before and after: on a loaded
+# machine the figures are mostly scheduling delay.
 #
 # usage: bench/bench-sandbox.sh [RUNS]      (default 200 runs per row)
 #
@@ -37,4 +41,6 @@ if [ "$engine" != none ] && command -v "$engine" >/dev/null; then
 	set -- "$@" -e "$engine" -i "$image" -H "$build/src/lev/lev-oci-helper"
 fi
 echo "== $(uname -r), $(nproc) CPUs, $(id -un); bubblewrap $(bwrap --version 2>/dev/null | cut -d' ' -f2)"
+echo "== before: $(uptime)"
 "$build/bench/bench-sandbox" "$@"
+echo "== after: $(uptime)"

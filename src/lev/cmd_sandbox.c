@@ -371,6 +371,8 @@ static int exec_run(struct lev_sandbox *sb, char *const *cmd, const struct lev_s
 		lev_fail("%s", err.msg);
 		return EXIT_SETUP;
 	}
+	if (lev_sandbox_cold(sb))
+		lev_warn("sandbox: the command starts cold: %s", lev_sandbox_cold(sb));
 	if (lev_sandbox_wait(proc, &res, &err) < 0) {
 		lev_fail("%s", err.msg);
 	} else {

@@ -25,6 +25,8 @@
  *   kill PID [SIG]        kill(PID, SIG) (default 0)
  *   pid-visible PID       stat /proc/PID
  *   list-pids             how many processes /proc shows
+ *   fds                   our open descriptors, "N:what" each (what: pipe, socket, the
+ *                         path, ...), but the one that lists them
  *   io_uring              io_uring_setup
  *   bpf                   bpf(BPF_MAP_CREATE)
  *   perf                  perf_event_open
@@ -340,6 +342,35 @@ static int p_caps(void)
 	return 0;
 }
 
+static int p_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	bool first = true;
+
+	if (!d)
+		return word(errno);
+	while ((de = readdir(d))) {
+		char path[300], what[256];
+		ssize_t n;
+		char *br;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		n = readlink(path, what, sizeof(what) - 1);
+		what[n < 0 ? 0 : n] = '\0';
+		br = strstr(what, ":[");
+		if (br)
+			*br = '\0';	/* pipe:[123] -> pipe */
+		printf("%s%s:%s", first ? "" : " ", de->d_name, what);
+		first = false;
+	}
+	closedir(d);
+	printf("\n");
+	return 0;
+}
+
 static int p_flood(long bytes, int fd)
 {
 	static char buf[65536];
@@ -439,6 +470,8 @@ int main(int argc, char **argv)
 		printf("%d\n", n);
 		return 0;
 	}
+	if (!strcmp(w, "fds"))
+		return p_fds();
 	if (!strcmp(w, "io_uring")) {
 		struct io_uring_params p;
 

@@ -272,7 +272,7 @@ test_expect_success 'names from /etc/hosts still resolve with network off' '
 
 # --- processes ---
 
-sleep 300 &
+sleep 100000 &	# the victim: alive however long a loaded machine takes
 VICTIM=$!
 HOSTPIDS="$HOSTPIDS $VICTIM"
 

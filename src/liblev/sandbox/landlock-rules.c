@@ -82,7 +82,7 @@ static size_t attr_size(int abi)
 	return offsetof(struct ll_ruleset_attr, handled_access_net);
 }
 
-int lev_landlock_enforce(const struct lev_landlock_spec *s, int *failed_rule)
+int lev_landlock_build(const struct lev_landlock_spec *s, int *failed_rule)
 {
 	struct ll_ruleset_attr attr = {
 		.handled_access_fs = s->handled_fs & lev_landlock_fs_rights(s->abi),
@@ -129,18 +129,29 @@ int lev_landlock_enforce(const struct lev_landlock_spec *s, int *failed_rule)
 		}
 		close(fd);
 	}
-	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0) {
-		r = -errno;
-		close(ruleset);
-		return r;
-	}
-	close(ruleset);
-	return 0;
+	return ruleset;
 fail:
 	if (failed_rule)
 		*failed_rule = (int)i;
 	close(ruleset);
 	return r;
+}
+
+int lev_landlock_restrict(int ruleset)
+{
+	int r = 0;
+
+	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+		r = -errno;
+	close(ruleset);
+	return r;
+}
+
+int lev_landlock_enforce(const struct lev_landlock_spec *s, int *failed_rule)
+{
+	int ruleset = lev_landlock_build(s, failed_rule);
+
+	return ruleset < 0 ? ruleset : lev_landlock_restrict(ruleset);
 }
 
 void lev_landlock_fs_names(uint64_t access, char *buf, size_t size)

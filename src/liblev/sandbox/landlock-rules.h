@@ -87,5 +87,14 @@ struct lev_landlock_spec {
  */
 int lev_landlock_enforce(const struct lev_landlock_spec *s, int *failed_rule);
 
+/*
+ * The two halves of lev_landlock_enforce(): build the ruleset (returns its
+ * fd, close-on-exec, or -errno with *failed_rule as above), then restrict
+ * the calling thread with it (closes it; 0 or -errno).  The rules are bound
+ * to the inodes the paths name when it is built.  Async-signal-safe.
+ */
+int lev_landlock_build(const struct lev_landlock_spec *s, int *failed_rule);
+int lev_landlock_restrict(int ruleset);
+
 /* Append the names of the rights in ACCESS ("read_file,write_file,...") to BUF of SIZE. */
 void lev_landlock_fs_names(uint64_t access, char *buf, size_t size);

@@ -17,9 +17,11 @@ enum lev_sbx_mode {
 	LEV_SBX_PLAIN,		/* the command is our direct child in its own session */
 	LEV_SBX_OCI_FAST,	/* a helper inside the container runs it; status via a socket */
 	LEV_SBX_OCI_EXEC,	/* `<engine> exec` is our direct child */
+	LEV_SBX_NS_WARM,	/* a cell of the warm helper runs it; status via a pipe */
 };
 
 struct lev_sbx_ct;		/* a warm container (sandbox-oci.c) */
+struct lev_sbx_warm;		/* a warm namespace helper (ns-helper.c) */
 
 struct lev_sandbox {
 	struct lev_sandbox_spec spec;	/* the resolved spec, copied */
@@ -45,6 +47,8 @@ struct lev_sandbox {
 	struct lev_scfilter sc;
 	char *resolv_target;		/* /etc/resolv.conf's target when it lives under /run */
 	struct lev_sbx_fence *fence;	/* kind none: the read fence's rules, built on first use */
+	struct lev_sbx_warm *warm;	/* namespace: the warm helper, started by the first command */
+	char *cold;			/* namespace: why commands start cold, or NULL */
 
 	/* container backend */
 	struct lev_sandbox_pool *pool;
@@ -83,6 +87,7 @@ enum lev_sbx_phase {
 	LEV_SBX_PH_FORK,
 	LEV_SBX_PH_STDIO,
 	LEV_SBX_PH_EXEC,		/* not a setup failure: the command cannot run */
+	LEV_SBX_PH_HELPER,		/* the warm helper went away before a cell took the command */
 };
 
 struct lev_sbx_report {
@@ -105,7 +110,7 @@ struct lev_sandbox_proc {
 	int err_fd;
 	int report_fd;			/* setup reports (read end), -1 when closed */
 	int status_fd;			/* NS: init writes the command's wait status */
-	int sock;			/* OCI_FAST: the helper connection */
+	int sock;			/* OCI_FAST: the helper connection; NS_WARM: the cell's pidfd comes here */
 	int fwd_out;			/* where to copy stdout, -1: capture */
 	int fwd_err;
 	int cancel_fd;
@@ -116,6 +121,10 @@ struct lev_sandbox_proc {
 	bool reaped;
 	char *tmpdir;			/* PLAIN fallback: private TMPDIR to remove */
 	struct lev_sbx_nsplan *plan;	/* for naming a failed mount step */
+	const struct lev_sbx_nsplan *warm_plan;	/* NS_WARM: the helper's, borrowed */
+	char *cwd;			/* NS_WARM: for naming a failed chdir */
+	int warm_status;		/* NS_WARM: the wait status the cell sent, with warm_done */
+	bool warm_done;
 	char *argv0;			/* for messages */
 };
 
@@ -187,6 +196,33 @@ int lev_sbx_write_maps(pid_t pid, uid_t uid, gid_t gid, struct lev_err *err);
 void lev_sbx_maps_ready(int ready_wr);
 int lev_sbx_maps_wait(int ready_rd, struct lev_err *err);
 const struct lev_sbx_kernel *lev_sbx_kernel(void);
+
+/*
+ * The warm helper (ns-helper.c).  lev_sbx_warm_spawn() runs the command in
+ * a cell of the sandbox's helper, starting the helper first when there is
+ * none (or it died).  Returns 0 with *out, a negative error, or 1 when the
+ * warm path cannot take this command (then sb->cold may say why for good):
+ * the caller starts it cold.
+ */
+int lev_sbx_warm_spawn(struct lev_sandbox *sb, char *const *argv, char *const *envp,
+		       const char *cwd, const struct lev_sandbox_limits *limits,
+		       const struct lev_sandbox_io *io, struct lev_sandbox_proc **out,
+		       struct lev_err *err);
+/*
+ * Read one message of the cell of P from its status socket (P->status_fd):
+ * 2 the command's status (into P->warm_status, P->warm_done: every process
+ * of its namespace is gone), 3 a report (into *REP: exec's errno, or the
+ * set-up step that failed), 0 nothing yet, -1 EOF (the socket is closed).
+ */
+int lev_sbx_warm_read(struct lev_sandbox_proc *p, struct lev_sbx_report *rep);
+/*
+ * The cell's pidfd, from P->sock, into P->pidfd: 0 (it is there), 1 not
+ * yet (only when not BLOCK), -1 never (no cell took the command: the
+ * helper went away).
+ */
+int lev_sbx_warm_pidfd(struct lev_sandbox_proc *p, bool block);
+/* Kill the helper (and every command it runs) and free W. */
+void lev_sbx_warm_free(struct lev_sbx_warm *w);
 
 /* Container backend (sandbox-oci.c). */
 int lev_sbx_oci_setup(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts,

@@ -61,6 +61,7 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/sandbox/landlock-rules.h"
+#include "liblev/sandbox/ns-internal.h"
 #include "liblev/sandbox/sandbox-internal.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
@@ -69,63 +70,6 @@
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
-
-#define NSLOTS 16
-#define SLOT_WORKDIR 0
-#define SLOT_RESOLV 1
-#define SLOT_DEV0 2
-
-enum mop_kind {
-	MOP_PRIVATE,	/* make the tree private, recursively */
-	MOP_CLONE,	/* open_tree(CLONE) PATH into a slot */
-	MOP_RO_ROOT,	/* read-only, nosuid, nodev, recursively, from / */
-	MOP_TMPFS,	/* a fresh tmpfs (ARG: options) */
-	MOP_MKDIRS,	/* mkdir -p inside a fresh tmpfs */
-	MOP_MKFILE,	/* an empty file to bind onto */
-	MOP_SYMLINK,	/* PATH -> ARG */
-	MOP_ATTACH,	/* move_mount a slot onto PATH */
-	MOP_DEVPTS,	/* a private devpts instance */
-	MOP_PROC,	/* a fresh proc for the new PID namespace */
-	MOP_WRITE,	/* write ARG to PATH */
-	MOP_SETRO,	/* make the mount at PATH read-only */
-	MOP_MASK_DIR,	/* an empty, unreadable, read-only directory over PATH */
-	MOP_MASK_FILE,	/* an empty, unreadable, read-only file over PATH */
-};
-
-struct mop {
-	enum mop_kind kind;
-	const char *path;
-	const char *arg;
-	int slot;
-	bool recursive;
-	bool optional;		/* a failure is ignored (the path may have gone) */
-};
-
-struct lev_sbx_nsplan {
-	enum lev_sbx_mode mode;
-	unsigned long clone_flags;
-	struct mop *ops;
-	size_t n_ops;
-	struct lev_landlock_rule *rules;
-	size_t n_rules;
-	struct lev_landlock_spec ll;
-	bool use_ll;
-	bool use_sc;
-	bool use_nnp;
-	bool use_caps;
-	bool use_rlimits;
-	bool set_hostname;
-	const struct lev_scfilter *sc;	/* borrowed from the sandbox */
-	char **strs;			/* owns the strings ops and rules point at */
-	char **argv;
-	char **envp;
-	char **cands;
-	char *cwd;
-	struct lev_sandbox_limits limits;
-	uid_t uid;
-	gid_t gid;
-	char *tmpdir;			/* PLAIN with layers: the private TMPDIR */
-};
 
 static const char *keep(struct lev_sbx_nsplan *pl, char *s)
 {
@@ -270,6 +214,21 @@ static const char *const dev_nodes[] = { "null", "zero", "full", "random", "uran
 #define DEV_RW (LEV_LL_FS_READ_FILE | LEV_LL_FS_WRITE_FILE | LEV_LL_FS_TRUNCATE | \
 		LEV_LL_FS_IOCTL_DEV)
 
+/*
+ * pid_max of the new PID namespace caps the processes (root ignores
+ * RLIMIT_NPROC); kernels before 6.14 have one global pid_max, which a
+ * caller without root cannot write, and RLIMIT_NPROC does the job.
+ */
+static void plan_pid_max(struct lev_sbx_nsplan *pl)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(pl->limits.nproc + 2 < 301 ? 301 : pl->limits.nproc + 2));
+	add_op(pl, MOP_WRITE, "/proc/sys/kernel/pid_max", buf, -1,
+	       lev_sbx_kernel()->pidmax_ns < 0 || getuid() != 0);
+}
+
 static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 {
 	char buf[64];
@@ -327,13 +286,7 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 	add_op(pl, MOP_SETRO, "/dev", NULL, -1, false);
 
 	add_op(pl, MOP_PROC, "/proc", NULL, -1, false);
-	/* pid_max of the new PID namespace caps the processes (root ignores
-	 * RLIMIT_NPROC); kernels before 6.14 have one global pid_max, which a
-	 * caller without root cannot write, and RLIMIT_NPROC does the job */
-	snprintf(buf, sizeof(buf), "%llu",
-		 (unsigned long long)(pl->limits.nproc + 2 < 301 ? 301 : pl->limits.nproc + 2));
-	add_op(pl, MOP_WRITE, "/proc/sys/kernel/pid_max", buf, -1,
-	       lev_sbx_kernel()->pidmax_ns < 0 || getuid() != 0);
+	plan_pid_max(pl);
 	add_op(pl, MOP_SETRO, "/proc", NULL, -1, false);
 
 	if (wd_in_fresh)
@@ -354,6 +307,34 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 			continue;
 		add_op(pl, S_ISDIR(st.st_mode) ? MOP_MASK_DIR : MOP_MASK_FILE, *m, NULL, -1, true);
 	}
+}
+
+/*
+ * What a warm cell adds to the helper's mounts: what one command may change
+ * (the tmpfs on /tmp and /dev/shm) is fresh for each, and /proc shows the
+ * cell's own PID namespace.  A workdir under /tmp is cloned (with the masks
+ * on it) before the new /tmp covers it, and attached again inside it.
+ */
+void lev_sbx_ns_plan_cell(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+{
+	bool wd_in_tmp = lev_path_under(sb->workdir, "/tmp");
+	char buf[64];
+
+	pl->n_helper_ops = pl->n_ops;
+	if (wd_in_tmp) {
+		add_op(pl, MOP_CLONE, sb->workdir, NULL, SLOT_WORKDIR, false);
+		pl->ops[pl->n_ops - 1].recursive = true;
+	}
+	snprintf(buf, sizeof(buf), "mode=1777,size=%llu", (unsigned long long)pl->limits.tmp_bytes);
+	add_op(pl, MOP_TMPFS, "/tmp", buf, -1, false);
+	if (wd_in_tmp) {
+		add_op(pl, MOP_MKDIRS, sb->workdir, NULL, -1, false);
+		add_op(pl, MOP_ATTACH, sb->workdir, NULL, SLOT_WORKDIR, false);
+	}
+	add_op(pl, MOP_TMPFS, "/dev/shm", "mode=1777,size=64m", -1, false);
+	add_op(pl, MOP_PROC, "/proc", NULL, -1, false);
+	plan_pid_max(pl);
+	add_op(pl, MOP_SETRO, "/proc", NULL, -1, false);
 }
 
 /* Is P an ancestor (strictly above) of some mask? */
@@ -494,7 +475,7 @@ static int plan_read_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *
 	return 0;
 }
 
-static char **plan_env(const struct lev_sandbox *sb, char *const *envp, const char *tmpdir)
+char **lev_sbx_ns_env(const struct lev_sandbox *sb, char *const *envp, const char *tmpdir)
 {
 	char **env = lev_envfilter_apply(&sb->env, envp);
 	char **out = NULL, **e;
@@ -510,10 +491,9 @@ static char **plan_env(const struct lev_sandbox *sb, char *const *envp, const ch
 	return out;
 }
 
-/* Build the plan; MAKE_TMPDIR creates the fallback's private TMPDIR. */
-static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *const *envp,
-		      const char *cwd, const struct lev_sandbox_limits *limits, bool make_tmpdir,
-		      struct lev_sbx_nsplan **out, struct lev_err *err)
+int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char *const *envp,
+			  const char *cwd, const struct lev_sandbox_limits *limits,
+			  bool make_tmpdir, struct lev_sbx_nsplan **out, struct lev_err *err)
 {
 	struct lev_sbx_nsplan *pl = xcalloc(1, sizeof(*pl));
 	const char *tmp_env = NULL;
@@ -583,7 +563,7 @@ static int build_plan(const struct lev_sandbox *sb, char *const *argv, char *con
 			return r;
 		}
 	}
-	pl->envp = plan_env(sb, envp, tmp_env);
+	pl->envp = lev_sbx_ns_env(sb, envp, tmp_env);
 	pl->cands = lev_sbx_exec_candidates(argv[0], lev_sbx_env_path(pl->envp));
 	*out = pl;
 	return 0;
@@ -724,7 +704,7 @@ static int run_op(const struct mop *m, int *slots, int *staging)
 	return -1;
 }
 
-static int run_ops(const struct lev_sbx_nsplan *pl, int report_fd)
+int lev_sbx_ns_run_ops(const struct lev_sbx_nsplan *pl, size_t from, size_t to, int *failed)
 {
 	int slots[NSLOTS], staging = -1;
 	size_t i;
@@ -732,10 +712,10 @@ static int run_ops(const struct lev_sbx_nsplan *pl, int report_fd)
 
 	for (i = 0; i < NSLOTS; i++)
 		slots[i] = -1;
-	for (i = 0; i < pl->n_ops; i++) {
+	for (i = from; i < to && i < pl->n_ops; i++) {
 		if (run_op(&pl->ops[i], slots, &staging) < 0 && !pl->ops[i].optional) {
-			lev_sbx_report(report_fd, LEV_SBX_PH_MOUNT, (int)i, errno);
-			rc = -1;
+			rc = -errno;
+			*failed = (int)i;
 			break;
 		}
 	}
@@ -747,17 +727,17 @@ static int run_ops(const struct lev_sbx_nsplan *pl, int report_fd)
 	return rc;
 }
 
-/* chdir, rlimits, no_new_privs, Landlock, capabilities, seccomp. */
-static int fence(const struct lev_sbx_nsplan *pl, int report_fd)
+int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
+		     const struct lev_sandbox_limits *limits, int ll_fd, int report_fd)
 {
 	int idx = -1, r;
 
-	if (chdir(pl->cwd) < 0) {
+	if (chdir(cwd) < 0) {
 		lev_sbx_report(report_fd, LEV_SBX_PH_CHDIR, 0, errno);
 		return -1;
 	}
 	if (pl->use_rlimits) {
-		r = lev_sbx_apply_rlimits(&pl->limits, pl->uid == 0, &idx);
+		r = lev_sbx_apply_rlimits(limits, pl->uid == 0, &idx);
 		if (r < 0) {
 			lev_sbx_report(report_fd, LEV_SBX_PH_RLIMIT, idx, -r);
 			return -1;
@@ -768,7 +748,7 @@ static int fence(const struct lev_sbx_nsplan *pl, int report_fd)
 		return -1;
 	}
 	if (pl->use_ll) {
-		r = lev_landlock_enforce(&pl->ll, &idx);
+		r = ll_fd >= 0 ? lev_landlock_restrict(ll_fd) : lev_landlock_enforce(&pl->ll, &idx);
 		if (r < 0) {
 			lev_sbx_report(report_fd, LEV_SBX_PH_LANDLOCK, idx, -r);
 			return -1;
@@ -791,18 +771,10 @@ static int fence(const struct lev_sbx_nsplan *pl, int report_fd)
 	return 0;
 }
 
-struct childfds {
-	int ready_wr;
-	int sync_rd;
-	int report_wr;
-	int status_wr;
-	int in;
-	int out;
-	int err;
-};
 
-static __attribute__((noreturn)) void run_command(const struct lev_sbx_nsplan *pl,
-						  const struct childfds *f)
+__attribute__((noreturn)) void lev_sbx_ns_exec(char *const *cands, char *const *argv,
+					       char *const *envp,
+					       const struct lev_sbx_childfds *f)
 {
 	int e;
 
@@ -817,13 +789,13 @@ static __attribute__((noreturn)) void run_command(const struct lev_sbx_nsplan *p
 	lev_sbx_reset_signals();
 	(void)umask(022);	/* lev runs with 077; commands get the usual default */
 	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-	e = lev_sbx_exec(pl->cands, pl->argv, pl->envp);
+	e = lev_sbx_exec(cands, argv, envp);
 	lev_sbx_report(f->report_wr, LEV_SBX_PH_EXEC, 0, e);
 	_exit(e == ENOENT ? 127 : 126);
 }
 
 static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
-					      const struct childfds *f)
+					      const struct lev_sbx_childfds *f)
 {
 	char go;
 	ssize_t n;
@@ -842,13 +814,19 @@ static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
 	}
 	close(f->sync_rd);
 
-	if (run_ops(pl, f->report_wr) < 0)
-		_exit(125);
+	{
+		int failed = -1, r = lev_sbx_ns_run_ops(pl, 0, pl->n_ops, &failed);
+
+		if (r < 0) {
+			lev_sbx_report(f->report_wr, LEV_SBX_PH_MOUNT, failed, -r);
+			_exit(125);
+		}
+	}
 	if (pl->set_hostname && sethostname("lev-sandbox", 11) < 0) {
 		lev_sbx_report(f->report_wr, LEV_SBX_PH_HOSTNAME, 0, errno);
 		_exit(125);
 	}
-	if (fence(pl, f->report_wr) < 0)
+	if (lev_sbx_ns_fence(pl, pl->cwd, &pl->limits, -1, f->report_wr) < 0)
 		_exit(125);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
@@ -858,7 +836,7 @@ static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
 		_exit(125);
 	}
 	if (w == 0)
-		run_command(pl, f);
+		lev_sbx_ns_exec(pl->cands, pl->argv, pl->envp, f);
 
 	/* PID 1: reap everything; report the command's status, then go, which
 	 * kills whatever is left in the namespace. */
@@ -885,14 +863,14 @@ static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
 }
 
 static __attribute__((noreturn)) void plain_child(const struct lev_sbx_nsplan *pl,
-						  const struct childfds *f, pid_t parent)
+						  const struct lev_sbx_childfds *f, pid_t parent)
 {
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != parent)
 		_exit(125);
-	if (fence(pl, f->report_wr) < 0)
+	if (lev_sbx_ns_fence(pl, pl->cwd, &pl->limits, -1, f->report_wr) < 0)
 		_exit(125);
-	run_command(pl, f);
+	lev_sbx_ns_exec(pl->cands, pl->argv, pl->envp, f);
 }
 
 /* ---- the parent ---- */
@@ -1046,11 +1024,16 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 	struct spawn_pipes sp = SPAWN_PIPES_INIT;
 	int in = -1, pidfd = -1, r;
 	bool own_in = false;
-	struct childfds f;
+	struct lev_sbx_childfds f;
 	pid_t parent = getpid();
 	long pid;
 
-	r = build_plan(sb, argv, envp, cwd, limits, true, &pl, err);
+	if (sb->kind == LEV_SANDBOX_NAMESPACE && (sb->layers & LEV_LAYER_USERNS) && !sb->cold) {
+		r = lev_sbx_warm_spawn(sb, argv, envp, cwd, limits, io, out, err);
+		if (r != 1)
+			return r;
+	}
+	r = lev_sbx_ns_build_plan(sb, argv, envp, cwd, limits, true, &pl, err);
 	if (r < 0)
 		return r;
 	r = spawn_pipes_open(pl, &sp, err);
@@ -1190,7 +1173,14 @@ static const char *rlimit_name(int res)
 void lev_sbx_ns_explain(const struct lev_sandbox_proc *p, const struct lev_sbx_report *r,
 			struct lev_err *err)
 {
-	const struct lev_sbx_nsplan *pl = p->plan;
+	const struct lev_sbx_nsplan *pl = p->plan ? p->plan : p->warm_plan;
+
+	lev_sbx_ns_explain_plan(pl, p->cwd ? p->cwd : pl ? pl->cwd : NULL, p->argv0, r, err);
+}
+
+void lev_sbx_ns_explain_plan(const struct lev_sbx_nsplan *pl, const char *cwd, const char *argv0,
+			     const struct lev_sbx_report *r, struct lev_err *err)
+{
 	char what[PATH_MAX + 128];
 	int code = r->err > 0 ? -r->err : -EIO;
 
@@ -1208,7 +1198,7 @@ void lev_sbx_ns_explain(const struct lev_sandbox_proc *p, const struct lev_sbx_r
 		snprintf(what, sizeof(what), "set the hostname");
 		break;
 	case LEV_SBX_PH_CHDIR:
-		snprintf(what, sizeof(what), "enter '%s'", pl ? pl->cwd : "?");
+		snprintf(what, sizeof(what), "enter '%s'", cwd ? cwd : "?");
 		break;
 	case LEV_SBX_PH_RLIMIT:
 		snprintf(what, sizeof(what), "set %s", rlimit_name(r->index));
@@ -1230,10 +1220,14 @@ void lev_sbx_ns_explain(const struct lev_sandbox_proc *p, const struct lev_sbx_r
 		snprintf(what, sizeof(what), "install the seccomp filter");
 		break;
 	case LEV_SBX_PH_FORK:
-		snprintf(what, sizeof(what), "start '%s'", p->argv0 ? p->argv0 : "?");
+		snprintf(what, sizeof(what), "start '%s'", argv0 ? argv0 : "?");
 		break;
 	case LEV_SBX_PH_STDIO:
 		snprintf(what, sizeof(what), "set up the standard streams");
+		break;
+	case LEV_SBX_PH_HELPER:
+		snprintf(what, sizeof(what), "start '%s': the warm helper went away",
+			 argv0 ? argv0 : "?");
 		break;
 	default:
 		snprintf(what, sizeof(what), "set up the sandbox");
@@ -1329,7 +1323,7 @@ static json_t *seccomp_json(const struct lev_sbx_nsplan *pl)
 	return a;
 }
 
-static json_t *process_json(const struct lev_sbx_nsplan *pl)
+static json_t *process_json(const struct lev_sandbox *sb, const struct lev_sbx_nsplan *pl)
 {
 	json_t *a = json_array();
 	char line[256];
@@ -1347,6 +1341,14 @@ static json_t *process_json(const struct lev_sbx_nsplan *pl)
 		json_array_append_new(a, json_string(line));
 	}
 	json_array_append_new(a, json_string("new session (no controlling terminal)"));
+	if (pl->mode == LEV_SBX_NS && sb->cold) {
+		snprintf(line, sizeof(line), "cold start per command (%s)", sb->cold);
+		json_array_append_new(a, json_string(line));
+	} else if (pl->mode == LEV_SBX_NS) {
+		json_array_append_new(a, json_string("warm helper: the mounts are made once; each "
+						     "command in a fresh cell (PID, mount and IPC "
+						     "namespaces, /tmp, /dev/shm, /proc)"));
+	}
 	if (pl->mode == LEV_SBX_NS)
 		json_array_append_new(a, json_string("PID 1 reaps, dies with lev, kills all on exit"));
 	else
@@ -1392,7 +1394,7 @@ int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const c
 	int r;
 
 	(void)out;
-	r = build_plan(sb, argv, environ, cwd, &sb->limits, false, &pl, err);
+	r = lev_sbx_ns_build_plan(sb, argv, environ, cwd, &sb->limits, false, &pl, err);
 	if (r < 0)
 		return r;
 
@@ -1406,7 +1408,7 @@ int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const c
 		json_object_set_new(o, "landlock", landlock_json(pl));
 	if (pl->use_sc)
 		json_object_set_new(o, "seccomp", seccomp_json(pl));
-	json_object_set_new(o, "process", process_json(pl));
+	json_object_set_new(o, "process", process_json(sb, pl));
 	json_object_set_new(o, "environment", environment_json(sb, pl, environ));
 	lev_sbx_nsplan_free(pl);
 	return 0;

@@ -732,6 +732,8 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	sb->oci_helper = opts->oci_helper ? xstrdup(opts->oci_helper) : NULL;
 	sb->path_env = opts->path_env ? xstrdup(opts->path_env) : NULL;
 	sb->plan_only = opts->plan_only;
+	if (opts->cold)
+		sb->cold = xstrdup("cold start asked for");
 
 	if (opts->home) {
 		sb->home = xstrdup(opts->home);
@@ -790,6 +792,8 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 {
 	if (!sb)
 		return NULL;
+	lev_sbx_warm_free(sb->warm);
+	free(sb->cold);
 	if (sb->own_pool)
 		lev_sandbox_pool_free(sb->pool);
 	lev_sandbox_spec_release(&sb->spec);
@@ -836,6 +840,13 @@ unsigned lev_sandbox_missing(const struct lev_sandbox *sb)
 const char *lev_sandbox_degraded(const struct lev_sandbox *sb)
 {
 	return sb->degraded;
+}
+
+const char *lev_sandbox_cold(const struct lev_sandbox *sb)
+{
+	if (sb->kind != LEV_SANDBOX_NAMESPACE || !(sb->layers & LEV_LAYER_USERNS))
+		return NULL;
+	return sb->cold;
 }
 
 /* ---- spawn / wait ---- */
@@ -902,6 +913,11 @@ int lev_sandbox_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 static void kill_proc(struct lev_sandbox_proc *p)
 {
 	switch (p->mode) {
+	case LEV_SBX_NS_WARM:
+		/* the cell's pidfd comes once a cell took the command: wait for it */
+		if (!p->reaped && !p->warm_done && lev_sbx_warm_pidfd(p, true) == 0)
+			(void)syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		break;
 	case LEV_SBX_OCI_FAST:
 		lev_sbx_oci_kill(p);
 		break;
@@ -984,12 +1000,49 @@ static void status_to_result(int wstatus, struct lev_sandbox_result *res)
 	}
 }
 
+/*
+ * A warm cell is the helper's child, not ours: it is gone (with its whole
+ * PID namespace) when its pidfd is readable.
+ */
+static bool reap_cell(struct lev_sandbox_proc *p, int *wstatus, bool block)
+{
+	struct pollfd pf = { p->pidfd, POLLIN, 0 };
+
+	if (p->warm_done) {
+		p->reaped = true;
+		return true;
+	}
+	if (p->pidfd < 0) {
+		/* no cell has taken it yet: wait for its pidfd (or learn there is none) */
+		int r = lev_sbx_warm_pidfd(p, block);
+
+		if (r < 0) {
+			p->reaped = true;
+			*wstatus = SIGKILL;
+			return true;
+		}
+		if (r > 0)
+			return false;
+		pf.fd = p->pidfd;
+	}
+	while (poll(&pf, 1, block ? -1 : 0) < 0)
+		if (errno != EINTR)
+			break;
+	if (!pf.revents)
+		return false;
+	p->reaped = true;
+	*wstatus = SIGKILL;	/* WIFSIGNALED, unless the status pipe says otherwise */
+	return true;
+}
+
 /* Reap our child through its pidfd; returns true when it is gone. */
 static bool reap(struct lev_sandbox_proc *p, int *wstatus, bool block)
 {
 	siginfo_t si;
 
 	memset(&si, 0, sizeof(si));
+	if (!p->reaped && p->mode == LEV_SBX_NS_WARM)
+		return reap_cell(p, wstatus, block);
 	if (p->reaped || p->pidfd < 0)
 		return p->reaped;
 	while (waitid((idtype_t)P_PIDFD, (id_t)p->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0) {
@@ -1018,7 +1071,7 @@ struct waiter {
 	uint64_t deadline, grace_end;	/* grace_end: 0 until the end is in sight */
 };
 
-enum wait_fd { WAIT_OUT, WAIT_ERR, WAIT_REPORT, WAIT_PIDFD, WAIT_SOCK, WAIT_CANCEL };
+enum wait_fd { WAIT_OUT, WAIT_ERR, WAIT_REPORT, WAIT_PIDFD, WAIT_SOCK, WAIT_CANCEL, WAIT_STATUS };
 
 /* Kill the command and give its streams a grace period to drain. */
 static void kill_with_grace(struct lev_sandbox_proc *p, struct waiter *w)
@@ -1056,11 +1109,16 @@ static int wait_fds(const struct lev_sandbox_proc *p, const struct waiter *w, st
 		ADD(p->pidfd, WAIT_PIDFD);
 	if (p->mode == LEV_SBX_OCI_FAST && !w->have_status)
 		ADD(p->sock, WAIT_SOCK);
+	if (p->mode == LEV_SBX_NS_WARM && !w->have_status)
+		ADD(p->status_fd, WAIT_STATUS);
 	if (!w->killed)
 		ADD(p->cancel_fd, WAIT_CANCEL);
 #undef ADD
 	return nf;
 }
+
+static void handle_report(struct lev_sandbox_proc *p, struct waiter *w,
+			  const struct lev_sbx_report *r);
 
 /* The child's report: exec's errno, or the set-up step that failed (then kill it). */
 static void on_report(struct lev_sandbox_proc *p, struct waiter *w)
@@ -1074,6 +1132,14 @@ static void on_report(struct lev_sandbox_proc *p, struct waiter *w)
 		close_fd(&p->report_fd);
 		return;
 	}
+	handle_report(p, w, &rep);
+}
+
+static void handle_report(struct lev_sandbox_proc *p, struct waiter *w,
+			  const struct lev_sbx_report *r)
+{
+	struct lev_sbx_report rep = *r;
+
 	if (rep.phase == LEV_SBX_PH_EXEC) {
 		w->exec_errno = rep.err;
 	} else if (!w->setup_failed) {
@@ -1089,7 +1155,13 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
 {
 	if (!reap(p, &w->child_status, false))
 		return;
-	if (p->mode == LEV_SBX_NS) {
+	if (p->mode == LEV_SBX_NS_WARM) {
+		struct lev_sbx_report rep;
+
+		while (!p->warm_done && lev_sbx_warm_read(p, &rep) > 0)
+			;
+		w->wstatus = p->warm_done ? p->warm_status : w->child_status;
+	} else if (p->mode == LEV_SBX_NS) {
 		int st;
 		ssize_t k = p->status_fd >= 0 ? read(p->status_fd, &st, sizeof(st)) : -1;
 
@@ -1102,6 +1174,37 @@ static void on_child_exit(struct lev_sandbox_proc *p, struct waiter *w)
 	if (p->mode == LEV_SBX_PLAIN && p->pid > 0)
 		(void)kill(-p->pid, SIGKILL);	/* leftovers */
 	start_grace(w);
+}
+
+/*
+ * A warm cell's status: it writes the command's wait status once every
+ * other process of its PID namespace is gone, then exits, so the command
+ * is over (nothing left to kill or reap).  EOF: the cell was killed, and
+ * its pidfd says when its namespace is gone.
+ */
+static void on_cell_status(struct lev_sandbox_proc *p, struct waiter *w)
+{
+	struct lev_sbx_report rep;
+	int r;
+
+	while ((r = lev_sbx_warm_read(p, &rep)) == 3)
+		handle_report(p, w, &rep);
+	if (p->warm_done) {
+		close_fd(&p->status_fd);
+		w->wstatus = p->warm_status;
+		w->have_status = true;
+		p->reaped = true;
+		start_grace(w);
+	} else if (r < 0 && lev_sbx_warm_pidfd(p, true) < 0 && !w->setup_failed) {
+		/* the helper died before any cell took the command: it never ran */
+		w->setup.magic = LEV_SBX_REPORT_MAGIC;
+		w->setup.phase = LEV_SBX_PH_HELPER;
+		w->setup.err = EPIPE;
+		w->setup_failed = true;
+		p->reaped = true;
+		start_grace(w);
+	}
+	/* else at EOF: the cell was killed; its pidfd says when its namespace is gone */
 }
 
 /* The container helper's answer: the command's status and exec's errno. */
@@ -1128,8 +1231,8 @@ static void on_helper_answer(struct lev_sandbox_proc *p, struct waiter *w)
 static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 {
 	for (;;) {
-		struct pollfd pf[6];
-		enum wait_fd idx[6];
+		struct pollfd pf[7];
+		enum wait_fd idx[7];
 		int nf, i, n, tmo;
 		uint64_t now = lev_sbx_now_ms(), until;
 
@@ -1178,6 +1281,9 @@ static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 			case WAIT_SOCK:
 				on_helper_answer(p, w);
 				break;
+			case WAIT_STATUS:
+				on_cell_status(p, w);
+				break;
 			case WAIT_CANCEL:
 				kill_with_grace(p, w);
 				w->cancelled = true;
@@ -1190,7 +1296,7 @@ static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 /* Make sure the child is gone before reporting. */
 static void wait_reap(struct lev_sandbox_proc *p, struct waiter *w)
 {
-	if (!p->reaped && p->pidfd >= 0) {
+	if (!p->reaped && (p->pidfd >= 0 || p->mode == LEV_SBX_NS_WARM)) {
 		if (!w->have_status)
 			kill_proc(p);
 		if (!reap(p, &w->child_status, false)) {
@@ -1232,6 +1338,7 @@ static void wait_result(const struct lev_sandbox_proc *p, struct waiter *w,
 	res->out_truncated = w->so.truncated;
 	res->err_truncated = w->se.truncated;
 	res->layers = p->sb->layers;
+	res->warm = p->mode == LEV_SBX_NS_WARM;
 	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
 	res->timeout_ms = p->timeout_ms;
 }
@@ -1280,7 +1387,7 @@ struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)
 		return NULL;
 	if (p->mode == LEV_SBX_OCI_FAST && p->sock >= 0)
 		lev_sbx_oci_kill(p);
-	if (!p->reaped && p->pidfd >= 0) {
+	if (!p->reaped && (p->pidfd >= 0 || p->mode == LEV_SBX_NS_WARM)) {
 		kill_proc(p);
 		(void)reap(p, &st, true);
 	}
@@ -1295,6 +1402,7 @@ struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)
 		free(p->tmpdir);
 	}
 	lev_sbx_nsplan_free(p->plan);
+	free(p->cwd);
 	free(p->argv0);
 	free(p);
 	return NULL;

@@ -122,6 +122,12 @@ struct lev_sandbox_opts {
 	 * to start or remove one; lev_sandbox_spawn() refuses with LEV_EUSAGE.
 	 */
 	bool plan_only;
+	/*
+	 * Namespace kind: start every command cold, building its namespaces
+	 * from scratch, instead of in a cell of the sandbox's warm helper
+	 * (benchmarks compare the two).
+	 */
+	bool cold;
 };
 
 #define LEV_SANDBOX_OPTS_INIT { .env = LEV_ENVFILTER_INIT }
@@ -177,6 +183,12 @@ unsigned lev_sandbox_layers(const struct lev_sandbox *sb);
 unsigned lev_sandbox_missing(const struct lev_sandbox *sb);
 /* Why layers are missing ("landlock: ...; seccomp: ..."), or NULL. Borrowed. */
 const char *lev_sandbox_degraded(const struct lev_sandbox *sb);
+/*
+ * Namespace kind: why its commands start cold rather than in a cell of the
+ * warm helper (the helper could not start, or the caller asked), or NULL
+ * while the warm path is in use (or the kind has none).  Borrowed.
+ */
+const char *lev_sandbox_cold(const struct lev_sandbox *sb);
 
 /*
  * Append the declarative plan for running ARGV in CWD (NULL: the workdir)
@@ -231,6 +243,7 @@ struct lev_sandbox_result {
 	bool out_truncated;	/* the cap was hit */
 	bool err_truncated;
 	unsigned layers;	/* layers the command ran under */
+	bool warm;		/* namespace: it ran in a cell of the warm helper */
 	uint64_t elapsed_ms;
 	uint64_t timeout_ms;	/* the timeout that was enforced (name it in messages) */
 };
