@@ -65,7 +65,7 @@ static const char *const kind_words[] = { "none", "namespace", "container" };
 static const char *const onun_words[] = { "error", "warn" };
 
 static const char *const stage_keys[] = {
-	"allow_complete", "available_tools", "description", "max_iterations", "mode", "model",
+	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", NULL,
 };
@@ -125,6 +125,7 @@ static void stage_release(struct lev_stage *s)
 	free(s->model.choices);
 	lev_strv_free(s->available_tools);
 	lev_strv_free(s->required_tools);
+	lev_strv_free(s->available_connectors);
 	lev_tool_perms_release(&s->tool_permissions);
 	lev_sandbox_spec_release(&s->sandbox);
 	free(s->system_prompt);
@@ -737,6 +738,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = parse_model(c, v, p, name, &st->model, err);
 		else if (lev_tomlval_key_is(t, i, "available_tools"))
 			r = tool_list(c, v, p, &st->available_tools, err);
+		else if (lev_tomlval_key_is(t, i, "available_connectors"))
+			r = lev_tomlval_set_strv(c, v, p, &st->available_connectors, err);
 		else if (lev_tomlval_key_is(t, i, "required_tools"))
 			r = tool_list(c, v, p, &st->required_tools, err);
 		else if (lev_tomlval_key_is(t, i, "tool_permissions")) {
