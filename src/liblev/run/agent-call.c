@@ -624,10 +624,11 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 	}
 	if (cs->ti && cs->ti->kind == LEV_TOOL_MCP) {
 		/* a server nobody classified: its results are Private */
-		const struct lev_tool_override *o = lev_policy_override_find(
-			lev_gate_policy(a->gate), cs->tool);
+		const struct lev_policy *p = lev_gate_policy(a->gate);
+		const struct lev_tool_override *o = lev_policy_override_find(p, cs->tool);
+		const struct lev_tool_override *so = lev_policy_server_override(p, cs->tool);
 
-		if (!o || !o->has_sensitivity)
+		if (!(o && o->has_sensitivity) && !(so && so->has_sensitivity))
 			l = LEV_PRIVATE;
 	}
 	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/timerfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +37,7 @@ struct lev_mcp_server {
 	const struct lev_mcp_server_conf *conf;
 	struct lev_sandbox_proc *proc;
 	int in_fd, out_fd, err_fd;
+	int reap_timer;			/* the proc's cancel_fd: armed once it is gone */
 	struct lev_buf rbuf;		/* unread bytes from the server's stdout */
 	size_t rpos;
 	bool discarding;		/* inside a line over the cap */
@@ -109,6 +111,7 @@ static void tools_release(struct lev_mcp_tool *v, size_t n)
 		free(v[i].description);
 		json_decref(v[i].schema);
 		free(v[i].unusable);
+		free(v[i].changed);
 	}
 	free(v);
 }
@@ -331,11 +334,19 @@ static void mark_dead(struct lev_mcp_server *s)
 	while (s->err_fd >= 0 && wait_fd(s, s->err_fd, POLLIN, now_ms() + 1000, -1) == 0)
 		drain_stderr(s);
 	note = stderr_note(s);
+	{
+		/* a server that closed its pipes but lives on is killed after a grace */
+		struct itimerspec its = { .it_value = { .tv_sec = 2 } };
+
+		(void)timerfd_settime(s->reap_timer, 0, &its, NULL);
+	}
 	if (lev_sandbox_wait(s->proc, &res, &e) < 0)
 		s->dead = xasprintf("could not start: %s%s", e.msg, note);
 	else if (res.exec_errno)
 		s->dead = xasprintf("could not run '%s': %s%s", s->conf->command,
 				    strerror(res.exec_errno), note);
+	else if (res.cancelled)
+		s->dead = xasprintf("closed its output and was killed%s", note);
 	else if (res.signaled)
 		s->dead = xasprintf("was killed by signal %d%s", res.signal, note);
 	else
@@ -583,8 +594,9 @@ static int initialize(struct lev_mcp_server *s, struct lev_err *err)
 static int spawn(struct lev_mcp_server *s, const struct lev_mcp_opts *o, struct lev_err *err)
 {
 	const struct lev_mcp_server_conf *c = o->conf;
+	/* the server lives as long as the run: mark_dead() ends its wait */
 	struct lev_sandbox_limits lim = {
-		.timeout_ms = s->timeout_ms,
+		.timeout_ms = (uint64_t)86400 * 1000,
 		.cpu_secs = 86400,
 	};
 	struct lev_sandbox_io io = LEV_SANDBOX_IO_CAPTURE;
@@ -598,9 +610,13 @@ static int spawn(struct lev_mcp_server *s, const struct lev_mcp_opts *o, struct 
 		envp = lev_strv_push(envp, *e);
 	for (char *const *e = c->env; e && *e; e++)
 		envp = lev_strv_push(envp, *e);
+	s->reap_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (s->reap_timer < 0)
+		return lev_err_errno(err, -errno, "cannot make a timer");
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return lev_err_errno(err, -errno, "cannot make a pipe");
 	io.stdin_fd = p[0];
+	io.cancel_fd = s->reap_timer;
 	r = lev_sandbox_spawn(o->sandbox, argv, envp, c->cwd, &lim, &io, &s->proc, err);
 	close(p[0]);
 	if (r < 0) {
@@ -618,6 +634,7 @@ static int spawn(struct lev_mcp_server *s, const struct lev_mcp_opts *o, struct 
 int lev_mcp_start(const struct lev_mcp_opts *o, struct lev_mcp_server **out, struct lev_err *err)
 {
 	struct lev_mcp_server *s;
+	uint64_t call_ms;
 	int r;
 
 	if (!o || !o->conf || !o->sandbox)
@@ -627,17 +644,22 @@ int lev_mcp_start(const struct lev_mcp_opts *o, struct lev_mcp_server **out, str
 				   "to stdio servers only so far", o->conf->name);
 	s = xcalloc(1, sizeof(*s));
 	s->conf = o->conf;
-	s->in_fd = s->out_fd = s->err_fd = -1;
+	s->in_fd = s->out_fd = s->err_fd = s->reap_timer = -1;
 	s->timeout_ms = (o->conf->timeout_secs ? o->conf->timeout_secs
 					       : LEV_MCP_DEFAULT_TIMEOUT_SECS) * 1000;
 	s->max_bytes = o->conf->max_result_bytes ? o->conf->max_result_bytes
 						 : LEV_MCP_DEFAULT_RESULT_MAX;
 	lev_buf_init(&s->rbuf, s->max_bytes + CHUNK + 1);
 	r = spawn(s, o, err);
+	/* start-up (an interpreter, npx) may take longer than a call */
+	call_ms = s->timeout_ms;
+	if (s->timeout_ms < LEV_MCP_START_TIMEOUT_MS)
+		s->timeout_ms = LEV_MCP_START_TIMEOUT_MS;
 	if (r == 0)
 		r = initialize(s, err);
 	if (r == 0)
 		r = list_tools(s, &s->tools, &s->n_tools, err);
+	s->timeout_ms = call_ms;
 	if (r < 0) {
 		lev_mcp_free(s);
 		return r;
@@ -655,6 +677,7 @@ struct lev_mcp_server *lev_mcp_free(struct lev_mcp_server *s)
 	close_fd(&s->out_fd);
 	close_fd(&s->err_fd);
 	lev_sandbox_proc_free(s->proc);
+	close_fd(&s->reap_timer);
 	lev_buf_release(&s->rbuf);
 	free(s->dead);
 	free(s->version);
@@ -701,29 +724,72 @@ static const struct lev_mcp_tool *tool_named(const struct lev_mcp_tool *v, size_
 }
 
 /*
- * The list changed, or says it did: list again and compare TOOL with its
- * pin.  NULL when it is unchanged, else what changed (caller frees).
+ * The list changed, or says it did: list again and compare every tool
+ * with its pin.  A tool that changed or went away stays refused for the
+ * rest of the run (its reason in ->changed).
  */
-static char *changed_since_start(struct lev_mcp_server *s, const struct lev_mcp_tool *pinned,
-				 struct lev_err *err)
+static void relist(struct lev_mcp_server *s)
 {
+	struct lev_err e = LEV_ERR_INIT;
 	struct lev_mcp_tool *now = NULL;
-	const struct lev_mcp_tool *t;
 	size_t n = 0;
-	char *what = NULL;
 
-	if (list_tools(s, &now, &n, err) < 0)
-		return xasprintf("its tool list cannot be read again: %s", err->msg);
 	s->list_stale = false;
-	t = tool_named(now, n, pinned->name);
-	if (!t)
-		what = xstrdup("the tool is gone");
-	else if (strcmp(t->pin, pinned->pin))
-		what = xasprintf("its %s changed", strcmp(t->description, pinned->description)
-							   ? "description"
-							   : "input schema");
+	if (list_tools(s, &now, &n, &e) < 0) {
+		for (size_t i = 0; i < s->n_tools; i++)
+			if (!s->tools[i].changed)
+				s->tools[i].changed = xasprintf("its tool list cannot be read "
+								"again: %s", e.msg);
+		return;
+	}
+	for (size_t i = 0; i < s->n_tools; i++) {
+		struct lev_mcp_tool *p = &s->tools[i];
+		const struct lev_mcp_tool *t = tool_named(now, n, p->name);
+
+		if (p->changed)
+			continue;
+		if (!t)
+			p->changed = xstrdup("the tool is gone");
+		else if (strcmp(t->pin, p->pin))
+			p->changed = xasprintf("its %s changed", strcmp(t->description,
+									p->description)
+								     ? "description"
+								     : "input schema");
+	}
 	tools_release(now, n);
-	return what;
+}
+
+/*
+ * Read what the server sent since the last answer (a list_changed after
+ * it, a ping) without waiting.
+ */
+static void read_pending(struct lev_mcp_server *s)
+{
+	for (;;) {
+		struct pollfd pf = { s->out_fd, POLLIN, 0 };
+		json_t *m = NULL;
+		const char *method;
+		int r;
+
+		if (s->dead || s->out_fd < 0)
+			return;
+		if (!memchr(s->rbuf.buf + s->rpos, '\n', s->rbuf.len - s->rpos) &&
+		    poll(&pf, 1, 0) <= 0)
+			return;
+		r = read_message(s, now_ms() + 1000, -1, &m);
+		if (r < 0 && r != -ETIMEDOUT) {
+			mark_dead(s);
+			return;
+		}
+		if (r != MSG_OK)
+			return;
+		method = json_string_value(json_object_get(m, "method"));
+		if (method && json_object_get(m, "id"))
+			answer_server(s, m, now_ms() + 1000);
+		else if (method && !strcmp(method, "notifications/tools/list_changed"))
+			s->list_stale = true;
+		json_decref(m);
+	}
 }
 
 static void render_content(const json_t *res, size_t max, struct lev_tool_output *out)
@@ -778,17 +844,16 @@ int lev_mcp_call(struct lev_mcp_server *s, const char *tool, const json_t *args,
 	if (!pinned)
 		return lev_err_set(err, -ENOENT, "MCP server '%s' offers no tool '%s'",
 				   s->conf->name, tool);
-	if (s->list_stale && !s->dead) {
-		_cleanup_free_ char *what = changed_since_start(s, pinned, &e);
+	read_pending(s);
+	if (s->list_stale && !s->dead)
+		relist(s);
+	if (pinned->changed) {
+		_cleanup_free_ char *t = xasprintf(
+			"[changed] MCP server '%s' changed tool '%s' since lev listed it: %s; lev "
+			"will not call it in this run", s->conf->name, tool, pinned->changed);
 
-		if (what) {
-			_cleanup_free_ char *t = xasprintf(
-				"[changed] MCP server '%s' changed tool '%s' since lev listed it: "
-				"%s; lev will not call it in this run", s->conf->name, tool, what);
-
-			lev_tool_output_set(out, t, true);
-			return 0;
-		}
+		lev_tool_output_set(out, t, true);
+		return 0;
 	}
 	params = json_pack("{s:s, s:o}", "name", tool, "arguments",
 			   args ? json_deep_copy(args) : json_object());

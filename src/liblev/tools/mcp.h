@@ -47,6 +47,8 @@
 extern const char *const lev_mcp_versions[];
 
 #define LEV_MCP_TOOLS_MAX 1024
+/* initialize and the first tools/list wait at least this long (ms) */
+#define LEV_MCP_START_TIMEOUT_MS 30000
 #define LEV_MCP_LIST_PAGES_MAX 64
 
 struct lev_mcp_tool {
@@ -56,6 +58,8 @@ struct lev_mcp_tool {
 	char pin[LEV_SHA256_HEX_LEN + 1];	/* sha256 of name, description, schema */
 	char *unusable;			/* why lev cannot offer it (a schema outside the
 					   argcheck subset), or NULL */
+	char *changed;			/* what changed since start-up: refused for the
+					   rest of the run; NULL */
 };
 
 struct lev_mcp_server;
