@@ -1294,6 +1294,32 @@ static int parse_safe_commands(const struct lev_tomlval_ctx *c, const struct lev
 	return 0;
 }
 
+/*
+ * A blueprint's [[mcp_servers]] is a request, never a server: each entry
+ * becomes a finding `lev validate` shows; the user grants it by configuring
+ * the server in config.toml (docs/mcp.md).  False when V is not an array.
+ */
+static bool mcp_requests(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v)
+{
+	if (v->type != LEV_TOML_ARRAY)
+		return false;
+	for (size_t i = 0; i < lev_toml_array_len(v->u.array); i++) {
+		const struct lev_toml_value *e = lev_toml_array_at(v->u.array, i);
+		const struct lev_toml_value *nm = e->type == LEV_TOML_TABLE
+							  ? lev_toml_table_get(e->u.table, "name")
+							  : NULL;
+		_cleanup_free_ char *name = nm && nm->type == LEV_TOML_STRING
+						    ? lev_printable(nm->u.str.ptr, nm->u.str.len, 64)
+						    : xstrdup("?");
+		_cleanup_free_ char *what = xasprintf("the blueprint's own MCP server '%s'", name);
+
+		lev__bp_finding(c, e->line, e->col, "mcp_servers", NULL, what,
+				"a [[mcp_servers]] entry in your config.toml if you grant it (a "
+				"blueprint never starts a server)");
+	}
+	return true;
+}
+
 static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_table *root,
 		      struct lev_blueprint *bp, struct lev_err *err)
 {
@@ -1321,6 +1347,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			if (r > 0)
 				continue;
 		}
+		if (!known && lev_tomlval_key_is(root, i, "mcp_servers") && mcp_requests(c, v))
+			continue;
 		if (!known) {
 			unsigned line = 0, col = 0;
 			lev_toml_table_key_pos(root, i, &line, &col);
