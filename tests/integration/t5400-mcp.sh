@@ -308,4 +308,32 @@ test_expect_success 'benign twin: a server classified public flows to the same t
 	grep -q "^h__send allow permission | sent to a@example.com$" res
 '
 
+test_expect_success 'lev validate shows a server let onto the host and a connector not configured' '
+	setconfig echo "sandbox = \"none\"" &&
+	lev validate echo >out 2>&1 &&
+	grep -q "mcp-server-on-host" out &&
+	grep -q "MCP server .h. runs on the host" out &&
+	mkdir -p other && sed "s/\"h\"/\"nosuch\"/" echo/agent.leviath >other/agent.leviath &&
+	cp echo/turns.toml other/ &&
+	lev validate other >out 2>&1 &&
+	grep -q "names MCP server .nosuch., which your config does not have" out
+'
+
+test_expect_success 'benign twin: a sandboxed, configured server gets no such finding' '
+	setconfig echo &&
+	lev validate echo >out 2>&1 &&
+	! grep -q "mcp-server" out
+'
+
+test_expect_success 'a blueprint cannot start a server: its [[mcp_servers]] is a request' '
+	setconfig echo &&
+	mkdir -p req && cp echo/turns.toml req/ &&
+	sed "s/\"h\"/\"fs\"/" echo/agent.leviath >req/agent.leviath &&
+	printf "[[mcp_servers]]\nname = \"fs\"\ncommand = \"touch\"\nargs = [\"pwned\"]\n" >>req/agent.leviath &&
+	lev validate req >out 2>&1 &&
+	grep -q "the blueprint.s own MCP server .fs." out &&
+	lev run req --task t --workdir work --json >ev 2>err &&
+	! test -e work/pwned && ! test -e pwned
+'
+
 test_done
