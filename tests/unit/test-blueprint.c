@@ -308,6 +308,20 @@ static void test_unknown_stage_keys_are_errors(void **state)
 	expect_error(AGENT STAGE "[tool_script_permissions]\nshel = \"deny\"\n", "'shel'", NULL);
 }
 
+static void test_mcp_servers_are_requests(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(AGENT STAGE "[[mcp_servers]]\nname = \"fs\"\n"
+						  "command = \"npx\"\n");
+
+	(void)state;
+	assert_int_equal(bp->n_findings, 1);
+	assert_string_equal(bp->findings[0].key, "mcp_servers");
+	assert_non_null(strstr(bp->findings[0].message, "MCP server 'fs'"));
+	assert_non_null(strstr(bp->findings[0].message, "never starts a server"));
+	assert_int_equal(lev_strv_len(bp->warnings), 0);
+	lev_blueprint_free(bp);
+}
+
 static void test_unknown_keys_elsewhere_warn(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(AGENT "colour = \"red\"\n" STAGE
@@ -761,6 +775,7 @@ int main(void)
 		cmocka_unit_test(test_structure_errors),
 		cmocka_unit_test(test_unknown_stage_keys_are_errors),
 		cmocka_unit_test(test_unknown_keys_elsewhere_warn),
+		cmocka_unit_test(test_mcp_servers_are_requests),
 		cmocka_unit_test(test_enums_fail_closed),
 		cmocka_unit_test(test_references),
 		cmocka_unit_test(test_read_paths_checked_at_parse),

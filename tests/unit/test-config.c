@@ -638,6 +638,53 @@ static void test_web_search_endpoint(void **state)
 	expect_error("[tools.web_search]\nendpoint = 3\n", "config.toml:2:", NULL);
 }
 
+static void test_mcp_servers(void **state)
+{
+	struct lev_config c;
+	struct lev_err err = LEV_ERR_INIT;
+	const struct lev_mcp_server_conf *m;
+
+	(void)state;
+	assert_int_equal(parse("[[mcp_servers]]\nname = \"fs\"\ncommand = \"srv\"\n"
+			       "args = [\"-y\", \"x\"]\nenv = { A = \"1\" }\nsandbox = \"none\"\n"
+			       "[[mcp_servers]]\nname = \"remote\"\nurl = \"https://mcp.example/\"\n"
+			       "headers = { Authorization = \"Bearer ${TOK}\" }\ntimeout_secs = 5\n",
+			       &c, &err), 0);
+	assert_int_equal(c.n_mcp_servers, 2);
+	m = lev_config_mcp_server(&c, "fs");
+	assert_non_null(m);
+	assert_string_equal(m->command, "srv");
+	assert_string_equal(m->args[1], "x");
+	assert_string_equal(m->env[0], "A=1");
+	assert_true(m->sandbox_none);
+	assert_int_equal(m->timeout_secs, 60);
+	assert_int_equal(m->max_result_bytes, 1 << 20);
+	m = lev_config_mcp_server(&c, "remote");
+	assert_string_equal(m->headers[0], "Authorization: Bearer ${TOK}");
+	assert_int_equal(m->timeout_secs, 5);
+	assert_false(m->sandbox_none);
+	lev_config_release(&c);
+
+	expect_error("[[mcp_servers]]\ncommand = \"x\"\n", "config.toml:1:", "needs 'name'", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a b\"\ncommand = \"x\"\n", "config.toml:1:",
+		     "mcp_servers[0].name", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a__b\"\ncommand = \"x\"\n", "'__'", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\n", "either 'command'", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h/\"\n",
+		     "not both", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n"
+		     "[[mcp_servers]]\nname = \"a\"\ncommand = \"y\"\n",
+		     "config.toml:4:", "configured twice", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nsandbox = \"off\"\n",
+		     "config.toml:4:", "inherit, none", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\ntimeout_secs = 0\n",
+		     "config.toml:4:", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\nurl = \"ftp://h/\"\n", "http://", NULL);
+	expect_error("[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nenv = { \"A=B\" = \"1\" }\n",
+		     "not a valid variable name", NULL);
+	expect_error("mcp_servers = 3\n", "config.toml:1:", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_datadir),
 		cmocka_unit_test(test_agent_names),
 		cmocka_unit_test(test_web_search_endpoint),
+		cmocka_unit_test(test_mcp_servers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -161,8 +161,6 @@ static const struct ckey agent_keys[] = {
 };
 
 static const struct ckey stage_keys[] = {
-	FIND("available_connectors", KT_STRV, "MCP connectors",
-	     "name the tools in available_tools"),
 	FINDS("output", KT_TABLE, output_keys, "the output spec (format, schema, validator)",
 	      "mode = \"output\" (submit_output) and the format in the system_prompt"),
 	FIND("requires_children", KT_BOOL, "sub-agents", no_children),

@@ -65,7 +65,7 @@ static const char *const kind_words[] = { "none", "namespace", "container" };
 static const char *const onun_words[] = { "error", "warn" };
 
 static const char *const stage_keys[] = {
-	"allow_complete", "available_tools", "description", "max_iterations", "mode", "model",
+	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
 	NULL,
@@ -127,6 +127,7 @@ static void stage_release(struct lev_stage *s)
 	free(s->model.choices);
 	lev_strv_free(s->available_tools);
 	lev_strv_free(s->required_tools);
+	lev_strv_free(s->available_connectors);
 	lev_tool_perms_release(&s->tool_permissions);
 	lev_sandbox_spec_release(&s->sandbox);
 	free(s->system_prompt);
@@ -746,6 +747,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = parse_model(c, v, p, name, &st->model, err);
 		else if (lev_tomlval_key_is(t, i, "available_tools"))
 			r = tool_list(c, v, p, &st->available_tools, err);
+		else if (lev_tomlval_key_is(t, i, "available_connectors"))
+			r = lev_tomlval_set_strv(c, v, p, &st->available_connectors, err);
 		else if (lev_tomlval_key_is(t, i, "required_tools"))
 			r = tool_list(c, v, p, &st->required_tools, err);
 		else if (lev_tomlval_key_is(t, i, "tool_permissions")) {
@@ -1302,6 +1305,32 @@ static int parse_safe_commands(const struct lev_tomlval_ctx *c, const struct lev
 	return 0;
 }
 
+/*
+ * A blueprint's [[mcp_servers]] is a request, never a server: each entry
+ * becomes a finding `lev validate` shows; the user grants it by configuring
+ * the server in config.toml (docs/mcp.md).  False when V is not an array.
+ */
+static bool mcp_requests(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v)
+{
+	if (v->type != LEV_TOML_ARRAY)
+		return false;
+	for (size_t i = 0; i < lev_toml_array_len(v->u.array); i++) {
+		const struct lev_toml_value *e = lev_toml_array_at(v->u.array, i);
+		const struct lev_toml_value *nm = e->type == LEV_TOML_TABLE
+							  ? lev_toml_table_get(e->u.table, "name")
+							  : NULL;
+		_cleanup_free_ char *name = nm && nm->type == LEV_TOML_STRING
+						    ? lev_printable(nm->u.str.ptr, nm->u.str.len, 64)
+						    : xstrdup("?");
+		_cleanup_free_ char *what = xasprintf("the blueprint's own MCP server '%s'", name);
+
+		lev__bp_finding(c, e->line, e->col, "mcp_servers", NULL, what,
+				"a [[mcp_servers]] entry in your config.toml if you grant it (a "
+				"blueprint never starts a server)");
+	}
+	return true;
+}
+
 static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_table *root,
 		      struct lev_blueprint *bp, struct lev_err *err)
 {
@@ -1329,6 +1358,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			if (r > 0)
 				continue;
 		}
+		if (!known && lev_tomlval_key_is(root, i, "mcp_servers") && mcp_requests(c, v))
+			continue;
 		if (!known) {
 			unsigned line = 0, col = 0;
 			lev_toml_table_key_pos(root, i, &line, &col);

@@ -150,6 +150,7 @@ struct lev_stage {
 	struct lev_model_ref model;
 	char **available_tools;	/* canonical names (bash -> shell), unique, in order */
 	char **required_tools;	/* subset of available_tools, canonical */
+	char **available_connectors;	/* MCP server names: every tool they offer (strv) */
 	struct lev_tool_perms tool_permissions;	/* as written; stage over agent */
 	struct lev_sandbox_spec sandbox;	/* .present: replaces the agent block
 						 * wholesale; engine always NULL */

@@ -153,6 +153,7 @@ void lev_config_release(struct lev_config *c)
 		free(c->providers[i].model);
 	}
 	free(c->providers);
+	lev__mcp_servers_release(c);
 	lev_strv_free(c->warnings);
 	lev_strv_free(c->fallback_order);
 	for (i = 0; i < c->n_flat_providers; i++) {
@@ -188,7 +189,6 @@ static const struct {
 	{ "", "model_capabilities", "[providers.NAME] context_window" },
 	{ "", "model_providers", "[providers.NAME] with kind = \"openai\" for an "
 				 "OpenAI-compatible API" },
-	{ "", "mcp_servers", "lev's built-in tools" },
 	{ "limits", "max_concurrent_inferences", LIMITS_INSTEAD },
 	{ "limits", "max_concurrent_tools", LIMITS_INSTEAD },
 	{ "limits", "exact_token_counting", LIMITS_INSTEAD },
@@ -911,6 +911,12 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			return r;
 		if (r > 0)
 			continue;
+		if (lev_tomlval_key_is(root, i, "mcp_servers")) {
+			r = lev__mcp_servers_parse(c, v, cfg, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (lev_tomlval_key_is(root, i, "security") ||
 		    lev_tomlval_key_is(root, i, "agent_read_paths") ||
 		    lev_tomlval_key_is(root, i, "sandbox") ||

@@ -130,6 +130,31 @@ struct lev_agent_safe_commands {
 	bool allow_blueprint;	/* honour this agent's own [safe_commands] */
 };
 
+/*
+ * One [[mcp_servers]] entry: an MCP server the user configured (docs/mcp.md).
+ * A stdio server has COMMAND (+ ARGS, ENV, CWD); an HTTP server has URL (+
+ * HEADERS, "Name: value" with ${VAR} left unexpanded until use).  Exactly
+ * one of the two is set.
+ */
+struct lev_mcp_server_conf {
+	char *name;		/* [A-Za-z0-9_.-], unique */
+	char *command;		/* stdio: the program, looked up in PATH inside the sandbox */
+	char **args;		/* strv, may be NULL */
+	char **env;		/* "NAME=value" (strv, may be NULL), on top of the filtered env */
+	char *cwd;		/* NULL: the workdir; else a directory beneath it */
+	char *url;		/* streamable HTTP */
+	char **headers;		/* "Name: value" (strv, may be NULL) */
+	uint64_t timeout_secs;	/* per request; default 60 */
+	uint64_t max_result_bytes;	/* per message and result; default 1 MiB */
+	bool sandbox_none;	/* sandbox = "none": the user opts this server out */
+	int transport;		/* as written: 0 unset, 1 stdio, 2 http */
+	unsigned line;		/* where its table starts */
+};
+
+#define LEV_MCP_DEFAULT_TIMEOUT_SECS 60
+#define LEV_MCP_DEFAULT_RESULT_MAX ((uint64_t)1 << 20)
+#define LEV_MCP_SERVERS_MAX 64
+
 /* [limits]; a 0 byte limit means "not set". */
 struct lev_limits {
 	uint64_t script_shell_timeout_secs;	/* command seeds; default 60 */
@@ -197,6 +222,10 @@ struct lev_config {
 
 	/* [tools.web_search] endpoint: a SearXNG-compatible JSON search URL */
 	char *web_search_endpoint;
+
+	/* [[mcp_servers]], in file order */
+	struct lev_mcp_server_conf *mcp_servers;
+	size_t n_mcp_servers;
 
 	char **warnings;	/* "FILE:LINE: unknown key 'k' in [t]" */
 };
@@ -290,6 +319,12 @@ void lev_config_safe_commands_for_agent(const struct lev_config *c, const char *
 					char *const *bp_tools, char *const *bp_shell,
 					bool *defaults_out, char ***tools_out, char ***shell_out);
 
+/* The [[mcp_servers]] entry named NAME, or NULL. */
+const struct lev_mcp_server_conf *lev_config_mcp_server(const struct lev_config *c,
+							const char *name);
+/* True when NAME is a valid server name ([A-Za-z0-9_.-], 1..64 bytes, no "__"). */
+bool lev_mcp_server_name_ok(const char *name);
+
 /* The [providers.NAME] entry, or NULL. */
 const struct lev_provider_conf *lev_config_provider(const struct lev_config *c,
 						    const char *name);
@@ -310,3 +345,12 @@ int lev__script_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_to
  */
 int lev__tool_perms_parse(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			  const char *table, struct lev_tool_perms *out, struct lev_err *err);
+
+/*
+ * Semi-private (config-mcp.c): parse the [[mcp_servers]] array V into
+ * CFG's list, and free that list.
+ */
+struct lev_toml_value;
+int lev__mcp_servers_parse(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			   struct lev_config *cfg, struct lev_err *err);
+void lev__mcp_servers_release(struct lev_config *cfg);

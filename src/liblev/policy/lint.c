@@ -416,6 +416,31 @@ static void lint_orphans(const struct lev_blueprint *bp, struct lev_findings *ou
 	}
 }
 
+/* MCP connectors: a name you did not configure, a server you let run on the host. */
+static void lint_mcp(const struct lev_blueprint *bp, const struct lev_config *cfg,
+		     struct lev_findings *out)
+{
+	for (size_t i = 0; cfg && i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+
+		for (char **c = st->available_connectors; c && *c; c++) {
+			const struct lev_mcp_server_conf *m = lev_config_mcp_server(cfg, *c);
+			_cleanup_free_ char *t = lev_printable(*c, strlen(*c), 64);
+
+			if (!m)
+				lev_findings_add(out, LEV_SEV_WARNING, "mcp-server-not-configured",
+						 st->name, "add it to [[mcp_servers]] in your config.toml "
+						 "if you grant it", "names MCP server '%s', which your "
+						 "config does not have; its tools are not offered", t);
+			else if (m->sandbox_none)
+				lev_findings_add(out, LEV_SEV_NOTE, "mcp-server-on-host", st->name,
+						 NULL, "MCP server '%s' runs on the host when the "
+						 "stage's sandbox kind is none (sandbox = \"none\" in "
+						 "your config)", t);
+		}
+	}
+}
+
 static void lint_safe_commands(const struct lev_blueprint *bp, const struct lev_config *cfg,
 			       struct lev_findings *out)
 {
@@ -510,6 +535,7 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 	lint_preapproved(bp, cfg, out);
 	lint_orphans(bp, out);
 	lint_safe_commands(bp, cfg, out);
+	lint_mcp(bp, cfg, out);
 	if (cfg) {
 		_cleanup_free_ char *held = lev_perm_withheld_grants(cfg, bp);
 

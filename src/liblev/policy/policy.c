@@ -969,13 +969,8 @@ const struct lev_tool_override *lev_policy_override_find(const struct lev_policy
 	return NULL;
 }
 
-void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out)
+static void apply_override(const struct lev_tool_override *o, struct lev_tool_class *out)
 {
-	const struct lev_tool_override *o = lev_policy_override_find(p, tool);
-
-	lev_taint_builtin_class(tool, out);
-	if (!o)
-		return;
 	if (o->has_sensitivity)
 		out->sensitivity = o->sensitivity;
 	if (o->has_direction)
@@ -986,6 +981,32 @@ void lev_policy_classify(const struct lev_policy *p, const char *tool, struct le
 		out->target_from = LEV_TARGET_FROM_ARG;
 		out->target_arg = o->target;
 	}
+}
+
+const struct lev_tool_override *lev_policy_server_override(const struct lev_policy *p,
+							   const char *tool)
+{
+	const char *sep = tool ? strstr(tool, "__") : NULL;
+	char srv[LEV_POLICY_TOOL_MAX + 1];
+
+	if (!sep || sep == tool || (size_t)(sep - tool) > LEV_POLICY_TOOL_MAX)
+		return NULL;
+	memcpy(srv, tool, (size_t)(sep - tool));
+	srv[sep - tool] = '\0';
+	return lev_policy_override_find(p, srv);
+}
+
+void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out)
+{
+	const struct lev_tool_override *o = lev_policy_override_find(p, tool);
+	const struct lev_tool_override *so = lev_policy_server_override(p, tool);
+
+	lev_taint_builtin_class(tool, out);
+	/* an MCP tool: the server's override, then the tool's own over it */
+	if (so && so != o)
+		apply_override(so, out);
+	if (o)
+		apply_override(o, out);
 }
 
 /* ---- lev policy add ---- */

@@ -114,6 +114,14 @@ struct lev_policy *lev_policy_new_empty(const char *name);
 int lev_file_stamp_get(const char *path, struct lev_file_stamp *out);
 bool lev_file_stamp_equal(const struct lev_file_stamp *a, const struct lev_file_stamp *b);
 
+/*
+ * For an MCP tool "server__tool": the override of the whole server
+ * ([mcp_overrides."server"] with fields directly inside), or NULL.
+ * lev_policy_classify() applies it first, then the tool's own.
+ */
+const struct lev_tool_override *lev_policy_server_override(const struct lev_policy *p,
+							   const char *tool);
+
 /* The same tool: equal canonical names, or "server.tool" vs "server__tool". */
 bool lev_policy_tool_same(const char *a, const char *b);
 

@@ -575,6 +575,9 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 	case LEV_TOOL_ASK:
 		run_ask(a, cs);
 		break;
+	case LEV_TOOL_MCP:
+		agent_mcp_call(a, cs->ti, cs->args, cs->out);
+		break;
 	}
 }
 
@@ -604,6 +607,15 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 
 		lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &rf);
 		l = lev_level_max(l, agent_grant_floor(a, rf.sensitivity));
+	}
+	if (cs->ti && cs->ti->kind == LEV_TOOL_MCP) {
+		/* a server nobody classified: its results are Private */
+		const struct lev_policy *p = lev_gate_policy(a->gate);
+		const struct lev_tool_override *o = lev_policy_override_find(p, cs->tool);
+		const struct lev_tool_override *so = lev_policy_server_override(p, cs->tool);
+
+		if (!(o && o->has_sensitivity) && !(so && so->has_sensitivity))
+			l = LEV_PRIVATE;
 	}
 	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
 		int idx = lev_context_region_find(a->ctx, agent_arg_str(cs->args, "region"));

@@ -59,6 +59,7 @@ struct lev_agent {
 	struct lev_sandbox_pool *pool;
 	struct stage_rt *stages;
 	size_t n_stages;
+	struct agent_mcp *mcp;		/* the run's MCP servers (agent-mcp.c), or NULL */
 	struct prov_entry *provs;
 	size_t n_provs;
 	char **envp;			/* base environment for commands */
@@ -130,6 +131,13 @@ enum lev_level agent_grant_floor(const struct lev_agent *a, enum lev_level l);
 void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call);
 /* Every call of an interrupted turn still gets a result. */
 void agent_skip_call(struct lev_agent *a, const struct lev_tool_call *call, const char *why);
+
+/* agent-mcp.c: start the servers the stages name and add their tools; free them */
+int agent_mcp_start(struct lev_agent *a, struct lev_err *err);
+void agent_mcp_free(struct lev_agent *a);
+/* Run an allowed call to the MCP tool TI (a failure is an error result). */
+void agent_mcp_call(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
+		    struct lev_tool_output *out);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

@@ -456,12 +456,19 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 			return r;
 	}
 	withhold_key_vars(a);
-	for (size_t i = 0; i < a->n_stages; i++)
-		build_offered(a, &a->stages[i]);
 	build_env(a);
 	/* the keys leave lev's own environment block too (/proc/<pid>/environ) */
 	lev_credentials_scrub_env(a->key_vars);
-	return build_sandboxes(a, err);
+	r = build_sandboxes(a, err);
+	if (r < 0)
+		return r;
+	/* MCP servers run in the stages' sandboxes; their tools join the offer */
+	r = agent_mcp_start(a, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < a->n_stages; i++)
+		build_offered(a, &a->stages[i]);
+	return 0;
 }
 
 int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, struct lev_err *err)
@@ -496,6 +503,8 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 {
 	if (!a)
 		return NULL;
+	/* the servers run in the stages' sandboxes (the registry keeps no pointer it reads) */
+	agent_mcp_free(a);
 	for (size_t i = 0; i < a->n_stages; i++) {
 		lev_sandbox_free(a->stages[i].sb);
 		lev_sandbox_spec_release(&a->stages[i].eff);

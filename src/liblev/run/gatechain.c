@@ -721,6 +721,14 @@ char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_sta
 		if (!lev_strv_contains(offered, ti->name))
 			offered = lev_strv_push(offered, ti->name);
 	}
+	/* available_connectors: every tool of the named MCP servers */
+	for (size_t i = 0; st->available_connectors && i < lev_tools_count(tools); i++) {
+		const struct lev_tool_info *ti = lev_tools_at(tools, i);
+
+		if (ti->group && lev_strv_contains(st->available_connectors, ti->group) &&
+		    !lev_strv_contains(offered, ti->name))
+			offered = lev_strv_push(offered, ti->name);
+	}
 	if ((st->require_output || st->mode == LEV_MODE_OUTPUT) &&
 	    !lev_strv_contains(offered, lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT)))
 		offered = lev_strv_push(offered, lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT));

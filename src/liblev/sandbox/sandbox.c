@@ -1379,6 +1379,15 @@ out:
 	return r;
 }
 
+int lev_sandbox_proc_take_output(struct lev_sandbox_proc *p, int *out_fd, int *err_fd)
+{
+	if (!p || p->out_fd < 0 || p->err_fd < 0 || p->fwd_out >= 0 || p->fwd_err >= 0)
+		return -EINVAL;
+	*out_fd = TAKE_FD(p->out_fd);
+	*err_fd = TAKE_FD(p->err_fd);
+	return 0;
+}
+
 struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p)
 {
 	int st;

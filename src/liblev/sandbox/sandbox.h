@@ -257,6 +257,16 @@ struct lev_sandbox_result {
 int lev_sandbox_wait(struct lev_sandbox_proc *p, struct lev_sandbox_result *res,
 		     struct lev_err *err);
 
+/*
+ * Take the read ends of P's standard output and error (O_CLOEXEC,
+ * non-blocking) for a caller that talks to a long-lived command over its
+ * pipes (an MCP server); the caller owns and closes them, and must drain
+ * both.  lev_sandbox_wait() then only collects the status (the timeout,
+ * counted from the spawn, still applies to it).  -EINVAL when P's output
+ * is not on pipes (a container helper's fast path).
+ */
+int lev_sandbox_proc_take_output(struct lev_sandbox_proc *p, int *out_fd, int *err_fd);
+
 /* Kill the command if it is still running, reap it, and free P. Returns NULL. */
 struct lev_sandbox_proc *lev_sandbox_proc_free(struct lev_sandbox_proc *p);
 

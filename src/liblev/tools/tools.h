@@ -65,6 +65,8 @@ struct lev_tool_info {
 	bool outbound;			/* the taint gate's default direction (policy may override) */
 	enum lev_level label;		/* the default label of its result (policy may override) */
 	json_t *schema;			/* borrowed from the registry */
+	const char *group;		/* LEV_TOOL_MCP: the server's name, else NULL */
+	const char *origin;		/* LEV_TOOL_MCP: the server's own name for the tool */
 };
 
 /* True when the tool has no effect outside the run (its calls need no record sync first). */

@@ -1,0 +1,339 @@
+#!/bin/bash
+# MCP servers under every gate, with a hostile stdio server of our own
+# (tests/helpers/mcp-hostile).  Each hostile act is contained and shown from
+# the outside (the server's own probe answer says what the kernel refused),
+# costs only the call it spoils, and has a benign twin that still works.
+# The servers run in the namespace sandbox; the tests skip where it is
+# unavailable.
+. "$SRC_DIR/tests/lib.sh"
+
+# no controlling terminal: a call that needs an answer is denied, never asked
+lev() {
+	setsid -w "$LEV" "$@"
+}
+
+if ! lev sandbox probe --json >"$TRASH/probe.json" 2>&1 ||
+   ! grep -q '"userns": true' "$TRASH/probe.json" ||
+   ! grep -q '"mount_api": true' "$TRASH/probe.json"; then
+	test_skip 'MCP tests' "no namespace sandbox here: $(cat "$TRASH/probe.json")"
+	test_done
+	exit $?
+fi
+
+# The home lives outside /tmp, so the sandbox's private /tmp cannot hide
+# ~/.ssh for the wrong reason; the server script lives there too.
+SHOME=$(mktemp -d /var/tmp/lev-t5400-home.XXXXXX)
+chmod 755 "$SHOME"
+LISTENER=
+cleanup_t5400() {
+	[ -n "$LISTENER" ] && kill "$LISTENER" 2>/dev/null
+	rm -rf "$SHOME"
+	_lev_cleanup
+}
+trap cleanup_t5400 EXIT
+export HOME="$SHOME"
+export LEVIATH_HOME="$SHOME"
+mkdir -p "$HOME/.leviath" "$HOME/.ssh" "$HOME/bin" && chmod 700 "$HOME/.leviath"
+echo "SECRET-SSH-KEY-5400" >"$HOME/.ssh/id_rsa"
+cp "$SRC_DIR/tests/helpers/mcp-hostile" "$HOME/bin/" && chmod 755 "$HOME/bin/mcp-hostile"
+SERVER="$HOME/bin/mcp-hostile"
+CONFIG="$HOME/.leviath/config.toml"
+RUNS="$HOME/.leviath/runs"
+mkdir -p work
+
+# A loopback listener the server tries to reach at start-up.
+PORT_FILE="$TRASH/port"
+python3 -c '
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+while True:
+    c, _ = s.accept()
+    c.close()
+' "$PORT_FILE" &
+LISTENER=$!
+for _ in $(seq 1 100); do [ -s "$PORT_FILE" ] && break; sleep 0.1; done
+PORT=$(cat "$PORT_FILE")
+
+# setconfig MODE [EXTRA...]: one server "h" in MODE, plus config lines
+setconfig() {
+	local mode=$1
+	shift
+	{
+		[ -n "${TAINT:-}" ] && echo 'taint_tracking = true'
+		echo '[sandbox]'
+		echo 'kind = "namespace"'
+		echo 'network = false'
+		echo '[tool_permissions]'
+		echo 'h__echo = "allow"'
+		echo 'h__probe = "allow"'
+		echo '[[mcp_servers]]'
+		echo 'name = "h"'
+		echo 'command = "python3"'
+		echo "args = [\"$SERVER\", \"$mode\", \"$PORT\"]"
+		echo 'timeout_secs = 5'
+		for l in "$@"; do echo "$l"; done
+	} >"$CONFIG"
+	chmod 600 "$CONFIG"
+}
+
+# mkagent DIR: an agent offering server h's tools, whose turns are stdin
+mkagent() {
+	mkdir -p "$1"
+	cat >"$1/agent.leviath" <<-'EOF'
+	[agent]
+	name = "m"
+	[stages.main]
+	model = { provider = "script", script = "turns.toml" }
+	available_connectors = ["h"]
+	system_prompt = "test"
+	EOF
+	cat >"$1/turns.toml"
+}
+
+# results FILE: "tool decision gate | text" per call of a --json stream
+results() {
+	python3 - "$1" <<'PY'
+import json, sys
+calls = {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "tool_call":
+        calls[e["id"]] = "%s %s %s" % (e["tool"], e["decision"], e["gate"])
+    elif e.get("event") == "tool_result":
+        print("%s | %s" % (calls.get(e["id"], "?"), e["text"].replace("\n", " ")))
+PY
+}
+
+last_run() {
+	ls -d "$RUNS"/* | sort | tail -n 1
+}
+
+call() {
+	printf '[[turn.call]]\ntool = "%s"\nargs = %s\n' "$1" "$2"
+}
+
+cp_dbg() { cp ev /tmp/dbg-ev; cp probe/agent.leviath /tmp/dbg-ag; }
+mkagent probe <<EOF
+[[turn]]
+text = "probing"
+$(call h__probe '{}')
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'a call goes through and is audited with its gate and rule' '
+	setconfig echo &&
+	mkagent echo <<-EOF &&
+	[[turn]]
+	text = "echo"
+	$(call h__echo "{ text = \"hello mcp\" }")
+	[[turn]]
+	text = "done"
+	EOF
+	lev run echo --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | hello mcp$" res &&
+	grep -q "\"tool\":\"h__echo\",\"gate\":\"permission\",\"rule\":\"\[tool_permissions\] h__echo = \\\\\"allow\\\\\"\",\"decision\":\"allow\"" "$(last_run)/audit.jsonl" &&
+	grep -q "\"event\":\"tool_result\".*\"label\":\"private\"" ev
+'
+
+test_expect_success 'ask holds without --allow; --allow lets the same call through' '
+	setconfig echo &&
+	mkagent send <<-EOF &&
+	[[turn]]
+	text = "send"
+	$(call h__send "{ to = \"a@example.com\", text = \"hi\" }")
+	[[turn]]
+	text = "done"
+	EOF
+	lev run send --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__send deny permission | \[denied\]" res &&
+	lev run send --task t --workdir work --json --allow h__send >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__send allow permission | sent to a@example.com$" res
+'
+
+test_expect_success 'the server cannot read ~/.ssh or reach the network from its sandbox' '
+	setconfig echo &&
+	lev run probe --task t --workdir work --json >ev 2>err &&
+	cp_dbg &&
+	results ev >res &&
+	grep -q "^h__probe allow permission | ssh: refused" res &&
+	grep -q "net: refused" res &&
+	! grep -q SECRET-SSH-KEY ev "$(last_run)/events.jsonl"
+'
+
+test_expect_success 'benign twin: on the host (kind none, sandbox = "none") it reads and connects' '
+	setconfig echo "sandbox = \"none\"" "[security]" "allow_local_network = true" &&
+	sed -i "s/kind = \"namespace\"/kind = \"none\"/" "$CONFIG" &&
+	sed -i "s/network = false/network = true/" "$CONFIG" &&
+	lev run probe --task t --workdir work --json >ev 2>err &&
+	cp_dbg &&
+	results ev >res &&
+	grep -q "ssh: read SECRET-SSH-KEY-5400" res &&
+	grep -q "net: connected" res
+'
+
+test_expect_success 'without a namespace sandbox a kind-none stage refuses to start the server' '
+	setconfig echo &&
+	sed -i "s/kind = \"namespace\"/kind = \"none\"/" "$CONFIG" &&
+	"$BUILD_DIR/tests/helpers/no-feature" --no-userns -- "$LEV" run probe --task t \
+		--workdir work --json >ev 2>err </dev/null &&
+	grep -q "MCP server .h. is not available: .*namespace sandbox.*sandbox = \\\\\"none\\\\\"" ev &&
+	results ev >res &&
+	grep -q "^h__probe deny offered" res
+'
+
+test_expect_success 'benign twin: sandbox = "none" runs it on the host where namespaces are missing' '
+	setconfig echo "sandbox = \"none\"" &&
+	sed -i "s/kind = \"namespace\"/kind = \"none\"/" "$CONFIG" &&
+	"$BUILD_DIR/tests/helpers/no-feature" --no-userns -- "$LEV" run probe --task t \
+		--workdir work --json >ev 2>err </dev/null &&
+	results ev >res &&
+	grep -q "^h__probe allow permission | ssh: read" res
+'
+
+mkagent twice <<EOF
+[[turn]]
+text = "first"
+$(call h__echo '{ text = "one" }')
+[[turn]]
+text = "second"
+$(call h__echo '{ text = "two" }')
+$(call h__probe '{}')
+[[turn]]
+text = "third"
+$(call h__echo '{ text = "three" }')
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'a description changed after approval (rug pull) refuses that tool only' '
+	setconfig rugpull &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | one$" res &&
+	grep -q "^h__echo allow permission | \[changed\] MCP server .h. changed tool .echo. since lev listed it: its description changed" res &&
+	test $(grep -c "^h__echo allow permission | \[changed\]" res) = 2 &&
+	grep -q "^h__probe allow permission | ssh: refused" res
+'
+
+test_expect_success 'list_changed right after initialize with nothing changed costs nothing' '
+	setconfig listchanged &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | one$" res &&
+	grep -q "^h__echo allow permission | two$" res
+'
+
+test_expect_success 'a 100 MiB answer fails that call; the next call works' '
+	setconfig big &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | \[error\] MCP server .h. answered .tools/call. with more than 1048576 bytes (max_result_bytes)" res &&
+	grep -q "^h__echo allow permission | two$" res &&
+	test $(wc -c <ev) -lt 200000
+'
+
+test_expect_success 'malformed JSON fails that call; the next call works' '
+	setconfig garbage &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | \[error\] MCP server .h. sent a line that is not a JSON-RPC message" res &&
+	grep -q "^h__echo allow permission | two$" res
+'
+
+test_expect_success 'a server that never answers costs each call its timeout, not the run' '
+	setconfig hang "timeout_secs = 1" &&
+	sed -i "/^timeout_secs = 5$/d" "$CONFIG" &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | \[timed out\] MCP server .h. did not answer .tools/call. within 1 s" res &&
+	grep -q "\"event\":\"run_finished\".*\"status\":\"complete\"" ev
+'
+
+test_expect_success 'a server that crashes costs that call an error; the run completes' '
+	setconfig crash &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | \[error\] MCP server .h. exited with code 3" res &&
+	grep -q "\"event\":\"run_finished\".*\"status\":\"complete\"" ev
+'
+
+test_expect_success 'terminal escapes in a result reach the model and the terminal escaped' '
+	setconfig escapes &&
+	mkagent esc <<-EOF &&
+	[[turn]]
+	text = "esc"
+	$(call h__echo "{ text = \"a\\u001b]0;pwned\\u0007b\" }")
+	[[turn]]
+	text = "done"
+	EOF
+	lev run esc --task t --workdir work --json >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | a\\\\x1b\]0;pwned\\\\x07b$" res &&
+	! grep -q "$(printf "\033")" ev
+'
+
+mkagent taint <<EOF
+[[turn]]
+text = "read then send"
+$(call h__echo '{ text = "private stuff" }')
+[[turn]]
+text = "send"
+$(call h__send '{ to = "a@example.com", text = "private stuff" }')
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'taint: a private MCP result cannot flow to an outbound MCP tool' '
+	TAINT=1 setconfig echo &&
+	lev run taint --task t --workdir work --json --allow h__send >ev 2>err &&
+	results ev >res &&
+	grep -q "^h__send deny taint" res &&
+	! grep -q "sent to" res
+'
+
+test_expect_success 'benign twin: a server classified public flows to the same tool' '
+	TAINT=1 setconfig echo &&
+	printf "[mcp_overrides.\"h\"]\nsensitivity = \"public\"\n" >"$HOME/.leviath/policy.toml" &&
+	chmod 600 "$HOME/.leviath/policy.toml" &&
+	lev run taint --task t --workdir work --json --allow h__send >ev 2>err &&
+	rm -f "$HOME/.leviath/policy.toml" &&
+	results ev >res &&
+	grep -q "^h__send allow permission | sent to a@example.com$" res
+'
+
+test_expect_success 'lev validate shows a server let onto the host and a connector not configured' '
+	setconfig echo "sandbox = \"none\"" &&
+	lev validate echo >out 2>&1 &&
+	grep -q "mcp-server-on-host" out &&
+	grep -q "MCP server .h. runs on the host" out &&
+	mkdir -p other && sed "s/\"h\"/\"nosuch\"/" echo/agent.leviath >other/agent.leviath &&
+	cp echo/turns.toml other/ &&
+	lev validate other >out 2>&1 &&
+	grep -q "names MCP server .nosuch., which your config does not have" out
+'
+
+test_expect_success 'benign twin: a sandboxed, configured server gets no such finding' '
+	setconfig echo &&
+	lev validate echo >out 2>&1 &&
+	! grep -q "mcp-server" out
+'
+
+test_expect_success 'a blueprint cannot start a server: its [[mcp_servers]] is a request' '
+	setconfig echo &&
+	mkdir -p req && cp echo/turns.toml req/ &&
+	sed "s/\"h\"/\"fs\"/" echo/agent.leviath >req/agent.leviath &&
+	printf "[[mcp_servers]]\nname = \"fs\"\ncommand = \"touch\"\nargs = [\"pwned\"]\n" >>req/agent.leviath &&
+	lev validate req >out 2>&1 &&
+	grep -q "the blueprint.s own MCP server .fs." out &&
+	lev run req --task t --workdir work --json >ev 2>err &&
+	! test -e work/pwned && ! test -e pwned
+'
+
+test_done
