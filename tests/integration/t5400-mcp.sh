@@ -181,7 +181,7 @@ test_expect_success 'benign twin: on the host (kind none, sandbox = "none") it r
 test_expect_success 'without a namespace sandbox a kind-none stage refuses to start the server' '
 	setconfig echo &&
 	sed -i "s/kind = \"namespace\"/kind = \"none\"/" "$CONFIG" &&
-	"$BUILD_DIR/tests/helpers/no-feature" --no-userns -- "$LEV" run probe --task t \
+	"$BUILD_DIR/tests/helpers/no-feature" --no-userns -- "$LEV" run --foreground probe --task t \
 		--workdir work --json >ev 2>err </dev/null &&
 	grep -q "MCP server .h. is not available: .*namespace sandbox.*sandbox = \\\\\"none\\\\\"" ev &&
 	results ev >res &&
@@ -191,7 +191,7 @@ test_expect_success 'without a namespace sandbox a kind-none stage refuses to st
 test_expect_success 'benign twin: sandbox = "none" runs it on the host where namespaces are missing' '
 	setconfig echo "sandbox = \"none\"" &&
 	sed -i "s/kind = \"namespace\"/kind = \"none\"/" "$CONFIG" &&
-	"$BUILD_DIR/tests/helpers/no-feature" --no-userns -- "$LEV" run probe --task t \
+	"$BUILD_DIR/tests/helpers/no-feature" --no-userns -- "$LEV" run --foreground probe --task t \
 		--workdir work --json >ev 2>err </dev/null &&
 	results ev >res &&
 	grep -q "^h__probe allow permission | ssh: read" res
