@@ -226,12 +226,17 @@ static int parse_request(const struct helper *h, const struct warm_req *req, con
 struct cmd_args {
 	char *const *cands, *const *argv, *const *envp;
 	const struct lev_sbx_childfds *f;
+	const struct lev_sbx_nsplan *pl;
+	const struct lev_sandbox_limits *limits;
 };
 
 static int cmd_child(void *arg)
 {
 	const struct cmd_args *a = arg;
 
+	/* the command's limits bind the command: set last, just before exec */
+	if (lev_sbx_ns_rlimits(a->pl, a->limits, a->f->report_wr) < 0)
+		_exit(125);
 	lev_sbx_ns_exec(a->cands, a->argv, a->envp, a->f);
 }
 
@@ -244,10 +249,19 @@ static int cmd_child(void *arg)
  */
 static __attribute__((noreturn)) void cell_run(const struct helper *h, char *const *cands,
 					       char *const *argv, char *const *envp,
-					       const struct lev_sbx_childfds *f)
+					       const struct lev_sbx_childfds *f,
+					       const struct lev_sandbox_limits *limits)
 {
-	struct cmd_args a = { cands, argv, envp, f };
+	struct cmd_args a = { cands, argv, envp, f, h->pl, limits };
+#if defined(__SANITIZE_ADDRESS__)
+	/* AddressSanitizer cannot run on a stack of ours: a plain fork there */
+	long cmd = fork();
+
+	if (cmd == 0)
+		_exit(cmd_child(&a));
+#else
 	long cmd = clone(cmd_child, h->stack + CMD_STACK, CLONE_VM | SIGCHLD, &a);
+#endif
 	struct warm_msg m = { WARM_ANS_MAGIC, WARM_MSG_STATUS, SIGKILL };
 	int s;
 	ssize_t n;
@@ -332,10 +346,10 @@ static __attribute__((noreturn)) void cell_main(const struct helper *h, int take
 		lev_sbx_report(f.report_wr, (enum lev_sbx_phase)phase, idx, e);
 		_exit(125);
 	}
-	if (lev_sbx_ns_fence(pl, cwd, &req.limits, ll_fd, f.report_wr) < 0)
+	if (lev_sbx_ns_fence(pl, cwd, NULL, ll_fd, f.report_wr) < 0)
 		_exit(125);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	cell_run(h, cands, argv, envp, &f);
+	cell_run(h, cands, argv, envp, &f, &req.limits);
 }
 
 /* ---- the helper (async-signal-safe) ---- */

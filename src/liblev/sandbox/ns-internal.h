@@ -104,12 +104,22 @@ void lev_sbx_ns_plan_cell(struct lev_sbx_nsplan *pl, const struct lev_sandbox *s
 int lev_sbx_ns_run_ops(const struct lev_sbx_nsplan *pl, size_t from, size_t to, int *failed);
 
 /*
- * chdir to CWD, LIMITS as rlimits, no_new_privs, Landlock (the prepared
- * ruleset LL_FD when >= 0, else PL's spec), capabilities, seccomp; a
- * failure is reported on REPORT_FD.  0 or -1.
+ * chdir to CWD, LIMITS as rlimits (NULL: not here, see below),
+ * no_new_privs, Landlock (the prepared ruleset LL_FD when >= 0, else PL's
+ * spec), capabilities, seccomp; a failure is reported on REPORT_FD.  0 or
+ * -1.
  */
 int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 		     const struct lev_sandbox_limits *limits, int ll_fd, int report_fd);
+
+/*
+ * LIMITS as rlimits, when PL uses them; a failure is reported on REPORT_FD.
+ * A warm cell applies them in the command's process, just before it execs,
+ * not in the cell: nothing may allocate under the memory limit that lev's
+ * own code (an AddressSanitizer build above all) could not live with.
+ */
+int lev_sbx_ns_rlimits(const struct lev_sbx_nsplan *pl, const struct lev_sandbox_limits *limits,
+		       int report_fd);
 
 /* In the command's process: a new session, stdio from F, exec; never returns. */
 __attribute__((noreturn)) void lev_sbx_ns_exec(char *const *cands, char *const *argv,

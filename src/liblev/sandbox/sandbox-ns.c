@@ -727,6 +727,21 @@ int lev_sbx_ns_run_ops(const struct lev_sbx_nsplan *pl, size_t from, size_t to, 
 	return rc;
 }
 
+int lev_sbx_ns_rlimits(const struct lev_sbx_nsplan *pl, const struct lev_sandbox_limits *limits,
+		       int report_fd)
+{
+	int idx = -1, r;
+
+	if (!pl->use_rlimits)
+		return 0;
+	r = lev_sbx_apply_rlimits(limits, pl->uid == 0, &idx);
+	if (r < 0) {
+		lev_sbx_report(report_fd, LEV_SBX_PH_RLIMIT, idx, -r);
+		return -1;
+	}
+	return 0;
+}
+
 int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 		     const struct lev_sandbox_limits *limits, int ll_fd, int report_fd)
 {
@@ -736,13 +751,8 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 		lev_sbx_report(report_fd, LEV_SBX_PH_CHDIR, 0, errno);
 		return -1;
 	}
-	if (pl->use_rlimits) {
-		r = lev_sbx_apply_rlimits(limits, pl->uid == 0, &idx);
-		if (r < 0) {
-			lev_sbx_report(report_fd, LEV_SBX_PH_RLIMIT, idx, -r);
-			return -1;
-		}
-	}
+	if (limits && lev_sbx_ns_rlimits(pl, limits, report_fd) < 0)
+		return -1;
 	if (pl->use_nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		lev_sbx_report(report_fd, LEV_SBX_PH_NNP, 0, errno);
 		return -1;
