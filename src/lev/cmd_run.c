@@ -349,18 +349,25 @@ static int read_answer(struct front *f, char *buf, size_t size)
 							      : (int)f->ask_timeout_secs * 1000;
 
 	while (n + 1 < size) {
-		struct pollfd p[2] = { { .fd = f->tty_fd, .events = POLLIN },
+		/* the signal's pipe too: a Ctrl-C just before poll() must not be lost */
+		struct pollfd p[3] = { { .fd = f->tty_fd, .events = POLLIN },
+				       { .fd = cancel_pipe[0], .events = POLLIN },
 				       { .fd = f->watch_fd, .events = POLLIN } };
 		char c;
 		ssize_t r;
-		int pr = poll(p, f->watch_fd >= 0 ? 2 : 1, timeout_ms);
+		int pr;
 
+		if (run_cancel)
+			return -1;
+		pr = poll(p, f->watch_fd >= 0 ? 3 : 2, timeout_ms);
 		if (pr <= 0 || run_cancel)
 			return -1;	/* timeout, signal or error: no answer */
-		if (f->watch_fd >= 0 && p[1].revents) {
+		if (f->watch_fd >= 0 && p[2].revents) {
 			f->interrupted = true;	/* answered elsewhere, most likely */
 			return -1;
 		}
+		if (!p[0].revents)
+			continue;
 		r = read(f->tty_fd, &c, 1);
 		if (r <= 0)
 			return -1;
