@@ -346,7 +346,7 @@ def sec_cold():
             time.sleep(0.01)
         w = first_request(root, "--detach")   # a daemon running: the warm path
         daemon_stop(root)
-        f = first_request(root)
+        f = first_request(root, "--foreground")
         if i >= 2:
             cold.append(t)
             warm.append(w)
@@ -538,7 +538,7 @@ def daemon_span(root, c, bp, dpid):
 
 def inproc_span(root, bp):
     """(run_started -> run_finished ms, CPU ms) of `lev run` in-process"""
-    p = subprocess.Popen([LEV, "run", bp, "--workdir", WORK, "--json"], env=env_of(root),
+    p = subprocess.Popen([LEV, "run", bp, "--foreground", "--workdir", WORK, "--json"], env=env_of(root),
                          start_new_session=True, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL)
     out = p.stdout.read()
