@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/daemon/proto.h"
 
 static void pair(int sv[2])
@@ -86,6 +87,72 @@ static void test_piecewise(void **state)
 	assert_int_equal(lev_proto_in_read(&in, sv[1], &got, NULL), -EPIPE);
 	assert_true(lev_proto_in_idle(&in));
 	lev_proto_in_release(&in);
+	close(sv[1]);
+}
+
+/*
+ * A burst: many frames, one of them larger than the reader's first buffer,
+ * written at once and then the end of stream.  Every frame comes out whole
+ * and in order before the end is reported, and the frames forwarded raw
+ * (lev_proto_in_next()) are byte for byte what was sent.
+ */
+static void test_burst(void **state)
+{
+	struct lev_proto_in in = LEV_PROTO_IN_INIT;
+	struct lev_buf all = LEV_BUF_INIT;
+	size_t big = LEV_PROTO_IN_CHUNK * 3, sent = 0, off = 0;
+	int sv[2], seen = 0;
+	const char *f;
+	size_t len;
+
+	(void)state;
+	pair(sv);
+	for (int i = 0; i < 40; i++) {
+		json_t *m = lev_proto_request("event");
+		size_t n = 0;
+		char *fr;
+
+		json_object_set_new(m, "i", json_integer(i));
+		if (i == 17) {
+			char *s = malloc(big + 1);
+
+			memset(s, 'y', big);
+			s[big] = '\0';
+			json_object_set_new(m, "pad", json_string(s));
+			free(s);
+		}
+		fr = lev_proto_frame(m, &n);
+		assert_non_null(fr);
+		lev_buf_add(&all, fr, n);
+		free(fr);
+		json_decref(m);
+	}
+	assert_int_equal(lev_proto_send_frames(sv[0], all.buf, all.len, NULL), 0);
+	close(sv[0]);
+	for (;;) {
+		int r = lev_proto_in_next(&in, sv[1], &f, &len, NULL);
+		json_t *m = NULL;
+
+		if (r == 0)
+			continue;	/* the kernel gave part of the burst */
+		if (r < 0) {
+			assert_int_equal(r, -EPIPE);
+			break;
+		}
+		assert_memory_equal(f, all.buf + off, len + 4);
+		off += len + 4;
+		assert_int_equal(lev_proto_decode(f + 4, len, &m, NULL), 0);
+		assert_int_equal(json_integer_value(json_object_get(m, "i")), seen);
+		seen++;
+		sent += len;
+		json_decref(m);
+	}
+	assert_int_equal(seen, 40);
+	assert_int_equal(off, all.len);
+	assert_true(sent > big);
+	assert_true(lev_proto_in_idle(&in));
+	lev_proto_in_release(&in);
+	lev_buf_release(&all);
 	close(sv[1]);
 }
 
@@ -178,6 +245,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_piecewise),
+		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_oversized),  cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_check),
 	};

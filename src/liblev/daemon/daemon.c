@@ -359,15 +359,9 @@ static void backlog_add(struct run *r, char *f, size_t n)
 	}
 }
 
-/* Send MSG (taken) to R's followers; KEEP: also into its backlog. */
-static void follow_push(struct daemon *d, struct run *r, json_t *msg, bool keep)
+/* Send frame F (N bytes, taken) to R's followers; KEEP: also into its backlog. */
+static void follow_push_frame(struct daemon *d, struct run *r, char *f, size_t n, bool keep)
 {
-	size_t n = 0;
-	char *f = lev_proto_frame(msg, &n);
-
-	json_decref(msg);
-	if (!f)
-		return;
 	for (size_t i = 0; i < d->n_conns; i++) {
 		if (d->conns[i].follow != r)
 			continue;
@@ -378,6 +372,17 @@ static void follow_push(struct daemon *d, struct run *r, json_t *msg, bool keep)
 		backlog_add(r, f, n);
 	else
 		free(f);
+}
+
+/* Send MSG (taken) to R's followers; KEEP: also into its backlog. */
+static void follow_push(struct daemon *d, struct run *r, json_t *msg, bool keep)
+{
+	size_t n = 0;
+	char *f = lev_proto_frame(msg, &n);
+
+	json_decref(msg);
+	if (f)
+		follow_push_frame(d, r, f, n, keep);
 }
 
 static json_t *end_msg(const struct run *r)
@@ -868,7 +873,8 @@ static const char *ask_status(const char *kind)
 	return "waiting: tool approval";
 }
 
-static void worker_msg(struct daemon *d, struct run *r, json_t *m)
+/* M came as the LEN bytes of FRAME (borrowed): an event goes on as it came. */
+static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *frame, size_t len)
 {
 	const char *op = lev_json_str(m, "op");
 
@@ -876,11 +882,9 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m)
 		const json_t *ev = json_object_get(m, "event");
 
 		if (json_is_object(ev)) {
-			json_t *f = lev_proto_request("event");
-
 			worker_event(d, r, ev);
-			json_object_set(f, "event", (json_t *)ev);
-			follow_push(d, r, f, true);
+			/* the worker's frame is a follower's: {"v", "op": "event", "event"} */
+			follow_push_frame(d, r, xmemdup(frame, len), len, true);
 		}
 		if (json_is_true(json_object_get(m, "ack"))) {
 			/* the journal row is committed before the call runs */
@@ -951,8 +955,12 @@ static void run_readable(struct daemon *d, struct run *r)
 	for (;;) {
 		struct lev_err err = LEV_ERR_INIT;
 		json_t *m = NULL;
-		int n = lev_proto_in_read(&r->in, r->fd, &m, &err);
+		const char *f;
+		size_t len;
+		int n = lev_proto_in_next(&r->in, r->fd, &f, &len, &err);
 
+		if (n > 0 && lev_proto_decode(f + 4, len, &m, &err) < 0)
+			n = LEV_EPARSE;
 		if (n == 0)
 			return;
 		if (n < 0) {
@@ -961,7 +969,7 @@ static void run_readable(struct daemon *d, struct run *r)
 			close_run_fd(r);
 			return;
 		}
-		worker_msg(d, r, m);
+		worker_msg(d, r, m, f, len + 4);
 		json_decref(m);
 		if (r->fd < 0)
 			return;

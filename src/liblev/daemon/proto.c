@@ -7,53 +7,69 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "liblev/base/buf.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/daemon/proto.h"
 
-static int send_all(int fd, const void *p, size_t n)
+/* Send the IOV's bytes whole (SIGPIPE never raised); IOV is consumed. */
+static int send_all(int fd, struct iovec *iov, int n_iov)
 {
-	const char *c = p;
+	while (n_iov > 0) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n_iov };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
 
-	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-
+		if (w < 0 && errno == ENOTSOCK)
+			w = writev(fd, iov, n_iov);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == ENOTSOCK) {
-				w = write(fd, c, n);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w < 0)
-					return -errno;
-			} else {
-				return -errno;
-			}
+			return -errno;
 		}
-		c += w;
-		n -= (size_t)w;
+		while (n_iov > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n_iov--;
+		}
+		if (n_iov > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
 	}
 	return 0;
 }
 
+void lev_proto_put_len(char hdr[4], size_t len)
+{
+	hdr[0] = (char)(uint8_t)(len >> 24);
+	hdr[1] = (char)(uint8_t)(len >> 16);
+	hdr[2] = (char)(uint8_t)(len >> 8);
+	hdr[3] = (char)(uint8_t)len;
+}
+
 int lev_proto_send_raw(int fd, const char *json, size_t len, struct lev_err *err)
 {
-	uint8_t hdr[4];
+	char hdr[4];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (char *)json, len } };
 	int r;
 
 	if (len > LEV_PROTO_MAX)
 		return lev_err_set(err, -EMSGSIZE, "a message of %zu bytes is over the limit of %zu",
 				   len, LEV_PROTO_MAX);
-	hdr[0] = (uint8_t)(len >> 24);
-	hdr[1] = (uint8_t)(len >> 16);
-	hdr[2] = (uint8_t)(len >> 8);
-	hdr[3] = (uint8_t)len;
-	r = send_all(fd, hdr, sizeof(hdr));
-	if (r == 0)
-		r = send_all(fd, json, len);
+	lev_proto_put_len(hdr, len);
+	r = send_all(fd, iov, 2);
+	if (r < 0)
+		return lev_err_errno(err, r, "cannot send a message");
+	return 0;
+}
+
+int lev_proto_send_frames(int fd, const char *frames, size_t len, struct lev_err *err)
+{
+	struct iovec iov = { (char *)frames, len };
+	int r = len ? send_all(fd, &iov, 1) : 0;
+
 	if (r < 0)
 		return lev_err_errno(err, r, "cannot send a message");
 	return 0;
@@ -72,10 +88,7 @@ char *lev_proto_frame(const json_t *msg, size_t *len)
 		return NULL;
 	}
 	f = xmalloc(n + 4);
-	f[0] = (char)(uint8_t)(n >> 24);
-	f[1] = (char)(uint8_t)(n >> 16);
-	f[2] = (char)(uint8_t)(n >> 8);
-	f[3] = (char)(uint8_t)n;
+	lev_proto_put_len(f, n);
 	memcpy(f + 4, s, n);
 	free(s);
 	*len = n + 4;
@@ -186,33 +199,52 @@ int lev_proto_recv(int fd, json_t **out, struct lev_err *err)
 	return r;
 }
 
-int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_err *err)
+/* Room in IN for WANT unread bytes: moved to the front, grown if need be. */
+static void in_room(struct lev_proto_in *in, size_t want)
+{
+	size_t have = in->end - in->start;
+
+	if (in->start && (in->cap - in->start < want || have == 0)) {
+		memmove(in->buf, in->buf + in->start, have);
+		in->start = 0;
+		in->end = have;
+	}
+	if (in->cap < want) {
+		size_t cap = want < LEV_PROTO_IN_CHUNK ? LEV_PROTO_IN_CHUNK : want;
+
+		in->buf = xrealloc(in->buf, cap);
+		in->cap = cap;
+	}
+}
+
+int lev_proto_in_next(struct lev_proto_in *in, int fd, const char **frame, size_t *len,
+		      struct lev_err *err)
 {
 	for (;;) {
+		size_t have = in->end - in->start, want = 4;
 		ssize_t r;
 
-		if (in->hdr_got < sizeof(in->hdr)) {
-			r = recv(fd, in->hdr + in->hdr_got, sizeof(in->hdr) - in->hdr_got,
-				 MSG_DONTWAIT);
-		} else {
-			if (!in->body) {
-				in->len = frame_len(in->hdr);
-				if (in->len > LEV_PROTO_MAX)
-					return lev_err_set(err, -EMSGSIZE,
-							   "a message of %zu bytes is over the limit "
-							   "of %zu",
-							   in->len, LEV_PROTO_MAX);
-				in->body = xmalloc(in->len + 1);
-				in->got = 0;
-			}
-			if (in->got == in->len) {
-				int d = lev_proto_decode(in->body, in->len, out, err);
-
-				lev_proto_in_release(in);
-				return d < 0 ? d : 1;
-			}
-			r = recv(fd, in->body + in->got, in->len - in->got, MSG_DONTWAIT);
+		if (have == 0 && in->cap > LEV_PROTO_IN_CHUNK) {
+			/* a large frame was read: give its memory back */
+			lev_proto_in_release(in);
 		}
+		if (have >= 4) {
+			size_t n = frame_len((const uint8_t *)in->buf + in->start);
+
+			if (n > LEV_PROTO_MAX)
+				return lev_err_set(err, -EMSGSIZE,
+						   "a message of %zu bytes is over the limit of %zu", n,
+						   LEV_PROTO_MAX);
+			if (have >= 4 + n) {
+				*frame = in->buf + in->start;
+				*len = n;
+				in->start += 4 + n;
+				return 1;
+			}
+			want = 4 + n;
+		}
+		in_room(in, want);
+		r = recv(fd, in->buf + in->end, in->cap - in->end, MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -222,21 +254,30 @@ int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_
 		}
 		if (r == 0)
 			return lev_err_set(err, -EPIPE, "end of stream");
-		if (in->hdr_got < sizeof(in->hdr))
-			in->hdr_got += (size_t)r;
-		else
-			in->got += (size_t)r;
+		in->end += (size_t)r;
 	}
+}
+
+int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_err *err)
+{
+	const char *f;
+	size_t n;
+	int r = lev_proto_in_next(in, fd, &f, &n, err);
+
+	if (r <= 0)
+		return r;
+	r = lev_proto_decode(f + 4, n, out, err);
+	return r < 0 ? r : 1;
 }
 
 bool lev_proto_in_idle(const struct lev_proto_in *in)
 {
-	return in->hdr_got == 0;
+	return in->end == in->start;
 }
 
 void lev_proto_in_release(struct lev_proto_in *in)
 {
-	free(in->body);
+	free(in->buf);
 	memset(in, 0, sizeof(*in));
 }
 

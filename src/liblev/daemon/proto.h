@@ -32,6 +32,11 @@ int lev_proto_send(int fd, const json_t *msg, struct lev_err *err);
 /* Send LEN bytes of JSON, encoded by the caller, as one frame (as lev_proto_send()). */
 int lev_proto_send_raw(int fd, const char *json, size_t len, struct lev_err *err);
 
+/* Frame header: LEN as 4 bytes, big-endian, at HDR. */
+void lev_proto_put_len(char hdr[4], size_t len);
+/* Send LEN bytes of frames, each already framed (a batch), whole. */
+int lev_proto_send_frames(int fd, const char *frames, size_t len, struct lev_err *err);
+
 /*
  * MSG encoded as one frame (the length, then the JSON), *len bytes; NULL
  * when it cannot be encoded or is over LEV_PROTO_MAX.  Caller frees.
@@ -61,21 +66,35 @@ int lev_proto_decode(const char *body, size_t len, json_t **out, struct lev_err 
  */
 #define LEV_PROTO_OK_PREFIX "{\"v\":1,\"ok\":true,"
 
-/* A frame being read from a non-blocking stream, a piece at a time. */
+/*
+ * Frames being read from a non-blocking stream: what one recv() brought in
+ * is kept, so a burst of frames costs one system call, not two a frame.
+ * The buffer starts at LEV_PROTO_IN_CHUNK bytes, grows to hold the frame
+ * being read (never past LEV_PROTO_MAX plus its header) and is freed when a
+ * large frame has been consumed.
+ */
 struct lev_proto_in {
-	uint8_t hdr[4];
-	size_t hdr_got;
-	char *body;		/* owned; NULL until the header is complete */
-	size_t len, got;
+	char *buf;		/* owned; NULL until the first read */
+	size_t cap;
+	size_t start, end;	/* the bytes not yet handed out */
 };
 
-#define LEV_PROTO_IN_INIT { { 0 }, 0, NULL, 0, 0 }
+#define LEV_PROTO_IN_INIT { NULL, 0, 0, 0 }
+#define LEV_PROTO_IN_CHUNK ((size_t)16 << 10)
 
 /*
- * Read what FD has without blocking.  1 and *out (a new reference) when a
- * frame is complete; 0 when more is needed; -EPIPE on end of stream
- * (IN is then empty when it ended between frames: test with
- * lev_proto_in_idle()), or the errors of lev_proto_recv().
+ * The next complete frame, reading what FD has without blocking.  1 and
+ * *frame (the header, then *len bytes of body: borrowed, valid until the
+ * next call on IN) when one is complete; 0 when more is needed; -EPIPE on
+ * end of stream (IN is then empty when it ended between frames: test with
+ * lev_proto_in_idle()); -EMSGSIZE for a frame over LEV_PROTO_MAX (its body
+ * is not read).  The body is not checked: lev_proto_decode() it.
+ */
+int lev_proto_in_next(struct lev_proto_in *in, int fd, const char **frame, size_t *len,
+		      struct lev_err *err);
+/*
+ * As lev_proto_in_next(), decoded: 1 and *out (a new reference) when a frame
+ * is complete, or the errors of lev_proto_in_next() and lev_proto_decode().
  */
 int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_err *err);
 bool lev_proto_in_idle(const struct lev_proto_in *in);

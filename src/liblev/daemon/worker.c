@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
@@ -51,6 +52,7 @@ struct worker {
 	bool reload;		/* the daemon said the config changed */
 	bool paused;		/* lev pause: hold at the next step boundary */
 	char **msgs;		/* lev msg: for the conversation before the next turn */
+	struct lev_buf out;	/* event frames not sent yet (w_flush()) */
 };
 
 /* A message the daemon sends whenever it likes (pause, resume, msg, reload). */
@@ -68,8 +70,19 @@ static void w_handle(struct worker *w, const json_t *m)
 		w->msgs = lev_strv_push(w->msgs, lev_json_str(m, "text"));
 }
 
+/* Send the event frames held back, as one write. */
+static void w_flush(struct worker *w)
+{
+	if (w->out.len && !w->broken &&
+	    lev_proto_send_frames(w->fd, w->out.buf, w->out.len, NULL) < 0)
+		w->broken = true;
+	lev_buf_reset(&w->out);
+}
+
+/* Send MSG (taken), after whatever is held back. */
 static void w_send(struct worker *w, json_t *msg)
 {
+	w_flush(w);
 	if (!w->broken && lev_proto_send(w->fd, msg, NULL) < 0)
 		w->broken = true;
 	json_decref(msg);
@@ -78,6 +91,7 @@ static void w_send(struct worker *w, json_t *msg)
 /* Wait for a reply with op OP; NULL on timeout, cancel or a broken link. */
 static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 {
+	w_flush(w);
 	while (!w->broken) {
 		struct pollfd p[2] = { { .fd = w->fd, .events = POLLIN },
 				       { .fd = w_pipe[0], .events = POLLIN } };
@@ -109,6 +123,7 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
  */
 static void w_checkpoint(struct worker *w)
 {
+	w_flush(w);
 	while (!w->broken) {
 		struct pollfd p = { .fd = w->fd, .events = POLLIN };
 		json_t *m = NULL;
@@ -200,20 +215,47 @@ static bool needs_ack(const json_t *ev)
 	       t->touches != LEV_TOUCH_READS;
 }
 
+/*
+ * Events that may wait for the next write: a read-only call and a call's
+ * result come in bursts, and what follows them soon (the next call, the
+ * next model request, a step) sends them.  Anything else goes at once, so
+ * a follower sees a model request or a call that takes time as it starts.
+ */
+#define W_OUT_MAX ((size_t)32 << 10)
+
+static bool deferrable(const json_t *ev)
+{
+	const char *name = lev_json_str(ev, "event");
+
+	return lev_streq(name, "tool_call") || lev_streq(name, "tool_result");
+}
+
 static void hook_event(void *data, const json_t *ev, const char *line)
 {
 	struct worker *w = data;
 	bool ack = needs_ack(ev);
-	json_t *m = lev_proto_request("event");
+	json_t *cut = line && strlen(line) > LEV_PROTO_MAX / 2 ? slim(ev) : NULL;
+	char *text = json_dumps(cut ? cut : ev, JSON_COMPACT);
+	size_t at = w->out.len;
 
 	/* the daemon keeps the journal and the status; the record has it all */
-	json_object_set_new(m, "event",
-			    line && strlen(line) > LEV_PROTO_MAX / 2 ? slim(ev) : json_deep_copy(ev));
-	json_object_set_new(m, "ack", json_boolean(ack));
-	w_send(w, m);
+	json_decref(cut);
+	if (!text) {
+		w->broken = true;
+		return;
+	}
+	lev_buf_add(&w->out, "\0\0\0\0", 4);
+	lev_buf_addf(&w->out, "{\"v\":%d,\"op\":\"event\",\"ack\":%s,\"event\":",
+		     LEV_PROTO_VERSION, ack ? "true" : "false");
+	lev_buf_adds(&w->out, text);
+	lev_buf_addch(&w->out, '}');
+	lev_proto_put_len(w->out.buf + at, w->out.len - at - 4);
+	free(text);
 	if (ack) {
 		json_decref(w_wait(w, "ack", -1));
 		w_checkpoint(w);	/* before the call runs: never inside it */
+	} else if (!deferrable(ev) || w->out.len >= W_OUT_MAX) {
+		w_flush(w);
 	}
 }
 
@@ -472,7 +514,7 @@ static int setup_signals(struct lev_err *err)
 
 int lev_worker_main(int fd, struct lev_err *err)
 {
-	struct worker w = { .fd = fd, .timeout_ms = -1 };
+	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT };
 	struct lev_agent_opts o = { .cancel_fd = -1 };
 	struct lev_blueprint *bp = NULL;
 	struct lev_agent *agent = NULL;
@@ -590,6 +632,7 @@ out:
 	lev_strv_free(env);
 	lev_replay_free(w.replay);
 	lev_strv_free(w.msgs);
+	lev_buf_release(&w.out);
 	json_decref(start);
 	return 0;
 }
