@@ -1,6 +1,6 @@
 /*
  * cmd_run.c - lev run NAME|PATH --task TEXT|@FILE [--workdir DIR] [--yolo]
- *             [--allow TOOL]... [--model PROVIDER/MODEL] [--no-seed-commands]
+ *             [--allow TOOL]... [--model [PROVIDER/]MODEL] [--no-seed-commands]
  *             [--json] [--detach | --foreground]
  *
  * Runs an agent.  On stderr: the progress (stages, each tool call with its
@@ -58,7 +58,7 @@ extern char **environ;
 
 const char lev_usage_run[] =
 	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
-	"               [--model PROVIDER/MODEL] [--no-seed-commands] [--json]\n"
+	"               [--model [PROVIDER/]MODEL] [--no-seed-commands] [--json]\n"
 	"               [--detach | --foreground]\n"
 	"\n"
 	"Run an agent: every tool call passes permission, paths, the network switch\n"
@@ -70,7 +70,7 @@ const char lev_usage_run[] =
 	"  --workdir DIR         the working directory (default: the current one)\n"
 	"  --yolo                allow every call that is not denied (deny still holds)\n"
 	"  --allow TOOL          allow TOOL without asking (repeatable; deny still holds)\n"
-	"  --model PROV/MODEL    use this model for every stage\n"
+	"  --model [PROV/]MODEL  use this model for every stage (a bare id keeps the stage's provider)\n"
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
 	"  --json                one JSON object per event on stdout\n"
 	"  --detach              hand the run to the daemon (started when none runs),\n"
@@ -1025,8 +1025,9 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
 	if (a->detach && a->foreground)
 		return lev_usage_error("run", "--detach and --foreground do not go together");
-	if (a->model && (!strchr(a->model, '/') || a->model[0] == '/'))
-		return lev_usage_error("run", "--model takes PROVIDER/MODEL, got '%s'", a->model);
+	if (a->model && (!a->model[0] || a->model[0] == '/'))
+		return lev_usage_error("run", "--model takes PROVIDER/MODEL or a model id, got '%s'",
+				       a->model);
 	a->agent = argv[optind];
 	return 0;
 }

@@ -297,7 +297,9 @@ test_expect_success 'a blueprint that does not load is exit 1; usage errors exit
 	test_must_fail --code 1 lev run --foreground ./nonexistent 2>err &&
 	test_must_fail --code 2 lev run --foreground 2>err &&
 	grep -q "usage: lev run" err &&
-	test_must_fail --code 2 lev run --foreground basic --model nomodel 2>err &&
+	test_must_fail --code 2 lev run --foreground basic --model /nomodel 2>err &&
+	grep -q "PROVIDER/MODEL or a model id" err &&
+	test_must_fail --code 2 lev run --foreground basic --model "" 2>err &&
 	test_must_fail --code 2 lev run --foreground basic --frob 2>err
 '
 

@@ -354,4 +354,22 @@ test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
 	grep "\"gate\":\"taint\"" "$(last_run)/audit.jsonl" | grep "redirect to" | grep -q "\"decision\":\"deny\""
 '
 
+test_expect_success 'a bare --model id keeps the stage provider and replaces only the model' '
+	cat >one.json <<-\EOF &&
+	{ "responses": [ { "text": "fine" } ] }
+	EOF
+	start_mock one.json &&
+	lev run --foreground agent --model other-model-7 --task t --workdir work --json >ev 2>err;
+	rc=$?; stop_mock; test $rc = 0 &&
+	python3 - requests.jsonl <<-\PY
+	import json, sys
+	reqs = [json.loads(l) for l in open(sys.argv[1])]
+	assert len(reqs) == 1, reqs
+	# the stage says mockoa: its wire format, its key, the model named on the command line
+	assert reqs[0]["path"] == "/v1/chat/completions", reqs[0]["path"]
+	assert reqs[0]["headers"]["authorization"].startswith("Bearer sk-mock-openai"), reqs[0]
+	assert reqs[0]["body"]["model"] == "other-model-7", reqs[0]["body"]["model"]
+	PY
+'
+
 test_done

@@ -1,6 +1,7 @@
 /*
  * modelpick.c - a stage's model chain, in Leviath's order (modelpick.h).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,4 +130,26 @@ void lev_model_picks_release(struct lev_model_picks *p)
 		free(p->v);
 		*p = (struct lev_model_picks){ 0 };
 	}
+}
+
+int lev_model_override(const struct lev_config *cfg, const struct lev_model_ref *m,
+		       const char *spec, const char *credentials_path, char **provider,
+		       char **model)
+{
+	const char *slash = strchr(spec, '/');
+	struct lev_model_picks picks;
+
+	*provider = *model = NULL;
+	if (!*spec || slash == spec)
+		return -EINVAL;
+	if (slash) {
+		*provider = xstrndup(spec, (size_t)(slash - spec));
+		*model = slash[1] ? xstrdup(slash + 1) : NULL;
+		return 0;
+	}
+	lev_model_pick(cfg, m, credentials_path, &picks);
+	*provider = xstrdup(picks.v[0].provider);
+	*model = xstrdup(spec);
+	lev_model_picks_release(&picks);
+	return 0;
 }

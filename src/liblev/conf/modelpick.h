@@ -53,6 +53,19 @@ void lev_model_pick(const struct lev_config *cfg, const struct lev_model_ref *m,
 		    const char *credentials_path, struct lev_model_picks *out);
 void lev_model_picks_release(struct lev_model_picks *p);
 
+/*
+ * `--model SPEC` for model block M (lev run, lev doctor): "PROVIDER/MODEL"
+ * names both (MODEL may hold slashes itself: openrouter/vendor/model; an
+ * empty MODEL means the provider's configured one); a bare model id keeps
+ * the provider M's chain starts on (lev_model_pick()) and replaces only the
+ * model.  *provider and *model (NULL: the provider's model) are the
+ * caller's.  -EINVAL, *provider NULL, for an empty SPEC or one that starts
+ * with '/'.
+ */
+int lev_model_override(const struct lev_config *cfg, const struct lev_model_ref *m,
+		       const char *spec, const char *credentials_path, char **provider,
+		       char **model);
+
 /* Is PROVIDER configured on this machine (see above)? */
 bool lev_model_provider_configured(const struct lev_config *cfg, const char *provider,
 				   const char *credentials_path);

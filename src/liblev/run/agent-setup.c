@@ -39,18 +39,22 @@ static void on_evict(void *data, const char *region, enum lev_item_kind kind, ui
 	agent_emit(a, ev);
 }
 
-/* The provider name a stage uses: --model's, the stage's, the config's first, "anthropic". */
+/* The provider a stage starts on: --model's, else the first of its chain. */
 static char *stage_provider_name(const struct lev_agent *a, const struct lev_stage *st)
 {
-	if (a->o.model) {
-		const char *slash = strchr(a->o.model, '/');
+	struct lev_model_picks picks;
+	char *prov = NULL, *model = NULL;
 
-		return slash ? xstrndup(a->o.model, (size_t)(slash - a->o.model))
-			     : xstrdup(a->o.model);
+	if (a->o.model) {
+		(void)lev_model_override(a->cfg, &st->model, a->o.model, a->o.credentials_path,
+					 &prov, &model);
+		free(model);
+		return prov ? prov : xstrdup("");
 	}
-	return st->model.provider ? xstrdup(st->model.provider)
-	       : a->cfg->n_providers ? xstrdup(a->cfg->providers[0].name)
-				     : xstrdup("anthropic");
+	lev_model_pick(a->cfg, &st->model, a->o.credentials_path, &picks);
+	prov = xstrdup(picks.v[0].provider);
+	lev_model_picks_release(&picks);
+	return prov;
 }
 
 /*
@@ -181,20 +185,17 @@ out:
 static int get_provider(struct lev_agent *a, struct stage_rt *s, struct lev_err *err)
 {
 	const struct lev_stage *st = s->st;
-	_cleanup_free_ char *prov_name = NULL;
-	const char *slash, *script = NULL;
-	_cleanup_free_ char *model = NULL;
+	_cleanup_free_ char *prov_name = NULL, *model = NULL;
+	const char *script = NULL;
 
 	if (!a->o.model)
 		return stage_model_chain(a, s, err);
-	/* --model PROVIDER/MODEL overrides every stage and skips the chain */
-	prov_name = stage_provider_name(a, st);
-	slash = strchr(a->o.model, '/');
-	model = slash && slash[1] ? xstrdup(slash + 1) : NULL;
+	/* --model overrides every stage and skips the chain (a bare id keeps its provider) */
+	if (lev_model_override(a->cfg, &st->model, a->o.model, a->o.credentials_path, &prov_name,
+			       &model) < 0)
+		return lev_err_set(err, LEV_EUSAGE, "--model '%s' names no provider", a->o.model);
 	if (lev_streq(prov_name, st->model.provider))
 		script = st->model.script;
-	if (!*prov_name)
-		return lev_err_set(err, LEV_EUSAGE, "--model '%s' names no provider", a->o.model);
 	return provider_for(a, st, prov_name, model, script, &s->prov, err);
 }
 

@@ -65,17 +65,12 @@ static void pick(const struct lev_config *cfg, const char *model, const char *cr
 {
 	struct lev_model_ref none = { 0 };
 	struct lev_model_picks picks;
-	const char *slash = model ? strchr(model, '/') : NULL;
 
-	if (slash) {
-		*prov_out = xstrndup(model, (size_t)(slash - model));
-		*model_out = slash[1] ? xstrdup(slash + 1) : NULL;
+	if (model && lev_model_override(cfg, &none, model, creds, prov_out, model_out) == 0)
 		return;
-	}
-	none.model = (char *)model;	/* a bare id keeps the provider below */
 	lev_model_pick(cfg, &none, creds, &picks);
 	*prov_out = xstrdup(picks.v[0].provider);
-	*model_out = model ? xstrdup(model) : picks.v[0].model ? xstrdup(picks.v[0].model) : NULL;
+	*model_out = picks.v[0].model ? xstrdup(picks.v[0].model) : NULL;
 	lev_model_picks_release(&picks);
 }
 
