@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "liblev/base/buf.h"
@@ -323,4 +324,12 @@ size_t lev_utf8_decode(const void *str, size_t n, uint32_t *cp)
 		return 0;
 	*cp = c;
 	return len;
+}
+
+uint64_t lev_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

@@ -78,3 +78,10 @@ int lev_write_all(int fd, const void *buf, size_t len);
  * invalid byte means for them.
  */
 size_t lev_utf8_decode(const void *s, size_t n, uint32_t *cp);
+
+/* The monotonic clock (CLOCK_MONOTONIC) in nanoseconds / milliseconds: the one liblev times with. */
+uint64_t lev_monotonic_ns(void);
+static inline uint64_t lev_monotonic_ms(void)
+{
+	return lev_monotonic_ns() / 1000000;
+}

@@ -74,14 +74,6 @@ static void pick(const struct lev_config *cfg, const char *model, const char *cr
 	lev_model_picks_release(&picks);
 }
 
-static double now_secs(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* One small request: the inference row. */
 static void infer_row(struct lev_doctor *d, struct lev_provider *p)
 {
@@ -89,7 +81,7 @@ static void infer_row(struct lev_doctor *d, struct lev_provider *p)
 	struct lev_infer_request req;
 	struct lev_infer_response resp = { 0 };
 	_cleanup_free_ char *detail = NULL, *said = NULL;
-	double t0 = now_secs();
+	double t0 = ((double)lev_monotonic_ns() / 1e9);
 
 	lev_request_init(&req);
 	lev_request_add_user_text(&req, "Reply with the single word PONG.");
@@ -105,7 +97,7 @@ static void infer_row(struct lev_doctor *d, struct lev_provider *p)
 	said = lev_printable(resp.text, strlen(resp.text), 40);
 	detail = xasprintf("%llu in / %llu out tokens, replied %s  (%.1fs)",
 			   (unsigned long long)resp.prompt_tokens,
-			   (unsigned long long)resp.completion_tokens, said, now_secs() - t0);
+			   (unsigned long long)resp.completion_tokens, said, ((double)lev_monotonic_ns() / 1e9) - t0);
 	lev_doctor_add(d, "inference", LEV_DOCTOR_OK, detail, NULL);
 	lev_response_release(&resp);
 	lev_request_release(&req);

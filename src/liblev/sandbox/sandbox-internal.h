@@ -128,9 +128,6 @@ struct lev_sandbox_proc {
 	char *argv0;			/* for messages */
 };
 
-/* Monotonic milliseconds. */
-uint64_t lev_sbx_now_ms(void);
-
 /* Write a report to FD (async-signal-safe). */
 void lev_sbx_report(int fd, enum lev_sbx_phase phase, int index, int err);
 

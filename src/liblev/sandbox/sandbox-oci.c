@@ -565,7 +565,7 @@ static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, cha
 	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc;
 	pid_t pid;
 	struct lev_buf ob = LEV_BUF_INIT_MAX(CAPTURE_MAX), eb = LEV_BUF_INIT_MAX(CAPTURE_MAX);
-	uint64_t deadline = lev_sbx_now_ms() + timeout_ms;
+	uint64_t deadline = lev_monotonic_ms() + timeout_ms;
 	bool killed = false;
 	int st = 0;
 
@@ -593,7 +593,7 @@ static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, cha
 	while (po[0] >= 0 || pe[0] >= 0) {
 		struct pollfd pf[2];
 		int nf = 0, i;
-		uint64_t now = lev_sbx_now_ms();
+		uint64_t now = lev_monotonic_ms();
 		char buf[4096];
 
 		if (now >= deadline && !killed) {
@@ -636,7 +636,7 @@ static int run_capture(char *const *argv, uint64_t timeout_ms, char **out_s, cha
 		close(po[0]);
 	if (pe[0] >= 0)
 		close(pe[0]);
-	if (!killed && lev_sbx_now_ms() >= deadline) {
+	if (!killed && lev_monotonic_ms() >= deadline) {
 		kill(-pid, SIGKILL);
 		killed = true;
 	}
@@ -1023,7 +1023,7 @@ static int write_bytes(const char *dst, const void *data, size_t len, struct lev
 
 static int wait_ready(struct lev_sbx_ct *c, struct lev_err *err)
 {
-	uint64_t deadline = lev_sbx_now_ms() + READY_TIMEOUT_MS;
+	uint64_t deadline = lev_monotonic_ms() + READY_TIMEOUT_MS;
 	struct sockaddr_un sa;
 
 	memset(&sa, 0, sizeof(sa));
@@ -1043,7 +1043,7 @@ static int wait_ready(struct lev_sbx_ct *c, struct lev_err *err)
 			return lev_err_set(err, -ECHILD,
 					   "the helper in container '%s' exited before it came up",
 					   c->name);
-		if (lev_sbx_now_ms() >= deadline)
+		if (lev_monotonic_ms() >= deadline)
 			return lev_err_set(err, -ETIMEDOUT,
 					   "the helper in container '%s' did not come up", c->name);
 		usleep(5000);

@@ -98,14 +98,6 @@ void lev_sandbox_limits_fill(struct lev_sandbox_limits *l)
 		l->tmp_bytes = (uint64_t)512 << 20;
 }
 
-uint64_t lev_sbx_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void lev_sbx_report(int fd, enum lev_sbx_phase phase, int index, int err)
 {
 	struct lev_sbx_report r = { LEV_SBX_REPORT_MAGIC, (int32_t)phase, index, err };
@@ -142,7 +134,7 @@ void lev_sbx_proc_started(struct lev_sandbox_proc *p, int out_fd, int err_fd, co
 	p->cancel_fd = io->cancel_fd;
 	p->timeout_ms = limits->timeout_ms;
 	p->output_max = limits->output_max;
-	p->start_ms = lev_sbx_now_ms();
+	p->start_ms = lev_monotonic_ms();
 	p->argv0 = xstrdup(argv0);
 }
 
@@ -1078,13 +1070,13 @@ static void kill_with_grace(struct lev_sandbox_proc *p, struct waiter *w)
 {
 	kill_proc(p);
 	w->killed = true;
-	w->grace_end = lev_sbx_now_ms() + GRACE_MS;
+	w->grace_end = lev_monotonic_ms() + GRACE_MS;
 }
 
 static void start_grace(struct waiter *w)
 {
 	if (!w->grace_end)
-		w->grace_end = lev_sbx_now_ms() + GRACE_MS;
+		w->grace_end = lev_monotonic_ms() + GRACE_MS;
 }
 
 /* The fds still worth watching, into PF and IDX (enum wait_fd); their number. */
@@ -1234,7 +1226,7 @@ static int wait_loop(struct lev_sandbox_proc *p, struct waiter *w)
 		struct pollfd pf[7];
 		enum wait_fd idx[7];
 		int nf, i, n, tmo;
-		uint64_t now = lev_sbx_now_ms(), until;
+		uint64_t now = lev_monotonic_ms(), until;
 
 		if (w->have_status && p->out_fd < 0 && p->err_fd < 0 && p->report_fd < 0)
 			return 0;
@@ -1339,7 +1331,7 @@ static void wait_result(const struct lev_sandbox_proc *p, struct waiter *w,
 	res->err_truncated = w->se.truncated;
 	res->layers = p->sb->layers;
 	res->warm = p->mode == LEV_SBX_NS_WARM;
-	res->elapsed_ms = lev_sbx_now_ms() - p->start_ms;
+	res->elapsed_ms = lev_monotonic_ms() - p->start_ms;
 	res->timeout_ms = p->timeout_ms;
 }
 
