@@ -163,7 +163,8 @@ struct lev_agent_opts {
 	const struct lev_config *cfg;	/* required */
 	const char *workdir;		/* required: an existing directory */
 	const char *task;		/* --task text, or NULL */
-	bool yolo;			/* --yolo: every non-deny verdict becomes allow */
+	bool yolo;			/* --yolo: every permission ask becomes allow */
+	bool yolo_flow;			/* --yolo-flow: and taint and integrity asks too */
 	char *const *allow;		/* --allow TOOL... (strv, may be NULL) */
 	const char *model;		/* --model PROVIDER/MODEL, or NULL */
 	bool no_seed_commands;		/* --no-seed-commands */
@@ -239,6 +240,7 @@ struct lev_call_decision {
 	enum lev_level label;	/* the label of what the model gets back: an allowed call's
 				 * result, or a refusal's text (see agent-call.c) */
 	enum lev_level taint;	/* the context's taint the call was decided under */
+	enum lev_integrity integrity;	/* the integrity of what the model gets back */
 	const char *replayed;	/* static: "done", "in_flight" or "denied" when a replay log
 				 * settled the call (replay.h); NULL: it was run */
 };
