@@ -1020,18 +1020,18 @@ static void push_call(lua_State *L, const struct lev_rule_input *in, const char 
 	make_ro_proxy(L);
 }
 
-/* The input of the evaluation under way (run_rule reads it). */
+/* The input of the evaluation under way. */
 struct eval_req {
 	const struct lev_rule_input *in;
 	const char *target;
-	int args_idx;
 };
 
+/* Protected: (req, args proxy) -> the call table. */
 static int build_call(lua_State *L)
 {
 	struct eval_req *q = lua_touserdata(L, 1);
 
-	push_call(L, q->in, q->target, q->args_idx);
+	push_call(L, q->in, q->target, 2);
 	return 1;
 }
 
@@ -1099,7 +1099,7 @@ static enum lev_rule_outcome eval_once(struct lev_rules *r, size_t i,
 {
 	const char *tool = in->tool;
 	enum lev_level taint = in->taint;
-	struct eval_req q = { in, target, args_idx };
+	struct eval_req q = { in, target };
 	lua_State *L = r->L;
 	enum lev_rule_outcome o;
 	int top = lua_gettop(L), st;
@@ -1120,7 +1120,8 @@ static enum lev_rule_outcome eval_once(struct lev_rules *r, size_t i,
 	lua_pushvalue(L, args_idx);
 	lua_pushcfunction(L, build_call);
 	lua_pushlightuserdata(L, &q);
-	if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+	lua_pushvalue(L, args_idx);
+	if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
 		lua_settop(L, top);
 		*msg = xstrdup("the call table does not fit in the rules' memory cap");
 		return LEV_RULE_MEMORY;
