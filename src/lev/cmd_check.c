@@ -57,7 +57,8 @@ const char lev_usage_check[] =
 	"  --json            print {decision, gate, reason, path, rule, keys, text, host,\n"
 	"                    integrity, untrusted_args}\n"
 	"  --calls FILE      check many calls, one JSON object a line ({tool, args,\n"
-	"                    stage, taint, id}; FILE - is stdin), one JSON answer a line\n"
+	"                    stage, taint, integrity, id}; FILE - is stdin), one JSON\n"
+	"                    answer a line\n"
 	"\n"
 	"AGENT is an installed agent's name; PATH a blueprint directory or file.\n"
 	"Exit status: 0 allow, 1 deny (or an error), 3 ask, 2 usage.\n";
@@ -260,7 +261,7 @@ static void print_line(json_t *out)
 
 /*
  * --calls: one call per line, {"tool": ..., "args": {...}, "stage": ...,
- * "taint": ..., "id": ...} (args, stage, taint and id optional), each
+ * "taint": ..., "integrity": ..., "id": ...} (all but tool optional), each
  * answered by one JSON line as --json prints it, with "id" echoed, or
  * {"id", "error"} for a line that cannot be checked.  Exit 0 when every
  * line was answered.
@@ -283,6 +284,7 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 		json_t *in = json_loads(line, 0, &je), *out;
 		const json_t *id = in ? json_object_get(in, "id") : NULL;
 		const char *taint = in ? json_string_value(json_object_get(in, "taint")) : NULL;
+		const char *integ = in ? json_string_value(json_object_get(in, "integrity")) : NULL;
 		_cleanup_free_ char *args = NULL;
 
 		if (!json_is_object(in)) {
@@ -296,6 +298,8 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 		}
 		o.tool = json_string_value(json_object_get(in, "tool"));
 		o.stage = json_string_value(json_object_get(in, "stage"));
+		if (integ)
+			(void)lev_integrity_parse(integ, &o.integrity);
 		if (json_object_get(in, "args"))
 			args = json_dumps(json_object_get(in, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
 		o.args_json = args;

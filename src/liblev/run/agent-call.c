@@ -723,6 +723,7 @@ static LEV_NOINLINE void tool_call_event(struct lev_agent *a, const struct call_
 	json_object_set_new(ev, "decision", json_string(lev_verdict_name(cs->dec->allowed ? LEV_ALLOW : LEV_DENY)));
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
 	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
+	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(cs->gd.integrity)));
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
 	json_object_set_new(ev, "rule", agent_jtext(cs->dec->rule));
 	json_object_set_new(ev, "reason", agent_jtext(cs->dec->reason));
