@@ -233,6 +233,23 @@ static const char *jstr(const json_t *ev, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+
+/* "lev: WHAT was produced under untrusted influence (sources: ...)" when EV says so. */
+static void untrusted_line(struct front *f, const json_t *ev, const char *what)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	size_t i;
+	json_t *s;
+
+	if (!lev_streq(jstr(ev, "integrity"), "untrusted"))
+		return;
+	json_array_foreach(json_object_get(ev, "sources"), i, s)
+		(void)lev_buf_addf(&b, "%s%s", i ? ", " : "", json_string_value(s));
+	say(f, "lev: %s was produced under untrusted influence (sources: %s)\n", what,
+	    b.len ? b.buf : "?");
+	lev_buf_release(&b);
+}
+
 /* One line describing a call's arguments, short. */
 static char *args_summary(const json_t *ev)
 {
@@ -341,6 +358,9 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	} else if (!strcmp(name, "stage_finished")) {
 		say(f, "== stage '%s' ended (%s) after %lld iteration(s)\n", jstr(ev, "stage"),
 		    jstr(ev, "end"), (long long)json_integer_value(json_object_get(ev, "iterations")));
+		untrusted_line(f, ev, "its output");
+	} else if (!strcmp(name, "run_finished")) {
+		untrusted_line(f, ev, "the answer");
 	}
 }
 

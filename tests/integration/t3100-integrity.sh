@@ -181,6 +181,11 @@ test_expect_success 'an answer produced under untrusted influence says so, with 
 	grep -q "\"integrity\": *\"untrusted\"" "$(ls -d "$DATA"/runs/* | sort | tail -n 1)/result.json"
 '
 
+test_expect_success 'on the terminal too' '
+	lev run --foreground benign --task "$TASK" --workdir work $ALLOW >out 2>err &&
+	grep -q "the answer was produced under untrusted influence (sources: read_file inbox/page.html" err
+'
+
 agent plain <<'EOF'
 [[turn]]
 [[turn.call]]

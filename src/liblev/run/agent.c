@@ -582,6 +582,8 @@ static void stage_finished_event(struct lev_agent *a, const struct lev_stage *st
 						   : end == END_SCRIPT	       ? "script_end"
 										: "cancelled"));
 	json_object_set_new(ev, "output", agent_jtext_capped(a->stage_output));
+	if (a->stage_output)
+		agent_integrity_json(a, a->stage_output_integrity, ev);
 	agent_emit(a, ev);
 }
 
