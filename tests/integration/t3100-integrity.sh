@@ -235,6 +235,19 @@ test_expect_success 'lev check --integrity and --untrusted-arg show the gate and
 	grep -q "^allow" out
 '
 
+test_expect_success 'lev policy test --integrity names the integrity gate and its rule' '
+	lev policy test http_post --taint public --integrity untrusted \
+		--args "{\"url\": \"http://127.0.0.1:9/x\", \"body\": \"b\"}" >out &&
+	grep -q "integrity.allow\]\] #1" out &&
+	test_must_fail --code 1 lev policy test http_post --taint public --integrity untrusted \
+		--untrusted-arg body --json \
+		--args "{\"url\": \"http://127.0.0.1:9/x\", \"body\": \"b\"}" >out &&
+	grep -q "\"gate\": *\"integrity\"" out &&
+	lev policy test http_post --taint public --integrity trusted \
+		--args "{\"url\": \"http://127.0.0.2:9/x\", \"body\": \"b\"}" >out &&
+	grep -q "trusted_context" out
+'
+
 if command -v script >/dev/null 2>&1; then
 	test_expect_success 'attended, the protected file is asked about, and the answer holds' '
 		agent asked <<-EOF &&
