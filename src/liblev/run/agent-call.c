@@ -872,7 +872,8 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	    !a->internal_error)
 		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
 					      err.msg);
-	agent_integrity_result(a, call->name, call->arguments, dec.integrity, out.text, out.len);
+	agent_integrity_result(a, call->name, call->arguments, dec.integrity, out.text, out.len,
+			       dec.allowed);
 	if (!observed(a))
 		goto out;
 	ev = agent_event_new("tool_result");

@@ -82,8 +82,7 @@ enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_inf
 	return s && s->has_sensitivity ? lev_level_max(l, s->sensitivity) : l;
 }
 
-/* A file the call read: REL inside the workdir and ABS. */
-static enum lev_integrity file_integrity(struct lev_agent *a, const char *path)
+enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path)
 {
 	const struct lev_integrity_policy *p = ipol(a);
 	_cleanup_free_ char *abs = NULL;
@@ -124,10 +123,10 @@ enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_
 			size_t i;
 
 			json_array_foreach(json_object_get(args, "paths"), i, v)
-				if (file_integrity(a, json_string_value(v)) == LEV_UNTRUSTED)
+				if (agent_file_integrity(a, json_string_value(v)) == LEV_UNTRUSTED)
 					return LEV_UNTRUSTED;
 		}
-		return file_integrity(a, path);
+		return agent_file_integrity(a, path);
 	case LEV_TOOL_SHELL:
 		/* it may read what the policy distrusts, or fetch from the network */
 		if (p && (p->workdir_untrusted || p->untrusted))
@@ -150,14 +149,15 @@ enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_
 }
 
 void agent_integrity_result(struct lev_agent *a, const char *tool, const json_t *args,
-			    enum lev_integrity i, const char *text, size_t len)
+			    enum lev_integrity i, const char *text, size_t len, bool source)
 {
-	if (text)
+	/* a refusal quotes what the model wrote: it is nobody's evidence */
+	if (text && source)
 		lev_provenance_add(a->prov, i, text, len);
 	if (i != LEV_UNTRUSTED)
 		return;
 	lev_context_mark_untrusted(a->ctx);
-	if (lev_strv_len(a->untrusted_sources) < SOURCES_MAX) {
+	if (source && lev_strv_len(a->untrusted_sources) < SOURCES_MAX) {
 		_cleanup_free_ char *host = call_host(args);
 		const char *path = agent_arg_str(args, "path");
 		_cleanup_free_ char *src = host ? xasprintf("%s %s", tool, host)

@@ -155,12 +155,18 @@ void agent_integrity_free(struct lev_agent *a);
 /* The integrity of an allowed call's result (the call to TI with ARGS; PATH: the file it read). */
 enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_tool_info *ti,
 					  const json_t *args, const char *path);
+/* The integrity of the file at PATH (workdir-relative or absolute; NULL: any file). */
+enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path);
 /* A [[sources]] sensitivity for a network or MCP result, raising L. */
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l);
-/* The result TEXT just added to the context has integrity I: label it, feed provenance. */
+/*
+ * The result TEXT just added to the context has integrity I: label it, feed
+ * provenance, and (SOURCE: it came from outside, not a refusal) name it
+ * among the run's untrusted sources.
+ */
 void agent_integrity_result(struct lev_agent *a, const char *tool, const json_t *args,
-			    enum lev_integrity i, const char *text, size_t len);
+			    enum lev_integrity i, const char *text, size_t len, bool source);
 /* Add "integrity" and, when untrusted, "sources" to EV for I. */
 void agent_integrity_json(const struct lev_agent *a, enum lev_integrity i, json_t *ev);
 

@@ -257,3 +257,11 @@ void lev_call_decision_release(struct lev_call_decision *d);
 int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		       struct lev_tool_output *out, struct lev_call_decision *dec,
 		       struct lev_err *err);
+
+/*
+ * Fill the context regions from their seeds, labelled as a run labels
+ * them (lev_agent_run() does this first; call it at most once, and not
+ * with lev_agent_run()).  For benchmarks and tests: a context holding
+ * what a run would hold before the first request.
+ */
+int lev_agent_seed(struct lev_agent *a, struct lev_err *err);
