@@ -377,8 +377,11 @@ static LEV_NOINLINE bool by_rules(struct lev_gate *g, const struct lev_integrity
 void lev_integrity_check(struct lev_gate *g, const struct lev_integrity_call *c,
 			 struct lev_integrity_decision *d)
 {
-	const struct lev_integrity_policy *p = g ? lev_policy_integrity(lev_gate_policy(g)) : NULL;
+	const struct lev_integrity_policy *p;
 
+	if (g && c->integrity == LEV_UNTRUSTED)
+		lev_gate_refresh(g);	/* policy.toml or the rules may have changed */
+	p = g ? lev_policy_integrity(lev_gate_policy(g)) : NULL;
 	memset(d, 0, sizeof(*d));
 	d->result = LEV_GATE_ALLOWED;
 	d->integrity = c->integrity;

@@ -95,6 +95,7 @@ struct call_state {
 	struct lev_call_decision *dec;
 	struct lev_tool_output *out;
 	struct lev_gatechain_decision gd;	/* the chain's record */
+	bool own_text;			/* the result is lev's own message (a transport error) */
 };
 
 /* The chain's environment for the current stage. */
@@ -579,6 +580,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
 
 			lev_tool_output_set(cs->out, t, true);
+			cs->own_text = true;	/* nothing came back from the far end */
 		} else {
 			lev_tool_output_set(cs->out, res.text ? res.text : "", res.is_error);
 		}
@@ -845,7 +847,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
 		dec->label = agent_result_label(a, &cs);
-		dec->integrity = agent_result_integrity(a, cs.ti, cs.args, cs.gd.path);
+		dec->integrity = cs.own_text ? lev_taint_model_integrity(lev_context_taint(a->ctx))
+					     : agent_result_integrity(a, cs.ti, cs.args, cs.gd.path);
 	} else {
 		dec->label = refusal_label(a, &cs);
 		dec->integrity = lev_taint_model_integrity(lev_context_taint(a->ctx));

@@ -85,6 +85,7 @@ enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_inf
 enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path)
 {
 	const struct lev_integrity_policy *p = ipol(a);
+	const struct lev_source_label *s;
 	_cleanup_free_ char *abs = NULL;
 	const char *rel = NULL;
 	size_t n = strlen(a->workdir);
@@ -101,6 +102,9 @@ enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path)
 		if (!strncmp(path, a->workdir, n) && path[n] == '/')
 			rel = path + n + 1;
 	}
+	s = lev_integrity_source(p, NULL, rel, abs, NULL);
+	if (s && s->has_integrity)
+		return s->integrity;
 	return lev_integrity_of_file(p, rel, abs);
 }
 

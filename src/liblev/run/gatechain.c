@@ -684,12 +684,12 @@ static void gate_integrity(const struct lev_gatechain_env *env, const struct lev
 		     "integrity: taint tracking is off for this agent", NULL);
 		return;
 	}
-	consequential = call_consequential(d);
 	if (lev_likely(d->integrity == LEV_TRUSTED)) {
 		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "trusted_context",
 		     "integrity: the context holds no untrusted content", NULL);
 		return;
 	}
+	consequential = call_consequential(d);
 	/* a protected file makes any file tool's call consequential */
 	if (!consequential && !(d->tool->kind == LEV_TOOL_FS && (d->tool->touches & LEV_TOUCH_WRITES) &&
 				d->path)) {
