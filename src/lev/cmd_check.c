@@ -30,12 +30,14 @@ const char lev_usage_check[] =
 	"usage: lev check AGENT|PATH --tool NAME [--args JSON] [--workdir DIR] [--stage S]\n"
 	"       lev check AGENT|PATH --calls FILE [--workdir DIR] [options]\n"
 	"                 [--taint public|internal|private] [--yolo] [--allow TOOL]...\n"
-	"                 [--no-terminal] [--json]\n"
+	"                 [--integrity trusted|untrusted] [--untrusted-arg NAME]...\n"
+	"                 [--yolo-flow] [--no-terminal] [--json]\n"
 	"\n"
 	"Ask whether AGENT would be allowed to make one tool call here, without making\n"
 	"it.  The call goes through the runtime's own gate chain, against the real\n"
 	"filesystem: offered, schema, redirect (shell lines), permission, workdir /\n"
-	"read_paths (file tools), network, taint (outbound tools).  The first gate\n"
+	"read_paths (file tools), network, taint (outbound tools), integrity\n"
+	"(consequential tools).  The first gate\n"
 	"that refuses decides; else a gate that asks; else the call is allowed by\n"
 	"the gate that approved it.\n"
 	"\n"
@@ -45,12 +47,18 @@ const char lev_usage_check[] =
 	"  --workdir DIR     the working directory (default: the current directory)\n"
 	"  --stage S         the stage (default: the entry stage)\n"
 	"  --taint LEVEL     the taint of the context so far (default: public)\n"
+	"  --integrity I     the context holds untrusted content (untrusted) or not\n"
+	"                    (trusted, the default)\n"
+	"  --untrusted-arg NAME  the argument NAME came from untrusted text (repeatable)\n"
 	"  --yolo            as under 'lev run --yolo' (never lifts a deny)\n"
+	"  --yolo-flow       as under 'lev run --yolo --yolo-flow'\n"
 	"  --allow TOOL      as under 'lev run --allow TOOL' (repeatable)\n"
 	"  --no-terminal     as a run with nobody at the terminal (ask_user_* not offered)\n"
-	"  --json            print {decision, gate, reason, path, rule, keys, text, host}\n"
+	"  --json            print {decision, gate, reason, path, rule, keys, text, host,\n"
+	"                    integrity, untrusted_args}\n"
 	"  --calls FILE      check many calls, one JSON object a line ({tool, args,\n"
-	"                    stage, taint, id}; FILE - is stdin), one JSON answer a line\n"
+	"                    stage, taint, integrity, id}; FILE - is stdin), one JSON\n"
+	"                    answer a line\n"
 	"\n"
 	"AGENT is an installed agent's name; PATH a blueprint directory or file.\n"
 	"Exit status: 0 allow, 1 deny (or an error), 3 ask, 2 usage.\n";
@@ -60,6 +68,8 @@ struct check_args {
 	struct lev_check_opts o;
 	const char *allow[MAX_ALLOW + 1];
 	size_t n_allow;
+	const char *untrusted[MAX_ALLOW + 1];
+	size_t n_untrusted;
 	bool json;
 	bool taint_given;
 	const char *calls;	/* --calls FILE ("-": stdin) */
@@ -90,7 +100,8 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
 	static const char *const valued[] = { "--tool", "--args", "--workdir", "--stage",
-					      "--taint", "--allow", "--calls", NULL };
+					      "--taint", "--allow", "--calls", "--integrity",
+					      "--untrusted-arg", NULL };
 	bool opts_done = false;
 	int i;
 
@@ -113,6 +124,10 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 		}
 		if (!opts_done && !strcmp(arg, "--yolo")) {
 			a->o.yolo = true;
+			continue;
+		}
+		if (!opts_done && !strcmp(arg, "--yolo-flow")) {
+			a->o.yolo_flow = true;
 			continue;
 		}
 		for (k = 0; !opts_done && valued[k] && !handled; k++) {
@@ -141,6 +156,15 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 							       "internal, private",
 							       v);
 				a->taint_given = true;
+			} else if (!strcmp(valued[k], "--integrity")) {
+				if (lev_integrity_parse(v, &a->o.integrity) < 0)
+					return lev_usage_error("check", "--integrity '%s' is not one "
+							       "of trusted, untrusted", v);
+			} else if (!strcmp(valued[k], "--untrusted-arg")) {
+				if (a->n_untrusted == MAX_ALLOW || !*v)
+					return lev_usage_error("check", "--untrusted-arg needs a "
+							       "name (at most %d)", MAX_ALLOW);
+				a->untrusted[a->n_untrusted++] = v;
 			} else {
 				if (a->n_allow == MAX_ALLOW)
 					return lev_usage_error("check", "more than %d --allow options",
@@ -166,6 +190,8 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 		return lev_usage_error("check", "--tool and --calls do not go together");
 	a->allow[a->n_allow] = NULL;
 	a->o.allow = a->n_allow ? (char *const *)a->allow : NULL;
+	a->untrusted[a->n_untrusted] = NULL;
+	a->o.untrusted_args = a->n_untrusted ? (char *const *)a->untrusted : NULL;
 	return 0;
 }
 
@@ -190,6 +216,14 @@ static json_t *result_json(const struct lev_check_result *r)
 	json_object_set_new(o, "keys", keys);
 	json_object_set_new(o, "text", jstr_or_null(r->text));
 	json_object_set_new(o, "host", jstr_or_null(r->host));
+	json_object_set_new(o, "integrity", json_string(lev_integrity_name(r->integrity)));
+	{
+		json_t *ua = json_array();
+
+		for (char **s = r->untrusted_args; s && *s; s++)
+			json_array_append_new(ua, lev_report_jstr(*s));
+		json_object_set_new(o, "untrusted_args", ua);
+	}
 	return o;
 }
 
@@ -207,6 +241,8 @@ static void print_result(const struct lev_check_result *r, bool json)
 		printf("  rule: %s\n", r->rule);
 	if (r->path)
 		printf("  path: %s\n", r->path);
+	if (r->integrity == LEV_UNTRUSTED)
+		printf("  integrity: untrusted\n");
 	if (r->keys) {
 		printf("  keys:");
 		for (k = r->keys; *k; k++)
@@ -225,7 +261,7 @@ static void print_line(json_t *out)
 
 /*
  * --calls: one call per line, {"tool": ..., "args": {...}, "stage": ...,
- * "taint": ..., "id": ...} (args, stage, taint and id optional), each
+ * "taint": ..., "integrity": ..., "id": ...} (all but tool optional), each
  * answered by one JSON line as --json prints it, with "id" echoed, or
  * {"id", "error"} for a line that cannot be checked.  Exit 0 when every
  * line was answered.
@@ -248,6 +284,7 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 		json_t *in = json_loads(line, 0, &je), *out;
 		const json_t *id = in ? json_object_get(in, "id") : NULL;
 		const char *taint = in ? json_string_value(json_object_get(in, "taint")) : NULL;
+		const char *integ = in ? json_string_value(json_object_get(in, "integrity")) : NULL;
 		_cleanup_free_ char *args = NULL;
 
 		if (!json_is_object(in)) {
@@ -261,6 +298,8 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 		}
 		o.tool = json_string_value(json_object_get(in, "tool"));
 		o.stage = json_string_value(json_object_get(in, "stage"));
+		if (integ)
+			(void)lev_integrity_parse(integ, &o.integrity);
 		if (json_object_get(in, "args"))
 			args = json_dumps(json_object_get(in, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
 		o.args_json = args;

@@ -17,6 +17,8 @@
 
 #include "lev/cmd.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/tooltable.h"
+#include "liblev/policy/integrity.h"
 #include "liblev/policy/policy.h"
 #include "liblev/policy/rules.h"
 #include "liblev/base/strv.h"
@@ -30,6 +32,7 @@ const char lev_usage_policy[] =
 	"usage: lev policy list [--json]\n"
 	"   or: lev policy add TOOL [--target PATTERN] [--max-sensitivity LEVEL]\n"
 	"   or: lev policy test TOOL [--target T]... [--taint LEVEL] [--args JSON] [--json]\n"
+	"                      [--integrity trusted|untrusted] [--untrusted-arg NAME]...\n"
 	"\n"
 	"The taint policy lives in <data root>/policy.toml ([[allowlist]] rules and\n"
 	"[mcp_overrides]) and <data root>/rules/*.lua (Lua rules); see docs/taint.md.\n"
@@ -43,6 +46,10 @@ const char lev_usage_policy[] =
 	"      The rest of policy.toml is kept byte for byte.\n"
 	"test  runs the gate on one call to TOOL with the context at LEVEL (default\n"
 	"      private).  The target is --target, or read from --args as at run time.\n"
+	"      With --integrity, the integrity gate too ([integrity] in policy.toml,\n"
+	"      docs/integrity.md): the context holds untrusted content or not, and\n"
+	"      --untrusted-arg NAME came from untrusted text.  It says which gate and\n"
+	"      rule decided.\n"
 	"\n"
 	"LEVEL is public, internal or private.\n"
 	"Exit status of test: 0 allowed, 1 blocked (a run would ask the user), 2 usage.\n";
@@ -394,6 +401,9 @@ struct test_opts {
 	enum lev_level taint;		/* --taint; default private */
 	const char *args;		/* --args, checked to be a JSON object */
 	bool json;
+	bool integrity_given;		/* --integrity: run the integrity gate too */
+	enum lev_integrity integrity;
+	char **untrusted_args;		/* --untrusted-arg, in order */
 };
 
 /* Parse `lev policy test`'s arguments into O and the tool's name; 0 or an exit status. */
@@ -404,6 +414,8 @@ static int test_parse(int argc, char **argv, struct test_opts *o, const char **t
 		{ "taint", required_argument, NULL, 'T' },
 		{ "args", required_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "integrity", required_argument, NULL, 'I' },
+		{ "untrusted-arg", required_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct lev_err err = LEV_ERR_INIT;
@@ -429,6 +441,17 @@ static int test_parse(int argc, char **argv, struct test_opts *o, const char **t
 		case 'j':
 			o->json = true;
 			break;
+		case 'I':
+			if (lev_integrity_parse(optarg, &o->integrity) < 0)
+				return usage("test: invalid integrity '%s' (trusted or untrusted)",
+					     optarg);
+			o->integrity_given = true;
+			break;
+		case 'U':
+			if (!*optarg || lev_strv_len(o->untrusted_args) >= 256)
+				return usage("test: --untrusted-arg needs a name (at most 256)");
+			o->untrusted_args = lev_strv_push(o->untrusted_args, optarg);
+			break;
 		case ':':
 			return usage("test: option '%s' needs a value", argv[optind - 1]);
 		default:
@@ -450,7 +473,8 @@ static int test_parse(int argc, char **argv, struct test_opts *o, const char **t
 	return 0;
 }
 
-static void print_test_json(const struct lev_gate_decision *d)
+static void print_test_json(const struct lev_gate_decision *d,
+			    const struct lev_integrity_decision *id)
 {
 	json_t *o = json_object();
 
@@ -467,10 +491,59 @@ static void print_test_json(const struct lev_gate_decision *d)
 		json_object_set_new(o, "rule", jstr(d->rule_name));
 	else
 		json_object_set_new(o, "rule", json_null());
+	if (id) {
+		bool by_integ = d->result == LEV_GATE_ALLOWED &&
+				(id->result != LEV_GATE_ALLOWED || id->source == LEV_INTEG_SRC_ALLOW ||
+				 id->source == LEV_INTEG_SRC_RULE);
+
+		json_object_set_new(o, "integrity", json_string(lev_integrity_name(id->integrity)));
+		json_object_set_new(o, "consequential", json_boolean(id->consequential));
+		json_object_set_new(o, "integrity_result",
+				    json_string(id->result == LEV_GATE_ALLOWED ? "allowed"
+									      : "blocked"));
+		json_object_set_new(o, "integrity_source",
+				    json_string(lev_integrity_source_name(id->source)));
+		json_object_set_new(o, "integrity_rule",
+				    id->source == LEV_INTEG_SRC_ALLOW
+					    ? json_integer((json_int_t)id->rule_index)
+				    : id->source == LEV_INTEG_SRC_RULE ? jstr(id->rule_name)
+								       : json_null());
+		json_object_set_new(o, "gate", json_string(by_integ ? "integrity" : "taint"));
+		if (id->result != LEV_GATE_ALLOWED)
+			json_object_set_new(o, "result", json_string("blocked"));
+	}
 	(void)print_json(o);
 }
 
-static void print_test_text(const struct lev_gate_decision *d)
+static void print_integrity_text(const struct lev_integrity_decision *id)
+{
+	printf("integrity:\n  context: %s\n  consequential: %s%s\n",
+	       lev_integrity_name(id->integrity), id->consequential ? "yes" : "no",
+	       id->protected_file ? " (a protected file)" : "");
+	switch (id->source) {
+	case LEV_INTEG_SRC_ALLOW:
+		printf("result: allowed by the integrity gate, [[integrity.allow]] #%zu (policy.toml "
+		       "line %u)\n", id->rule_index, id->rule_line);
+		break;
+	case LEV_INTEG_SRC_RULE:
+		fputs("result: allowed by the integrity gate, Lua rule '", stdout);
+		put_safe(id->rule_name);
+		puts("'");
+		break;
+	case LEV_INTEG_SRC_NONE:
+		puts("result: blocked by the integrity gate (consequential, untrusted context, and "
+		     "no [[integrity.allow]] entry or Lua rule allows it)");
+		puts("  a run would ask the user: allow once, allow for this run, or deny");
+		break;
+	default:
+		printf("result: the integrity gate allows it (%s)\n",
+		       lev_integrity_source_name(id->source));
+		break;
+	}
+}
+
+static void print_test_text(const struct lev_gate_decision *d,
+			    const struct lev_integrity_decision *id)
 {
 	char *const *t;
 
@@ -496,6 +569,32 @@ static void print_test_text(const struct lev_gate_decision *d)
 		}
 	}
 	print_result_text(d);
+	if (id)
+		print_integrity_text(id);
+}
+
+/* The integrity gate on CALL (after the taint gate decided D) into *ID. */
+static void test_integrity(struct lev_gate *g, const struct lev_gate_call *call,
+			   const struct test_opts *o, const struct lev_gate_decision *d,
+			   struct lev_integrity_decision *id)
+{
+	json_t *args = NULL;
+	struct lev_integrity_call ic = {
+		.tool = lev_tool_canonical(call->tool),
+		.integrity = o->integrity,
+		.taint = d->taint,
+		.targets = d->targets,
+		.untrusted_args = o->untrusted_args,
+	};
+
+	if (call->args_json)
+		(void)lev_taint_args_parse(call->args_json, call->args_len, &args, NULL);
+	ic.args = args;
+	ic.path_rel = json_string_value(json_object_get(args, "path"));
+	ic.consequential = lev_integrity_tool_consequential(lev_tooltable_find(call->tool),
+							     !lev_tooltable_find(call->tool), 0);
+	lev_integrity_check(g, &ic, id);
+	json_decref(args);
 }
 
 /*
@@ -503,7 +602,8 @@ static void print_test_text(const struct lev_gate_decision *d)
  * entry at TAINT; *D gets the decision.  0, or an exit status after a message.
  */
 static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum lev_level taint,
-		       struct lev_gate_decision *d)
+		       const struct test_opts *o, struct lev_gate_decision *d,
+		       struct lev_integrity_decision *id)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_gate_options go = { 0 };
@@ -537,6 +637,8 @@ static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum le
 	r = lev_gate_check(g, call, d, &err);
 	call->ctx = NULL;
 	lev_taint_ctx_free(ctx);
+	if (r == 0 && o->integrity_given)
+		test_integrity(g, call, o, d, id);
 	lev_gate_free(g);
 	if (r < 0)
 		return lev_fail("%s", err.msg);
@@ -546,14 +648,16 @@ static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum le
 static int policy_test(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct test_opts o = { .taint = LEV_PRIVATE };
-	_cleanup_strv_ char **targets = NULL;
+	_cleanup_strv_ char **targets = NULL, **untrusted = NULL;
 	struct lev_gate_call call = { 0 };
 	struct lev_gate_decision d;
+	struct lev_integrity_decision id = { 0 };
 	char *const *w;
 	int r;
 
 	r = test_parse(argc, argv, &o, &call.tool);
 	targets = o.targets;
+	untrusted = o.untrusted_args;
 	if (r)
 		return r;
 	if (o.args) {
@@ -562,17 +666,21 @@ static int policy_test(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	call.targets_given = targets != NULL;
 	call.targets = targets;
-	r = test_decide(ctx, &call, o.taint, &d);
+	r = test_decide(ctx, &call, o.taint, &o, &d, &id);
 	if (r)
 		return r;
 	for (w = d.diags; w && *w; w++)
 		lev_warn("%s", *w);
+	for (w = id.diags; w && *w; w++)
+		lev_warn("%s", *w);
 	if (o.json)
-		print_test_json(&d);
+		print_test_json(&d, o.integrity_given ? &id : NULL);
 	else
-		print_test_text(&d);
-	r = d.result == LEV_GATE_ALLOWED ? LEV_EXIT_OK : LEV_EXIT_FAIL;
+		print_test_text(&d, o.integrity_given ? &id : NULL);
+	r = d.result == LEV_GATE_ALLOWED && id.result == LEV_GATE_ALLOWED ? LEV_EXIT_OK
+									   : LEV_EXIT_FAIL;
 	lev_gate_decision_release(&d);
+	lev_integrity_decision_release(&id);
 	return r;
 }
 

@@ -3,10 +3,12 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lev/cmd.h"
 #include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 #include "liblev/daemon/proto.h"
 
 const char lev_usage_result[] =
@@ -18,6 +20,35 @@ const char lev_usage_result[] =
 	"\n"
 	"  --json    {\"id\", \"agent\", \"status\", \"result\", \"error\", \"record\"}\n";
 
+/* The record's result.json (its integrity and sources), or NULL. */
+static json_t *record_result(json_t *run)
+{
+	const char *rec = lev_json_str(run, "record");
+	char *path;
+	json_t *j;
+
+	if (!rec)
+		return NULL;
+	path = xasprintf("%s/result.json", rec);
+	j = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+	free(path);
+	return j;
+}
+
+/* The answer was produced under untrusted influence: say so, with its sources. */
+static void say_untrusted(const json_t *res)
+{
+	size_t i;
+	json_t *s;
+
+	if (!lev_streq(lev_json_str(res, "integrity"), "untrusted"))
+		return;
+	fputs("lev: the answer was produced under untrusted influence (sources: ", stderr);
+	json_array_foreach(json_object_get(res, "sources"), i, s)
+		fprintf(stderr, "%s%s", i ? ", " : "", json_string_value(s));
+	fputs(")\n", stderr);
+}
+
 int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 {
 	static const struct option longopts[] = {
@@ -26,7 +57,7 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 	};
 	const char *status, *output, *id;
 	bool json = false;
-	json_t *req, *reply = NULL, *run;
+	json_t *req, *reply = NULL, *run, *res = NULL;
 	int c, rc = LEV_EXIT_FAIL;
 
 	(void)ctx;
@@ -49,6 +80,7 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 	status = lev_json_str(run, "status");
 	output = lev_json_str(run, "result");
 	id = lev_json_str(run, "id");
+	res = record_result(run);
 	if (json) {
 		json_t *out = json_object();
 		const char *keys[] = { "id", "agent", "status", "result", "error", "record", NULL };
@@ -57,11 +89,17 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 			json_object_set(out, keys[i],
 					json_object_get(run, keys[i]) ? json_object_get(run, keys[i])
 								      : json_null());
+		if (json_object_get(res, "integrity")) {
+			json_object_set(out, "integrity", json_object_get(res, "integrity"));
+			if (json_object_get(res, "sources"))
+				json_object_set(out, "sources", json_object_get(res, "sources"));
+		}
 		json_dumpf(out, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(out);
 		rc = lev_streq(status, "complete") ? LEV_EXIT_OK : LEV_EXIT_FAIL;
 	} else if (lev_streq(status, "complete") && output && *output) {
+		say_untrusted(res);
 		fputs(output, stdout);
 		if (output[strlen(output) - 1] != '\n')
 			fputc('\n', stdout);
@@ -78,6 +116,7 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 			 "'lev logs -f %s'",
 			 id, status ? status : "?", id);
 	}
+	json_decref(res);
 	json_decref(reply);
 	return rc;
 }

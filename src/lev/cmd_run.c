@@ -68,7 +68,10 @@ const char lev_usage_run[] =
 	"\n"
 	"  --task TEXT|@FILE     the task (from FILE with @)\n"
 	"  --workdir DIR         the working directory (default: the current one)\n"
-	"  --yolo                allow every call that is not denied (deny still holds)\n"
+	"  --yolo                allow every permission ask (deny still holds); taint and\n"
+	"                        integrity asks still need someone to answer them\n"
+	"  --yolo-flow           with --yolo: allow taint and integrity asks too (no\n"
+	"                        information-flow defence: docs/integrity.md)\n"
 	"  --allow TOOL          allow TOOL without asking (repeatable; deny still holds)\n"
 	"  --model [PROV/]MODEL  use this model for every stage (a bare id keeps the stage's provider)\n"
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
@@ -230,6 +233,23 @@ static const char *jstr(const json_t *ev, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+
+/* "lev: WHAT was produced under untrusted influence (sources: ...)" when EV says so. */
+static void untrusted_line(struct front *f, const json_t *ev, const char *what)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	size_t i;
+	json_t *s;
+
+	if (!lev_streq(jstr(ev, "integrity"), "untrusted"))
+		return;
+	json_array_foreach(json_object_get(ev, "sources"), i, s)
+		(void)lev_buf_addf(&b, "%s%s", i ? ", " : "", json_string_value(s));
+	say(f, "lev: %s was produced under untrusted influence (sources: %s)\n", what,
+	    b.len ? b.buf : "?");
+	lev_buf_release(&b);
+}
+
 /* One line describing a call's arguments, short. */
 static char *args_summary(const json_t *ev)
 {
@@ -338,6 +358,9 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	} else if (!strcmp(name, "stage_finished")) {
 		say(f, "== stage '%s' ended (%s) after %lld iteration(s)\n", jstr(ev, "stage"),
 		    jstr(ev, "end"), (long long)json_integer_value(json_object_get(ev, "iterations")));
+		untrusted_line(f, ev, "its output");
+	} else if (!strcmp(name, "run_finished")) {
+		untrusted_line(f, ev, "the answer");
 	}
 }
 
@@ -683,6 +706,7 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 	if (o->oci_helper)
 		json_object_set_new(r, "oci_helper", json_string(o->oci_helper));
 	json_object_set_new(r, "yolo", json_boolean(o->yolo));
+	json_object_set_new(r, "yolo_flow", json_boolean(o->yolo_flow));
 	json_object_set_new(r, "no_seed_commands", json_boolean(o->no_seed_commands));
 	json_object_set_new(r, "allow", allow);
 	json_object_set_new(r, "env", detach_env(o->cfg));
@@ -946,6 +970,7 @@ struct run_args {
 	char **allow;
 	const char *agent;	/* argv's NAME|PATH */
 	bool yolo;
+	bool yolo_flow;
 	bool no_seed_commands;
 	bool json;
 	bool detach;
@@ -967,6 +992,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		{ "task", required_argument, NULL, 't' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "yolo", no_argument, NULL, 'y' },
+		{ "yolo-flow", no_argument, NULL, 'Y' },
 		{ "allow", required_argument, NULL, 'a' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "no-seed-commands", no_argument, NULL, 'S' },
@@ -991,6 +1017,9 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'y':
 			a->yolo = true;
+			break;
+		case 'Y':
+			a->yolo_flow = true;
 			break;
 		case 'a':
 			if (!*optarg)
@@ -1229,6 +1258,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	o.allow = a.allow;
 	o.model = a.model;
 	o.yolo = a.yolo;
+	o.yolo_flow = a.yolo_flow;
 	o.no_seed_commands = a.no_seed_commands;
 	o.oci_helper = ctx->oci_helper;
 	if (a.detach) {

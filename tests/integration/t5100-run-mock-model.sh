@@ -310,6 +310,10 @@ test_expect_success 'a redirect cannot carry tainted data past the taint gate' '
 	tool = "web_fetch"
 	to = ["127.0.0.1"]
 	max_sensitivity = "internal"
+	# the first fetch makes the context untrusted: fetching more from 127.0.0.1 is fine
+	[[integrity.allow]]
+	tool = "web_fetch"
+	target = "127.0.0.1"
 	EOF
 	mkdir -p redir-src &&
 	cat >redir-src/agent.leviath <<-EOF &&

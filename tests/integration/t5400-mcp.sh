@@ -300,7 +300,9 @@ test_expect_success 'taint: a private MCP result cannot flow to an outbound MCP 
 
 test_expect_success 'benign twin: a server classified public flows to the same tool' '
 	TAINT=1 setconfig echo &&
-	printf "[mcp_overrides.\"h\"]\nsensitivity = \"public\"\n" >"$HOME/.leviath/policy.toml" &&
+	# public, and trusted: an MCP result is untrusted unless [[sources]] says so (integrity.md)
+	printf "[mcp_overrides.\"h\"]\nsensitivity = \"public\"\n[[sources]]\nserver = \"h\"\nintegrity = \"trusted\"\n" \
+		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
 	lev run taint --task t --workdir work --json --allow h__send >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&

@@ -260,7 +260,8 @@ def main():
                     lines = []
                     for k, e in enumerate(calls):
                         lines.append(json.dumps({"id": k, "tool": e["tool"], "args": e["args"],
-                                                 "stage": e["stage"], "taint": e["taint"]}))
+                                                 "stage": e["stage"], "taint": e["taint"],
+                                                 "integrity": e["integrity"]}))
                     chk = subprocess.run([a.lev, "check", bp, "--workdir", t["work"],
                                           "--no-terminal", "--calls", "-"] + flags,
                                          input="\n".join(lines) + "\n", capture_output=True,

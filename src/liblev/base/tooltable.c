@@ -17,6 +17,7 @@ static const char *const shell_aliases[] = { "bash", NULL };
 #define DA LEV_TOOLF_DEFAULT_ALLOW
 #define CL LEV_TOOLF_CLASSIFIED
 #define FOREIGN LEV_TOOLF_FOREIGN
+#define CQ LEV_TOOLF_CONSEQUENTIAL
 
 /* Taint classes: the label of a result, the direction, where the target is. */
 #define PUBLIC_OUT .label = LEV_PUBLIC, .direction = LEV_DIR_OUTBOUND
@@ -39,25 +40,26 @@ static const struct lev_tool_desc table[] = {
 	  .description = "List a directory: one entry per line, directories end in '/', "
 			 "symlinks in '@'." },
 	{ .name = "write_file", .kind = LEV_TOOL_FS, .op = LEV_OP_WRITE_FILE, .touches = W,
-	  .flags = CL, INTERNAL_ONLY, .detail_arg = "path",
+	  .flags = CL | CQ, INTERNAL_ONLY, .detail_arg = "path",
 	  .description = "Create or replace a file inside the working directory with the given "
 			 "content." },
 	{ .name = "edit_file", .kind = LEV_TOOL_FS, .op = LEV_OP_EDIT_FILE, .touches = R | W,
-	  .flags = CL, INTERNAL_ONLY, .detail_arg = "path",
+	  .flags = CL | CQ, INTERNAL_ONLY, .detail_arg = "path",
 	  .description = "Replace the one occurrence of old_str in a file with new_str." },
 	{ .name = "shell", .aliases = shell_aliases, .kind = LEV_TOOL_SHELL, .op = LEV_OP_SHELL,
-	  .touches = R | W | N | LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS, .flags = CL, PUBLIC_OUT,
+	  .touches = R | W | N | LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS, .flags = CL | CQ, PUBLIC_OUT,
 	  .detail_arg = "command",
 	  .description = "Run a shell command line in the working directory and return its "
 			 "output. Commands time out after 60 seconds; output is capped at 1 MiB "
 			 "per stream." },
 	{ .name = "web_fetch", .kind = LEV_TOOL_NET, .op = LEV_OP_WEB_FETCH, .touches = N,
-	  .flags = CL | LEV_TOOLF_BLUEPRINT_ALLOW, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL,
+	  .flags = CL | CQ | LEV_TOOLF_BLUEPRINT_ALLOW, PUBLIC_OUT,
+	  .target_from = LEV_TARGET_FROM_URL,
 	  .detail_arg = "url",
 	  .description = "Fetch a web page or text document over http(s) and return its text. "
 			 "HTML is reduced to readable text; binary content is refused." },
 	{ .name = "http_post", .kind = LEV_TOOL_NET, .op = LEV_OP_HTTP_POST, .touches = N,
-	  .flags = CL, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL, .detail_arg = "url",
+	  .flags = CL | CQ, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL, .detail_arg = "url",
 	  .description = "Send an HTTP POST with a body to a URL and return the status and the "
 			 "response text. Redirects are not followed." },
 	{ .name = "web_search", .kind = LEV_TOOL_NET, .op = LEV_OP_WEB_SEARCH, .touches = N,
@@ -123,8 +125,8 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "check_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "context_delete", .flags = FOREIGN | DA },
 	{ .name = "edit_document", .flags = FOREIGN | DA },
-	{ .name = "fetch", .flags = FOREIGN | CL, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
-	{ .name = "http_get", .flags = FOREIGN | CL, PUBLIC_OUT,
+	{ .name = "fetch", .flags = FOREIGN | CL | CQ, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
+	{ .name = "http_get", .flags = FOREIGN | CL | CQ, PUBLIC_OUT,
 	  .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "kill_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "present_for_review", .flags = FOREIGN | CL, INTERNAL_ONLY },
@@ -144,6 +146,7 @@ static const struct lev_tool_desc table[] = {
 #undef DA
 #undef CL
 #undef FOREIGN
+#undef CQ
 #undef PUBLIC_OUT
 #undef PUBLIC_IN
 #undef INTERNAL_IN

@@ -96,6 +96,12 @@ enum {
 	LEV_TOOLF_CLASSIFIED = 1u << 3,
 	/* lev does not implement it: known for policy and taint only. */
 	LEV_TOOLF_FOREIGN = 1u << 4,
+	/*
+	 * It changes state or leaves the machine: while the context holds
+	 * untrusted content a call needs an integrity rule or the user
+	 * (policy/integrity.h).  The unit test consequential_tools pins the set.
+	 */
+	LEV_TOOLF_CONSEQUENTIAL = 1u << 5,
 };
 
 enum lev_direction {

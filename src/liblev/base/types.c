@@ -54,6 +54,23 @@ int lev_level_parse(const char *s, enum lev_level *out)
 	return 0;
 }
 
+static const char *const integrity_names[_LEV_INTEGRITY_MAX] = { "trusted", "untrusted" };
+
+const char *lev_integrity_name(enum lev_integrity i)
+{
+	return (unsigned)i < _LEV_INTEGRITY_MAX ? integrity_names[i] : "untrusted";
+}
+
+int lev_integrity_parse(const char *s, enum lev_integrity *out)
+{
+	int i = parse_word(s, integrity_names, _LEV_INTEGRITY_MAX);
+
+	if (i < 0)
+		return i;
+	*out = (enum lev_integrity)i;
+	return 0;
+}
+
 const char *lev_sandbox_kind_name(enum lev_sandbox_kind k)
 {
 	return k < _LEV_SANDBOX_KIND_MAX ? kind_names[k] : "container";

@@ -25,6 +25,16 @@ enum lev_level {
 	_LEV_LEVEL_MAX,
 };
 
+/*
+ * Integrity, the second axis of a label (docs/integrity.md): may this text
+ * steer what the agent does?  Ordered by restrictiveness: untrusted wins.
+ */
+enum lev_integrity {
+	LEV_TRUSTED,
+	LEV_UNTRUSTED,
+	_LEV_INTEGRITY_MAX,
+};
+
 /* Ranked: container > namespace > none. */
 enum lev_sandbox_kind {
 	LEV_SANDBOX_NONE,
@@ -51,6 +61,10 @@ static inline enum lev_verdict lev_verdict_stricter(enum lev_verdict a, enum lev
 /* "public", "internal", "private"; parse is case-insensitive. */
 const char *lev_level_name(enum lev_level l);
 int lev_level_parse(const char *s, enum lev_level *out);
+
+/* "trusted", "untrusted"; parse is case-insensitive.  Returns 0 or -EINVAL. */
+const char *lev_integrity_name(enum lev_integrity i);
+int lev_integrity_parse(const char *s, enum lev_integrity *out);
 
 /* "none", "namespace", "container". */
 const char *lev_sandbox_kind_name(enum lev_sandbox_kind k);

@@ -251,6 +251,8 @@ static int parse_security(const struct lev_tomlval_ctx *c, const struct lev_toml
 			r = lev_tomlval_set_strv(c, v, p, &cfg->allowed_workdirs, err);
 		else if (lev_tomlval_key_is(t, i, "allow_seed_commands"))
 			r = lev_tomlval_bool(c, v, p, &cfg->allow_seed_commands, err);
+		else if (lev_tomlval_key_is(t, i, "yolo_allows_flow"))
+			r = lev_tomlval_bool(c, v, p, &cfg->yolo_allows_flow, err);
 		else if (lev_tomlval_key_is(t, i, "allow_local_network"))
 			r = lev_tomlval_bool(c, v, p, &cfg->allow_local_network, err);
 		else if (lev_tomlval_key_is(t, i, "allow_env_vars"))

@@ -174,6 +174,8 @@ struct lev_config {
 	/* [security] */
 	char **allowed_workdirs;
 	bool allow_seed_commands;		/* default true */
+	bool yolo_allows_flow;			/* [security]: --yolo allows taint and
+						 * integrity asks too (default false) */
 	bool allow_local_network;
 	char **allow_env_vars;
 	bool allow_blueprint_read_paths;

@@ -588,6 +588,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.workdir = workdir;
 	o.task = lev_json_str(req, "task");
 	o.yolo = json_is_true(json_object_get(req, "yolo"));
+	o.yolo_flow = json_is_true(json_object_get(req, "yolo_flow"));
 	o.allow = allow;
 	o.model = lev_json_str(req, "model");
 	o.no_seed_commands = json_is_true(json_object_get(req, "no_seed_commands"));

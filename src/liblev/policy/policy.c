@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/policy/integrity.h"
 #include "liblev/policy/policy.h"
 #include "liblev/base/strv.h"
 #include "liblev/policy/target.h"
@@ -297,6 +298,7 @@ struct lev_policy *lev_policy_free(struct lev_policy *p)
 	free(p->overrides);
 	free(p->file);
 	lev_strv_free(p->warnings);
+	lev_integrity_policy_free(p->integrity);
 	free(p);
 	return NULL;
 }
@@ -628,7 +630,13 @@ static int parse_overrides(const struct lev_tomlval_ctx *c, struct lev_policy *p
 	return 0;
 }
 
-static const char *const root_keys[] = { "allowlist", "mcp_overrides", NULL };
+static const char *const root_keys[] = { "allowlist", "mcp_overrides", "integrity", "sources",
+					 NULL };
+
+const struct lev_integrity_policy *lev_policy_integrity(const struct lev_policy *p)
+{
+	return p ? p->integrity : NULL;
+}
 
 int lev_policy_parse(const char *buf, size_t len, const char *name, struct lev_policy **out,
 		     struct lev_err *err)
@@ -683,6 +691,9 @@ int lev_policy_parse(const char *buf, size_t len, const char *name, struct lev_p
 		if (r < 0)
 			return r;
 	}
+	r = lev_integrity_policy_parse(&c, root, &pol->integrity, err);
+	if (r < 0)
+		return r;
 	pol->index = index_build(pol);
 	*out = TAKE_PTR(pol);
 	return 0;

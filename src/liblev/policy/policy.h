@@ -79,7 +79,11 @@ struct lev_policy {
 	size_t n_overrides;
 	char **warnings;	/* "FILE:LINE: ..." (strv) */
 	struct lev_policy_index *index;	/* derived from RULES by lev_policy_parse() */
+	struct lev_integrity_policy *integrity;	/* [integrity], [[sources]] (integrity.h) */
 };
+
+/* P's [integrity] and [[sources]] (NULL: none). */
+const struct lev_integrity_policy *lev_policy_integrity(const struct lev_policy *p);
 
 /*
  * Parse LEN bytes of policy text; NAME is used in messages.  On success

@@ -987,8 +987,56 @@ static int build_args(lua_State *L)
 	return 1;
 }
 
+/* The `call` table: the globals again, and the integrity side (IN). */
+static void push_call(lua_State *L, const struct lev_rule_input *in, const char *target,
+		      int args_idx)
+{
+	size_t n = 0;
+
+	lua_createtable(L, 0, 8);
+	lua_pushstring(L, in->tool);
+	lua_setfield(L, -2, "tool");
+	if (target) {
+		lua_pushstring(L, target);
+		lua_setfield(L, -2, "target");
+	}
+	lua_pushstring(L, lev_level_name(in->taint));
+	lua_setfield(L, -2, "taint");
+	lua_pushvalue(L, args_idx);
+	lua_setfield(L, -2, "args");
+	if (in->has_integrity) {
+		lua_pushstring(L, lev_integrity_name(in->integrity));
+		lua_setfield(L, -2, "integrity");
+	}
+	lua_pushboolean(L, in->consequential);
+	lua_setfield(L, -2, "consequential");
+	lua_createtable(L, 4, 0);
+	for (char *const *a = in->untrusted_args; a && *a && n < 256; a++) {
+		lua_pushstring(L, *a);
+		lua_rawseti(L, -2, (lua_Integer)++n);
+	}
+	make_ro_proxy(L);
+	lua_setfield(L, -2, "untrusted_args");
+	make_ro_proxy(L);
+}
+
+/* The input of the evaluation under way. */
+struct eval_req {
+	const struct lev_rule_input *in;
+	const char *target;
+};
+
+/* Protected: (req, args proxy) -> the call table. */
+static int build_call(lua_State *L)
+{
+	struct eval_req *q = lua_touserdata(L, 1);
+
+	push_call(L, q->in, q->target, 2);
+	return 1;
+}
+
 /*
- * Run in protected mode with (chunk, tool, target|nil, taint, args): build
+ * Run in protected mode with (chunk, tool, target|nil, taint, args, call): build
  * the evaluation's environment, install it as the chunk's _ENV, call it,
  * return its first result.
  */
@@ -1006,6 +1054,8 @@ static int run_rule(lua_State *L)
 	lua_setfield(L, -2, "taint");
 	lua_pushvalue(L, 5);
 	lua_setfield(L, -2, "args");
+	lua_pushvalue(L, 6);
+	lua_setfield(L, -2, "call");
 	lua_createtable(L, 0, 1);
 	lua_rawgeti(L, LUA_REGISTRYINDEX, r->safe_ref);
 	lua_setfield(L, -2, "__index");
@@ -1043,10 +1093,13 @@ static void start_budget(struct lev_rules *r)
 }
 
 /* Evaluate rule I once; ARGS_IDX is the stack index of the args proxy. */
-static enum lev_rule_outcome eval_once(struct lev_rules *r, size_t i, const char *tool,
-				       const char *target, enum lev_level taint, int args_idx,
-				       char **msg)
+static enum lev_rule_outcome eval_once(struct lev_rules *r, size_t i,
+				       const struct lev_rule_input *in, const char *target,
+				       int args_idx, char **msg)
 {
+	const char *tool = in->tool;
+	enum lev_level taint = in->taint;
+	struct eval_req q = { in, target };
 	lua_State *L = r->L;
 	enum lev_rule_outcome o;
 	int top = lua_gettop(L), st;
@@ -1065,8 +1118,16 @@ static enum lev_rule_outcome eval_once(struct lev_rules *r, size_t i, const char
 		lua_pushnil(L);
 	lua_pushstring(L, lev_level_name(taint));
 	lua_pushvalue(L, args_idx);
+	lua_pushcfunction(L, build_call);
+	lua_pushlightuserdata(L, &q);
+	lua_pushvalue(L, args_idx);
+	if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+		lua_settop(L, top);
+		*msg = xstrdup("the call table does not fit in the rules' memory cap");
+		return LEV_RULE_MEMORY;
+	}
 	lua_sethook(L, hook, LUA_MASKCOUNT, HOOK_STEP);
-	st = lua_pcall(L, 5, 1, 0);
+	st = lua_pcall(L, 6, 1, 0);
 	lua_sethook(L, NULL, 0, 0);
 
 	if (r->over) {
@@ -1121,7 +1182,7 @@ static enum lev_rule_outcome eval_all_targets(struct lev_rules *r, size_t i,
 	enum lev_rule_outcome o = LEV_RULE_FALSE;
 
 	for (t = 0; t < (n ? n : 1); t++) {
-		o = eval_once(r, i, in->tool, n ? in->targets[t] : NULL, in->taint, args_idx, msg);
+		o = eval_once(r, i, in, n ? in->targets[t] : NULL, args_idx, msg);
 		if (o != LEV_RULE_TRUE)
 			return o;
 	}

@@ -8,7 +8,13 @@
  *	taint	"public", "internal" or "private"
  *	args	the call's JSON arguments as a read-only table (nested tables too)
  *
- * and returning true to allow the call.  A call with several targets is
+ * and a table `call` with the same and more: call.tool, call.target,
+ * call.taint, call.args, call.integrity ("trusted"/"untrusted" of the live
+ * context, nil when the caller did not say), call.consequential (bool),
+ * call.untrusted_args (a list of the argument names whose value occurs
+ * only in untrusted content, provenance.h),
+ * and returning true to allow the call.  A rule that returns nil abstains
+ * (no match, reported as not-boolean, as any other non-boolean).  A call with several targets is
  * allowed only when the rule returns true for every one of them (it is run
  * once per target).  Rules are only consulted for calls the gate would
  * block, so a rule can only allow what would otherwise go to the user.
@@ -114,6 +120,11 @@ struct lev_rule_input {
 	char *const *targets;		/* canonical targets (strv; NULL: none) */
 	enum lev_level taint;
 	const struct json_t *args;	/* JSON object, or NULL for an empty table */
+	/* the integrity side (call.integrity, call.consequential, call.untrusted_args) */
+	bool has_integrity;		/* false: call.integrity is nil */
+	enum lev_integrity integrity;	/* of the live context */
+	bool consequential;
+	char *const *untrusted_args;	/* argument names from untrusted text (strv) */
 };
 
 /*

@@ -209,12 +209,14 @@ struct entry {
 	uint64_t id;
 	uint32_t region;
 	uint8_t label;
+	bool untrusted;
 	bool live;
 };
 
 struct region {
 	char *name;
 	size_t count[_LEV_LEVEL_MAX];
+	size_t n_untrusted;	/* live untrusted entries */
 };
 
 struct lev_taint_ctx {
@@ -223,6 +225,8 @@ struct lev_taint_ctx {
 	struct entry *entries;	/* sorted by id; dead ones are swept now and then */
 	size_t n_entries, alloc_entries, n_live;
 	size_t count[_LEV_LEVEL_MAX];
+	size_t n_untrusted;	/* live untrusted entries */
+	bool seen_untrusted;	/* the context the model was last shown was untrusted */
 	uint64_t next_id;
 };
 
@@ -325,8 +329,10 @@ static void sweep(struct lev_taint_ctx *ctx)
 	ctx->n_entries = j;
 }
 
+static struct entry *find_live(const struct lev_taint_ctx *ctx, uint64_t id);
+
 static int push_entry(struct lev_taint_ctx *ctx, size_t region, enum lev_level label,
-		      uint64_t *id_out, struct lev_err *err)
+		      enum lev_integrity integ, uint64_t *id_out, struct lev_err *err)
 {
 	struct entry *e;
 
@@ -345,10 +351,15 @@ static int push_entry(struct lev_taint_ctx *ctx, size_t region, enum lev_level l
 	e->id = ctx->next_id++;
 	e->region = (uint32_t)region;
 	e->label = (uint8_t)label;
+	e->untrusted = integ != LEV_TRUSTED;
 	e->live = true;
 	ctx->n_live++;
 	ctx->count[label]++;
 	ctx->regions[region].count[label]++;
+	if (e->untrusted) {
+		ctx->n_untrusted++;
+		ctx->regions[region].n_untrusted++;
+	}
 	if (id_out)
 		*id_out = e->id;
 	return 0;
@@ -357,7 +368,13 @@ static int push_entry(struct lev_taint_ctx *ctx, size_t region, enum lev_level l
 int lev_taint_add_entry(struct lev_taint_ctx *ctx, size_t region, enum lev_level label,
 			uint64_t *id_out, struct lev_err *err)
 {
-	return push_entry(ctx, region, label, id_out, err);
+	return push_entry(ctx, region, label, LEV_TRUSTED, id_out, err);
+}
+
+int lev_taint_add_labelled(struct lev_taint_ctx *ctx, size_t region, enum lev_level label,
+			   enum lev_integrity integ, uint64_t *id_out, struct lev_err *err)
+{
+	return push_entry(ctx, region, label, integ, id_out, err);
 }
 
 int lev_taint_add_model_text(struct lev_taint_ctx *ctx, size_t region, enum lev_level seen,
@@ -365,7 +382,70 @@ int lev_taint_add_model_text(struct lev_taint_ctx *ctx, size_t region, enum lev_
 {
 	if ((unsigned)seen >= _LEV_LEVEL_MAX)
 		seen = LEV_PRIVATE;
-	return push_entry(ctx, region, lev_level_max(seen, lev_taint_current(ctx)), id_out, err);
+	return push_entry(ctx, region, lev_level_max(seen, lev_taint_current(ctx)),
+			  lev_taint_model_integrity(ctx), id_out, err);
+}
+
+/* ---- integrity ---- */
+
+enum lev_integrity lev_taint_integrity(const struct lev_taint_ctx *ctx)
+{
+	return ctx->n_untrusted ? LEV_UNTRUSTED : LEV_TRUSTED;
+}
+
+enum lev_integrity lev_taint_region_integrity(const struct lev_taint_ctx *ctx, size_t region)
+{
+	return region < ctx->n_regions && ctx->regions[region].n_untrusted ? LEV_UNTRUSTED
+									    : LEV_TRUSTED;
+}
+
+void lev_taint_mark_seen(struct lev_taint_ctx *ctx)
+{
+	ctx->seen_untrusted = ctx->n_untrusted > 0;
+}
+
+enum lev_integrity lev_taint_model_integrity(const struct lev_taint_ctx *ctx)
+{
+	return ctx->seen_untrusted || ctx->n_untrusted ? LEV_UNTRUSTED : LEV_TRUSTED;
+}
+
+int lev_taint_set_untrusted(struct lev_taint_ctx *ctx, uint64_t id)
+{
+	struct entry *e = find_live(ctx, id);
+
+	if (!e)
+		return -ENOENT;
+	if (!e->untrusted) {
+		e->untrusted = true;
+		ctx->n_untrusted++;
+		ctx->regions[e->region].n_untrusted++;
+	}
+	return 0;
+}
+
+int lev_taint_entry_integrity(const struct lev_taint_ctx *ctx, uint64_t id,
+			      enum lev_integrity *out)
+{
+	const struct entry *e = find_live(ctx, id);
+
+	if (!e)
+		return -ENOENT;
+	*out = e->untrusted ? LEV_UNTRUSTED : LEV_TRUSTED;
+	return 0;
+}
+
+int lev_taint_untrusted_regions(const struct lev_taint_ctx *ctx, struct lev_buf *out)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < ctx->n_regions; i++) {
+		if (!ctx->regions[i].n_untrusted)
+			continue;
+		if ((n && lev_buf_adds(out, ", ") < 0) || lev_buf_adds(out, ctx->regions[i].name) < 0)
+			return -E2BIG;
+		n++;
+	}
+	return n;
 }
 
 static struct entry *find_live(const struct lev_taint_ctx *ctx, uint64_t id)
@@ -391,6 +471,10 @@ static void kill_entry(struct lev_taint_ctx *ctx, struct entry *e)
 	ctx->n_live--;
 	ctx->count[e->label]--;
 	ctx->regions[e->region].count[e->label]--;
+	if (e->untrusted) {
+		ctx->n_untrusted--;
+		ctx->regions[e->region].n_untrusted--;
+	}
 }
 
 int lev_taint_evict(struct lev_taint_ctx *ctx, uint64_t id, struct lev_err *err)

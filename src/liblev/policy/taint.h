@@ -20,6 +20,14 @@
  * produced and keeps that label when its sources go: there is no way to
  * launder a Private result by copying it and evicting the original.
  *
+ * Every entry also carries an integrity (types.h): trusted (the user's
+ * task, the blueprint's prompts, files the user trusts) or untrusted
+ * (network results, MCP and script results, files the policy marks
+ * untrusted).  The context's integrity is untrusted while any untrusted
+ * entry is live.  Model text is untrusted when the context the model was
+ * shown (lev_taint_mark_seen()) or the live context is untrusted, and keeps
+ * that label when its sources are evicted: the same no-laundering rule.
+ *
  * Ownership: the ctx owns its regions and entries; names returned by
  * getters borrow from it.  Target lists (strv) returned through `char ***`
  * belong to the caller (lev_strv_free()).
@@ -158,6 +166,40 @@ int lev_taint_add_model_text(struct lev_taint_ctx *ctx, size_t region, enum lev_
  */
 int lev_taint_compact(struct lev_taint_ctx *ctx, size_t region, const uint64_t *ids, size_t n,
 		      enum lev_level seen, uint64_t *id_out, struct lev_err *err);
+
+/* The same with an integrity (lev_taint_add_entry() adds trusted entries). */
+int lev_taint_add_labelled(struct lev_taint_ctx *ctx, size_t region, enum lev_level label,
+			   enum lev_integrity integ, uint64_t *id_out, struct lev_err *err);
+
+/*
+ * Lower live entry ID to untrusted (labels only ever get more restrictive).
+ * 0, or -ENOENT.
+ */
+int lev_taint_set_untrusted(struct lev_taint_ctx *ctx, uint64_t id);
+
+/* The integrity of live entry ID, or -ENOENT. */
+int lev_taint_entry_integrity(const struct lev_taint_ctx *ctx, uint64_t id,
+			      enum lev_integrity *out);
+
+/* The live context's integrity: untrusted while any untrusted entry is live. */
+enum lev_integrity lev_taint_integrity(const struct lev_taint_ctx *ctx);
+enum lev_integrity lev_taint_region_integrity(const struct lev_taint_ctx *ctx, size_t region);
+
+/*
+ * The model is shown the context now (a request is rendered): model text
+ * added until the next call is untrusted when the context is untrusted
+ * now, even if the untrusted entries are evicted before the text arrives.
+ */
+void lev_taint_mark_seen(struct lev_taint_ctx *ctx);
+
+/* The integrity text the model writes now gets (what lev_taint_add_model_text() uses). */
+enum lev_integrity lev_taint_model_integrity(const struct lev_taint_ctx *ctx);
+
+/*
+ * Append to OUT the names of the regions holding live untrusted entries,
+ * separated by ", ".  Returns the number named, or -E2BIG.
+ */
+int lev_taint_untrusted_regions(const struct lev_taint_ctx *ctx, struct lev_buf *out);
 
 /* Evict entry ID (-ENOENT when unknown or already gone). */
 int lev_taint_evict(struct lev_taint_ctx *ctx, uint64_t id, struct lev_err *err);

@@ -48,6 +48,7 @@ struct lev_gate {
 	struct timespec last_check;
 
 	char **raised;			/* tools allowed for the run (clearance Private) */
+	char **integ_raised;		/* consequential tools allowed for the run */
 };
 
 void lev_gate_decision_release(struct lev_gate_decision *d)
@@ -115,6 +116,7 @@ struct lev_gate *lev_gate_free(struct lev_gate *g)
 	lev_rules_free(g->rules);
 	free(g->rules_error);
 	lev_strv_free(g->raised);
+	lev_strv_free(g->integ_raised);
 	free(g);
 	return NULL;
 }
@@ -185,6 +187,35 @@ static void maybe_reload(struct lev_gate *g)
 		lev_rules_free(g->rules);
 		g->rules = nr;
 	}
+}
+
+bool lev_gate_enabled(const struct lev_gate *g)
+{
+	return g->enabled;
+}
+
+bool lev_gate_yolo(const struct lev_gate *g)
+{
+	return g->yolo;
+}
+
+bool lev_gate_integrity_raised(const struct lev_gate *g, const char *tool)
+{
+	for (char *const *t = g->integ_raised; t && *t; t++)
+		if (lev_policy_tool_same(*t, tool))
+			return true;
+	return false;
+}
+
+void lev_gate_integrity_raise(struct lev_gate *g, const char *tool)
+{
+	if (!lev_gate_integrity_raised(g, tool) && lev_strv_len(g->integ_raised) < 4096)
+		g->integ_raised = lev_strv_push(g->integ_raised, tool);
+}
+
+void lev_gate_refresh(struct lev_gate *g)
+{
+	maybe_reload(g);
 }
 
 static bool raised_for_run(const struct lev_gate *g, const char *tool)

@@ -97,7 +97,8 @@ struct lev_gate_options {
 	const char *policy_path;	/* NULL: no policy file */
 	const char *rules_dir;		/* NULL: no Lua rules */
 	bool enabled;			/* lev_taint_enabled(config, blueprint) */
-	bool yolo;			/* allow what would go to the user (recorded) */
+	bool yolo;			/* allow what would go to the user (recorded):
+					 * --yolo with yolo_allows_flow only */
 	bool read_grant_active;		/* a [read_paths] grant is active */
 	int64_t recheck_ns;		/* stat the files at most this often; 0: the
 					 * default (200 ms); < 0: on every call */
@@ -162,6 +163,16 @@ enum lev_gate_answer {
  * tool's clearance for the rest of the run.
  */
 int lev_gate_answer(struct lev_gate *g, struct lev_gate_decision *d, enum lev_gate_answer a);
+
+/* Taint tracking is on (the integrity gate runs only then). */
+bool lev_gate_enabled(const struct lev_gate *g);
+/* Asks nobody answers are allowed (--yolo with yolo_allows_flow). */
+bool lev_gate_yolo(const struct lev_gate *g);
+/* The integrity gate's "allow for this run": TOOL was allowed, or allow it from now on. */
+bool lev_gate_integrity_raised(const struct lev_gate *g, const char *tool);
+void lev_gate_integrity_raise(struct lev_gate *g, const char *tool);
+/* Re-read policy.toml and the rules when they changed (lev_gate_check() does it too). */
+void lev_gate_refresh(struct lev_gate *g);
 
 /* The policy in use (never NULL) and the rules (never NULL). */
 const struct lev_policy *lev_gate_policy(const struct lev_gate *g);

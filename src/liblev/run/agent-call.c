@@ -95,6 +95,7 @@ struct call_state {
 	struct lev_call_decision *dec;
 	struct lev_tool_output *out;
 	struct lev_gatechain_decision gd;	/* the chain's record */
+	bool own_text;			/* the result is lev's own message (a transport error) */
 };
 
 /* The chain's environment for the current stage. */
@@ -126,6 +127,7 @@ void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const ch
 	env->taint_enabled = a->taint_enabled;
 	env->taint_ctx = lev_context_taint(a->ctx);
 	env->taint_level = lev_context_taint_level(a->ctx);
+	env->provenance = a->prov;
 }
 
 /* One audit line per gate the chain ran (asks are recorded with their answer). */
@@ -186,7 +188,8 @@ static LEV_COLD void audit_asks(struct lev_agent *a, const struct call_state *cs
 {
 	const struct lev_gatechain_decision *gd = &cs->gd;
 	bool yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
-	static const enum lev_gate_id asking[] = { LEV_GATE_PERMISSION, LEV_GATE_TAINT };
+	static const enum lev_gate_id asking[] = { LEV_GATE_PERMISSION, LEV_GATE_TAINT,
+						    LEV_GATE_INTEGRITY };
 
 	for (size_t i = 0; i < ARRAY_SIZE(asking); i++) {
 		enum lev_gate_id g = asking[i];
@@ -223,14 +226,26 @@ static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 
 	if (gd->ask_taint)
 		(void)lev_gate_describe(&gd->taint, &desc);
+	if (gd->ask_integrity) {
+		if (desc.len)
+			(void)lev_buf_adds(&desc, "; ");
+		(void)lev_integrity_describe(cs->tool, &gd->integ, &desc);
+		if (gd->untrusted_args) {
+			_cleanup_free_ char *names = keys_label(gd->untrusted_args);
+
+			(void)lev_buf_addf(&desc, " (from untrusted text: %s)", names);
+		}
+	}
 	q.stage = a->stages[a->cur].st->name;
 	q.call_id = cs->call->id;
 	q.tool = cs->tool;
 	if (gd->ask_permission) {
 		prompt = detail ? xasprintf("Allow tool call: `%s` - `%s`?", cs->tool, detail)
 				: xasprintf("Allow tool call: `%s`?", cs->tool);
-		more = gd->ask_taint ? xasprintf("%s\ntaint: %s", gd->perm_why, desc.buf)
-				     : xstrdup(gd->perm_why);
+		more = gd->ask_taint || gd->ask_integrity
+			       ? xasprintf("%s\n%s: %s", gd->perm_why,
+					   gd->ask_taint ? "taint" : "integrity", desc.buf)
+			       : xstrdup(gd->perm_why);
 		slabel = klabel ? xasprintf("Allow %s for this stage", klabel)
 				: xstrdup("Allow for this stage (nothing reusable - it will ask "
 					  "again)");
@@ -254,6 +269,8 @@ static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 	yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
 	if (gd->ask_taint)
 		(void)lev_gate_answer(a->gate, &gd->taint, taint_answer(ans));
+	if (gd->ask_integrity)
+		(void)lev_integrity_answer(a->gate, cs->tool, &gd->integ, taint_answer(ans));
 	if (yes && gd->ask_permission && ans != LEV_ANSWER_ONCE)
 		(void)lev_grants_add(&a->grants,
 				     ans == LEV_ANSWER_STAGE ? LEV_GRANT_STAGE : LEV_GRANT_RUN,
@@ -435,6 +452,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		free(a->stage_output);
 		a->stage_output = xstrdup(o ? o : "");
 		a->stage_output_label = lev_level_max(a->seen, lev_context_taint_level(a->ctx));
+		a->stage_output_integrity = lev_taint_model_integrity(lev_context_taint(a->ctx));
 		a->stage_done = true;
 		a->stage_end = lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT);
 		lev_tool_output_set(cs->out, "[ok] output submitted; this stage ends here.", false);
@@ -562,6 +580,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
 
 			lev_tool_output_set(cs->out, t, true);
+			cs->own_text = true;	/* nothing came back from the far end */
 		} else {
 			lev_tool_output_set(cs->out, res.text ? res.text : "", res.is_error);
 		}
@@ -623,7 +642,7 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		if (idx >= 0)
 			l = lev_level_max(l, lev_context_region_level(a->ctx, (size_t)idx));
 	}
-	return l;
+	return agent_source_level(a, cs->ti, cs->args, l);
 }
 
 /* True when V is a string that, read against DIR by its words alone, is the path P. */
@@ -706,6 +725,7 @@ static LEV_NOINLINE void tool_call_event(struct lev_agent *a, const struct call_
 	json_object_set_new(ev, "decision", json_string(lev_verdict_name(cs->dec->allowed ? LEV_ALLOW : LEV_DENY)));
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
 	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
+	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(cs->gd.integrity)));
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
 	json_object_set_new(ev, "rule", agent_jtext(cs->dec->rule));
 	json_object_set_new(ev, "reason", agent_jtext(cs->dec->reason));
@@ -813,6 +833,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	if (replayed_call(a, &cs)) {
 		tool_call_event(a, &cs);
 		dec->label = dec->allowed ? agent_result_label(a, &cs) : refusal_label(a, &cs);
+		dec->integrity = dec->allowed ? agent_result_integrity(a, cs.ti, cs.args, cs.gd.path)
+					      : lev_taint_model_integrity(lev_context_taint(a->ctx));
 		lev_gatechain_decision_release(&cs.gd);
 		return 0;
 	}
@@ -825,8 +847,11 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
 		dec->label = agent_result_label(a, &cs);
+		dec->integrity = cs.own_text ? lev_taint_model_integrity(lev_context_taint(a->ctx))
+					     : agent_result_integrity(a, cs.ti, cs.args, cs.gd.path);
 	} else {
 		dec->label = refusal_label(a, &cs);
+		dec->integrity = lev_taint_model_integrity(lev_context_taint(a->ctx));
 	}
 	lev_gatechain_decision_release(&cs.gd);
 	return 0;
@@ -850,6 +875,8 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	    !a->internal_error)
 		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
 					      err.msg);
+	agent_integrity_result(a, call->name, call->arguments, dec.integrity, out.text, out.len,
+			       dec.allowed);
 	if (!observed(a))
 		goto out;
 	ev = agent_event_new("tool_result");
@@ -857,6 +884,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	json_object_set_new(ev, "tool", agent_jtext(call->name));
 	json_object_set_new(ev, "ok", json_boolean(dec.allowed && !out.is_error));
 	json_object_set_new(ev, "label", json_string(lev_level_name(label)));
+	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(dec.integrity)));
 	json_object_set_new(ev, "bytes", json_integer((json_int_t)out.len));
 	json_object_set_new(ev, "truncated", json_boolean(truncated || out.truncated));
 	json_object_set_new(ev, "text", agent_jtext_capped(out.text));

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "liblev/run/agent.h"
+#include "liblev/policy/provenance.h"
 #include "liblev/run/gatechain.h"
 
 /* Bounds. */
@@ -87,6 +88,12 @@ struct lev_agent {
 	enum lev_run_status status;
 	char *output;
 	char *error;
+
+	/* integrity (agent-integrity.c) */
+	struct lev_provenance *prov;	/* what entered the context, by integrity */
+	char **untrusted_sources;	/* "tool host" of each untrusted result (strv, capped) */
+	enum lev_integrity stage_output_integrity;
+	bool handoff_untrusted;		/* the hand-off enter_stage() adds is untrusted */
 };
 
 struct audit_line {
@@ -141,5 +148,26 @@ void agent_mcp_call(struct lev_agent *a, const struct lev_tool_info *ti, const j
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);
+
+/* agent-integrity.c: labels and provenance (docs/integrity.md) */
+void agent_integrity_setup(struct lev_agent *a);
+void agent_integrity_free(struct lev_agent *a);
+/* The integrity of an allowed call's result (the call to TI with ARGS; PATH: the file it read). */
+enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_tool_info *ti,
+					  const json_t *args, const char *path);
+/* The integrity of the file at PATH (workdir-relative or absolute; NULL: any file). */
+enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path);
+/* A [[sources]] sensitivity for a network or MCP result, raising L. */
+enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
+				  const json_t *args, enum lev_level l);
+/*
+ * The result TEXT just added to the context has integrity I: label it, feed
+ * provenance, and (SOURCE: it came from outside, not a refusal) name it
+ * among the run's untrusted sources.
+ */
+void agent_integrity_result(struct lev_agent *a, const char *tool, const json_t *args,
+			    enum lev_integrity i, const char *text, size_t len, bool source);
+/* Add "integrity" and, when untrusted, "sources" to EV for I. */
+void agent_integrity_json(const struct lev_agent *a, enum lev_integrity i, json_t *ev);
 
 #endif

@@ -24,6 +24,7 @@ static int strcmp_ptr(const void *x, const void *y)
 struct seed_result {
 	char *text;
 	enum lev_level label;
+	enum lev_integrity integrity;	/* docs/integrity.md: as the tool's result would be */
 	char *error;
 };
 
@@ -37,6 +38,8 @@ static void seed_files(struct lev_agent *a, char *const *paths, struct seed_resu
 	for (char *const *p = paths; p && *p; p++) {
 		struct lev_fs_result res = { 0 };
 
+		if (agent_file_integrity(a, *p) == LEV_UNTRUSTED)
+			sr->integrity = LEV_UNTRUSTED;
 		lev_fs_read_file(a->fs, *p, 0, 0, &res);
 		if (res.is_error) {
 			sr->error = xasprintf("seed file '%s': %s", *p, res.text);
@@ -140,6 +143,8 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 		lev_gate_classify(a->gate, gc.name, &cls);
 		lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &rf);
 		sr->label = lev_level_max(cls.sensitivity, agent_grant_floor(a, rf.sensitivity));
+		sr->integrity = agent_result_integrity(
+			a, lev_tools_find(a->tools, lev_tooltable_name(LEV_OP_SHELL)), NULL, NULL);
 		sr->text = TAKE_PTR(out.text);
 	}
 	lev_tool_output_release(&out);
@@ -194,6 +199,7 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 				      out.text ? out.text : "");
 	else {
 		sr->label = dec.label;
+		sr->integrity = dec.integrity;
 		sr->text = TAKE_PTR(out.text);
 	}
 	a->seeding = false;
@@ -255,6 +261,7 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 		json_object_set_new(ev, "bytes", json_integer(sr.text ? (json_int_t)strlen(sr.text)
 								       : 0));
 		json_object_set_new(ev, "label", json_string(lev_level_name(sr.label)));
+		json_object_set_new(ev, "integrity", json_string(lev_integrity_name(sr.integrity)));
 		json_object_set_new(ev, "error", agent_jtext(sr.error));
 		agent_emit(a, ev);
 		if (sr.error || !sr.text || !*sr.text) {
@@ -273,6 +280,9 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 		}
 		r = lev_context_add_text(a->ctx, (size_t)idx, sr.text, strlen(sr.text), sr.label,
 					 err);
+		if (r == 0)
+			agent_integrity_result(a, rg->name, NULL, sr.integrity, sr.text,
+					       strlen(sr.text), true);
 		free(sr.text);
 		free(sr.error);
 		if (r < 0)
@@ -290,4 +300,9 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 			return lev_err_wrap(err, "the task");
 	}
 	return 0;
+}
+
+int lev_agent_seed(struct lev_agent *a, struct lev_err *err)
+{
+	return agent_run_seeds(a, err);
 }

@@ -297,7 +297,8 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 	go.policy_path = a->o.policy_path;
 	go.rules_dir = a->o.rules_dir;
 	go.enabled = a->taint_enabled;
-	go.yolo = a->o.yolo;
+	/* --yolo lifts permission asks only, unless the user opts in for flows too */
+	go.yolo = a->o.yolo && (a->o.yolo_flow || a->cfg->yolo_allows_flow);
 	/* a read's label comes from the fd it read (agent_result_label()), not from the run */
 	go.read_grant_active = false;
 	r = lev_gate_new(&go, &a->gate, err);
@@ -450,6 +451,7 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	r = setup_stages(a, err);
 	if (r < 0)
 		return r;
+	agent_integrity_setup(a);
 	a->landlock = lev_landlock_abi() >= 1;
 	for (size_t i = 0; i < a->n_stages; i++) {
 		r = get_provider(a, &a->stages[i], err);
@@ -526,6 +528,7 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 	for (size_t i = 0; a->perms && i < a->n_stages; i++)
 		lev_perm_setup_release(&a->perms[i]);
 	free(a->perms);
+	agent_integrity_free(a);
 	lev_context_free(a->ctx);
 	lev_gate_free(a->gate);
 	lev_fs_ctx_free(a->fs);

@@ -249,6 +249,9 @@ static int enter_stage(struct lev_agent *a, size_t idx, const char *from, const 
 	r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx), kick.buf, kick.len,
 				 handoff ? label : LEV_PUBLIC, err);
 	lev_buf_release(&kick);
+	/* the previous stage's output keeps its integrity across the hand-off */
+	if (r == 0 && handoff && a->handoff_untrusted)
+		lev_context_mark_untrusted(a->ctx);
 	return r;
 }
 
@@ -271,6 +274,8 @@ static void finish(struct lev_agent *a, enum lev_run_status st, const char *outp
 	json_object_set_new(ev, "output", agent_jtext_capped(output));
 	json_object_set_new(ev, "error", agent_jtext(error));
 	json_object_set_new(ev, "tool_calls", json_integer((json_int_t)a->calls));
+	if (output)
+		agent_integrity_json(a, a->stage_output_integrity, ev);
 	agent_emit(a, ev);
 	if (a->rec) {
 		extra = json_object();
@@ -279,6 +284,8 @@ static void finish(struct lev_agent *a, enum lev_run_status st, const char *outp
 		json_object_set_new(extra, "tool_calls", json_integer((json_int_t)a->calls));
 		json_object_set_new(extra, "taint", json_string(lev_level_name(
 							    lev_context_taint_level(a->ctx))));
+		if (output)
+			agent_integrity_json(a, a->stage_output_integrity, extra);
 		(void)lev_runrecord_finish(a->rec, lev_run_status_name(st), output, error, extra,
 					   NULL);
 		json_decref(extra);
@@ -460,6 +467,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			req.temperature = st->model.temperature;
 		}
 		a->seen = lev_context_taint_level(a->ctx);
+		lev_taint_mark_seen(lev_context_taint(a->ctx));
 		ev = agent_event_new("model_request");
 		json_object_set_new(ev, "stage", agent_jtext(st->name));
 		json_object_set_new(ev, "iteration", json_integer(a->iteration));
@@ -511,6 +519,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 				a->stage_output = xstrdup(resp.text ? resp.text : "");
 				a->stage_output_label = lev_level_max(a->seen,
 								      lev_context_taint_level(a->ctx));
+				a->stage_output_integrity =
+					lev_taint_model_integrity(lev_context_taint(a->ctx));
 				a->stage_done = true;
 				a->stage_end = "answer";
 			}
@@ -572,6 +582,8 @@ static void stage_finished_event(struct lev_agent *a, const struct lev_stage *st
 						   : end == END_SCRIPT	       ? "script_end"
 										: "cancelled"));
 	json_object_set_new(ev, "output", agent_jtext_capped(a->stage_output));
+	if (a->stage_output)
+		agent_integrity_json(a, a->stage_output_integrity, ev);
 	agent_emit(a, ev);
 }
 
@@ -667,6 +679,11 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 			enum lev_level label = a->stage_output
 						       ? a->stage_output_label
 						       : lev_context_taint_level(a->ctx);
+
+			a->handoff_untrusted =
+				(a->stage_output ? a->stage_output_integrity
+						 : lev_taint_model_integrity(lev_context_taint(a->ctx))) ==
+				LEV_UNTRUSTED;
 			_cleanup_free_ char *from = xstrdup(st->name);
 
 			r = enter_stage(a, (size_t)next, from, handoff, label, hint, &e);

@@ -163,7 +163,8 @@ struct lev_agent_opts {
 	const struct lev_config *cfg;	/* required */
 	const char *workdir;		/* required: an existing directory */
 	const char *task;		/* --task text, or NULL */
-	bool yolo;			/* --yolo: every non-deny verdict becomes allow */
+	bool yolo;			/* --yolo: every permission ask becomes allow */
+	bool yolo_flow;			/* --yolo-flow: and taint and integrity asks too */
 	char *const *allow;		/* --allow TOOL... (strv, may be NULL) */
 	const char *model;		/* --model PROVIDER/MODEL, or NULL */
 	bool no_seed_commands;		/* --no-seed-commands */
@@ -239,6 +240,7 @@ struct lev_call_decision {
 	enum lev_level label;	/* the label of what the model gets back: an allowed call's
 				 * result, or a refusal's text (see agent-call.c) */
 	enum lev_level taint;	/* the context's taint the call was decided under */
+	enum lev_integrity integrity;	/* the integrity of what the model gets back */
 	const char *replayed;	/* static: "done", "in_flight" or "denied" when a replay log
 				 * settled the call (replay.h); NULL: it was run */
 };
@@ -255,3 +257,11 @@ void lev_call_decision_release(struct lev_call_decision *d);
 int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		       struct lev_tool_output *out, struct lev_call_decision *dec,
 		       struct lev_err *err);
+
+/*
+ * Fill the context regions from their seeds, labelled as a run labels
+ * them (lev_agent_run() does this first; call it at most once, and not
+ * with lev_agent_run()).  For benchmarks and tests: a context holding
+ * what a run would hold before the first request.
+ */
+int lev_agent_seed(struct lev_agent *a, struct lev_err *err);

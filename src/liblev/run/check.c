@@ -32,6 +32,7 @@ void lev_check_result_release(struct lev_check_result *r)
 	free(r->host);
 	lev_strv_free(r->keys);
 	lev_strv_free(r->warnings);
+	lev_strv_free(r->untrusted_args);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -137,7 +138,7 @@ static int check_taint_gate(const struct lev_config *cfg, const struct lev_bluep
 		.policy_path = o->policy_path,
 		.rules_dir = o->rules_dir,
 		.enabled = lev_taint_enabled(cfg->taint_tracking, lev_blueprint_wants_taint(bp)),
-		.yolo = o->yolo,
+		.yolo = o->yolo && (o->yolo_flow || cfg->yolo_allows_flow),
 		.read_grant_active = false,	/* labels only: not a decision */
 		.recheck_ns = -1,
 	};
@@ -161,6 +162,8 @@ static void check_result(struct lev_gatechain_decision *d, char *const *warnings
 	out->host = TAKE_PTR(d->host);
 	if (d->have_sk && d->sk.grantable)
 		out->keys = lev_strv_copy(d->sk.keys);
+	out->integrity = d->integrity;
+	out->untrusted_args = TAKE_PTR(d->untrusted_args);
 }
 
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
@@ -224,6 +227,8 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	env.landlock = lev_landlock_abi() >= 1;
 	env.taint = tg;
 	env.taint_level = o->taint;
+	env.integrity = o->integrity;
+	env.untrusted_args = o->untrusted_args;
 	call.name = o->tool;
 	call.args = args;
 	r = lev_gatechain_decide(&env, &call, &d, err);

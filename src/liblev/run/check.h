@@ -32,7 +32,10 @@ struct lev_check_opts {
 	const char *workdir;		/* required: an existing directory */
 	const char *stage;		/* NULL: the entry stage */
 	enum lev_level taint;		/* the context's taint (LEV_PUBLIC: none) */
+	enum lev_integrity integrity;	/* the context's integrity (LEV_TRUSTED: none) */
+	char *const *untrusted_args;	/* --untrusted-arg NAME...: from untrusted text */
 	bool yolo;
+	bool yolo_flow;			/* --yolo-flow (or the config's yolo_allows_flow) */
 	char *const *allow;		/* --allow TOOL...; may be NULL */
 	const char *home;		/* NULL: lev_home_dir() */
 	const char *policy_path;	/* the taint policy.toml; NULL: none */
@@ -51,6 +54,8 @@ struct lev_check_result {
 	char *path;			/* owned: the resolved real path, when a path was involved */
 	char **keys;			/* owned strv: a shell call's approval keys (NULL: none) */
 	char **warnings;		/* owned strv: skipped safe-command entries ... */
+	enum lev_integrity integrity;	/* the context's, as decided under */
+	char **untrusted_args;		/* owned strv: the arguments the integrity gate saw marked */
 };
 
 void lev_check_result_release(struct lev_check_result *r);

@@ -54,6 +54,7 @@ struct lev_context {
 	uint64_t next_unit;
 	uint64_t evictions;
 	struct lev_taint_ctx *taint;
+	uint64_t last_taint_id;		/* the entry added last (lev_context_mark_untrusted()) */
 	lev_context_evict_fn on_evict;
 	void *evict_data;
 };
@@ -276,6 +277,17 @@ enum lev_level lev_context_taint_level(const struct lev_context *ctx)
 	return lev_taint_current(ctx->taint);
 }
 
+enum lev_integrity lev_context_integrity(const struct lev_context *ctx)
+{
+	return lev_taint_integrity(ctx->taint);
+}
+
+void lev_context_mark_untrusted(struct lev_context *ctx)
+{
+	if (ctx->last_taint_id)
+		(void)lev_taint_set_untrusted(ctx->taint, ctx->last_taint_id);
+}
+
 /* ---- eviction ----------------------------------------------------------- */
 
 static void remove_front(struct lev_context *ctx, struct region *r, size_t count, bool evict)
@@ -434,6 +446,7 @@ static int add_item(struct lev_context *ctx, size_t region, enum lev_item_kind k
 	it->len = len;
 	it->tokens = tokens;
 	it->taint_id = id;
+	ctx->last_taint_id = id;
 	it->unit = unit ? unit : ctx->next_unit++;
 	r->tokens += tokens;
 	ctx->total += tokens;

@@ -138,6 +138,13 @@ uint64_t lev_context_evictions(const struct lev_context *ctx);
 struct lev_taint_ctx *lev_context_taint(struct lev_context *ctx);
 /* The run's taint: max over all regions. */
 enum lev_level lev_context_taint_level(const struct lev_context *ctx);
+/* The live context's integrity (taint.h lev_taint_integrity()). */
+enum lev_integrity lev_context_integrity(const struct lev_context *ctx);
+/*
+ * The entry added last (a tool result, a seed, a hand-off) is untrusted
+ * (docs/integrity.md); nothing when it is gone already.
+ */
+void lev_context_mark_untrusted(struct lev_context *ctx);
 
 /*
  * Add runtime text (task, seed, stage hand-off) with the label LABEL to

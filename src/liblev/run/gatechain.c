@@ -26,6 +26,7 @@ static const char *const gate_names[_LEV_GATE_ID_MAX] = {
 	[LEV_GATE_READ_PATHS] = "read_paths",
 	[LEV_GATE_NETWORK] = "network",
 	[LEV_GATE_TAINT] = "taint",
+	[LEV_GATE_INTEGRITY] = "integrity",
 };
 
 const char *lev_gate_id_name(enum lev_gate_id g)
@@ -78,6 +79,9 @@ void lev_gatechain_decision_release(struct lev_gatechain_decision *d)
 	lev_strv_free(d->keys);
 	if (d->ran_taint)
 		lev_gate_decision_release(&d->taint);
+	if (d->ran_integ)
+		lev_integrity_decision_release(&d->integ);
+	lev_strv_free(d->untrusted_args);
 	if (d->have_sk)
 		lev_shellkeys_release(&d->sk);
 	lev_fs_targets_free(d->fs);
@@ -567,13 +571,144 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 	return taint_outbound(env, c, d, approved, err);
 }
 
+/* ---- integrity ------------------------------------------------------------ */
+
+static enum lev_integrity chain_integrity(const struct lev_gatechain_env *env)
+{
+	return env->taint_ctx ? lev_taint_integrity(env->taint_ctx) : env->integrity;
+}
+
+static bool call_consequential(const struct lev_gatechain_decision *d)
+{
+	const struct lev_tool_info *ti = d->tool;
+
+	return lev_integrity_tool_consequential(ti->desc, ti->kind == LEV_TOOL_MCP, ti->touches);
+}
+
+/* A file tool's path, inside the workdir (*REL) and real (*ABS, owned by the record). */
+static void call_paths(const struct lev_gatechain_env *env, struct lev_gatechain_decision *d,
+		       const char **rel, const char **abs)
+{
+	const char *wd = env->fs ? lev_fs_ctx_workdir(env->fs) : NULL;
+	const char *p = d->path;
+	size_t n;
+
+	*rel = *abs = NULL;
+	if (!p)
+		return;
+	if (p[0] != '/') {
+		*rel = p;
+		*abs = wd ? own(d, xasprintf("%s/%s", wd, p)) : NULL;
+		return;
+	}
+	*abs = p;
+	n = wd ? strlen(wd) : 0;
+	if (wd && !strncmp(p, wd, n) && p[n] == '/')
+		*rel = p + n + 1;
+}
+
+static const char *integ_rule_name(struct lev_gatechain_decision *d)
+{
+	switch (d->integ.source) {
+	case LEV_INTEG_SRC_ALLOW:
+		return own(d, xasprintf("integrity allow #%zu", d->integ.rule_index));
+	case LEV_INTEG_SRC_RULE:
+		return own(d, xasprintf("rule %s", d->integ.rule_name ? d->integ.rule_name : "?"));
+	default:
+		return lev_integrity_source_name(d->integ.source);
+	}
+}
+
+/* The call's canonical targets for the rules (the taint gate's, when it ran). */
+static char **integ_targets(const struct lev_gatechain_call *c, struct lev_gatechain_decision *d)
+{
+	char **v = NULL;
+
+	if (d->ran_taint)
+		return lev_strv_copy(d->taint.targets);
+	if (lev_taint_target_of_json(d->canon, NULL, c->args, &v, NULL) < 0)
+		return NULL;
+	return v;
+}
+
+/* A consequential call in an untrusted context: allowlist, rules, the user. */
+static LEV_NOINLINE void integrity_untrusted(const struct lev_gatechain_env *env,
+					     const struct lev_gatechain_call *c,
+					     struct lev_gatechain_decision *d, bool consequential,
+					     bool *approved)
+{
+	char **targets = integ_targets(c, d);
+	struct lev_integrity_call ic = {
+		.tool = d->canon,
+		.args = c->args,
+		.consequential = consequential,
+		.integrity = d->integrity,
+		.taint = env->taint_ctx ? lev_taint_current(env->taint_ctx) : env->taint_level,
+		.targets = targets,
+	};
+	struct lev_buf desc = LEV_BUF_INIT;
+	const char *rule;
+
+	if (env->provenance)
+		lev_provenance_untrusted_args(env->provenance, c->args, &d->untrusted_args);
+	else
+		d->untrusted_args = lev_strv_copy(env->untrusted_args);
+	ic.untrusted_args = d->untrusted_args;
+	call_paths(env, d, &ic.path_rel, &ic.path_abs);
+	lev_integrity_check(env->taint, &ic, &d->integ);
+	d->ran_integ = true;
+	lev_strv_free(targets);
+	rule = integ_rule_name(d);
+	(void)lev_integrity_describe(d->canon, &d->integ, &desc);
+	if (d->integ.result == LEV_GATE_ALLOWED) {
+		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, rule,
+		     own(d, xasprintf("integrity: %s", lev_integrity_source_name(d->integ.source))),
+		     d->host ? d->host : d->path);
+		*approved = d->integ.source != LEV_INTEG_SRC_NOT_CONSEQUENTIAL;
+	} else {
+		step(d, LEV_GATE_INTEGRITY, LEV_ASK, rule, own(d, lev_buf_detach(&desc, NULL)),
+		     d->host ? d->host : d->path);
+		d->ask_integrity = true;
+	}
+	lev_buf_release(&desc);
+}
+
+static void gate_integrity(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+			   struct lev_gatechain_decision *d, bool *approved)
+{
+	bool consequential;
+
+	d->integrity = chain_integrity(env);
+	if (!env->taint_enabled || !env->taint) {
+		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "integrity_disabled",
+		     "integrity: taint tracking is off for this agent", NULL);
+		return;
+	}
+	if (lev_likely(d->integrity == LEV_TRUSTED)) {
+		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "trusted_context",
+		     "integrity: the context holds no untrusted content", NULL);
+		return;
+	}
+	consequential = call_consequential(d);
+	/* a protected file makes any file tool's call consequential */
+	if (!consequential && !(d->tool->kind == LEV_TOOL_FS && (d->tool->touches & LEV_TOUCH_WRITES) &&
+				d->path)) {
+		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "not_consequential",
+		     "integrity: the tool is not consequential", NULL);
+		return;
+	}
+	integrity_untrusted(env, c, d, consequential, approved);
+}
+
 /* ---- the chain ------------------------------------------------------------ */
 
 /* The verdict when no gate refused: ASK when a gate asks, else ALLOW by APPROVER. */
 /* A gate asks (permission first): the verdict ASK, and the text for when nobody can answer. */
 static LEV_COLD void conclude_ask(struct lev_gatechain_decision *d)
 {
-	enum lev_gate_id g = d->ask_permission ? LEV_GATE_PERMISSION : LEV_GATE_TAINT;
+	enum lev_gate_id g = d->ask_permission ? LEV_GATE_PERMISSION
+			     : d->ask_taint    ? LEV_GATE_TAINT
+					       : LEV_GATE_INTEGRITY;
 	const struct lev_gatechain_step *s = &d->steps[g];
 	struct lev_buf desc = LEV_BUF_INIT;
 
@@ -585,10 +720,15 @@ static LEV_COLD void conclude_ask(struct lev_gatechain_decision *d)
 		d->text = xasprintf("[denied] Tool '%s' needs approval (%s) and nobody can "
 				    "answer here; the user can allow it with --allow %s.",
 				    d->canon, d->perm_why, d->canon);
-	} else {
+	} else if (g == LEV_GATE_TAINT) {
 		(void)lev_gate_describe(&d->taint, &desc);
 		d->text = xasprintf("[blocked] %s. Add an allowlist rule with `lev policy "
 				    "add` to permit it.", desc.buf);
+	} else {
+		(void)lev_integrity_describe(d->canon, &d->integ, &desc);
+		d->text = xasprintf("[blocked] %s, and nobody can answer here. An "
+				    "[[integrity.allow]] entry in policy.toml or a rule can "
+				    "permit it.", desc.buf);
 	}
 	lev_buf_release(&desc);
 }
@@ -598,7 +738,7 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 {
 	const struct lev_gatechain_step *s;
 
-	if (lev_unlikely(d->ask_permission || d->ask_taint)) {
+	if (lev_unlikely(d->ask_permission || d->ask_taint || d->ask_integrity)) {
 		conclude_ask(d);
 		return;
 	}
@@ -681,6 +821,10 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 		goto done;
 	if (ok)
 		approver = LEV_GATE_TAINT;
+	ok = false;
+	gate_integrity(env, c, d, &ok);
+	if (ok)
+		approver = LEV_GATE_INTEGRITY;
 	conclude(d, approver);
 	return 0;
 done:

@@ -23,11 +23,15 @@
  *               runs on them (lev_fs_run()), never on the path again
  *   network     a network tool in a stage with network = false
  *   taint       taintgate.h, for outbound tools, under the context's taint
+ *   integrity   integrity.h: a consequential call (or a write to a protected
+ *               file) while the live context holds untrusted content needs
+ *               an [[integrity.allow]] entry, a Lua rule or the user; the
+ *               arguments that came from untrusted text are in the record
  *
  * Every gate is evaluated before anybody is asked.  The verdict is the
  * first gate that refuses, in that order (a refusal beats an ask: nobody is
  * asked about a call a later gate refuses); else, when gates ask (the
- * permission gate, the taint gate), ASK, with each ask in the record so
+ * permission gate, the taint gate, the integrity gate), ASK, with each ask in the record so
  * the caller asks once, for all of them; else ALLOW, naming the gate that
  * approved: the last gate where a choice allowed the call (taint: an
  * allowlist entry, rule or --yolo; read_paths: a granted path outside the
@@ -52,6 +56,8 @@
 #include "liblev/policy/perm.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/policy/shellkeys.h"
+#include "liblev/policy/integrity.h"
+#include "liblev/policy/provenance.h"
 #include "liblev/policy/taintgate.h"
 #include "liblev/tools/tools-fs.h"
 #include "liblev/tools/tools.h"
@@ -72,11 +78,12 @@ enum lev_gate_id {
 	LEV_GATE_READ_PATHS,
 	LEV_GATE_NETWORK,
 	LEV_GATE_TAINT,
+	LEV_GATE_INTEGRITY,
 	_LEV_GATE_ID_MAX,
 };
 
 /* "none", "offered", "schema", "seed", "redirect", "permission", "workdir",
- * "read_paths", "network", "taint". */
+ * "read_paths", "network", "taint", "integrity". */
 const char *lev_gate_id_name(enum lev_gate_id g);
 
 /*
@@ -144,6 +151,9 @@ struct lev_gatechain_env {
 	bool taint_enabled;
 	const struct lev_taint_ctx *taint_ctx;	/* the run's context (NULL: TAINT_LEVEL) */
 	enum lev_level taint_level;
+	enum lev_integrity integrity;		/* with TAINT_CTX NULL: the context's integrity */
+	const struct lev_provenance *provenance; /* what was fed to the run (NULL: UNTRUSTED_ARGS) */
+	char *const *untrusted_args;		/* with PROVENANCE NULL: the marked arguments */
 };
 
 /* A call as the model sent it. */
@@ -190,6 +200,11 @@ struct lev_gatechain_decision {
 	struct lev_gate_decision taint;		/* the taint gate's decision (ran_taint) */
 	bool ran_taint;
 	enum lev_level taint_level;		/* the taint the call was decided under */
+	bool ask_integrity;
+	struct lev_integrity_decision integ;	/* the integrity gate's decision (ran_integ) */
+	bool ran_integ;
+	enum lev_integrity integrity;		/* the context's integrity the call was decided under */
+	char **untrusted_args;			/* owned strv: arguments from untrusted text */
 
 	/* resolved targets */
 	struct lev_shellkeys sk;		/* a shell call's parsed line */

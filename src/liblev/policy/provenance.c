@@ -1,0 +1,203 @@
+/*
+ * provenance.c - argument provenance (provenance.h).
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/base/buf.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/policy/provenance.h"
+
+struct corpus {
+	char *text;		/* normalised, each piece ends with '\n' (never inside one) */
+	size_t len, alloc;
+	bool overflow;
+};
+
+struct lev_provenance {
+	struct corpus c[_LEV_INTEGRITY_MAX];
+};
+
+struct lev_provenance *lev_provenance_new(void)
+{
+	return xcalloc(1, sizeof(struct lev_provenance));
+}
+
+struct lev_provenance *lev_provenance_free(struct lev_provenance *p)
+{
+	if (!p)
+		return NULL;
+	for (int i = 0; i < _LEV_INTEGRITY_MAX; i++)
+		free(p->c[i].text);
+	free(p);
+	return NULL;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static bool is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* Case, whitespace and %XX into OUT (room for LEN + 1 bytes); returns the length. */
+static size_t fold(const char *s, size_t len, char *out)
+{
+	size_t n = 0;
+	bool space = false;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '%' && i + 2 < len + 0 && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+			c = (unsigned char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+			i += 2;
+		}
+		if (is_space(c) || c == '\0') {
+			space = n > 0;
+			continue;
+		}
+		if (space)
+			out[n++] = ' ';
+		space = false;
+		out[n++] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* A URL value: "scheme://[user@]host[:port]/path?query#frag" becomes "host[:port]/path". */
+static size_t url_host_path(char *s, size_t n)
+{
+	char *p = strstr(s, "://"), *start, *at, *end;
+
+	if (!p || p == s || memchr(s, ' ', (size_t)(p - s)))
+		return n;
+	start = p + 3;
+	end = start + strcspn(start, "?# ");
+	at = memchr(start, '@', (size_t)(strcspn(start, "/?# ")));
+	if (at)
+		start = at + 1;
+	n = (size_t)(end - start);
+	memmove(s, start, n);
+	s[n] = '\0';
+	return n;
+}
+
+char *lev_provenance_normalise(const char *s, size_t len, bool value, size_t *out_len)
+{
+	char *out = xmalloc(len + 1);
+	size_t n = fold(s, len, out);
+
+	if (value) {
+		n = url_host_path(out, n);
+		while (n && strchr(".,;:!?'\")]}>/", out[n - 1]))
+			out[--n] = '\0';
+	}
+	if (out_len)
+		*out_len = n;
+	return out;
+}
+
+void lev_provenance_add(struct lev_provenance *p, enum lev_integrity i, const char *text,
+			size_t len)
+{
+	struct corpus *c;
+	size_t need;
+
+	if (!p || !text)
+		return;
+	c = &p->c[i == LEV_TRUSTED ? LEV_TRUSTED : LEV_UNTRUSTED];
+	if (c->overflow)
+		return;
+	if (len > LEV_PROVENANCE_TEXT_MAX - c->len) {
+		c->overflow = true;
+		return;
+	}
+	need = c->len + len + 2;
+	if (need > c->alloc) {
+		c->alloc = need > 2 * c->alloc ? need : 2 * c->alloc;
+		c->text = xrealloc(c->text, c->alloc);
+	}
+	c->len += fold(text, len, c->text + c->len);
+	c->text[c->len++] = '\n';
+	c->text[c->len] = '\0';
+}
+
+bool lev_provenance_has_untrusted(const struct lev_provenance *p)
+{
+	return p && (p->c[LEV_UNTRUSTED].len || p->c[LEV_UNTRUSTED].overflow);
+}
+
+static bool occurs(const struct corpus *c, const char *v, size_t n)
+{
+	return c->len && memmem(c->text, c->len, v, n) != NULL;
+}
+
+bool lev_provenance_marked(const struct lev_provenance *p, const char *s, size_t len)
+{
+	size_t n = 0;
+	char *v;
+	bool marked = false;
+
+	if (!lev_provenance_has_untrusted(p))
+		return false;
+	v = lev_provenance_normalise(s, len, true, &n);
+	if (n > LEV_PROVENANCE_VALUE_MAX)
+		n = LEV_PROVENANCE_VALUE_MAX;
+	if (n >= LEV_PROVENANCE_MIN && !occurs(&p->c[LEV_TRUSTED], v, n))
+		marked = p->c[LEV_UNTRUSTED].overflow || occurs(&p->c[LEV_UNTRUSTED], v, n);
+	free(v);
+	return marked;
+}
+
+/* Any string inside V marked?  DEPTH bounds the walk. */
+static bool any_marked(const struct lev_provenance *p, const json_t *v, int depth)
+{
+	const char *k;
+	json_t *e;
+	size_t i;
+
+	if (depth > 32)
+		return false;
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return lev_provenance_marked(p, json_string_value(v), json_string_length(v));
+	case JSON_ARRAY:
+		json_array_foreach((json_t *)v, i, e)
+			if (any_marked(p, e, depth + 1))
+				return true;
+		return false;
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)v, k, e)
+			if (any_marked(p, e, depth + 1))
+				return true;
+		return false;
+	default:
+		return false;
+	}
+}
+
+void lev_provenance_untrusted_args(const struct lev_provenance *p, const struct json_t *args,
+				   char ***out)
+{
+	const char *k;
+	json_t *v;
+
+	*out = NULL;
+	if (!lev_provenance_has_untrusted(p) || !json_is_object(args))
+		return;
+	json_object_foreach((json_t *)args, k, v)
+		if (any_marked(p, v, 0) && lev_strv_len(*out) < 256)
+			*out = lev_strv_push(*out, k);
+}
