@@ -712,6 +712,12 @@ const struct lev_mcp_tool *lev_mcp_tool_at(const struct lev_mcp_server *s, size_
 	return i < s->n_tools ? &s->tools[i] : NULL;
 }
 
+void lev_mcp_tool_refuse(struct lev_mcp_server *s, size_t i, const char *why)
+{
+	if (i < s->n_tools && !s->tools[i].unusable)
+		s->tools[i].unusable = xstrdup(why);
+}
+
 /* ---- calls ------------------------------------------------------------ */
 
 static const struct lev_mcp_tool *tool_named(const struct lev_mcp_tool *v, size_t n,

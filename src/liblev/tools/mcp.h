@@ -86,6 +86,9 @@ const char *lev_mcp_server_info(const struct lev_mcp_server *s);
 size_t lev_mcp_tool_count(const struct lev_mcp_server *s);
 const struct lev_mcp_tool *lev_mcp_tool_at(const struct lev_mcp_server *s, size_t i);
 
+/* Do not offer tool I: WHY says why (kept when it already has a reason). */
+void lev_mcp_tool_refuse(struct lev_mcp_server *s, size_t i, const char *why);
+
 /*
  * Call TOOL (the server's name) with ARGS (an object) and fill *out: the
  * result's text content (other content is named, not copied), is_error
