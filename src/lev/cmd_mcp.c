@@ -221,12 +221,17 @@ static char *tool_status(const json_t *record, const struct lev_mcp_tool *t)
 	return why ? xasprintf("not approved: %s", why) : xstrdup("approved");
 }
 
-/* A description's first line, at most 100 bytes, printable. */
+/* A description's first line, at most 100 bytes (it is terminal-safe already). */
 static char *short_desc(const char *d)
 {
 	size_t n = strcspn(d, "\n");
 
-	return lev_printable(d, n, 100);
+	if (n <= 100)
+		return xstrndup(d, n);
+	n = 100;
+	while (n && ((unsigned char)d[n] & 0xc0) == 0x80)
+		n--;	/* not inside a UTF-8 sequence */
+	return xasprintf("%.*s...", (int)n, d);
 }
 
 static void print_tools(const struct lev_mcp_server *s, const json_t *record)
