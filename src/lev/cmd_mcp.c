@@ -28,7 +28,7 @@ extern char **environ;
 
 const char lev_usage_mcp[] =
 	"usage: lev mcp add NAME [--env K=V]... [--timeout SECS] [--sandbox none] -- CMD [ARGS...]\n"
-	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS]\n"
+	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS] [--allow-local-network]\n"
 	"   or: lev mcp list [--json] [--workdir DIR]\n"
 	"   or: lev mcp test NAME [--workdir DIR]\n"
 	"   or: lev mcp approve NAME [--workdir DIR]\n"
@@ -70,6 +70,10 @@ static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf 
 	const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
 	uint64_t n;
 
+	if (!strcmp(o, "--allow-local-network")) {
+		s->allow_local_network = true;
+		return 0;
+	}
 	if (strcmp(o, "--url") && strcmp(o, "--header") && strcmp(o, "--env") &&
 	    strcmp(o, "--timeout") && strcmp(o, "--sandbox"))
 		return usage("add: unknown option '%s'", o);
@@ -125,6 +129,8 @@ static int mcp_add(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	if (r == 0 && !s.command == !s.url)
 		r = usage("add: give either '-- CMD [ARGS...]' or '--url URL'");
+	else if (r == 0 && s.command && s.allow_local_network)
+		r = usage("add: --allow-local-network is for a --url, not a command");
 	else if (r == 0 && s.url && (s.env || s.sandbox_none))
 		r = usage("add: --env and --sandbox are for a command, not a --url");
 	else if (r == 0 && s.command && s.headers)

@@ -97,16 +97,7 @@ mkagent() {
 
 # results FILE: "tool decision gate | text" per call of a --json stream
 results() {
-	python3 - "$1" <<'PY'
-import json, sys
-calls = {}
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "tool_call":
-        calls[e["id"]] = "%s %s %s" % (e["tool"], e["decision"], e["gate"])
-    elif e.get("event") == "tool_result":
-        print("%s | %s" % (calls.get(e["id"], "?"), e["text"].replace("\n", " ")))
-PY
+	python3 "$SRC_DIR/tests/helpers/mcp-results" "$1"
 }
 
 last_run() {

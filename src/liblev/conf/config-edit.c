@@ -101,6 +101,8 @@ char *lev_config_mcp_block(const struct lev_mcp_server_conf *s)
 				   (unsigned long long)s->max_result_bytes);
 	if (s->sandbox_none)
 		(void)lev_buf_add(&b, "sandbox = \"none\"\n", 17);
+	if (s->allow_local_network)
+		(void)lev_buf_add(&b, "allow_local_network = true\n", 27);
 	return lev_buf_detach(&b, NULL);
 }
 
@@ -123,7 +125,8 @@ static bool server_same(const struct lev_mcp_server_conf *a, const struct lev_mc
 	       strv_same(a->args, b->args) && strv_same(a->env, b->env) &&
 	       str_same(a->cwd, b->cwd) && str_same(a->url, b->url) &&
 	       strv_same(a->headers, b->headers) && a->timeout_secs == b->timeout_secs &&
-	       a->max_result_bytes == b->max_result_bytes && a->sandbox_none == b->sandbox_none;
+	       a->max_result_bytes == b->max_result_bytes && a->sandbox_none == b->sandbox_none &&
+	       a->allow_local_network == b->allow_local_network;
 }
 
 /*

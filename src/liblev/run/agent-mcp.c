@@ -104,10 +104,13 @@ static int check_pins(struct lev_agent *a, struct agent_mcp_server *m, struct le
 static void start_one(struct lev_agent *a, struct stage_rt *s, struct agent_mcp_server *m)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	struct lev_mcp_opts o = { .conf = m->conf, .envp = a->envp };
+	struct lev_mcp_opts o = { .conf = m->conf, .envp = a->envp,
+				  .allow_local_network = a->cfg->allow_local_network };
 
-	o.sandbox = server_sandbox(a, s, m, &err);
-	if (!o.sandbox || lev_mcp_start(&o, &m->srv, &err) < 0 || check_pins(a, m, &err) < 0) {
+	/* a url server runs elsewhere: lev reaches it through its network guard */
+	o.sandbox = m->conf->url ? NULL : server_sandbox(a, s, m, &err);
+	if ((!o.sandbox && !m->conf->url) || lev_mcp_start(&o, &m->srv, &err) < 0 ||
+	    check_pins(a, m, &err) < 0) {
 		agent_warn(a, "MCP server '%s' is not available: %s", m->conf->name, err.msg);
 		return;
 	}

@@ -41,10 +41,12 @@ int lev_mcp_probe_start(const struct lev_mcp_probe_opts *o, const struct lev_mcp
 			struct lev_mcp_probe **out, struct lev_err *err)
 {
 	struct lev_mcp_probe *p = xcalloc(1, sizeof(*p));
-	struct lev_mcp_opts mo = { .conf = c, .envp = o->envp };
-	int r;
+	struct lev_mcp_opts mo = { .conf = c, .envp = o->envp,
+				   .allow_local_network = o->cfg->allow_local_network };
+	int r = 0;
 
-	r = probe_sandbox(o, c, &p->sb, err);
+	if (!c->url)
+		r = probe_sandbox(o, c, &p->sb, err);
 	mo.sandbox = p->sb;
 	if (r == 0)
 		r = lev_mcp_start(&mo, &p->srv, err);

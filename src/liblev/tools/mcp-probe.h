@@ -5,7 +5,8 @@
  * The server starts where a run's stage of the config's own sandbox would
  * start it: in that sandbox when its kind is namespace or container, else
  * in a namespace sandbox of its own (refused where none can be made, unless
- * its entry says sandbox = "none"); initialized and its tools listed.
+ * its entry says sandbox = "none"); initialized and its tools listed.  A
+ * url server is reached through lev's network guard (mcp-http.h).
  *
  * Ownership: a probe owns its server and the sandbox it runs in.
  */
