@@ -137,6 +137,7 @@ int main(int argc, char **argv)
 	o.cfg = &cfg;
 	o.workdir = work;
 	o.home = dir;
+	o.data_root = p = xasprintf("%s/.leviath", dir);	/* the approved tools go there */
 	if (lev_agent_new(&o, &agent, &err) < 0)
 		die("agent", err.msg);
 

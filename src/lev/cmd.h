@@ -141,6 +141,8 @@ int cmd_attach(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_attach[];
 /* Follow daemon run RUN on this terminal (cmd_run.c); the exit code of lev attach. */
 int lev_run_attach(const char *run, bool json);
+int cmd_mcp(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_mcp[];
 int cmd_pause(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_pause[];
 int cmd_resume(int argc, char **argv, struct lev_ctx *ctx);

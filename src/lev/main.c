@@ -35,6 +35,8 @@ const struct lev_cmd lev_cmds[] = {
 	  lev_usage_sandbox, CMD_NEEDS_CONFIG | CMD_NEEDS_SANDBOX },
 	{ "policy", cmd_policy, "list, add or test taint policy rules", lev_usage_policy,
 	  CMD_NEEDS_DATA_ROOT },
+	{ "mcp", cmd_mcp, "add, list, test, approve or remove MCP servers", lev_usage_mcp,
+	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
 	{ "check", cmd_check, "ask whether an agent may make one tool call here", lev_usage_check,
 	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
 	{ "run", cmd_run, "run an agent, every tool call through every gate",

@@ -77,6 +77,8 @@ setconfig() {
 		for l in "$@"; do echo "$l"; done
 	} >"$CONFIG"
 	chmod 600 "$CONFIG"
+	# each test starts with no approved tools: its first run records them
+	[ -n "${KEEP_PINS:-}" ] || rm -rf "$HOME/.leviath/mcp-pins"
 }
 
 # mkagent DIR: an agent offering server h's tools, whose turns are stdin
@@ -95,16 +97,7 @@ mkagent() {
 
 # results FILE: "tool decision gate | text" per call of a --json stream
 results() {
-	python3 - "$1" <<'PY'
-import json, sys
-calls = {}
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    if e.get("event") == "tool_call":
-        calls[e["id"]] = "%s %s %s" % (e["tool"], e["decision"], e["gate"])
-    elif e.get("event") == "tool_result":
-        print("%s | %s" % (calls.get(e["id"], "?"), e["text"].replace("\n", " ")))
-PY
+	python3 "$SRC_DIR/tests/helpers/mcp-results" "$1"
 }
 
 last_run() {
@@ -336,6 +329,65 @@ test_expect_success 'a blueprint cannot start a server: its [[mcp_servers]] is a
 	grep -q "the blueprint.s own MCP server .fs." out &&
 	lev run req --task t --workdir work --json >ev 2>err &&
 	! test -e work/pwned && ! test -e pwned
+'
+
+# Pins across runs: what the first run (or lev mcp approve) recorded holds later runs.
+PINS="$HOME/.leviath/mcp-pins/h.json"
+
+test_expect_success 'pins: the first run records each tool, 0600, and says so' '
+	setconfig echo &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	grep -q "MCP server .h.: its first use; lev recorded its 3 tools as approved" ev &&
+	test "$(stat -c %a "$PINS")" = 600 &&
+	python3 -c "import json,sys; t=json.load(open(sys.argv[1]))[\"tools\"]; assert sorted(t)==[\"echo\",\"probe\",\"send\"], t" "$PINS" &&
+	KEEP_PINS=1 setconfig echo &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	! grep -q "first use" ev &&
+	results ev >res &&
+	grep -q "^h__echo allow permission | two$" res
+'
+
+test_expect_success 'pins: a description changed since an earlier run is not offered; the rest is' '
+	KEEP_PINS=1 setconfig desc2 &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	grep -q "MCP server .h.: tool .echo. is not offered: its description changed since you approved server .h.; .lev mcp approve h. approves it" ev &&
+	! grep -q "evil@example.com" ev "$(last_run)/events.jsonl" &&
+	results ev >res &&
+	grep -q "^h__echo deny offered" res &&
+	grep -q "^h__probe allow permission | ssh: refused" res
+'
+
+test_expect_success 'pins: a changed input schema, a new tool and a removed one are named' '
+	KEEP_PINS=1 setconfig schema2 &&
+	lev run twice --task t --workdir work --json >ev 2>err &&
+	grep -q "tool .echo. is not offered: its input schema changed since you approved" ev &&
+	results ev >res && grep -q "^h__echo deny offered" res &&
+	KEEP_PINS=1 setconfig extra &&
+	mkagent extra <<-EOF &&
+	[[turn]]
+	text = "extra"
+	$(call h__extra "{}")
+	$(call h__echo "{ text = \"same\" }")
+	[[turn]]
+	text = "done"
+	EOF
+	lev run extra --task t --workdir work --json --allow h__extra >ev 2>err &&
+	grep -q "tool .extra. is not offered: it is new since you approved server .h." ev &&
+	results ev >res &&
+	grep -q "^h__extra deny offered" res &&
+	grep -q "^h__echo allow permission | same$" res &&
+	KEEP_PINS=1 setconfig noprobe &&
+	lev run echo --task t --workdir work --json >ev 2>err &&
+	grep -q "MCP server .h.: tool .probe. you approved is gone (removed)" ev &&
+	results ev >res && grep -q "^h__echo allow permission | hello mcp$" res
+'
+
+test_expect_success 'pins: a record lev cannot read keeps the server from starting' '
+	KEEP_PINS=1 setconfig echo &&
+	echo "not json" >"$PINS" &&
+	lev run echo --task t --workdir work --json >ev 2>err &&
+	grep -q "MCP server .h. is not available: .*is not a record of approved MCP tools" ev &&
+	results ev >res && grep -q "^h__echo deny offered" res
 '
 
 test_done

@@ -28,6 +28,7 @@ struct xfer {
 	size_t header_bytes;
 	bool headers_too_large;
 	long retry_after;
+	char *captured;		/* req->capture_header's value */
 	int refusals;
 	struct lev_err refusal;
 };
@@ -70,6 +71,30 @@ static long parse_retry_after(const struct lev_curlapi *C, const char *v, size_t
 	return when > now ? (long)(when - now) : 0;
 }
 
+/* Keep the value of the header the request names (trimmed, bounded, printable). */
+static void capture(struct xfer *x, const char *p, size_t n)
+{
+	size_t k = strlen(x->req->capture_header);
+
+	if (n <= k || p[k] != ':' || strncasecmp(p, x->req->capture_header, k))
+		return;
+	p += k + 1;
+	n -= k + 1;
+	while (n && (*p == ' ' || *p == '\t')) {
+		p++;
+		n--;
+	}
+	while (n && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x21 || (unsigned char)p[i] > 0x7e)
+			return;
+	if (n == 0 || n > LEV_HTTP_CAPTURE_MAX)
+		return;
+	free(x->captured);
+	x->captured = xstrndup(p, n);
+}
+
 static size_t header_cb(char *ptr, size_t size, size_t nitems, void *ud)
 {
 	struct xfer *x = ud;
@@ -82,10 +107,15 @@ static size_t header_cb(char *ptr, size_t size, size_t nitems, void *ud)
 		return 0;
 	}
 	/* A new status line starts a new response (after 1xx): forget old headers. */
-	if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
+	if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
 		x->retry_after = -1;
-	else if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0)
+		free(x->captured);
+		x->captured = NULL;
+	} else if (n > sizeof(name) - 1 && strncasecmp(ptr, name, sizeof(name) - 1) == 0) {
 		x->retry_after = parse_retry_after(x->C, ptr + sizeof(name) - 1, n - (sizeof(name) - 1));
+	} else if (x->req->capture_header) {
+		capture(x, ptr, n);
+	}
 	return n;
 }
 
@@ -253,6 +283,8 @@ static void take_response(const struct lev_curlapi *C, CURL *h, struct xfer *x,
 	out->redirect_url = loc && status >= 300 && status < 400 ? xstrdup(loc) : NULL;
 	out->primary_ip = ip && ip[0] ? xstrdup(ip) : NULL;
 	out->retry_after_secs = x->retry_after;
+	out->captured = x->captured;
+	x->captured = NULL;
 	out->body = lev_buf_detach(&x->body, &out->body_len);
 }
 
@@ -315,6 +347,7 @@ int lev_http_perform(const struct lev_http_request *req, struct lev_http_respons
 	take_response(C, h, &x, out);
 out:
 	lev_buf_release(&x.body);
+	free(x.captured);
 	/* Header lines may hold API keys: do not leave them in freed memory. */
 	for (struct curl_slist *n = hdrs; n; n = n->next)
 		explicit_bzero(n->data, strlen(n->data));
@@ -332,6 +365,7 @@ void lev_http_response_release(struct lev_http_response *r)
 	free(r->content_type);
 	free(r->redirect_url);
 	free(r->primary_ip);
+	free(r->captured);
 	memset(r, 0, sizeof(*r));
 	r->retry_after_secs = -1;
 }

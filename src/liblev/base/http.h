@@ -71,6 +71,9 @@ struct lev_http_request {
 
 	/* When non-NULL and it becomes non-zero, the transfer is aborted. */
 	volatile sig_atomic_t *cancel;
+
+	/* A response header to keep (name without ':', any case), or NULL. */
+	const char *capture_header;
 };
 
 /* Everything here is owned by the response; lev_http_response_release() frees it. */
@@ -82,7 +85,11 @@ struct lev_http_response {
 	char *redirect_url;	/* absolute Location target of a 3xx, or NULL */
 	long retry_after_secs;	/* Retry-After in seconds (date form converted); -1 absent */
 	char *primary_ip;	/* the address connected to, or NULL */
+	char *captured;		/* the value of req->capture_header (trimmed, at most
+				   LEV_HTTP_CAPTURE_MAX bytes), or NULL */
 };
+
+#define LEV_HTTP_CAPTURE_MAX 1024
 
 /*
  * Perform REQ.  On success (any HTTP status) fills *out, which the caller

@@ -20,7 +20,7 @@
 
 static const char *const server_keys[] = {
 	"name", "command", "args", "env", "cwd", "url", "headers", "timeout_secs",
-	"max_result_bytes", "sandbox", "transport", NULL,
+	"max_result_bytes", "sandbox", "transport", "allow_local_network", NULL,
 };
 
 static const char *const sandbox_words[] = { "inherit", "none" };
@@ -142,6 +142,8 @@ static int server_key(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		r = lev_tomlval_enum(c, v, p, sandbox_words, ARRAY_SIZE(sandbox_words), &e, err);
 		if (r == 0)
 			s->sandbox_none = e == 1;
+	} else if (lev_tomlval_key_is(t, i, "allow_local_network")) {
+		r = lev_tomlval_bool(c, v, p, &s->allow_local_network, err);
 	} else if (lev_tomlval_key_is(t, i, "transport")) {
 		r = lev_tomlval_enum(c, v, p, transport_words, ARRAY_SIZE(transport_words), &e, err);
 		if (r == 0)
@@ -178,10 +180,10 @@ static int server_check(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 		return lev_tomlval_fail(c, line, col, err,
 					"MCP server '%s' has a 'url': 'args', 'env' and 'cwd' are "
 					"for a 'command'", s->name);
-	if (s->command && s->headers)
+	if (s->command && (s->headers || s->allow_local_network))
 		return lev_tomlval_fail(c, line, col, err,
-					"MCP server '%s' has a 'command': 'headers' are for a 'url'",
-					s->name);
+					"MCP server '%s' has a 'command': '%s' is for a 'url'",
+					s->name, s->headers ? "headers" : "allow_local_network");
 	if (s->transport && (s->transport == 1) != !!s->command)
 		return lev_tomlval_fail(c, line, col, err,
 					"MCP server '%s': transport '%s' does not match its '%s'",

@@ -147,6 +147,7 @@ struct lev_mcp_server_conf {
 	uint64_t timeout_secs;	/* per request; default 60 */
 	uint64_t max_result_bytes;	/* per message and result; default 1 MiB */
 	bool sandbox_none;	/* sandbox = "none": the user opts this server out */
+	bool allow_local_network;	/* url: its loopback/private address is allowed */
 	int transport;		/* as written: 0 unset, 1 stdio, 2 http */
 	unsigned line;		/* where its table starts */
 };

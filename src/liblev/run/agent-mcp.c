@@ -22,6 +22,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/run/agent-internal.h"
+#include "liblev/tools/mcp-pins.h"
 #include "liblev/tools/mcp.h"
 
 struct agent_mcp_tool {
@@ -86,13 +87,30 @@ static struct lev_sandbox *server_sandbox(struct lev_agent *a, struct stage_rt *
 	return m->own_sb;
 }
 
+/* Hold the server's tools to what the user approved in earlier runs (mcp-pins.h). */
+static int check_pins(struct lev_agent *a, struct agent_mcp_server *m, struct lev_err *err)
+{
+	_cleanup_strv_ char **notes = NULL;
+
+	if (lev_mcp_pins_enforce(m->srv, a->o.data_root, &notes, err) < 0) {
+		m->srv = lev_mcp_free(m->srv);
+		return err->code;
+	}
+	for (char **n = notes; n && *n; n++)
+		agent_warn(a, "%s", *n);
+	return 0;
+}
+
 static void start_one(struct lev_agent *a, struct stage_rt *s, struct agent_mcp_server *m)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	struct lev_mcp_opts o = { .conf = m->conf, .envp = a->envp };
+	struct lev_mcp_opts o = { .conf = m->conf, .envp = a->envp,
+				  .allow_local_network = a->cfg->allow_local_network };
 
-	o.sandbox = server_sandbox(a, s, m, &err);
-	if (!o.sandbox || lev_mcp_start(&o, &m->srv, &err) < 0) {
+	/* a url server runs elsewhere: lev reaches it through its network guard */
+	o.sandbox = m->conf->url ? NULL : server_sandbox(a, s, m, &err);
+	if ((!o.sandbox && !m->conf->url) || lev_mcp_start(&o, &m->srv, &err) < 0 ||
+	    check_pins(a, m, &err) < 0) {
 		agent_warn(a, "MCP server '%s' is not available: %s", m->conf->name, err.msg);
 		return;
 	}

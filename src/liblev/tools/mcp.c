@@ -18,6 +18,7 @@
 #include "liblev/base/xalloc.h"
 #include "lev-version.h"
 #include "liblev/policy/argcheck.h"
+#include "liblev/tools/mcp-http.h"
 #include "liblev/tools/mcp.h"
 
 const char *const lev_mcp_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05", NULL };
@@ -35,7 +36,8 @@ enum {
 
 struct lev_mcp_server {
 	const struct lev_mcp_server_conf *conf;
-	struct lev_sandbox_proc *proc;
+	struct lev_sandbox_proc *proc;	/* stdio */
+	struct lev_mcp_http *http;	/* streamable HTTP (then no proc and no fds) */
 	int in_fd, out_fd, err_fd;
 	int reap_timer;			/* the proc's cancel_fd: armed once it is gone */
 	struct lev_buf rbuf;		/* unread bytes from the server's stdout */
@@ -221,6 +223,17 @@ static int send_json(struct lev_mcp_server *s, json_t *msg, uint64_t deadline, i
 	json_decref(msg);
 	if (!t)
 		return -ENOMEM;
+	if (s->http) {
+		/* a notification or an answer: whatever comes back is not awaited */
+		struct lev_err e = LEV_ERR_INIT;
+		json_t *msgs = NULL;
+		uint64_t now = now_ms();
+		int r = lev_mcp_http_post(s->http, t, deadline > now ? deadline - now : 1,
+					  s->max_bytes, &msgs, &e);
+
+		json_decref(msgs);
+		return r;
+	}
 	line = xasprintf("%s\n", t);
 	return write_all(s, line, strlen(line), deadline, cancel_fd);
 }
@@ -423,6 +436,57 @@ static int rpc_error(struct lev_mcp_server *s, const char *method, const json_t 
 			   (long long)json_integer_value(json_object_get(e, "code")), t);
 }
 
+/* What the server sent with its answer: a request is answered, a notification noted. */
+static void http_other(struct lev_mcp_server *s, json_t *m)
+{
+	const char *mm = json_string_value(json_object_get(m, "method"));
+
+	if (json_object_get(m, "id"))
+		answer_server(s, m, now_ms() + 1000);
+	else if (mm && !strcmp(mm, "notifications/tools/list_changed"))
+		s->list_stale = true;
+}
+
+/* rpc() over HTTP: MSG (taken) is one POST; its answer comes with the response. */
+static int rpc_http(struct lev_mcp_server *s, const char *method, json_t *msg, int64_t id,
+		    json_t **result, struct lev_err *err)
+{
+	_cleanup_free_ char *t = json_dumps(msg, JSON_COMPACT);
+	struct lev_err e = LEV_ERR_INIT;
+	json_t *msgs = NULL, *m, *answer = NULL;
+	size_t i;
+	int r;
+
+	json_decref(msg);
+	r = t ? lev_mcp_http_post(s->http, t, s->timeout_ms, s->max_bytes, &msgs, &e) : -ENOMEM;
+	if (r == -EFBIG || r == -ETIMEDOUT) {
+		send_cancel(s, id, "lev gave up");
+		return rpc_fail(s, method, r == -EFBIG ? MSG_TOO_BIG : r, err);
+	}
+	if (r < 0)
+		return lev_err_set(err, r, "%s", e.msg);
+	json_array_foreach(msgs, i, m) {
+		const json_t *mid = json_object_get(m, "id");
+
+		if (json_object_get(m, "method"))
+			http_other(s, m);
+		else if (!answer && json_is_integer(mid) && json_integer_value(mid) == id)
+			answer = m;
+	}
+	if (!answer)
+		r = lev_err_set(err, -EPROTO, "MCP server '%s' answered '%s' without its result",
+				s->conf->name, method);
+	else if (json_object_get(answer, "error"))
+		r = rpc_error(s, method, json_object_get(answer, "error"), err);
+	else if (!json_is_object(json_object_get(answer, "result")))
+		r = lev_err_set(err, LEV_EPARSE, "MCP server '%s' answered '%s' with a result that "
+				"is not an object", s->conf->name, method);
+	else
+		*result = json_incref(json_object_get(answer, "result"));
+	json_decref(msgs);
+	return r;
+}
+
 /* Send METHOD with PARAMS (taken) and wait for its answer: *result is owned. */
 static int rpc(struct lev_mcp_server *s, const char *method, json_t *params, int cancel_fd,
 	       json_t **result, struct lev_err *err)
@@ -435,6 +499,8 @@ static int rpc(struct lev_mcp_server *s, const char *method, json_t *params, int
 		json_decref(params);
 		return lev_err_set(err, -EPIPE, "MCP server '%s' %s", s->conf->name, s->dead);
 	}
+	if (s->http)
+		return rpc_http(s, method, rpc_msg(method, params, id), id, result, err);
 	r = send_json(s, rpc_msg(method, params, id), deadline, cancel_fd);
 	while (r == 0) {
 		json_t *m = NULL;
@@ -587,8 +653,13 @@ static int initialize(struct lev_mcp_server *s, struct lev_err *err)
 		s->info = safe_text(t, strlen(t), 256);
 	}
 	json_decref(res);
-	return send_json(s, rpc_msg("notifications/initialized", NULL, 0), now_ms() + s->timeout_ms,
-			 -1);
+	if (s->http)	/* every later POST carries it */
+		lev_mcp_http_set_version(s->http, s->version);
+	r = send_json(s, rpc_msg("notifications/initialized", NULL, 0), now_ms() + s->timeout_ms, -1);
+	if (r < 0)
+		return lev_err_errno(err, r, "MCP server '%s' did not take "
+				     "'notifications/initialized'", s->conf->name);
+	return 0;
 }
 
 static int spawn(struct lev_mcp_server *s, const struct lev_mcp_opts *o, struct lev_err *err)
@@ -637,11 +708,8 @@ int lev_mcp_start(const struct lev_mcp_opts *o, struct lev_mcp_server **out, str
 	uint64_t call_ms;
 	int r;
 
-	if (!o || !o->conf || !o->sandbox)
+	if (!o || !o->conf || (!o->sandbox && o->conf->command))
 		return lev_err_set(err, -EINVAL, "an MCP server needs a config and a sandbox");
-	if (!o->conf->command)
-		return lev_err_set(err, LEV_EUNSUPP, "MCP server '%s' is an HTTP server; lev speaks "
-				   "to stdio servers only so far", o->conf->name);
 	s = xcalloc(1, sizeof(*s));
 	s->conf = o->conf;
 	s->in_fd = s->out_fd = s->err_fd = s->reap_timer = -1;
@@ -650,7 +718,10 @@ int lev_mcp_start(const struct lev_mcp_opts *o, struct lev_mcp_server **out, str
 	s->max_bytes = o->conf->max_result_bytes ? o->conf->max_result_bytes
 						 : LEV_MCP_DEFAULT_RESULT_MAX;
 	lev_buf_init(&s->rbuf, s->max_bytes + CHUNK + 1);
-	r = spawn(s, o, err);
+	if (o->conf->url)
+		r = lev_mcp_http_new(o->conf, o->allow_local_network, &s->http, err);
+	else
+		r = spawn(s, o, err);
 	/* start-up (an interpreter, npx) may take longer than a call */
 	call_ms = s->timeout_ms;
 	if (s->timeout_ms < LEV_MCP_START_TIMEOUT_MS)
@@ -677,6 +748,7 @@ struct lev_mcp_server *lev_mcp_free(struct lev_mcp_server *s)
 	close_fd(&s->out_fd);
 	close_fd(&s->err_fd);
 	lev_sandbox_proc_free(s->proc);
+	lev_mcp_http_free(s->http);
 	close_fd(&s->reap_timer);
 	lev_buf_release(&s->rbuf);
 	free(s->dead);
@@ -710,6 +782,12 @@ size_t lev_mcp_tool_count(const struct lev_mcp_server *s)
 const struct lev_mcp_tool *lev_mcp_tool_at(const struct lev_mcp_server *s, size_t i)
 {
 	return i < s->n_tools ? &s->tools[i] : NULL;
+}
+
+void lev_mcp_tool_refuse(struct lev_mcp_server *s, size_t i, const char *why)
+{
+	if (i < s->n_tools && !s->tools[i].unusable)
+		s->tools[i].unusable = xstrdup(why);
 }
 
 /* ---- calls ------------------------------------------------------------ */
@@ -771,7 +849,7 @@ static void read_pending(struct lev_mcp_server *s)
 		const char *method;
 		int r;
 
-		if (s->dead || s->out_fd < 0)
+		if (s->dead || s->out_fd < 0 || s->http)
 			return;
 		if (!memchr(s->rbuf.buf + s->rpos, '\n', s->rbuf.len - s->rpos) &&
 		    poll(&pf, 1, 0) <= 0)

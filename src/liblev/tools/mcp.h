@@ -1,9 +1,10 @@
 /*
- * mcp.h - a Model Context Protocol client for stdio servers (docs/mcp.md).
+ * mcp.h - a Model Context Protocol client (docs/mcp.md).
  *
- * A server is one process started inside a sandbox (sandbox.h) and spoken
- * to in JSON-RPC 2.0, one JSON message per line on its standard input and
- * output:
+ * A stdio server is one process started inside a sandbox (sandbox.h) and
+ * spoken to in JSON-RPC 2.0, one JSON message per line on its standard
+ * input and output; a url server is spoken to over streamable HTTP through
+ * lev's network guard (mcp-http.h), with the same caps and timeouts:
  *
  *	lev_mcp_start()		spawn; initialize (the protocol version is
  *				negotiated), notifications/initialized,
@@ -66,8 +67,9 @@ struct lev_mcp_server;
 
 struct lev_mcp_opts {
 	const struct lev_mcp_server_conf *conf;	/* borrowed for the server's life */
-	struct lev_sandbox *sandbox;	/* where it runs (borrowed for its life) */
+	struct lev_sandbox *sandbox;	/* where it runs (borrowed for its life); NULL for a url */
 	char *const *envp;		/* the environment before the sandbox's filter */
+	bool allow_local_network;	/* url: [security] allow_local_network */
 };
 
 /*
@@ -85,6 +87,9 @@ const char *lev_mcp_version(const struct lev_mcp_server *s);
 const char *lev_mcp_server_info(const struct lev_mcp_server *s);
 size_t lev_mcp_tool_count(const struct lev_mcp_server *s);
 const struct lev_mcp_tool *lev_mcp_tool_at(const struct lev_mcp_server *s, size_t i);
+
+/* Do not offer tool I: WHY says why (kept when it already has a reason). */
+void lev_mcp_tool_refuse(struct lev_mcp_server *s, size_t i, const char *why);
 
 /*
  * Call TOOL (the server's name) with ARGS (an object) and fill *out: the

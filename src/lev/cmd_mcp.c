@@ -1,0 +1,424 @@
+/*
+ * cmd_mcp.c - lev mcp add | list | test | approve | remove (docs/mcp.md)
+ *
+ * add and remove edit config.toml as text (liblev/conf/config-edit.h);
+ * test, list and approve start a server the way a run would
+ * (liblev/tools/mcp-probe.h) and hold its tools to the approved record
+ * (liblev/tools/mcp-pins.h).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lev/cmd.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/conf/config-edit.h"
+#include "liblev/conf/tomlval.h"
+#include "liblev/tools/mcp-pins.h"
+#include "liblev/tools/mcp-probe.h"
+
+extern char **environ;
+
+const char lev_usage_mcp[] =
+	"usage: lev mcp add NAME [--env K=V]... [--timeout SECS] [--sandbox none] -- CMD [ARGS...]\n"
+	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS] [--allow-local-network]\n"
+	"   or: lev mcp list [--json] [--workdir DIR]\n"
+	"   or: lev mcp test NAME [--workdir DIR]\n"
+	"   or: lev mcp approve NAME [--workdir DIR]\n"
+	"   or: lev mcp remove NAME\n"
+	"\n"
+	"MCP servers are [[mcp_servers]] entries in your config.toml (docs/mcp.md).\n"
+	"\n"
+	"add      appends a server's entry to config.toml; the rest of the file is kept\n"
+	"         byte for byte, and nothing is written unless the result is valid.\n"
+	"list     shows each server, its tools (it is started to list them) and whether\n"
+	"         each is the tool you approved.\n"
+	"test     starts one server in its sandbox, initializes it, lists its tools.\n"
+	"approve  starts one server and records the tools it lists now as approved:\n"
+	"         later runs refuse a tool that changed, is new or is gone until you\n"
+	"         approve the server again.\n"
+	"remove   cuts the server's entry out of config.toml and forgets its approval.\n"
+	"\n"
+	"A server starts where a run would start it: in the [sandbox] of your config,\n"
+	"at least a namespace sandbox (unless its entry says sandbox = \"none\"), with DIR\n"
+	"(default: the current directory) as its workdir.\n"
+	"Exit status: 0 ok, 1 failed (test: the server did not start), 2 usage.\n";
+
+#define usage(...) lev_usage_error("mcp", __VA_ARGS__)
+
+/* "K=V" into "K<sep>V" on *list; false when it has no '=' or no K. */
+static bool push_pair(char ***list, const char *kv, const char *sep)
+{
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq == kv)
+		return false;
+	*list = lev_strv_push_take(*list, xasprintf("%.*s%s%s", (int)(eq - kv), kv, sep, eq + 1));
+	return true;
+}
+
+/* One option of add at argv[*i] (its value after it); 0, or a usage error's code. */
+static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf *s)
+{
+	const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	uint64_t n;
+
+	if (!strcmp(o, "--allow-local-network")) {
+		s->allow_local_network = true;
+		return 0;
+	}
+	if (strcmp(o, "--url") && strcmp(o, "--header") && strcmp(o, "--env") &&
+	    strcmp(o, "--timeout") && strcmp(o, "--sandbox"))
+		return usage("add: unknown option '%s'", o);
+	if (!v)
+		return usage("add: '%s' needs a value", o);
+	(*i)++;
+	if (!strcmp(o, "--url")) {
+		free(s->url);
+		s->url = xstrdup(v);
+	} else if (!strcmp(o, "--header")) {
+		if (!push_pair(&s->headers, v, ": "))
+			return usage("add: --header wants NAME=VALUE, not '%s'", v);
+	} else if (!strcmp(o, "--env")) {
+		if (!push_pair(&s->env, v, "="))
+			return usage("add: --env wants NAME=VALUE, not '%s'", v);
+	} else if (!strcmp(o, "--timeout")) {
+		if (lev_parse_u64(v, &n) < 0 || n == 0 || n > 86400)
+			return usage("add: --timeout wants 1 to 86400 seconds, not '%s'", v);
+		s->timeout_secs = n;
+	} else if (strcmp(v, "none")) {
+		return usage("add: --sandbox takes only 'none', not '%s'", v);
+	} else {
+		s->sandbox_none = true;
+	}
+	return 0;
+}
+
+static void conf_release(struct lev_mcp_server_conf *s)
+{
+	free(s->name);
+	free(s->command);
+	lev_strv_free(s->args);
+	lev_strv_free(s->env);
+	free(s->url);
+	lev_strv_free(s->headers);
+}
+
+static int mcp_add(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct lev_mcp_server_conf s = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	int i, r = 0;
+
+	if (argc < 2 || argv[1][0] == '-')
+		return usage("add: which server? (a NAME)");
+	s.name = xstrdup(argv[1]);
+	for (i = 2; i < argc && r == 0 && strcmp(argv[i], "--"); i++)
+		r = add_option(argc, argv, &i, &s);
+	if (r == 0 && i < argc && ++i < argc) {
+		s.command = xstrdup(argv[i]);
+		while (++i < argc)
+			s.args = lev_strv_push(s.args, argv[i]);
+	}
+	if (r == 0 && !s.command == !s.url)
+		r = usage("add: give either '-- CMD [ARGS...]' or '--url URL'");
+	else if (r == 0 && s.command && s.allow_local_network)
+		r = usage("add: --allow-local-network is for a --url, not a command");
+	else if (r == 0 && s.url && (s.env || s.sandbox_none))
+		r = usage("add: --env and --sandbox are for a command, not a --url");
+	else if (r == 0 && s.command && s.headers)
+		r = usage("add: --header is for a --url, not a command");
+	if (r == 0 && lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		r = LEV_EXIT_FAIL;
+	if (r == 0 && lev_config_mcp_add(ctx->paths.config, &s, &err) < 0)
+		r = lev_fail("%s", err.msg);
+	if (r == 0)
+		printf("added MCP server '%s' to %s; 'lev mcp test %s' starts it\n", s.name,
+		       ctx->paths.config, s.name);
+	conf_release(&s);
+	return r;
+}
+
+static int mcp_remove(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	if (argc != 2)
+		return usage("remove: give exactly one server NAME");
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	if (lev_config_mcp_remove(ctx->paths.config, argv[1], &err) < 0)
+		return lev_fail("%s", err.msg);
+	if (lev_mcp_pins_forget(ctx->paths.root, argv[1], &err) < 0)
+		lev_warn("%s", err.msg);
+	printf("removed MCP server '%s' from %s\n", argv[1], ctx->paths.config);
+	return LEV_EXIT_OK;
+}
+
+/* Options of list/test/approve: --workdir DIR, --json (list only); NAME when WANT_NAME. */
+struct probe_args {
+	const char *name;
+	const char *workdir;
+	bool json;
+};
+
+static int probe_args(int argc, char **argv, bool want_name, bool json_ok, struct probe_args *a)
+{
+	const char *sub = argv[0];
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && json_ok)
+			a->json = true;
+		else if (!strcmp(argv[i], "--workdir") && i + 1 < argc)
+			a->workdir = argv[++i];
+		else if (argv[i][0] == '-')
+			return usage("%s: unknown option '%s'", sub, argv[i]);
+		else if (want_name && !a->name)
+			a->name = argv[i];
+		else
+			return usage("%s: unexpected argument '%s'", sub, argv[i]);
+	}
+	if (want_name && !a->name)
+		return usage("%s: which server? (a NAME)", sub);
+	return 0;
+}
+
+/* Start server C from the config: *out, or an error in ERR. */
+static int start(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c, const char *workdir,
+		 struct lev_mcp_probe **out, struct lev_err *err)
+{
+	char buf[PATH_MAX];
+	struct lev_mcp_probe_opts o = {
+		.cfg = &ctx->cfg,
+		.data_root = ctx->paths.root,
+		.envp = environ,
+	};
+
+	o.workdir = realpath(workdir ? workdir : ".", buf);
+	if (!o.workdir)
+		return lev_err_errno(err, -errno, "cannot use '%s' as the workdir",
+				     workdir ? workdir : ".");
+	return lev_mcp_probe_start(&o, c, out, err);
+}
+
+static const struct lev_mcp_server_conf *find_server(struct lev_ctx *ctx, const char *name)
+{
+	const struct lev_mcp_server_conf *c = lev_config_mcp_server(&ctx->cfg, name);
+
+	if (!c)
+		lev_fail("your config has no MCP server '%s' (see 'lev mcp list')", name);
+	return c;
+}
+
+/* One tool's standing against RECORD: "approved", "not approved: ...", or its unusable reason. */
+static char *tool_status(const json_t *record, const struct lev_mcp_tool *t)
+{
+	const char *why = record ? lev_mcp_pins_diff(record, t) : "the server has no approved tools yet";
+
+	if (t->unusable)
+		return xasprintf("not offered: %s", t->unusable);
+	return why ? xasprintf("not approved: %s", why) : xstrdup("approved");
+}
+
+/* A description's first line, at most 100 bytes (it is terminal-safe already). */
+static char *short_desc(const char *d)
+{
+	size_t n = strcspn(d, "\n");
+
+	if (n <= 100)
+		return xstrndup(d, n);
+	n = 100;
+	while (n && ((unsigned char)d[n] & 0xc0) == 0x80)
+		n--;	/* not inside a UTF-8 sequence */
+	return xasprintf("%.*s...", (int)n, d);
+}
+
+static void print_tools(const struct lev_mcp_server *s, const json_t *record)
+{
+	_cleanup_strv_ char **gone = record ? lev_mcp_pins_gone(record, s) : NULL;
+
+	for (size_t i = 0; i < lev_mcp_tool_count(s); i++) {
+		const struct lev_mcp_tool *t = lev_mcp_tool_at(s, i);
+		_cleanup_free_ char *q = lev_mcp_qualified_name(lev_mcp_name(s), t->name);
+		_cleanup_free_ char *st = tool_status(record, t), *d = short_desc(t->description);
+
+		printf("  %s: %s\n      %s\n", q, st, d);
+	}
+	for (char **g = gone; g && *g; g++) {
+		_cleanup_free_ char *p = lev_printable(*g, strlen(*g), 200);
+
+		printf("  %s: approved, but the server no longer lists it (removed)\n", p);
+	}
+}
+
+/* test and approve: start NAME, show its tools against the record; APPROVE records them. */
+static int test_or_approve(int argc, char **argv, struct lev_ctx *ctx, bool approve)
+{
+	struct probe_args a = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	const struct lev_mcp_server_conf *c;
+	struct lev_mcp_probe *p = NULL;
+	json_t *record = NULL;
+	int r = probe_args(argc, argv, true, false, &a);
+
+	if (r)
+		return r;
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	c = find_server(ctx, a.name);
+	if (!c)
+		return LEV_EXIT_FAIL;
+	if (start(ctx, c, a.workdir, &p, &err) < 0)
+		return lev_fail("MCP server '%s' did not start: %s", c->name, err.msg);
+	if (lev_mcp_pins_load(ctx->paths.root, c->name, &record, &err) < 0) {
+		if (!approve) {
+			lev_mcp_probe_free(p);
+			return lev_fail("%s", err.msg);
+		}
+		record = NULL;	/* approving replaces an unreadable record */
+	}
+	printf("MCP server '%s' (%s, protocol %s): %zu tools\n", c->name,
+	       *lev_mcp_server_info(p->srv) ? lev_mcp_server_info(p->srv) : "no name",
+	       lev_mcp_version(p->srv), lev_mcp_tool_count(p->srv));
+	print_tools(p->srv, record);
+	if (approve && lev_mcp_pins_approve(p->srv, ctx->paths.root, &err) < 0)
+		r = lev_fail("%s", err.msg);
+	else if (approve)
+		printf("approved the %zu tools MCP server '%s' lists now\n",
+		       lev_mcp_tool_count(p->srv), c->name);
+	json_decref(record);
+	lev_mcp_probe_free(p);
+	return r;
+}
+
+static json_t *gone_json(const json_t *record, const struct lev_mcp_server *s)
+{
+	_cleanup_strv_ char **gone = record ? lev_mcp_pins_gone(record, s) : NULL;
+	json_t *a = json_array();
+
+	for (char **g = gone; g && *g; g++)
+		json_array_append_new(a, json_string(*g));
+	return a;
+}
+
+static json_t *server_json(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c,
+			   const char *workdir)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_mcp_probe *p = NULL;
+	json_t *record = NULL, *tools = json_array(), *o;
+
+	o = json_pack("{s:s, s:s, s:s?, s:s?, s:s, s:b}", "name", c->name, "transport",
+		      c->command ? "stdio" : "http", "command", c->command, "url", c->url,
+		      "sandbox", c->sandbox_none ? "none" : "inherit", "reachable", false);
+	if (lev_mcp_pins_load(ctx->paths.root, c->name, &record, &err) < 0)
+		json_object_set_new(o, "pins_error", json_string(err.msg));
+	json_object_set_new(o, "approved", record ? json_integer((json_int_t)json_object_size(
+					json_object_get(record, "tools"))) : json_null());
+	if (start(ctx, c, workdir, &p, &err) < 0) {
+		json_object_set_new(o, "error", json_string(err.msg));
+	} else {
+		json_object_set_new(o, "reachable", json_true());
+		for (size_t i = 0; i < lev_mcp_tool_count(p->srv); i++) {
+			const struct lev_mcp_tool *t = lev_mcp_tool_at(p->srv, i);
+			_cleanup_free_ char *q = lev_mcp_qualified_name(c->name, t->name);
+			_cleanup_free_ char *st = tool_status(record, t);
+
+			json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:s}", "name",
+				q, "server_name", t->name, "status", st, "description",
+				t->description));
+		}
+		json_object_set_new(o, "gone", gone_json(record, p->srv));
+	}
+	json_object_set_new(o, "tools", tools);
+	json_decref(record);
+	lev_mcp_probe_free(p);
+	return o;
+}
+
+static void print_server(const json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "name"));
+	const char *cmd = json_string_value(json_object_get(o, "command"));
+	const json_t *approved = json_object_get(o, "approved"), *t;
+	size_t i;
+
+	printf("%s: %s %s", name, cmd ? "stdio" : "http",
+	       cmd ? cmd : json_string_value(json_object_get(o, "url")));
+	if (!strcmp(json_string_value(json_object_get(o, "sandbox")), "none"))
+		fputs(" (sandbox = \"none\")", stdout);
+	if (json_is_integer(approved))
+		printf(", %lld tools approved\n", (long long)json_integer_value(approved));
+	else
+		fputs(", no tools approved yet\n", stdout);
+	if (json_object_get(o, "pins_error"))
+		printf("  error: %s\n", json_string_value(json_object_get(o, "pins_error")));
+	if (json_object_get(o, "error"))
+		printf("  not reachable: %s\n", json_string_value(json_object_get(o, "error")));
+	json_array_foreach(json_object_get(o, "tools"), i, t) {
+		_cleanup_free_ char *d = short_desc(json_string_value(json_object_get(t,
+										"description")));
+
+		printf("  %s: %s\n      %s\n", json_string_value(json_object_get(t, "name")),
+		       json_string_value(json_object_get(t, "status")), d);
+	}
+	json_array_foreach(json_object_get(o, "gone"), i, t)
+		printf("  %s: approved, but the server no longer lists it (removed)\n",
+		       json_string_value(t));
+}
+
+static int mcp_list(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct probe_args a = { 0 };
+	json_t *all;
+	int r = probe_args(argc, argv, false, true, &a);
+
+	if (r)
+		return r;
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	all = json_array();
+	for (size_t i = 0; i < ctx->cfg.n_mcp_servers; i++)
+		json_array_append_new(all, server_json(ctx, &ctx->cfg.mcp_servers[i], a.workdir));
+	if (a.json) {
+		_cleanup_free_ char *s = json_dumps(all, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		puts(s ? s : "[]");
+	} else if (!json_array_size(all)) {
+		puts("no MCP servers configured ('lev mcp add NAME -- CMD' adds one)");
+	} else {
+		size_t i;
+		json_t *o;
+
+		json_array_foreach(all, i, o)
+			print_server(o);
+	}
+	json_decref(all);
+	return LEV_EXIT_OK;
+}
+
+int cmd_mcp(int argc, char **argv, struct lev_ctx *ctx)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub)
+		return usage("which subcommand? (add, list, test, approve, remove)");
+	if (!strcmp(sub, "add"))
+		return mcp_add(argc - 1, argv + 1, ctx);
+	if (!strcmp(sub, "remove"))
+		return mcp_remove(argc - 1, argv + 1, ctx);
+	if (!strcmp(sub, "list"))
+		return mcp_list(argc - 1, argv + 1, ctx);
+	if (!strcmp(sub, "test"))
+		return test_or_approve(argc - 1, argv + 1, ctx, false);
+	if (!strcmp(sub, "approve"))
+		return test_or_approve(argc - 1, argv + 1, ctx, true);
+	return usage("unknown subcommand '%s'", sub);
+}
