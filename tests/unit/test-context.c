@@ -500,6 +500,77 @@ static void test_eviction_callback(void **state)
 	lev_context_free(ctx);
 }
 
+/* admission, persistent, min_tokens, volatility and routed results (Leviath's region keys) */
+static void test_leviath_region_keys(void **state)
+{
+	struct lev_context_opts o = { .window_tokens = 100000 };
+	struct lev_region regs[4];
+	struct lev_context *ctx = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_infer_request req;
+	char big[400];
+	bool cut = false;
+
+	(void)state;
+	regs[0] = R("full", LEV_REGION_CLEARABLE, 0, 10, 0);
+	regs[0].admission_reject = true;
+	regs[1] = R("keep", LEV_REGION_TEMPORARY, 0, 10, 0);
+	regs[1].persistent = true;
+	regs[2] = R("floor", LEV_REGION_TEMPORARY, 1, 0, 0);
+	regs[2].min_tokens = 5000;
+	regs[2].volatility = LEV_VOL_STABLE;
+	regs[3] = R("conversation", LEV_REGION_SLIDING_WINDOW, 0, 10000, 0);
+	assert_int_equal(lev_context_new(regs, 4, &o, &ctx, &err), 0);
+	/* min_tokens lifts a small percentage (1% of 100000 = 1000) */
+	assert_int_equal(lev_context_region_limit(ctx, 2), 5000);
+
+	/* reject: the second write does not fit and nothing is evicted for it */
+	assert_int_equal(lev_context_add_routed(ctx, 0, "0123456789012345678901234567", 28,
+						LEV_INTERNAL, 0, 0, &cut, &err), 0);
+	assert_int_equal(lev_context_add_routed(ctx, 0, "abcdefghijklmnop", 16, LEV_PUBLIC, 0, 0,
+						&cut, &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "'full' is full"));
+	assert_int_equal(lev_context_region_items(ctx, 0), 1);
+	assert_int_equal(lev_context_region_level(ctx, 0), LEV_INTERNAL);
+	lev_err_clear(&err);
+
+	/* persistent: past its budget nothing is evicted */
+	assert_int_equal(lev_context_add_text(ctx, 1, "0123456789012345678901234567", 28,
+					      LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_add_text(ctx, 1, "0123456789012345678901234567", 28,
+					      LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_region_items(ctx, 1), 2);
+
+	/* a routed result is cut to its token ceiling with a note naming it */
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(lev_context_add_routed(ctx, 2, big, sizeof(big), LEV_PRIVATE, 10, 7, &cut,
+						&err), 0);
+	assert_true(cut);
+	assert_int_equal(lev_context_region_level(ctx, 2), LEV_PRIVATE);
+	assert_int_equal(lev_context_taint_level(ctx), LEV_PRIVATE);
+	{
+		char *t = lev_context_region_text(ctx, 2);
+
+		assert_non_null(strstr(t, "result ceiling of 10 tokens: the first 40 of 400"));
+		free(t);
+	}
+	/* the conversation is not a routing target */
+	assert_int_equal(lev_context_add_routed(ctx, 3, "x", 1, LEV_PUBLIC, 0, 0, &cut, &err),
+			 -EINVAL);
+
+	/* stable regions render first */
+	lev_request_init(&req);
+	lev_context_render(ctx, NULL, &req);
+	assert_true(!strncmp(req.system, "## floor", 8));
+	lev_request_release(&req);
+
+	/* dropping the tagged entry removes its label too */
+	lev_context_drop_tagged(ctx, 7);
+	assert_int_equal(lev_context_region_items(ctx, 2), 0);
+	assert_int_equal(lev_context_taint_level(ctx), LEV_INTERNAL);
+	lev_context_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +592,7 @@ int main(void)
 		cmocka_unit_test(test_pinned_region_named_conversation_is_refused),
 		cmocka_unit_test(test_render_puts_regions_in_system_and_merges_user_turns),
 		cmocka_unit_test(test_eviction_callback),
+		cmocka_unit_test(test_leviath_region_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

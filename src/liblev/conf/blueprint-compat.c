@@ -56,8 +56,6 @@ static const char *const w_style[] = { "free_text", "multiple_choice", "confirm"
 static const char *const w_transform[] = { "direct", "clear", "compact", "summarize", "custom",
 					   NULL };
 static const char *const w_map_transform[] = { "direct", "summarize", "extract", NULL };
-static const char *const w_volatility[] = { "stable", "grows", "rewritten", NULL };
-static const char *const w_admission[] = { "evict", "reject", NULL };
 static const char *const w_strategy[] = { "per_item", "bulk", "compact", NULL };
 static const char *const w_refresh[] = { "once", "each_stage", NULL };
 
@@ -71,16 +69,6 @@ static const struct ckey hook_keys[] = {
 	K("on_stage_enter", KT_STR), K("on_stage_exit", KT_STR), K("before_inference", KT_STR),
 	K("after_inference", KT_STR), K("on_tool_call", KT_STR), K("on_completion", KT_STR),
 	K("on_error", KT_STR), END,
-};
-static const struct ckey override_keys[] = { K("region", KT_STR), K("max_result_tokens", KT_INT),
-					     END };
-static const struct ckey routing_keys[] = {
-	K("default_region", KT_STR),
-	K("persist", KT_BOOL),
-	K("max_result_tokens", KT_INT),
-	{ .key = "overrides", .type = KT_MAP, .elem = KT_STR_OR_TABLE, .sub = override_keys },
-	{ .key = "max_result_tokens_per_tool", .type = KT_MAP, .elem = KT_INT },
-	END,
 };
 static const struct ckey ip_keys[] = {
 	K("name", KT_STR),
@@ -171,9 +159,6 @@ static const struct ckey stage_keys[] = {
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
 	FINDS("hooks", KT_TABLE, hook_keys, "Rhai stage hooks",
 	      "Lua rules in your rules/ folder (see docs/rules.md)"),
-	FINDS("tool_routing", KT_TABLE, routing_keys, "tool-result routing",
-	      "the conversation region, where lev puts every tool result (bound it "
-	      "with max_tokens)"),
 	FINDS("context", KT_TABLE, stage_context_keys, "stage-level context regions",
 	      "the agent's [context.regions]"),
 	FINDS("interaction_points", KT_TABLES, ip_keys, "interaction points",
@@ -218,14 +203,7 @@ static const struct ckey transition_keys[] = {
 };
 
 static const struct ckey region_keys[] = {
-	FIND("min_tokens", KT_INT, "a region's minimum", "max_tokens"),
-	FINDE("volatility", w_volatility, "prompt-cache placement",
-	      "the order you declare regions in (lev keeps it)"),
-	FIND("summarizable", KT_BOOL, "summarising transforms",
-	     "max_tokens (lev never summarises a region)"),
 	FIND("description", KT_STR, "region descriptions", "the stage's system_prompt"),
-	FINDE("admission", w_admission, "admission control",
-	      "max_tokens / max_items (lev drops the oldest entries)"),
 	FINDE("strategy", w_strategy, "compacting regions",
 	      "max_tokens / max_items (lev drops the oldest entries)"),
 	FIND("overflow", KT_INT, "compacting regions",
@@ -238,11 +216,8 @@ static const struct ckey region_keys[] = {
 	     "max_tokens / max_items (lev drops the oldest entries)"),
 	FIND("source_region", KT_STR, "compacting regions",
 	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("max_entries", KT_INT, "map and checklist regions", "max_items"),
 	FIND("script", KT_STR, "Rhai region scripts",
 	     "a seed (command or tool), or a Lua rule for checks"),
-	FIND("persistent", KT_BOOL, "regions kept across runs",
-	     "a seed that reads a file (seed = { files = [...] })"),
 	END,
 };
 

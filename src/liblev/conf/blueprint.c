@@ -68,7 +68,7 @@ static const char *const stage_keys[] = {
 	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
-	NULL,
+	"tool_routing", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
 					   "temperature", "models", "fallbacks",
@@ -89,6 +89,13 @@ static const char *const seed_keys[] = { "files", "glob", "literal", "command", 
 const char *lev_stage_mode_name(enum lev_stage_mode m)
 {
 	return m < _LEV_MODE_MAX ? mode_names[m] : "?";
+}
+
+static const char *const volatility_names[] = { "rewritten", "grows", "stable" };
+
+const char *lev_volatility_name(enum lev_volatility v)
+{
+	return v < _LEV_VOL_MAX ? volatility_names[v] : "?";
 }
 
 const char *lev_region_kind_name(enum lev_region_kind k)
@@ -137,6 +144,7 @@ static void stage_release(struct lev_stage *s)
 		free(s->transitions[i].hint);
 	}
 	free(s->transitions);
+	lev__bp_routing_release(&s->routing);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -794,6 +802,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &st->allow_complete, err);
 		else if (lev_tomlval_key_is(t, i, "accepts_messages"))
 			r = lev_tomlval_bool(c, v, p, &st->accepts_messages, err);
+		else if (lev_tomlval_key_is(t, i, "tool_routing"))
+			r = lev__bp_parse_routing(c, v, p, &st->routing, err);
 		else
 			continue;	/* a Leviath key, checked above */
 		if (r < 0)
@@ -1021,6 +1031,8 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 	size_t i, n = lev_toml_table_len(t);
 	int r;
 
+	uint64_t max_entries = 0;
+
 	rg->name = xstrdup(name);
 	rg->kind = LEV_REGION_TEMPORARY;
 	for (i = 0; i < n; i++) {
@@ -1045,6 +1057,25 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &rg->required, err);
 		else if (lev_tomlval_key_is(t, i, "required_message"))
 			r = lev_tomlval_set_str(c, v, p, &rg->required_message, err);
+		else if (lev_tomlval_key_is(t, i, "min_tokens"))
+			r = lev_tomlval_u64(c, v, p, 0, (uint64_t)1 << 24, &rg->min_tokens, err);
+		else if (lev_tomlval_key_is(t, i, "max_entries"))
+			r = lev_tomlval_u64(c, v, p, 1, 1000000, &max_entries, err);
+		else if (lev_tomlval_key_is(t, i, "persistent"))
+			r = lev_tomlval_bool(c, v, p, &rg->persistent, err);
+		else if (lev_tomlval_key_is(t, i, "summarizable")) {
+			bool on = true;
+			r = lev_tomlval_bool(c, v, p, &on, err);
+			rg->not_summarizable = !on;
+		} else if (lev_tomlval_key_is(t, i, "admission")) {
+			static const char *const w[] = { "evict", "reject" };
+			r = lev_tomlval_enum(c, v, p, w, 2, &e, err);
+			rg->admission_reject = r == 0 && e == 1;
+		} else if (lev_tomlval_key_is(t, i, "volatility")) {
+			r = lev_tomlval_enum(c, v, p, volatility_names, _LEV_VOL_MAX, &e, err);
+			if (r == 0)
+				rg->volatility = (enum lev_volatility)e;
+		}
 		else if ((r = lev__bp_compat_key(c, LEV_BPT_REGION, t, i, table, NULL, err)) != 0)
 			r = r < 0 ? r : 0;
 		else {
@@ -1058,24 +1089,19 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 		if (r < 0)
 			return r;
 	}
+	if (!rg->max_items)
+		rg->max_items = max_entries;
 	if (rg->required && rg->seed.kind == LEV_SEED_NONE) {
-		const struct lev_toml_value *req = lev_toml_table_get(t, "required");
 		const struct lev_toml_value *sv = lev_toml_table_get(t, "seed");
 
-		if (!sv || sv->type != LEV_TOML_TABLE) {
-			_cleanup_free_ char *rp = xasprintf("%s.required", table);
-
-			/* Leviath: the stage must write the region before it moves on */
-			lev__bp_finding(c, req->line, req->col, rp, NULL,
-					"'required' on a region without a seed (the stages must "
-					"fill it)",
-					"a seed, which lev checks at the start of the run");
-			rg->required = false;
-		} else {
+		if (sv && sv->type == LEV_TOML_TABLE) {
 			_cleanup_free_ char *msg = xasprintf(
 				"region '%s' is required but has no seed lev runs", name);
 			return fail_at_table(c, t, err, msg);
 		}
+		/* Leviath: a stage may not end while the region is empty (context.md) */
+		rg->required = false;
+		rg->required_fill = true;
 	}
 	return 0;
 }
@@ -1445,6 +1471,8 @@ static int check_references(const struct lev_tomlval_ctx *c, struct lev_blueprin
 						   "%s: stage '%s' requires tool '%s', which is not "
 						   "in its available_tools",
 						   c->file, st->name, st->required_tools[j]);
+		if (lev__bp_check_routing(bp, st, err) < 0)
+			return LEV_EPARSE;
 	}
 	return 0;
 }

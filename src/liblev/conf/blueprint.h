@@ -89,15 +89,48 @@ struct lev_seed {
 	char *args_json;	/* LEV_SEED_TOOL: the args table as JSON ("{}" when none) */
 };
 
+/* volatility: where a region sits in the system text (stable first) */
+enum lev_volatility {
+	LEV_VOL_REWRITTEN,	/* default: rendered last */
+	LEV_VOL_GROWS,
+	LEV_VOL_STABLE,		/* rendered first: the prompt-cache prefix */
+	_LEV_VOL_MAX,
+};
+
 struct lev_region {
 	char *name;
 	enum lev_region_kind kind;
 	unsigned budget_pct;	/* budget = "N%": 1..100; 0 = not set */
 	uint64_t max_tokens;	/* 0 = not set */
-	uint64_t max_items;	/* 0 = not set */
+	uint64_t min_tokens;	/* floor for budget_pct; 0 = not set */
+	uint64_t max_items;	/* 0 = not set (max_entries is read into it too) */
 	struct lev_seed seed;
 	bool required;		/* the run fails if the seed yields nothing */
+	bool required_fill;	/* Leviath's required (no seed): a stage may not end
+				 * while the region is empty (context.md) */
 	char *required_message;	/* NULL: none */
+	bool persistent;	/* never evicted (pinned-like), still writable */
+	bool admission_reject;	/* admission = "reject": a write that does not fit fails */
+	bool not_summarizable;	/* summarizable = false */
+	enum lev_volatility volatility;
+};
+
+/* One tool_routing override: TOOL's result goes to REGION and/or is capped. */
+struct lev_route {
+	char *tool;		/* canonical tool name (bash -> shell), or as written */
+	char *region;		/* NULL: the stage's default region */
+	bool has_max;
+	uint64_t max_result_tokens;	/* with has_max; 0: no cap */
+};
+
+/* [stages.X.tool_routing] (docs/context.md "Routing tool output") */
+struct lev_tool_routing {
+	bool present;
+	char *default_region;	/* NULL: the conversation */
+	uint64_t max_result_tokens;	/* 0: not set */
+	bool persist;		/* default true; false: routed results leave with the stage */
+	struct lev_route *routes;
+	size_t n_routes;
 };
 
 enum lev_transition_when {
@@ -167,6 +200,7 @@ struct lev_stage {
 	bool accepts_messages;	/* lev msg reaches a run in this stage (daemon runs) */
 	bool has_max_revisits;	/* max_revisits was written */
 	uint64_t max_revisits;	/* re-entries allowed after the first visit */
+	struct lev_tool_routing routing;	/* tool_routing */
 };
 
 /*
@@ -291,6 +325,16 @@ bool lev_blueprint_tool_verdict(const struct lev_blueprint *bp, const struct lev
  */
 char **lev_blueprint_script_tools(const char *dir);
 
+/*
+ * Where the result of TOOL (any spelling) lands in STAGE: *region gets the
+ * region name (NULL: the conversation) and *max_tokens its ceiling (0: none),
+ * by Leviath's precedence: the override's own ceiling, then
+ * max_result_tokens_per_tool, then the stage's max_result_tokens.
+ */
+void lev_blueprint_route(const struct lev_stage *stage, const char *tool, const char **region,
+			 uint64_t *max_tokens);
+
 const char *lev_stage_mode_name(enum lev_stage_mode m);
+const char *lev_volatility_name(enum lev_volatility v);
 const char *lev_region_kind_name(enum lev_region_kind k);
 const char *lev_seed_kind_name(enum lev_seed_kind k);

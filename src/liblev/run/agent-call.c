@@ -841,13 +841,16 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	enum lev_level label = LEV_PUBLIC;
 	bool truncated = false;
 	json_t *ev;
+	int r;
 
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
 	label = dec.label;
-	if (lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
-					out.is_error, label, 0, &truncated, &err) < 0 &&
-	    !a->internal_error)
+	r = agent_route_result(a, call, &out, label, &truncated, &err);
+	if (r > 0)
+		r = lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
+						out.is_error, label, 0, &truncated, &err);
+	if (r < 0 && !a->internal_error)
 		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
 					      err.msg);
 	if (!observed(a))
@@ -862,8 +865,12 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	json_object_set_new(ev, "text", agent_jtext_capped(out.text));
 	if (dec.replayed)
 		json_object_set_new(ev, "replayed", json_string(dec.replayed));
+	if (a->route_note)
+		json_object_set_new(ev, "routed", agent_jtext(a->route_note));
 	agent_emit(a, ev);
 out:
+	free(a->route_note);
+	a->route_note = NULL;
 	lev_call_decision_release(&dec);
 	lev_tool_output_release(&out);
 }

@@ -506,7 +506,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 
 				r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx),
 							 nudge, strlen(nudge), LEV_PUBLIC, &err);
-			} else {
+			} else if (!agent_required_nudge(a)) {
 				free(a->stage_output);
 				a->stage_output = xstrdup(resp.text ? resp.text : "");
 				a->stage_output_label = lev_level_max(a->seen,
@@ -608,6 +608,7 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 		int next;
 
 		stage_finished_event(a, st, end);
+		agent_route_stage_end(a);
 
 		if (end == END_CANCELLED) {
 			finish(a, LEV_RUN_CANCELLED, NULL, "interrupted");

@@ -31,6 +31,7 @@ struct item {
 	/* LEV_ITEM_TOOL_RESULT */
 	char *call_id;
 	bool is_error;
+	uint64_t tag;		/* lev_context_add_routed()'s TAG; 0: none */
 };
 
 struct region {
@@ -38,6 +39,9 @@ struct region {
 	enum lev_region_kind kind;
 	uint64_t limit;		/* tokens; 0: none */
 	uint64_t max_items;	/* 0: none */
+	bool keep;		/* persistent: never evicted */
+	bool reject;		/* admission = "reject": a write that does not fit fails */
+	enum lev_volatility volatility;
 	size_t taint_idx;
 	struct item *items;
 	size_t n, alloc;
@@ -78,6 +82,9 @@ static uint64_t region_limit(const struct lev_region *r, uint64_t window)
 
 	if (r->budget_pct)
 		lim = window * r->budget_pct / 100;
+	/* min_tokens is a floor for the percentage; max_tokens caps either */
+	if (r->budget_pct && r->min_tokens > lim)
+		lim = r->min_tokens;
 	if (r->max_tokens && (!lim || r->max_tokens < lim))
 		lim = r->max_tokens;
 	return lim;
@@ -145,6 +152,9 @@ int lev_context_new(const struct lev_region *regions, size_t n, const struct lev
 			       region_limit(&regions[i], ctx->window), regions[i].max_items, err);
 		if (r < 0)
 			goto fail;
+		ctx->regions[i].keep = regions[i].persistent;
+		ctx->regions[i].reject = regions[i].admission_reject;
+		ctx->regions[i].volatility = regions[i].volatility;
 	}
 	/* the conversation: "conversation", else the first sliding window */
 	for (size_t i = 0; i < ctx->n_regions; i++) {
@@ -298,6 +308,19 @@ static void remove_front(struct lev_context *ctx, struct region *r, size_t count
 	r->n -= count;
 }
 
+/* Remove item IDX of R (not an eviction: the run asked for it). */
+static void remove_at(struct lev_context *ctx, struct region *r, size_t idx)
+{
+	struct item *it = &r->items[idx];
+
+	(void)lev_taint_evict(ctx->taint, it->taint_id, NULL);
+	r->tokens -= it->tokens;
+	ctx->total -= it->tokens;
+	item_release(it);
+	memmove(r->items + idx, r->items + idx + 1, (r->n - idx - 1) * sizeof(*r->items));
+	r->n--;
+}
+
 /* Items in the oldest unit of R. */
 static size_t oldest_unit_len(const struct region *r)
 {
@@ -321,7 +344,7 @@ static bool region_over(const struct region *r)
 
 static void enforce_region(struct lev_context *ctx, struct region *r)
 {
-	if (r->kind == LEV_REGION_PINNED)
+	if (r->kind == LEV_REGION_PINNED || r->keep || r->reject)
 		return;
 	while (region_over(r) && several_units(r))
 		remove_front(ctx, r, oldest_unit_len(r), true);
@@ -340,7 +363,8 @@ static bool evict_for_window(struct lev_context *ctx)
 		for (size_t i = 0; i < ctx->n_regions; i++) {
 			struct region *r = &ctx->regions[i];
 
-			if (r->kind != order[k] || r->n == 0)
+			if (r->kind != order[k] || r->n == 0 || r->keep ||
+			    (r->reject && i != ctx->conv))
 				continue;
 			/* the conversation keeps its newest unit (calls awaiting results) */
 			if (i == ctx->conv && !several_units(r))
@@ -370,8 +394,12 @@ static char *memdup_nul(const char *p, size_t n)
 	return s;
 }
 
-/* Cut TEXT to at most CAP bytes at a UTF-8 boundary, with a note. */
-static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out, bool *cut)
+/*
+ * Cut TEXT to at most CAP bytes at a UTF-8 boundary, with a note (naming
+ * the token ceiling CAP_TOKENS when it is what set CAP).
+ */
+static char *cut_text_tokens(const char *text, size_t len, size_t cap, uint64_t cap_tokens,
+			     size_t *len_out, bool *cut)
 {
 	struct lev_buf b = LEV_BUF_INIT;
 	size_t keep;
@@ -385,10 +413,28 @@ static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out,
 	while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
 		keep--;
 	(void)lev_buf_add(&b, text, keep);
-	(void)lev_buf_addf(&b, "\n[output truncated: the first %zu of %zu bytes are shown]", keep,
-			   len);
+	if (cap_tokens)
+		(void)lev_buf_addf(&b, "\n[output truncated to the result ceiling of %llu tokens: "
+				   "the first %zu of %zu bytes are shown]",
+				   (unsigned long long)cap_tokens, keep, len);
+	else
+		(void)lev_buf_addf(&b, "\n[output truncated: the first %zu of %zu bytes are shown]",
+				   keep, len);
 	*cut = true;
 	return lev_buf_detach(&b, len_out);
+}
+
+static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out, bool *cut)
+{
+	return cut_text_tokens(text, len, cap, 0, len_out, cut);
+}
+
+/* The byte cap for a token ceiling MAX_TOKENS (0: none) under CAP. */
+static size_t token_cap(uint64_t max_tokens, size_t cap)
+{
+	if (max_tokens && max_tokens < cap / 4)
+		cap = (size_t)max_tokens * 4;
+	return cap;
 }
 
 static struct item *push_item(struct region *r)
@@ -417,6 +463,18 @@ static int add_item(struct lev_context *ctx, size_t region, enum lev_item_kind k
 				  "this entry (about %llu tokens) would take it to %llu",
 				  r->name, (unsigned long long)r->limit, (unsigned long long)tokens,
 				  (unsigned long long)(r->tokens + tokens));
+		free(text);
+		return ret;
+	}
+	if (r->reject && region != ctx->conv &&
+	    ((r->limit && r->tokens + tokens > r->limit) ||
+	     (r->max_items && r->n + 1 > r->max_items))) {
+		ret = lev_err_set(err, -ENOSPC,
+				  "context region '%s' is full (%llu of %llu tokens, %zu entries) and "
+				  "rejects this entry (about %llu tokens); release something with "
+				  "context_delete first",
+				  r->name, (unsigned long long)r->tokens, (unsigned long long)r->limit,
+				  r->n, (unsigned long long)tokens);
 		free(text);
 		return ret;
 	}
@@ -633,9 +691,10 @@ size_t lev_context_result_cap(const struct lev_context *ctx, size_t n_calls)
 	return cap;
 }
 
-int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, const char *text,
-				size_t len, bool is_error, enum lev_level label, size_t cap,
-				bool *truncated_out, struct lev_err *err)
+int lev_context_add_tool_result_max(struct lev_context *ctx, const char *call_id,
+				    const char *text, size_t len, bool is_error,
+				    enum lev_level label, size_t cap, uint64_t max_tokens,
+				    bool *truncated_out, struct lev_err *err)
 {
 	const struct item *a = current_assistant(ctx);
 	struct item *it = NULL;
@@ -654,7 +713,8 @@ int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, co
 		return lev_err_set(err, -ENOENT, "no call '%s' in the current turn", call_id);
 	if (!cap)
 		cap = lev_context_result_cap(ctx, a->n_calls);
-	t = cut_text(text ? text : "", text ? len : 0, cap, &n, &cut);
+	t = cut_text_tokens(text ? text : "", text ? len : 0, token_cap(max_tokens, cap),
+			    max_tokens && max_tokens * 4 < cap ? max_tokens : 0, &n, &cut);
 	r = add_item(ctx, ctx->conv, LEV_ITEM_TOOL_RESULT, t, n, lev_context_estimate(n), false,
 		     label, a->unit, &it, err);
 	if (r < 0)
@@ -667,7 +727,68 @@ int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, co
 	return 0;
 }
 
+int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, const char *text,
+				size_t len, bool is_error, enum lev_level label, size_t cap,
+				bool *truncated_out, struct lev_err *err)
+{
+	return lev_context_add_tool_result_max(ctx, call_id, text, len, is_error, label, cap, 0,
+					       truncated_out, err);
+}
+
+int lev_context_add_routed(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			   enum lev_level label, uint64_t max_tokens, uint64_t tag,
+			   bool *truncated_out, struct lev_err *err)
+{
+	struct item *it = NULL;
+	size_t n, cap = ctx->result_max;
+	bool cut;
+	char *t;
+	int r = check_region(ctx, region, err);
+
+	if (r < 0)
+		return r;
+	if (region == ctx->conv)
+		return lev_err_set(err, -EINVAL, "a routed result goes to a region other than the "
+				   "conversation");
+	t = cut_text_tokens(text ? text : "", text ? len : 0, token_cap(max_tokens, cap),
+			    max_tokens && max_tokens * 4 < cap ? max_tokens : 0, &n, &cut);
+	r = add_item(ctx, region, LEV_ITEM_TEXT, t, n, lev_context_estimate(n), false, label, 0,
+		     &it, err);
+	if (r < 0)
+		return r;
+	it->tag = tag;
+	if (truncated_out)
+		*truncated_out = cut;
+	enforce(ctx, &ctx->regions[region]);
+	return 0;
+}
+
+void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag)
+{
+	for (size_t i = 0; tag && i < ctx->n_regions; i++) {
+		struct region *r = &ctx->regions[i];
+
+		for (size_t j = r->n; j > 0; j--)
+			if (r->items[j - 1].tag == tag)
+				remove_at(ctx, r, j - 1);
+	}
+}
+
 /* ---- rendering ---------------------------------------------------------- */
+
+static void render_region(const struct region *r, struct lev_buf *sys)
+{
+	if (r->n == 0)
+		return;
+	if (sys->len)
+		(void)lev_buf_adds(sys, "\n\n");
+	(void)lev_buf_addf(sys, "## %s\n\n", r->name);
+	for (size_t j = 0; j < r->n; j++) {
+		if (j)
+			(void)lev_buf_adds(sys, "\n\n");
+		(void)lev_buf_add(sys, r->items[j].text, r->items[j].len);
+	}
+}
 
 void lev_context_render(const struct lev_context *ctx, const char *system_prompt,
 			struct lev_infer_request *req)
@@ -678,20 +799,11 @@ void lev_context_render(const struct lev_context *ctx, const char *system_prompt
 
 	if (system_prompt && *system_prompt)
 		(void)lev_buf_adds(&sys, system_prompt);
-	for (size_t i = 0; i < ctx->n_regions; i++) {
-		const struct region *r = &ctx->regions[i];
-
-		if (i == ctx->conv || r->n == 0)
-			continue;
-		if (sys.len)
-			(void)lev_buf_adds(&sys, "\n\n");
-		(void)lev_buf_addf(&sys, "## %s\n\n", r->name);
-		for (size_t j = 0; j < r->n; j++) {
-			if (j)
-				(void)lev_buf_adds(&sys, "\n\n");
-			(void)lev_buf_add(&sys, r->items[j].text, r->items[j].len);
-		}
-	}
+	/* volatility: stable regions first (the cacheable prefix), rewritten ones last */
+	for (int vol = _LEV_VOL_MAX - 1; vol >= 0; vol--)
+		for (size_t i = 0; i < ctx->n_regions; i++)
+			if (i != ctx->conv && ctx->regions[i].volatility == (enum lev_volatility)vol)
+				render_region(&ctx->regions[i], &sys);
 	lev_request_set_system(req, sys.len ? sys.buf : NULL);
 	lev_buf_release(&sys);
 

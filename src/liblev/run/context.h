@@ -193,6 +193,31 @@ int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, co
 				bool *truncated_out, struct lev_err *err);
 
 /*
+ * lev_context_add_tool_result() with a token ceiling MAX_TOKENS (0: none,
+ * else the result is cut to MAX_TOKENS * 4 bytes when that is below CAP, with
+ * a note naming the ceiling): tool_routing's max_result_tokens.
+ */
+int lev_context_add_tool_result_max(struct lev_context *ctx, const char *call_id,
+				    const char *text, size_t len, bool is_error,
+				    enum lev_level label, size_t cap, uint64_t max_tokens,
+				    bool *truncated_out, struct lev_err *err);
+
+/*
+ * Add a tool result routed (tool_routing) to REGION, which is not the
+ * conversation: runtime text labelled LABEL (never lower: the region's taint
+ * carries it), cut to MAX_TOKENS (0: none) and to opts.result_max with a
+ * note saying so.  TAG (0: none) marks it for lev_context_drop_tagged().
+ * -ENOSPC when the region has admission = "reject" and is full, -E2BIG when
+ * a pinned region would pass its budget; nothing is added then.
+ */
+int lev_context_add_routed(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			   enum lev_level label, uint64_t max_tokens, uint64_t tag,
+			   bool *truncated_out, struct lev_err *err);
+
+/* Remove every entry added with TAG (routed results that do not persist). */
+void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag);
+
+/*
  * Render into REQ (initialised by the caller; tools are the caller's):
  * the system text is SYSTEM_PROMPT (may be NULL) followed by every non-empty
  * region other than the conversation; the messages are the conversation.

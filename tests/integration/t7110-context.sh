@@ -1,0 +1,122 @@
+#!/bin/sh
+# Leviath's context keys run with Leviath's meaning (docs/context.md): a
+# stage's tool_routing puts a result in its region, cut to its token ceiling
+# with a note saying so, and a pointer answers the call in the conversation;
+# a region with admission = "reject" refuses a write that does not fit and
+# the model is told; the routed copy keeps the result's taint label.  Each
+# shown from the run's own events, next to the same run without the keys.
+
+test_description='tool_routing, region admission and the context tools'
+. "$SRC_DIR/tests/lib.sh"
+
+COMPAT="$SRC_DIR/tests/compat"
+export LEVIATH_HOME="$TRASH/lh"
+mkdir -p "$LEVIATH_HOME/.leviath" work && chmod 700 "$LEVIATH_HOME" "$LEVIATH_HOME/.leviath"
+i=0
+while test $i -lt 200; do echo "line $i of the big file"; i=$((i + 1)); done >work/big.txt
+
+# results EV: r1, r2, ... the text of each tool_result; p1, ... its "routed"
+# note; ok1, ... "ok label"; taintN the taint of the Nth model request
+results() {
+	rm -f r[0-9]* p[0-9]* ok[0-9]* taint[0-9]*
+	python3 - "$1" <<-\PY
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	assert ev[-1]["status"] == "complete", ev[-1]
+	res = [e for e in ev if e.get("event") == "tool_result"]
+	for i, e in enumerate(res):
+	    open("r%d" % (i + 1), "w").write(e["text"])
+	    open("p%d" % (i + 1), "w").write(e.get("routed") or "")
+	    open("ok%d" % (i + 1), "w").write("%s %s" % (e["ok"], e["label"]))
+	req = [e for e in ev if e.get("event") == "model_request"]
+	for i, e in enumerate(req):
+	    open("taint%d" % (i + 1), "w").write(e["taint"])
+	PY
+}
+
+test_expect_success 'the blueprint validates with no finding for the keys lev runs' '
+	lev validate "$COMPAT/context" >out &&
+	! grep -q "tool_routing\|volatility\|admission" out &&
+	grep -q "0 error(s), 0 warning(s)" out
+'
+
+test_expect_success 'a routed run completes' '
+	lev run "$COMPAT/context" --task t --workdir work --json </dev/null >ev 2>err &&
+	results ev
+'
+
+test_expect_success 'read_file lands in codebase cut to 10 tokens, with a note naming the ceiling' '
+	grep -q "put in context region .codebase." p1 &&
+	grep -q "cut to its ceiling of 10 tokens" p1 &&
+	grep -q "^line 0 of the big file" r4 &&
+	grep -q "output truncated to the result ceiling of 10 tokens" r4 &&
+	! grep -q "line 20 of the big file" r4
+'
+
+test_expect_success 'list_dir lands in scratch; the full scratch region rejects the next one' '
+	grep -q "is in context region .scratch." p2 &&
+	grep -q "^\[error\] the result of .list_dir. was not kept: context region .scratch. is full" p3 &&
+	grep -q "context_delete" p3 &&
+	grep -q "^codebase (temporary): 1 entries" r5 &&
+	grep -q "^scratch (clearable): 1 entries" r5
+'
+
+test_expect_success 'the routed copy keeps its label: the run is as tainted as without routing' '
+	test "$(cat taint2)" = internal &&
+	grep -qx "True internal" ok4
+'
+
+test_expect_success 'without tool_routing the same calls stay in the conversation (benign twin)' '
+	mkdir -p plain &&
+	sed "/^\[stages.main.tool_routing\]/,/^list_dir = /d" "$COMPAT/context/agent.leviath" \
+		>plain/agent.leviath &&
+	cp "$COMPAT/context/turns.toml" plain/ &&
+	! grep -q "^\[stages.main.tool_routing" plain/agent.leviath &&
+	lev run plain --task t --workdir work --json </dev/null >ev2 2>err &&
+	results ev2 &&
+	! test -s p1 && ! test -s p3 &&
+	grep -q "^line 199 of the big file" r1 &&
+	grep -q "^codebase (temporary): 0 entries" r5 &&
+	grep -q "^scratch (clearable): 0 entries" r5 &&
+	test "$(cat taint2)" = internal
+'
+
+mkdir -p req
+cat >req/agent.leviath <<'BP'
+[agent]
+name = "required"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+max_iterations = 10
+available_tools = ["context_write"]
+[context.regions]
+findings = { kind = "clearable", required = true, required_message = "Write {region} first." }
+BP
+cat >req/turns.toml <<'BP'
+[[turn]]
+text = "I am done."
+[[turn]]
+[[turn.call]]
+tool = "context_write"
+args = { region = "findings", content = "the findings" }
+[[turn]]
+text = "Now I am done."
+BP
+
+test_expect_success 'a required region (no seed) keeps the stage going until it is filled' '
+	lev validate req >out && grep -q "0 error(s), 0 warning(s)" out &&
+	lev run req --task t --workdir work --json </dev/null >ev3 2>err &&
+	grep -q "required region .findings. empty; the model was asked to fill it (1 of 3)" ev3 &&
+	test "$(grep -c "\"event\":\"model_request\"" ev3)" = 3 &&
+	tail -n 1 ev3 | grep -q "\"output\":\"Now I am done.\""
+'
+
+test_expect_success 'without required the first answer ends the stage (benign twin)' '
+	mkdir -p noreq && cp req/turns.toml noreq/ &&
+	sed "s/required = true, //" req/agent.leviath >noreq/agent.leviath &&
+	lev run noreq --task t --workdir work --json </dev/null >ev4 2>err &&
+	! grep -q "asked to fill" ev4 &&
+	test "$(grep -c "\"event\":\"model_request\"" ev4)" = 1
+'
+
+test_done
