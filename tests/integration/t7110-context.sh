@@ -119,4 +119,81 @@ test_expect_success 'without required the first answer ends the stage (benign tw
 	test "$(grep -c "\"event\":\"model_request\"" ev4)" = 1
 '
 
+mkdir -p todo
+cat >todo/agent.leviath <<'BP'
+[agent]
+name = "todo"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+max_iterations = 10
+available_tools = ["todo_add", "todo_done", "todo_note", "context_append", "context_delete",
+                   "context_read"]
+[context.regions]
+task = { kind = "pinned", budget = "5%" }
+todos = { kind = "checklist", budget = "3%" }
+notes = { kind = "temporary", budget = "10%" }
+BP
+cat >todo/turns.toml <<'BP'
+[[turn]]
+[[turn.call]]
+tool = "todo_add"
+args = { region = "todos", item = "compute the fee table" }
+[[turn.call]]
+tool = "todo_add"
+args = { region = "todos", item = "write the report" }
+[[turn.call]]
+tool = "context_append"
+args = { region = "notes", content = "first note" }
+[[turn.call]]
+tool = "context_append"
+args = { region = "notes", content = "second note" }
+[[turn]]
+[[turn.call]]
+tool = "todo_done"
+args = { region = "todos", id = 1 }
+[[turn.call]]
+tool = "todo_note"
+args = { region = "todos", id = 2, note = "half written" }
+[[turn.call]]
+tool = "todo_done"
+args = { region = "todos", id = 9 }
+[[turn.call]]
+tool = "context_delete"
+args = { region = "notes", index = 0 }
+[[turn.call]]
+tool = "context_delete"
+args = { region = "notes", key = "x" }
+[[turn.call]]
+tool = "context_delete"
+args = { region = "task", oldest = 1 }
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "todos" }
+[[turn.call]]
+tool = "context_read"
+args = { region = "notes" }
+[[turn]]
+text = "done"
+BP
+
+test_expect_success 'todo_add / todo_done / todo_note keep a checklist, open items first' '
+	lev validate todo >out && grep -q "0 error(s), 0 warning(s)" out &&
+	lev run todo --task t --workdir work --json </dev/null >ev5 2>err &&
+	results ev5 &&
+	grep -qx "\[ok\] item #1 added to .todos." r1 &&
+	grep -qx "\[ok\] item #2 added to .todos." r2 &&
+	grep -q "no checklist item #9" r7 && grep -q "^False" ok7 &&
+	printf "%s\n" "- [ ] #2 write the report" "  note: half written" \
+		"- [x] #1 compute the fee table" >want &&
+	test_cmp want r11
+'
+
+test_expect_success 'context_delete releases one entry; keys and pinned regions are refused' '
+	grep -q "^\[ok\] released 1 entry of .notes." r8 &&
+	grep -q "have no keys" r9 && grep -q "^False" ok9 &&
+	grep -q "pinned: its entries cannot be released" r10 &&
+	test "$(cat r12)" = "second note"
+'
+
 test_done

@@ -571,6 +571,42 @@ static void test_leviath_region_keys(void **state)
 	lev_context_free(ctx);
 }
 
+/* context_delete: the source's label leaves with it, a note the model wrote from it keeps its own */
+static void test_delete_keeps_model_copies_labelled(void **state)
+{
+	struct lev_region regs[] = {
+		R("src", LEV_REGION_TEMPORARY, 0, 0, 0),
+		R("notes", LEV_REGION_CLEARABLE, 0, 0, 0),
+		R("pin", LEV_REGION_PINNED, 0, 0, 0),
+		R("conversation", LEV_REGION_SLIDING_WINDOW, 0, 0, 0),
+	};
+	struct lev_context *ctx = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	uint64_t tokens = 0;
+	bool cut = false;
+
+	(void)state;
+	assert_int_equal(lev_context_new(regs, 4, NULL, &ctx, &err), 0);
+	assert_int_equal(lev_context_add_routed(ctx, 0, "secret", 6, LEV_PRIVATE, 0, 0, &cut, &err),
+			 0);
+	assert_int_equal(lev_context_add_text(ctx, 0, "plain", 5, LEV_PUBLIC, &err), 0);
+	/* the model copies it into a note while it is live */
+	assert_int_equal(lev_context_add_note(ctx, 1, "secret (copied)", 15,
+					      lev_context_taint_level(ctx), &err), 0);
+	assert_int_equal(lev_context_delete(ctx, 0, 0, 1, &tokens, &err), 1);
+	assert_int_equal(tokens, 2);
+	assert_int_equal(lev_context_region_level(ctx, 0), LEV_PUBLIC);
+	/* the copy keeps the run private */
+	assert_int_equal(lev_context_taint_level(ctx), LEV_PRIVATE);
+	assert_int_equal(lev_context_delete(ctx, 1, 0, 5, NULL, &err), 1);
+	assert_int_equal(lev_context_taint_level(ctx), LEV_PUBLIC);
+	/* past the end, pinned regions and the conversation are refused */
+	assert_int_equal(lev_context_delete(ctx, 0, 3, 1, NULL, &err), -ENOENT);
+	assert_int_equal(lev_context_delete(ctx, 2, 0, 1, NULL, &err), -EPERM);
+	assert_int_equal(lev_context_delete(ctx, 3, 0, 1, NULL, &err), -EPERM);
+	lev_context_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +629,7 @@ int main(void)
 		cmocka_unit_test(test_render_puts_regions_in_system_and_merges_user_turns),
 		cmocka_unit_test(test_eviction_callback),
 		cmocka_unit_test(test_leviath_region_keys),
+		cmocka_unit_test(test_delete_keeps_model_copies_labelled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

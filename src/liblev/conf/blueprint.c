@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,8 +54,8 @@ static const struct {
 	  "can clear it, not edit one entry)", "clearable" },
 	{ "hash_map", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
 	  "can clear it, not edit one entry)", "clearable" },
-	{ "checklist", LEV_REGION_CLEARABLE, "checklist regions (this one is clearable)",
-	  "clearable" },
+	/* the todo tools keep it; never evicted (parse_region) */
+	{ "checklist", LEV_REGION_CLEARABLE, NULL, NULL },
 	{ "custom", LEV_REGION_TEMPORARY, "Rhai custom regions (this one is temporary)",
 	  "a built-in kind" },
 }, leviath_conditions[] = {
@@ -1045,6 +1046,9 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 					 leviath_kinds, NULL, &e, err);
 			if (r == 0)
 				rg->kind = (enum lev_region_kind)e;
+			if (r == 0 && v->type == LEV_TOML_STRING &&
+			    !strcasecmp(v->u.str.ptr, "checklist"))
+				rg->persistent = true;
 		} else if (lev_tomlval_key_is(t, i, "budget"))
 			r = parse_budget(c, v, p, &rg->budget_pct, err);
 		else if (lev_tomlval_key_is(t, i, "max_tokens"))

@@ -569,7 +569,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		break;
 	}
 	case LEV_TOOL_INLINE:
-		if (!agent_run_info(a, cs->ti->op, cs->args, cs->out))
+		if (!agent_run_info(a, cs->ti->op, cs->args, cs->out) &&
+		    !agent_run_todo(a, cs->ti->op, cs->args, cs->out))
 			run_inline(a, cs);
 		break;
 	case LEV_TOOL_ASK:

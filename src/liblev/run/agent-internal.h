@@ -83,6 +83,7 @@ struct lev_agent {
 	bool started;			/* run_started was recorded */
 	char **pending_warnings;	/* warnings found before it */
 	char *internal_error;		/* record or context trouble seen on the way */
+	struct agent_todos *todos;	/* agent-todo.c: the checklist items, or NULL */
 	unsigned required_nudges;	/* agent_required_nudge() in this stage */
 	char *route_note;		/* agent-route.c: what answered a routed call in the
 					 * conversation (the tool_result event's "routed") */
@@ -160,6 +161,15 @@ void agent_route_stage_end(struct lev_agent *a);
  */
 #define REQUIRED_NUDGES_MAX 3
 bool agent_required_nudge(struct lev_agent *a);
+
+/*
+ * agent-todo.c: context_delete and the checklist tools (todo_add, todo_done,
+ * todo_note); false when OP is not one of them.  agent_todos_free() frees
+ * the run's checklist items.
+ */
+bool agent_run_todo(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
+		    struct lev_tool_output *out);
+void agent_todos_free(struct lev_agent *a);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

@@ -609,6 +609,32 @@ int lev_context_clear(struct lev_context *ctx, size_t region, struct lev_err *er
 	return 0;
 }
 
+int lev_context_delete(struct lev_context *ctx, size_t region, size_t first, size_t count,
+		       uint64_t *tokens_out, struct lev_err *err)
+{
+	struct region *r;
+	uint64_t before;
+	int ret = check_region(ctx, region, err);
+
+	if (ret < 0)
+		return ret;
+	r = &ctx->regions[region];
+	if (r->kind == LEV_REGION_PINNED || region == ctx->conv)
+		return lev_err_set(err, -EPERM, "region '%s' is %s: its entries cannot be released",
+				   r->name, region == ctx->conv ? "the conversation" : "pinned");
+	if (first >= r->n)
+		return lev_err_set(err, -ENOENT, "region '%s' has %zu entries; there is no entry %zu",
+				   r->name, r->n, first);
+	if (count > r->n - first)
+		count = r->n - first;
+	before = r->tokens;
+	for (size_t i = 0; i < count; i++)
+		remove_at(ctx, r, first);
+	if (tokens_out)
+		*tokens_out = before - r->tokens;
+	return (int)count;
+}
+
 char *lev_context_region_text(const struct lev_context *ctx, size_t region)
 {
 	const struct region *r;

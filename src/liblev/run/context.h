@@ -165,6 +165,17 @@ int lev_context_write_note(struct lev_context *ctx, size_t region, const char *t
 /* Remove every entry of REGION (pinned regions: -EPERM). */
 int lev_context_clear(struct lev_context *ctx, size_t region, struct lev_err *err);
 
+/*
+ * Release COUNT entries of REGION from entry FIRST on (0: the oldest;
+ * fewer when the region holds fewer): context_delete.  Not an eviction:
+ * their labels leave with them (text the model wrote from them keeps its
+ * own).  Returns how many went, *tokens_out (optional) their tokens;
+ * -EPERM for a pinned region or the conversation, -ENOENT when FIRST is
+ * past the end.
+ */
+int lev_context_delete(struct lev_context *ctx, size_t region, size_t first, size_t count,
+		       uint64_t *tokens_out, struct lev_err *err);
+
 /* REGION's entries joined by blank lines (caller frees). */
 char *lev_context_region_text(const struct lev_context *ctx, size_t region);
 
