@@ -196,4 +196,62 @@ test_expect_success 'context_delete releases one entry; keys and pinned regions 
 	test "$(cat r12)" = "second note"
 '
 
+mkdir -p watch
+echo hello >work/a.txt
+cat >watch/agent.leviath <<'BP'
+[agent]
+name = "watch"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+max_iterations = 10
+available_tools = ["read_file", "context_read"]
+[context.regions]
+task = { kind = "pinned", budget = "5%" }
+files = { kind = "temporary", budget = "5%" }
+[context.file_tracking]
+region = "files"
+[repetition_detection]
+max_repeat_calls = 3
+max_readonly_streak = 4
+BP
+cat >watch/turns.toml <<'BP'
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "a.txt" }
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "a.txt" }
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "a.txt" }
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "files" }
+[[turn]]
+text = "done"
+BP
+
+test_expect_success 'repetition_detection: the same call three times gets a note, so does a read-only streak' '
+	lev validate watch >out && grep -q "0 error(s), 0 warning(s)" out &&
+	lev run watch --task t --workdir work --json </dev/null >ev6 2>err &&
+	results ev6 &&
+	grep -q "\"message\":\"repetition: You have made the same call (.read_file., same arguments) 3 times in a row" ev6 &&
+	grep -q "\"message\":\"repetition: You have made 4 read-only calls in a row" ev6
+'
+
+test_expect_success 'file_tracking lists each file read once in its region' '
+	test "$(cat r4)" = "read: a.txt"
+'
+
+test_expect_success 'without [repetition_detection] the same calls get no note (benign twin)' '
+	mkdir -p nowatch && cp watch/turns.toml nowatch/ &&
+	sed "/^\[repetition_detection\]/,\$d" watch/agent.leviath >nowatch/agent.leviath &&
+	lev run nowatch --task t --workdir work --json </dev/null >ev7 2>err &&
+	! grep -q "repetition:" ev7
+'
+
 test_done

@@ -535,6 +535,29 @@ static void test_tool_routing(void **state)
 	lev_blueprint_free(bp);
 }
 
+static void test_repetition_and_file_tracking(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT STAGE "[repetition_detection]\nmax_readonly_streak = 4\n"
+		"[context.file_tracking]\ntrack_writes = false\n"
+		"[context.regions]\nfiles = { kind = \"temporary\" }\n");
+
+	(void)state;
+	assert_int_equal(bp->n_findings, 0);
+	assert_true(bp->repetition.present && bp->repetition.enabled);
+	assert_int_equal(bp->repetition.max_repeat_calls, 3);
+	assert_int_equal(bp->repetition.max_readonly_streak, 4);
+	assert_string_equal(bp->file_tracking.region, "files");
+	assert_true(bp->file_tracking.track_reads);
+	assert_false(bp->file_tracking.track_writes);
+	lev_blueprint_free(bp);
+	expect_error(AGENT STAGE "[context.file_tracking]\nregion = \"nope\"\n",
+		     "region 'nope', which is not in [context.regions]", NULL);
+	expect_error(AGENT STAGE "[repetition_detection]\nmax_repeat = 2\n", "max_repeat", NULL);
+	expect_error(AGENT STAGE "[repetition_detection]\nmax_repeat_calls = 0\n",
+		     "'repetition_detection.max_repeat_calls'", NULL);
+}
+
 static void test_model_lists(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
@@ -844,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_leviath_keys_are_findings),
 		cmocka_unit_test(test_tool_routing),
+		cmocka_unit_test(test_repetition_and_file_tracking),
 		cmocka_unit_test(test_model_lists),
 		cmocka_unit_test(test_taint_cannot_be_turned_off),
 		cmocka_unit_test(test_sandbox_block_without_kind_is_none),

@@ -93,15 +93,10 @@ static const struct ckey gate_keys[] = {
 	K("message", KT_STR), K("region", KT_STR), K("tools", KT_STRV),
 	K("max_attempts", KT_INT), END,
 };
-static const struct ckey file_tracking_keys[] = { K("region", KT_STR), K("track_reads", KT_BOOL),
-						  K("track_writes", KT_BOOL),
-						  K("max_file_tokens", KT_INT), END };
 static const struct ckey compaction_keys[] = {
 	K("provider", KT_STR), K("model", KT_STR), K("system_prompt", KT_STR),
 	K("max_summary_tokens", KT_INT), K("temperature", KT_NUM), END,
 };
-static const struct ckey repetition_keys[] = { K("enabled", KT_BOOL), K("max_repeat_calls", KT_INT),
-					       K("max_readonly_streak", KT_INT), END };
 static const struct ckey mapping_keys[] = { K("from_region", KT_STR), K("to_region", KT_STR),
 					    KE("transform", w_map_transform), K("fields", KT_STRV),
 					    END };
@@ -123,16 +118,12 @@ static const char no_hints[] = "lev's tool descriptions and the stage's system_p
 static const struct ckey root_keys[] = {
 	FINDS("compaction", KT_TABLE, compaction_keys, "summarising compaction",
 	      "region max_tokens / max_items, which lev enforces by dropping the oldest entries"),
-	FINDS("repetition_detection", KT_TABLE, repetition_keys, "repetition detection",
-	      "the stage's max_iterations, which bounds every loop"),
 	FINDS("transforms", KT_TABLES, transforms_keys, "cross-blueprint context mappings",
 	      "a seed (files, literal, command) in the receiving blueprint"),
 	END,
 };
 
 static const struct ckey context_keys[] = {
-	FINDS("file_tracking", KT_TABLE, file_tracking_keys, "file tracking",
-	      "the audit log (audit.jsonl), which records every file a tool read or wrote"),
 	END,
 };
 

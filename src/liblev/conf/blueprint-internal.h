@@ -70,3 +70,9 @@ void lev__bp_routing_release(struct lev_tool_routing *rt);
 /* Every region ST routes to exists (or is one the runtime carries). */
 int lev__bp_check_routing(const struct lev_blueprint *bp, const struct lev_stage *st,
 			  struct lev_err *err);
+
+/* blueprint-context.c: [repetition_detection] and [context.file_tracking] */
+int lev__bp_parse_repetition(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     struct lev_repetition *rd, struct lev_err *err);
+int lev__bp_parse_file_tracking(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+				struct lev_file_tracking *ft, struct lev_err *err);

@@ -170,6 +170,7 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 		free(bp->regions[i].required_message);
 	}
 	free(bp->regions);
+	free(bp->file_tracking.region);
 	lev_tool_perms_release(&bp->tool_permissions);
 	lev_sandbox_spec_release(&bp->sandbox);
 	lev_strv_free(bp->read_paths);
@@ -1123,6 +1124,11 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 				     err);
 			if (r < 0)
 				return r;
+		} else if (lev_tomlval_key_is(t, i, "file_tracking")) {
+			r = lev__bp_parse_file_tracking(c, lev_toml_table_value(t, i),
+							&bp->file_tracking, err);
+			if (r < 0)
+				return r;
 		} else if ((r = lev__bp_compat_key(c, LEV_BPT_CONTEXT, t, i, "context", NULL,
 						   err)) != 0) {
 			if (r < 0)
@@ -1374,7 +1380,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		_cleanup_free_ char *p = lev_tomlval_key_dup(root, i);
 		static const char *const tables[] = {
 			"agent", "stages", "context", "tool_permissions", "security", "sandbox",
-			"read_paths", "safe_commands", "tool_script_permissions", NULL,
+			"read_paths", "safe_commands", "tool_script_permissions",
+			"repetition_detection", NULL,
 		};
 		const char *const *k;
 		bool known = false;
@@ -1408,6 +1415,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = parse_stages(c, t, bp, err);
 		} else if (lev_tomlval_key_is(root, i, "context"))
 			r = parse_context(c, t, bp, err);
+		else if (lev_tomlval_key_is(root, i, "repetition_detection"))
+			r = lev__bp_parse_repetition(c, t, &bp->repetition, err);
 		else if (lev_tomlval_key_is(root, i, "tool_permissions"))
 			r = lev__tool_perms_parse(c, t, "tool_permissions", &bp->tool_permissions,
 						  err);
@@ -1478,6 +1487,11 @@ static int check_references(const struct lev_tomlval_ctx *c, struct lev_blueprin
 		if (lev__bp_check_routing(bp, st, err) < 0)
 			return LEV_EPARSE;
 	}
+	if (bp->file_tracking.present && !lev_blueprint_region(bp, bp->file_tracking.region))
+		return lev_err_set(err, LEV_EPARSE,
+				   "%s: [context.file_tracking] lists files in region '%.64s', which "
+				   "is not in [context.regions]; add it there",
+				   c->file, bp->file_tracking.region);
 	return 0;
 }
 

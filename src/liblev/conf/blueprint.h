@@ -203,6 +203,23 @@ struct lev_stage {
 	struct lev_tool_routing routing;	/* tool_routing */
 };
 
+/* [repetition_detection] (Leviath's agents.md): nudges, never stops a run */
+struct lev_repetition {
+	bool present;		/* the table was written: lev runs it only then */
+	bool enabled;		/* default true */
+	uint64_t max_repeat_calls;	/* default 3: the same call back to back */
+	uint64_t max_readonly_streak;	/* default 10: read-only calls, nothing changed */
+};
+
+/* [context.file_tracking]: the files the run read and wrote, listed in a region */
+struct lev_file_tracking {
+	bool present;
+	char *region;		/* default "files" */
+	bool track_reads;	/* default true */
+	bool track_writes;	/* default true */
+	uint64_t max_file_tokens;	/* 0: not set */
+};
+
 /*
  * A key of Leviath's blueprint format that lev parses and type-checks but
  * does not run: `lev validate` shows it as a warning at FILE:LINE:COL.
@@ -235,6 +252,9 @@ struct lev_blueprint {
 	bool default_regions;	/* no [context.regions]: the default layout was used */
 
 	struct lev_tool_perms tool_permissions;	/* agent level, as written */
+
+	struct lev_repetition repetition;
+	struct lev_file_tracking file_tracking;
 
 	bool has_security;	/* [security] was written */
 	bool taint_tracking;	/* with has_security: true unless written false */

@@ -851,6 +851,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	if (r > 0)
 		r = lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
 						out.is_error, label, 0, &truncated, &err);
+	agent_watch_call(a, call, dec.allowed, out.is_error);
 	if (r < 0 && !a->internal_error)
 		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
 					      err.msg);

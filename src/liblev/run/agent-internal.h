@@ -83,6 +83,8 @@ struct lev_agent {
 	bool started;			/* run_started was recorded */
 	char **pending_warnings;	/* warnings found before it */
 	char *internal_error;		/* record or context trouble seen on the way */
+	struct agent_watch *watch;	/* agent-watch.c, or NULL */
+	unsigned repetition_hits;	/* repetition notes given (a stuck signal) */
 	struct agent_todos *todos;	/* agent-todo.c: the checklist items, or NULL */
 	unsigned required_nudges;	/* agent_required_nudge() in this stage */
 	char *route_note;		/* agent-route.c: what answered a routed call in the
@@ -170,6 +172,17 @@ bool agent_required_nudge(struct lev_agent *a);
 bool agent_run_todo(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
 		    struct lev_tool_output *out);
 void agent_todos_free(struct lev_agent *a);
+
+/*
+ * agent-watch.c: [repetition_detection] and [context.file_tracking].
+ * agent_watch_call() after each call (RAN: it was allowed and executed;
+ * FAILED: its result is an error); agent_watch_turn_end() after a turn's
+ * calls puts the notes it gathered in the conversation.
+ */
+void agent_watch_call(struct lev_agent *a, const struct lev_tool_call *call, bool ran,
+		      bool failed);
+void agent_watch_turn_end(struct lev_agent *a);
+void agent_watch_free(struct lev_agent *a);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

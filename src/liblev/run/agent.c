@@ -527,6 +527,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			else
 				agent_run_call(a, &resp.calls[i]);
 		}
+		agent_watch_turn_end(a);
 		lev_response_release(&resp);
 		if (a->rec)
 			(void)lev_runrecord_sync(a->rec, NULL);
