@@ -254,4 +254,76 @@ test_expect_success 'without [repetition_detection] the same calls get no note (
 	! grep -q "repetition:" ev7
 '
 
+mkdir -p compact
+for f in a b c; do echo "the file $f holds forty bytes of text!!" >work/$f.txt; done
+cat >compact/agent.leviath <<'BP'
+[agent]
+name = "compact"
+[compaction]
+max_summary_tokens = 200
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+max_iterations = 10
+available_tools = ["read_file", "context_read"]
+[stages.main.tool_routing]
+overrides = { read_file = "codebase" }
+[context.regions]
+task = { kind = "pinned", budget = "5%" }
+codebase = { kind = "compacting", max_tokens = 25, compact_count = 2 }
+BP
+cat >compact/turns.toml <<'BP'
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "a.txt" }
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "b.txt" }
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "c.txt" }
+[[turn]]
+text = "SUMMARY: files a and b were read"
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "codebase" }
+[[turn]]
+text = "done"
+BP
+
+test_expect_success 'a compacting region past its budget is summarised by a model call' '
+	lev validate compact >out && grep -q "0 error(s), 0 warning(s)" out &&
+	lev run compact --task t --workdir work --json </dev/null >ev8 2>err &&
+	results ev8 &&
+	grep -q "\"event\":\"context_compacted\"" ev8 &&
+	printf "%s\n\n%s\n" "SUMMARY: files a and b were read" \
+		"the file c holds forty bytes of text!!" >want &&
+	test_cmp want r4
+'
+
+test_expect_success 'the summary carries the highest label of what it replaced' '
+	python3 - ev8 <<-\PY
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	c = [e for e in ev if e["event"] == "context_compacted"]
+	assert len(c) == 1 and c[0]["entries"] == 2, c
+	assert c[0]["label"] == "internal", c
+	assert c[0]["tokens_after"] < c[0]["tokens_before"], c
+	PY
+'
+
+test_expect_success 'with strategy per_item the oldest entry is dropped, nothing summarised (benign twin)' '
+	mkdir -p percall && cp compact/turns.toml percall/ &&
+	sed "s/kind = \"compacting\", /kind = \"temporary\", strategy = \"per_item\", /" \
+		compact/agent.leviath >percall/agent.leviath &&
+	grep -q "per_item" percall/agent.leviath &&
+	lev run percall --task t --workdir work --json </dev/null >ev9 2>err &&
+	! grep -q "context_compacted" ev9 &&
+	grep -q "\"event\":\"context_evicted\"" ev9 &&
+	tail -n 1 ev9 | grep -q "SUMMARY: files a and b were read"
+'
+
 test_done

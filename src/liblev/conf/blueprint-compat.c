@@ -56,7 +56,6 @@ static const char *const w_style[] = { "free_text", "multiple_choice", "confirm"
 static const char *const w_transform[] = { "direct", "clear", "compact", "summarize", "custom",
 					   NULL };
 static const char *const w_map_transform[] = { "direct", "summarize", "extract", NULL };
-static const char *const w_strategy[] = { "per_item", "bulk", "compact", NULL };
 static const char *const w_refresh[] = { "once", "each_stage", NULL };
 
 static const struct ckey nudge_keys[] = { K("enabled", KT_BOOL), K("max", KT_INT),
@@ -93,10 +92,6 @@ static const struct ckey gate_keys[] = {
 	K("message", KT_STR), K("region", KT_STR), K("tools", KT_STRV),
 	K("max_attempts", KT_INT), END,
 };
-static const struct ckey compaction_keys[] = {
-	K("provider", KT_STR), K("model", KT_STR), K("system_prompt", KT_STR),
-	K("max_summary_tokens", KT_INT), K("temperature", KT_NUM), END,
-};
 static const struct ckey mapping_keys[] = { K("from_region", KT_STR), K("to_region", KT_STR),
 					    KE("transform", w_map_transform), K("fields", KT_STRV),
 					    END };
@@ -116,8 +111,6 @@ static const char no_fanout[] = "one lev run per work item (the stage runs once,
 static const char no_hints[] = "lev's tool descriptions and the stage's system_prompt";
 
 static const struct ckey root_keys[] = {
-	FINDS("compaction", KT_TABLE, compaction_keys, "summarising compaction",
-	      "region max_tokens / max_items, which lev enforces by dropping the oldest entries"),
 	FINDS("transforms", KT_TABLES, transforms_keys, "cross-blueprint context mappings",
 	      "a seed (files, literal, command) in the receiving blueprint"),
 	END,
@@ -195,18 +188,6 @@ static const struct ckey transition_keys[] = {
 
 static const struct ckey region_keys[] = {
 	FIND("description", KT_STR, "region descriptions", "the stage's system_prompt"),
-	FINDE("strategy", w_strategy, "compacting regions",
-	      "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("overflow", KT_INT, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("compact_count", KT_INT, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("compact_at", KT_STR, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("threshold_tokens", KT_INT, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("source_region", KT_STR, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
 	FIND("script", KT_STR, "Rhai region scripts",
 	     "a seed (command or tool), or a Lua rule for checks"),
 	END,

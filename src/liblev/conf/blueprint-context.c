@@ -64,3 +64,32 @@ int lev__bp_parse_file_tracking(const struct lev_tomlval_ctx *c, const struct le
 		ft->region = xstrdup("files");
 	return r;
 }
+
+int lev__bp_parse_compaction(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     struct lev_compaction *cp, struct lev_err *err)
+{
+	static const char *const keys[] = { "provider", "model", "system_prompt",
+					    "max_summary_tokens", "temperature", NULL };
+	int r = lev_tomlval_check_keys(c, t, "compaction", keys, true, err);
+
+	cp->max_summary_tokens = 2000;
+	cp->temperature = 0.2;
+	for (size_t i = 0; i < lev_toml_table_len(t) && r == 0; i++) {
+		_cleanup_free_ char *p = lev_tomlval_key_path("compaction", t, i);
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+
+		if (lev_tomlval_key_is(t, i, "provider"))
+			r = lev_tomlval_set_str(c, v, p, &cp->provider, err);
+		else if (lev_tomlval_key_is(t, i, "model"))
+			r = lev_tomlval_set_str(c, v, p, &cp->model, err);
+		else if (lev_tomlval_key_is(t, i, "system_prompt"))
+			r = lev_tomlval_set_str(c, v, p, &cp->system_prompt, err);
+		else if (lev_tomlval_key_is(t, i, "max_summary_tokens"))
+			r = lev_tomlval_u64(c, v, p, 1, 100000, &cp->max_summary_tokens, err);
+		else if (v->type == LEV_TOML_INTEGER || v->type == LEV_TOML_FLOAT)
+			cp->temperature = v->type == LEV_TOML_FLOAT ? v->u.flt : (double)v->u.integer;
+		else
+			r = lev_tomlval_fail(c, v->line, v->col, err, "'%s' must be a number", p);
+	}
+	return r;
+}

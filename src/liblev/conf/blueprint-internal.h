@@ -76,3 +76,5 @@ int lev__bp_parse_repetition(const struct lev_tomlval_ctx *c, const struct lev_t
 			     struct lev_repetition *rd, struct lev_err *err);
 int lev__bp_parse_file_tracking(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 				struct lev_file_tracking *ft, struct lev_err *err);
+int lev__bp_parse_compaction(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     struct lev_compaction *cp, struct lev_err *err);

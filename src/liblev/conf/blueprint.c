@@ -46,10 +46,9 @@ static const struct {
 	{ "fan_out_merge", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
 	  "\"autonomous\")", "one lev run per work item" },
 }, leviath_kinds[] = {
-	{ "compacting", LEV_REGION_SLIDING_WINDOW, "compacting regions (this one is a "
-	  "sliding_window: the oldest entries are dropped, not summarised)", "sliding_window" },
-	{ "compact_history", LEV_REGION_SLIDING_WINDOW, "compacting regions (this one is a "
-	  "sliding_window: the oldest entries are dropped, not summarised)", "sliding_window" },
+	/* strategy "compact" (parse_region): summarised, not dropped */
+	{ "compacting", LEV_REGION_TEMPORARY, NULL, NULL },
+	{ "compact_history", LEV_REGION_TEMPORARY, NULL, NULL },
 	{ "hashmap", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
 	  "can clear it, not edit one entry)", "clearable" },
 	{ "hash_map", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
@@ -93,6 +92,7 @@ const char *lev_stage_mode_name(enum lev_stage_mode m)
 }
 
 static const char *const volatility_names[] = { "rewritten", "grows", "stable" };
+static const char *const strategy_names[] = { "per_item", "bulk", "compact" };
 
 const char *lev_volatility_name(enum lev_volatility v)
 {
@@ -168,9 +168,13 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 		free(bp->regions[i].name);
 		seed_release(&bp->regions[i].seed);
 		free(bp->regions[i].required_message);
+		free(bp->regions[i].source_region);
 	}
 	free(bp->regions);
 	free(bp->file_tracking.region);
+	free(bp->compaction.provider);
+	free(bp->compaction.model);
+	free(bp->compaction.system_prompt);
 	lev_tool_perms_release(&bp->tool_permissions);
 	lev_sandbox_spec_release(&bp->sandbox);
 	lev_strv_free(bp->read_paths);
@@ -1034,6 +1038,7 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 	int r;
 
 	uint64_t max_entries = 0;
+	bool strategy_set = false;
 
 	rg->name = xstrdup(name);
 	rg->kind = LEV_REGION_TEMPORARY;
@@ -1050,6 +1055,9 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			if (r == 0 && v->type == LEV_TOML_STRING &&
 			    !strcasecmp(v->u.str.ptr, "checklist"))
 				rg->persistent = true;
+			if (r == 0 && v->type == LEV_TOML_STRING &&
+			    !strncasecmp(v->u.str.ptr, "compact", 7) && !strategy_set)
+				rg->strategy = LEV_STRATEGY_COMPACT;
 		} else if (lev_tomlval_key_is(t, i, "budget"))
 			r = parse_budget(c, v, p, &rg->budget_pct, err);
 		else if (lev_tomlval_key_is(t, i, "max_tokens"))
@@ -1076,7 +1084,22 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			static const char *const w[] = { "evict", "reject" };
 			r = lev_tomlval_enum(c, v, p, w, 2, &e, err);
 			rg->admission_reject = r == 0 && e == 1;
-		} else if (lev_tomlval_key_is(t, i, "volatility")) {
+		} else if (lev_tomlval_key_is(t, i, "strategy")) {
+			r = lev_tomlval_enum(c, v, p, strategy_names, _LEV_STRATEGY_MAX, &e, err);
+			if (r == 0)
+				rg->strategy = (enum lev_strategy)e;
+			strategy_set = true;
+		} else if (lev_tomlval_key_is(t, i, "overflow"))
+			r = lev_tomlval_u64(c, v, p, 1, 1000000, &rg->overflow, err);
+		else if (lev_tomlval_key_is(t, i, "compact_count"))
+			r = lev_tomlval_u64(c, v, p, 1, 1000000, &rg->compact_count, err);
+		else if (lev_tomlval_key_is(t, i, "compact_at"))
+			r = parse_budget(c, v, p, &rg->compact_at_pct, err);
+		else if (lev_tomlval_key_is(t, i, "threshold_tokens"))
+			r = lev_tomlval_u64(c, v, p, 1, (uint64_t)1 << 24, &rg->threshold_tokens, err);
+		else if (lev_tomlval_key_is(t, i, "source_region"))
+			r = lev_tomlval_set_str(c, v, p, &rg->source_region, err);
+		else if (lev_tomlval_key_is(t, i, "volatility")) {
 			r = lev_tomlval_enum(c, v, p, volatility_names, _LEV_VOL_MAX, &e, err);
 			if (r == 0)
 				rg->volatility = (enum lev_volatility)e;
@@ -1381,7 +1404,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		static const char *const tables[] = {
 			"agent", "stages", "context", "tool_permissions", "security", "sandbox",
 			"read_paths", "safe_commands", "tool_script_permissions",
-			"repetition_detection", NULL,
+			"repetition_detection", "compaction", NULL,
 		};
 		const char *const *k;
 		bool known = false;
@@ -1417,6 +1440,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = parse_context(c, t, bp, err);
 		else if (lev_tomlval_key_is(root, i, "repetition_detection"))
 			r = lev__bp_parse_repetition(c, t, &bp->repetition, err);
+		else if (lev_tomlval_key_is(root, i, "compaction"))
+			r = lev__bp_parse_compaction(c, t, &bp->compaction, err);
 		else if (lev_tomlval_key_is(root, i, "tool_permissions"))
 			r = lev__tool_perms_parse(c, t, "tool_permissions", &bp->tool_permissions,
 						  err);

@@ -97,6 +97,14 @@ enum lev_volatility {
 	_LEV_VOL_MAX,
 };
 
+/* strategy: how a region that is over its budget makes room */
+enum lev_strategy {
+	LEV_STRATEGY_PER_ITEM,	/* default: the oldest entries go one by one */
+	LEV_STRATEGY_BULK,	/* `overflow` of the oldest go at once */
+	LEV_STRATEGY_COMPACT,	/* the oldest are summarised into one entry ([compaction]) */
+	_LEV_STRATEGY_MAX,
+};
+
 struct lev_region {
 	char *name;
 	enum lev_region_kind kind;
@@ -113,6 +121,12 @@ struct lev_region {
 	bool admission_reject;	/* admission = "reject": a write that does not fit fails */
 	bool not_summarizable;	/* summarizable = false */
 	enum lev_volatility volatility;
+	enum lev_strategy strategy;	/* Leviath's compacting kinds: COMPACT */
+	uint64_t overflow;	/* BULK: entries dropped at once; 0: as needed */
+	uint64_t compact_count;	/* COMPACT: entries folded into one summary; 0: half */
+	unsigned compact_at_pct;	/* compact_at = "N%" of the budget; 0 = not set */
+	uint64_t threshold_tokens;	/* compact past this too; 0 = not set */
+	char *source_region;	/* compact_history: the region whose summaries land here */
 };
 
 /* One tool_routing override: TOOL's result goes to REGION and/or is capped. */
@@ -211,6 +225,15 @@ struct lev_repetition {
 	uint64_t max_readonly_streak;	/* default 10: read-only calls, nothing changed */
 };
 
+/* [compaction]: who writes a compacting region's summaries */
+struct lev_compaction {
+	char *provider;		/* NULL: the stage's own provider */
+	char *model;		/* NULL: the stage's */
+	char *system_prompt;	/* NULL: lev's */
+	uint64_t max_summary_tokens;	/* default 2000 */
+	double temperature;	/* default 0.2 */
+};
+
 /* [context.file_tracking]: the files the run read and wrote, listed in a region */
 struct lev_file_tracking {
 	bool present;
@@ -254,6 +277,7 @@ struct lev_blueprint {
 	struct lev_tool_perms tool_permissions;	/* agent level, as written */
 
 	struct lev_repetition repetition;
+	struct lev_compaction compaction;
 	struct lev_file_tracking file_tracking;
 
 	bool has_security;	/* [security] was written */

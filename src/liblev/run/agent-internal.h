@@ -85,6 +85,7 @@ struct lev_agent {
 	char *internal_error;		/* record or context trouble seen on the way */
 	struct agent_watch *watch;	/* agent-watch.c, or NULL */
 	unsigned repetition_hits;	/* repetition notes given (a stuck signal) */
+	bool compact_failed;		/* compact.c: a summary failed; evict from now on */
 	struct agent_todos *todos;	/* agent-todo.c: the checklist items, or NULL */
 	unsigned required_nudges;	/* agent_required_nudge() in this stage */
 	char *route_note;		/* agent-route.c: what answered a routed call in the
@@ -183,6 +184,9 @@ void agent_watch_call(struct lev_agent *a, const struct lev_tool_call *call, boo
 		      bool failed);
 void agent_watch_turn_end(struct lev_agent *a);
 void agent_watch_free(struct lev_agent *a);
+
+/* compact.c: summarise the compacting regions that are due (before a request) */
+void agent_compact_regions(struct lev_agent *a);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

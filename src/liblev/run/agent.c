@@ -449,6 +449,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_MAX_ITERATIONS;
 		a->iteration++;
 
+		agent_compact_regions(a);
 		lev_request_init(&req);
 		lev_context_render(a->ctx, st->system_prompt, &req);
 		lev_tools_offer(a->tools, s->offered, &req);

@@ -42,6 +42,12 @@ struct region {
 	bool keep;		/* persistent: never evicted */
 	bool reject;		/* admission = "reject": a write that does not fit fails */
 	enum lev_volatility volatility;
+	enum lev_strategy strategy;
+	uint64_t overflow;
+	uint64_t compact_count;
+	uint64_t compact_trigger;	/* tokens past which compaction is due; 0: the limit */
+	bool no_summary;	/* summarizable = false */
+	size_t summary_to;	/* where its summaries go: itself, or a compact_history region */
 	size_t taint_idx;
 	struct item *items;
 	size_t n, alloc;
@@ -57,6 +63,7 @@ struct lev_context {
 	uint64_t total;
 	uint64_t next_unit;
 	uint64_t evictions;
+	bool compactor;		/* somebody summarises compacting regions before each request */
 	struct lev_taint_ctx *taint;
 	lev_context_evict_fn on_evict;
 	void *evict_data;
@@ -114,6 +121,37 @@ static int add_region(struct lev_context *ctx, const char *name, enum lev_region
 	return 0;
 }
 
+/* Leviath's region keys, on a region add_region() made. */
+static void region_keys(struct region *r, const struct lev_region *rg)
+{
+	r->keep = rg->persistent;
+	r->reject = rg->admission_reject;
+	r->volatility = rg->volatility;
+	r->strategy = rg->strategy;
+	r->overflow = rg->overflow;
+	r->compact_count = rg->compact_count;
+	r->no_summary = rg->not_summarizable;
+	if (rg->compact_at_pct && r->limit)
+		r->compact_trigger = r->limit * rg->compact_at_pct / 100;
+	if (rg->threshold_tokens &&
+	    (!r->compact_trigger || rg->threshold_tokens < r->compact_trigger))
+		r->compact_trigger = rg->threshold_tokens;
+}
+
+/* Region I's summaries go to the first region naming it as source_region, else to itself. */
+static void summary_target(struct lev_context *ctx, const struct lev_region *regions, size_t n,
+			   size_t i)
+{
+	ctx->regions[i].summary_to = i;
+	for (size_t j = 0; j < n; j++) {
+		if (j != i && regions[j].source_region &&
+		    !strcmp(regions[j].source_region, regions[i].name)) {
+			ctx->regions[i].summary_to = j;
+			return;
+		}
+	}
+}
+
 int lev_context_new(const struct lev_region *regions, size_t n, const struct lev_context_opts *opts,
 		    struct lev_context **out, struct lev_err *err)
 {
@@ -152,10 +190,10 @@ int lev_context_new(const struct lev_region *regions, size_t n, const struct lev
 			       region_limit(&regions[i], ctx->window), regions[i].max_items, err);
 		if (r < 0)
 			goto fail;
-		ctx->regions[i].keep = regions[i].persistent;
-		ctx->regions[i].reject = regions[i].admission_reject;
-		ctx->regions[i].volatility = regions[i].volatility;
+		region_keys(&ctx->regions[i], &regions[i]);
 	}
+	for (size_t i = 0; i < n; i++)
+		summary_target(ctx, regions, n, i);
 	/* the conversation: "conversation", else the first sliding window */
 	for (size_t i = 0; i < ctx->n_regions; i++) {
 		if (!strcmp(ctx->regions[i].name, "conversation")) {
@@ -321,6 +359,13 @@ static void remove_at(struct lev_context *ctx, struct region *r, size_t idx)
 	r->n--;
 }
 
+static void remove_at_range(struct lev_context *ctx, struct region *r, size_t first,
+			    size_t count)
+{
+	for (size_t i = 0; i < count && first < r->n; i++)
+		remove_at(ctx, r, first);
+}
+
 /* Items in the oldest unit of R. */
 static size_t oldest_unit_len(const struct region *r)
 {
@@ -344,8 +389,24 @@ static bool region_over(const struct region *r)
 
 static void enforce_region(struct lev_context *ctx, struct region *r)
 {
+	uint64_t dropped = 0;
+
 	if (r->kind == LEV_REGION_PINNED || r->keep || r->reject)
 		return;
+	/* summarised before the next request (lev_context_compact_due()) */
+	if (r->strategy == LEV_STRATEGY_COMPACT && !r->no_summary && ctx->compactor &&
+	    r != &ctx->regions[ctx->conv])
+		return;
+	if (r->strategy == LEV_STRATEGY_BULK && r->overflow) {
+		/* once over, `overflow` entries go at once (so it is not over again at once) */
+		while (several_units(r) && (region_over(r) || (dropped && dropped < r->overflow))) {
+			size_t k = oldest_unit_len(r);
+
+			remove_front(ctx, r, k, true);
+			dropped += k;
+		}
+		return;
+	}
 	while (region_over(r) && several_units(r))
 		remove_front(ctx, r, oldest_unit_len(r), true);
 }
@@ -798,6 +859,111 @@ void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag)
 			if (r->items[j - 1].tag == tag)
 				remove_at(ctx, r, j - 1);
 	}
+}
+
+/* ---- compaction --------------------------------------------------------- */
+
+void lev_context_set_compactor(struct lev_context *ctx, bool on)
+{
+	ctx->compactor = on;
+}
+
+bool lev_context_compact_due(const struct lev_context *ctx, size_t region)
+{
+	const struct region *r;
+
+	if (region >= ctx->n_regions || region == ctx->conv)
+		return false;
+	r = &ctx->regions[region];
+	if (r->strategy != LEV_STRATEGY_COMPACT || r->no_summary || r->n < 2)
+		return false;
+	return region_over(r) || (r->compact_trigger && r->tokens > r->compact_trigger);
+}
+
+enum lev_level lev_context_summary_label(const enum lev_level *sources, size_t n)
+{
+	enum lev_level l = LEV_PUBLIC;
+
+	/* a summary is a copy of all its sources: it carries the highest of their labels */
+	for (size_t i = 0; i < n; i++)
+		l = lev_level_max(l, sources[i]);
+	return l;
+}
+
+/* How many of R's oldest entries one summary folds: compact_count, else half (at least 2). */
+static size_t compact_n(const struct region *r)
+{
+	size_t n = r->compact_count ? (size_t)r->compact_count : r->n / 2;
+
+	if (n < 2)
+		n = 2;
+	return n > r->n ? r->n : n;
+}
+
+char *lev_context_compact_source(const struct lev_context *ctx, size_t region, size_t *count,
+				 enum lev_level *label)
+{
+	const struct region *r = &ctx->regions[region];
+	size_t n = compact_n(r);
+	enum lev_level *labels = xcalloc(n, sizeof(*labels));
+	struct lev_buf b = LEV_BUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		labels[i] = LEV_PUBLIC;
+		(void)lev_taint_entry_label(ctx->taint, r->items[i].taint_id, &labels[i]);
+		if (i)
+			(void)lev_buf_adds(&b, "\n\n");
+		(void)lev_buf_add(&b, r->items[i].text, r->items[i].len);
+	}
+	*label = lev_context_summary_label(labels, n);
+	*count = n;
+	free(labels);
+	return lev_buf_detach(&b, NULL);
+}
+
+int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t count,
+			      const char *summary, size_t len, enum lev_level label,
+			      struct lev_err *err)
+{
+	struct region *r = &ctx->regions[region];
+	size_t to = r->summary_to;
+	struct region *t = &ctx->regions[to];
+	struct item *it = NULL, held;
+	size_t n;
+	bool cut;
+	char *text;
+	int ret;
+
+	if (count > r->n)
+		return lev_err_set(err, -EINVAL, "region '%s' has only %zu entries", r->name, r->n);
+	text = cut_text(summary, len, LEV_CONTEXT_ENTRY_MAX, &n, &cut);
+	/* add the summary first: its label is in place before its sources' leave */
+	ret = add_item(ctx, to, LEV_ITEM_TEXT, text, n, lev_context_estimate(n), false, label, 0,
+		       &it, err);
+	if (ret < 0)
+		return ret;
+	if (to == region) {
+		/* in place, as the oldest entry, ahead of what it replaces */
+		held = *it;
+		memmove(t->items + 1, t->items, (t->n - 1) * sizeof(*t->items));
+		t->items[0] = held;
+		remove_at_range(ctx, t, 1, count);
+	} else {
+		remove_at_range(ctx, r, 0, count);
+	}
+	enforce(ctx, t);
+	return 0;
+}
+
+void lev_context_enforce(struct lev_context *ctx, size_t region)
+{
+	bool on = ctx->compactor;
+
+	if (region >= ctx->n_regions)
+		return;
+	ctx->compactor = false;
+	enforce(ctx, &ctx->regions[region]);
+	ctx->compactor = on;
 }
 
 /* ---- rendering ---------------------------------------------------------- */

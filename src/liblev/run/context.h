@@ -229,6 +229,31 @@ int lev_context_add_routed(struct lev_context *ctx, size_t region, const char *t
 void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag);
 
 /*
+ * Compacting regions (strategy = "compact", Leviath's compacting kinds).
+ * With a compactor set, such a region is not evicted past its budget;
+ * instead, before each request the run asks lev_context_compact_due() and,
+ * when due, takes the oldest entries' text (lev_context_compact_source():
+ * *count entries, *label the summary's label), has a model summarise it and
+ * puts the summary in with lev_context_compact_apply(): the COUNT oldest
+ * entries are replaced by one entry (in the region itself as its oldest
+ * entry, or in the compact_history region whose source_region it is).
+ * When no summary can be had, lev_context_enforce() evicts as usual.
+ */
+void lev_context_set_compactor(struct lev_context *ctx, bool on);
+bool lev_context_compact_due(const struct lev_context *ctx, size_t region);
+char *lev_context_compact_source(const struct lev_context *ctx, size_t region, size_t *count,
+				 enum lev_level *label);
+int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t count,
+			      const char *summary, size_t len, enum lev_level label,
+			      struct lev_err *err);
+void lev_context_enforce(struct lev_context *ctx, size_t region);
+/*
+ * The label of a summary of text labelled SOURCES[0..N): the highest of
+ * them, never lower (one place, so richer labels extend it here).
+ */
+enum lev_level lev_context_summary_label(const enum lev_level *sources, size_t n);
+
+/*
  * Render into REQ (initialised by the caller; tools are the caller's):
  * the system text is SYSTEM_PROMPT (may be NULL) followed by every non-empty
  * region other than the conversation; the messages are the conversation.
