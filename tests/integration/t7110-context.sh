@@ -326,4 +326,65 @@ test_expect_success 'with strategy per_item the oldest entry is dropped, nothing
 	tail -n 1 ev9 | grep -q "SUMMARY: files a and b were read"
 '
 
+mkdir -p staged
+cat >staged/agent.leviath <<'BP'
+[agent]
+name = "staged"
+[stages.a]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["context_append", "context_read"]
+next = "b"
+[stages.a.context.regions]
+notes = { kind = "temporary" }
+scratch = { kind = "clearable", budget = "5%" }
+[stages.b]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["context_read"]
+[stages.b.context.regions]
+notes = { kind = "temporary" }
+[context.regions]
+task = { kind = "pinned", budget = "5%" }
+notes = { kind = "temporary" }
+BP
+cat >staged/turns.toml <<'BP'
+[[turn]]
+[[turn.call]]
+tool = "context_append"
+args = { region = "scratch", content = "stage a scratch" }
+[[turn]]
+text = "a done"
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "scratch" }
+[[turn]]
+text = "done"
+BP
+
+test_expect_success 'a region declared in a stage exists for the stages that list it only' '
+	lev validate staged >out && grep -q "0 error(s), 0 warning(s)" out &&
+	lev run staged --task t --workdir work --json </dev/null >ev10 2>err &&
+	results ev10 &&
+	grep -qx "\[ok\] region .scratch. updated" r1 &&
+	grep -qx "\[error\] there is no context region .scratch." r2
+'
+
+test_expect_success 'a stage without its own context sees every region (benign twin)' '
+	mkdir -p unstaged && cp staged/turns.toml unstaged/ &&
+	sed "/^\[stages.b.context.regions\]/,/^notes/d" staged/agent.leviath >unstaged/agent.leviath &&
+	! grep -q "stages.b.context" unstaged/agent.leviath &&
+	lev run unstaged --task t --workdir work --json </dev/null >ev11 2>err &&
+	results ev11 &&
+	test "$(cat r2)" = "stage a scratch"
+'
+
+test_expect_success 'routing into a region the stage does not show is refused at validate' '
+	mkdir -p badroute && cp staged/turns.toml badroute/ &&
+	sed "s/^available_tools = \[\"context_read\"\]$/&\ntool_routing = { default_region = \"scratch\" }/" \
+		staged/agent.leviath >badroute/agent.leviath &&
+	grep -q "default_region = .scratch." badroute/agent.leviath &&
+	test_must_fail lev validate badroute 2>err &&
+	grep -q "stage .b. routes tool results to region .scratch., which is not in its own" err
+'
+
 test_done

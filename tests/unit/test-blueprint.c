@@ -559,6 +559,32 @@ static void test_repetition_and_file_tracking(void **state)
 		     "'repetition_detection.max_repeat_calls'", NULL);
 }
 
+static void test_stage_context_and_foreign_tools(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"edit_document\"]\n"
+		"[stages.a.context.regions]\nnotes = {}\nown = { kind = \"clearable\" }\n"
+		"[stages.b]\n"
+		"[context.regions]\nnotes = { kind = \"clearable\", max_items = 3 }\n");
+
+	(void)state;
+	/* the stage-only region joins the run's regions; the shared one keeps the agent's */
+	assert_int_equal(bp->n_regions, 2);
+	assert_string_equal(bp->regions[1].name, "own");
+	assert_int_equal(bp->regions[0].max_items, 3);
+	assert_true(bp->stages[0].has_context);
+	assert_string_equal(bp->stages[0].context_regions[0], "notes");
+	assert_string_equal(bp->stages[0].context_regions[1], "own");
+	assert_false(bp->stages[1].has_context);
+	/* a tool lev knows by name and does not have is a finding naming the stage */
+	assert_int_equal(bp->n_findings, 1);
+	assert_string_equal(bp->findings[0].key, "stages.a.available_tools");
+	assert_string_equal(bp->findings[0].stage, "a");
+	assert_non_null(strstr(bp->findings[0].message, "'edit_document'"));
+	lev_blueprint_free(bp);
+	expect_error(AGENT STAGE "context = { layout = {} }\n", "unknown key 'layout'", NULL);
+}
+
 static void test_model_lists(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
@@ -869,6 +895,7 @@ int main(void)
 		cmocka_unit_test(test_leviath_keys_are_findings),
 		cmocka_unit_test(test_tool_routing),
 		cmocka_unit_test(test_repetition_and_file_tracking),
+		cmocka_unit_test(test_stage_context_and_foreign_tools),
 		cmocka_unit_test(test_model_lists),
 		cmocka_unit_test(test_taint_cannot_be_turned_off),
 		cmocka_unit_test(test_sandbox_block_without_kind_is_none),

@@ -571,7 +571,7 @@ static void test_leviath_region_keys(void **state)
 	lev_context_free(ctx);
 }
 
-/* context_delete: the source's label leaves with it, a note the model wrote from it keeps its own */
+/* context_delete: the source's label leaves with it; a note written from it keeps its own */
 static void test_delete_keeps_model_copies_labelled(void **state)
 {
 	struct lev_region regs[] = {

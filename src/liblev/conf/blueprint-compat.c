@@ -98,7 +98,6 @@ static const struct ckey mapping_keys[] = { K("from_region", KT_STR), K("to_regi
 static const struct ckey transforms_keys[] = { K("from_blueprint", KT_STR),
 					       K("to_blueprint", KT_STR),
 					       KS("mappings", KT_TABLES, mapping_keys), END };
-static const struct ckey stage_context_keys[] = { K("regions", KT_OBJECT), END };
 static const struct ckey seed_tool_keys[] = { K("name", KT_STR), K("args", KT_OBJECT), END };
 
 #define FIND(k, t, w, i) { .key = (k), .type = (t), .what = (w), .instead = (i) }
@@ -143,8 +142,6 @@ static const struct ckey stage_keys[] = {
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
 	FINDS("hooks", KT_TABLE, hook_keys, "Rhai stage hooks",
 	      "Lua rules in your rules/ folder (see docs/rules.md)"),
-	FINDS("context", KT_TABLE, stage_context_keys, "stage-level context regions",
-	      "the agent's [context.regions]"),
 	FINDS("interaction_points", KT_TABLES, ip_keys, "interaction points",
 	      "mode = \"interactive\", where the model asks you through the terminal"),
 	FINDE("on_worker_failure", w_onfail, "fan-out workers", no_fanout),

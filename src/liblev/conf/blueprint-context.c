@@ -87,7 +87,8 @@ int lev__bp_parse_compaction(const struct lev_tomlval_ctx *c, const struct lev_t
 		else if (lev_tomlval_key_is(t, i, "max_summary_tokens"))
 			r = lev_tomlval_u64(c, v, p, 1, 100000, &cp->max_summary_tokens, err);
 		else if (v->type == LEV_TOML_INTEGER || v->type == LEV_TOML_FLOAT)
-			cp->temperature = v->type == LEV_TOML_FLOAT ? v->u.flt : (double)v->u.integer;
+			cp->temperature = v->type == LEV_TOML_FLOAT ? v->u.flt
+								    : (double)v->u.integer;
 		else
 			r = lev_tomlval_fail(c, v->line, v->col, err, "'%s' must be a number", p);
 	}

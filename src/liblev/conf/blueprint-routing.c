@@ -12,6 +12,7 @@
 
 #include "liblev/conf/blueprint-internal.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -69,8 +70,8 @@ static int parse_override(const struct lev_tomlval_ctx *c, const struct lev_toml
 	}
 	if (v->type != LEV_TOML_TABLE)
 		return lev_tomlval_fail(c, v->line, v->col, err,
-					"'%s' must be a region name or a table with 'region' and/or "
-					"'max_result_tokens', not %s",
+					"'%s' must be a region name or a table with 'region' "
+					"and/or 'max_result_tokens', not %s",
 					path, lev_toml_type_name(v->type));
 	r = lev_tomlval_table(c, v, path, &t, err);
 	if (r == 0)
@@ -79,7 +80,8 @@ static int parse_override(const struct lev_tomlval_ctx *c, const struct lev_toml
 		return r;
 	if (lev_toml_table_len(t) == 0)
 		return lev_tomlval_fail(c, v->line, v->col, err,
-					"'%s' must set 'region', 'max_result_tokens' or both", path);
+					"'%s' must set 'region', 'max_result_tokens' or both",
+					path);
 	for (size_t i = 0; i < lev_toml_table_len(t) && r == 0; i++) {
 		_cleanup_free_ char *p = lev_tomlval_key_path(path, t, i);
 		const struct lev_toml_value *e = lev_toml_table_value(t, i);
@@ -192,11 +194,17 @@ static const char *const carried[] = { "conversation", "tool_results", "final_ou
 static int check_target(const struct lev_blueprint *bp, const struct lev_stage *st,
 			const char *what, const char *region, struct lev_err *err)
 {
-	if (!region || lev_blueprint_region(bp, region))
-		return 0;
-	for (const char *const *k = carried; *k; k++)
+	for (const char *const *k = carried; region && *k; k++)
 		if (!strcmp(*k, region))
 			return 0;
+	if (region && st->has_context && !lev_strv_contains(st->context_regions, region))
+		return lev_err_set(err, LEV_EPARSE,
+				   "%s: stage '%s' routes %s to region '%.64s', which is not in "
+				   "its own [stages.%s.context.regions], so it could not read it "
+				   "back; add it there",
+				   bp->path, st->name, what, region, st->name);
+	if (!region || lev_blueprint_region(bp, region))
+		return 0;
 	return lev_err_set(err, LEV_EPARSE,
 			   "%s: stage '%s' routes %s to region '%.64s', which is not in "
 			   "[context.regions]; add it there",

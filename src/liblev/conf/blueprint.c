@@ -68,7 +68,7 @@ static const char *const stage_keys[] = {
 	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
-	"tool_routing", NULL,
+	"tool_routing", "context", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
 					   "temperature", "models", "fallbacks",
@@ -119,9 +119,23 @@ static void seed_release(struct lev_seed *s)
 	memset(s, 0, sizeof(*s));
 }
 
+static void region_release(struct lev_region *r)
+{
+	free(r->name);
+	seed_release(&r->seed);
+	free(r->required_message);
+	free(r->source_region);
+	memset(r, 0, sizeof(*r));
+}
+
 static void stage_release(struct lev_stage *s)
 {
 	size_t i;
+
+	lev_strv_free(s->context_regions);
+	for (i = 0; i < s->n_parse_regions; i++)
+		region_release(&s->parse_regions[i]);
+	free(s->parse_regions);
 
 	free(s->name);
 	free(s->description);
@@ -164,12 +178,8 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	for (i = 0; i < bp->n_stages; i++)
 		stage_release(&bp->stages[i]);
 	free(bp->stages);
-	for (i = 0; i < bp->n_regions; i++) {
-		free(bp->regions[i].name);
-		seed_release(&bp->regions[i].seed);
-		free(bp->regions[i].required_message);
-		free(bp->regions[i].source_region);
-	}
+	for (i = 0; i < bp->n_regions; i++)
+		region_release(&bp->regions[i]);
 	free(bp->regions);
 	free(bp->file_tracking.region);
 	free(bp->compaction.provider);
@@ -318,6 +328,28 @@ static int tool_list(const struct lev_tomlval_ctx *c, const struct lev_toml_valu
 	lev_strv_free(*out);
 	*out = res;
 	return 0;
+}
+
+/*
+ * A finding for each tool of the list V (at PATH, in STAGE) that lev knows
+ * by name but does not have (a foreign entry of the tool table): the stage
+ * runs without it.
+ */
+static void foreign_tool_findings(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+				  const char *path, const char *stage)
+{
+	for (size_t i = 0; i < lev_toml_array_len(v->u.array); i++) {
+		const struct lev_toml_value *e = lev_toml_array_at(v->u.array, i);
+		const struct lev_tool_desc *d =
+			e->type == LEV_TOML_STRING ? lev_tooltable_find(e->u.str.ptr) : NULL;
+		_cleanup_free_ char *what = NULL;
+
+		if (!d || !(d->flags & LEV_TOOLF_FOREIGN))
+			continue;
+		what = xasprintf("the tool '%s' (the stage runs without it)", d->name);
+		lev__bp_finding(c, e->line, e->col, path, stage, what,
+				"the tools lev has (docs/run.md), or an MCP server's tool");
+	}
 }
 
 /*
@@ -705,10 +737,93 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 	return 0;
 }
 
-static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
-		       const struct lev_toml_table *t, struct lev_stage *st, struct lev_err *err)
+static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
+			const struct lev_toml_table *t, struct lev_region *rg, struct lev_err *err);
+
+/* [stages.X.context]: only `regions`, each a region as in [context.regions]. */
+static int parse_stage_context(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			       const char *path, struct lev_stage *st, struct lev_err *err)
 {
-	_cleanup_free_ char *table = xasprintf("stages.%s", name);
+	static const char *const keys[] = { "regions", NULL };
+	const struct lev_toml_table *t = NULL, *regions = NULL;
+	_cleanup_free_ char *rp = xasprintf("%s.regions", path);
+	const struct lev_toml_value *rv;
+	size_t n;
+	int r = lev_tomlval_table(c, v, path, &t, err);
+
+	if (r == 0)
+		r = lev_tomlval_check_keys(c, t, path, keys, true, err);
+	rv = r == 0 ? lev_toml_table_get(t, "regions") : NULL;
+	if (r < 0 || !rv)
+		return r;
+	r = lev_tomlval_table(c, rv, rp, &regions, err);
+	if (r < 0)
+		return r;
+	n = lev_toml_table_len(regions);
+	if (n > LEV_BLUEPRINT_MAX_REGIONS)
+		return fail_at_table(c, regions, err, "a stage's context has too many regions");
+	st->has_context = true;
+	st->parse_regions = xcalloc(n ? n : 1, sizeof(*st->parse_regions));
+	for (size_t i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		size_t klen = 0;
+		const char *k = lev_toml_table_key(regions, i, &klen);
+		_cleanup_free_ char *name = lev_tomlval_key_dup(regions, i);
+		_cleanup_free_ char *p = xasprintf("%s.%s", rp, name);
+
+		if (!ident_ok(k, klen)) {
+			_cleanup_free_ char *msg = xasprintf(
+				"region name '%s' must be 1-%d letters, digits, '_' or '-'", name,
+				NAME_MAX_LEN);
+			return fail_at_key(c, regions, i, err, msg);
+		}
+		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
+		if (r == 0)
+			r = parse_region(c, name, sub, &st->parse_regions[st->n_parse_regions++],
+					 err);
+		if (r < 0)
+			return r;
+		st->context_regions = lev_strv_push(st->context_regions, name);
+	}
+	return 0;
+}
+
+/*
+ * After the parse: a region a stage declares and [context.regions] does not
+ * joins the blueprint's regions (shown only in the stages that list it); one
+ * both declare keeps the agent's settings.
+ */
+static int merge_stage_regions(struct lev_blueprint *bp, struct lev_err *err)
+{
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		struct lev_stage *st = &bp->stages[i];
+
+		for (size_t j = 0; j < st->n_parse_regions; j++) {
+			struct lev_region *rg = &st->parse_regions[j];
+
+			if (lev_blueprint_region(bp, rg->name)) {
+				region_release(rg);
+				continue;
+			}
+			if (bp->n_regions >= LEV_BLUEPRINT_MAX_REGIONS)
+				return lev_err_set(err, LEV_EPARSE, "%s: too many context regions",
+						   bp->path);
+			bp->regions = xreallocarray(bp->regions, bp->n_regions + 1,
+						    sizeof(*bp->regions));
+			bp->regions[bp->n_regions++] = *rg;
+			memset(rg, 0, sizeof(*rg));
+		}
+		free(st->parse_regions);
+		st->parse_regions = NULL;
+		st->n_parse_regions = 0;
+	}
+	return 0;
+}
+
+/* Every key of stage NAME's table T is lev's or Leviath's (checked, with its finding). */
+static int check_stage_keys(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			    const char *table, const char *name, struct lev_err *err)
+{
 	size_t i, n = lev_toml_table_len(t);
 	int r;
 
@@ -742,7 +857,19 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			return r;
 		}
 	}
+	return 0;
+}
 
+static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
+		       const struct lev_toml_table *t, struct lev_stage *st, struct lev_err *err)
+{
+	_cleanup_free_ char *table = xasprintf("stages.%s", name);
+	size_t i, n = lev_toml_table_len(t);
+	int r;
+
+	r = check_stage_keys(c, t, table, name, err);
+	if (r < 0)
+		return r;
 	st->name = xstrdup(name);
 	st->mode = LEV_MODE_AUTONOMOUS;
 	for (i = 0; i < n; i++) {
@@ -759,8 +886,11 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 				st->mode = (enum lev_stage_mode)e;
 		} else if (lev_tomlval_key_is(t, i, "model"))
 			r = parse_model(c, v, p, name, &st->model, err);
-		else if (lev_tomlval_key_is(t, i, "available_tools"))
+		else if (lev_tomlval_key_is(t, i, "available_tools")) {
 			r = tool_list(c, v, p, &st->available_tools, err);
+			if (r == 0)
+				foreign_tool_findings(c, v, p, name);
+		}
 		else if (lev_tomlval_key_is(t, i, "available_connectors"))
 			r = lev_tomlval_set_strv(c, v, p, &st->available_connectors, err);
 		else if (lev_tomlval_key_is(t, i, "required_tools"))
@@ -810,6 +940,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &st->accepts_messages, err);
 		else if (lev_tomlval_key_is(t, i, "tool_routing"))
 			r = lev__bp_parse_routing(c, v, p, &st->routing, err);
+		else if (lev_tomlval_key_is(t, i, "context"))
+			r = parse_stage_context(c, v, p, st, err);
 		else
 			continue;	/* a Leviath key, checked above */
 		if (r < 0)
@@ -1096,7 +1228,8 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 		else if (lev_tomlval_key_is(t, i, "compact_at"))
 			r = parse_budget(c, v, p, &rg->compact_at_pct, err);
 		else if (lev_tomlval_key_is(t, i, "threshold_tokens"))
-			r = lev_tomlval_u64(c, v, p, 1, (uint64_t)1 << 24, &rg->threshold_tokens, err);
+			r = lev_tomlval_u64(c, v, p, 1, (uint64_t)1 << 24, &rg->threshold_tokens,
+					    err);
 		else if (lev_tomlval_key_is(t, i, "source_region"))
 			r = lev_tomlval_set_str(c, v, p, &rg->source_region, err);
 		else if (lev_tomlval_key_is(t, i, "volatility")) {
@@ -1514,8 +1647,8 @@ static int check_references(const struct lev_tomlval_ctx *c, struct lev_blueprin
 	}
 	if (bp->file_tracking.present && !lev_blueprint_region(bp, bp->file_tracking.region))
 		return lev_err_set(err, LEV_EPARSE,
-				   "%s: [context.file_tracking] lists files in region '%.64s', which "
-				   "is not in [context.regions]; add it there",
+				   "%s: [context.file_tracking] lists files in region '%.64s', "
+				   "which is not in [context.regions]; add it there",
 				   c->file, bp->file_tracking.region);
 	return 0;
 }
@@ -1543,6 +1676,8 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 	bp->path = xstrdup(name);
 	r = parse_root(c, lev_toml_root(doc), bp, err);
 	lev_toml_free(doc);
+	if (r == 0)
+		r = merge_stage_regions(bp, err);
 	if (r == 0)
 		r = check_references(c, bp, err);
 	if (r < 0) {

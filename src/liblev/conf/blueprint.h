@@ -215,6 +215,12 @@ struct lev_stage {
 	bool has_max_revisits;	/* max_revisits was written */
 	uint64_t max_revisits;	/* re-entries allowed after the first visit */
 	struct lev_tool_routing routing;	/* tool_routing */
+	bool has_context;	/* [stages.X.context.regions] was written */
+	char **context_regions;	/* with has_context: the regions shown in this stage
+				 * (a region first declared here is added to the
+				 * blueprint's regions, shown only where listed) */
+	struct lev_region *parse_regions;	/* during the parse only; then NULL */
+	size_t n_parse_regions;
 };
 
 /* [repetition_detection] (Leviath's agents.md): nudges, never stops a run */

@@ -427,7 +427,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	const char *region = agent_arg_str(cs->args, "region");
-	int idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
+	int idx = region ? lev_context_region_find_shown(a->ctx, region) : -ENOENT;
 
 	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
 		const char *o = agent_arg_str(cs->args, "output");

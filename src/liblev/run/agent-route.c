@@ -63,11 +63,12 @@ int agent_route_result(struct lev_agent *a, const struct lev_tool_call *call,
 				   label, max_tokens, stage_tag(a), truncated, err);
 	if (r < 0) {
 		/* the region refused it: the model is told why, and nothing is kept */
-		ptr = xasprintf("[error] the result of '%s' was not kept: %s", call->name, err->msg);
+		ptr = xasprintf("[error] the result of '%s' was not kept: %s", call->name,
+				err->msg);
 		lev_err_clear(err);
 		*truncated = false;
-		r = lev_context_add_tool_result(a->ctx, call->id, ptr, strlen(ptr), true, LEV_PUBLIC,
-						0, NULL, err);
+		r = lev_context_add_tool_result(a->ctx, call->id, ptr, strlen(ptr), true,
+						LEV_PUBLIC, 0, NULL, err);
 	} else {
 		ptr = pointer_text(call->name, region, out->len, *truncated, max_tokens);
 		r = lev_context_add_tool_result(a->ctx, call->id, ptr, strlen(ptr), false,

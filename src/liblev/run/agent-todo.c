@@ -107,8 +107,9 @@ static char *todo_run(struct lev_agent *a, enum lev_tool_op op, const char *regi
 
 	if (idx == lev_context_conversation(a->ctx) || k == LEV_REGION_PINNED ||
 	    k == LEV_REGION_SLIDING_WINDOW)
-		return fail(is_error, xasprintf("[error] region '%s' cannot hold a checklist: use a "
-						"region of kind \"checklist\" (or clearable)",
+		return fail(is_error, xasprintf("[error] region '%s' cannot hold a checklist: "
+						"use a region of kind \"checklist\" (or "
+						"clearable)",
 						region));
 	if (!a->todos)
 		a->todos = xcalloc(1, sizeof(*a->todos));
@@ -191,7 +192,7 @@ bool agent_run_todo(struct lev_agent *a, enum lev_tool_op op, const json_t *args
 	if (op != LEV_OP_CONTEXT_DELETE && op != LEV_OP_TODO_ADD && op != LEV_OP_TODO_DONE &&
 	    op != LEV_OP_TODO_NOTE)
 		return false;
-	idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
+	idx = region ? lev_context_region_find_shown(a->ctx, region) : -ENOENT;
 	if (idx < 0) {
 		text = xasprintf("[error] there is no context region '%s'", region ? region : "");
 		is_error = true;

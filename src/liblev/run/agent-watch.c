@@ -69,8 +69,8 @@ static void repetition(struct lev_agent *a, struct agent_watch *w, const struct 
 	if (w->streak >= rd->max_readonly_streak) {
 		w->notes = lev_strv_push_take(
 			w->notes, xasprintf("[System] You have made %u read-only calls in a row "
-					    "without changing anything. Decide what to do with what "
-					    "you have read, and act on it.",
+					    "without changing anything. Decide what to do with "
+					    "what you have read, and act on it.",
 					    w->streak));
 		w->streak = 0;
 		a->repetition_hits++;

@@ -450,6 +450,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		a->iteration++;
 
 		agent_compact_regions(a);
+		lev_context_set_view(a->ctx, st->has_context ? st->context_regions : NULL);
 		lev_request_init(&req);
 		lev_context_render(a->ctx, st->system_prompt, &req);
 		lev_tools_offer(a->tools, s->offered, &req);

@@ -7,6 +7,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/run/context.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -63,7 +64,8 @@ struct lev_context {
 	uint64_t total;
 	uint64_t next_unit;
 	uint64_t evictions;
-	bool compactor;		/* somebody summarises compacting regions before each request */
+	bool compactor;		/* compacting regions are summarised before each request */
+	char *const *view;	/* borrowed: the regions rendered (NULL: all) */
 	struct lev_taint_ctx *taint;
 	lev_context_evict_fn on_evict;
 	void *evict_data;
@@ -254,6 +256,16 @@ int lev_context_region_find(const struct lev_context *ctx, const char *name)
 		if (!strcmp(ctx->regions[i].name, name))
 			return (int)i;
 	return -ENOENT;
+}
+
+int lev_context_region_find_shown(const struct lev_context *ctx, const char *name)
+{
+	int idx = lev_context_region_find(ctx, name);
+
+	if (idx >= 0 && (size_t)idx != ctx->conv && ctx->view &&
+	    !lev_strv_contains(ctx->view, name))
+		return -ENOENT;
+	return idx;
 }
 
 const char *lev_context_region_name(const struct lev_context *ctx, size_t region)
@@ -531,11 +543,11 @@ static int add_item(struct lev_context *ctx, size_t region, enum lev_item_kind k
 	    ((r->limit && r->tokens + tokens > r->limit) ||
 	     (r->max_items && r->n + 1 > r->max_items))) {
 		ret = lev_err_set(err, -ENOSPC,
-				  "context region '%s' is full (%llu of %llu tokens, %zu entries) and "
-				  "rejects this entry (about %llu tokens); release something with "
-				  "context_delete first",
-				  r->name, (unsigned long long)r->tokens, (unsigned long long)r->limit,
-				  r->n, (unsigned long long)tokens);
+				  "context region '%s' is full (%llu of %llu tokens, %zu entries) "
+				  "and rejects this entry (about %llu tokens); release something "
+				  "with context_delete first",
+				  r->name, (unsigned long long)r->tokens,
+				  (unsigned long long)r->limit, r->n, (unsigned long long)tokens);
 		free(text);
 		return ret;
 	}
@@ -684,8 +696,9 @@ int lev_context_delete(struct lev_context *ctx, size_t region, size_t first, siz
 		return lev_err_set(err, -EPERM, "region '%s' is %s: its entries cannot be released",
 				   r->name, region == ctx->conv ? "the conversation" : "pinned");
 	if (first >= r->n)
-		return lev_err_set(err, -ENOENT, "region '%s' has %zu entries; there is no entry %zu",
-				   r->name, r->n, first);
+		return lev_err_set(err, -ENOENT,
+				   "region '%s' has %zu entries; there is no entry %zu", r->name,
+				   r->n, first);
 	if (count > r->n - first)
 		count = r->n - first;
 	before = r->tokens;
@@ -863,6 +876,11 @@ void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag)
 
 /* ---- compaction --------------------------------------------------------- */
 
+void lev_context_set_view(struct lev_context *ctx, char *const *names)
+{
+	ctx->view = names;
+}
+
 void lev_context_set_compactor(struct lev_context *ctx, bool on)
 {
 	ctx->compactor = on;
@@ -994,7 +1012,9 @@ void lev_context_render(const struct lev_context *ctx, const char *system_prompt
 	/* volatility: stable regions first (the cacheable prefix), rewritten ones last */
 	for (int vol = _LEV_VOL_MAX - 1; vol >= 0; vol--)
 		for (size_t i = 0; i < ctx->n_regions; i++)
-			if (i != ctx->conv && ctx->regions[i].volatility == (enum lev_volatility)vol)
+			if (i != ctx->conv &&
+			    ctx->regions[i].volatility == (enum lev_volatility)vol &&
+			    (!ctx->view || lev_strv_contains(ctx->view, ctx->regions[i].name)))
 				render_region(&ctx->regions[i], &sys);
 	lev_request_set_system(req, sys.len ? sys.buf : NULL);
 	lev_buf_release(&sys);

@@ -115,6 +115,8 @@ struct lev_context *lev_context_free(struct lev_context *ctx);
 size_t lev_context_region_count(const struct lev_context *ctx);
 /* Index of region NAME, or -ENOENT. */
 int lev_context_region_find(const struct lev_context *ctx, const char *name);
+/* The same, -ENOENT also for a region the current view hides (lev_context_set_view()). */
+int lev_context_region_find_shown(const struct lev_context *ctx, const char *name);
 const char *lev_context_region_name(const struct lev_context *ctx, size_t region);
 enum lev_region_kind lev_context_region_kind(const struct lev_context *ctx, size_t region);
 /* Token limit of REGION (0: only the window bounds it). */
@@ -227,6 +229,13 @@ int lev_context_add_routed(struct lev_context *ctx, size_t region, const char *t
 
 /* Remove every entry added with TAG (routed results that do not persist). */
 void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag);
+
+/*
+ * Render only the regions NAMES lists (and the conversation) from now on;
+ * NULL: all.  NAMES is borrowed and must outlive its use (a stage's
+ * context_regions).  Hidden regions keep their entries and their taint.
+ */
+void lev_context_set_view(struct lev_context *ctx, char *const *names);
 
 /*
  * Compacting regions (strategy = "compact", Leviath's compacting kinds).
