@@ -740,6 +740,39 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			const struct lev_toml_table *t, struct lev_region *rg, struct lev_err *err);
 
+/* The regions table REGIONS at PATH into *OUT / *N (which own what was parsed, even on error). */
+static int parse_regions(const struct lev_tomlval_ctx *c, const struct lev_toml_table *regions,
+			 const char *path, struct lev_region **out, size_t *n_out,
+			 struct lev_err *err)
+{
+	size_t n = lev_toml_table_len(regions);
+	int r;
+
+	if (n > LEV_BLUEPRINT_MAX_REGIONS)
+		return fail_at_table(c, regions, err, "too many context regions");
+	*out = xcalloc(n ? n : 1, sizeof(**out));
+	for (size_t i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		size_t klen = 0;
+		const char *k = lev_toml_table_key(regions, i, &klen);
+		_cleanup_free_ char *name = lev_tomlval_key_dup(regions, i);
+		_cleanup_free_ char *p = xasprintf("%s.%s", path, name);
+
+		if (!ident_ok(k, klen)) {
+			_cleanup_free_ char *msg = xasprintf(
+				"region name '%s' must be 1-%d letters, digits, '_' or '-'", name,
+				NAME_MAX_LEN);
+			return fail_at_key(c, regions, i, err, msg);
+		}
+		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
+		if (r == 0)
+			r = parse_region(c, name, sub, &(*out)[(*n_out)++], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* [stages.X.context]: only `regions`, each a region as in [context.regions]. */
 static int parse_stage_context(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 			       const char *path, struct lev_stage *st, struct lev_err *err)
@@ -748,7 +781,6 @@ static int parse_stage_context(const struct lev_tomlval_ctx *c, const struct lev
 	const struct lev_toml_table *t = NULL, *regions = NULL;
 	_cleanup_free_ char *rp = xasprintf("%s.regions", path);
 	const struct lev_toml_value *rv;
-	size_t n;
 	int r = lev_tomlval_table(c, v, path, &t, err);
 
 	if (r == 0)
@@ -759,33 +791,12 @@ static int parse_stage_context(const struct lev_tomlval_ctx *c, const struct lev
 	r = lev_tomlval_table(c, rv, rp, &regions, err);
 	if (r < 0)
 		return r;
-	n = lev_toml_table_len(regions);
-	if (n > LEV_BLUEPRINT_MAX_REGIONS)
-		return fail_at_table(c, regions, err, "a stage's context has too many regions");
 	st->has_context = true;
-	st->parse_regions = xcalloc(n ? n : 1, sizeof(*st->parse_regions));
-	for (size_t i = 0; i < n; i++) {
-		const struct lev_toml_table *sub = NULL;
-		size_t klen = 0;
-		const char *k = lev_toml_table_key(regions, i, &klen);
-		_cleanup_free_ char *name = lev_tomlval_key_dup(regions, i);
-		_cleanup_free_ char *p = xasprintf("%s.%s", rp, name);
-
-		if (!ident_ok(k, klen)) {
-			_cleanup_free_ char *msg = xasprintf(
-				"region name '%s' must be 1-%d letters, digits, '_' or '-'", name,
-				NAME_MAX_LEN);
-			return fail_at_key(c, regions, i, err, msg);
-		}
-		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
-		if (r == 0)
-			r = parse_region(c, name, sub, &st->parse_regions[st->n_parse_regions++],
-					 err);
-		if (r < 0)
-			return r;
-		st->context_regions = lev_strv_push(st->context_regions, name);
-	}
-	return 0;
+	r = parse_regions(c, regions, rp, &st->parse_regions, &st->n_parse_regions, err);
+	for (size_t i = 0; i < st->n_parse_regions; i++)
+		st->context_regions = lev_strv_push(st->context_regions,
+						    st->parse_regions[i].name);
+	return r;
 }
 
 /*
@@ -1298,32 +1309,8 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 	}
 	if (!regions)
 		return 0;
-	n = lev_toml_table_len(regions);
-	if (n > LEV_BLUEPRINT_MAX_REGIONS)
-		return fail_at_table(c, regions, err, "[context.regions] has too many regions");
-	bp->regions = xcalloc(n ? n : 1, sizeof(*bp->regions));
-	for (i = 0; i < n; i++) {
-		const struct lev_toml_table *sub = NULL;
-		size_t klen = 0;
-		const char *k = lev_toml_table_key(regions, i, &klen);
-		_cleanup_free_ char *name = lev_tomlval_key_dup(regions, i);
-		_cleanup_free_ char *p = xasprintf("context.regions.%s", name);
-
-		if (!ident_ok(k, klen)) {
-			_cleanup_free_ char *msg = xasprintf(
-				"region name '%s' must be 1-%d letters, digits, '_' or '-'", name,
-				NAME_MAX_LEN);
-			return fail_at_key(c, regions, i, err, msg);
-		}
-		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
-		if (r < 0)
-			return r;
-		r = parse_region(c, name, sub, &bp->regions[bp->n_regions++], err);
-		if (r < 0)
-			return r;
-	}
 	/* each budget is a ceiling (context.c), so together they may pass 100% */
-	return 0;
+	return parse_regions(c, regions, "context.regions", &bp->regions, &bp->n_regions, err);
 }
 
 static void default_regions(struct lev_blueprint *bp)
