@@ -387,4 +387,50 @@ test_expect_success 'routing into a region the stage does not show is refused at
 	grep -q "stage .b. routes tool results to region .scratch., which is not in its own" err
 '
 
+mkdir -p persist
+cat >persist/agent.leviath <<'BP'
+[agent]
+name = "persist"
+[stages.a]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["read_file"]
+next = "b"
+tool_routing = { overrides = { read_file = "codebase" }, persist = false }
+[stages.b]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["context_list"]
+[context.regions]
+task = { kind = "pinned", budget = "5%" }
+codebase = { kind = "temporary" }
+BP
+cat >persist/turns.toml <<'BP'
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "a.txt" }
+[[turn]]
+text = "a done"
+[[turn]]
+[[turn.call]]
+tool = "context_list"
+args = { region = "codebase" }
+[[turn]]
+text = "done"
+BP
+
+test_expect_success 'persist = false: the stage'"'"'s routed results leave with it' '
+	lev run persist --task t --workdir work --json </dev/null >ev12 2>err &&
+	results ev12 &&
+	grep -q "is in context region .codebase." p1 &&
+	grep -q "^codebase (temporary): 0 entries" r2
+'
+
+test_expect_success 'persist = true keeps them for the next stage (benign twin)' '
+	mkdir -p persisting && cp persist/turns.toml persisting/ &&
+	sed "s/persist = false/persist = true/" persist/agent.leviath >persisting/agent.leviath &&
+	lev run persisting --task t --workdir work --json </dev/null >ev13 2>err &&
+	results ev13 &&
+	grep -q "^codebase (temporary): 1 entries" r2
+'
+
 test_done
