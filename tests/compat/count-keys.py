@@ -128,6 +128,13 @@ def fix_up(doc, path):
         doc["context"]["regions"]["r"]["seed"] = "task"
     if path[:2] == ["stages", "main"] and "require_output" in path:
         st["available_tools"] = ["submit_output"]
+    if path[:3] == ["stages", "main", "tool_routing"]:
+        # a route names a region the blueprint declares
+        doc.setdefault("context", {}).setdefault("regions", {})["x"] = {"kind": "temporary"}
+    if path[:2] == ["context", "file_tracking"]:
+        # the tracking region is one the blueprint declares
+        regions = doc["context"].setdefault("regions", {})
+        regions["files"] = regions["x"] = {"kind": "temporary"}
     if path == ["stages", "main", "required_tools"]:
         st["available_tools"] = ["x"]
     if path[:3] == ["stages", "main", "transitions"] and len(path) > 4:

@@ -426,17 +426,15 @@ static void test_leviath_keys_are_findings(void **state)
 		AGENT "max_child_depth = 2\n"
 		"[stages.main]\nmode = \"fan_out\"\nmax_workers = 4\n"
 		"hooks = { on_stage_enter = \"h.rhai\" }\n"
-		"tool_routing = { overrides = { web_fetch = { region = \"r\" }, grep = \"r\" } }\n"
 		"transitions = { main = { condition = \"stuck\", stuck_after_iterations = 3 } }\n"
 		"[context.regions]\n"
 		"a = { budget = \"60%\", kind = \"compacting\", strategy = \"bulk\" }\n"
 		"b = { budget = \"50.5%\", required = true }\n");
 	static const char *const keys[] = {
 		"agent.max_child_depth", "stages.main.max_workers", "stages.main.hooks",
-		"stages.main.tool_routing", "stages.main.mode",
+		"stages.main.mode",
 		"stages.main.transitions.main.stuck_after_iterations",
-		"stages.main.transitions.main.condition", "context.regions.a.kind",
-		"context.regions.a.strategy", "context.regions.b.required",
+		"stages.main.transitions.main.condition",
 	};
 	size_t i;
 
@@ -453,11 +451,15 @@ static void test_leviath_keys_are_findings(void **state)
 	assert_null(bp->findings[0].stage);
 	assert_int_equal(bp->stages[0].mode, LEV_MODE_AUTONOMOUS);
 	assert_int_equal(bp->stages[0].transitions[0].when, LEV_WHEN_STUCK);
-	assert_int_equal(bp->regions[0].kind, LEV_REGION_SLIDING_WINDOW);
+	/* Leviath's compacting kind runs: a temporary region with its strategy as written */
+	assert_int_equal(bp->regions[0].kind, LEV_REGION_TEMPORARY);
+	assert_int_equal(bp->regions[0].strategy, LEV_STRATEGY_BULK);
 	/* budgets are ceilings: together they may pass 100% */
 	assert_int_equal(bp->regions[0].budget_pct, 60);
 	assert_int_equal(bp->regions[1].budget_pct, 50);
+	/* Leviath's required (no seed): a stage may not end while it is empty */
 	assert_false(bp->regions[1].required);
+	assert_true(bp->regions[1].required_fill);
 	lev_blueprint_free(bp);
 
 	/* inside a Leviath table, a key in no schema and a wrong type are errors */
@@ -472,6 +474,115 @@ static void test_leviath_keys_are_findings(void **state)
 	/* a stage key in no schema stays an error naming Leviath's keys as valid */
 	expect_error(AGENT STAGE "max_revisit = 1\n", "unknown key 'max_revisit'", "max_revisits",
 		     "tool_routing", NULL);
+}
+
+static void test_tool_routing(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT STAGE "[stages.main.tool_routing]\ndefault_region = \"scratch\"\n"
+		"max_result_tokens = 4000\npersist = false\n"
+		"max_result_tokens_per_tool = { read_file = 50, grep = 7 }\n"
+		"overrides = { read_file = { region = \"code\", max_result_tokens = 20 }, "
+		"bash = \"code\", list_dir = { max_result_tokens = 0 } }\n"
+		"[context.regions]\nscratch = { kind = \"clearable\", admission = \"reject\" }\n"
+		"code = { budget = \"60%\", min_tokens = 900, volatility = \"stable\", "
+		"max_entries = 5, persistent = true, summarizable = false }\n"
+		"conversation = { kind = \"sliding_window\", budget = \"70%\" }\n");
+	const struct lev_stage *st = &bp->stages[0];
+	const char *region = NULL;
+	uint64_t max = 0;
+
+	(void)state;
+	assert_int_equal(bp->n_findings, 0);
+	assert_true(st->routing.present);
+	assert_false(st->routing.persist);
+	/* the override's own ceiling wins over the per-tool table, which wins over the stage's */
+	lev_blueprint_route(st, "read_file", &region, &max);
+	assert_string_equal(region, "code");
+	assert_int_equal(max, 20);
+	/* an alias matches the tool it aliases */
+	lev_blueprint_route(st, "shell", &region, &max);
+	assert_string_equal(region, "code");
+	assert_int_equal(max, 4000);
+	lev_blueprint_route(st, "grep", &region, &max);
+	assert_string_equal(region, "scratch");
+	assert_int_equal(max, 7);
+	lev_blueprint_route(st, "list_dir", &region, &max);
+	assert_string_equal(region, "scratch");
+	assert_int_equal(max, 0);
+	lev_blueprint_route(st, "web_fetch", &region, &max);
+	assert_string_equal(region, "scratch");
+	assert_int_equal(max, 4000);
+	assert_true(bp->regions[0].admission_reject);
+	assert_int_equal(bp->regions[1].min_tokens, 900);
+	assert_int_equal(bp->regions[1].max_items, 5);
+	assert_int_equal(bp->regions[1].volatility, LEV_VOL_STABLE);
+	assert_true(bp->regions[1].persistent);
+	assert_true(bp->regions[1].not_summarizable);
+	lev_blueprint_free(bp);
+
+	/* a route into a region nobody declared is refused, naming the stage and region */
+	expect_error(AGENT STAGE "tool_routing = { default_region = \"nowhere\" }\n",
+		     "stage 'main' routes tool results to region 'nowhere'", NULL);
+	expect_error(AGENT STAGE "tool_routing = { overrides = { read_file = {} } }\n",
+		     "must set 'region', 'max_result_tokens' or both", NULL);
+	expect_error(AGENT STAGE "tool_routing = { max_result_tokens = 0 }\n",
+		     "'stages.main.tool_routing.max_result_tokens'", NULL);
+	expect_error(AGENT STAGE "tool_routing = { route = {} }\n", "unknown key 'route'", NULL);
+	expect_error(AGENT STAGE "[context.regions]\nx = { admission = \"drop\" }\n",
+		     "'context.regions.x.admission'", NULL);
+	/* the runtime's own regions are always valid targets */
+	bp = parse_ok(AGENT STAGE "tool_routing = { default_region = \"tool_results\" }\n");
+	lev_blueprint_free(bp);
+}
+
+static void test_repetition_and_file_tracking(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT STAGE "[repetition_detection]\nmax_readonly_streak = 4\n"
+		"[context.file_tracking]\ntrack_writes = false\n"
+		"[context.regions]\nfiles = { kind = \"temporary\" }\n");
+
+	(void)state;
+	assert_int_equal(bp->n_findings, 0);
+	assert_true(bp->repetition.present && bp->repetition.enabled);
+	assert_int_equal(bp->repetition.max_repeat_calls, 3);
+	assert_int_equal(bp->repetition.max_readonly_streak, 4);
+	assert_string_equal(bp->file_tracking.region, "files");
+	assert_true(bp->file_tracking.track_reads);
+	assert_false(bp->file_tracking.track_writes);
+	lev_blueprint_free(bp);
+	expect_error(AGENT STAGE "[context.file_tracking]\nregion = \"nope\"\n",
+		     "region 'nope', which is not in [context.regions]", NULL);
+	expect_error(AGENT STAGE "[repetition_detection]\nmax_repeat = 2\n", "max_repeat", NULL);
+	expect_error(AGENT STAGE "[repetition_detection]\nmax_repeat_calls = 0\n",
+		     "'repetition_detection.max_repeat_calls'", NULL);
+}
+
+static void test_stage_context_and_foreign_tools(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"edit_document\"]\n"
+		"[stages.a.context.regions]\nnotes = {}\nown = { kind = \"clearable\" }\n"
+		"[stages.b]\n"
+		"[context.regions]\nnotes = { kind = \"clearable\", max_items = 3 }\n");
+
+	(void)state;
+	/* the stage-only region joins the run's regions; the shared one keeps the agent's */
+	assert_int_equal(bp->n_regions, 2);
+	assert_string_equal(bp->regions[1].name, "own");
+	assert_int_equal(bp->regions[0].max_items, 3);
+	assert_true(bp->stages[0].has_context);
+	assert_string_equal(bp->stages[0].context_regions[0], "notes");
+	assert_string_equal(bp->stages[0].context_regions[1], "own");
+	assert_false(bp->stages[1].has_context);
+	/* a tool lev knows by name and does not have is a finding naming the stage */
+	assert_int_equal(bp->n_findings, 1);
+	assert_string_equal(bp->findings[0].key, "stages.a.available_tools");
+	assert_string_equal(bp->findings[0].stage, "a");
+	assert_non_null(strstr(bp->findings[0].message, "'edit_document'"));
+	lev_blueprint_free(bp);
+	expect_error(AGENT STAGE "context = { layout = {} }\n", "unknown key 'layout'", NULL);
 }
 
 static void test_model_lists(void **state)
@@ -782,6 +893,9 @@ int main(void)
 		cmocka_unit_test(test_regions_and_seeds),
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_leviath_keys_are_findings),
+		cmocka_unit_test(test_tool_routing),
+		cmocka_unit_test(test_repetition_and_file_tracking),
+		cmocka_unit_test(test_stage_context_and_foreign_tools),
 		cmocka_unit_test(test_model_lists),
 		cmocka_unit_test(test_taint_cannot_be_turned_off),
 		cmocka_unit_test(test_sandbox_block_without_kind_is_none),

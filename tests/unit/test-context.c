@@ -500,6 +500,113 @@ static void test_eviction_callback(void **state)
 	lev_context_free(ctx);
 }
 
+/* admission, persistent, min_tokens, volatility and routed results (Leviath's region keys) */
+static void test_leviath_region_keys(void **state)
+{
+	struct lev_context_opts o = { .window_tokens = 100000 };
+	struct lev_region regs[4];
+	struct lev_context *ctx = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_infer_request req;
+	char big[400];
+	bool cut = false;
+
+	(void)state;
+	regs[0] = R("full", LEV_REGION_CLEARABLE, 0, 10, 0);
+	regs[0].admission_reject = true;
+	regs[1] = R("keep", LEV_REGION_TEMPORARY, 0, 10, 0);
+	regs[1].persistent = true;
+	regs[2] = R("floor", LEV_REGION_TEMPORARY, 1, 0, 0);
+	regs[2].min_tokens = 5000;
+	regs[2].volatility = LEV_VOL_STABLE;
+	regs[3] = R("conversation", LEV_REGION_SLIDING_WINDOW, 0, 10000, 0);
+	assert_int_equal(lev_context_new(regs, 4, &o, &ctx, &err), 0);
+	/* min_tokens lifts a small percentage (1% of 100000 = 1000) */
+	assert_int_equal(lev_context_region_limit(ctx, 2), 5000);
+
+	/* reject: the second write does not fit and nothing is evicted for it */
+	assert_int_equal(lev_context_add_routed(ctx, 0, "0123456789012345678901234567", 28,
+						LEV_INTERNAL, 0, 0, &cut, &err), 0);
+	assert_int_equal(lev_context_add_routed(ctx, 0, "abcdefghijklmnop", 16, LEV_PUBLIC, 0, 0,
+						&cut, &err), -ENOSPC);
+	assert_non_null(strstr(err.msg, "'full' is full"));
+	assert_int_equal(lev_context_region_items(ctx, 0), 1);
+	assert_int_equal(lev_context_region_level(ctx, 0), LEV_INTERNAL);
+	lev_err_clear(&err);
+
+	/* persistent: past its budget nothing is evicted */
+	assert_int_equal(lev_context_add_text(ctx, 1, "0123456789012345678901234567", 28,
+					      LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_add_text(ctx, 1, "0123456789012345678901234567", 28,
+					      LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_region_items(ctx, 1), 2);
+
+	/* a routed result is cut to its token ceiling with a note naming it */
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(lev_context_add_routed(ctx, 2, big, sizeof(big), LEV_PRIVATE, 10, 7, &cut,
+						&err), 0);
+	assert_true(cut);
+	assert_int_equal(lev_context_region_level(ctx, 2), LEV_PRIVATE);
+	assert_int_equal(lev_context_taint_level(ctx), LEV_PRIVATE);
+	{
+		char *t = lev_context_region_text(ctx, 2);
+
+		assert_non_null(strstr(t, "result ceiling of 10 tokens: the first 40 of 400"));
+		free(t);
+	}
+	/* the conversation is not a routing target */
+	assert_int_equal(lev_context_add_routed(ctx, 3, "x", 1, LEV_PUBLIC, 0, 0, &cut, &err),
+			 -EINVAL);
+
+	/* stable regions render first */
+	lev_request_init(&req);
+	lev_context_render(ctx, NULL, &req);
+	assert_true(!strncmp(req.system, "## floor", 8));
+	lev_request_release(&req);
+
+	/* dropping the tagged entry removes its label too */
+	lev_context_drop_tagged(ctx, 7);
+	assert_int_equal(lev_context_region_items(ctx, 2), 0);
+	assert_int_equal(lev_context_taint_level(ctx), LEV_INTERNAL);
+	lev_context_free(ctx);
+}
+
+/* context_delete: the source's label leaves with it; a note written from it keeps its own */
+static void test_delete_keeps_model_copies_labelled(void **state)
+{
+	struct lev_region regs[] = {
+		R("src", LEV_REGION_TEMPORARY, 0, 0, 0),
+		R("notes", LEV_REGION_CLEARABLE, 0, 0, 0),
+		R("pin", LEV_REGION_PINNED, 0, 0, 0),
+		R("conversation", LEV_REGION_SLIDING_WINDOW, 0, 0, 0),
+	};
+	struct lev_context *ctx = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	uint64_t tokens = 0;
+	bool cut = false;
+
+	(void)state;
+	assert_int_equal(lev_context_new(regs, 4, NULL, &ctx, &err), 0);
+	assert_int_equal(lev_context_add_routed(ctx, 0, "secret", 6, LEV_PRIVATE, 0, 0, &cut, &err),
+			 0);
+	assert_int_equal(lev_context_add_text(ctx, 0, "plain", 5, LEV_PUBLIC, &err), 0);
+	/* the model copies it into a note while it is live */
+	assert_int_equal(lev_context_add_note(ctx, 1, "secret (copied)", 15,
+					      lev_context_taint_level(ctx), &err), 0);
+	assert_int_equal(lev_context_delete(ctx, 0, 0, 1, &tokens, &err), 1);
+	assert_int_equal(tokens, 2);
+	assert_int_equal(lev_context_region_level(ctx, 0), LEV_PUBLIC);
+	/* the copy keeps the run private */
+	assert_int_equal(lev_context_taint_level(ctx), LEV_PRIVATE);
+	assert_int_equal(lev_context_delete(ctx, 1, 0, 5, NULL, &err), 1);
+	assert_int_equal(lev_context_taint_level(ctx), LEV_PUBLIC);
+	/* past the end, pinned regions and the conversation are refused */
+	assert_int_equal(lev_context_delete(ctx, 0, 3, 1, NULL, &err), -ENOENT);
+	assert_int_equal(lev_context_delete(ctx, 2, 0, 1, NULL, &err), -EPERM);
+	assert_int_equal(lev_context_delete(ctx, 3, 0, 1, NULL, &err), -EPERM);
+	lev_context_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +628,8 @@ int main(void)
 		cmocka_unit_test(test_pinned_region_named_conversation_is_refused),
 		cmocka_unit_test(test_render_puts_regions_in_system_and_merges_user_turns),
 		cmocka_unit_test(test_eviction_callback),
+		cmocka_unit_test(test_leviath_region_keys),
+		cmocka_unit_test(test_delete_keeps_model_copies_labelled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

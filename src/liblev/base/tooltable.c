@@ -120,10 +120,24 @@ static const struct lev_tool_desc table[] = {
 	  .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "List the context regions (or one) with their kind, entries, tokens "
 			 "and limit." },
+	{ .name = "context_delete", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_DELETE,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Release entries of a context region you are finished with: one by "
+			 "'index' (0 is the oldest), the 'oldest' N, or, with neither, every "
+			 "entry of a clearable region. Not for pinned regions or the "
+			 "conversation." },
+	{ .name = "todo_add", .kind = LEV_TOOL_INLINE, .op = LEV_OP_TODO_ADD,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Add an open item to a checklist region; returns its id." },
+	{ .name = "todo_done", .kind = LEV_TOOL_INLINE, .op = LEV_OP_TODO_DONE,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Tick off the checklist item with this id." },
+	{ .name = "todo_note", .kind = LEV_TOOL_INLINE, .op = LEV_OP_TODO_NOTE,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Record a note against a checklist item without closing it." },
 
 	/* foreign: classified for policy and taint, not implemented */
 	{ .name = "check_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "context_delete", .flags = FOREIGN | DA },
 	{ .name = "edit_document", .flags = FOREIGN | DA },
 	{ .name = "fetch", .flags = FOREIGN | CL | CQ, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "http_get", .flags = FOREIGN | CL | CQ, PUBLIC_OUT,
@@ -132,9 +146,6 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "present_for_review", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "send_to_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "spawn_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "todo_add", .flags = FOREIGN | DA },
-	{ .name = "todo_done", .flags = FOREIGN | DA },
-	{ .name = "todo_note", .flags = FOREIGN | DA },
 	{ .name = "todo_read", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "todo_write", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "wait_for_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },

@@ -56,9 +56,6 @@ static const char *const w_style[] = { "free_text", "multiple_choice", "confirm"
 static const char *const w_transform[] = { "direct", "clear", "compact", "summarize", "custom",
 					   NULL };
 static const char *const w_map_transform[] = { "direct", "summarize", "extract", NULL };
-static const char *const w_volatility[] = { "stable", "grows", "rewritten", NULL };
-static const char *const w_admission[] = { "evict", "reject", NULL };
-static const char *const w_strategy[] = { "per_item", "bulk", "compact", NULL };
 static const char *const w_refresh[] = { "once", "each_stage", NULL };
 
 static const struct ckey nudge_keys[] = { K("enabled", KT_BOOL), K("max", KT_INT),
@@ -71,16 +68,6 @@ static const struct ckey hook_keys[] = {
 	K("on_stage_enter", KT_STR), K("on_stage_exit", KT_STR), K("before_inference", KT_STR),
 	K("after_inference", KT_STR), K("on_tool_call", KT_STR), K("on_completion", KT_STR),
 	K("on_error", KT_STR), END,
-};
-static const struct ckey override_keys[] = { K("region", KT_STR), K("max_result_tokens", KT_INT),
-					     END };
-static const struct ckey routing_keys[] = {
-	K("default_region", KT_STR),
-	K("persist", KT_BOOL),
-	K("max_result_tokens", KT_INT),
-	{ .key = "overrides", .type = KT_MAP, .elem = KT_STR_OR_TABLE, .sub = override_keys },
-	{ .key = "max_result_tokens_per_tool", .type = KT_MAP, .elem = KT_INT },
-	END,
 };
 static const struct ckey ip_keys[] = {
 	K("name", KT_STR),
@@ -105,22 +92,12 @@ static const struct ckey gate_keys[] = {
 	K("message", KT_STR), K("region", KT_STR), K("tools", KT_STRV),
 	K("max_attempts", KT_INT), END,
 };
-static const struct ckey file_tracking_keys[] = { K("region", KT_STR), K("track_reads", KT_BOOL),
-						  K("track_writes", KT_BOOL),
-						  K("max_file_tokens", KT_INT), END };
-static const struct ckey compaction_keys[] = {
-	K("provider", KT_STR), K("model", KT_STR), K("system_prompt", KT_STR),
-	K("max_summary_tokens", KT_INT), K("temperature", KT_NUM), END,
-};
-static const struct ckey repetition_keys[] = { K("enabled", KT_BOOL), K("max_repeat_calls", KT_INT),
-					       K("max_readonly_streak", KT_INT), END };
 static const struct ckey mapping_keys[] = { K("from_region", KT_STR), K("to_region", KT_STR),
 					    KE("transform", w_map_transform), K("fields", KT_STRV),
 					    END };
 static const struct ckey transforms_keys[] = { K("from_blueprint", KT_STR),
 					       K("to_blueprint", KT_STR),
 					       KS("mappings", KT_TABLES, mapping_keys), END };
-static const struct ckey stage_context_keys[] = { K("regions", KT_OBJECT), END };
 static const struct ckey seed_tool_keys[] = { K("name", KT_STR), K("args", KT_OBJECT), END };
 
 #define FIND(k, t, w, i) { .key = (k), .type = (t), .what = (w), .instead = (i) }
@@ -133,18 +110,12 @@ static const char no_fanout[] = "one lev run per work item (the stage runs once,
 static const char no_hints[] = "lev's tool descriptions and the stage's system_prompt";
 
 static const struct ckey root_keys[] = {
-	FINDS("compaction", KT_TABLE, compaction_keys, "summarising compaction",
-	      "region max_tokens / max_items, which lev enforces by dropping the oldest entries"),
-	FINDS("repetition_detection", KT_TABLE, repetition_keys, "repetition detection",
-	      "the stage's max_iterations, which bounds every loop"),
 	FINDS("transforms", KT_TABLES, transforms_keys, "cross-blueprint context mappings",
 	      "a seed (files, literal, command) in the receiving blueprint"),
 	END,
 };
 
 static const struct ckey context_keys[] = {
-	FINDS("file_tracking", KT_TABLE, file_tracking_keys, "file tracking",
-	      "the audit log (audit.jsonl), which records every file a tool read or wrote"),
 	END,
 };
 
@@ -171,11 +142,6 @@ static const struct ckey stage_keys[] = {
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
 	FINDS("hooks", KT_TABLE, hook_keys, "Rhai stage hooks",
 	      "Lua rules in your rules/ folder (see docs/rules.md)"),
-	FINDS("tool_routing", KT_TABLE, routing_keys, "tool-result routing",
-	      "the conversation region, where lev puts every tool result (bound it "
-	      "with max_tokens)"),
-	FINDS("context", KT_TABLE, stage_context_keys, "stage-level context regions",
-	      "the agent's [context.regions]"),
 	FINDS("interaction_points", KT_TABLES, ip_keys, "interaction points",
 	      "mode = \"interactive\", where the model asks you through the terminal"),
 	FINDE("on_worker_failure", w_onfail, "fan-out workers", no_fanout),
@@ -218,31 +184,9 @@ static const struct ckey transition_keys[] = {
 };
 
 static const struct ckey region_keys[] = {
-	FIND("min_tokens", KT_INT, "a region's minimum", "max_tokens"),
-	FINDE("volatility", w_volatility, "prompt-cache placement",
-	      "the order you declare regions in (lev keeps it)"),
-	FIND("summarizable", KT_BOOL, "summarising transforms",
-	     "max_tokens (lev never summarises a region)"),
 	FIND("description", KT_STR, "region descriptions", "the stage's system_prompt"),
-	FINDE("admission", w_admission, "admission control",
-	      "max_tokens / max_items (lev drops the oldest entries)"),
-	FINDE("strategy", w_strategy, "compacting regions",
-	      "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("overflow", KT_INT, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("compact_count", KT_INT, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("compact_at", KT_STR, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("threshold_tokens", KT_INT, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("source_region", KT_STR, "compacting regions",
-	     "max_tokens / max_items (lev drops the oldest entries)"),
-	FIND("max_entries", KT_INT, "map and checklist regions", "max_items"),
 	FIND("script", KT_STR, "Rhai region scripts",
 	     "a seed (command or tool), or a Lua rule for checks"),
-	FIND("persistent", KT_BOOL, "regions kept across runs",
-	     "a seed that reads a file (seed = { files = [...] })"),
 	END,
 };
 

@@ -62,3 +62,19 @@ int lev__bp_check_keys(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 
 /* Append ", k1, k2, ..." of KIND's Leviath keys to B (for "valid:" lists). */
 void lev__bp_compat_names(enum lev_bp_table kind, struct lev_buf *b);
+
+/* blueprint-routing.c: parse [stages.X.tool_routing] at PATH into RT. */
+int lev__bp_parse_routing(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			  const char *path, struct lev_tool_routing *rt, struct lev_err *err);
+void lev__bp_routing_release(struct lev_tool_routing *rt);
+/* Every region ST routes to exists (or is one the runtime carries). */
+int lev__bp_check_routing(const struct lev_blueprint *bp, const struct lev_stage *st,
+			  struct lev_err *err);
+
+/* blueprint-context.c: [repetition_detection] and [context.file_tracking] */
+int lev__bp_parse_repetition(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     struct lev_repetition *rd, struct lev_err *err);
+int lev__bp_parse_file_tracking(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+				struct lev_file_tracking *ft, struct lev_err *err);
+int lev__bp_parse_compaction(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     struct lev_compaction *cp, struct lev_err *err);

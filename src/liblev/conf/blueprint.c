@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,16 +46,15 @@ static const struct {
 	{ "fan_out_merge", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
 	  "\"autonomous\")", "one lev run per work item" },
 }, leviath_kinds[] = {
-	{ "compacting", LEV_REGION_SLIDING_WINDOW, "compacting regions (this one is a "
-	  "sliding_window: the oldest entries are dropped, not summarised)", "sliding_window" },
-	{ "compact_history", LEV_REGION_SLIDING_WINDOW, "compacting regions (this one is a "
-	  "sliding_window: the oldest entries are dropped, not summarised)", "sliding_window" },
+	/* strategy "compact" (parse_region): summarised, not dropped */
+	{ "compacting", LEV_REGION_TEMPORARY, NULL, NULL },
+	{ "compact_history", LEV_REGION_TEMPORARY, NULL, NULL },
 	{ "hashmap", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
 	  "can clear it, not edit one entry)", "clearable" },
 	{ "hash_map", LEV_REGION_CLEARABLE, "map regions (this one is clearable: the model "
 	  "can clear it, not edit one entry)", "clearable" },
-	{ "checklist", LEV_REGION_CLEARABLE, "checklist regions (this one is clearable)",
-	  "clearable" },
+	/* the todo tools keep it; never evicted (parse_region) */
+	{ "checklist", LEV_REGION_CLEARABLE, NULL, NULL },
 	{ "custom", LEV_REGION_TEMPORARY, "Rhai custom regions (this one is temporary)",
 	  "a built-in kind" },
 }, leviath_conditions[] = {
@@ -68,7 +68,7 @@ static const char *const stage_keys[] = {
 	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
-	NULL,
+	"tool_routing", "context", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
 					   "temperature", "models", "fallbacks",
@@ -91,6 +91,14 @@ const char *lev_stage_mode_name(enum lev_stage_mode m)
 	return m < _LEV_MODE_MAX ? mode_names[m] : "?";
 }
 
+static const char *const volatility_names[] = { "rewritten", "grows", "stable" };
+static const char *const strategy_names[] = { "per_item", "bulk", "compact" };
+
+const char *lev_volatility_name(enum lev_volatility v)
+{
+	return v < _LEV_VOL_MAX ? volatility_names[v] : "?";
+}
+
 const char *lev_region_kind_name(enum lev_region_kind k)
 {
 	return k < _LEV_REGION_KIND_MAX ? region_kind_names[k] : "?";
@@ -111,9 +119,23 @@ static void seed_release(struct lev_seed *s)
 	memset(s, 0, sizeof(*s));
 }
 
+static void region_release(struct lev_region *r)
+{
+	free(r->name);
+	seed_release(&r->seed);
+	free(r->required_message);
+	free(r->source_region);
+	memset(r, 0, sizeof(*r));
+}
+
 static void stage_release(struct lev_stage *s)
 {
 	size_t i;
+
+	lev_strv_free(s->context_regions);
+	for (i = 0; i < s->n_parse_regions; i++)
+		region_release(&s->parse_regions[i]);
+	free(s->parse_regions);
 
 	free(s->name);
 	free(s->description);
@@ -137,6 +159,7 @@ static void stage_release(struct lev_stage *s)
 		free(s->transitions[i].hint);
 	}
 	free(s->transitions);
+	lev__bp_routing_release(&s->routing);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -155,12 +178,13 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	for (i = 0; i < bp->n_stages; i++)
 		stage_release(&bp->stages[i]);
 	free(bp->stages);
-	for (i = 0; i < bp->n_regions; i++) {
-		free(bp->regions[i].name);
-		seed_release(&bp->regions[i].seed);
-		free(bp->regions[i].required_message);
-	}
+	for (i = 0; i < bp->n_regions; i++)
+		region_release(&bp->regions[i]);
 	free(bp->regions);
+	free(bp->file_tracking.region);
+	free(bp->compaction.provider);
+	free(bp->compaction.model);
+	free(bp->compaction.system_prompt);
 	lev_tool_perms_release(&bp->tool_permissions);
 	lev_sandbox_spec_release(&bp->sandbox);
 	lev_strv_free(bp->read_paths);
@@ -304,6 +328,28 @@ static int tool_list(const struct lev_tomlval_ctx *c, const struct lev_toml_valu
 	lev_strv_free(*out);
 	*out = res;
 	return 0;
+}
+
+/*
+ * A finding for each tool of the list V (at PATH, in STAGE) that lev knows
+ * by name but does not have (a foreign entry of the tool table): the stage
+ * runs without it.
+ */
+static void foreign_tool_findings(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+				  const char *path, const char *stage)
+{
+	for (size_t i = 0; i < lev_toml_array_len(v->u.array); i++) {
+		const struct lev_toml_value *e = lev_toml_array_at(v->u.array, i);
+		const struct lev_tool_desc *d =
+			e->type == LEV_TOML_STRING ? lev_tooltable_find(e->u.str.ptr) : NULL;
+		_cleanup_free_ char *what = NULL;
+
+		if (!d || !(d->flags & LEV_TOOLF_FOREIGN))
+			continue;
+		what = xasprintf("the tool '%s' (the stage runs without it)", d->name);
+		lev__bp_finding(c, e->line, e->col, path, stage, what,
+				"the tools lev has (docs/run.md), or an MCP server's tool");
+	}
 }
 
 /*
@@ -691,10 +737,104 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 	return 0;
 }
 
-static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
-		       const struct lev_toml_table *t, struct lev_stage *st, struct lev_err *err)
+static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
+			const struct lev_toml_table *t, struct lev_region *rg, struct lev_err *err);
+
+/* The regions table REGIONS at PATH into *OUT / *N (which own what was parsed, even on error). */
+static int parse_regions(const struct lev_tomlval_ctx *c, const struct lev_toml_table *regions,
+			 const char *path, struct lev_region **out, size_t *n_out,
+			 struct lev_err *err)
 {
-	_cleanup_free_ char *table = xasprintf("stages.%s", name);
+	size_t n = lev_toml_table_len(regions);
+	int r;
+
+	if (n > LEV_BLUEPRINT_MAX_REGIONS)
+		return fail_at_table(c, regions, err, "too many context regions");
+	*out = xcalloc(n ? n : 1, sizeof(**out));
+	for (size_t i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		size_t klen = 0;
+		const char *k = lev_toml_table_key(regions, i, &klen);
+		_cleanup_free_ char *name = lev_tomlval_key_dup(regions, i);
+		_cleanup_free_ char *p = xasprintf("%s.%s", path, name);
+
+		if (!ident_ok(k, klen)) {
+			_cleanup_free_ char *msg = xasprintf(
+				"region name '%s' must be 1-%d letters, digits, '_' or '-'", name,
+				NAME_MAX_LEN);
+			return fail_at_key(c, regions, i, err, msg);
+		}
+		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
+		if (r == 0)
+			r = parse_region(c, name, sub, &(*out)[(*n_out)++], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* [stages.X.context]: only `regions`, each a region as in [context.regions]. */
+static int parse_stage_context(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
+			       const char *path, struct lev_stage *st, struct lev_err *err)
+{
+	static const char *const keys[] = { "regions", NULL };
+	const struct lev_toml_table *t = NULL, *regions = NULL;
+	_cleanup_free_ char *rp = xasprintf("%s.regions", path);
+	const struct lev_toml_value *rv;
+	int r = lev_tomlval_table(c, v, path, &t, err);
+
+	if (r == 0)
+		r = lev_tomlval_check_keys(c, t, path, keys, true, err);
+	rv = r == 0 ? lev_toml_table_get(t, "regions") : NULL;
+	if (r < 0 || !rv)
+		return r;
+	r = lev_tomlval_table(c, rv, rp, &regions, err);
+	if (r < 0)
+		return r;
+	st->has_context = true;
+	r = parse_regions(c, regions, rp, &st->parse_regions, &st->n_parse_regions, err);
+	for (size_t i = 0; i < st->n_parse_regions; i++)
+		st->context_regions = lev_strv_push(st->context_regions,
+						    st->parse_regions[i].name);
+	return r;
+}
+
+/*
+ * After the parse: a region a stage declares and [context.regions] does not
+ * joins the blueprint's regions (shown only in the stages that list it); one
+ * both declare keeps the agent's settings.
+ */
+static int merge_stage_regions(struct lev_blueprint *bp, struct lev_err *err)
+{
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		struct lev_stage *st = &bp->stages[i];
+
+		for (size_t j = 0; j < st->n_parse_regions; j++) {
+			struct lev_region *rg = &st->parse_regions[j];
+
+			if (lev_blueprint_region(bp, rg->name)) {
+				region_release(rg);
+				continue;
+			}
+			if (bp->n_regions >= LEV_BLUEPRINT_MAX_REGIONS)
+				return lev_err_set(err, LEV_EPARSE, "%s: too many context regions",
+						   bp->path);
+			bp->regions = xreallocarray(bp->regions, bp->n_regions + 1,
+						    sizeof(*bp->regions));
+			bp->regions[bp->n_regions++] = *rg;
+			memset(rg, 0, sizeof(*rg));
+		}
+		free(st->parse_regions);
+		st->parse_regions = NULL;
+		st->n_parse_regions = 0;
+	}
+	return 0;
+}
+
+/* Every key of stage NAME's table T is lev's or Leviath's (checked, with its finding). */
+static int check_stage_keys(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			    const char *table, const char *name, struct lev_err *err)
+{
 	size_t i, n = lev_toml_table_len(t);
 	int r;
 
@@ -728,7 +868,19 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			return r;
 		}
 	}
+	return 0;
+}
 
+static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
+		       const struct lev_toml_table *t, struct lev_stage *st, struct lev_err *err)
+{
+	_cleanup_free_ char *table = xasprintf("stages.%s", name);
+	size_t i, n = lev_toml_table_len(t);
+	int r;
+
+	r = check_stage_keys(c, t, table, name, err);
+	if (r < 0)
+		return r;
 	st->name = xstrdup(name);
 	st->mode = LEV_MODE_AUTONOMOUS;
 	for (i = 0; i < n; i++) {
@@ -745,8 +897,11 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 				st->mode = (enum lev_stage_mode)e;
 		} else if (lev_tomlval_key_is(t, i, "model"))
 			r = parse_model(c, v, p, name, &st->model, err);
-		else if (lev_tomlval_key_is(t, i, "available_tools"))
+		else if (lev_tomlval_key_is(t, i, "available_tools")) {
 			r = tool_list(c, v, p, &st->available_tools, err);
+			if (r == 0)
+				foreign_tool_findings(c, v, p, name);
+		}
 		else if (lev_tomlval_key_is(t, i, "available_connectors"))
 			r = lev_tomlval_set_strv(c, v, p, &st->available_connectors, err);
 		else if (lev_tomlval_key_is(t, i, "required_tools"))
@@ -794,6 +949,10 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &st->allow_complete, err);
 		else if (lev_tomlval_key_is(t, i, "accepts_messages"))
 			r = lev_tomlval_bool(c, v, p, &st->accepts_messages, err);
+		else if (lev_tomlval_key_is(t, i, "tool_routing"))
+			r = lev__bp_parse_routing(c, v, p, &st->routing, err);
+		else if (lev_tomlval_key_is(t, i, "context"))
+			r = parse_stage_context(c, v, p, st, err);
 		else
 			continue;	/* a Leviath key, checked above */
 		if (r < 0)
@@ -1021,6 +1180,9 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 	size_t i, n = lev_toml_table_len(t);
 	int r;
 
+	uint64_t max_entries = 0;
+	bool strategy_set = false;
+
 	rg->name = xstrdup(name);
 	rg->kind = LEV_REGION_TEMPORARY;
 	for (i = 0; i < n; i++) {
@@ -1033,6 +1195,12 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 					 leviath_kinds, NULL, &e, err);
 			if (r == 0)
 				rg->kind = (enum lev_region_kind)e;
+			if (r == 0 && v->type == LEV_TOML_STRING &&
+			    !strcasecmp(v->u.str.ptr, "checklist"))
+				rg->persistent = true;
+			if (r == 0 && v->type == LEV_TOML_STRING &&
+			    !strncasecmp(v->u.str.ptr, "compact", 7) && !strategy_set)
+				rg->strategy = LEV_STRATEGY_COMPACT;
 		} else if (lev_tomlval_key_is(t, i, "budget"))
 			r = parse_budget(c, v, p, &rg->budget_pct, err);
 		else if (lev_tomlval_key_is(t, i, "max_tokens"))
@@ -1045,6 +1213,41 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &rg->required, err);
 		else if (lev_tomlval_key_is(t, i, "required_message"))
 			r = lev_tomlval_set_str(c, v, p, &rg->required_message, err);
+		else if (lev_tomlval_key_is(t, i, "min_tokens"))
+			r = lev_tomlval_u64(c, v, p, 0, (uint64_t)1 << 24, &rg->min_tokens, err);
+		else if (lev_tomlval_key_is(t, i, "max_entries"))
+			r = lev_tomlval_u64(c, v, p, 1, 1000000, &max_entries, err);
+		else if (lev_tomlval_key_is(t, i, "persistent"))
+			r = lev_tomlval_bool(c, v, p, &rg->persistent, err);
+		else if (lev_tomlval_key_is(t, i, "summarizable")) {
+			bool on = true;
+			r = lev_tomlval_bool(c, v, p, &on, err);
+			rg->not_summarizable = !on;
+		} else if (lev_tomlval_key_is(t, i, "admission")) {
+			static const char *const w[] = { "evict", "reject" };
+			r = lev_tomlval_enum(c, v, p, w, 2, &e, err);
+			rg->admission_reject = r == 0 && e == 1;
+		} else if (lev_tomlval_key_is(t, i, "strategy")) {
+			r = lev_tomlval_enum(c, v, p, strategy_names, _LEV_STRATEGY_MAX, &e, err);
+			if (r == 0)
+				rg->strategy = (enum lev_strategy)e;
+			strategy_set = true;
+		} else if (lev_tomlval_key_is(t, i, "overflow"))
+			r = lev_tomlval_u64(c, v, p, 1, 1000000, &rg->overflow, err);
+		else if (lev_tomlval_key_is(t, i, "compact_count"))
+			r = lev_tomlval_u64(c, v, p, 1, 1000000, &rg->compact_count, err);
+		else if (lev_tomlval_key_is(t, i, "compact_at"))
+			r = parse_budget(c, v, p, &rg->compact_at_pct, err);
+		else if (lev_tomlval_key_is(t, i, "threshold_tokens"))
+			r = lev_tomlval_u64(c, v, p, 1, (uint64_t)1 << 24, &rg->threshold_tokens,
+					    err);
+		else if (lev_tomlval_key_is(t, i, "source_region"))
+			r = lev_tomlval_set_str(c, v, p, &rg->source_region, err);
+		else if (lev_tomlval_key_is(t, i, "volatility")) {
+			r = lev_tomlval_enum(c, v, p, volatility_names, _LEV_VOL_MAX, &e, err);
+			if (r == 0)
+				rg->volatility = (enum lev_volatility)e;
+		}
 		else if ((r = lev__bp_compat_key(c, LEV_BPT_REGION, t, i, table, NULL, err)) != 0)
 			r = r < 0 ? r : 0;
 		else {
@@ -1058,24 +1261,19 @@ static int parse_region(const struct lev_tomlval_ctx *c, const char *name,
 		if (r < 0)
 			return r;
 	}
+	if (!rg->max_items)
+		rg->max_items = max_entries;
 	if (rg->required && rg->seed.kind == LEV_SEED_NONE) {
-		const struct lev_toml_value *req = lev_toml_table_get(t, "required");
 		const struct lev_toml_value *sv = lev_toml_table_get(t, "seed");
 
-		if (!sv || sv->type != LEV_TOML_TABLE) {
-			_cleanup_free_ char *rp = xasprintf("%s.required", table);
-
-			/* Leviath: the stage must write the region before it moves on */
-			lev__bp_finding(c, req->line, req->col, rp, NULL,
-					"'required' on a region without a seed (the stages must "
-					"fill it)",
-					"a seed, which lev checks at the start of the run");
-			rg->required = false;
-		} else {
+		if (sv && sv->type == LEV_TOML_TABLE) {
 			_cleanup_free_ char *msg = xasprintf(
 				"region '%s' is required but has no seed lev runs", name);
 			return fail_at_table(c, t, err, msg);
 		}
+		/* Leviath: a stage may not end while the region is empty (context.md) */
+		rg->required = false;
+		rg->required_fill = true;
 	}
 	return 0;
 }
@@ -1093,6 +1291,11 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 				     err);
 			if (r < 0)
 				return r;
+		} else if (lev_tomlval_key_is(t, i, "file_tracking")) {
+			r = lev__bp_parse_file_tracking(c, lev_toml_table_value(t, i),
+							&bp->file_tracking, err);
+			if (r < 0)
+				return r;
 		} else if ((r = lev__bp_compat_key(c, LEV_BPT_CONTEXT, t, i, "context", NULL,
 						   err)) != 0) {
 			if (r < 0)
@@ -1106,32 +1309,8 @@ static int parse_context(const struct lev_tomlval_ctx *c, const struct lev_toml_
 	}
 	if (!regions)
 		return 0;
-	n = lev_toml_table_len(regions);
-	if (n > LEV_BLUEPRINT_MAX_REGIONS)
-		return fail_at_table(c, regions, err, "[context.regions] has too many regions");
-	bp->regions = xcalloc(n ? n : 1, sizeof(*bp->regions));
-	for (i = 0; i < n; i++) {
-		const struct lev_toml_table *sub = NULL;
-		size_t klen = 0;
-		const char *k = lev_toml_table_key(regions, i, &klen);
-		_cleanup_free_ char *name = lev_tomlval_key_dup(regions, i);
-		_cleanup_free_ char *p = xasprintf("context.regions.%s", name);
-
-		if (!ident_ok(k, klen)) {
-			_cleanup_free_ char *msg = xasprintf(
-				"region name '%s' must be 1-%d letters, digits, '_' or '-'", name,
-				NAME_MAX_LEN);
-			return fail_at_key(c, regions, i, err, msg);
-		}
-		r = lev_tomlval_table(c, lev_toml_table_value(regions, i), p, &sub, err);
-		if (r < 0)
-			return r;
-		r = parse_region(c, name, sub, &bp->regions[bp->n_regions++], err);
-		if (r < 0)
-			return r;
-	}
 	/* each budget is a ceiling (context.c), so together they may pass 100% */
-	return 0;
+	return parse_regions(c, regions, "context.regions", &bp->regions, &bp->n_regions, err);
 }
 
 static void default_regions(struct lev_blueprint *bp)
@@ -1344,7 +1523,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		_cleanup_free_ char *p = lev_tomlval_key_dup(root, i);
 		static const char *const tables[] = {
 			"agent", "stages", "context", "tool_permissions", "security", "sandbox",
-			"read_paths", "safe_commands", "tool_script_permissions", NULL,
+			"read_paths", "safe_commands", "tool_script_permissions",
+			"repetition_detection", "compaction", NULL,
 		};
 		const char *const *k;
 		bool known = false;
@@ -1378,6 +1558,10 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = parse_stages(c, t, bp, err);
 		} else if (lev_tomlval_key_is(root, i, "context"))
 			r = parse_context(c, t, bp, err);
+		else if (lev_tomlval_key_is(root, i, "repetition_detection"))
+			r = lev__bp_parse_repetition(c, t, &bp->repetition, err);
+		else if (lev_tomlval_key_is(root, i, "compaction"))
+			r = lev__bp_parse_compaction(c, t, &bp->compaction, err);
 		else if (lev_tomlval_key_is(root, i, "tool_permissions"))
 			r = lev__tool_perms_parse(c, t, "tool_permissions", &bp->tool_permissions,
 						  err);
@@ -1445,7 +1629,14 @@ static int check_references(const struct lev_tomlval_ctx *c, struct lev_blueprin
 						   "%s: stage '%s' requires tool '%s', which is not "
 						   "in its available_tools",
 						   c->file, st->name, st->required_tools[j]);
+		if (lev__bp_check_routing(bp, st, err) < 0)
+			return LEV_EPARSE;
 	}
+	if (bp->file_tracking.present && !lev_blueprint_region(bp, bp->file_tracking.region))
+		return lev_err_set(err, LEV_EPARSE,
+				   "%s: [context.file_tracking] lists files in region '%.64s', "
+				   "which is not in [context.regions]; add it there",
+				   c->file, bp->file_tracking.region);
 	return 0;
 }
 
@@ -1472,6 +1663,8 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 	bp->path = xstrdup(name);
 	r = parse_root(c, lev_toml_root(doc), bp, err);
 	lev_toml_free(doc);
+	if (r == 0)
+		r = merge_stage_regions(bp, err);
 	if (r == 0)
 		r = check_references(c, bp, err);
 	if (r < 0) {

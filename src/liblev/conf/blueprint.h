@@ -89,15 +89,62 @@ struct lev_seed {
 	char *args_json;	/* LEV_SEED_TOOL: the args table as JSON ("{}" when none) */
 };
 
+/* volatility: where a region sits in the system text (stable first) */
+enum lev_volatility {
+	LEV_VOL_REWRITTEN,	/* default: rendered last */
+	LEV_VOL_GROWS,
+	LEV_VOL_STABLE,		/* rendered first: the prompt-cache prefix */
+	_LEV_VOL_MAX,
+};
+
+/* strategy: how a region that is over its budget makes room */
+enum lev_strategy {
+	LEV_STRATEGY_PER_ITEM,	/* default: the oldest entries go one by one */
+	LEV_STRATEGY_BULK,	/* `overflow` of the oldest go at once */
+	LEV_STRATEGY_COMPACT,	/* the oldest are summarised into one entry ([compaction]) */
+	_LEV_STRATEGY_MAX,
+};
+
 struct lev_region {
 	char *name;
 	enum lev_region_kind kind;
 	unsigned budget_pct;	/* budget = "N%": 1..100; 0 = not set */
 	uint64_t max_tokens;	/* 0 = not set */
-	uint64_t max_items;	/* 0 = not set */
+	uint64_t min_tokens;	/* floor for budget_pct; 0 = not set */
+	uint64_t max_items;	/* 0 = not set (max_entries is read into it too) */
 	struct lev_seed seed;
 	bool required;		/* the run fails if the seed yields nothing */
+	bool required_fill;	/* Leviath's required (no seed): a stage may not end
+				 * while the region is empty (context.md) */
 	char *required_message;	/* NULL: none */
+	bool persistent;	/* never evicted (pinned-like), still writable */
+	bool admission_reject;	/* admission = "reject": a write that does not fit fails */
+	bool not_summarizable;	/* summarizable = false */
+	enum lev_volatility volatility;
+	enum lev_strategy strategy;	/* Leviath's compacting kinds: COMPACT */
+	uint64_t overflow;	/* BULK: entries dropped at once; 0: as needed */
+	uint64_t compact_count;	/* COMPACT: entries folded into one summary; 0: half */
+	unsigned compact_at_pct;	/* compact_at = "N%" of the budget; 0 = not set */
+	uint64_t threshold_tokens;	/* compact past this too; 0 = not set */
+	char *source_region;	/* compact_history: the region whose summaries land here */
+};
+
+/* One tool_routing override: TOOL's result goes to REGION and/or is capped. */
+struct lev_route {
+	char *tool;		/* canonical tool name (bash -> shell), or as written */
+	char *region;		/* NULL: the stage's default region */
+	bool has_max;
+	uint64_t max_result_tokens;	/* with has_max; 0: no cap */
+};
+
+/* [stages.X.tool_routing] (docs/context.md "Routing tool output") */
+struct lev_tool_routing {
+	bool present;
+	char *default_region;	/* NULL: the conversation */
+	uint64_t max_result_tokens;	/* 0: not set */
+	bool persist;		/* default true; false: routed results leave with the stage */
+	struct lev_route *routes;
+	size_t n_routes;
 };
 
 enum lev_transition_when {
@@ -167,6 +214,39 @@ struct lev_stage {
 	bool accepts_messages;	/* lev msg reaches a run in this stage (daemon runs) */
 	bool has_max_revisits;	/* max_revisits was written */
 	uint64_t max_revisits;	/* re-entries allowed after the first visit */
+	struct lev_tool_routing routing;	/* tool_routing */
+	bool has_context;	/* [stages.X.context.regions] was written */
+	char **context_regions;	/* with has_context: the regions shown in this stage
+				 * (a region first declared here is added to the
+				 * blueprint's regions, shown only where listed) */
+	struct lev_region *parse_regions;	/* during the parse only; then NULL */
+	size_t n_parse_regions;
+};
+
+/* [repetition_detection] (Leviath's agents.md): nudges, never stops a run */
+struct lev_repetition {
+	bool present;		/* the table was written: lev runs it only then */
+	bool enabled;		/* default true */
+	uint64_t max_repeat_calls;	/* default 3: the same call back to back */
+	uint64_t max_readonly_streak;	/* default 10: read-only calls, nothing changed */
+};
+
+/* [compaction]: who writes a compacting region's summaries */
+struct lev_compaction {
+	char *provider;		/* NULL: the stage's own provider */
+	char *model;		/* NULL: the stage's */
+	char *system_prompt;	/* NULL: lev's */
+	uint64_t max_summary_tokens;	/* default 2000 */
+	double temperature;	/* default 0.2 */
+};
+
+/* [context.file_tracking]: the files the run read and wrote, listed in a region */
+struct lev_file_tracking {
+	bool present;
+	char *region;		/* default "files" */
+	bool track_reads;	/* default true */
+	bool track_writes;	/* default true */
+	uint64_t max_file_tokens;	/* 0: not set */
 };
 
 /*
@@ -201,6 +281,10 @@ struct lev_blueprint {
 	bool default_regions;	/* no [context.regions]: the default layout was used */
 
 	struct lev_tool_perms tool_permissions;	/* agent level, as written */
+
+	struct lev_repetition repetition;
+	struct lev_compaction compaction;
+	struct lev_file_tracking file_tracking;
 
 	bool has_security;	/* [security] was written */
 	bool taint_tracking;	/* with has_security: true unless written false */
@@ -291,6 +375,16 @@ bool lev_blueprint_tool_verdict(const struct lev_blueprint *bp, const struct lev
  */
 char **lev_blueprint_script_tools(const char *dir);
 
+/*
+ * Where the result of TOOL (any spelling) lands in STAGE: *region gets the
+ * region name (NULL: the conversation) and *max_tokens its ceiling (0: none),
+ * by Leviath's precedence: the override's own ceiling, then
+ * max_result_tokens_per_tool, then the stage's max_result_tokens.
+ */
+void lev_blueprint_route(const struct lev_stage *stage, const char *tool, const char **region,
+			 uint64_t *max_tokens);
+
 const char *lev_stage_mode_name(enum lev_stage_mode m);
+const char *lev_volatility_name(enum lev_volatility v);
 const char *lev_region_kind_name(enum lev_region_kind k);
 const char *lev_seed_kind_name(enum lev_seed_kind k);

@@ -444,7 +444,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	const char *region = agent_arg_str(cs->args, "region");
-	int idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
+	int idx = region ? lev_context_region_find_shown(a->ctx, region) : -ENOENT;
 
 	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
 		const char *o = agent_arg_str(cs->args, "output");
@@ -588,7 +588,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 		break;
 	}
 	case LEV_TOOL_INLINE:
-		if (!agent_run_info(a, cs->ti->op, cs->args, cs->out))
+		if (!agent_run_info(a, cs->ti->op, cs->args, cs->out) &&
+		    !agent_run_todo(a, cs->ti->op, cs->args, cs->out))
 			run_inline(a, cs);
 		break;
 	case LEV_TOOL_ASK:
@@ -866,13 +867,17 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	enum lev_level label = LEV_PUBLIC;
 	bool truncated = false;
 	json_t *ev;
+	int r;
 
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
 	label = dec.label;
-	if (lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
-					out.is_error, label, 0, &truncated, &err) < 0 &&
-	    !a->internal_error)
+	r = agent_route_result(a, call, &out, label, &truncated, &err);
+	if (r > 0)
+		r = lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
+						out.is_error, label, 0, &truncated, &err);
+	agent_watch_call(a, call, dec.allowed, out.is_error);
+	if (r < 0 && !a->internal_error)
 		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
 					      err.msg);
 	agent_integrity_result(a, call->name, call->arguments, dec.integrity, out.text, out.len,
@@ -890,8 +895,12 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	json_object_set_new(ev, "text", agent_jtext_capped(out.text));
 	if (dec.replayed)
 		json_object_set_new(ev, "replayed", json_string(dec.replayed));
+	if (a->route_note)
+		json_object_set_new(ev, "routed", agent_jtext(a->route_note));
 	agent_emit(a, ev);
 out:
+	free(a->route_note);
+	a->route_note = NULL;
 	lev_call_decision_release(&dec);
 	lev_tool_output_release(&out);
 }

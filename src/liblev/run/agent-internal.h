@@ -84,6 +84,13 @@ struct lev_agent {
 	bool started;			/* run_started was recorded */
 	char **pending_warnings;	/* warnings found before it */
 	char *internal_error;		/* record or context trouble seen on the way */
+	struct agent_watch *watch;	/* agent-watch.c, or NULL */
+	unsigned repetition_hits;	/* repetition notes given (a stuck signal) */
+	bool compact_failed;		/* compact.c: a summary failed; evict from now on */
+	struct agent_todos *todos;	/* agent-todo.c: the checklist items, or NULL */
+	unsigned required_nudges;	/* agent_required_nudge() in this stage */
+	char *route_note;		/* agent-route.c: what answered a routed call in the
+					 * conversation (the tool_result event's "routed") */
 
 	enum lev_run_status status;
 	char *output;
@@ -145,6 +152,48 @@ void agent_mcp_free(struct lev_agent *a);
 /* Run an allowed call to the MCP tool TI (a failure is an error result). */
 void agent_mcp_call(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
 		    struct lev_tool_output *out);
+
+/*
+ * agent-route.c: add CALL's result OUT (labelled LABEL) where the stage's
+ * tool_routing puts it.  1: the stage routes nothing (the caller adds it);
+ * 0: added (*truncated says whether it was cut); negative: error in ERR.
+ */
+int agent_route_result(struct lev_agent *a, const struct lev_tool_call *call,
+		       const struct lev_tool_output *out, enum lev_level label, bool *truncated,
+		       struct lev_err *err);
+/* The stage is over: its routed results that do not persist leave the context. */
+void agent_route_stage_end(struct lev_agent *a);
+/*
+ * The model answered to end the stage: when a region with Leviath's
+ * `required` (no seed) is still empty, ask it to fill it instead (a user
+ * turn with required_message) and return true; at most REQUIRED_NUDGES_MAX
+ * times a stage, then the stage ends anyway.
+ */
+#define REQUIRED_NUDGES_MAX 3
+bool agent_required_nudge(struct lev_agent *a);
+
+/*
+ * agent-todo.c: context_delete and the checklist tools (todo_add, todo_done,
+ * todo_note); false when OP is not one of them.  agent_todos_free() frees
+ * the run's checklist items.
+ */
+bool agent_run_todo(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
+		    struct lev_tool_output *out);
+void agent_todos_free(struct lev_agent *a);
+
+/*
+ * agent-watch.c: [repetition_detection] and [context.file_tracking].
+ * agent_watch_call() after each call (RAN: it was allowed and executed;
+ * FAILED: its result is an error); agent_watch_turn_end() after a turn's
+ * calls puts the notes it gathered in the conversation.
+ */
+void agent_watch_call(struct lev_agent *a, const struct lev_tool_call *call, bool ran,
+		      bool failed);
+void agent_watch_turn_end(struct lev_agent *a);
+void agent_watch_free(struct lev_agent *a);
+
+/* compact.c: summarise the compacting regions that are due (before a request) */
+void agent_compact_regions(struct lev_agent *a);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

@@ -540,6 +540,9 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 	free(a->stage_output);
 	free(a->last_text);
 	free(a->internal_error);
+	free(a->route_note);
+	agent_todos_free(a);
+	agent_watch_free(a);
 	lev_strv_free(a->pending_warnings);
 	free(a->output);
 	free(a->error);

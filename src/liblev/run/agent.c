@@ -456,6 +456,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_MAX_ITERATIONS;
 		a->iteration++;
 
+		agent_compact_regions(a);
+		lev_context_set_view(a->ctx, st->has_context ? st->context_regions : NULL);
 		lev_request_init(&req);
 		lev_context_render(a->ctx, st->system_prompt, &req);
 		lev_tools_offer(a->tools, s->offered, &req);
@@ -514,7 +516,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 
 				r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx),
 							 nudge, strlen(nudge), LEV_PUBLIC, &err);
-			} else {
+			} else if (!agent_required_nudge(a)) {
 				free(a->stage_output);
 				a->stage_output = xstrdup(resp.text ? resp.text : "");
 				a->stage_output_label = lev_level_max(a->seen,
@@ -537,6 +539,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			else
 				agent_run_call(a, &resp.calls[i]);
 		}
+		agent_watch_turn_end(a);
 		lev_response_release(&resp);
 		if (a->rec)
 			(void)lev_runrecord_sync(a->rec, NULL);
@@ -620,6 +623,7 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 		int next;
 
 		stage_finished_event(a, st, end);
+		agent_route_stage_end(a);
 
 		if (end == END_CANCELLED) {
 			finish(a, LEV_RUN_CANCELLED, NULL, "interrupted");

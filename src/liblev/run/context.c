@@ -7,6 +7,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/run/context.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -31,6 +32,7 @@ struct item {
 	/* LEV_ITEM_TOOL_RESULT */
 	char *call_id;
 	bool is_error;
+	uint64_t tag;		/* lev_context_add_routed()'s TAG; 0: none */
 };
 
 struct region {
@@ -38,6 +40,15 @@ struct region {
 	enum lev_region_kind kind;
 	uint64_t limit;		/* tokens; 0: none */
 	uint64_t max_items;	/* 0: none */
+	bool keep;		/* persistent: never evicted */
+	bool reject;		/* admission = "reject": a write that does not fit fails */
+	enum lev_volatility volatility;
+	enum lev_strategy strategy;
+	uint64_t overflow;
+	uint64_t compact_count;
+	uint64_t compact_trigger;	/* tokens past which compaction is due; 0: the limit */
+	bool no_summary;	/* summarizable = false */
+	size_t summary_to;	/* where its summaries go: itself, or a compact_history region */
 	size_t taint_idx;
 	struct item *items;
 	size_t n, alloc;
@@ -53,6 +64,8 @@ struct lev_context {
 	uint64_t total;
 	uint64_t next_unit;
 	uint64_t evictions;
+	bool compactor;		/* compacting regions are summarised before each request */
+	char *const *view;	/* borrowed: the regions rendered (NULL: all) */
 	struct lev_taint_ctx *taint;
 	uint64_t last_taint_id;		/* the entry added last (lev_context_mark_untrusted()) */
 	lev_context_evict_fn on_evict;
@@ -79,6 +92,9 @@ static uint64_t region_limit(const struct lev_region *r, uint64_t window)
 
 	if (r->budget_pct)
 		lim = window * r->budget_pct / 100;
+	/* min_tokens is a floor for the percentage; max_tokens caps either */
+	if (r->budget_pct && r->min_tokens > lim)
+		lim = r->min_tokens;
 	if (r->max_tokens && (!lim || r->max_tokens < lim))
 		lim = r->max_tokens;
 	return lim;
@@ -106,6 +122,37 @@ static int add_region(struct lev_context *ctx, const char *name, enum lev_region
 	r->max_items = max_items;
 	r->taint_idx = (size_t)idx;
 	return 0;
+}
+
+/* Leviath's region keys, on a region add_region() made. */
+static void region_keys(struct region *r, const struct lev_region *rg)
+{
+	r->keep = rg->persistent;
+	r->reject = rg->admission_reject;
+	r->volatility = rg->volatility;
+	r->strategy = rg->strategy;
+	r->overflow = rg->overflow;
+	r->compact_count = rg->compact_count;
+	r->no_summary = rg->not_summarizable;
+	if (rg->compact_at_pct && r->limit)
+		r->compact_trigger = r->limit * rg->compact_at_pct / 100;
+	if (rg->threshold_tokens &&
+	    (!r->compact_trigger || rg->threshold_tokens < r->compact_trigger))
+		r->compact_trigger = rg->threshold_tokens;
+}
+
+/* Region I's summaries go to the first region naming it as source_region, else to itself. */
+static void summary_target(struct lev_context *ctx, const struct lev_region *regions, size_t n,
+			   size_t i)
+{
+	ctx->regions[i].summary_to = i;
+	for (size_t j = 0; j < n; j++) {
+		if (j != i && regions[j].source_region &&
+		    !strcmp(regions[j].source_region, regions[i].name)) {
+			ctx->regions[i].summary_to = j;
+			return;
+		}
+	}
 }
 
 int lev_context_new(const struct lev_region *regions, size_t n, const struct lev_context_opts *opts,
@@ -146,7 +193,10 @@ int lev_context_new(const struct lev_region *regions, size_t n, const struct lev
 			       region_limit(&regions[i], ctx->window), regions[i].max_items, err);
 		if (r < 0)
 			goto fail;
+		region_keys(&ctx->regions[i], &regions[i]);
 	}
+	for (size_t i = 0; i < n; i++)
+		summary_target(ctx, regions, n, i);
 	/* the conversation: "conversation", else the first sliding window */
 	for (size_t i = 0; i < ctx->n_regions; i++) {
 		if (!strcmp(ctx->regions[i].name, "conversation")) {
@@ -207,6 +257,16 @@ int lev_context_region_find(const struct lev_context *ctx, const char *name)
 		if (!strcmp(ctx->regions[i].name, name))
 			return (int)i;
 	return -ENOENT;
+}
+
+int lev_context_region_find_shown(const struct lev_context *ctx, const char *name)
+{
+	int idx = lev_context_region_find(ctx, name);
+
+	if (idx >= 0 && (size_t)idx != ctx->conv && ctx->view &&
+	    !lev_strv_contains(ctx->view, name))
+		return -ENOENT;
+	return idx;
 }
 
 const char *lev_context_region_name(const struct lev_context *ctx, size_t region)
@@ -310,6 +370,26 @@ static void remove_front(struct lev_context *ctx, struct region *r, size_t count
 	r->n -= count;
 }
 
+/* Remove item IDX of R (not an eviction: the run asked for it). */
+static void remove_at(struct lev_context *ctx, struct region *r, size_t idx)
+{
+	struct item *it = &r->items[idx];
+
+	(void)lev_taint_evict(ctx->taint, it->taint_id, NULL);
+	r->tokens -= it->tokens;
+	ctx->total -= it->tokens;
+	item_release(it);
+	memmove(r->items + idx, r->items + idx + 1, (r->n - idx - 1) * sizeof(*r->items));
+	r->n--;
+}
+
+static void remove_at_range(struct lev_context *ctx, struct region *r, size_t first,
+			    size_t count)
+{
+	for (size_t i = 0; i < count && first < r->n; i++)
+		remove_at(ctx, r, first);
+}
+
 /* Items in the oldest unit of R. */
 static size_t oldest_unit_len(const struct region *r)
 {
@@ -333,8 +413,24 @@ static bool region_over(const struct region *r)
 
 static void enforce_region(struct lev_context *ctx, struct region *r)
 {
-	if (r->kind == LEV_REGION_PINNED)
+	uint64_t dropped = 0;
+
+	if (r->kind == LEV_REGION_PINNED || r->keep || r->reject)
 		return;
+	/* summarised before the next request (lev_context_compact_due()) */
+	if (r->strategy == LEV_STRATEGY_COMPACT && !r->no_summary && ctx->compactor &&
+	    r != &ctx->regions[ctx->conv])
+		return;
+	if (r->strategy == LEV_STRATEGY_BULK && r->overflow) {
+		/* once over, `overflow` entries go at once (so it is not over again at once) */
+		while (several_units(r) && (region_over(r) || (dropped && dropped < r->overflow))) {
+			size_t k = oldest_unit_len(r);
+
+			remove_front(ctx, r, k, true);
+			dropped += k;
+		}
+		return;
+	}
 	while (region_over(r) && several_units(r))
 		remove_front(ctx, r, oldest_unit_len(r), true);
 }
@@ -352,7 +448,8 @@ static bool evict_for_window(struct lev_context *ctx)
 		for (size_t i = 0; i < ctx->n_regions; i++) {
 			struct region *r = &ctx->regions[i];
 
-			if (r->kind != order[k] || r->n == 0)
+			if (r->kind != order[k] || r->n == 0 || r->keep ||
+			    (r->reject && i != ctx->conv))
 				continue;
 			/* the conversation keeps its newest unit (calls awaiting results) */
 			if (i == ctx->conv && !several_units(r))
@@ -382,8 +479,12 @@ static char *memdup_nul(const char *p, size_t n)
 	return s;
 }
 
-/* Cut TEXT to at most CAP bytes at a UTF-8 boundary, with a note. */
-static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out, bool *cut)
+/*
+ * Cut TEXT to at most CAP bytes at a UTF-8 boundary, with a note (naming
+ * the token ceiling CAP_TOKENS when it is what set CAP).
+ */
+static char *cut_text_tokens(const char *text, size_t len, size_t cap, uint64_t cap_tokens,
+			     size_t *len_out, bool *cut)
 {
 	struct lev_buf b = LEV_BUF_INIT;
 	size_t keep;
@@ -397,10 +498,28 @@ static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out,
 	while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
 		keep--;
 	(void)lev_buf_add(&b, text, keep);
-	(void)lev_buf_addf(&b, "\n[output truncated: the first %zu of %zu bytes are shown]", keep,
-			   len);
+	if (cap_tokens)
+		(void)lev_buf_addf(&b, "\n[output truncated to the result ceiling of %llu tokens: "
+				   "the first %zu of %zu bytes are shown]",
+				   (unsigned long long)cap_tokens, keep, len);
+	else
+		(void)lev_buf_addf(&b, "\n[output truncated: the first %zu of %zu bytes are shown]",
+				   keep, len);
 	*cut = true;
 	return lev_buf_detach(&b, len_out);
+}
+
+static char *cut_text(const char *text, size_t len, size_t cap, size_t *len_out, bool *cut)
+{
+	return cut_text_tokens(text, len, cap, 0, len_out, cut);
+}
+
+/* The byte cap for a token ceiling MAX_TOKENS (0: none) under CAP. */
+static size_t token_cap(uint64_t max_tokens, size_t cap)
+{
+	if (max_tokens && max_tokens < cap / 4)
+		cap = (size_t)max_tokens * 4;
+	return cap;
 }
 
 static struct item *push_item(struct region *r)
@@ -429,6 +548,18 @@ static int add_item(struct lev_context *ctx, size_t region, enum lev_item_kind k
 				  "this entry (about %llu tokens) would take it to %llu",
 				  r->name, (unsigned long long)r->limit, (unsigned long long)tokens,
 				  (unsigned long long)(r->tokens + tokens));
+		free(text);
+		return ret;
+	}
+	if (r->reject && region != ctx->conv &&
+	    ((r->limit && r->tokens + tokens > r->limit) ||
+	     (r->max_items && r->n + 1 > r->max_items))) {
+		ret = lev_err_set(err, -ENOSPC,
+				  "context region '%s' is full (%llu of %llu tokens, %zu entries) "
+				  "and rejects this entry (about %llu tokens); release something "
+				  "with context_delete first",
+				  r->name, (unsigned long long)r->tokens,
+				  (unsigned long long)r->limit, r->n, (unsigned long long)tokens);
 		free(text);
 		return ret;
 	}
@@ -564,6 +695,33 @@ int lev_context_clear(struct lev_context *ctx, size_t region, struct lev_err *er
 	return 0;
 }
 
+int lev_context_delete(struct lev_context *ctx, size_t region, size_t first, size_t count,
+		       uint64_t *tokens_out, struct lev_err *err)
+{
+	struct region *r;
+	uint64_t before;
+	int ret = check_region(ctx, region, err);
+
+	if (ret < 0)
+		return ret;
+	r = &ctx->regions[region];
+	if (r->kind == LEV_REGION_PINNED || region == ctx->conv)
+		return lev_err_set(err, -EPERM, "region '%s' is %s: its entries cannot be released",
+				   r->name, region == ctx->conv ? "the conversation" : "pinned");
+	if (first >= r->n)
+		return lev_err_set(err, -ENOENT,
+				   "region '%s' has %zu entries; there is no entry %zu", r->name,
+				   r->n, first);
+	if (count > r->n - first)
+		count = r->n - first;
+	before = r->tokens;
+	for (size_t i = 0; i < count; i++)
+		remove_at(ctx, r, first);
+	if (tokens_out)
+		*tokens_out = before - r->tokens;
+	return (int)count;
+}
+
 char *lev_context_region_text(const struct lev_context *ctx, size_t region)
 {
 	const struct region *r;
@@ -646,9 +804,10 @@ size_t lev_context_result_cap(const struct lev_context *ctx, size_t n_calls)
 	return cap;
 }
 
-int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, const char *text,
-				size_t len, bool is_error, enum lev_level label, size_t cap,
-				bool *truncated_out, struct lev_err *err)
+int lev_context_add_tool_result_max(struct lev_context *ctx, const char *call_id,
+				    const char *text, size_t len, bool is_error,
+				    enum lev_level label, size_t cap, uint64_t max_tokens,
+				    bool *truncated_out, struct lev_err *err)
 {
 	const struct item *a = current_assistant(ctx);
 	struct item *it = NULL;
@@ -667,7 +826,8 @@ int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, co
 		return lev_err_set(err, -ENOENT, "no call '%s' in the current turn", call_id);
 	if (!cap)
 		cap = lev_context_result_cap(ctx, a->n_calls);
-	t = cut_text(text ? text : "", text ? len : 0, cap, &n, &cut);
+	t = cut_text_tokens(text ? text : "", text ? len : 0, token_cap(max_tokens, cap),
+			    max_tokens && max_tokens * 4 < cap ? max_tokens : 0, &n, &cut);
 	r = add_item(ctx, ctx->conv, LEV_ITEM_TOOL_RESULT, t, n, lev_context_estimate(n), false,
 		     label, a->unit, &it, err);
 	if (r < 0)
@@ -680,7 +840,178 @@ int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, co
 	return 0;
 }
 
+int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, const char *text,
+				size_t len, bool is_error, enum lev_level label, size_t cap,
+				bool *truncated_out, struct lev_err *err)
+{
+	return lev_context_add_tool_result_max(ctx, call_id, text, len, is_error, label, cap, 0,
+					       truncated_out, err);
+}
+
+int lev_context_add_routed(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			   enum lev_level label, uint64_t max_tokens, uint64_t tag,
+			   bool *truncated_out, struct lev_err *err)
+{
+	struct item *it = NULL;
+	size_t n, cap = ctx->result_max;
+	bool cut;
+	char *t;
+	int r = check_region(ctx, region, err);
+
+	if (r < 0)
+		return r;
+	if (region == ctx->conv)
+		return lev_err_set(err, -EINVAL, "a routed result goes to a region other than the "
+				   "conversation");
+	t = cut_text_tokens(text ? text : "", text ? len : 0, token_cap(max_tokens, cap),
+			    max_tokens && max_tokens * 4 < cap ? max_tokens : 0, &n, &cut);
+	r = add_item(ctx, region, LEV_ITEM_TEXT, t, n, lev_context_estimate(n), false, label, 0,
+		     &it, err);
+	if (r < 0)
+		return r;
+	it->tag = tag;
+	if (truncated_out)
+		*truncated_out = cut;
+	enforce(ctx, &ctx->regions[region]);
+	return 0;
+}
+
+void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag)
+{
+	for (size_t i = 0; tag && i < ctx->n_regions; i++) {
+		struct region *r = &ctx->regions[i];
+
+		for (size_t j = r->n; j > 0; j--)
+			if (r->items[j - 1].tag == tag)
+				remove_at(ctx, r, j - 1);
+	}
+}
+
+/* ---- compaction --------------------------------------------------------- */
+
+void lev_context_set_view(struct lev_context *ctx, char *const *names)
+{
+	ctx->view = names;
+}
+
+void lev_context_set_compactor(struct lev_context *ctx, bool on)
+{
+	ctx->compactor = on;
+}
+
+bool lev_context_compact_due(const struct lev_context *ctx, size_t region)
+{
+	const struct region *r;
+
+	if (region >= ctx->n_regions || region == ctx->conv)
+		return false;
+	r = &ctx->regions[region];
+	if (r->strategy != LEV_STRATEGY_COMPACT || r->no_summary || r->n < 2)
+		return false;
+	return region_over(r) || (r->compact_trigger && r->tokens > r->compact_trigger);
+}
+
+enum lev_level lev_context_summary_label(const enum lev_level *sources, size_t n)
+{
+	enum lev_level l = LEV_PUBLIC;
+
+	/* a summary is a copy of all its sources: it carries the highest of their labels */
+	for (size_t i = 0; i < n; i++)
+		l = lev_level_max(l, sources[i]);
+	return l;
+}
+
+/* How many of R's oldest entries one summary folds: compact_count, else half (at least 2). */
+static size_t compact_n(const struct region *r)
+{
+	size_t n = r->compact_count ? (size_t)r->compact_count : r->n / 2;
+
+	if (n < 2)
+		n = 2;
+	return n > r->n ? r->n : n;
+}
+
+char *lev_context_compact_source(const struct lev_context *ctx, size_t region, size_t *count,
+				 enum lev_level *label)
+{
+	const struct region *r = &ctx->regions[region];
+	size_t n = compact_n(r);
+	enum lev_level *labels = xcalloc(n, sizeof(*labels));
+	struct lev_buf b = LEV_BUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		labels[i] = LEV_PUBLIC;
+		(void)lev_taint_entry_label(ctx->taint, r->items[i].taint_id, &labels[i]);
+		if (i)
+			(void)lev_buf_adds(&b, "\n\n");
+		(void)lev_buf_add(&b, r->items[i].text, r->items[i].len);
+	}
+	*label = lev_context_summary_label(labels, n);
+	*count = n;
+	free(labels);
+	return lev_buf_detach(&b, NULL);
+}
+
+int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t count,
+			      const char *summary, size_t len, enum lev_level label,
+			      struct lev_err *err)
+{
+	struct region *r = &ctx->regions[region];
+	size_t to = r->summary_to;
+	struct region *t = &ctx->regions[to];
+	struct item *it = NULL, held;
+	size_t n;
+	bool cut;
+	char *text;
+	int ret;
+
+	if (count > r->n)
+		return lev_err_set(err, -EINVAL, "region '%s' has only %zu entries", r->name, r->n);
+	text = cut_text(summary, len, LEV_CONTEXT_ENTRY_MAX, &n, &cut);
+	/* add the summary first: its label is in place before its sources' leave */
+	ret = add_item(ctx, to, LEV_ITEM_TEXT, text, n, lev_context_estimate(n), false, label, 0,
+		       &it, err);
+	if (ret < 0)
+		return ret;
+	if (to == region) {
+		/* in place, as the oldest entry, ahead of what it replaces */
+		held = *it;
+		memmove(t->items + 1, t->items, (t->n - 1) * sizeof(*t->items));
+		t->items[0] = held;
+		remove_at_range(ctx, t, 1, count);
+	} else {
+		remove_at_range(ctx, r, 0, count);
+	}
+	enforce(ctx, t);
+	return 0;
+}
+
+void lev_context_enforce(struct lev_context *ctx, size_t region)
+{
+	bool on = ctx->compactor;
+
+	if (region >= ctx->n_regions)
+		return;
+	ctx->compactor = false;
+	enforce(ctx, &ctx->regions[region]);
+	ctx->compactor = on;
+}
+
 /* ---- rendering ---------------------------------------------------------- */
+
+static void render_region(const struct region *r, struct lev_buf *sys)
+{
+	if (r->n == 0)
+		return;
+	if (sys->len)
+		(void)lev_buf_adds(sys, "\n\n");
+	(void)lev_buf_addf(sys, "## %s\n\n", r->name);
+	for (size_t j = 0; j < r->n; j++) {
+		if (j)
+			(void)lev_buf_adds(sys, "\n\n");
+		(void)lev_buf_add(sys, r->items[j].text, r->items[j].len);
+	}
+}
 
 void lev_context_render(const struct lev_context *ctx, const char *system_prompt,
 			struct lev_infer_request *req)
@@ -691,20 +1022,13 @@ void lev_context_render(const struct lev_context *ctx, const char *system_prompt
 
 	if (system_prompt && *system_prompt)
 		(void)lev_buf_adds(&sys, system_prompt);
-	for (size_t i = 0; i < ctx->n_regions; i++) {
-		const struct region *r = &ctx->regions[i];
-
-		if (i == ctx->conv || r->n == 0)
-			continue;
-		if (sys.len)
-			(void)lev_buf_adds(&sys, "\n\n");
-		(void)lev_buf_addf(&sys, "## %s\n\n", r->name);
-		for (size_t j = 0; j < r->n; j++) {
-			if (j)
-				(void)lev_buf_adds(&sys, "\n\n");
-			(void)lev_buf_add(&sys, r->items[j].text, r->items[j].len);
-		}
-	}
+	/* volatility: stable regions first (the cacheable prefix), rewritten ones last */
+	for (int vol = _LEV_VOL_MAX - 1; vol >= 0; vol--)
+		for (size_t i = 0; i < ctx->n_regions; i++)
+			if (i != ctx->conv &&
+			    ctx->regions[i].volatility == (enum lev_volatility)vol &&
+			    (!ctx->view || lev_strv_contains(ctx->view, ctx->regions[i].name)))
+				render_region(&ctx->regions[i], &sys);
 	lev_request_set_system(req, sys.len ? sys.buf : NULL);
 	lev_buf_release(&sys);
 

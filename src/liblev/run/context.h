@@ -115,6 +115,8 @@ struct lev_context *lev_context_free(struct lev_context *ctx);
 size_t lev_context_region_count(const struct lev_context *ctx);
 /* Index of region NAME, or -ENOENT. */
 int lev_context_region_find(const struct lev_context *ctx, const char *name);
+/* The same, -ENOENT also for a region the current view hides (lev_context_set_view()). */
+int lev_context_region_find_shown(const struct lev_context *ctx, const char *name);
 const char *lev_context_region_name(const struct lev_context *ctx, size_t region);
 enum lev_region_kind lev_context_region_kind(const struct lev_context *ctx, size_t region);
 /* Token limit of REGION (0: only the window bounds it). */
@@ -172,6 +174,17 @@ int lev_context_write_note(struct lev_context *ctx, size_t region, const char *t
 /* Remove every entry of REGION (pinned regions: -EPERM). */
 int lev_context_clear(struct lev_context *ctx, size_t region, struct lev_err *err);
 
+/*
+ * Release COUNT entries of REGION from entry FIRST on (0: the oldest;
+ * fewer when the region holds fewer): context_delete.  Not an eviction:
+ * their labels leave with them (text the model wrote from them keeps its
+ * own).  Returns how many went, *tokens_out (optional) their tokens;
+ * -EPERM for a pinned region or the conversation, -ENOENT when FIRST is
+ * past the end.
+ */
+int lev_context_delete(struct lev_context *ctx, size_t region, size_t first, size_t count,
+		       uint64_t *tokens_out, struct lev_err *err);
+
 /* REGION's entries joined by blank lines (caller frees). */
 char *lev_context_region_text(const struct lev_context *ctx, size_t region);
 
@@ -198,6 +211,63 @@ size_t lev_context_result_cap(const struct lev_context *ctx, size_t n_calls);
 int lev_context_add_tool_result(struct lev_context *ctx, const char *call_id, const char *text,
 				size_t len, bool is_error, enum lev_level label, size_t cap,
 				bool *truncated_out, struct lev_err *err);
+
+/*
+ * lev_context_add_tool_result() with a token ceiling MAX_TOKENS (0: none,
+ * else the result is cut to MAX_TOKENS * 4 bytes when that is below CAP, with
+ * a note naming the ceiling): tool_routing's max_result_tokens.
+ */
+int lev_context_add_tool_result_max(struct lev_context *ctx, const char *call_id,
+				    const char *text, size_t len, bool is_error,
+				    enum lev_level label, size_t cap, uint64_t max_tokens,
+				    bool *truncated_out, struct lev_err *err);
+
+/*
+ * Add a tool result routed (tool_routing) to REGION, which is not the
+ * conversation: runtime text labelled LABEL (never lower: the region's taint
+ * carries it), cut to MAX_TOKENS (0: none) and to opts.result_max with a
+ * note saying so.  TAG (0: none) marks it for lev_context_drop_tagged().
+ * -ENOSPC when the region has admission = "reject" and is full, -E2BIG when
+ * a pinned region would pass its budget; nothing is added then.
+ */
+int lev_context_add_routed(struct lev_context *ctx, size_t region, const char *text, size_t len,
+			   enum lev_level label, uint64_t max_tokens, uint64_t tag,
+			   bool *truncated_out, struct lev_err *err);
+
+/* Remove every entry added with TAG (routed results that do not persist). */
+void lev_context_drop_tagged(struct lev_context *ctx, uint64_t tag);
+
+/*
+ * Render only the regions NAMES lists (and the conversation) from now on;
+ * NULL: all.  NAMES is borrowed and must outlive its use (a stage's
+ * context_regions).  Hidden regions keep their entries and their taint.
+ */
+void lev_context_set_view(struct lev_context *ctx, char *const *names);
+
+/*
+ * Compacting regions (strategy = "compact", Leviath's compacting kinds).
+ * With a compactor set, such a region is not evicted past its budget;
+ * instead, before each request the run asks lev_context_compact_due() and,
+ * when due, takes the oldest entries' text (lev_context_compact_source():
+ * *count entries, *label the summary's label), has a model summarise it and
+ * puts the summary in with lev_context_compact_apply(): the COUNT oldest
+ * entries are replaced by one entry (in the region itself as its oldest
+ * entry, or in the compact_history region whose source_region it is).
+ * When no summary can be had, lev_context_enforce() evicts as usual.
+ */
+void lev_context_set_compactor(struct lev_context *ctx, bool on);
+bool lev_context_compact_due(const struct lev_context *ctx, size_t region);
+char *lev_context_compact_source(const struct lev_context *ctx, size_t region, size_t *count,
+				 enum lev_level *label);
+int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t count,
+			      const char *summary, size_t len, enum lev_level label,
+			      struct lev_err *err);
+void lev_context_enforce(struct lev_context *ctx, size_t region);
+/*
+ * The label of a summary of text labelled SOURCES[0..N): the highest of
+ * them, never lower (one place, so richer labels extend it here).
+ */
+enum lev_level lev_context_summary_label(const enum lev_level *sources, size_t n);
 
 /*
  * Render into REQ (initialised by the caller; tools are the caller's):

@@ -36,6 +36,12 @@ static json_t *str_prop(const char *description)
 	return json_pack("{s:s, s:s}", "type", "string", "description", description);
 }
 
+static json_t *int_prop(const char *description, int minimum)
+{
+	return json_pack("{s:s, s:i, s:i, s:s}", "type", "integer", "minimum", minimum, "maximum",
+			 1000000, "description", description);
+}
+
 static json_t *question_prop(const char *description)
 {
 	return json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength",
@@ -123,6 +129,27 @@ static json_t *schema_for(enum lev_tool_op op)
 	case LEV_OP_CONTEXT_LIST:
 		json_object_set_new(p, "region", str_prop("One region to describe (default: all)"));
 		return obj_schema(p, NULL);
+	case LEV_OP_CONTEXT_DELETE:
+		json_object_set_new(p, "region", str_prop("The context region"));
+		json_object_set_new(p, "index", int_prop("The entry to release, 0 being the oldest",
+							 0));
+		json_object_set_new(p, "oldest", int_prop("How many of the oldest entries to "
+							  "release", 1));
+		json_object_set_new(p, "key", str_prop("Not supported: lev's entries have no keys"));
+		return obj_schema(p, (const char *const[]){ "region", NULL });
+	case LEV_OP_TODO_ADD:
+		json_object_set_new(p, "region", str_prop("The checklist region"));
+		json_object_set_new(p, "item", question_prop("The item, in a line or two"));
+		return obj_schema(p, (const char *const[]){ "region", "item", NULL });
+	case LEV_OP_TODO_DONE:
+		json_object_set_new(p, "region", str_prop("The checklist region"));
+		json_object_set_new(p, "id", int_prop("The item's id, as todo_add returned it", 1));
+		return obj_schema(p, (const char *const[]){ "region", "id", NULL });
+	case LEV_OP_TODO_NOTE:
+		json_object_set_new(p, "region", str_prop("The checklist region"));
+		json_object_set_new(p, "id", int_prop("The item's id, as todo_add returned it", 1));
+		json_object_set_new(p, "note", question_prop("The note"));
+		return obj_schema(p, (const char *const[]){ "region", "id", "note", NULL });
 	case LEV_OP_WEB_FETCH:
 	case LEV_OP_HTTP_POST:
 	case LEV_OP_WEB_SEARCH:
