@@ -197,7 +197,7 @@ static const char *const reviewed[] = {
 	"read_file", "read_files", "list_dir", "context_write", "context_append", "context_read",
 	"context_delete", "context_list", "todo_add", "todo_done", "todo_note", "current_time",
 	"system_info", "locale_info", "environment_info", "which_command", "runtime_info",
-	"submit_output", "spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent",
+	"submit_output", "transition", "spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent",
 	"ask_user_text", "ask_user_choice", "ask_user_confirm", "edit_document", NULL,
 };
 
@@ -216,7 +216,7 @@ static void test_only_reviewed_tools_run_without_asking(void **state)
 		"ask_user_text", "ask_user_choice", "ask_user_confirm", "present_for_review",
 		"edit_document", "context_write", "context_append", "context_read",
 		"context_delete", "context_list", "todo_add", "todo_done", "todo_note",
-		"submit_output", "fan_out", "current_time", "system_info", "locale_info",
+		"submit_output", "transition", "fan_out", "current_time", "system_info", "locale_info",
 		"environment_info", "which_command", "runtime_info", "spawn_agent", "check_agent",
 		"wait_for_agent", "send_to_agent", "kill_agent", "web_search", "web_fetch",
 		"http_get", "http_post", "send_email", NULL,

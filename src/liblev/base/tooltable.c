@@ -69,6 +69,12 @@ static const struct lev_tool_desc table[] = {
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "Submit the final output of this stage. The stage ends when you call "
 			 "it." },
+	/* ends the stage by one of its edges: run/flow.c checks the edge and its gate */
+	{ .name = "transition", .kind = LEV_TOOL_INLINE, .op = LEV_OP_TRANSITION,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "End this stage and go on to the next one: name the stage to go to "
+			 "(one of the choices the stage lists), or DONE when the stage allows "
+			 "finishing the run." },
 	{ .name = "context_write", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_WRITE,
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "Replace the content of a temporary or clearable context region with a "

@@ -409,16 +409,22 @@ static void inherit(char **dst, const char *src)
 		*dst = xstrdup(src);
 }
 
+/*
+ * A region an edge's gate or a point names must be declared.  Leviath
+ * refuses the blueprint; lev warns (the key is still read) and, at run
+ * time, a gate on a region that does not exist holds: no work could
+ * satisfy it.
+ */
 static int check_region(const struct lev_tomlval_ctx *c, const struct lev_blueprint *bp,
-			const struct lev_stage *st, const char *what, const char *name,
-			struct lev_err *err)
+			const struct lev_stage *st, unsigned line, const char *what,
+			const char *name, struct lev_err *err)
 {
-	if (!name || lev_blueprint_region(bp, name))
-		return 0;
-	return lev_err_set(err, LEV_EPARSE,
-			   "%s: stage '%s': %s names region '%.64s', which no [context.regions] "
-			   "declares",
-			   c->file, st->name, what, name);
+	(void)err;
+	if (name && !lev_blueprint_region(bp, name))
+		lev_tomlval_warn(c, line, "stage '%s': %s names region '%.64s', which no "
+				 "[context.regions] declares (it is treated as satisfied)",
+				 st->name, what, name);
+	return 0;
 }
 
 static int check_edge(const struct lev_tomlval_ctx *c, const struct lev_blueprint *bp,
@@ -429,15 +435,15 @@ static int check_edge(const struct lev_tomlval_ctx *c, const struct lev_blueprin
 	int r = 0;
 
 	for (char **p = g->require_regions; r == 0 && p && *p; p++)
-		r = check_region(c, bp, st, "a gate's require_regions", *p, err);
+		r = check_region(c, bp, st, tr->line, "a gate's require_regions", *p, err);
 	if (r == 0)
-		r = check_region(c, bp, st, "a gate's require_region_updated",
+		r = check_region(c, bp, st, tr->line, "a gate's require_region_updated",
 				 g->require_region_updated, err);
 	if (r == 0)
-		r = check_region(c, bp, st, "a gate's require_no_open_items",
+		r = check_region(c, bp, st, tr->line, "a gate's require_no_open_items",
 				 g->require_no_open_items, err);
 	if (r == 0)
-		r = check_region(c, bp, st, "a gate's region", g->region, err);
+		r = check_region(c, bp, st, tr->line, "a gate's region", g->region, err);
 	if (r == 0 && tr->when == LEV_WHEN_STUCK && !tr->stuck_iterations &&
 	    !tr->stuck_minutes && !tr->stuck_tool_calls && !tr->stuck_same_file_edits)
 		lev__bp_finding(c, tr->line, tr->col, tr->target, st->name,
@@ -445,6 +451,24 @@ static int check_edge(const struct lev_tomlval_ctx *c, const struct lev_blueprin
 				"stuck_after_iterations, _minutes, _tool_calls or "
 				"_same_file_edits on the edge");
 	return r;
+}
+
+/*
+ * A stage the model leaves by choosing (two edges or more it may pick, or
+ * one and allow_complete) is offered the transition tool, as an output
+ * stage is offered submit_output.
+ */
+static void offer_transition(struct lev_stage *st)
+{
+	const char *name = lev_tooltable_name(LEV_OP_TRANSITION);
+	size_t choices = 0;
+
+	for (size_t j = 0; j < st->n_transitions; j++)
+		if (st->transitions[j].when == LEV_WHEN_DONE && !st->transitions[j].always)
+			choices++;
+	if ((choices >= 2 || (choices && st->allow_complete)) &&
+	    !lev_strv_contains(st->available_tools, name))
+		st->available_tools = lev_strv_push(st->available_tools, name);
 }
 
 /*
@@ -482,8 +506,9 @@ int lev__bp_flow_finish(const struct lev_tomlval_ctx *c, struct lev_blueprint *b
 		}
 		for (size_t j = 0; j < st->n_transitions && r == 0; j++)
 			r = check_edge(c, bp, st, &st->transitions[j], err);
+		offer_transition(st);
 		for (size_t j = 0; j < st->n_points && r == 0; j++)
-			r = check_region(c, bp, st, "an interaction point's document_region",
+			r = check_region(c, bp, st, 0, "an interaction point's document_region",
 					 st->points[j].document_region, err);
 		if (r < 0)
 			return r;

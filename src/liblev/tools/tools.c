@@ -86,6 +86,9 @@ static json_t *schema_for(enum lev_tool_op op)
 	case LEV_OP_SUBMIT_OUTPUT:
 		json_object_set_new(p, "output", str_prop("The stage's final output"));
 		return obj_schema(p, (const char *const[]){ "output", NULL });
+	case LEV_OP_TRANSITION:
+		json_object_set_new(p, "target", str_prop("The stage to go to, or DONE"));
+		return obj_schema(p, (const char *const[]){ "target", NULL });
 	case LEV_OP_CONTEXT_WRITE:
 	case LEV_OP_CONTEXT_APPEND:
 		json_object_set_new(p, "region", str_prop("The name of a temporary or clearable "
