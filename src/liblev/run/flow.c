@@ -446,7 +446,7 @@ static bool gate_pass(struct lev_agent *a, size_t i, char **msg)
 				: xasprintf("The move to stage '%s' is refused: %s. Do that work "
 					    "first, then finish the stage again.",
 					    tr->target, missing + 2);
-	flow_event(a, "gate_refused", "target", tr->target, "reason", missing + 2);
+	flow_event(a, "gate_refused", "target", tr->target, "message", *msg);
 	return false;
 }
 
