@@ -156,15 +156,16 @@ static enum flow_verdict one_point(struct lev_agent *a, const struct lev_interac
 {
 	const struct lev_stage *st = a->stages[a->cur].st;
 	enum lev_question_kind kind = kind_of(ip);
-	_cleanup_free_ char *doc = document(a, ip);
-	_cleanup_free_ char *q = NULL;
 	bool nobody = !a->o.hooks.question || (a->o.yolo && !ip->unattended_ask);
 
 	if (nobody)
 		return unattended(a, ip, name);
-	q = xasprintf("%s%s%s", ip->prompt ? ip->prompt : "Approve the output of this stage?",
-		      doc && doc[0] ? "\n\n" : "", doc ? doc : "");
 	for (unsigned round = 0;; round++) {
+		/* the document as it is now: an edit shows in the next question */
+		_cleanup_free_ char *doc = document(a, ip);
+		_cleanup_free_ char *q = xasprintf("%s%s%s", ip->prompt ? ip->prompt
+								   : "Approve the output of this stage?",
+						   doc && doc[0] ? "\n\n" : "", doc ? doc : "");
 		_cleanup_free_ char *answer = NULL;
 		int d;
 
