@@ -101,4 +101,44 @@ test_expect_success 'Abort cancels the run at the point: no next stage' '
 	PY
 '
 
+mkdir -p rv
+cat >rv/agent.leviath <<'EOF'
+[agent]
+name = "rv"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["present_for_review"]
+EOF
+cat >rv/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "present_for_review"
+args = { title = "The plan", markdown = "step 1, step 2" }
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'present_for_review: the person edits the document; their text is the result' '
+	setsid -w "$LEV" run rv --task t --workdir work --detach >id3 2>/dev/null &&
+	wait_for listed "^step 1, step 2" &&
+	"$LEV" respond "$(open_request)" --choice 1 &&
+	wait_for listed "your text replaces it" &&
+	"$LEV" respond "$(open_request)" "step 1 only" &&
+	wait_for status_is "$(cat id3)" complete &&
+	"$LEV" logs "$(cat id3)" >ev3 &&
+	python3 - ev3 <<-'"'"'PY'"'"'
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	r = [e for e in ev if e["event"] == "tool_result"][0]
+	assert r["ok"] and r["text"].endswith("It is now:\n\nstep 1 only"), r
+	PY
+'
+
+test_expect_success 'present_for_review: Abort cancels the run' '
+	setsid -w "$LEV" run rv --task t --workdir work --detach >id4 2>/dev/null &&
+	wait_for listed "^step 1, step 2" &&
+	"$LEV" respond "$(open_request)" --choice 2 &&
+	wait_for status_is "$(cat id4)" cancelled
+'
+
 test_done

@@ -598,7 +598,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			run_inline(a, cs);
 		break;
 	case LEV_TOOL_ASK:
-		run_ask(a, cs);
+		if (!agent_interact_tool(a, cs->ti->op, cs->args, cs->out))
+			run_ask(a, cs);
 		break;
 	case LEV_TOOL_MCP:
 		agent_mcp_call(a, cs->ti, cs->args, cs->out);

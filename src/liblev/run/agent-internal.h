@@ -216,6 +216,9 @@ int agent_flow_transform(struct lev_agent *a, const struct lev_transition *tr, c
 
 /* interact.c: the stage's interaction points, at its end */
 enum flow_verdict agent_interact_points(struct lev_agent *a);
+/* interact.c: present_for_review and edit_document; false when OP is neither */
+bool agent_interact_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
+			 struct lev_tool_output *out);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

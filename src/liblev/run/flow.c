@@ -654,6 +654,8 @@ enum flow_verdict agent_flow_may_end(struct lev_agent *a)
 	char *msg = NULL;
 	int c;
 
+	if (f->abort_why)
+		return FLOW_ABORT;
 	if (f->fail_why)
 		return FLOW_FAIL;
 	if (f->choosing && f->chosen < 0 && !f->complete) {

@@ -233,3 +233,118 @@ enum flow_verdict agent_interact_points(struct lev_agent *a)
 	}
 	return FLOW_END;
 }
+
+/* ---- present_for_review, edit_document ------------------------------------ */
+
+/* The stage's document region: the first interaction point's, or NULL. */
+static const struct lev_interaction_point *doc_point(const struct lev_agent *a)
+{
+	const struct lev_stage *st = a->stages[a->cur].st;
+
+	for (size_t i = 0; i < st->n_points; i++)
+		if (st->points[i].document_region)
+			return &st->points[i];
+	return st->n_points ? &st->points[0] : NULL;
+}
+
+static char *region_doc(struct lev_agent *a, const char *region)
+{
+	int r = region ? lev_context_region_find(a->ctx, region) : -1;
+
+	return r >= 0 ? lev_context_region_text(a->ctx, (size_t)r) : NULL;
+}
+
+/* The person's text replaces the document region's (through the note path: labelled). */
+static void replace_region(struct lev_agent *a, const char *region, const char *text)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	int r = region ? lev_context_region_find(a->ctx, region) : -1;
+
+	if (r >= 0 && lev_context_write_note(a->ctx, (size_t)r, text, strlen(text), a->seen,
+					     &err) < 0)
+		agent_warn(a, "region '%s' keeps its text: %s", region, err.msg);
+}
+
+/* The review's words when the stage's points name none (writable: lev_question's type). */
+static char w_approve[] = "Approve", w_edit[] = "Edit", w_abort[] = "Abort";
+static char *const review_opts[] = { w_approve, w_edit, w_abort, NULL };
+static char *const review_edit[] = { w_edit, NULL };
+static char *const review_abort[] = { w_abort, NULL };
+
+static void review(struct lev_agent *a, const json_t *args, struct lev_tool_output *out)
+{
+	const struct lev_interaction_point *ip = doc_point(a);
+	const char *region = ip ? ip->document_region : NULL;
+	const char *md = agent_arg_str(args, "markdown");
+	_cleanup_free_ char *doc = md && md[0] ? xstrdup(md) : region_doc(a, region);
+	char *const *opts = ip && lev_strv_len(ip->options) >= 2 ? ip->options : review_opts;
+	char *const *edits = ip && ip->edit_options ? ip->edit_options : review_edit;
+	char *const *aborts = ip && ip->abort_options ? ip->abort_options : review_abort;
+	_cleanup_free_ char *q = xasprintf("%s\n\n%s", agent_arg_str(args, "title") ? agent_arg_str(args, "title") : "Review",
+					   doc ? doc : "");
+	struct lev_question qq = { .kind = LEV_QUESTION_CHOICE, .stage = a->stages[a->cur].st->name,
+				   .call_id = "present_for_review", .question = q, .choices = opts };
+	_cleanup_free_ char *answer = NULL, *text = NULL;
+
+	if (agent_question(a, &qq, &answer) < 0 || !answer) {
+		lev_tool_output_set(out, "[no answer] Nobody reviewed the document. Go on.", true);
+		return;
+	}
+	point_event(a, "present_for_review", answer, false, "answered");
+	if (option_in(aborts, answer) >= 0) {
+		free(a->flow.abort_why);
+		a->flow.abort_why = xasprintf("aborted at the review in stage '%s' ('%s')",
+					      a->stages[a->cur].st->name, answer);
+		a->stage_done = true;
+		lev_tool_output_set(out, "[aborted] The user aborted the run.", true);
+		return;
+	}
+	if (option_in(edits, answer) >= 0) {
+		qq.kind = LEV_QUESTION_TEXT;
+		qq.choices = NULL;
+		free(q);
+		q = xasprintf("Edit the document; your text replaces it.\n\n%s", doc ? doc : "");
+		qq.question = q;
+		if (agent_question(a, &qq, &text) == 0 && text) {
+			_cleanup_free_ char *res = xasprintf("The user edited the document. It is "
+							     "now:\n\n%s", text);
+
+			replace_region(a, region, text);
+			lev_tool_output_set(out, res, false);
+			return;
+		}
+	}
+	text = xasprintf("The user answered '%s'.", answer);
+	lev_tool_output_set(out, text, false);
+}
+
+static void edit_doc(struct lev_agent *a, const json_t *args, struct lev_tool_output *out)
+{
+	const char *content = agent_arg_str(args, "content");
+	const char *title = agent_arg_str(args, "title");
+	_cleanup_free_ char *q = xasprintf("%s (your text replaces it)\n\n%s",
+					   title ? title : "Edit this document",
+					   content ? content : "");
+	struct lev_question qq = { .kind = LEV_QUESTION_TEXT, .stage = a->stages[a->cur].st->name,
+				   .call_id = "edit_document", .question = q };
+	_cleanup_free_ char *text = NULL;
+
+	if (agent_question(a, &qq, &text) < 0 || !text) {
+		lev_tool_output_set(out, "[no answer] The user did not edit the document.", true);
+		return;
+	}
+	point_event(a, "edit_document", NULL, false, "edited");
+	lev_tool_output_set(out, text, false);
+}
+
+bool agent_interact_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
+			 struct lev_tool_output *out)
+{
+	if (op == LEV_OP_PRESENT_FOR_REVIEW)
+		review(a, args, out);
+	else if (op == LEV_OP_EDIT_DOCUMENT)
+		edit_doc(a, args, out);
+	else
+		return false;
+	return true;
+}

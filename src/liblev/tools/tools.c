@@ -111,6 +111,15 @@ static json_t *schema_for(enum lev_tool_op op)
 					      "maxLength", 200, "minItems", 2, "maxItems", 20,
 					      "description", "The answers to choose from"));
 		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
+	case LEV_OP_PRESENT_FOR_REVIEW:
+		json_object_set_new(p, "title", question_prop("The document's title"));
+		json_object_set_new(p, "markdown", str_prop("The document (markdown); empty: the "
+							    "stage's document region"));
+		return obj_schema(p, (const char *const[]){ "title", NULL });
+	case LEV_OP_EDIT_DOCUMENT:
+		json_object_set_new(p, "title", question_prop("What the document is"));
+		json_object_set_new(p, "content", str_prop("The document to edit"));
+		return obj_schema(p, (const char *const[]){ "content", NULL });
 	case LEV_OP_CURRENT_TIME:
 	case LEV_OP_LOCALE_INFO:
 	case LEV_OP_SYSTEM_INFO:
