@@ -22,8 +22,11 @@
  *     or type-checks it as Leviath does and keeps a finding in `findings`
  *     ("not run by lev: ...; use ..."), never silently (blueprint-compat.c).
  *     Leviath words lev has no meaning for (mode fan_out, region kind
- *     compacting, condition stuck, ...) map to the nearest lev behaviour
- *     and leave a finding saying so.
+ *     compacting, ...) map to the nearest lev behaviour and leave a
+ *     finding saying so.  The flow keys (an edge's condition, transform,
+ *     gate, stuck_after_*; a stage's output, nudge, interaction_points,
+ *     transition_prompt) are read into the structs below
+ *     (blueprint-flow.c) and run by run/flow.c and run/interact.c.
  *   - Every enum (mode, region kind, verdicts, sandbox kind,
  *     on_unavailable, script permissions) is checked; a bad word is an
  *     error naming FILE:LINE:COL and the valid words.
