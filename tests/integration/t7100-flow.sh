@@ -85,7 +85,7 @@ assert stages == [\"a\", \"c\"], stages
 assert end[\"status\"] == \"complete\" and end[\"output\"] == \"written in c\", end
 p = of(\"transition_prompt\")[0][\"text\"]
 assert \"- b: more sources are needed\" in p and \"- c: ready to write\" in p, p
-t = of(\"transition\")[0]
+t = of(\"stage_transition\")[0]
 assert t[\"to\"] == \"c\" and t[\"how\"] == \"chosen\", t
 assert of(\"transition_chosen\")[0][\"how\"] == \"transition tool\"
 # the hand-off is the stage output, not the answer to the prompt
@@ -239,7 +239,7 @@ assert stages == [\"work\", \"reassess\"], stages
 s = of(\"stuck\")[0]
 assert s[\"target\"] == \"reassess\" and \"3 tool calls\" in s[\"reason\"], s
 assert of(\"stage_finished\")[0][\"end\"] == \"stuck\"
-assert of(\"transition\")[0][\"how\"] == \"stuck\"
+assert of(\"stage_transition\")[0][\"how\"] == \"stuck\"
 "
 '
 
@@ -286,7 +286,7 @@ test_expect_success 'a dead_end edge is taken only when every other edge is out 
 	run deadend &&
 	check deadend "
 assert stages == [\"plan\", \"review\", \"plan\", \"answer\"], stages
-assert of(\"transition\")[-1][\"how\"] == \"dead_end\"
+assert of(\"stage_transition\")[-1][\"how\"] == \"dead_end\"
 assert end[\"status\"] == \"complete\" and end[\"output\"] == \"the answer\", end
 "
 '
@@ -560,6 +560,51 @@ test_expect_success 'unattended = "ask" with nobody to answer stops the run' '
 assert stages == [\"plan\"], stages
 assert \"interaction point .plan_approval. needs an answer\" in end[\"error\"] or \"plan_approval\" in end[\"error\"], end
 "
+'
+
+# ---- what the model is told (a mock model on loopback records each request) --
+
+export MOCK_KEY=sk-mock-flow-0123456789
+. "$SRC_DIR/tests/compat/mock-providers.sh"
+bp told <<'EOF'
+[agent]
+name = "told"
+[stages.a]
+model = "mock/mock-1"
+transition_prompt = "PICK-NOW: b or c?"
+[stages.a.output]
+instructions = "INSTR-A: one line"
+[stages.a.transitions.b]
+hint = "HINT-B: go wide"
+[stages.a.transitions.c]
+hint = "HINT-C: go deep"
+[stages.b]
+model = "mock/mock-1"
+[stages.c]
+model = "mock/mock-1"
+EOF
+cat >told/conversation.json <<'EOF'
+{ "responses": [ { "text": "analysed" }, { "text": "b" }, { "text": "done in b" } ] }
+EOF
+
+test_expect_success 'the output spec, the choices and their hints, the transition prompt reach the model' '
+	lev_start_mock_model told/conversation.json &&
+	{ cat "$HOME/.leviath/config.toml"; mock_providers; } >told.toml &&
+	cp told.toml "$HOME/.leviath/config.toml" &&
+	run told; rc=$?; lev_stop_mock_model; test $rc = 0 &&
+	python3 - requests.jsonl <<-'"'"'PY'"'"'
+	import json, sys
+	reqs = [json.loads(l)["body"] for l in open(sys.argv[1])]
+	assert len(reqs) == 3, len(reqs)
+	def said(r):
+	    return json.dumps(r["messages"])
+	first, second, third = (said(r) for r in reqs)
+	assert "INSTR-A: one line" in first and "HINT-B: go wide" in first, first
+	assert "transition" in [t["function"]["name"] for t in reqs[0]["tools"]]
+	assert "PICK-NOW: b or c?" in second and "- c: HINT-C: go deep" in second, second
+	assert "analysed" in third and "HINT-B: go wide" in third, third
+	assert "PICK-NOW" not in third, third
+	PY
 '
 
 test_done

@@ -651,7 +651,7 @@ static char *handoff_text(struct lev_agent *a, enum stage_end end, const char *w
 static void transition_event(struct lev_agent *a, const char *target, const char *how,
 			     const struct lev_transition *edge)
 {
-	json_t *ev = agent_event_new("transition");
+	json_t *ev = agent_event_new("stage_transition");
 
 	json_object_set_new(ev, "from", agent_jtext(a->stages[a->cur].st->name));
 	json_object_set_new(ev, "to", agent_jtext(target));

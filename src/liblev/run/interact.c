@@ -17,6 +17,7 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/run/context.h"
@@ -280,17 +281,19 @@ static void review(struct lev_agent *a, const json_t *args, struct lev_tool_outp
 	char *const *opts = ip && lev_strv_len(ip->options) >= 2 ? ip->options : review_opts;
 	char *const *edits = ip && ip->edit_options ? ip->edit_options : review_edit;
 	char *const *aborts = ip && ip->abort_options ? ip->abort_options : review_abort;
-	_cleanup_free_ char *q = xasprintf("%s\n\n%s", agent_arg_str(args, "title") ? agent_arg_str(args, "title") : "Review",
-					   doc ? doc : "");
-	struct lev_question qq = { .kind = LEV_QUESTION_CHOICE, .stage = a->stages[a->cur].st->name,
-				   .call_id = "present_for_review", .question = q, .choices = opts };
+	const char *title = agent_arg_str(args, "title");
+	_cleanup_free_ char *q = xasprintf("%s\n\n%s", title ? title : "Review", doc ? doc : "");
+	struct lev_question qq = { .kind = LEV_QUESTION_CHOICE,
+				   .stage = a->stages[a->cur].st->name,
+				   .call_id = lev_tooltable_name(LEV_OP_PRESENT_FOR_REVIEW),
+				   .question = q, .choices = opts };
 	_cleanup_free_ char *answer = NULL, *text = NULL;
 
 	if (agent_question(a, &qq, &answer) < 0 || !answer) {
 		lev_tool_output_set(out, "[no answer] Nobody reviewed the document. Go on.", true);
 		return;
 	}
-	point_event(a, "present_for_review", answer, false, "answered");
+	point_event(a, lev_tooltable_name(LEV_OP_PRESENT_FOR_REVIEW), answer, false, "answered");
 	if (option_in(aborts, answer) >= 0) {
 		free(a->flow.abort_why);
 		a->flow.abort_why = xasprintf("aborted at the review in stage '%s' ('%s')",
@@ -326,14 +329,15 @@ static void edit_doc(struct lev_agent *a, const json_t *args, struct lev_tool_ou
 					   title ? title : "Edit this document",
 					   content ? content : "");
 	struct lev_question qq = { .kind = LEV_QUESTION_TEXT, .stage = a->stages[a->cur].st->name,
-				   .call_id = "edit_document", .question = q };
+				   .call_id = lev_tooltable_name(LEV_OP_EDIT_DOCUMENT),
+				   .question = q };
 	_cleanup_free_ char *text = NULL;
 
 	if (agent_question(a, &qq, &text) < 0 || !text) {
 		lev_tool_output_set(out, "[no answer] The user did not edit the document.", true);
 		return;
 	}
-	point_event(a, "edit_document", NULL, false, "edited");
+	point_event(a, lev_tooltable_name(LEV_OP_EDIT_DOCUMENT), NULL, false, "edited");
 	lev_tool_output_set(out, text, false);
 }
 
