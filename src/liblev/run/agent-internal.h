@@ -6,6 +6,8 @@
  *	agent-setup.c	building a run (lev_agent_new()) and freeing it
  *	agent-call.c	one tool call: the gate chain's record, asks, execution
  *	agent-seed.c	the regions' seeds, before the first inference
+ *	flow.c		how a stage ends and where the run goes (edges, gates, transforms)
+ *	interact.c	interaction points, present_for_review, edit_document
  */
 #ifndef LEV_RUN_AGENT_INTERNAL_H
 #define LEV_RUN_AGENT_INTERNAL_H
