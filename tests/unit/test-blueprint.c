@@ -433,8 +433,6 @@ static void test_leviath_keys_are_findings(void **state)
 	static const char *const keys[] = {
 		"agent.max_child_depth", "stages.main.max_workers", "stages.main.hooks",
 		"stages.main.mode",
-		"stages.main.transitions.main.stuck_after_iterations",
-		"stages.main.transitions.main.condition",
 	};
 	size_t i;
 

@@ -174,6 +174,10 @@ static void test_default_policy(void **state)
 	assert_int_equal(lev_perm_default("ask_user_choice"), LEV_ALLOW);
 	assert_int_equal(lev_perm_default("ask_user_confirm"), LEV_ALLOW);
 	assert_int_equal(lev_perm_default("edit_document"), LEV_ALLOW);
+	/* a question to the person at the keyboard, as ask_user_* */
+	assert_int_equal(lev_perm_default("present_for_review"), LEV_ALLOW);
+	/* ends the stage by one of its own edges: touches the run only */
+	assert_int_equal(lev_perm_default("transition"), LEV_ALLOW);
 	assert_int_equal(lev_perm_default("context_write"), LEV_ALLOW);
 	assert_int_equal(lev_perm_default("todo_add"), LEV_ALLOW);
 	assert_int_equal(lev_perm_default("spawn_agent"), LEV_ALLOW);
@@ -184,7 +188,6 @@ static void test_default_policy(void **state)
 	assert_int_equal(lev_perm_default("glob"), LEV_ASK);
 	assert_int_equal(lev_perm_default("http_request"), LEV_ASK);
 	assert_int_equal(lev_perm_default("github__create_issue"), LEV_ASK);
-	assert_int_equal(lev_perm_default("present_for_review"), LEV_ASK);
 	assert_int_equal(lev_perm_default(""), LEV_ASK);
 	/* exact names only: a tool that borrows a reviewed prefix is not reviewed */
 	assert_int_equal(lev_perm_default("context_exfiltrate"), LEV_ASK);
@@ -197,8 +200,10 @@ static const char *const reviewed[] = {
 	"read_file", "read_files", "list_dir", "context_write", "context_append", "context_read",
 	"context_delete", "context_list", "todo_add", "todo_done", "todo_note", "current_time",
 	"system_info", "locale_info", "environment_info", "which_command", "runtime_info",
-	"submit_output", "spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent",
-	"ask_user_text", "ask_user_choice", "ask_user_confirm", "edit_document", NULL,
+	"submit_output", "transition", "spawn_agent", "check_agent", "wait_for_agent",
+	"send_to_agent", "kill_agent",
+	"ask_user_text", "ask_user_choice", "ask_user_confirm", "edit_document",
+	"present_for_review", NULL,
 };
 
 static bool listed(const char *const *v, const char *s)
@@ -216,7 +221,7 @@ static void test_only_reviewed_tools_run_without_asking(void **state)
 		"ask_user_text", "ask_user_choice", "ask_user_confirm", "present_for_review",
 		"edit_document", "context_write", "context_append", "context_read",
 		"context_delete", "context_list", "todo_add", "todo_done", "todo_note",
-		"submit_output", "fan_out", "current_time", "system_info", "locale_info",
+		"submit_output", "transition", "fan_out", "current_time", "system_info", "locale_info",
 		"environment_info", "which_command", "runtime_info", "spawn_agent", "check_agent",
 		"wait_for_agent", "send_to_agent", "kill_agent", "web_search", "web_fetch",
 		"http_get", "http_post", "send_email", NULL,

@@ -121,7 +121,7 @@ static void test_read_files_is_classified_like_read_file(void **state)
 
 static void test_unknown_tools_fail_closed(void **state)
 {
-	const char *unknown[] = { "github__create_issue", "send_email", "edit_document",
+	const char *unknown[] = { "github__create_issue", "send_email", "post_to_chat",
 				  "Web_Fetch", "", "read_file " };
 	size_t i;
 

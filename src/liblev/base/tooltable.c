@@ -71,6 +71,12 @@ static const struct lev_tool_desc table[] = {
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "Submit the final output of this stage. The stage ends when you call "
 			 "it." },
+	/* ends the stage by one of its edges: run/flow.c checks the edge and its gate */
+	{ .name = "transition", .kind = LEV_TOOL_INLINE, .op = LEV_OP_TRANSITION,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "End this stage and go on to the next one: name the stage to go to "
+			 "(one of the choices the stage lists), or DONE when the stage allows "
+			 "finishing the run." },
 	{ .name = "context_write", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CONTEXT_WRITE,
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "Replace the content of a temporary or clearable context region with a "
@@ -92,6 +98,14 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "ask_user_confirm", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CONFIRM,
 	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
+	/* interactions (run/interact.c): the person sees a document and answers */
+	{ .name = "present_for_review", .kind = LEV_TOOL_ASK, .op = LEV_OP_PRESENT_FOR_REVIEW,
+	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Show the user a markdown document for review: they approve it, edit "
+			 "it (their text is returned) or abort the run." },
+	{ .name = "edit_document", .kind = LEV_TOOL_ASK, .op = LEV_OP_EDIT_DOCUMENT,
+	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .description = "Hand the user a document to edit; returns their edited text." },
 	{ .name = "current_time", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CURRENT_TIME,
 	  .flags = DA | CL, PUBLIC_IN,
 	  .description = "The current date and time: local time with its UTC offset, and UTC." },
@@ -138,12 +152,10 @@ static const struct lev_tool_desc table[] = {
 
 	/* foreign: classified for policy and taint, not implemented */
 	{ .name = "check_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "edit_document", .flags = FOREIGN | DA },
 	{ .name = "fetch", .flags = FOREIGN | CL | CQ, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "http_get", .flags = FOREIGN | CL | CQ, PUBLIC_OUT,
 	  .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "kill_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "present_for_review", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "send_to_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "spawn_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "todo_read", .flags = FOREIGN | CL, INTERNAL_ONLY },

@@ -51,46 +51,13 @@ struct ckey {
 #define END { .key = NULL }
 
 static const char *const w_onfail[] = { "continue", "fail_all", NULL };
-static const char *const w_unattended[] = { "ask", "auto_approve", NULL };
-static const char *const w_style[] = { "free_text", "multiple_choice", "confirm", NULL };
-static const char *const w_transform[] = { "direct", "clear", "compact", "summarize", "custom",
-					   NULL };
 static const char *const w_map_transform[] = { "direct", "summarize", "extract", NULL };
 static const char *const w_refresh[] = { "once", "each_stage", NULL };
 
-static const struct ckey nudge_keys[] = { K("enabled", KT_BOOL), K("max", KT_INT),
-					  K("text", KT_STR), END };
-static const struct ckey output_keys[] = {
-	K("format", KT_STR), K("instructions", KT_STR), K("example", KT_STR),
-	K("schema", KT_OBJECT), K("validator", KT_STR), END,
-};
 static const struct ckey hook_keys[] = {
 	K("on_stage_enter", KT_STR), K("on_stage_exit", KT_STR), K("before_inference", KT_STR),
 	K("after_inference", KT_STR), K("on_tool_call", KT_STR), K("on_completion", KT_STR),
 	K("on_error", KT_STR), END,
-};
-static const struct ckey ip_keys[] = {
-	K("name", KT_STR),
-	K("prompt", KT_STR),
-	K("required", KT_BOOL),
-	KE("unattended", w_unattended),
-	KE("style", w_style),
-	K("options", KT_STRV),
-	K("choices", KT_STRV),
-	{ .key = "directives", .type = KT_MAP, .elem = KT_STR },
-	{ .key = "followups", .type = KT_MAP, .elem = KT_STR },
-	K("abort_options", KT_STRV),
-	K("edit_options", KT_STRV),
-	K("document_region", KT_STR),
-	END,
-};
-static const struct ckey tconfig_keys[] = { K("carry", KT_STRV), K("compact", KT_STRV),
-					    K("clear", KT_STRV), K("compact_prompt", KT_STR), END };
-static const struct ckey gate_keys[] = {
-	K("require_modifications", KT_BOOL), K("require_regions", KT_STRV),
-	K("require_region_updated", KT_STR), K("require_no_open_items", KT_STR),
-	K("message", KT_STR), K("region", KT_STR), K("tools", KT_STRV),
-	K("max_attempts", KT_INT), END,
 };
 static const struct ckey mapping_keys[] = { K("from_region", KT_STR), K("to_region", KT_STR),
 					    KE("transform", w_map_transform), K("fields", KT_STRV),
@@ -124,16 +91,10 @@ static const struct ckey agent_keys[] = {
 	FIND("dynamic_tools", KT_BOOL, "dynamic tools", "a stage's available_tools"),
 	FIND("batch_tool_hint", KT_BOOL, "the batch-tool hint", no_hints),
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
-	FINDS("nudge", KT_TABLE, nudge_keys, "the agent-wide nudge",
-	      "the stages' system_prompt"),
-	FINDS("output", KT_TABLE, output_keys, "the agent's output spec",
-	      "mode = \"output\" on the last stage (submit_output) and its system_prompt"),
 	END,
 };
 
 static const struct ckey stage_keys[] = {
-	FINDS("output", KT_TABLE, output_keys, "the output spec (format, schema, validator)",
-	      "mode = \"output\" (submit_output) and the format in the system_prompt"),
 	FIND("requires_children", KT_BOOL, "sub-agents", no_children),
 	FIND("allow_as_worker", KT_BOOL, "fan-out workers", no_fanout),
 	FIND("allow_blocking_tools", KT_BOOL, "the blocking-tool switch",
@@ -142,8 +103,6 @@ static const struct ckey stage_keys[] = {
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
 	FINDS("hooks", KT_TABLE, hook_keys, "Rhai stage hooks",
 	      "Lua rules in your rules/ folder (see docs/rules.md)"),
-	FINDS("interaction_points", KT_TABLES, ip_keys, "interaction points",
-	      "mode = \"interactive\", where the model asks you through the terminal"),
 	FINDE("on_worker_failure", w_onfail, "fan-out workers", no_fanout),
 	FIND("max_workers", KT_INT, "fan-out workers", no_fanout),
 	FIND("worker_agent", KT_STR, "fan-out workers", no_fanout),
@@ -154,8 +113,6 @@ static const struct ckey stage_keys[] = {
 	FIND("results_region", KT_STR, "fan-out workers", no_fanout),
 	FIND("max_items", KT_INT, "fan-out workers", no_fanout),
 	FIND("max_attempts", KT_INT, "fan-out workers", no_fanout),
-	FINDS("nudge", KT_TABLE, nudge_keys, "the nudge",
-	      "the stage's system_prompt, and max_iterations to bound it"),
 	END,
 };
 
@@ -165,21 +122,8 @@ static const struct ckey model_keys[] = {
 	END,
 };
 
+/* every edge key is run (blueprint-flow.c) */
 static const struct ckey transition_keys[] = {
-	FINDE("transform", w_transform, "context transforms between stages",
-	      "the handoff, which gives the next stage the previous stage's output"),
-	FINDS("transform_config", KT_TABLE, tconfig_keys, "context transforms between stages",
-	      "the handoff, which gives the next stage the previous stage's output"),
-	FINDS("gate", KT_TABLE, gate_keys, "transition gates",
-	      "mode = \"output\" with submit_output, which a stage must call to finish"),
-	FIND("stuck_after_iterations", KT_INT, "stuck triggers",
-	     "condition = \"max_iterations\" with the stage's max_iterations"),
-	FIND("stuck_after_minutes", KT_INT, "stuck triggers",
-	     "condition = \"max_iterations\" with the stage's max_iterations"),
-	FIND("stuck_after_same_file_edits", KT_INT, "stuck triggers",
-	     "condition = \"max_iterations\" with the stage's max_iterations"),
-	FIND("stuck_after_tool_calls", KT_INT, "stuck triggers",
-	     "condition = \"max_iterations\" with the stage's max_iterations"),
 	END,
 };
 

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "liblev/base/buf.h"
 #include "liblev/conf/blueprint.h"
 #include "liblev/conf/toml.h"
@@ -78,3 +80,28 @@ int lev__bp_parse_file_tracking(const struct lev_tomlval_ctx *c, const struct le
 				struct lev_file_tracking *ft, struct lev_err *err);
 int lev__bp_parse_compaction(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			     struct lev_compaction *cp, struct lev_err *err);
+
+/* V as JSON (a new reference), or NULL for a value JSON cannot carry (dates). */
+json_t *lev__bp_toml_to_json(const struct lev_toml_value *v);
+
+/*
+ * blueprint-flow.c: the I-th key of T when it is one of the flow keys it
+ * reads (an edge's transform, transform_config, gate, stuck_after_*; a
+ * stage's output, nudge, interaction_points, transition_prompt; [agent]
+ * output and nudge): parsed into TR / ST / BP, returns 1; 0 when it is not
+ * one of them; negative on a bad value.  PATH / TABLE is T's dotted path.
+ */
+int lev__bp_flow_transition_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+				size_t i, const char *path, struct lev_transition *tr,
+				struct lev_err *err);
+int lev__bp_flow_stage_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			   size_t i, const char *table, struct lev_stage *st, struct lev_err *err);
+int lev__bp_flow_agent_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			   size_t i, struct lev_blueprint *bp, struct lev_err *err);
+/* After the parse: [agent] output / nudge defaults, region references. */
+int lev__bp_flow_finish(const struct lev_tomlval_ctx *c, struct lev_blueprint *bp,
+			struct lev_err *err);
+void lev__bp_output_release(struct lev_output_spec *o);
+void lev__bp_nudge_release(struct lev_nudge *n);
+void lev__bp_transition_release(struct lev_transition *tr);
+void lev__bp_points_release(struct lev_stage *st);

@@ -39,8 +39,7 @@ static const struct {
 	const char *what;	/* NULL: the same meaning, no finding */
 	const char *instead;
 } leviath_modes[] = {
-	{ "interactive_points", LEV_MODE_INTERACTIVE, "interaction points (the stage runs "
-	  "as mode = \"interactive\")", "mode = \"interactive\"" },
+	{ "interactive_points", LEV_MODE_INTERACTIVE, NULL, NULL },
 	{ "fan_out", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
 	  "\"autonomous\")", "one lev run per work item" },
 	{ "fan_out_merge", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
@@ -68,7 +67,7 @@ static const char *const stage_keys[] = {
 	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
-	"tool_routing", "context", NULL,
+	"tool_routing", "context", "output", "nudge", "interaction_points", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
 					   "temperature", "models", "fallbacks",
@@ -77,7 +76,10 @@ static const char *const choice_keys[] = { "provider", "model", NULL };
 static const char *const sandbox_keys[] = { "kind", "image", "engine", "network", "mount",
 					    "mounts", "on_unavailable", NULL };
 static const char *const security_keys[] = { "taint_tracking", NULL };
-static const char *const transition_keys[] = { "hint", "condition", NULL };
+static const char *const transition_keys[] = {
+	"hint", "condition", "transform", "transform_config", "gate", "stuck_after_iterations",
+	"stuck_after_minutes", "stuck_after_tool_calls", "stuck_after_same_file_edits", NULL,
+};
 static const char *const read_paths_keys[] = { "allow", NULL };
 static const char *const safe_keys[] = { "tools", "shell", NULL };
 static const char *const seed_keys[] = { "files", "glob", "literal", "command", "tool", "args",
@@ -154,12 +156,14 @@ static void stage_release(struct lev_stage *s)
 	lev_sandbox_spec_release(&s->sandbox);
 	free(s->system_prompt);
 	free(s->next);
-	for (i = 0; i < s->n_transitions; i++) {
-		free(s->transitions[i].target);
-		free(s->transitions[i].hint);
-	}
+	for (i = 0; i < s->n_transitions; i++)
+		lev__bp_transition_release(&s->transitions[i]);
 	free(s->transitions);
 	lev__bp_routing_release(&s->routing);
+	free(s->transition_prompt);
+	lev__bp_output_release(&s->output);
+	lev__bp_nudge_release(&s->nudge);
+	lev__bp_points_release(s);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -186,6 +190,8 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	free(bp->compaction.model);
 	free(bp->compaction.system_prompt);
 	lev_tool_perms_release(&bp->tool_permissions);
+	lev__bp_output_release(&bp->output);
+	lev__bp_nudge_release(&bp->nudge);
 	lev_sandbox_spec_release(&bp->sandbox);
 	lev_strv_free(bp->read_paths);
 	lev_strv_free(bp->safe_tools);
@@ -659,7 +665,7 @@ static int parse_model(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 			     const char *path, struct lev_stage *st, struct lev_err *err)
 {
-	size_t i, n, done = 0;
+	size_t i, n;
 	int r;
 
 	if (v->type == LEV_TOML_ARRAY) {
@@ -700,7 +706,13 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 		if (r < 0)
 			return r;
 		tr->target = lev_tomlval_key_dup(tt, i);
+		lev_toml_table_key_pos(tt, i, &tr->line, &tr->col);
 		st->n_transitions++;
+		for (size_t k = 0, nk = lev_toml_table_len(sub); k < nk; k++) {
+			r = lev__bp_flow_transition_key(c, sub, k, p, tr, err);
+			if (r < 0)
+				return r;
+		}
 		e = lev_toml_table_get(sub, "hint");
 		if (e) {
 			_cleanup_free_ char *hp = xasprintf("%s.hint", p);
@@ -716,22 +728,8 @@ static int parse_transitions(const struct lev_tomlval_ctx *c, const struct lev_t
 			if (r < 0)
 				return r;
 			tr->when = (enum lev_transition_when)w;
-			if (tr->when == LEV_WHEN_STUCK || tr->when == LEV_WHEN_DEAD_END)
-				lev__bp_finding(c, e->line, e->col, cp, st->name,
-						"stuck and dead-end triggers (this transition is "
-						"never taken)",
-						"condition = \"max_iterations\" with the stage's "
-						"max_iterations");
-		}
-		if (tr->when == LEV_WHEN_DONE && ++done == 2) {
-			unsigned kl = 0, kc = 0;
-
-			lev_toml_table_key_pos(tt, i, &kl, &kc);
-			lev__bp_finding(c, kl, kc, p, st->name,
-					"the model choosing among transitions (lev takes the "
-					"first 'done' transition)",
-					"one transition per stage, or 'max_iterations' / 'error' "
-					"conditions");
+			tr->always = e->type == LEV_TOML_STRING && e->u.str.len == 6 &&
+				     !memcmp(e->u.str.ptr, "always", 6);
 		}
 	}
 	return 0;
@@ -938,13 +936,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			r = lev_tomlval_bool(c, v, p, &on, err);
 			if (r == 0 && on)
 				st->require_output = true;
-		} else if (lev_tomlval_key_is(t, i, "transition_prompt")) {
-			r = lev_tomlval_type(c, v, LEV_TOML_STRING, p, err);
-			if (r == 0)
-				lev__bp_finding(c, v->line, v->col, p, name,
-						"the prompt asking the model which transition to "
-						"take (lev takes the first 'done' transition)",
-						"one transition per stage, with its 'hint'");
+		} else if ((r = lev__bp_flow_stage_key(c, t, i, table, st, err)) != 0) {
+			r = r < 0 ? r : 0;
 		} else if (lev_tomlval_key_is(t, i, "allow_complete"))
 			r = lev_tomlval_bool(c, v, p, &st->allow_complete, err);
 		else if (lev_tomlval_key_is(t, i, "accepts_messages"))
@@ -976,7 +969,7 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 
 /* ---- regions ---------------------------------------------------------- */
 
-static json_t *toml_to_json(const struct lev_toml_value *v)
+json_t *lev__bp_toml_to_json(const struct lev_toml_value *v)
 {
 	json_t *j;
 	size_t i, n;
@@ -994,7 +987,7 @@ static json_t *toml_to_json(const struct lev_toml_value *v)
 		j = json_array();
 		n = lev_toml_array_len(v->u.array);
 		for (i = 0; i < n; i++) {
-			json_t *e = toml_to_json(lev_toml_array_at(v->u.array, i));
+			json_t *e = lev__bp_toml_to_json(lev_toml_array_at(v->u.array, i));
 			if (!e || json_array_append_new(j, e) < 0) {
 				json_decref(j);
 				return NULL;
@@ -1007,7 +1000,7 @@ static json_t *toml_to_json(const struct lev_toml_value *v)
 		for (i = 0; i < n; i++) {
 			size_t klen = 0;
 			const char *k = lev_toml_table_key(v->u.table, i, &klen);
-			json_t *e = toml_to_json(lev_toml_table_value(v->u.table, i));
+			json_t *e = lev__bp_toml_to_json(lev_toml_table_value(v->u.table, i));
 			if (!e || memchr(k, '\0', klen) || json_object_setn_new(j, k, klen, e) < 0) {
 				json_decref(e);
 				json_decref(j);
@@ -1118,7 +1111,7 @@ static int parse_seed(const struct lev_tomlval_ctx *c, const struct lev_toml_val
 			r = lev_tomlval_type(c, args, LEV_TOML_TABLE, ap, err);
 			if (r < 0)
 				return r;
-			j = toml_to_json(args);
+			j = lev__bp_toml_to_json(args);
 			if (!j)
 				return lev_tomlval_fail(c, args->line, args->col, err,
 							"'%s' holds a value with no JSON form "
@@ -1358,6 +1351,8 @@ static int parse_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 			r = set_line(c, v, p, &bp->description, err);
 		else if (lev_tomlval_key_is(t, i, "entry_stage"))
 			r = lev_tomlval_set_str(c, v, p, &bp->entry_stage, err);
+		else if ((r = lev__bp_flow_agent_key(c, t, i, bp, err)) != 0)
+			r = r < 0 ? r : 0;
 		else if ((r = lev__bp_compat_key(c, LEV_BPT_AGENT, t, i, "agent", NULL, err)) != 0)
 			r = r < 0 ? r : 0;
 		else {
@@ -1667,6 +1662,8 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 		r = merge_stage_regions(bp, err);
 	if (r == 0)
 		r = check_references(c, bp, err);
+	if (r == 0)
+		r = lev__bp_flow_finish(c, bp, err);
 	if (r < 0) {
 		lev_blueprint_free(bp);
 		return r;

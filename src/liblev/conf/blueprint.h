@@ -22,8 +22,11 @@
  *     or type-checks it as Leviath does and keeps a finding in `findings`
  *     ("not run by lev: ...; use ..."), never silently (blueprint-compat.c).
  *     Leviath words lev has no meaning for (mode fan_out, region kind
- *     compacting, condition stuck, ...) map to the nearest lev behaviour
- *     and leave a finding saying so.
+ *     compacting, ...) map to the nearest lev behaviour and leave a
+ *     finding saying so.  The flow keys (an edge's condition, transform,
+ *     gate, stuck_after_*; a stage's output, nudge, interaction_points,
+ *     transition_prompt) are read into the structs below
+ *     (blueprint-flow.c) and run by run/flow.c and run/interact.c.
  *   - Every enum (mode, region kind, verdicts, sandbox kind,
  *     on_unavailable, script permissions) is checked; a bad word is an
  *     error naming FILE:LINE:COL and the valid words.
@@ -148,18 +151,91 @@ struct lev_tool_routing {
 };
 
 enum lev_transition_when {
-	LEV_WHEN_DONE,		/* default: the stage finished normally */
+	LEV_WHEN_DONE,		/* default: the stage finished normally (Leviath's llm_choice) */
 	LEV_WHEN_ERROR,
 	LEV_WHEN_MAX_ITERATIONS,
-	LEV_WHEN_STUCK,		/* Leviath's stuck triggers: parsed, never fired (a finding) */
-	LEV_WHEN_DEAD_END,	/* Leviath's dead end: parsed, never fired (a finding) */
+	LEV_WHEN_STUCK,		/* a stuck_after_* threshold of this edge tripped (flow.c) */
+	LEV_WHEN_DEAD_END,	/* the stage finished and every done edge is out of revisits */
 	_LEV_WHEN_MAX,
+};
+
+/* What an edge does to the context regions on its way (Leviath's transform). */
+enum lev_transform {
+	LEV_TRANSFORM_DIRECT,	/* default: everything carried as it is */
+	LEV_TRANSFORM_CLEAR,	/* every region that is not pinned is emptied */
+	LEV_TRANSFORM_COMPACT,	/* "compact" / "summarize": each region that is not pinned
+				 * is replaced by a model-written summary */
+	LEV_TRANSFORM_CUSTOM,	/* transform_config's carry / compact / clear lists */
+	_LEV_TRANSFORM_MAX,
+};
+
+/* An edge's gate: the edge is refused with `message` until it holds. */
+struct lev_edge_gate {
+	bool present;
+	bool require_modifications;
+	char **require_regions;		/* each must hold content */
+	char *require_region_updated;	/* NULL: none; must change during the stage */
+	char *require_no_open_items;	/* NULL: none; a region with no "[ ]" line left */
+	char *message;			/* NULL: a generated one */
+	char *region;			/* NULL: none; non-empty satisfies require_modifications */
+	char **tools;			/* more tools that count as modifying (canonical) */
+	uint64_t max_attempts;		/* refusals before the edge goes through (default 3) */
 };
 
 struct lev_transition {
 	char *target;		/* an existing stage name */
 	char *hint;		/* NULL: none; shown to the model */
 	enum lev_transition_when when;
+	bool always;		/* condition = "always": taken without asking the model */
+	enum lev_transform transform;
+	char **carry, **compact, **clear;	/* LEV_TRANSFORM_CUSTOM: region names */
+	char *compact_prompt;	/* NULL: the built-in summarising prompt */
+	/* LEV_WHEN_STUCK thresholds; 0 = not set */
+	uint64_t stuck_iterations, stuck_minutes, stuck_tool_calls, stuck_same_file_edits;
+	struct lev_edge_gate gate;
+	unsigned line, col;	/* where the edge was written */
+};
+
+/* output = { format, instructions, example, schema, validator } */
+struct lev_output_spec {
+	bool present;
+	char *format;		/* NULL: none; "json" is parsed */
+	char *instructions;	/* NULL: none; given to the model */
+	char *example;		/* NULL: none; given to the model */
+	char *schema_json;	/* NULL: none; a JSON Schema (argcheck.h subset), as JSON text */
+	bool has_validator;	/* a Rhai validator: a finding, never run */
+};
+
+/* nudge = { enabled, max, text }: a stage block over the [agent] one */
+struct lev_nudge {
+	bool present;
+	bool has_enabled;
+	bool enabled;
+	bool has_max;
+	uint64_t max;
+	char *text;		/* NULL: the built-in text; {stage} is replaced */
+};
+
+enum lev_ip_style {
+	LEV_IP_FREE_TEXT,
+	LEV_IP_MULTIPLE_CHOICE,
+	LEV_IP_CONFIRM,
+	_LEV_IP_STYLE_MAX,
+};
+
+/* [[stages.X.interaction_points]]: asked at the stage's end, every time */
+struct lev_interaction_point {
+	char *name;		/* NULL: "point N" */
+	char *prompt;		/* NULL: "Approve the output of stage 'X'?" */
+	bool required;
+	bool unattended_ask;	/* unattended = "ask"; default auto_approve */
+	enum lev_ip_style style;
+	char **options;		/* options and choices, in order */
+	char **abort_options;
+	char **edit_options;
+	char **directive_keys, **directive_texts;	/* directives, in order */
+	char **followup_keys, **followup_texts;		/* followups, in order */
+	char *document_region;	/* NULL: none */
 };
 
 /* One entry of a Leviath model list (models = [...], fallbacks = [...]). */
@@ -221,6 +297,11 @@ struct lev_stage {
 				 * blueprint's regions, shown only where listed) */
 	struct lev_region *parse_regions;	/* during the parse only; then NULL */
 	size_t n_parse_regions;
+	char *transition_prompt;	/* NULL: the built-in one (asking which edge to take) */
+	struct lev_output_spec output;	/* the stage's, else the [agent] one's fields */
+	struct lev_nudge nudge;		/* the stage's, over the [agent] one */
+	struct lev_interaction_point *points;
+	size_t n_points;
 };
 
 /* [repetition_detection] (Leviath's agents.md): nudges, never stops a run */
@@ -281,6 +362,8 @@ struct lev_blueprint {
 	bool default_regions;	/* no [context.regions]: the default layout was used */
 
 	struct lev_tool_perms tool_permissions;	/* agent level, as written */
+	struct lev_output_spec output;	/* [agent] output: each stage's default */
+	struct lev_nudge nudge;		/* [agent] nudge: each stage's default */
 
 	struct lev_repetition repetition;
 	struct lev_compaction compaction;
@@ -388,3 +471,5 @@ const char *lev_stage_mode_name(enum lev_stage_mode m);
 const char *lev_volatility_name(enum lev_volatility v);
 const char *lev_region_kind_name(enum lev_region_kind k);
 const char *lev_seed_kind_name(enum lev_seed_kind k);
+const char *lev_transform_name(enum lev_transform t);
+const char *lev_transition_when_name(enum lev_transition_when w);

@@ -9,6 +9,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/policy/lint.h"
+#include "liblev/policy/argcheck.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/strv.h"
@@ -504,6 +505,27 @@ static void lint_model_lists(const struct lev_blueprint *bp, const struct lev_co
 	}
 }
 
+/* An output schema outside argcheck's subset: the run refuses every submission. */
+static void lint_output_schemas(const struct lev_blueprint *bp, struct lev_findings *out)
+{
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+		struct lev_err err = LEV_ERR_INIT;
+		json_t *j;
+
+		if (!st->output.schema_json)
+			continue;
+		j = json_loads(st->output.schema_json, 0, NULL);
+		if (!j || lev_argcheck_schema(j, &err) < 0)
+			lev_findings_add(out, LEV_SEV_WARNING, "output-schema-unchecked", st->name,
+					 "keep the schema to the keywords docs/blueprint.md lists",
+					 "the output schema is outside what lev checks (%s): every "
+					 "submission is refused",
+					 err.msg[0] ? err.msg : "not JSON");
+		json_decref(j);
+	}
+}
+
 int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const char *workdir,
 	     const char *home, struct lev_findings *out, struct lev_err *err)
 {
@@ -528,6 +550,7 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 				    bf->line, bf->col, bf->key, bf->message);
 	}
 	lint_model_lists(bp, cfg, out);
+	lint_output_schemas(bp, out);
 	lint_read_paths(bp, cfg, workdir, home, out);
 	lint_shell_policy(bp, out);
 	lint_seeds(bp, cfg, out);

@@ -446,9 +446,22 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	const char *region = agent_arg_str(cs->args, "region");
 	int idx = region ? lev_context_region_find_shown(a->ctx, region) : -ENOENT;
 
+	if (cs->ti->op == LEV_OP_TRANSITION) {
+		agent_flow_transition_tool(a, cs->args, cs->out);
+		return;
+	}
 	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
 		const char *o = agent_arg_str(cs->args, "output");
+		_cleanup_free_ char *why = NULL;
 
+		if (agent_flow_check_output(a, o ? o : "", &why) < 0) {
+			_cleanup_free_ char *t = xasprintf("[invalid output] %s", why);
+
+			lev_tool_output_set(cs->out, t, true);
+			if (a->flow.fail_why)
+				a->stage_done = true;	/* its attempts are spent: the stage fails */
+			return;
+		}
 		free(a->stage_output);
 		a->stage_output = xstrdup(o ? o : "");
 		a->stage_output_label = lev_level_max(a->seen, lev_context_taint_level(a->ctx));
@@ -493,6 +506,20 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	}
 }
 
+/* A question for the person (ask_user_*, interaction points): -1 when nobody can answer. */
+int agent_question(struct lev_agent *a, const struct lev_question *q, char **answer)
+{
+	int r;
+
+	*answer = NULL;
+	if (!a->o.hooks.question || agent_cancelled(a))
+		return -1;
+	set_waiting(a, true);
+	r = a->o.hooks.question(a->o.hooks.data, q, answer);
+	set_waiting(a, false);
+	return r;
+}
+
 /* ask_user_*: the question goes to the front end; its answer is the result. */
 static void run_ask(struct lev_agent *a, struct call_state *cs)
 {
@@ -519,9 +546,7 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 				    "Decide yourself and go on.", true);
 		return;
 	}
-	set_waiting(a, true);
-	r = a->o.hooks.question(a->o.hooks.data, &q, &answer);
-	set_waiting(a, false);
+	r = agent_question(a, &q, &answer);
 	if (r < 0 || !answer)
 		lev_tool_output_set(cs->out, "[no answer] The user did not answer. Go on without "
 				    "the answer, or end the stage.", true);
@@ -593,7 +618,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			run_inline(a, cs);
 		break;
 	case LEV_TOOL_ASK:
-		run_ask(a, cs);
+		if (!agent_interact_tool(a, cs->ti->op, cs->args, cs->out))
+			run_ask(a, cs);
 		break;
 	case LEV_TOOL_MCP:
 		agent_mcp_call(a, cs->ti, cs->args, cs->out);
@@ -872,6 +898,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
 	label = dec.label;
+	agent_flow_after_call(a, call, dec.allowed && !out.is_error);
 	r = agent_route_result(a, call, &out, label, &truncated, &err);
 	if (r > 0)
 		r = lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,

@@ -6,18 +6,22 @@
  *	agent-setup.c	building a run (lev_agent_new()) and freeing it
  *	agent-call.c	one tool call: the gate chain's record, asks, execution
  *	agent-seed.c	the regions' seeds, before the first inference
+ *	flow.c		how a stage ends and where the run goes (edges, gates, transforms)
+ *	interact.c	interaction points, present_for_review, edit_document
  */
 #ifndef LEV_RUN_AGENT_INTERNAL_H
 #define LEV_RUN_AGENT_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <jansson.h>
 
 #include "liblev/run/agent.h"
 #include "liblev/policy/provenance.h"
 #include "liblev/run/gatechain.h"
+#include "liblev/base/buf.h"
 
 /* Bounds. */
 #define DEFAULT_MAX_ITERATIONS 50
@@ -42,6 +46,39 @@ struct stage_rt {
 	char **offered;			/* canonical tool names offered */
 	char *offered_list;		/* "a, b" for messages */
 	unsigned visits;
+};
+
+/* What run/flow.c keeps about the stage being run (reset on entry) and the run. */
+struct flow_state {
+	uint64_t calls;			/* tool calls made in this visit */
+	uint64_t mods;			/* of them, successful modifications (gate rule) */
+	struct timespec start;		/* monotonic: when the stage was entered */
+	char **edit_paths;		/* paths written or edited, with their counts */
+	unsigned *edit_counts;
+	char **called;			/* canonical tools called (required_tools) */
+	int chosen;			/* the edge the model chose, -1: none */
+	bool complete;			/* the model chose DONE (allow_complete) */
+	bool choosing;			/* the stage's output is in; the model is picking an edge */
+	bool points_done;		/* the interaction points were answered in this visit */
+	int stuck;			/* the stuck edge that fired, -1: none */
+	char *stuck_why;
+	unsigned *refusals;		/* per edge: gate refusals in this visit */
+	char **entry_texts;		/* per edge: its require_region_updated region at entry */
+	unsigned choice_asks, required_asks, nudges, output_attempts, ip_rounds;
+	char *fail_why;			/* the stage fails with this (attempts spent) */
+	char *abort_why;		/* an interaction point aborted the run */
+	char *handoff_extra;		/* answers and follow-ups for the next stage */
+	json_t *schema;			/* the stage's output schema, or NULL */
+	bool schema_bad;		/* outside lev's subset: every submission is refused */
+	unsigned gates_forced;		/* run-wide: edges taken with their gate unsatisfied */
+};
+
+/* agent_flow_may_end(): what happens to a stage whose model says it is done */
+enum flow_verdict {
+	FLOW_END,		/* it ends */
+	FLOW_GO_ON,		/* a note went to the model; the stage runs on */
+	FLOW_FAIL,		/* it fails: flow.fail_why */
+	FLOW_ABORT,		/* the person aborted the run: flow.abort_why */
 };
 
 struct lev_agent {
@@ -79,6 +116,8 @@ struct lev_agent {
 	char *stage_output;
 	enum lev_level stage_output_label;
 	const char *stage_end;	/* "answer", "submit_output", ... (static strings) */
+
+	struct flow_state flow;		/* run/flow.c */
 
 	char *last_text;		/* the model's last answer text */
 	bool started;			/* run_started was recorded */
@@ -143,6 +182,8 @@ void agent_audit_steps(struct lev_agent *a, const char *call_id, const char *too
 enum lev_level agent_grant_floor(const struct lev_agent *a, enum lev_level l);
 /* Dispatch CALL, add its result to the context and record the result event. */
 void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call);
+/* A question for the person (ask_user_*, interaction points): -1 when nobody can answer. */
+int agent_question(struct lev_agent *a, const struct lev_question *q, char **answer);
 /* Every call of an interrupted turn still gets a result. */
 void agent_skip_call(struct lev_agent *a, const struct lev_tool_call *call, const char *why);
 
@@ -194,6 +235,48 @@ void agent_watch_free(struct lev_agent *a);
 
 /* compact.c: summarise the compacting regions that are due (before a request) */
 void agent_compact_regions(struct lev_agent *a);
+
+/* flow.c: transitions, gates, stuck triggers, nudges, output checks */
+void agent_flow_enter(struct lev_agent *a);
+void agent_flow_release(struct lev_agent *a);
+/* What the model is told on entering the stage (output spec, edges to choose). */
+void agent_flow_kick(struct lev_agent *a, struct lev_buf *kick);
+/* After each dispatched call: the stage's counters. */
+void agent_flow_after_call(struct lev_agent *a, const struct lev_tool_call *call, bool ok);
+/* The model answered with no call: nudge it (true), or let the stage end (false). */
+bool agent_flow_nudge(struct lev_agent *a);
+/* The model is picking an edge: its text answers that, not the stage. */
+bool agent_flow_choosing(const struct lev_agent *a);
+/* submit_output's value: 0 when valid, else the reason for the model in *why. */
+int agent_flow_check_output(struct lev_agent *a, const char *text, char **why);
+/* The transition tool's handler. */
+void agent_flow_transition_tool(struct lev_agent *a, const json_t *args,
+				struct lev_tool_output *out);
+/* After a turn: has a stuck edge's threshold tripped?  *why says which. */
+bool agent_flow_stuck(struct lev_agent *a, char **why);
+enum flow_verdict agent_flow_may_end(struct lev_agent *a);
+/*
+ * The stage the run goes to after the current one ended WHEN
+ * (LEV_WHEN_DONE, ...), with *edge its edge (NULL for `next`); or NULL:
+ * then *terminal says whether the run completes there (else it fails, with
+ * *why when set, allocated).  *how says how it was chosen (static).
+ */
+const char *agent_flow_next(struct lev_agent *a, enum lev_transition_when when,
+			    const struct lev_transition **edge, bool *terminal, const char **how,
+			    char **why);
+/*
+ * The edge's transform on the regions, before the next stage is entered;
+ * *summary (allocated, or NULL) is the conversation's summary for the next
+ * stage, labelled *label.
+ */
+int agent_flow_transform(struct lev_agent *a, const struct lev_transition *tr, char **summary,
+			 enum lev_level *label, struct lev_err *err);
+
+/* interact.c: the stage's interaction points, at its end */
+enum flow_verdict agent_interact_points(struct lev_agent *a);
+/* interact.c: present_for_review and edit_document; false when OP is neither */
+bool agent_interact_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
+			 struct lev_tool_output *out);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

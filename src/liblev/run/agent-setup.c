@@ -538,6 +538,7 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 	lev_strv_free(a->key_vars);
 	lev_grants_release(&a->grants);
 	free(a->stage_output);
+	agent_flow_release(a);
 	free(a->last_text);
 	free(a->internal_error);
 	free(a->route_note);

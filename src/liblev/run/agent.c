@@ -160,22 +160,6 @@ static int stage_index(const struct lev_agent *a, const char *name)
 	return -ENOENT;
 }
 
-/* Where STAGE goes after ending WHEN: its target stage name, or NULL. */
-static const char *next_stage(const struct lev_stage *st, enum lev_transition_when when,
-			      const char **hint)
-{
-	*hint = NULL;
-	for (size_t i = 0; i < st->n_transitions; i++) {
-		if (st->transitions[i].when == when) {
-			*hint = st->transitions[i].hint;
-			return st->transitions[i].target;
-		}
-	}
-	if (when == LEV_WHEN_DONE)
-		return st->next;
-	return NULL;
-}
-
 uint64_t agent_max_iterations(const struct lev_agent *a, const struct lev_stage *st)
 {
 	if (st->max_iterations)
@@ -203,6 +187,7 @@ static int enter_stage(struct lev_agent *a, size_t idx, const char *from, const 
 	a->stage_output = NULL;
 	lev_grants_enter_stage(&a->grants, (long)idx);
 	s->visits++;
+	agent_flow_enter(a);
 
 	/* a new stage starts a new conversation; its input is the hand-off */
 	r = lev_context_clear(a->ctx, lev_context_conversation(a->ctx), err);
@@ -246,6 +231,7 @@ static int enter_stage(struct lev_agent *a, size_t idx, const char *from, const 
 	else
 		(void)lev_buf_adds(&kick, "When you are done, answer with your final output and no "
 					  "tool calls.");
+	agent_flow_kick(a, &kick);
 	r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx), kick.buf, kick.len,
 				 handoff ? label : LEV_PUBLIC, err);
 	lev_buf_release(&kick);
@@ -339,6 +325,8 @@ enum stage_end {
 	END_DONE,
 	END_MAX_ITERATIONS,
 	END_ERROR,
+	END_STUCK,		/* a stuck edge's threshold tripped (flow.c) */
+	END_ABORTED,		/* an interaction point aborted the run */
 	END_SCRIPT,		/* the script provider has no turns left */
 	END_CANCELLED,
 };
@@ -433,6 +421,31 @@ static int step_boundary(struct lev_agent *a, const struct lev_stage *st, char *
 	return 0;
 }
 
+/*
+ * The model says the stage is done: flow.c decides whether it ends (true,
+ * *end set), or runs on with a note to the model (false).
+ */
+static bool stage_may_end(struct lev_agent *a, char **why, enum stage_end *end)
+{
+	switch (agent_flow_may_end(a)) {
+	case FLOW_END:
+		*end = END_DONE;
+		return true;
+	case FLOW_FAIL:
+		*why = xstrdup(a->flow.fail_why);
+		*end = END_ERROR;
+		return true;
+	case FLOW_ABORT:
+		*end = END_ABORTED;
+		return true;
+	case FLOW_GO_ON:
+		break;
+	}
+	a->stage_done = false;
+	a->stage_end = NULL;
+	return false;
+}
+
 static enum stage_end run_stage(struct lev_agent *a, char **why)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -440,12 +453,19 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 	uint64_t max = agent_max_iterations(a, st);
 	struct lev_err err = LEV_ERR_INIT;
 
-	while (!a->stage_done) {
+	for (;;) {
 		struct lev_infer_request req;
 		struct lev_infer_response resp;
 		json_t *ev;
 		int r;
 
+		if (a->stage_done) {
+			enum stage_end e;
+
+			if (stage_may_end(a, why, &e))
+				return e;
+			continue;
+		}
 		if (a->o.hooks.boundary && step_boundary(a, st, why) < 0)
 			return END_ERROR;
 		if (agent_cancelled(a))
@@ -509,14 +529,16 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_ERROR;
 		}
 		if (resp.n_calls == 0) {
-			if (st->require_output || st->mode == LEV_MODE_OUTPUT) {
+			if (agent_flow_choosing(a)) {
+				a->stage_done = true;	/* its answer names the next stage */
+			} else if (st->require_output || st->mode == LEV_MODE_OUTPUT) {
 				static const char nudge[] =
 					"This stage ends only through submit_output: call it with "
 					"the stage's output.";
 
 				r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx),
 							 nudge, strlen(nudge), LEV_PUBLIC, &err);
-			} else if (!agent_required_nudge(a)) {
+			} else if (!agent_flow_nudge(a) && !agent_required_nudge(a)) {
 				free(a->stage_output);
 				a->stage_output = xstrdup(resp.text ? resp.text : "");
 				a->stage_output_label = lev_level_max(a->seen,
@@ -543,8 +565,9 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		lev_response_release(&resp);
 		if (a->rec)
 			(void)lev_runrecord_sync(a->rec, NULL);
+		if (!a->stage_done && agent_flow_stuck(a, why))
+			return END_STUCK;
 	}
-	return END_DONE;
 }
 
 /* The record starts with run_started, then the warnings found before it. */
@@ -583,11 +606,135 @@ static void stage_finished_event(struct lev_agent *a, const struct lev_stage *st
 						   : end == END_MAX_ITERATIONS ? "max_iterations"
 						   : end == END_ERROR	       ? "error"
 						   : end == END_SCRIPT	       ? "script_end"
+						   : end == END_STUCK	       ? "stuck"
+						   : end == END_ABORTED	       ? "aborted"
 										: "cancelled"));
 	json_object_set_new(ev, "output", agent_jtext_capped(a->stage_output));
 	if (a->stage_output)
 		agent_integrity_json(a, a->stage_output_integrity, ev);
 	agent_emit(a, ev);
+}
+
+/* The run's end when the stage has nowhere to go: complete, or the reason it failed. */
+static void no_way_on(struct lev_agent *a, enum stage_end end, bool terminal, const char *why,
+		      const char *flow_why)
+{
+	const struct lev_stage *st = a->stages[a->cur].st;
+
+	if (end == END_DONE && terminal) {
+		finish(a, LEV_RUN_COMPLETE, a->stage_output, NULL);
+	} else if (flow_why) {
+		finish(a, LEV_RUN_ERROR, NULL, flow_why);
+	} else if (end == END_MAX_ITERATIONS) {
+		_cleanup_free_ char *m = xasprintf(
+			"stage '%s' reached max_iterations (%llu) without finishing", st->name,
+			(unsigned long long)agent_max_iterations(a, st));
+
+		finish(a, LEV_RUN_ERROR, NULL, m);
+	} else {
+		finish(a, LEV_RUN_ERROR, NULL, why ? why : "the stage failed");
+	}
+}
+
+/* Why the run moved on, for the next stage: into its report region when declared. */
+static char *handoff_text(struct lev_agent *a, enum stage_end end, const char *why,
+			  const char *summary)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	const char *report = end == END_STUCK ? "stuck_report" : "error_report";
+	int region = lev_context_region_find(a->ctx, report);
+
+	if (a->stage_output)
+		(void)lev_buf_adds(&b, a->stage_output);
+	else if (end == END_STUCK)
+		(void)lev_buf_addf(&b, "(the stage was stopped: %s)", why ? why : "stuck");
+	else if (end == END_MAX_ITERATIONS)
+		(void)lev_buf_adds(&b, "(the stage was cut off at its max_iterations: its work "
+				       "is not finished)");
+	else
+		(void)lev_buf_addf(&b, why ? "(the stage failed: %s)"
+					   : "(the stage ended without an output)", why);
+	if (end != END_DONE && region >= 0 && region != (int)lev_context_conversation(a->ctx))
+		(void)lev_context_add_text(a->ctx, (size_t)region, b.buf, b.len, LEV_PUBLIC, NULL);
+	if (a->flow.handoff_extra)
+		(void)lev_buf_addf(&b, "\n\n%s", a->flow.handoff_extra);
+	if (summary)
+		(void)lev_buf_addf(&b, "\n\nSummary of the stage's conversation:\n%s", summary);
+	return lev_buf_detach(&b, NULL);
+}
+
+static void transition_event(struct lev_agent *a, const char *target, const char *how,
+			     const struct lev_transition *edge)
+{
+	json_t *ev = agent_event_new("stage_transition");
+
+	json_object_set_new(ev, "from", agent_jtext(a->stages[a->cur].st->name));
+	json_object_set_new(ev, "to", agent_jtext(target));
+	json_object_set_new(ev, "how", agent_jtext(how));
+	json_object_set_new(ev, "transform", json_string(lev_transform_name(
+						     edge ? edge->transform : LEV_TRANSFORM_DIRECT)));
+	agent_emit(a, ev);
+}
+
+/* After a stage ended END: enter the next one (1), or finish the run (0). */
+static int take_edge(struct lev_agent *a, enum stage_end end, const char *why)
+{
+	const struct lev_stage *st = a->stages[a->cur].st;
+	enum lev_transition_when when = end == END_MAX_ITERATIONS ? LEV_WHEN_MAX_ITERATIONS
+					: end == END_ERROR	  ? LEV_WHEN_ERROR
+					: end == END_STUCK	  ? LEV_WHEN_STUCK
+								  : LEV_WHEN_DONE;
+	const struct lev_transition *edge = NULL;
+	_cleanup_free_ char *flow_why = NULL, *summary = NULL, *handoff = NULL, *from = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+	enum lev_level label, slabel = LEV_PUBLIC;
+	const char *how = NULL, *target;
+	bool terminal = false;
+	int next;
+
+	target = agent_flow_next(a, when, &edge, &terminal, &how, &flow_why);
+	if (!target) {
+		no_way_on(a, end, terminal, why, flow_why);
+		return 0;
+	}
+	next = stage_index(a, target);
+	if (next >= 0 && a->stages[next].st->has_max_revisits &&
+	    a->stages[next].visits > a->stages[next].st->max_revisits) {
+		_cleanup_free_ char *m = xasprintf(
+			"stage '%s' was re-entered %llu time(s), its max_revisits; the run stops "
+			"here", target, (unsigned long long)a->stages[next].st->max_revisits);
+
+		finish(a, LEV_RUN_ERROR, NULL, m);
+		return 0;
+	}
+	if (next < 0 || a->stages[next].visits >= MAX_STAGE_VISITS) {
+		_cleanup_free_ char *m =
+			next < 0 ? xasprintf("stage '%s' names an unknown stage '%s'", st->name, target)
+				 : xasprintf("stage '%s' was entered %d times; the run stops here",
+					     target, MAX_STAGE_VISITS);
+
+		finish(a, LEV_RUN_ERROR, NULL, m);
+		return 0;
+	}
+	transition_event(a, target, how, edge);
+	if (agent_flow_transform(a, edge, &summary, &slabel, &e) < 0) {
+		finish(a, LEV_RUN_ERROR, NULL, e.msg);
+		return 0;
+	}
+	handoff = handoff_text(a, end, why, summary);
+	label = a->stage_output ? a->stage_output_label : lev_context_taint_level(a->ctx);
+	label = lev_level_max(label, slabel);
+	from = xstrdup(st->name);
+	/* the hand-off, a transform's summary included, is as trusted as what wrote it */
+	a->handoff_untrusted =
+		(a->stage_output ? a->stage_output_integrity
+				 : lev_taint_model_integrity(lev_context_taint(a->ctx))) == LEV_UNTRUSTED ||
+		(summary && lev_taint_model_integrity(lev_context_taint(a->ctx)) == LEV_UNTRUSTED);
+	if (enter_stage(a, (size_t)next, from, handoff, label, edge ? edge->hint : NULL, &e) < 0) {
+		finish(a, LEV_RUN_ERROR, NULL, e.msg);
+		return 0;
+	}
+	return 1;
 }
 
 int lev_agent_run(struct lev_agent *a, struct lev_err *err)
@@ -618,9 +765,6 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 		const struct lev_stage *st = a->stages[a->cur].st;
 		_cleanup_free_ char *why = NULL;
 		enum stage_end end = run_stage(a, &why);
-		enum lev_transition_when when = LEV_WHEN_DONE;
-		const char *hint = NULL, *target;
-		int next;
 
 		stage_finished_event(a, st, end);
 		agent_route_stage_end(a);
@@ -635,67 +779,12 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err)
 			       NULL);
 			return 0;
 		}
-		if (end == END_MAX_ITERATIONS)
-			when = LEV_WHEN_MAX_ITERATIONS;
-		else if (end == END_ERROR)
-			when = LEV_WHEN_ERROR;
-		target = next_stage(st, when, &hint);
-		if (!target) {
-			if (end == END_DONE) {
-				finish(a, LEV_RUN_COMPLETE, a->stage_output, NULL);
-			} else if (end == END_MAX_ITERATIONS) {
-				_cleanup_free_ char *m = xasprintf(
-					"stage '%s' reached max_iterations (%llu) without finishing",
-					st->name, (unsigned long long)agent_max_iterations(a, st));
-
-				finish(a, LEV_RUN_ERROR, NULL, m);
-			} else {
-				finish(a, LEV_RUN_ERROR, NULL, why ? why : "the stage failed");
-			}
+		if (end == END_ABORTED) {
+			finish(a, LEV_RUN_CANCELLED, NULL, a->flow.abort_why);
 			return 0;
 		}
-		next = stage_index(a, target);
-		if (next >= 0 && a->stages[next].st->has_max_revisits &&
-		    a->stages[next].visits > a->stages[next].st->max_revisits) {
-			_cleanup_free_ char *m = xasprintf(
-				"stage '%s' was re-entered %llu time(s), its max_revisits; the "
-				"run stops here",
-				target, (unsigned long long)a->stages[next].st->max_revisits);
-
-			finish(a, LEV_RUN_ERROR, NULL, m);
+		if (take_edge(a, end, why) == 0)
 			return 0;
-		}
-		if (next < 0 || a->stages[next].visits >= MAX_STAGE_VISITS) {
-			_cleanup_free_ char *m =
-				next < 0 ? xasprintf("stage '%s' names an unknown stage '%s'", st->name,
-						     target)
-					 : xasprintf("stage '%s' was entered %d times; the run stops "
-						     "here", target, MAX_STAGE_VISITS);
-
-			finish(a, LEV_RUN_ERROR, NULL, m);
-			return 0;
-		}
-		{
-			_cleanup_free_ char *handoff =
-				a->stage_output ? xstrdup(a->stage_output)
-				: why		? xasprintf("(the stage failed: %s)", why)
-						: xstrdup("(the stage ended without an output)");
-			enum lev_level label = a->stage_output
-						       ? a->stage_output_label
-						       : lev_context_taint_level(a->ctx);
-
-			a->handoff_untrusted =
-				(a->stage_output ? a->stage_output_integrity
-						 : lev_taint_model_integrity(lev_context_taint(a->ctx))) ==
-				LEV_UNTRUSTED;
-			_cleanup_free_ char *from = xstrdup(st->name);
-
-			r = enter_stage(a, (size_t)next, from, handoff, label, hint, &e);
-		}
-		if (r < 0) {
-			finish(a, LEV_RUN_ERROR, NULL, e.msg);
-			return 0;
-		}
 	}
 	(void)err;
 	return 0;

@@ -92,6 +92,9 @@ static json_t *schema_for(enum lev_tool_op op)
 	case LEV_OP_SUBMIT_OUTPUT:
 		json_object_set_new(p, "output", str_prop("The stage's final output"));
 		return obj_schema(p, (const char *const[]){ "output", NULL });
+	case LEV_OP_TRANSITION:
+		json_object_set_new(p, "target", str_prop("The stage to go to, or DONE"));
+		return obj_schema(p, (const char *const[]){ "target", NULL });
 	case LEV_OP_CONTEXT_WRITE:
 	case LEV_OP_CONTEXT_APPEND:
 		json_object_set_new(p, "region", str_prop("The name of a temporary or clearable "
@@ -114,6 +117,15 @@ static json_t *schema_for(enum lev_tool_op op)
 					      "maxLength", 200, "minItems", 2, "maxItems", 20,
 					      "description", "The answers to choose from"));
 		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
+	case LEV_OP_PRESENT_FOR_REVIEW:
+		json_object_set_new(p, "title", question_prop("The document's title"));
+		json_object_set_new(p, "markdown", str_prop("The document (markdown); empty: the "
+							    "stage's document region"));
+		return obj_schema(p, (const char *const[]){ "title", NULL });
+	case LEV_OP_EDIT_DOCUMENT:
+		json_object_set_new(p, "title", question_prop("What the document is"));
+		json_object_set_new(p, "content", str_prop("The document to edit"));
+		return obj_schema(p, (const char *const[]){ "content", NULL });
 	case LEV_OP_CURRENT_TIME:
 	case LEV_OP_LOCALE_INFO:
 	case LEV_OP_SYSTEM_INFO:
