@@ -208,6 +208,16 @@ test_expect_success 'read_file is the file tool: confined to the workdir, each c
 	grep -q "\"call\":\"call_1_1.1\",\"tool\":\"read_file\"" "$(last_run)/audit.jsonl"
 '
 
+test_expect_success '[tool_script_permissions] read_file = "deny" refuses the host function' '
+	setconfig none false "[tool_permissions]" "files = \"allow\"" \
+		"[tool_script_permissions]" "read_file = \"deny\"" &&
+	turns "files|{ path = \"inside.txt\" }" &&
+	run &&
+	results ev >res &&
+	grep -q "^files allow permission | \[error\] script tool .files.: read_file(): \[denied\] \[tool_script_permissions\]" res &&
+	! grep -q workdir-text-5500 res
+'
+
 rm a/tools/escape.lua a/tools/files.lua
 tool sh '-- @tool sh
 -- @requires shell

@@ -85,6 +85,31 @@ static char **nested_offer(const struct lev_agent *a, const struct lev_script_to
 	return v;
 }
 
+/* [tool_script_permissions] for the host function that runs OP (config, then blueprint). */
+static bool script_perm_denies(const struct lev_script_perms *p, enum lev_tool_op op)
+{
+	enum lev_script_perm v;
+
+	switch (op) {
+	case LEV_OP_READ_FILE:
+		v = p->read_file;
+		break;
+	case LEV_OP_WRITE_FILE:
+		v = p->write_file;
+		break;
+	case LEV_OP_SHELL:
+		v = p->shell;
+		break;
+	case LEV_OP_WEB_FETCH:
+		v = p->http_get;
+		break;
+	default:
+		v = p->http_post;
+		break;
+	}
+	return v == LEV_SCRIPT_DENY;
+}
+
 /* A host function: one call of the built-in tool OP, through the gate chain. */
 static void host_call(void *data, enum lev_tool_op op, const json_t *args,
 		      struct lev_tool_output *out)
@@ -102,6 +127,12 @@ static void host_call(void *data, enum lev_tool_op op, const json_t *args,
 	struct lev_call_decision dec = { 0 };
 	struct lev_err err = LEV_ERR_INIT;
 
+	if (script_perm_denies(&a->cfg->script_permissions, op) ||
+	    (a->bp->has_script_permissions && script_perm_denies(&a->bp->script_permissions, op))) {
+		lev_tool_output_set(out, "[denied] [tool_script_permissions] denies it to script "
+				    "tools", true);
+		return;
+	}
 	if (lev_agent_dispatch(a, &call, out, &dec, &err) < 0)
 		lev_tool_output_set(out, "[error] internal error", true);
 	/* what the script now holds: the result, or a refusal's text */
