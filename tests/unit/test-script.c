@@ -141,6 +141,12 @@ static void test_results(void **state)
 	expect("local n = 0\nfor i = 1, 10 do n = n + i end\ng = n\nreturn tostring(g)", NULL, false,
 	       "55");
 	expect("return nil", NULL, false, "");
+	/* the libraries open on first use, a string's methods and arithmetic included */
+	expect("return (\"10\" + 1) .. (\"abc\"):upper() .. -\"2\" .. math.floor(2.5) .. "
+	       "table.concat({ 1, 2 }, \",\")", NULL, false, "11ABC-221,2");
+	expect("return (\"10\" * \"3\") .. string.rep(\"a\", 2)", NULL, false, "30aa");
+	expect("return getmetatable(\"\")", NULL, false, "false");
+	expect("return string.dump", NULL, false, "");
 	expect("return function() end", NULL, true, "not a string, and not JSON");
 	expect("error('nope')", NULL, true, "[error] script tool 't': /bp/tools/t.lua:2: nope");
 }

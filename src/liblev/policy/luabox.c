@@ -413,14 +413,13 @@ static enum charge_kind kind_of(const char *lib, const char *fn)
 }
 
 /*
- * Copy library LIB (a global) into a new table at the top of the stack,
- * leaving out "dump" and wrapping functions in charged calls when CHARGED.
+ * Replace library LIB (the table at the top of the stack) by a copy that
+ * leaves out "dump" and wraps functions in charged calls when CHARGED.
  */
 static void push_filtered_lib(lua_State *L, const char *lib, bool charged)
 {
 	int src, dst;
 
-	lua_getglobal(L, lib);
 	src = lua_gettop(L);
 	lua_newtable(L);
 	dst = lua_gettop(L);
@@ -441,16 +440,119 @@ static void push_filtered_lib(lua_State *L, const char *lib, bool charged)
 	lua_remove(L, src);
 }
 
-/* Open the libraries and build the safe table; returns its registry reference. */
+/*
+ * The libraries are opened on first use: a chunk that touches none of them
+ * (a script tool's `return params.x`) does not pay for them.  The safe
+ * table's __index opens one when its name is looked up; strings get a
+ * metatable whose __index and arithmetic open the string library first
+ * (Lua 5.4 coerces strings in arithmetic through that library's
+ * metamethods), then answer as the library would.
+ */
+static const struct {
+	const char *name;
+	lua_CFunction open;
+	bool charged;
+} lazy_libs[] = {
+	{ LUA_STRLIBNAME, luaopen_string, true },
+	{ LUA_TABLIBNAME, luaopen_table, true },
+	{ LUA_MATHLIBNAME, luaopen_math, false },
+};
+
+static const struct {
+	const char *event;
+	int op;
+} string_arith[] = {
+	{ "__add", LUA_OPADD }, { "__sub", LUA_OPSUB }, { "__mul", LUA_OPMUL },
+	{ "__div", LUA_OPDIV }, { "__mod", LUA_OPMOD }, { "__pow", LUA_OPPOW },
+	{ "__unm", LUA_OPUNM }, { "__idiv", LUA_OPIDIV },
+};
+
+/* Open library I into the safe table SAFE (filtered, charged, read-only) and push it. */
+static void open_lib(lua_State *L, int safe, size_t i)
+{
+	luaL_requiref(L, lazy_libs[i].name, lazy_libs[i].open, 0);
+	push_filtered_lib(L, lazy_libs[i].name, lazy_libs[i].charged);
+	lev_luabox_ro_proxy(L);
+	if (lazy_libs[i].open == luaopen_string) {
+		/* the string metatable the library set: methods through the proxy, hidden */
+		lua_pushliteral(L, "");
+		if (lua_getmetatable(L, -1)) {
+			lua_pushvalue(L, -3);
+			lua_setfield(L, -2, "__index");
+			lua_pushboolean(L, 0);
+			lua_setfield(L, -2, "__metatable");
+			lua_pop(L, 1);
+		}
+		lua_pop(L, 1);
+	}
+	lua_pushstring(L, lazy_libs[i].name);
+	lua_pushvalue(L, -2);
+	lua_rawset(L, safe);
+}
+
+/* The safe table's __index (safe, key): a library on first use, else nil. */
+static int lazy_index(lua_State *L)
+{
+	const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+
+	for (size_t i = 0; k && i < ARRAY_SIZE(lazy_libs); i++)
+		if (!strcmp(k, lazy_libs[i].name)) {
+			open_lib(L, 1, i);
+			return 1;
+		}
+	lua_pushnil(L);
+	return 1;
+}
+
+/* Strings before the string library is open: (s, key) -> string[key]; upvalue: safe. */
+static int lazy_string_index(lua_State *L)
+{
+	lua_getfield(L, lua_upvalueindex(1), LUA_STRLIBNAME);
+	lua_pushvalue(L, 2);
+	lua_gettable(L, -2);
+	return 1;
+}
+
+/* ... and arithmetic on them: open the library, then do it (its metamethods coerce). */
+static int lazy_string_arith(lua_State *L)
+{
+	int op = (int)lua_tointeger(L, lua_upvalueindex(2));
+
+	lua_getfield(L, lua_upvalueindex(1), LUA_STRLIBNAME);
+	lua_pop(L, 1);
+	lua_settop(L, 2);
+	if (op == LUA_OPUNM)
+		lua_pop(L, 1);
+	lua_arith(L, op);
+	return 1;
+}
+
+static void lazy_string_metatable(lua_State *L, int safe)
+{
+	lua_pushliteral(L, "");
+	lua_createtable(L, 0, (int)ARRAY_SIZE(string_arith) + 2);
+	lua_pushvalue(L, safe);
+	lua_pushcclosure(L, lazy_string_index, 1);
+	lua_setfield(L, -2, "__index");
+	for (size_t i = 0; i < ARRAY_SIZE(string_arith); i++) {
+		lua_pushvalue(L, safe);
+		lua_pushinteger(L, string_arith[i].op);
+		lua_pushcclosure(L, lazy_string_arith, 2);
+		lua_setfield(L, -2, string_arith[i].event);
+	}
+	lua_pushboolean(L, 0);
+	lua_setfield(L, -2, "__metatable");
+	lua_setmetatable(L, -2);
+	lua_pop(L, 1);
+}
+
+/* Open the base library and build the safe table; returns its registry reference. */
 static int setup_state(lua_State *L)
 {
 	const char *const *n;
 	int safe;
 
 	luaL_requiref(L, "_G", luaopen_base, 1);
-	luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
-	luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 1);
-	luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
 	lua_settop(L, 0);
 
 	lua_newtable(L);
@@ -466,27 +568,12 @@ static int setup_state(lua_State *L)
 	lua_setfield(L, safe, "xpcall");
 	lua_pushliteral(L, LUA_VERSION);
 	lua_setfield(L, safe, "_VERSION");
-
-	push_filtered_lib(L, "string", true);
-	lev_luabox_ro_proxy(L);
-	/* the string metatable: methods through the proxy, metatable hidden */
-	lua_pushliteral(L, "");
-	if (lua_getmetatable(L, -1)) {
-		lua_pushvalue(L, -3);
-		lua_setfield(L, -2, "__index");
-		lua_pushboolean(L, 0);
-		lua_setfield(L, -2, "__metatable");
-		lua_pop(L, 1);
-	}
-	lua_pop(L, 1);
-	lua_setfield(L, safe, "string");
-
-	push_filtered_lib(L, "table", true);
-	lev_luabox_ro_proxy(L);
-	lua_setfield(L, safe, "table");
-	push_filtered_lib(L, "math", false);
-	lev_luabox_ro_proxy(L);
-	lua_setfield(L, safe, "math");
+	/* string, table and math: on first use */
+	lua_createtable(L, 0, 1);
+	lua_pushcfunction(L, lazy_index);
+	lua_setfield(L, -2, "__index");
+	lua_setmetatable(L, safe);
+	lazy_string_metatable(L, safe);
 
 	/* nothing should reach the real globals, but leave nothing there to find */
 	for (n = unsafe_base; *n; n++) {
