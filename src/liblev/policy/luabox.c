@@ -20,6 +20,9 @@
 #include "liblev/policy/luabox.h"
 
 #define HOOK_STEP 1000
+/* The allocator's arena: a script tool's fresh state fits in it. */
+#define ARENA_SIZE ((size_t)128 << 10)
+#define ARENA_ALIGN 16
 #define ARGS_NODES_MAX 10000
 #define ARGS_DEPTH_MAX 32
 #define MSG_MAX 200
@@ -36,6 +39,49 @@ struct lev_luabox *lev_luabox_of(lua_State *L)
 
 /* ---- limits ---- */
 
+/*
+ * The allocator: blocks come from the box's arena (one malloc'd block,
+ * bump-allocated; a freed block is given back only when it was the last)
+ * until it is used up, then from malloc.  A fresh state for one script call
+ * lives in the arena and is dropped with it; the cap counts live bytes.
+ */
+static bool in_arena(const struct lev_luabox *r, const void *p)
+{
+	return (const char *)p >= r->arena && (const char *)p < r->arena + ARENA_SIZE;
+}
+
+static void *arena_take(struct lev_luabox *r, size_t n)
+{
+	size_t need = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+	char *p;
+
+	if (ARENA_SIZE - r->arena_used < need)
+		return malloc(n);
+	p = r->arena + r->arena_used;
+	r->arena_used += need;
+	r->arena_last = p;
+	return p;
+}
+
+/* Resize the arena block PTR (OLD bytes) to N bytes. */
+static void *arena_resize(struct lev_luabox *r, char *ptr, size_t old, size_t n)
+{
+	size_t off = (size_t)(ptr - r->arena);
+	size_t need = (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+	void *p;
+
+	if (ptr == r->arena_last && off + need <= ARENA_SIZE) {
+		r->arena_used = off + need;
+		return ptr;
+	}
+	if (n <= old)
+		return ptr;
+	p = arena_take(r, n);
+	if (p)
+		memcpy(p, ptr, old);
+	return p;
+}
+
 static void *box_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	struct lev_luabox *r = ud;
@@ -43,7 +89,12 @@ static void *box_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	void *p;
 
 	if (nsize == 0) {
-		free(ptr);
+		if (ptr && !in_arena(r, ptr)) {
+			free(ptr);
+		} else if (ptr && ptr == r->arena_last) {
+			r->arena_used = (size_t)((char *)ptr - r->arena);
+			r->arena_last = NULL;
+		}
 		r->mem_used -= old;
 		return NULL;
 	}
@@ -51,7 +102,12 @@ static void *box_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		r->mem_hit = true;
 		return NULL;
 	}
-	p = realloc(ptr, nsize);
+	if (!ptr)
+		p = arena_take(r, nsize);
+	else if (in_arena(r, ptr))
+		p = arena_resize(r, ptr, old, nsize);
+	else
+		p = realloc(ptr, nsize);
 	if (!p)
 		return NULL;
 	r->mem_used = r->mem_used - old + nsize;
@@ -729,6 +785,7 @@ void lev_luabox_init(struct lev_luabox *b, const struct lev_luabox_limits *lim, 
 	b->lim = *lim;
 	b->who = who;
 	b->safe_ref = LUA_NOREF;
+	b->arena = xmalloc(ARENA_SIZE);
 	b->L = lua_newstate(box_alloc, b);
 	if (!b->L)
 		abort();	/* out of memory before any input was read */
@@ -745,6 +802,8 @@ void lev_luabox_release(struct lev_luabox *b)
 	if (b->L)
 		lua_close(b->L);
 	b->L = NULL;
+	free(b->arena);
+	b->arena = NULL;
 }
 
 void lev_luabox_start(struct lev_luabox *b)

@@ -51,6 +51,9 @@ struct lev_luabox {
 	/* allocator */
 	size_t mem_used;
 	bool mem_hit;
+	char *arena;		/* luabox.c's: the block small states live in */
+	size_t arena_used;
+	char *arena_last;
 
 	/* the evaluation in progress */
 	uint64_t used;
