@@ -21,6 +21,12 @@
  *     chunk cannot pcall its way past it;
  *   - a memory cap enforced by the allocator.
  *
+ * Cheap to build, for a fresh state per script call: string, table and math
+ * are opened on first use (the safe table's __index; a string's methods
+ * and arithmetic go through a metatable that opens the string library
+ * first), and the allocator serves a small state from a 128 KiB arena
+ * allocated once per box (bump allocation, malloc past it).
+ *
  * The struct is public so its two users can read the evaluation's state
  * (over, timed_out, mem_hit); only luabox.c writes it.  Every call into Lua
  * that can allocate must run under lua_pcall.
