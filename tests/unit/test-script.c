@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "liblev/base/util.h"
@@ -229,6 +230,56 @@ static void test_host_functions(void **state)
 	free(h.args);
 }
 
+static void put(const char *dir, const char *name, const char *text, mode_t mode)
+{
+	char *p = xasprintf("%s/tools/%s", dir, name);
+	FILE *f = fopen(p, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(p, mode), 0);
+	free(p);
+}
+
+static void test_load_dir(void **state)
+{
+	char tmpl[] = "/tmp/lev-script.XXXXXX";
+	char *dir = mkdtemp(tmpl), *tools;
+	struct lev_script_tool *v = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	size_t n = 9;
+
+	(void)state;
+	assert_non_null(dir);
+	/* no tools/ folder: none */
+	assert_int_equal(lev_scripttools_load(dir, &v, &n, &err), 0);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	tools = xasprintf("%s/tools", dir);
+	assert_int_equal(mkdir(tools, 0755), 0);
+	put(dir, "b.lua", "-- @tool b\n-- @requires network\nreturn 1\n", 0644);
+	put(dir, "a.lua", "-- @tool a\nreturn 1\n", 0644);
+	put(dir, "a.rhai", "// @tool a\n", 0644);
+	assert_int_equal(lev_scripttools_load(dir, &v, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].name, "a");
+	assert_string_equal(v[1].name, "b");
+	assert_int_equal(v[1].needs, LEV_SCRIPT_NEEDS_NETWORK);
+	lev_scripttools_free(v, n);
+	/* writable by others: refused, nothing loaded */
+	put(dir, "b.lua", "-- @tool b\nreturn 1\n", 0666);
+	assert_int_equal(lev_scripttools_load(dir, &v, &n, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "writable by group or others"));
+	put(dir, "b.lua", "-- @tool b\nreturn 1\n", 0644);
+	/* the name of a built-in tool */
+	put(dir, "read_file.lua", "-- @tool read_file\nreturn 1\n", 0644);
+	assert_int_equal(lev_scripttools_load(dir, &v, &n, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "has the name of lev's built-in tool"));
+	assert_int_equal(lev_rm_rf(dir, NULL), 0);
+	free(tools);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_results),
 		cmocka_unit_test(test_hostile_scripts_fail_their_call),
 		cmocka_unit_test(test_host_functions),
+		cmocka_unit_test(test_load_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
