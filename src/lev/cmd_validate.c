@@ -28,6 +28,11 @@ static void print_summary(const struct lev_blueprint *bp)
 		printf("%s%s", i ? ", " : "", bp->stages[i].name);
 	printf("), entry stage '%s'\n", bp->entry_stage);
 	printf("  regions: %zu%s\n", bp->n_regions, bp->default_regions ? " (default layout)" : "");
+	if (bp->n_script_tools)
+		printf("  script tools: %zu\n", bp->n_script_tools);
+	for (i = 0; i < bp->n_script_tools; i++)
+		printf("    %s (tools/%s.lua): requires %s\n", bp->script_tools[i].name,
+		       bp->script_tools[i].name, lev_script_needs_text(bp->script_tools[i].needs));
 }
 
 /* --json for a run that could not get as far as linting: {valid: false, error}. */
@@ -45,16 +50,28 @@ static void print_failure_json(const char *source, const char *msg)
 static json_t *blueprint_json(const struct lev_blueprint *bp)
 {
 	json_t *o = json_object();
-	json_t *stages = json_array();
+	json_t *stages = json_array(), *scripts = json_array();
 	size_t i;
 
 	for (i = 0; i < bp->n_stages; i++)
 		json_array_append_new(stages, json_string(bp->stages[i].name));
+	for (i = 0; i < bp->n_script_tools; i++) {
+		const struct lev_script_tool *st = &bp->script_tools[i];
+		json_t *req = json_array();
+
+		if (st->needs & LEV_SCRIPT_NEEDS_NETWORK)
+			json_array_append_new(req, json_string("network"));
+		if (st->needs & LEV_SCRIPT_NEEDS_SHELL)
+			json_array_append_new(req, json_string("shell"));
+		json_array_append_new(scripts, json_pack("{s:s,s:s,s:o}", "name", st->name,
+							 "file", st->file, "requires", req));
+	}
 	json_object_set_new(o, "name", json_string(bp->name));
 	json_object_set_new(o, "version", lev_report_jstr(bp->version));
 	json_object_set_new(o, "description", lev_report_jstr(bp->description));
 	json_object_set_new(o, "stages", stages);
 	json_object_set_new(o, "entry_stage", json_string(bp->entry_stage));
+	json_object_set_new(o, "script_tools", scripts);
 	return o;
 }
 

@@ -60,6 +60,16 @@ ALLOWED = [
     ("src/liblev/policy/lint.c", "shell", "lev lint names [tool_script_permissions] keys"),
     ("src/liblev/policy/lint.c", "read_file", "lev lint names [tool_script_permissions] keys"),
     ("src/liblev/policy/lint.c", "write_file", "lev lint names [tool_script_permissions] keys"),
+    # A Lua script tool's host functions (tools/script.c) and its -- @requires
+    # capabilities (conf/scripttool.c, shown by lev validate): names a script
+    # sees, each mapped to a tool's op (LEV_OP_*) where it runs one.
+    ("src/liblev/tools/script.c", "http_get", "a script tool's host function"),
+    ("src/liblev/tools/script.c", "http_post", "a script tool's host function"),
+    ("src/liblev/tools/script.c", "shell", "a script tool's host function and @requires"),
+    ("src/liblev/tools/script.c", "read_file", "a script tool's host function"),
+    ("src/liblev/tools/script.c", "write_file", "a script tool's host function"),
+    ("src/liblev/conf/scripttool.c", "shell", "the @requires shell capability"),
+    ("src/lev/cmd_validate.c", "shell", "the @requires shell capability"),
     # Landlock's access rights are called read_file / write_file (LANDLOCK_ACCESS_FS_*).
     ("src/liblev/sandbox/landlock-rules.c", "read_file", "a Landlock access right"),
     ("src/liblev/sandbox/landlock-rules.c", "write_file", "a Landlock access right"),

@@ -754,7 +754,7 @@ static void test_store_install_list_remove(void **state)
 
 	(void)state;
 	assert_int_equal(mkdir(sub, 0755), 0);
-	free(write_file(sub, "fetch.lua", "-- tool\n"));
+	free(write_file(sub, "fetch.lua", "-- @tool fetch\nreturn 1\n"));
 	assert_int_equal(lev_agentstore_install(d, false, &bp, &replaced, &err), 0);
 	assert_false(replaced);
 	assert_int_equal(lev_datadir_agent_dir("demo", &installed, &err), 0);

@@ -36,6 +36,7 @@ enum lev_tool_kind {
 	LEV_TOOL_INLINE,	/* run by the runtime itself (output, notes, time) */
 	LEV_TOOL_ASK,		/* a question for the user, through the front end */
 	LEV_TOOL_MCP,		/* a tool of an MCP server (tools/mcp.h); run-time entries only */
+	LEV_TOOL_SCRIPT,	/* a blueprint's Lua script tool (tools/script.h); run-time only */
 };
 
 /* Which handler runs the tool; LEV_OP_NONE: lev has none (a foreign entry). */

@@ -197,6 +197,7 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	lev_strv_free(bp->safe_tools);
 	lev_strv_free(bp->safe_shell);
 	lev_strv_free(bp->warnings);
+	lev_scripttools_free(bp->script_tools, bp->n_script_tools);
 	for (i = 0; i < bp->n_findings; i++) {
 		free(bp->findings[i].file);
 		free(bp->findings[i].key);
@@ -1674,9 +1675,19 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 	return 0;
 }
 
+/* The script tool NAME the blueprint ships (tools/NAME.lua), or NULL. */
+static const struct lev_script_tool *script_tool(const struct lev_blueprint *bp, const char *name)
+{
+	for (size_t i = 0; i < bp->n_script_tools; i++)
+		if (!strcmp(bp->script_tools[i].name, name))
+			return &bp->script_tools[i];
+	return NULL;
+}
+
 /*
  * Leviath's script tools (tools/NAME.rhai): lev runs none of them.  One that
- * shadows a built-in lev provides runs as that built-in instead.
+ * shadows a built-in lev provides runs as that built-in instead; one next
+ * to a Lua script tool of its name is ignored for it.
  */
 static void rhai_tool_findings(struct lev_blueprint *bp)
 {
@@ -1703,7 +1714,11 @@ static void rhai_tool_findings(struct lev_blueprint *bp)
 		base = *n;
 		base[l - 5] = '\0';
 		builtin = lev_tooltable_find(base);
-		if (builtin)	/* web_fetch, web_search, ...: lev's own runs */
+		if (script_tool(bp, base))
+			f->message = xasprintf("ignored: the Rhai tool '%s' ('%s'); lev runs the Lua "
+					       "script tool 'tools/%s.lua' instead", base, f->key,
+					       base);
+		else if (builtin)	/* web_fetch, web_search, ...: lev's own runs */
 			f->message = xasprintf("not run by lev: the Rhai tool '%s' ('%s'); lev's "
 					       "built-in '%s' runs instead",
 					       base, f->key, builtin->name);
@@ -1747,9 +1762,15 @@ int lev_blueprint_load(const char *path, struct lev_blueprint **out, struct lev_
 	if (r < 0)
 		return r;
 	r = lev_blueprint_parse(data, len, file, dir, out, err);
-	if (r == 0)
-		rhai_tool_findings(*out);
-	return r;
+	if (r < 0)
+		return r;
+	r = lev_scripttools_load(dir, &(*out)->script_tools, &(*out)->n_script_tools, err);
+	if (r < 0) {
+		*out = lev_blueprint_free(*out);
+		return r;
+	}
+	rhai_tool_findings(*out);
+	return 0;
 }
 
 /* ---- queries ---------------------------------------------------------- */

@@ -52,6 +52,7 @@
 
 #include "liblev/conf/config.h"
 #include "liblev/base/error.h"
+#include "liblev/conf/scripttool.h"
 #include "liblev/base/types.h"
 
 #define LEV_BLUEPRINT_FILE "agent.leviath"
@@ -385,6 +386,10 @@ struct lev_blueprint {
 	struct lev_script_perms script_permissions;	/* may only tighten */
 
 	char **warnings;	/* "FILE:LINE: ..." for unknown keys, ignored engine, ... */
+
+	/* tools/NAME.lua (scripttool.h), read by lev_blueprint_load(); sorted by name */
+	struct lev_script_tool *script_tools;
+	size_t n_script_tools;
 
 	/* keys of Leviath's format lev reads and checks but does not run */
 	struct lev_blueprint_finding *findings;

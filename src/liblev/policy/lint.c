@@ -603,16 +603,39 @@ static void describe_sandbox(struct lev_buf *b, const struct lev_sandbox_spec *s
 	}
 }
 
-/* The script tools the blueprint ships in tools/. */
+/* The script tools the blueprint ships in tools/: the Lua ones lev runs, and the other files. */
 static void inventory_scripts(const struct lev_blueprint *bp, struct lev_buf *b, char ***lines)
 {
 	_cleanup_strv_ char **scripts = lev_blueprint_script_tools(bp->dir);
+	_cleanup_strv_ char **seen = NULL;
+	char **others = NULL;
 
-	if (!scripts)
-		return;
-	(void)lev_buf_addf(b, "ships %zu script tool file(s) in tools/: ", lev_strv_len(scripts));
-	add_list(b, scripts, ", ");
-	*lines = push_line(*lines, b);
+	if (bp->n_script_tools) {
+		(void)lev_buf_addf(b, "ships %zu Lua script tool(s) in tools/ (each asks unless you "
+				   "allow it): ", bp->n_script_tools);
+		for (size_t i = 0; i < bp->n_script_tools; i++)
+			(void)lev_buf_addf(b, "%s%s (requires %s)", i ? ", " : "",
+					   bp->script_tools[i].name,
+					   lev_script_needs_text(bp->script_tools[i].needs));
+		*lines = push_line(*lines, b);
+	}
+	for (char **n = scripts; n && *n; n++) {
+		bool lua = false;
+
+		for (size_t i = 0; i < bp->n_script_tools && !lua; i++)
+			lua = !strcmp(bp->script_tools[i].name, *n);
+		if (lua && !lev_strv_contains(seen, *n))
+			seen = lev_strv_push(seen, *n);	/* its .lua file */
+		else
+			others = lev_strv_push(others, *n);
+	}
+	if (others) {
+		(void)lev_buf_addf(b, "ships %zu other file(s) in tools/ lev does not run: ",
+				   lev_strv_len(others));
+		add_list(b, others, ", ");
+		*lines = push_line(*lines, b);
+	}
+	lev_strv_free(others);
 }
 
 /* The tools the blueprint sets to allow, agent-wide and per stage. */

@@ -96,6 +96,7 @@ struct call_state {
 	struct lev_tool_output *out;
 	struct lev_gatechain_decision gd;	/* the chain's record */
 	bool own_text;			/* the result is lev's own message (a transport error) */
+	enum lev_level inner;		/* a script tool: what its host functions read */
 };
 
 /* The chain's environment for the current stage. */
@@ -128,6 +129,12 @@ void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const ch
 	env->taint_ctx = lev_context_taint(a->ctx);
 	env->taint_level = lev_context_taint_level(a->ctx);
 	env->provenance = a->prov;
+	if (a->nested) {
+		/* a script tool's host function (agent-script.c) */
+		env->offered = a->nested->offered;
+		env->taint_ctx = NULL;
+		env->taint_level = lev_level_max(env->taint_level, a->nested->level);
+	}
 }
 
 /* One audit line per gate the chain ran (asks are recorded with their answer). */
@@ -331,8 +338,9 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 		.tool = gate_tool,
 		.args_json = args_json,
 		.args_len = args_json ? strlen(args_json) : 0,
-		.ctx = lev_context_taint(a->ctx),
-		.taint = lev_context_taint_level(a->ctx),
+		.ctx = a->nested ? NULL : lev_context_taint(a->ctx),
+		.taint = a->nested ? lev_level_max(lev_context_taint_level(a->ctx), a->nested->level)
+				   : lev_context_taint_level(a->ctx),
 	};
 	_cleanup_free_ char *targets = NULL;
 	_cleanup_free_ char *reason = NULL;
@@ -624,6 +632,9 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 	case LEV_TOOL_MCP:
 		agent_mcp_call(a, cs->ti, cs->args, cs->out);
 		break;
+	case LEV_TOOL_SCRIPT:
+		cs->inner = agent_script_call(a, cs->call->id, cs->ti, cs->args, cs->out);
+		break;
 	}
 }
 
@@ -654,8 +665,8 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		lev_gate_classify(a->gate, lev_tooltable_name(LEV_OP_READ_FILE), &rf);
 		l = lev_level_max(l, agent_grant_floor(a, rf.sensitivity));
 	}
-	if (cs->ti && cs->ti->kind == LEV_TOOL_MCP) {
-		/* a server nobody classified: its results are Private */
+	if (cs->ti && (cs->ti->kind == LEV_TOOL_MCP || cs->ti->kind == LEV_TOOL_SCRIPT)) {
+		/* a server or script nobody classified: its results are Private */
 		const struct lev_policy *p = lev_gate_policy(a->gate);
 		const struct lev_tool_override *o = lev_policy_override_find(p, cs->tool);
 		const struct lev_tool_override *so = lev_policy_server_override(p, cs->tool);
@@ -663,6 +674,8 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		if (!(o && o->has_sensitivity) && !(so && so->has_sensitivity))
 			l = LEV_PRIVATE;
 	}
+	if (cs->ti && cs->ti->kind == LEV_TOOL_SCRIPT)
+		l = lev_level_max(l, cs->inner);
 	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
 		int idx = lev_context_region_find(a->ctx, agent_arg_str(cs->args, "region"));
 
@@ -884,6 +897,30 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	return 0;
 }
 
+void agent_result_event(struct lev_agent *a, const struct lev_tool_call *call,
+			const struct lev_tool_output *out, const struct lev_call_decision *dec,
+			enum lev_level label, bool truncated)
+{
+	json_t *ev;
+
+	if (!observed(a))
+		return;
+	ev = agent_event_new("tool_result");
+	json_object_set_new(ev, "id", agent_jtext(call->id));
+	json_object_set_new(ev, "tool", agent_jtext(call->name));
+	json_object_set_new(ev, "ok", json_boolean(dec->allowed && !out->is_error));
+	json_object_set_new(ev, "label", json_string(lev_level_name(label)));
+	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(dec->integrity)));
+	json_object_set_new(ev, "bytes", json_integer((json_int_t)out->len));
+	json_object_set_new(ev, "truncated", json_boolean(truncated || out->truncated));
+	json_object_set_new(ev, "text", agent_jtext_capped(out->text));
+	if (dec->replayed)
+		json_object_set_new(ev, "replayed", json_string(dec->replayed));
+	if (a->route_note)
+		json_object_set_new(ev, "routed", agent_jtext(a->route_note));
+	agent_emit(a, ev);
+}
+
 /* Dispatch CALL, add its result to the context and record the result event. */
 void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 {
@@ -892,7 +929,6 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	struct lev_err err = LEV_ERR_INIT;
 	enum lev_level label = LEV_PUBLIC;
 	bool truncated = false;
-	json_t *ev;
 	int r;
 
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
@@ -909,23 +945,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 					      err.msg);
 	agent_integrity_result(a, call->name, call->arguments, dec.integrity, out.text, out.len,
 			       dec.allowed);
-	if (!observed(a))
-		goto out;
-	ev = agent_event_new("tool_result");
-	json_object_set_new(ev, "id", agent_jtext(call->id));
-	json_object_set_new(ev, "tool", agent_jtext(call->name));
-	json_object_set_new(ev, "ok", json_boolean(dec.allowed && !out.is_error));
-	json_object_set_new(ev, "label", json_string(lev_level_name(label)));
-	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(dec.integrity)));
-	json_object_set_new(ev, "bytes", json_integer((json_int_t)out.len));
-	json_object_set_new(ev, "truncated", json_boolean(truncated || out.truncated));
-	json_object_set_new(ev, "text", agent_jtext_capped(out.text));
-	if (dec.replayed)
-		json_object_set_new(ev, "replayed", json_string(dec.replayed));
-	if (a->route_note)
-		json_object_set_new(ev, "routed", agent_jtext(a->route_note));
-	agent_emit(a, ev);
-out:
+	agent_result_event(a, call, &out, &dec, label, truncated);
 	free(a->route_note);
 	a->route_note = NULL;
 	lev_call_decision_release(&dec);

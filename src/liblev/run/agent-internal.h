@@ -81,6 +81,15 @@ enum flow_verdict {
 	FLOW_ABORT,		/* the person aborted the run: flow.abort_why */
 };
 
+/* A script tool's call in progress (agent-script.c): its host functions' calls. */
+struct agent_nested {
+	struct lev_agent *a;
+	const char *parent_id;		/* the script tool's call */
+	unsigned n;			/* host calls so far */
+	char **offered;			/* the stage's offer and what the header asked for */
+	enum lev_level level;		/* the highest label the script has seen */
+};
+
 struct lev_agent {
 	struct lev_agent_opts o;
 	const struct lev_blueprint *bp;
@@ -98,6 +107,7 @@ struct lev_agent {
 	struct stage_rt *stages;
 	size_t n_stages;
 	struct agent_mcp *mcp;		/* the run's MCP servers (agent-mcp.c), or NULL */
+	struct agent_nested *nested;	/* a script tool runs (agent-script.c), or NULL */
 	struct prov_entry *provs;
 	size_t n_provs;
 	char **envp;			/* base environment for commands */
@@ -184,6 +194,10 @@ enum lev_level agent_grant_floor(const struct lev_agent *a, enum lev_level l);
 void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call);
 /* A question for the person (ask_user_*, interaction points): -1 when nobody can answer. */
 int agent_question(struct lev_agent *a, const struct lev_question *q, char **answer);
+/* The tool_result event of CALL (when anybody observes the run). */
+void agent_result_event(struct lev_agent *a, const struct lev_tool_call *call,
+			const struct lev_tool_output *out, const struct lev_call_decision *dec,
+			enum lev_level label, bool truncated);
 /* Every call of an interrupted turn still gets a result. */
 void agent_skip_call(struct lev_agent *a, const struct lev_tool_call *call, const char *why);
 
@@ -277,6 +291,16 @@ enum flow_verdict agent_interact_points(struct lev_agent *a);
 /* interact.c: present_for_review and edit_document; false when OP is neither */
 bool agent_interact_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
 			 struct lev_tool_output *out);
+
+/* agent-script.c: the blueprint's script tools into the registry; one call of one */
+int agent_script_start(struct lev_agent *a, struct lev_err *err);
+/*
+ * Run an allowed call to the script tool TI; returns the highest label of
+ * what its host functions gave it (the result is at least that).
+ */
+enum lev_level agent_script_call(struct lev_agent *a, const char *call_id,
+				 const struct lev_tool_info *ti, const json_t *args,
+				 struct lev_tool_output *out);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

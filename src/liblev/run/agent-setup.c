@@ -465,7 +465,10 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	r = build_sandboxes(a, err);
 	if (r < 0)
 		return r;
-	/* MCP servers run in the stages' sandboxes; their tools join the offer */
+	/* the blueprint's script tools, then MCP servers (in the stages' sandboxes) */
+	r = agent_script_start(a, err);
+	if (r < 0)
+		return r;
 	r = agent_mcp_start(a, err);
 	if (r < 0)
 		return r;

@@ -146,6 +146,8 @@ void agent_audit(struct lev_agent *a, const struct audit_line *l)
 		.clearance = l->clearance,
 		.reason = l->reason,
 	};
+	if (a->nested)
+		au.taint = lev_level_max(au.taint, a->nested->level);
 	if (lev_runrecord_audit(a->rec, &au, &err) < 0 && !a->internal_error)
 		a->internal_error = xasprintf("cannot keep the run record: %s", err.msg);
 }
