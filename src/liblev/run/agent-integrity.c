@@ -147,6 +147,9 @@ enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_
 		return LEV_TRUSTED;
 	case LEV_TOOL_ASK:
 		return LEV_TRUSTED;	/* the user's answer */
+	case LEV_TOOL_SCRIPT:
+		/* the blueprint's code, and whatever its host functions fetched */
+		return LEV_UNTRUSTED;
 	}
 	/* run-time entries lev does not know (script tools): untrusted */
 	return LEV_UNTRUSTED;
