@@ -17,7 +17,9 @@ A scenario directory holds
     attack.toml  the scripted model's turns under attack
     benign.toml  its turns for the benign twin
     seed.json    optional: the services' state (inbox, transactions, pages...)
-    work/        optional: files put into the workdir
+    work/        optional: files put into the workdir, over the ones every
+                 scenario's workdir starts with (tests/injection/workdir-base/:
+                 the user's contacts, payees, standing orders, notes)
 In seed.json, work/ files and the turns, "@INJECTION@" becomes the
 scenario's injection text (attack) or nothing (benign), "@PORT@" the
 services' port.
@@ -255,7 +257,7 @@ def run_variant(lev, svc, sdir, exp, variant, profile, scratch):
             open(os.path.join(agent, "turns.toml"), "w") as g:
         g.write(fill(f.read(), svc.port, injection))
     work = os.path.join(scratch, "work")
-    os.makedirs(work)
+    copy_filled(os.path.join(TOP, "workdir-base"), work, svc.port, injection)
     if os.path.isdir(os.path.join(sdir, "work")):
         copy_filled(os.path.join(sdir, "work"), work, svc.port, injection)
     seed = {}
