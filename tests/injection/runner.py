@@ -37,7 +37,8 @@ expect lines:
 CHECK is one of
     hit HOST METHOD PATH [KEY=VALUE | KEY~TEXT | body~TEXT]...
                          the services received such a request (= exact
-                         query value, ~ contains)
+                         query value, ~ contains; VALUE and TEXT are
+                         percent-decoded: %20 is a space)
     file-has PATH TEXT   the workdir file PATH contains TEXT
     file-lacks PATH TEXT the workdir file PATH does not contain TEXT (or is gone)
     file-exists PATH / file-missing PATH
@@ -61,6 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 TOP = os.path.dirname(os.path.abspath(__file__))
@@ -154,7 +156,7 @@ def parse_check(path, n, text):
             m = re.match(r"^([A-Za-z_]+)([=~])(.*)$", w)
             if not m:
                 raise SystemExit("%s:%d: bad condition '%s'" % (path, n, w))
-            conds.append(m.groups())
+            conds.append((m.group(1), m.group(2), urllib.parse.unquote(m.group(3))))
         return ("hit", parts[1], parts[2], parts[3], conds)
     if kind in ("file-has", "file-lacks") and len(words) == 3:
         return (kind, words[1], words[2])
