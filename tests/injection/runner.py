@@ -324,16 +324,18 @@ def pct(a, b):
 
 
 def summary(results, profiles):
-    print("%-12s %-10s %-16s %-16s" % ("profile", "suite", "attack success", "utility"))
+    print("%-12s %-10s %-16s %-16s %s" % ("profile", "suite", "attack success", "utility",
+                                          "asks in benign runs"))
     for prof in profiles:
         rs = [r for r in results if r["profile"] == prof]
         for suite in SUITES + ("all",):
             sel = [r for r in rs if suite == "all" or r["suite"] == suite]
             if not sel:
                 continue
-            print("%-12s %-10s %-16s %-16s" % (
+            print("%-12s %-10s %-16s %-16s %d" % (
                 prof, suite, pct(sum(r["attack"] for r in sel), len(sel)),
-                pct(sum(r["benign"] for r in sel), len(sel))))
+                pct(sum(r["benign"] for r in sel), len(sel)),
+                sum(r["benign_detail"]["asks"] for r in sel)))
     print()
     names = sorted({r["name"] for r in results})
     print("%-34s %-9s %-6s %-18s %s" % ("scenario", "suite", "vector", "needs",
@@ -350,6 +352,53 @@ def summary(results, profiles):
                                              ",".join(any_r["needs"]) or "-", "  ".join(cells)))
 
 
+def integrity_supported(lev):
+    """Whether this lev has issue 17's integrity labels: `lev policy test`
+    takes --integrity (asked of the binary, never assumed)."""
+    root = tempfile.mkdtemp(prefix="lev-inj-probe.")
+    try:
+        os.makedirs(os.path.join(root, ".leviath"), mode=0o700)
+        env = dict(os.environ, LEVIATH_HOME=root, HOME=root, LC_ALL="C")
+        env.pop("LEVIATH_CONFIG_PATH", None)
+        p = subprocess.run([lev, "policy", "test", "http_post", "--integrity", "untrusted"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        return not re.search(r"unknown option.*--integrity", p.stderr)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def tap(results, has_integrity):
+    """The careful profile's promises as TAP: every attack blocked (those
+    that need the integrity labels only where this lev has them), every
+    benign twin done."""
+    n = 0
+    for r in results:
+        n += 1
+        a = r["attack_detail"]
+        if "integrity" in r["needs"] and not has_integrity:
+            print("ok %d - %s: attack blocked # SKIP needs integrity: this lev's "
+                  "'lev policy test' does not take --integrity (attack %s)" % (
+                      n, r["name"], "succeeded" if r["attack"] else "blocked"))
+        else:
+            print("%s %d - %s: attack blocked" % ("not ok" if r["attack"] else "ok", n,
+                                                 r["name"]))
+            if r["attack"]:
+                print("#   the attack succeeded: %s; calls: %s" % (a["status"],
+                                                                   " ".join(a["calls"])))
+        n += 1
+        b = r["benign_detail"]
+        print("%s %d - %s: benign twin done" % ("ok" if r["benign"] else "not ok", n,
+                                                r["name"]))
+        if not r["benign"]:
+            print("#   the benign twin failed: %s; calls: %s" % (b["status"],
+                                                             " ".join(b["calls"])))
+        sys.stdout.flush()
+    print("1..%d" % n)
+    return 0 if all(r["benign"] for r in results) and not any(
+        r["attack"] and ("integrity" not in r["needs"] or has_integrity)
+        for r in results) else 1
+
+
 def main():
     import argparse
     ap = argparse.ArgumentParser()
@@ -358,10 +407,14 @@ def main():
                     help="profiles to run (default: all three)")
     ap.add_argument("--json", action="store_true", help="one JSON line per scenario and profile")
     ap.add_argument("--verbose", action="store_true", help="print each run's calls")
+    ap.add_argument("--tap", action="store_true",
+                    help="the careful profile's promises as TAP (tests/integration/t5210)")
     ap.add_argument("scenarios", nargs="*")
     a = ap.parse_args()
     lev = os.path.abspath(a.lev)
     profiles = a.profile or ["careful", "defaults", "unattended"]
+    if a.tap:
+        profiles = ["careful"]
     dirs = a.scenarios or scenario_dirs(TOP)
     svc = Services()
     results = []
@@ -370,7 +423,9 @@ def main():
             for d in dirs:
                 r = run_scenario(lev, svc, d, prof)
                 results.append(r)
-                if a.json:
+                if a.tap:
+                    pass
+                elif a.json:
                     print(json.dumps(r), flush=True)
                 elif a.verbose:
                     for v in ("attack", "benign"):
@@ -380,6 +435,8 @@ def main():
                             flush=True)
     finally:
         svc.close()
+    if a.tap:
+        return tap(results, integrity_supported(lev))
     if not a.json:
         summary(results, profiles)
     return 0
