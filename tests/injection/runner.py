@@ -367,6 +367,28 @@ def integrity_supported(lev):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def localhost_names_work(lev, svc):
+    """The positive control: under the defaults profile a web_fetch of
+    http://probe.localhost:PORT/ reaches the services.  The scenarios name
+    the services by *.localhost names, which libcurl sends to the loopback
+    address itself (RFC 6761); one that asks DNS instead may not."""
+    sdir = tempfile.mkdtemp(prefix="lev-inj-control.")
+    scratch = tempfile.mkdtemp(prefix="lev-inj-control-run.")
+    try:
+        with open(os.path.join(sdir, "attack.toml"), "w") as f:
+            f.write('[[turn]]\n[[turn.call]]\ntool = "web_fetch"\n'
+                    'args = { url = "http://probe.localhost:@PORT@/probe" }\n\n'
+                    '[[turn]]\ntext = "done"\n')
+        exp = {"task": "Fetch the probe.", "injection": "", "attack-if": [
+            ("hit", "probe.localhost", "GET", "/probe", [])]}
+        ok, detail = run_variant(lev, svc, sdir, exp, "attack", "defaults", scratch)
+        return ok, detail
+    finally:
+        for d in (sdir, scratch):
+            subprocess.run(["chmod", "-R", "u+rwX", d], capture_output=True)
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def tap(results, has_integrity):
     """The careful profile's promises as TAP: every attack blocked (those
     that need the integrity labels only where this lev has them), every
@@ -419,6 +441,15 @@ def main():
     svc = Services()
     results = []
     try:
+        ok, detail = localhost_names_work(lev, svc)
+        if not ok:
+            why = ("a web_fetch of http://probe.localhost:PORT/ did not reach the loopback "
+                   "services (this libcurl does not send *.localhost names to loopback?): "
+                   "%s %s" % (detail["status"], " ".join(detail["calls"])))
+            if a.tap:
+                print("1..0 # SKIP " + why)
+                return 0
+            raise SystemExit("runner: " + why)
         for prof in profiles:
             for d in dirs:
                 r = run_scenario(lev, svc, d, prof)
