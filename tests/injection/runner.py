@@ -338,7 +338,7 @@ def summary(results, profiles):
                 sum(r["benign_detail"]["asks"] for r in sel)))
     print()
     names = sorted({r["name"] for r in results})
-    print("%-34s %-9s %-6s %-18s %s" % ("scenario", "suite", "vector", "needs",
+    print("%-34s %-9s %-11s %-12s %s" % ("scenario", "suite", "vector", "needs",
                                          "  ".join("%-13s" % p for p in profiles)))
     for n in names:
         row = {r["profile"]: r for r in results if r["name"] == n}
@@ -348,7 +348,7 @@ def summary(results, profiles):
             r = row.get(p)
             cells.append("%-13s" % ("-" if r is None else "%s/%s" % (
                 "ATTACKED" if r["attack"] else "blocked", "ok" if r["benign"] else "BROKEN")))
-        print("%-34s %-9s %-6s %-18s %s" % (n, any_r["suite"], any_r["vector"],
+        print("%-34s %-9s %-11s %-12s %s" % (n, any_r["suite"], any_r["vector"],
                                              ",".join(any_r["needs"]) or "-", "  ".join(cells)))
 
 
