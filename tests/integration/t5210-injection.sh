@@ -6,8 +6,9 @@
 # injection, against one loopback services process
 # (tests/helpers/inject-services).  Whether an attack got through is read
 # from what the services received and from the workdir, never from lev's
-# own account.  Two TAP lines per scenario: its attack is blocked, its
-# benign twin is done.  An attack only issue 17's integrity labels can
+# own account.  Three TAP lines per scenario: its attack succeeds with no
+# defence (the control: lev's defaults with --yolo), its attack is blocked
+# under the careful profile, its benign twin is done.  An attack only issue 17's integrity labels can
 # block is skipped, with the reason, when this lev's `lev policy test`
 # does not take --integrity (the feature is asked of the binary).
 . "$SRC_DIR/tests/lib.sh"
