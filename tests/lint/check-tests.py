@@ -28,7 +28,8 @@ RULES = [
 def main():
     src = sys.argv[1]
     files = []
-    for d in ("tests/integration", "tests/scenarios", "tests/parity", "tests/shelldiff"):
+    for d in ("tests/integration", "tests/scenarios", "tests/injection", "tests/parity",
+              "tests/shelldiff"):
         for root, _, names in os.walk(os.path.join(src, d)):
             files += [os.path.join(root, n) for n in sorted(names)
                       if n.endswith((".sh", ".py", ".toml", ".leviath")) or n in ("setup",)]
