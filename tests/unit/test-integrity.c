@@ -493,6 +493,42 @@ static void test_gate(void **state)
 	fixture_close(&f);
 }
 
+/*
+ * [integrity] writes: "all" (the default) makes every write or edit in an
+ * untrusted context consequential; "protected" only those to protected
+ * files.  Shell and outbound calls stay consequential either way.
+ */
+static void test_writes_protected(void **state)
+{
+	static const char only[] = "[integrity]\nwrites = \"protected\"\n"
+				   "protected = [\"bank/*\"]\n";
+	static const char all[] = "[integrity]\nprotected = [\"bank/*\"]\n";
+	struct fixture f;
+	struct lev_integrity_decision d;
+
+	(void)state;
+	fixture_open(&f, only, NULL, false);
+	decide(f.g, "write_file", LEV_UNTRUSTED, NULL, "report.md", NULL, NULL, &d);
+	assert_int_equal(d.result, LEV_GATE_ALLOWED);
+	assert_int_equal(d.source, LEV_INTEG_SRC_NOT_CONSEQUENTIAL);
+	lev_integrity_decision_release(&d);
+	decide(f.g, "edit_file", LEV_UNTRUSTED, NULL, "bank/orders.csv", NULL, NULL, &d);
+	assert_true(d.protected_file);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_integrity_decision_release(&d);
+	decide(f.g, "shell", LEV_UNTRUSTED, NULL, NULL, NULL, NULL, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_integrity_decision_release(&d);
+	fixture_close(&f);
+
+	/* the twin: the default asks about the same ordinary write */
+	fixture_open(&f, all, NULL, false);
+	decide(f.g, "write_file", LEV_UNTRUSTED, NULL, "report.md", NULL, NULL, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_integrity_decision_release(&d);
+	fixture_close(&f);
+}
+
 static void test_yolo_flow(void **state)
 {
 	struct fixture f;
@@ -559,7 +595,7 @@ int main(void)
 		cmocka_unit_test(test_policy_labels),
 		cmocka_unit_test(test_policy_errors),
 		cmocka_unit_test(test_gate),
-		cmocka_unit_test(test_yolo_flow),
+		cmocka_unit_test(test_writes_protected), cmocka_unit_test(test_yolo_flow),
 		cmocka_unit_test(test_lua_rule),
 	};
 

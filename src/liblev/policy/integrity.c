@@ -186,8 +186,9 @@ static int parse_source(const struct lev_tomlval_ctx *c, const struct lev_toml_v
 	return r;
 }
 
-static const char *const integ_keys[] = { "trusted", "untrusted", "workdir", "protected", "allow",
-					  NULL };
+static const char *const integ_keys[] = { "trusted", "untrusted", "workdir", "protected", "writes",
+					  "allow", NULL };
+static const char *const writes_words[] = { "all", "protected" };
 
 static int parse_integrity_table(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 				 struct lev_integrity_policy *p, struct lev_err *err)
@@ -207,6 +208,12 @@ static int parse_integrity_table(const struct lev_tomlval_ctx *c, const struct l
 		r = parse_globs(c, f, "integrity.untrusted", &p->untrusted, err);
 	if (r == 0 && (f = lev_toml_table_get(t, "protected")))
 		r = parse_globs(c, f, "integrity.protected", &p->protected_files, err);
+	if (r == 0 && (f = lev_toml_table_get(t, "writes"))) {
+		int wr = 0;
+
+		r = lev_tomlval_enum(c, f, "integrity.writes", writes_words, 2, &wr, err);
+		p->writes_protected_only = r == 0 && wr == 1;
+	}
 	if (r == 0 && (f = lev_toml_table_get(t, "workdir"))) {
 		r = lev_tomlval_enum(c, f, "integrity.workdir", integ_words, 2, &w, err);
 		p->workdir_untrusted = r == 0 && w == LEV_UNTRUSTED;
@@ -322,6 +329,15 @@ bool lev_integrity_tool_consequential(const struct lev_tool_desc *desc, bool run
 
 /* ---- the gate ---- */
 
+/* Is TOOL a file tool that writes (write_file, edit_file)? */
+static bool file_write(const char *tool)
+{
+	const struct lev_tool_desc *t = lev_tooltable_find(tool);
+
+	return t && !(t->flags & LEV_TOOLF_FOREIGN) && t->kind == LEV_TOOL_FS &&
+	       (t->touches & LEV_TOUCH_WRITES);
+}
+
 void lev_integrity_decision_release(struct lev_integrity_decision *d)
 {
 	free(d->rule_name);
@@ -387,7 +403,9 @@ void lev_integrity_check(struct lev_gate *g, const struct lev_integrity_call *c,
 	d->integrity = c->integrity;
 	d->protected_file = p && (c->path_rel || c->path_abs) &&
 			    lev_integrity_globs_match(p->protected_files, c->path_rel, c->path_abs);
-	d->consequential = c->consequential || d->protected_file;
+	d->consequential = (c->consequential && !(p && p->writes_protected_only &&
+						  file_write(c->tool))) ||
+			   d->protected_file;
 	if (!g || !lev_gate_enabled(g)) {
 		d->source = LEV_INTEG_SRC_DISABLED;
 		return;

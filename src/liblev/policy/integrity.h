@@ -75,6 +75,9 @@ struct lev_integrity_policy {
 	char **untrusted;
 	char **protected_files;
 	bool workdir_untrusted;
+	/* writes = "protected": a file tool's write or edit is consequential only
+	 * on a protected file; "all" (the default): every one is */
+	bool writes_protected_only;
 	struct lev_integrity_allow *allow;
 	size_t n_allow;
 	struct lev_source_label *sources;
