@@ -57,7 +57,7 @@ local url, body = args.url, args.body or ""
 if type(url) ~= "string" or #url > 2048 or type(body) ~= "string" or #body > 65536 then
 	return false
 end
-local c = rawget(_ENV, "call")
+local c = call
 if type(c) == "table" and type(c.untrusted_args) == "table" then
 	for _, name in ipairs(c.untrusted_args) do
 		if name == "url" then

@@ -144,20 +144,63 @@ static bool occurs(const struct corpus *c, const char *v, size_t n)
 	return c->len && memmem(c->text, c->len, v, n) != NULL;
 }
 
+/* V (N bytes, normalised): long enough, in no trusted text, in untrusted text. */
+static bool value_marked(const struct lev_provenance *p, const char *v, size_t n)
+{
+	if (n > LEV_PROVENANCE_VALUE_MAX)
+		n = LEV_PROVENANCE_VALUE_MAX;
+	if (n < LEV_PROVENANCE_MIN || occurs(&p->c[LEV_TRUSTED], v, n))
+		return false;
+	return p->c[LEV_UNTRUSTED].overflow || occurs(&p->c[LEV_UNTRUSTED], v, n);
+}
+
+/*
+ * A URL's query values (FOLDED: the whole value, case- and %XX-folded):
+ * the part of a URL an attacker fills in (?title=..., ?to=...), judged one
+ * by one, so a trusted host and path cannot carry untrusted words.
+ */
+static bool query_marked(const struct lev_provenance *p, char *folded)
+{
+	char *q = strstr(folded, "://") ? strchr(folded, '?') : NULL, *save = NULL, *kv;
+
+	if (!q)
+		return false;
+	q[strcspn(q, "#")] = '\0';
+	for (kv = strtok_r(q + 1, "&;", &save); kv; kv = strtok_r(NULL, "&;", &save)) {
+		char *v = strchr(kv, '=');
+		size_t n;
+
+		if (!v)
+			continue;
+		for (char *c = ++v; *c; c++)
+			if (*c == '+')
+				*c = ' ';
+		n = strlen(v);
+		while (n && strchr(".,;:!?'\")]}>/ ", v[n - 1]))
+			v[--n] = '\0';
+		if (value_marked(p, v, n))
+			return true;
+	}
+	return false;
+}
+
 bool lev_provenance_marked(const struct lev_provenance *p, const char *s, size_t len)
 {
 	size_t n = 0;
-	char *v;
-	bool marked = false;
+	char *v, *folded;
+	bool marked;
 
 	if (!lev_provenance_has_untrusted(p))
 		return false;
 	v = lev_provenance_normalise(s, len, true, &n);
-	if (n > LEV_PROVENANCE_VALUE_MAX)
-		n = LEV_PROVENANCE_VALUE_MAX;
-	if (n >= LEV_PROVENANCE_MIN && !occurs(&p->c[LEV_TRUSTED], v, n))
-		marked = p->c[LEV_UNTRUSTED].overflow || occurs(&p->c[LEV_UNTRUSTED], v, n);
+	marked = value_marked(p, v, n);
 	free(v);
+	if (!marked && len <= LEV_PROVENANCE_TEXT_MAX) {
+		folded = xmalloc(len + 1);
+		(void)fold(s, len, folded);
+		marked = query_marked(p, folded);
+		free(folded);
+	}
 	return marked;
 }
 
