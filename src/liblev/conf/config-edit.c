@@ -282,10 +282,12 @@ int lev_config_mcp_remove_text(const char *text, const char *name_in_msg, const 
 	}
 	start = line_start(text, c->line);
 	if (!is_server_header(text + start)) {
+		unsigned line = c->line;	/* c goes with `before` */
+
 		lev_config_release(&before);
 		return lev_err_set(err, -EPROTO, "MCP server '%s' in %s is not a [[mcp_servers]] "
 				   "block of its own (line %u), so nothing was written; edit the "
-				   "file yourself", name, name_in_msg, c->line);
+				   "file yourself", name, name_in_msg, line);
 	}
 	end = block_end(text, start);
 	/* the blank line add put before the block goes with it */
