@@ -19,6 +19,12 @@ if ! command -v node >/dev/null 2>&1; then
 	test_done
 	exit $?
 fi
+if { [ ! -f "$FS_JS" ] || [ ! -f "$EV_JS" ]; } && [ -s "$SRC_DIR/tests/mcp/.npm-unreachable" ]; then
+	# the network, not lev: scripts/install-deps recorded npm's own error
+	echo "ok 1 - MCP servers from npm # SKIP the npm registry was unreachable when scripts/install-deps ran: $(head -c 300 "$SRC_DIR/tests/mcp/.npm-unreachable" | tr '\n' ' ')"
+	echo "1..1"
+	exit 0
+fi
 if [ ! -f "$FS_JS" ] || [ ! -f "$EV_JS" ]; then
 	test_skip 'MCP servers from npm' "tests/mcp/node_modules is absent: run scripts/install-deps (npm ci --prefix tests/mcp)"
 	test_done
@@ -178,7 +184,9 @@ test_expect_success 'taint: a private file-server result cannot flow to an outbo
 
 test_expect_success 'benign twin: the file server classified public flows to the same tool' '
 	TAINT=1 setconfig &&
-	printf "[mcp_overrides.\"fs\"]\nsensitivity = \"public\"\n" >"$HOME/.leviath/policy.toml" &&
+	# public, and trusted: an MCP result is untrusted unless [[sources]] says so (integrity.md)
+	printf "[mcp_overrides.\"fs\"]\nsensitivity = \"public\"\n[[sources]]\nserver = \"fs\"\nintegrity = \"trusted\"\n" \
+		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
 	lev run taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&
