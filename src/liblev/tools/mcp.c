@@ -54,14 +54,6 @@ struct lev_mcp_server {
 	size_t n_tools;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void close_fd(int *fd)
 {
 	if (*fd >= 0)
@@ -173,7 +165,7 @@ static int wait_fd(struct lev_mcp_server *s, int fd, short events, uint64_t dead
 	for (;;) {
 		struct pollfd pf[3] = { { fd, events, 0 }, { s->err_fd, POLLIN, 0 },
 					{ cancel_fd, POLLIN, 0 } };
-		uint64_t now = now_ms();
+		uint64_t now = lev_monotonic_ms();
 		int n;
 
 		if (now >= deadline)
@@ -227,7 +219,7 @@ static int send_json(struct lev_mcp_server *s, json_t *msg, uint64_t deadline, i
 		/* a notification or an answer: whatever comes back is not awaited */
 		struct lev_err e = LEV_ERR_INIT;
 		json_t *msgs = NULL;
-		uint64_t now = now_ms();
+		uint64_t now = lev_monotonic_ms();
 		int r = lev_mcp_http_post(s->http, t, deadline > now ? deadline - now : 1,
 					  s->max_bytes, &msgs, &e);
 
@@ -344,7 +336,7 @@ static void mark_dead(struct lev_mcp_server *s)
 		return;
 	close_fd(&s->in_fd);
 	close_fd(&s->out_fd);
-	while (s->err_fd >= 0 && wait_fd(s, s->err_fd, POLLIN, now_ms() + 1000, -1) == 0)
+	while (s->err_fd >= 0 && wait_fd(s, s->err_fd, POLLIN, lev_monotonic_ms() + 1000, -1) == 0)
 		drain_stderr(s);
 	note = stderr_note(s);
 	{
@@ -396,7 +388,7 @@ static void send_cancel(struct lev_mcp_server *s, int64_t id, const char *why)
 {
 	json_t *p = json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason", why);
 
-	(void)send_json(s, rpc_msg("notifications/cancelled", p, 0), now_ms() + 1000, -1);
+	(void)send_json(s, rpc_msg("notifications/cancelled", p, 0), lev_monotonic_ms() + 1000, -1);
 }
 
 /* Why a request failed, as an error naming the server; fills ERR, returns its code. */
@@ -442,7 +434,7 @@ static void http_other(struct lev_mcp_server *s, json_t *m)
 	const char *mm = json_string_value(json_object_get(m, "method"));
 
 	if (json_object_get(m, "id"))
-		answer_server(s, m, now_ms() + 1000);
+		answer_server(s, m, lev_monotonic_ms() + 1000);
 	else if (mm && !strcmp(mm, "notifications/tools/list_changed"))
 		s->list_stale = true;
 }
@@ -491,7 +483,7 @@ static int rpc_http(struct lev_mcp_server *s, const char *method, json_t *msg, i
 static int rpc(struct lev_mcp_server *s, const char *method, json_t *params, int cancel_fd,
 	       json_t **result, struct lev_err *err)
 {
-	uint64_t deadline = now_ms() + s->timeout_ms;
+	uint64_t deadline = lev_monotonic_ms() + s->timeout_ms;
 	int64_t id = ++s->next_id;
 	int r;
 
@@ -655,7 +647,7 @@ static int initialize(struct lev_mcp_server *s, struct lev_err *err)
 	json_decref(res);
 	if (s->http)	/* every later POST carries it */
 		lev_mcp_http_set_version(s->http, s->version);
-	r = send_json(s, rpc_msg("notifications/initialized", NULL, 0), now_ms() + s->timeout_ms, -1);
+	r = send_json(s, rpc_msg("notifications/initialized", NULL, 0), lev_monotonic_ms() + s->timeout_ms, -1);
 	if (r < 0)
 		return lev_err_errno(err, r, "MCP server '%s' did not take "
 				     "'notifications/initialized'", s->conf->name);
@@ -854,7 +846,7 @@ static void read_pending(struct lev_mcp_server *s)
 		if (!memchr(s->rbuf.buf + s->rpos, '\n', s->rbuf.len - s->rpos) &&
 		    poll(&pf, 1, 0) <= 0)
 			return;
-		r = read_message(s, now_ms() + 1000, -1, &m);
+		r = read_message(s, lev_monotonic_ms() + 1000, -1, &m);
 		if (r < 0 && r != -ETIMEDOUT) {
 			mark_dead(s);
 			return;
@@ -863,7 +855,7 @@ static void read_pending(struct lev_mcp_server *s)
 			return;
 		method = json_string_value(json_object_get(m, "method"));
 		if (method && json_object_get(m, "id"))
-			answer_server(s, m, now_ms() + 1000);
+			answer_server(s, m, lev_monotonic_ms() + 1000);
 		else if (method && !strcmp(method, "notifications/tools/list_changed"))
 			s->list_stale = true;
 		json_decref(m);

@@ -54,14 +54,6 @@ struct script_call {
 	struct lev_tool_output *out;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- host functions ---- */
 
 static const char *const host_names[] = { "read_file", "write_file", "shell", "http_get",
@@ -110,9 +102,9 @@ static int host_call(lua_State *L)
 		json_decref(args);
 		return luaL_error(L, "%s(): no host runs tools here", host_names[which]);
 	}
-	t0 = now_ns();
+	t0 = lev_monotonic_ns();
 	sc->host->call(sc->host->data, host_op(which), args, &o);
-	lev_luabox_extend(b, now_ns() - t0);
+	lev_luabox_extend(b, lev_monotonic_ns() - t0);
 	json_decref(args);
 	if (o.is_error) {
 		/* the error message is a Lua string; copy it before freeing ours */
