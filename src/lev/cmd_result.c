@@ -10,6 +10,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/run/runrecord.h"
 
 const char lev_usage_result[] =
 	"usage: lev result RUN [--json]\n"
@@ -24,14 +25,10 @@ const char lev_usage_result[] =
 static json_t *record_result(json_t *run)
 {
 	const char *rec = lev_json_str(run, "record");
-	char *path;
-	json_t *j;
+	json_t *j = NULL;
 
-	if (!rec)
+	if (rec && lev_runrecord_result_load(rec, &j, NULL) < 0)
 		return NULL;
-	path = xasprintf("%s/result.json", rec);
-	j = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
-	free(path);
 	return j;
 }
 

@@ -175,6 +175,40 @@ two" &&
 	rm "$ROOT/config.toml"
 '
 
+mkdir -p finisher
+cat >finisher/agent.leviath <<'EOF'
+[agent]
+name = "finisher"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+cat >finisher/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "touch started; sleep 2; echo ran >> fin.txt" }
+[[turn]]
+text = "finished"
+EOF
+
+# the daemon is stopped (SIGSTOP) while the run completes, then killed:
+# it never heard the run end, and the record alone says it did
+test_expect_success 'a run that completed just before kill -9 is taken from its record, not run again' '
+	rm -f work/started work/fin.txt &&
+	(cd work && setsid -w "$LEV" run ../finisher --detach --allow shell --allow write_file >../f 2>/dev/null) &&
+	wait_for test -e work/started &&
+	dpid=$(daemon_pid) && kill -STOP "$dpid" &&
+	wait_for grep -q "\"status\": \"complete\"" "$ROOT/runs/$(cat f)/result.json" &&
+	kill -9 "$dpid" && wait_for gone "$dpid" &&
+	"$LEV" daemon start >/dev/null &&
+	wait_for status_is "$(cat f)" complete &&
+	test "$("$LEV" result "$(cat f)")" = finished &&
+	test -z "$(field "$(cat f)" restarts)" &&
+	test "$(grep -c "\"event\":\"run_started\"" "$ROOT/runs/$(cat f)/events.jsonl")" = 1 &&
+	test "$(cat work/fin.txt)" = ran
+'
+
 test_expect_success 'the twin: a run started after the restart runs live, nothing replayed' '
 	rm -f work/log.txt work/started &&
 	sed -i "s/; sleep 120//" appender/turns.toml &&

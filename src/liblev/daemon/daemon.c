@@ -1534,6 +1534,37 @@ static void wait_old_worker(struct daemon *d, pid_t pid, double deadline)
 	}
 }
 
+/*
+ * R completed before the previous daemon heard of it (killed between the
+ * worker's last write and its own): the record's result.json, written and
+ * synced when the run ended, says so.  The run is finished as it said,
+ * never resumed: a resumed run would replay all of its turns for nothing.
+ * Only "complete" is taken: a worker ends "cancelled" (or on an error of
+ * its link) because the daemon died, and that run is resumed.
+ */
+static bool run_ended_in_record(struct daemon *d, struct run *r)
+{
+	const char *rec = lev_json_str(r->doc, "record");
+	json_t *res = NULL, *v;
+
+	if (!rec || lev_runrecord_result_load(rec, &res, NULL) < 0)
+		return false;
+	if (!lev_streq(json_string_value(json_object_get(res, "status")), "complete")) {
+		json_decref(res);
+		return false;
+	}
+	v = json_object_get(res, "output");
+	if (json_is_string(v))
+		json_object_set(r->doc, "result", v);
+	v = json_object_get(res, "error");
+	if (json_is_string(v))
+		json_object_set(r->doc, "error", v);
+	run_set_status(d, r, "complete");
+	dlog(d, "run %s: had completed before the daemon stopped; taken from its record", r->id);
+	json_decref(res);
+	return true;
+}
+
 static void recover(struct daemon *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -1556,6 +1587,8 @@ static void recover(struct daemon *d)
 			wait_old_worker(d, (pid_t)json_integer_value(json_object_get(r->doc, "pid")),
 					deadline);
 		json_object_del(r->doc, "pid");
+		if (!status_final(run_status(r)) && run_ended_in_record(d, r))
+			continue;
 		if (status_paused(run_status(r))) {
 			/* a paused run stays paused: `lev resume` goes on with it */
 			run_save(d, r);

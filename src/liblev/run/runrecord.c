@@ -732,3 +732,29 @@ int lev_runrecord_finish(struct lev_runrecord *rr, const char *status, const cha
 	rr->finished = true;
 	return 0;
 }
+
+int lev_runrecord_result_load(const char *dir, json_t **out, struct lev_err *err)
+{
+	_cleanup_close_ int dfd = -1, fd = -1;
+	json_error_t je;
+	const char *st;
+	json_t *j;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return lev_err_errno(err, -errno, "cannot open the run record '%s'", dir);
+	fd = openat(dfd, "result.json", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot open '%s/result.json'", dir);
+	j = json_loadfd(fd, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return lev_err_set(err, LEV_EPARSE, "%s/result.json:%d:%d: %s", dir, je.line,
+				   je.column, je.text);
+	st = json_is_object(j) ? json_string_value(json_object_get(j, "status")) : NULL;
+	if (!st || (strcmp(st, "complete") && strcmp(st, "error") && strcmp(st, "cancelled"))) {
+		json_decref(j);
+		return lev_err_set(err, LEV_EPARSE, "%s/result.json: no final 'status'", dir);
+	}
+	*out = j;
+	return 0;
+}

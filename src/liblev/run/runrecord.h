@@ -138,3 +138,10 @@ int lev_runrecord_status(struct lev_runrecord *rr, const char *status, struct le
  */
 int lev_runrecord_finish(struct lev_runrecord *rr, const char *status, const char *output,
 			 const char *error, const json_t *extra, struct lev_err *err);
+
+/*
+ * The result.json of the record in directory DIR, written when its run
+ * ended: *out gets it (an object with a "status" of complete, error or
+ * cancelled).  -ENOENT when the run has not ended (no result.json).
+ */
+int lev_runrecord_result_load(const char *dir, json_t **out, struct lev_err *err);
