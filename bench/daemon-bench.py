@@ -621,18 +621,20 @@ def sec_kill9():
     rerun, replayed, rerun_other, resumed_ended = 0, 0, 0, 0
     for rid in ids:
         path = os.path.join(root, ".leviath", "runs", rid, "events.jsonl")
-        seen = set()
-        ends = 0
+        ids_seen = set()
+        completed = False
         try:
             with open(path) as f:
                 for line in f:
                     e = json.loads(line)
-                    if e.get("event") == "run_finished":
-                        ends += 1
+                    if e.get("event") == "run_resumed" and completed:
+                        resumed_ended += 1
+                    if e.get("event") == "run_finished" and e.get("status") == "complete":
+                        completed = True
                     if e.get("event") != "tool_result":
                         continue
-                    if e.get("id") not in seen:
-                        seen.add(e.get("id"))
+                    if e.get("id") not in ids_seen:
+                        ids_seen.add(e.get("id"))
                     elif e.get("replayed"):
                         replayed += 1
                     else:
@@ -640,12 +642,11 @@ def sec_kill9():
                         rerun_other += e.get("tool") != "read_file"
         except OSError:
             continue
-        resumed_ended += ends > 1
     daemon_stop(root)
     say("kill9: %d runs active at kill -9 (%d journalled calls done); restart until the socket "
         "answers %.1f ms; %d of 100 accounted for after restart %s; finished calls run again: %d "
         "(read_file, which does not wait for its journal row; other tools: %d); results replayed "
-        "from the journal: %d; runs that had ended and ran again: %d"
+        "from the journal: %d; runs resumed after they had completed: %d"
         % (active, done_before, t_up, len(seen), json.dumps(statuses, sort_keys=True), rerun,
            rerun_other, replayed, resumed_ended))
     say("kill9: restart to the first progress of a reloaded run: %s"
