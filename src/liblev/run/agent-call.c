@@ -766,6 +766,13 @@ static LEV_NOINLINE void tool_call_event(struct lev_agent *a, const struct call_
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
 	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
 	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(cs->gd.integrity)));
+	if (cs->gd.untrusted_args) {
+		json_t *ua = json_array();
+
+		for (char **s = cs->gd.untrusted_args; *s; s++)
+			json_array_append_new(ua, agent_jtext(*s));
+		json_object_set_new(ev, "untrusted_args", ua);
+	}
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
 	json_object_set_new(ev, "rule", agent_jtext(cs->dec->rule));
 	json_object_set_new(ev, "reason", agent_jtext(cs->dec->reason));
