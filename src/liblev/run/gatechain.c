@@ -749,6 +749,47 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 	d->reason = s->reason ? s->reason : "every gate allows it";
 }
 
+/*
+ * A redirect hop of an allowed network call: the integrity gate judges it as
+ * a web_fetch of URL (the hop is a GET of it), so an [[integrity.allow]]
+ * entry or a rule for the first host does not carry over to wherever that
+ * host sends the call.  URL_UNTRUSTED: the hop's URL came from a reply no
+ * source label trusts (the Location header), so "url" counts as untrusted.
+ */
+void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url,
+			    bool url_untrusted, struct lev_gatechain_decision *d)
+{
+	static char *const url_arg[] = { (char *)"url", NULL };
+	struct lev_gatechain_env e = *env;
+	json_t *args = json_pack("{s:s}", "url", url ? url : "");
+	struct lev_gatechain_call c = { .args = args };
+	bool ok = false;
+
+	memset(d, 0, sizeof(*d));
+	d->verdict = LEV_ALLOW;
+	c.name = d->canon = lev_tooltable_name(LEV_OP_WEB_FETCH);
+	d->tool = lev_tools_find(env->tools, d->canon);
+	if (!d->tool || !args) {
+		/* no web_fetch entry to judge the hop by: refuse it */
+		step(d, LEV_GATE_INTEGRITY, LEV_DENY, "none", "integrity: the hop cannot be judged",
+		     NULL);
+		d->verdict = LEV_DENY;
+		d->gate = LEV_GATE_INTEGRITY;
+		d->rule = "none";
+		d->reason = d->steps[LEV_GATE_INTEGRITY].reason;
+		json_decref(args);
+		return;
+	}
+	d->host = url ? xstrdup(url) : NULL;
+	if (url_untrusted) {
+		e.provenance = NULL;
+		e.untrusted_args = url_arg;
+	}
+	gate_integrity(&e, &c, d, &ok);
+	conclude(d, LEV_GATE_INTEGRITY);
+	json_decref(args);
+}
+
 /* A shell call's line, parsed into its keys once for every gate. */
 static LEV_NOINLINE void parse_line(const struct lev_gatechain_call *c,
 				    struct lev_gatechain_decision *d)
