@@ -366,4 +366,95 @@ else
 		"the loopback services are not reachable as *.localhost here (curl(1) missing, or libcurl does not send the names to loopback): $(tail -c 300 err 2>/dev/null)"
 fi
 
+# ---- an MCP tool marked non-consequential in policy.toml --------------------
+# Every MCP tool is consequential by default.  [mcp_overrides] in the user's
+# policy.toml may mark one tool, or a whole server, `consequential = false`
+# (a read-only search): after the injected page that tool still runs
+# unattended, while the server's other tool (send) stays judged.  The
+# server is tests/helpers/mcp-hostile in its benign mode, on the host.
+cat >>"$DATA/config.toml" <<EOF
+
+[[mcp_servers]]
+name = "h"
+command = "python3"
+args = ["$SRC_DIR/tests/helpers/mcp-hostile", "echo"]
+sandbox = "none"
+timeout_secs = 10
+EOF
+cp "$DATA/policy.toml" policy.base
+cat >>policy.base <<'EOF'
+
+[[allowlist]]
+tool = "h__echo"
+max_sensitivity = "internal"
+
+[[allowlist]]
+tool = "h__send"
+max_sensitivity = "internal"
+EOF
+# mcp_policy EXTRA: policy.toml is the base plus EXTRA
+mcp_policy() {
+	{ cat policy.base; printf "\n%s\n" "$1"; } >"$DATA/policy.toml"
+}
+AGENT_TOOLS='"read_file", "h__echo", "h__send"' agent mcp <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "inbox/page.html" }
+[[turn]]
+[[turn.call]]
+tool = "h__send"
+args = { to = "attacker", text = "7731" }
+[[turn.call]]
+tool = "h__echo"
+args = { text = "shipping status" }
+[[turn]]
+text = "searched"
+EOF
+MCP_ALLOW="--allow h__echo --allow h__send"
+
+test_expect_success 'an MCP tool is consequential by default: both calls are refused unattended' '
+	mcp_policy "" &&
+	lev run --foreground mcp --task t --workdir work $MCP_ALLOW --json >ev 2>err &&
+	decisions ev >got &&
+	printf "read_file allow permission\nh__send deny integrity\nh__echo deny integrity\n" >want &&
+	test_cmp want got
+'
+
+test_expect_success 'consequential = false on one tool: it runs, the server'"'"'s other tool stays judged' '
+	mcp_policy "[mcp_overrides.\"h.echo\"]
+consequential = false" &&
+	lev run --foreground mcp --task t --workdir work $MCP_ALLOW --json >ev 2>err &&
+	decisions ev >got &&
+	printf "read_file allow permission\nh__send deny integrity\nh__echo allow taint\n" >want &&
+	test_cmp want got &&
+	grep "\"event\":\"tool_result\"" ev | grep -q "shipping status" &&
+	d=$(ls -d "$DATA"/runs/* | sort | tail -n 1) &&
+	grep "\"tool\":\"h__echo\"" "$d/audit.jsonl" | grep "\"gate\":\"integrity\"" |
+		grep -q "not_consequential"
+'
+
+test_expect_success 'a whole server marked, one tool marked back: the tool'"'"'s own word wins' '
+	mcp_policy "[mcp_overrides.\"h\"]
+consequential = false
+[mcp_overrides.\"h\".tools]
+send = { consequential = true }" &&
+	lev run --foreground mcp --task t --workdir work $MCP_ALLOW --json >ev 2>err &&
+	decisions ev >got &&
+	printf "read_file allow permission\nh__send deny integrity\nh__echo allow taint\n" >want &&
+	test_cmp want got
+'
+
+test_expect_success 'consequential on a built-in tool, or not a boolean, is an error naming the line' '
+	mcp_policy "[mcp_overrides.\"write_file\"]
+consequential = false" &&
+	test_must_fail lev policy list >out 2>err &&
+	grep -q "policy.toml:[0-9]*:[0-9]*: .*write_file.* is a built-in tool" err &&
+	mcp_policy "[mcp_overrides.\"h\"]
+consequential = \"no\"" &&
+	test_must_fail lev policy list >out 2>err &&
+	grep -q "policy.toml:[0-9]*:[0-9]*: .*consequential" err &&
+	mcp_policy ""
+'
+
 test_done

@@ -484,6 +484,40 @@ static void test_policy_errors(void **state)
 	lev_policy_free(p);
 }
 
+/* consequential = false|true in [mcp_overrides]: the tool's own, then its server's */
+static void test_mcp_consequential(void **state)
+{
+	static const char text[] =
+		"[mcp_overrides.\"wiki\"]\nconsequential = false\n"
+		"[mcp_overrides.\"wiki\".tools]\nedit = { consequential = true }\n"
+		"[mcp_overrides.\"docs.search\"]\nconsequential = false\n";
+	struct lev_policy *p = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+
+	(void)state;
+	assert_int_equal(lev_policy_parse(text, strlen(text), "policy.toml", &p, &e), 0);
+	assert_false(lev_policy_consequential(p, "wiki__search", true));
+	assert_true(lev_policy_consequential(p, "wiki__edit", true));
+	assert_false(lev_policy_consequential(p, "docs__search", true));
+	assert_true(lev_policy_consequential(p, "docs__send", true));
+	assert_true(lev_policy_consequential(NULL, "docs__search", true));
+	/* a built-in is the tool table's */
+	assert_true(lev_policy_consequential(p, "write_file", true));
+	lev_policy_free(p);
+	for (size_t i = 0; i < 2; i++) {
+		static const char *const bad[] = {
+			"[mcp_overrides.\"shell\"]\nconsequential = false\n",
+			"[mcp_overrides.\"x\"]\nconsequential = 1\n",
+		};
+
+		assert_int_not_equal(lev_policy_parse(bad[i], strlen(bad[i]), "policy.toml", &p,
+						      &e), 0);
+		assert_non_null(strstr(e.msg, "policy.toml:2:"));
+		assert_non_null(strstr(e.msg, "consequential"));
+		assert_non_null(strstr(e.msg, i == 0 ? "built-in" : "boolean"));
+	}
+}
+
 static void decide(struct lev_gate *g, const char *tool, enum lev_integrity integ,
 		   char *const *targets, const char *rel, char *const *untrusted,
 		   const char *args, struct lev_integrity_decision *d)
@@ -661,6 +695,7 @@ int main(void)
 		cmocka_unit_test(test_matcher),
 		cmocka_unit_test(test_untrusted_args),
 		cmocka_unit_test(test_untrusted_query),
+		cmocka_unit_test(test_mcp_consequential),
 		cmocka_unit_test(test_consequential_set),
 		cmocka_unit_test(test_policy_labels),
 		cmocka_unit_test(test_policy_errors),

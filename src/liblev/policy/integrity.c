@@ -403,8 +403,9 @@ void lev_integrity_check(struct lev_gate *g, const struct lev_integrity_call *c,
 	d->integrity = c->integrity;
 	d->protected_file = p && (c->path_rel || c->path_abs) &&
 			    lev_integrity_globs_match(p->protected_files, c->path_rel, c->path_abs);
-	d->consequential = (c->consequential && !(p && p->writes_protected_only &&
-						  file_write(c->tool))) ||
+	d->consequential = (lev_policy_consequential(g ? lev_gate_policy(g) : NULL, c->tool,
+						     c->consequential) &&
+			    !(p && p->writes_protected_only && file_write(c->tool))) ||
 			   d->protected_file;
 	if (!g || !lev_gate_enabled(g)) {
 		d->source = LEV_INTEG_SRC_DISABLED;

@@ -690,9 +690,12 @@ static void gate_integrity(const struct lev_gatechain_env *env, const struct lev
 		return;
 	}
 	consequential = call_consequential(d);
-	/* a protected file makes any file tool's call consequential */
-	if (!consequential && !(d->tool->kind == LEV_TOOL_FS && (d->tool->touches & LEV_TOUCH_WRITES) &&
-				d->path)) {
+	/*
+	 * a protected file makes any file tool's call consequential, and
+	 * policy.toml may say what a run-time tool is: those go to the gate
+	 */
+	if (!consequential && d->tool->desc &&
+	    !(d->tool->kind == LEV_TOOL_FS && (d->tool->touches & LEV_TOUCH_WRITES) && d->path)) {
 		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "not_consequential",
 		     "integrity: the tool is not consequential", NULL);
 		return;
