@@ -597,6 +597,39 @@ static void test_gate(void **state)
 }
 
 /*
+ * args_from_trusted = ["url?hotel", "body"]: only the listed arguments must
+ * not come from untrusted text; a content type or the dates may.
+ */
+static void test_args_from_trusted_list(void **state)
+{
+	static const char text[] =
+		"[[integrity.allow]]\n"
+		"tool = \"http_post\"\n"
+		"target = \"hotels.example\"\n"
+		"args_from_trusted = [\"url?hotel\", \"body\"]\n";
+	static const char empty[] = "[[integrity.allow]]\ntool = \"x\"\nargs_from_trusted = []\n";
+	char *hotels[] = { (char *)"hotels.example", NULL };
+	char *dates[] = { (char *)"url", (char *)"url?from", (char *)"content_type", NULL };
+	char *hotel[] = { (char *)"url", (char *)"url?hotel", NULL };
+	struct lev_integrity_decision d;
+	struct lev_policy *p = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+	struct fixture f;
+
+	(void)state;
+	fixture_open(&f, text, NULL, false);
+	decide(f.g, "http_post", LEV_UNTRUSTED, hotels, NULL, dates, NULL, &d);
+	assert_int_equal(d.source, LEV_INTEG_SRC_ALLOW);
+	lev_integrity_decision_release(&d);
+	decide(f.g, "http_post", LEV_UNTRUSTED, hotels, NULL, hotel, NULL, &d);
+	assert_int_equal(d.result, LEV_GATE_NEEDS_USER);
+	lev_integrity_decision_release(&d);
+	fixture_close(&f);
+	assert_int_not_equal(lev_policy_parse(empty, strlen(empty), "policy.toml", &p, &e), 0);
+	assert_non_null(strstr(e.msg, "policy.toml:3:"));
+}
+
+/*
  * [integrity] writes: "all" (the default) makes every write or edit in an
  * untrusted context consequential; "protected" only those to protected
  * files.  Shell and outbound calls stay consequential either way.
@@ -696,6 +729,7 @@ int main(void)
 		cmocka_unit_test(test_untrusted_args),
 		cmocka_unit_test(test_untrusted_query),
 		cmocka_unit_test(test_mcp_consequential),
+		cmocka_unit_test(test_args_from_trusted_list),
 		cmocka_unit_test(test_consequential_set),
 		cmocka_unit_test(test_policy_labels),
 		cmocka_unit_test(test_policy_errors),
