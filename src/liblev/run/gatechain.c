@@ -673,8 +673,10 @@ static LEV_NOINLINE void integrity_untrusted(const struct lev_gatechain_env *env
 	lev_buf_release(&desc);
 }
 
-static void gate_integrity(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
-			   struct lev_gatechain_decision *d, bool *approved)
+/* inlined into both callers: the chain's copy stays on the hot path (src/liblev/hot-path.ld) */
+static inline __attribute__((always_inline)) void
+gate_integrity(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+	       struct lev_gatechain_decision *d, bool *approved)
 {
 	bool consequential;
 
