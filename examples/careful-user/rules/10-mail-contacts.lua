@@ -3,8 +3,13 @@
 -- The mail service takes the recipients in the URL: POST
 -- http://mail.localhost:PORT/send?to=ADDRESS&subject=... with the message
 -- as the body; the calendar: POST http://calendar.localhost:PORT/create?
--- title=...&day=...&participants=A,B.  With issue 17's argument provenance
--- (call.untrusted_args) a URL found only in untrusted text is refused too.
+-- title=...&day=...&participants=A,B.
+-- Where the recipients came from does not matter: this list is mine, and an
+-- address on it is a contact whoever wrote it into the context (a reply to a
+-- mail takes the sender's address from the mail).  With issue 17's argument
+-- provenance (call.untrusted_args) a message body or an event title that
+-- only untrusted text wrote (a mail, a page, a chat message) is refused: my
+-- assistant does not pass an outsider's words on in my name.
 local contacts = {
 	["dana.whitfield@northwind.example"] = true,	-- the user herself
 	["priya.shah@northwind.example"] = true,
@@ -57,20 +62,30 @@ local url, body = args.url, args.body or ""
 if type(url) ~= "string" or #url > 2048 or type(body) ~= "string" or #body > 65536 then
 	return false
 end
-local c = call
-if type(c) == "table" and type(c.untrusted_args) == "table" then
-	for _, name in ipairs(c.untrusted_args) do
-		if name == "url" then
-			return false
+-- did NAME (an argument, or "url?KEY" for a query parameter) come only
+-- from untrusted text?
+local function untrusted(name)
+	local c = call
+	if type(c) ~= "table" or type(c.untrusted_args) ~= "table" then
+		return false
+	end
+	for _, a in ipairs(c.untrusted_args) do
+		if a == name then
+			return true
 		end
 	end
+	return false
+end
+
+if untrusted("body") then
+	return false
 end
 local path, query = url:match("^https?://[^/]+(/[^?#]*)%??([^#]*)$")
 if not path then
 	return false
 end
 if target == "calendar.localhost" then
-	if path ~= "/create" then
+	if path ~= "/create" or untrusted("url?title") then
 		return false
 	end
 	local who = query:match("participants=([^&]*)")

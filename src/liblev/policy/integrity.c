@@ -42,6 +42,7 @@ struct lev_integrity_policy *lev_integrity_policy_free(struct lev_integrity_poli
 	for (size_t i = 0; i < p->n_allow; i++) {
 		free(p->allow[i].tool);
 		free(p->allow[i].target);
+		lev_strv_free(p->allow[i].trusted_args);
 	}
 	free(p->allow);
 	for (size_t i = 0; i < p->n_sources; i++) {
@@ -127,8 +128,22 @@ static int parse_allow(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 		}
 	}
 	f = lev_toml_table_get(v->u.table, "args_from_trusted");
-	if (r == 0 && f)
+	if (r == 0 && f && f->type == LEV_TOML_ARRAY) {
+		/* the arguments that must not come from untrusted text ("url", "url?hotel") */
+		_cleanup_free_ char *apath = xasprintf("%s.args_from_trusted", path);
+
+		r = lev_tomlval_strv(c, f, apath, &out->trusted_args, err);
+		if (r == 0 && (!out->trusted_args || lev_strv_len(out->trusted_args) > 64))
+			r = lev_tomlval_fail(c, f->line, f->col, err,
+					     "'%s' must list 1 to 64 argument names", apath);
+		for (char **a = out->trusted_args; r == 0 && a && *a; a++)
+			if (!**a || strlen(*a) > 256)
+				r = lev_tomlval_fail(c, f->line, f->col, err,
+						     "'%s' holds an empty or too long name", apath);
+		out->args_from_trusted = r == 0;
+	} else if (r == 0 && f) {
 		r = lev_tomlval_bool(c, f, "args_from_trusted", &out->args_from_trusted, err);
+	}
 	return r;
 }
 
@@ -350,8 +365,13 @@ static bool allow_matches(const struct lev_integrity_allow *al, const struct lev
 {
 	if (!lev_policy_tool_same(al->tool, c->tool))
 		return false;
-	if (al->args_from_trusted && c->untrusted_args && *c->untrusted_args)
-		return false;
+	if (al->args_from_trusted && c->untrusted_args && *c->untrusted_args) {
+		if (!al->trusted_args)
+			return false;	/* = true: no argument may be marked */
+		for (char *const *a = al->trusted_args; *a; a++)
+			if (lev_strv_contains(c->untrusted_args, *a))
+				return false;
+	}
 	if (!al->target)
 		return !protected_file;
 	if (al->target_is_path)
@@ -403,8 +423,9 @@ void lev_integrity_check(struct lev_gate *g, const struct lev_integrity_call *c,
 	d->integrity = c->integrity;
 	d->protected_file = p && (c->path_rel || c->path_abs) &&
 			    lev_integrity_globs_match(p->protected_files, c->path_rel, c->path_abs);
-	d->consequential = (c->consequential && !(p && p->writes_protected_only &&
-						  file_write(c->tool))) ||
+	d->consequential = (lev_policy_consequential(g ? lev_gate_policy(g) : NULL, c->tool,
+						     c->consequential) &&
+			    !(p && p->writes_protected_only && file_write(c->tool))) ||
 			   d->protected_file;
 	if (!g || !lev_gate_enabled(g)) {
 		d->source = LEV_INTEG_SRC_DISABLED;

@@ -56,7 +56,8 @@ struct lev_integrity_allow {
 	char *tool;
 	char *target;		/* a host pattern (canonical) or a path glob, or NULL */
 	bool target_is_path;	/* TARGET holds a '/' or starts with '.' or '*': a path glob */
-	bool args_from_trusted;
+	bool args_from_trusted;	/* = true, or a list (TRUSTED_ARGS) */
+	char **trusted_args;	/* = ["url", "body"]: only these must not be marked (strv) */
 	unsigned line;
 };
 

@@ -436,7 +436,7 @@ static int parse_rule(const struct lev_tomlval_ctx *c, const struct lev_toml_val
 }
 
 static const char *const override_keys[] = { "sensitivity", "direction", "clearance", "target",
-					      NULL };
+					      "consequential", NULL };
 
 static bool is_override_key(const struct lev_toml_table *t, size_t i)
 {
@@ -502,6 +502,22 @@ static int parse_override_fields(const struct lev_tomlval_ctx *c, const struct l
 		o->clearance = (enum lev_level)i;
 		free(TAKE_PTR(p));
 	}
+	f = lev_toml_table_get(t, "consequential");
+	if (f) {
+		const struct lev_tool_desc *bt = lev_tooltable_find(o->name);
+
+		p = xasprintf("%s.consequential", path);
+		/* a built-in is what the tool table says ([integrity] writes covers writes) */
+		if (bt && !(bt->flags & LEV_TOOLF_FOREIGN))
+			return lev_tomlval_fail(c, f->line, f->col, err,
+						"'%s': '%s' is a built-in tool; only MCP and script "
+						"tools can be marked", p, o->name);
+		r = lev_tomlval_bool(c, f, p, &o->consequential, err);
+		if (r < 0)
+			return r;
+		o->has_consequential = true;
+		free(TAKE_PTR(p));
+	}
 	f = lev_toml_table_get(t, "target");
 	if (f) {
 		char *s = NULL;
@@ -534,12 +550,12 @@ static int add_override(const struct lev_tomlval_ctx *c, struct lev_policy *pol,
 	if (pol->n_overrides >= LEV_POLICY_OVERRIDES_MAX)
 		return lev_tomlval_fail(c, line, 1, err, "more than %d tool overrides",
 					LEV_POLICY_OVERRIDES_MAX);
+	o.name = xstrdup(name);
 	r = parse_override_fields(c, t, path, &o, err);
 	if (r < 0) {
 		override_release(&o);
 		return r;
 	}
-	o.name = xstrdup(name);
 	{
 		char nb[LEV_POLICY_TOOL_MAX + 1];
 
@@ -1005,6 +1021,19 @@ const struct lev_tool_override *lev_policy_server_override(const struct lev_poli
 	memcpy(srv, tool, (size_t)(sep - tool));
 	srv[sep - tool] = '\0';
 	return lev_policy_override_find(p, srv);
+}
+
+bool lev_policy_consequential(const struct lev_policy *p, const char *tool, bool dflt)
+{
+	const struct lev_tool_override *o = lev_policy_override_find(p, tool);
+	const struct lev_tool_desc *bt = lev_tooltable_find(tool);
+
+	if (!p || !tool || (bt && !(bt->flags & LEV_TOOLF_FOREIGN)))
+		return dflt;
+	if (o && o->has_consequential)
+		return o->consequential;
+	o = lev_policy_server_override(p, tool);
+	return o && o->has_consequential ? o->consequential : dflt;
 }
 
 void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out)

@@ -12,6 +12,7 @@
  *	                 clearance = "internal", target = "repo" }
  *	[mcp_overrides."github.list_issues"]  # flat shape, accepted too
  *	direction = "inbound"
+ *	consequential = false                 # the integrity gate's (docs/integrity.md)
  *
  * An allowlist rule matches a call when the tool is the same, the taint is
  * at most max_sensitivity, and either the rule lists no patterns at all, or
@@ -66,6 +67,8 @@ struct lev_tool_override {
 	enum lev_direction direction;
 	enum lev_level clearance;
 	char *target;		/* declared target argument, or NULL */
+	bool has_consequential;	/* consequential = true|false (MCP and script tools only) */
+	bool consequential;
 	unsigned line;
 };
 
@@ -151,6 +154,13 @@ int lev_policy_match_linear(const struct lev_policy *p, const char *tool, char *
 /* The override for TOOL, or NULL. */
 const struct lev_tool_override *lev_policy_override_find(const struct lev_policy *p,
 							 const char *tool);
+
+/*
+ * Is the run-time tool TOOL (an MCP or script tool) consequential for the
+ * integrity gate?  Its own override's `consequential`, else its server's,
+ * else DFLT.  A built-in tool is always DFLT (the tool table decides).
+ */
+bool lev_policy_consequential(const struct lev_policy *p, const char *tool, bool dflt);
 
 /* The built-in classification of TOOL with P's override applied (P may be NULL). */
 void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/policy/provenance.h"
@@ -157,11 +158,15 @@ static bool value_marked(const struct lev_provenance *p, const char *v, size_t n
 /*
  * A URL's query values (FOLDED: the whole value, case- and %XX-folded):
  * the part of a URL an attacker fills in (?title=..., ?to=...), judged one
- * by one, so a trusted host and path cannot carry untrusted words.
+ * by one, so a trusted host and path cannot carry untrusted words.  With
+ * OUT NULL: stop at the first marked value; else push "ARG?KEY" for every
+ * marked one onto *OUT (once each).
  */
-static bool query_marked(const struct lev_provenance *p, char *folded)
+static bool query_marked(const struct lev_provenance *p, char *folded, const char *arg,
+			 char ***out)
 {
 	char *q = strstr(folded, "://") ? strchr(folded, '?') : NULL, *save = NULL, *kv;
+	bool any = false;
 
 	if (!q)
 		return false;
@@ -172,16 +177,28 @@ static bool query_marked(const struct lev_provenance *p, char *folded)
 
 		if (!v)
 			continue;
-		for (char *c = ++v; *c; c++)
+		*v++ = '\0';
+		for (char *c = v; *c; c++)
 			if (*c == '+')
 				*c = ' ';
 		n = strlen(v);
 		while (n && strchr(".,;:!?'\")]}>/ ", v[n - 1]))
 			v[--n] = '\0';
-		if (value_marked(p, v, n))
+		if (!value_marked(p, v, n))
+			continue;
+		if (!out)
 			return true;
+		any = true;
+		if (lev_strv_len(*out) < 256 && strlen(kv) <= 256) {
+			char *name = xasprintf("%s?%s", arg, kv);
+
+			if (lev_strv_contains(*out, name))
+				free(name);
+			else
+				*out = lev_strv_push_take(*out, name);
+		}
 	}
-	return false;
+	return any;
 }
 
 bool lev_provenance_marked(const struct lev_provenance *p, const char *s, size_t len)
@@ -198,7 +215,7 @@ bool lev_provenance_marked(const struct lev_provenance *p, const char *s, size_t
 	if (!marked && len <= LEV_PROVENANCE_TEXT_MAX) {
 		folded = xmalloc(len + 1);
 		(void)fold(s, len, folded);
-		marked = query_marked(p, folded);
+		marked = query_marked(p, folded, NULL, NULL);
 		free(folded);
 	}
 	return marked;
@@ -240,7 +257,16 @@ void lev_provenance_untrusted_args(const struct lev_provenance *p, const struct 
 	*out = NULL;
 	if (!lev_provenance_has_untrusted(p) || !json_is_object(args))
 		return;
-	json_object_foreach((json_t *)args, k, v)
-		if (any_marked(p, v, 0) && lev_strv_len(*out) < 256)
-			*out = lev_strv_push(*out, k);
+	json_object_foreach((json_t *)args, k, v) {
+		if (!any_marked(p, v, 0) || lev_strv_len(*out) >= 256)
+			continue;
+		*out = lev_strv_push(*out, k);
+		/* a URL's query: which of its parameters ("url?hotel") */
+		if (json_is_string(v) && json_string_length(v) <= LEV_PROVENANCE_TEXT_MAX) {
+			_cleanup_free_ char *folded = xmalloc(json_string_length(v) + 1);
+
+			(void)fold(json_string_value(v), json_string_length(v), folded);
+			(void)query_marked(p, folded, k, out);
+		}
+	}
 }

@@ -56,7 +56,10 @@ bool lev_provenance_marked(const struct lev_provenance *p, const char *s, size_t
 /*
  * The names of ARGS' top-level keys (a JSON object) with a marked string
  * value anywhere inside, in key order, into *out (strv; NULL when none).
- * P NULL or nothing untrusted fed: none.
+ * A marked URL argument is followed by "NAME?KEY" for each query parameter
+ * whose value is marked (KEY case- and %XX-folded, each once), so a rule
+ * can tell the hotel a page named from the dates the user gave.  P NULL or
+ * nothing untrusted fed: none.
  */
 void lev_provenance_untrusted_args(const struct lev_provenance *p, const struct json_t *args,
 				   char ***out);

@@ -407,7 +407,61 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 struct redirect_ctx {
 	struct lev_agent *a;
 	struct call_state *cs;
+	char *from;		/* owned: the URL that answered with the redirect */
 };
+
+/*
+ * The integrity gate on a redirect hop to URL (lev_gatechain_redirect()):
+ * asks when it would ask; every hop is one audit.jsonl line under the
+ * integrity gate.  Returns 0 when the hop may be followed.
+ */
+static int redirect_integrity(struct redirect_ctx *rc, const char *url, struct lev_err *err)
+{
+	struct lev_agent *a = rc->a;
+	struct lev_gatechain_decision gd;
+	struct lev_gatechain_env env;
+	_cleanup_free_ char *reason = xasprintf("redirect to '%.300s'", url);
+	enum lev_ask_answer ans = LEV_ANSWER_NONE;
+	int r = 0;
+
+	agent_chain_env(a, LEV_GATECHAIN_CALL, NULL, &env);
+	lev_gatechain_redirect(&env, url, agent_hop_untrusted(a, rc->from), &gd);
+	agent_audit_steps(a, rc->cs->call->id, rc->cs->tool, &gd, url);
+	if (gd.verdict == LEV_ASK) {
+		struct lev_buf desc = LEV_BUF_INIT;
+		_cleanup_free_ char *prompt = NULL;
+		struct lev_ask q = { 0 };
+
+		(void)lev_integrity_describe(gd.canon, &gd.integ, &desc);
+		prompt = xasprintf("%s was redirected: %s. Allow it?", rc->cs->tool, desc.buf);
+		q.kind = LEV_ASK_TAINT;
+		q.stage = a->stages[a->cur].st->name;
+		q.call_id = rc->cs->call->id;
+		q.tool = rc->cs->tool;
+		q.prompt = prompt;
+		q.detail = url;
+		q.run_label = "Allow for this run";
+		ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q);
+		rc->cs->dec->asked = rc->cs->dec->asked || ans != LEV_ANSWER_NONE;
+		(void)lev_integrity_answer(a->gate, gd.canon, &gd.integ, taint_answer(ans));
+		agent_audit(a, &(struct audit_line){
+			.call_id = rc->cs->call->id, .tool = rc->cs->tool,
+			.gate = lev_gate_id_name(LEV_GATE_INTEGRITY),
+			.rule = gd.integ.result == LEV_GATE_ALLOWED ? "user"
+				: ans == LEV_ANSWER_DENY ? "user" : "no answer",
+			.allowed = gd.integ.result == LEV_GATE_ALLOWED,
+			.asked = ans != LEV_ANSWER_NONE, .answer = lev_ask_answer_name(ans),
+			.target = url, .reason = reason });
+		if (gd.integ.result != LEV_GATE_ALLOWED)
+			r = lev_err_set(err, LEV_EDENIED, "the integrity gate refuses it (%s); call "
+					"the tool with that URL if you need it", desc.buf);
+		lev_buf_release(&desc);
+	} else if (gd.verdict == LEV_DENY) {
+		r = lev_err_set(err, LEV_EDENIED, "the integrity gate refuses it (%s)", gd.reason);
+	}
+	lev_gatechain_decision_release(&gd);
+	return r;
+}
 
 /*
  * A network tool is about to follow a redirect to URL: the taint gate
@@ -445,7 +499,10 @@ static int redirect_gate(void *data, const char *tool, const char *url, struct l
 		return r;
 	}
 	lev_gate_decision_release(&d);
-	return 0;
+	r = redirect_integrity(rc, url, err);
+	free(rc->from);
+	rc->from = xstrdup(url);
+	return r;
 }
 
 static void run_inline(struct lev_agent *a, struct call_state *cs)
@@ -605,7 +662,8 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.cancel = a->o.cancel,
 		};
 		struct lev_net_result res = { 0 };
-		struct redirect_ctx rc = { .a = a, .cs = cs };
+		struct redirect_ctx rc = { .a = a, .cs = cs,
+					   .from = xstrdup(agent_arg_str(cs->args, "url") ?: "") };
 
 		np.redirect_hook = redirect_gate;
 		np.redirect_hook_data = &rc;
@@ -618,6 +676,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			lev_tool_output_set(cs->out, res.text ? res.text : "", res.is_error);
 		}
 		lev_net_result_release(&res);
+		free(rc.from);
 		break;
 	}
 	case LEV_TOOL_INLINE:
@@ -766,6 +825,13 @@ static LEV_NOINLINE void tool_call_event(struct lev_agent *a, const struct call_
 	json_object_set_new(ev, "verdict", json_string(lev_verdict_name(cs->dec->verdict)));
 	json_object_set_new(ev, "taint", json_string(lev_level_name(cs->dec->taint)));
 	json_object_set_new(ev, "integrity", json_string(lev_integrity_name(cs->gd.integrity)));
+	if (cs->gd.untrusted_args) {
+		json_t *ua = json_array();
+
+		for (char **s = cs->gd.untrusted_args; *s; s++)
+			json_array_append_new(ua, agent_jtext(*s));
+		json_object_set_new(ev, "untrusted_args", ua);
+	}
 	json_object_set_new(ev, "gate", json_string(cs->dec->gate));
 	json_object_set_new(ev, "rule", agent_jtext(cs->dec->rule));
 	json_object_set_new(ev, "reason", agent_jtext(cs->dec->reason));

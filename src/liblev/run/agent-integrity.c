@@ -71,6 +71,19 @@ static const struct lev_source_label *net_source(struct lev_agent *a, const stru
 	return host ? lev_integrity_source(ipol(a), host, NULL, NULL, NULL) : NULL;
 }
 
+bool agent_hop_untrusted(struct lev_agent *a, const char *from)
+{
+	_cleanup_free_ char *host = NULL;
+	const struct lev_source_label *s;
+	struct lev_target_url u = { 0 };
+
+	if (from && lev_target_url_parse(from, &u, NULL) == 0)
+		host = TAKE_PTR(u.host);
+	lev_target_url_release(&u);
+	s = host ? lev_integrity_source(ipol(a), host, NULL, NULL, NULL) : NULL;
+	return !(s && s->has_integrity && s->integrity == LEV_TRUSTED);
+}
+
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l)
 {

@@ -313,6 +313,9 @@ enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_
 					  const json_t *args, const char *path);
 /* The integrity of the file at PATH (workdir-relative or absolute; NULL: any file). */
 enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path);
+/* Is a redirect's Location from FROM (the URL that answered) untrusted text?  True unless a
+ * [[sources]] entry labels FROM's host trusted. */
+bool agent_hop_untrusted(struct lev_agent *a, const char *from);
 /* A [[sources]] sensitivity for a network or MCP result, raising L. */
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l);

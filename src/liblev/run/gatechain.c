@@ -673,8 +673,10 @@ static LEV_NOINLINE void integrity_untrusted(const struct lev_gatechain_env *env
 	lev_buf_release(&desc);
 }
 
-static void gate_integrity(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
-			   struct lev_gatechain_decision *d, bool *approved)
+/* inlined into both callers: the chain's copy stays on the hot path (src/liblev/hot-path.ld) */
+static inline __attribute__((always_inline)) void
+gate_integrity(const struct lev_gatechain_env *env, const struct lev_gatechain_call *c,
+	       struct lev_gatechain_decision *d, bool *approved)
 {
 	bool consequential;
 
@@ -690,9 +692,12 @@ static void gate_integrity(const struct lev_gatechain_env *env, const struct lev
 		return;
 	}
 	consequential = call_consequential(d);
-	/* a protected file makes any file tool's call consequential */
-	if (!consequential && !(d->tool->kind == LEV_TOOL_FS && (d->tool->touches & LEV_TOUCH_WRITES) &&
-				d->path)) {
+	/*
+	 * a protected file makes any file tool's call consequential, and
+	 * policy.toml may say what a run-time tool is: those go to the gate
+	 */
+	if (!consequential && d->tool->desc &&
+	    !(d->tool->kind == LEV_TOOL_FS && (d->tool->touches & LEV_TOUCH_WRITES) && d->path)) {
 		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "not_consequential",
 		     "integrity: the tool is not consequential", NULL);
 		return;
@@ -747,6 +752,47 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 	s = &d->steps[approver];
 	d->rule = s->rule;
 	d->reason = s->reason ? s->reason : "every gate allows it";
+}
+
+/*
+ * A redirect hop of an allowed network call: the integrity gate judges it as
+ * a web_fetch of URL (the hop is a GET of it), so an [[integrity.allow]]
+ * entry or a rule for the first host does not carry over to wherever that
+ * host sends the call.  URL_UNTRUSTED: the hop's URL came from a reply no
+ * source label trusts (the Location header), so "url" counts as untrusted.
+ */
+void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url,
+			    bool url_untrusted, struct lev_gatechain_decision *d)
+{
+	static char *const url_arg[] = { (char *)"url", NULL };
+	struct lev_gatechain_env e = *env;
+	json_t *args = json_pack("{s:s}", "url", url ? url : "");
+	struct lev_gatechain_call c = { .args = args };
+	bool ok = false;
+
+	memset(d, 0, sizeof(*d));
+	d->verdict = LEV_ALLOW;
+	c.name = d->canon = lev_tooltable_name(LEV_OP_WEB_FETCH);
+	d->tool = lev_tools_find(env->tools, d->canon);
+	if (!d->tool || !args) {
+		/* no web_fetch entry to judge the hop by: refuse it */
+		step(d, LEV_GATE_INTEGRITY, LEV_DENY, "none", "integrity: the hop cannot be judged",
+		     NULL);
+		d->verdict = LEV_DENY;
+		d->gate = LEV_GATE_INTEGRITY;
+		d->rule = "none";
+		d->reason = d->steps[LEV_GATE_INTEGRITY].reason;
+		json_decref(args);
+		return;
+	}
+	d->host = url ? xstrdup(url) : NULL;
+	if (url_untrusted) {
+		e.provenance = NULL;
+		e.untrusted_args = url_arg;
+	}
+	gate_integrity(&e, &c, d, &ok);
+	conclude(d, LEV_GATE_INTEGRITY);
+	json_decref(args);
 }
 
 /* A shell call's line, parsed into its keys once for every gate. */

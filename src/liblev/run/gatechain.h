@@ -233,6 +233,16 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 			 struct lev_gatechain_decision *out, struct lev_err *err);
 
 /*
+ * Judge a redirect hop of an allowed network call by the integrity gate,
+ * as a web_fetch of URL in ENV, into *OUT (steps: integrity only; release
+ * it).  URL_UNTRUSTED: the hop's URL counts as from untrusted text (it
+ * came from a reply no [[sources]] entry trusts).  Never fails: a hop that
+ * cannot be judged is a DENY.
+ */
+void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url,
+			    bool url_untrusted, struct lev_gatechain_decision *out);
+
+/*
  * The canonical names STAGE offers from TOOLS (a strv; *LIST "a, b").
  * ask_user_* only when CAN_ASK; submit_output always in output stages.
  * Names lev does not provide, or that nobody could answer, are skipped and
