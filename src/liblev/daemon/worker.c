@@ -50,6 +50,7 @@ struct worker {
 	long live_turns;	/* model turns taken from the provider */
 	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
 	bool reload;		/* the daemon said the config changed */
+	const char *policy_path;	/* policy.toml as the daemon watches it */
 	bool paused;		/* lev pause: hold at the next step boundary */
 	char **msgs;		/* lev msg: for the conversation before the next turn */
 	struct lev_buf out;	/* event frames not sent yet (w_flush()) */
@@ -260,14 +261,16 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 }
 
 /*
- * The config changed (the daemon checked it): the run takes, field by
- * field, the tighter of its config and the new one, from its next
- * decision on.  The daemon hears how it went.
+ * The config or the policy changed (the daemon checked them): the run
+ * takes, field by field, the tighter of its config and the new one, and of
+ * its policy.toml and the new one, from its next decision on.  The daemon
+ * hears how it went.
  */
 static void apply_reload(struct worker *w, struct lev_agent *a)
 {
 	json_t *m = lev_proto_request("reloaded");
 	struct lev_err e = LEV_ERR_INIT;
+	struct lev_policy *pol = NULL;
 	struct lev_config next;
 
 	w->reload = false;
@@ -275,6 +278,10 @@ static void apply_reload(struct worker *w, struct lev_agent *a)
 		lev_policy_tighter(w->cfg, &next);
 		lev_config_release(&next);
 		(void)lev_agent_config_changed(a, &e);
+	}
+	if (!e.msg[0] && lev_policy_load(w->policy_path, &pol, NULL, &e) == 0) {
+		lev_agent_policy_changed(a, pol);
+		lev_policy_free(pol);
 	}
 	if (e.msg[0])
 		json_object_set_new(m, "error", json_string(e.msg));
@@ -598,6 +605,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.policy_path = lev_json_str(start, "policy_path") ? lev_json_str(start, "policy_path")
 							    : policy;
 	o.rules_dir = rules;
+	o.policy_fixed = true;	/* changes come as reload frames, the tighter */
+	w.policy_path = policy;
 	o.credentials_path = creds;
 	o.config_path = cfg_path;
 	o.home = home;

@@ -11,6 +11,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
 #include "liblev/policy/taintgate.h"
+#include "liblev/policy/tighter.h"
 #include "liblev/policy/target.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/util.h"
@@ -35,7 +36,7 @@ const char *lev_gate_source_name(enum lev_gate_source s)
 struct lev_gate {
 	char *policy_path;
 	char *rules_dir;
-	bool enabled, yolo, read_grant;
+	bool enabled, yolo, read_grant, fixed;
 	int64_t recheck_ns;
 	struct lev_rules_limits rule_limits;
 	bool has_rule_limits;
@@ -80,6 +81,7 @@ int lev_gate_new(const struct lev_gate_options *opts, struct lev_gate **out, str
 	g->enabled = opts->enabled;
 	g->yolo = opts->yolo;
 	g->read_grant = opts->read_grant_active;
+	g->fixed = opts->fixed;
 	g->recheck_ns = opts->recheck_ns ? opts->recheck_ns : (int64_t)LEV_GATE_RECHECK_DEFAULT_NS;
 	if (opts->rule_limits) {
 		g->rule_limits = *opts->rule_limits;
@@ -121,6 +123,11 @@ struct lev_gate *lev_gate_free(struct lev_gate *g)
 	return NULL;
 }
 
+void lev_gate_tighten(struct lev_gate *g, const struct lev_policy *next)
+{
+	lev_policy_tighten(g->policy, next);
+}
+
 const struct lev_policy *lev_gate_policy(const struct lev_gate *g)
 {
 	return g->policy;
@@ -142,6 +149,8 @@ static void maybe_reload(struct lev_gate *g)
 	struct timespec now;
 	int64_t elapsed;
 
+	if (g->fixed)
+		return;
 	if (g->recheck_ns > 0) {
 		clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
 		elapsed = (int64_t)(now.tv_sec - g->last_check.tv_sec) * 1000000000LL +
