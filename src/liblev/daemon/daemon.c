@@ -32,6 +32,7 @@
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
+#include "liblev/policy/envfilter.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/runrecord.h"
 
@@ -696,6 +697,39 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	run_send(d, r, start);
 }
 
+/*
+ * The request as lev.db keeps it: the client's environment without its
+ * credential-shaped variables (the shell_env filter's rule, envfilter.h;
+ * the data root's variables stay), whose names go in "withheld_env" so a
+ * resumed run that misses one can say which (worker.c).  A new reference.
+ */
+static json_t *request_to_keep(const json_t *req)
+{
+	static char home[] = "LEVIATH_HOME", config[] = "LEVIATH_CONFIG_PATH";
+	static char *const keep[] = { home, config, NULL };
+	const struct lev_envfilter f = { LEV_SHELL_ENV_FILTERED, NULL, keep };
+	json_t *kept = json_deep_copy(req), *env = json_array(), *withheld = json_array(), *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(req, "env"), i, e) {
+		const char *s = json_string_value(e), *eq = s ? strchr(s, '=') : NULL;
+		_cleanup_free_ char *name = eq ? xstrndup(s, (size_t)(eq - s)) : NULL;
+
+		if (!name)
+			continue;
+		if (lev_envfilter_withholds(&f, name))
+			json_array_append_new(withheld, json_string(name));
+		else
+			json_array_append(env, e);
+	}
+	json_object_set_new(kept, "env", env);
+	if (json_array_size(withheld))
+		json_object_set_new(kept, "withheld_env", withheld);
+	else
+		json_decref(withheld);
+	return kept;
+}
+
 static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 {
 	const json_t *req = json_object_get(msg, "request");
@@ -727,8 +761,13 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 	r->fd = fd;
 	run_save(d, r);
 	/* kept until the run ends: a restarted daemon resumes the run from it */
-	if (lev_store_request_put(d->st, id, req, &err) < 0)
-		dlog(d, "run %s: %s", id, err.msg);
+	{
+		json_t *keep = request_to_keep(req);
+
+		if (lev_store_request_put(d->st, id, keep, &err) < 0)
+			dlog(d, "run %s: %s", id, err.msg);
+		json_decref(keep);
+	}
 	run_start(d, r, req, false);
 	dlog(d, "run %s: started worker %d for '%s'", id, (int)pid, lev_json_str(req, "blueprint"));
 	d->last_busy = now();
@@ -1478,6 +1517,13 @@ static bool resume_run(struct daemon *d, struct run *r)
 	run_set_status(d, r, "idle");
 	run_start(d, r, req, true);
 	dlog(d, "run %s: resumed from the journal in worker %d", r->id, (int)pid);
+	if (json_array_size(json_object_get(req, "withheld_env"))) {
+		_cleanup_free_ char *names = json_dumps(json_object_get(req, "withheld_env"),
+							JSON_COMPACT);
+
+		dlog(d, "run %s: resumed without %s: lev.db keeps no credential-shaped variables",
+		     r->id, names ? names : "?");
+	}
 	json_decref(req);
 	return true;
 }

@@ -519,6 +519,29 @@ static int setup_signals(struct lev_err *err)
 	return 0;
 }
 
+/*
+ * A resumed run failed with E: when E names a variable lev.db did not keep
+ * (the request's "withheld_env", daemon.c), say so and how to go on.  A
+ * malloc'ed message.
+ */
+static char *resume_error(const json_t *req, const char *e)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(req, "withheld_env"), i, v) {
+		const char *name = json_string_value(v);
+
+		if (name && strstr(e, name))
+			return xasprintf("%s (this run was resumed after the daemon stopped, and "
+					 "lev.db keeps no credential-shaped variables such as "
+					 "'%s': keep the key in lev's credential store "
+					 "(credentials.toml), or set it and submit the run again)",
+					 e, name);
+	}
+	return xstrdup(e);
+}
+
 int lev_worker_main(int fd, struct lev_err *err)
 {
 	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT };
@@ -617,7 +640,9 @@ int lev_worker_main(int fd, struct lev_err *err)
 	set_hooks(&o, &w, req);
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {
-		send_done(&w, "error", NULL, e.msg);
+		_cleanup_free_ char *msg = o.replay ? resume_error(req, e.msg) : xstrdup(e.msg);
+
+		send_done(&w, "error", NULL, msg);
 		goto out;
 	}
 	{
@@ -628,11 +653,18 @@ int lev_worker_main(int fd, struct lev_err *err)
 		w_send(&w, m);
 	}
 	if (lev_agent_run(agent, &e) < 0) {
-		send_done(&w, "error", NULL, e.msg);
+		_cleanup_free_ char *msg = o.replay ? resume_error(req, e.msg) : xstrdup(e.msg);
+
+		send_done(&w, "error", NULL, msg);
 		goto out;
 	}
-	send_done(&w, lev_run_status_name(lev_agent_status(agent)), lev_agent_output(agent),
-		  lev_agent_error(agent));
+	{
+		const char *why = lev_agent_error(agent);
+		_cleanup_free_ char *msg = why && o.replay ? resume_error(req, why) : NULL;
+
+		send_done(&w, lev_run_status_name(lev_agent_status(agent)),
+			  lev_agent_output(agent), msg ? msg : why);
+	}
 out:
 	lev_agent_free(agent);
 	if (cfg_loaded)
