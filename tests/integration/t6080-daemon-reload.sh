@@ -35,15 +35,6 @@ decision() {
 	PY
 }
 
-request_of() {
-	"$LEV" respond --json | python3 -c '
-import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
-assert len(r) == 1, r
-print(r[0]["id"])
-' "$1"
-}
-
 mkdir -p work waiter asker
 cat >waiter/agent.leviath <<'EOF'
 [agent]
@@ -149,10 +140,6 @@ test_expect_success 'fixing the file clears the report' '
 	! grep -q "config error" st &&
 	"$LEV" ps --json | python3 -c "import json, sys; assert \"config_error\" not in json.load(sys.stdin)[\"health\"]"
 '
-
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
 
 test_expect_success 'a run resumed while the file is broken starts from the last good copy' '
 	rm -f work/go work/waiting work/after &&

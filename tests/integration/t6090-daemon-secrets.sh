@@ -14,24 +14,6 @@ SECRET=sk-levtest-SECRET-5f3a9c1e7d2b4a68
 PLAIN=levtest-plain-value-93e1b7
 export LEVTEST_SECRET_KEY=$SECRET LEVTEST_PLAIN=$PLAIN
 
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
-daemon_pid() {
-	"$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p"
-}
-
-# the open request's id for RUN
-request_of() {
-	"$LEV" respond --json | python3 -c '
-import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
-assert len(r) == 1, r
-print(r[0]["id"])
-' "$1"
-}
-
 # do the bytes $1 occur in lev.db or its WAL?
 in_db() {
 	python3 - "$ROOT" "$1" <<-PY
