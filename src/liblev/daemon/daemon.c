@@ -879,6 +879,21 @@ static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
 	json_decref(cut);
 }
 
+/*
+ * The events worker_event() acts on (the journal's, the status's, the
+ * progress's): any other goes to the followers as it came, undecoded.
+ */
+static bool event_acted_on(const char *name, size_t n)
+{
+	static const char *const acted[] = { "tool_call", "tool_result", "run_started",
+					     "stage_started", "model_request", NULL };
+
+	for (int i = 0; acted[i]; i++)
+		if (strlen(acted[i]) == n && !memcmp(acted[i], name, n))
+			return true;
+	return false;
+}
+
 static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 {
 	const char *name = lev_json_str(ev, "event");
@@ -997,7 +1012,14 @@ static void run_readable(struct daemon *d, struct run *r)
 		const char *f;
 		size_t len;
 		int n = lev_proto_in_next(&r->in, r->fd, &f, &len, &err);
+		const char *name = NULL;
+		size_t nl = n > 0 ? lev_proto_event_peek(f + 4, len, &name) : 0;
 
+		if (nl && !event_acted_on(name, nl)) {
+			/* nothing here needs it decoded: on to the followers */
+			follow_push_frame(d, r, xmemdup(f, len + 4), len + 4, true);
+			continue;
+		}
 		if (n > 0 && lev_proto_decode(f + 4, len, &m, &err) < 0)
 			n = LEV_EPARSE;
 		if (n == 0)

@@ -246,8 +246,7 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 		return;
 	}
 	lev_buf_add(&w->out, "\0\0\0\0", 4);
-	lev_buf_addf(&w->out, "{\"v\":%d,\"op\":\"event\",\"ack\":%s,\"event\":",
-		     LEV_PROTO_VERSION, ack ? "true" : "false");
+	lev_buf_adds(&w->out, ack ? LEV_PROTO_EVENT_HEAD("true") : LEV_PROTO_EVENT_HEAD("false"));
 	lev_buf_adds(&w->out, text);
 	lev_buf_addch(&w->out, '}');
 	lev_proto_put_len(w->out.buf + at, w->out.len - at - 4);
