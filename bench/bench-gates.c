@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-util.h"
 #include "liblev/run/agent.h"
 #include "liblev/conf/blueprint.h"
 #include "liblev/conf/config.h"
@@ -41,21 +42,6 @@
 #include "liblev/base/xalloc.h"
 
 #define ROUNDS 9
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void put(const char *path, const char *text)
 {
@@ -137,7 +123,7 @@ static void teardown_run(struct setup *s)
 
 static double time_direct(struct lev_fs_ctx *fs, const json_t *args, long n)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (long i = 0; i < n; i++) {
 		struct lev_fs_result r = { 0 };
@@ -149,13 +135,13 @@ static double time_direct(struct lev_fs_ctx *fs, const json_t *args, long n)
 		}
 		lev_fs_result_release(&r);
 	}
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 static double time_gates(struct lev_agent *a, const struct lev_tool_call *call, long n)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (long i = 0; i < n; i++) {
 		struct lev_tool_output out = { 0 };
@@ -170,7 +156,7 @@ static double time_gates(struct lev_agent *a, const struct lev_tool_call *call, 
 		lev_call_decision_release(&dec);
 		lev_tool_output_release(&out);
 	}
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 static void measure(const char *label, struct lev_agent *a, struct lev_fs_ctx *fs,
@@ -182,8 +168,8 @@ static void measure(const char *label, struct lev_agent *a, struct lev_fs_ctx *f
 		direct[r] = time_direct(fs, call->arguments, n);
 		gated[r] = time_gates(a, call, n);
 	}
-	qsort(direct, ROUNDS, sizeof(double), cmp_double);
-	qsort(gated, ROUNDS, sizeof(double), cmp_double);
+	bench_sort(direct, (size_t)ROUNDS);
+	bench_sort(gated, (size_t)ROUNDS);
 	printf("%-26s direct %6.2f us  all gates %6.2f us  overhead %6.2f us/call"
 	       "  (fastest rounds: %5.2f us)\n",
 	       label, direct[ROUNDS / 2] / (double)n * 1e6, gated[ROUNDS / 2] / (double)n * 1e6,

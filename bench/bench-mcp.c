@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench-util.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/blueprint.h"
@@ -28,21 +29,6 @@
 #include "liblev/tools/mcp.h"
 
 #define ROUNDS 9
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void die(const char *what, const char *msg)
 {
@@ -61,7 +47,7 @@ static void put(const char *path, const char *text)
 static double time_bare(struct lev_mcp_server *s, const json_t *args, long n)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (long i = 0; i < n; i++) {
 		struct lev_tool_output out = { 0 };
@@ -70,13 +56,13 @@ static double time_bare(struct lev_mcp_server *s, const json_t *args, long n)
 			die("bare call", out.text ? out.text : err.msg);
 		lev_tool_output_release(&out);
 	}
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 static double time_gates(struct lev_agent *a, const struct lev_tool_call *call, long n)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (long i = 0; i < n; i++) {
 		struct lev_tool_output out = { 0 };
@@ -88,7 +74,7 @@ static double time_gates(struct lev_agent *a, const struct lev_tool_call *call, 
 		lev_call_decision_release(&dec);
 		lev_tool_output_release(&out);
 	}
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 int main(int argc, char **argv)
@@ -161,8 +147,8 @@ int main(int argc, char **argv)
 		tb[r] = time_bare(bare, call.arguments, n);
 		tg[r] = time_gates(agent, &call, n);
 	}
-	qsort(tb, ROUNDS, sizeof(double), cmp_double);
-	qsort(tg, ROUNDS, sizeof(double), cmp_double);
+	bench_sort(tb, (size_t)ROUNDS);
+	bench_sort(tg, (size_t)ROUNDS);
 	printf("bench-mcp: %ld tools/call per round, median of %d rounds\n", n, ROUNDS);
 	printf("bare round trip %7.2f us  through every gate %7.2f us  overhead %6.2f us/call"
 	       "  (fastest rounds: %6.2f us)\n",

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-util.h"
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
 #include "liblev/tools/tools-fs.h"
@@ -36,20 +37,6 @@
 #define NGRANTS 1000
 
 static volatile int sink;
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 typedef void (*op_fn)(void *arg);
 
@@ -62,13 +49,12 @@ static double measure(op_fn fn, void *arg, int batches, int per)
 	for (i = 0; i < per * 4; i++)	/* warm up */
 		fn(arg);
 	for (b = 0; b < batches; b++) {
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		for (i = 0; i < per; i++)
 			fn(arg);
-		t[b] = (now_ns() - t0) / per;
+		t[b] = (bench_now_ns() - t0) / per;
 	}
-	qsort(t, (size_t)batches, sizeof(*t), cmp_d);
-	med = t[batches / 2];
+	med = bench_median(t, (size_t)batches);
 	free(t);
 	return med;
 }
@@ -91,19 +77,19 @@ static void measure_pair(op_fn a, void *aa, op_fn b, void *ba, int batches, int 
 		b(ba);
 	}
 	for (k = 0; k < batches; k++) {
-		double t0 = now_ns();
+		double t0 = bench_now_ns();
 		for (i = 0; i < per; i++)
 			a(aa);
-		ta[k] = (now_ns() - t0) / per;
-		t0 = now_ns();
+		ta[k] = (bench_now_ns() - t0) / per;
+		t0 = bench_now_ns();
 		for (i = 0; i < per; i++)
 			b(ba);
-		tb[k] = (now_ns() - t0) / per;
+		tb[k] = (bench_now_ns() - t0) / per;
 		tr[k] = ta[k] / tb[k];
 	}
-	qsort(ta, (size_t)batches, sizeof(double), cmp_d);
-	qsort(tb, (size_t)batches, sizeof(double), cmp_d);
-	qsort(tr, (size_t)batches, sizeof(double), cmp_d);
+	bench_sort(ta, (size_t)batches);
+	bench_sort(tb, (size_t)batches);
+	bench_sort(tr, (size_t)batches);
 	*ma = ta[batches / 2];
 	*mb = tb[batches / 2];
 	*ratio = tr[batches / 2];

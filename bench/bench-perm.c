@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench-util.h"
 #include "liblev/policy/perm.h"
 #include "liblev/policy/shellkeys.h"
 #include "liblev/base/strv.h"
@@ -27,14 +28,6 @@
 #define ROUNDS 5
 
 static volatile unsigned sink;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static const char *const tools[] = {
 	"shell", "read_file", "write_file", "bash", "web_fetch", "github__create_issue",
@@ -107,13 +100,6 @@ static unsigned op_parse(const struct lev_perm_input *in, size_t i, const void *
 	return r;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Median operations per second over ROUNDS rounds of about SECS each. */
 static double measure(op_fn fn, const struct lev_perm_input *in, const void *arg, double secs)
 {
@@ -122,19 +108,18 @@ static double measure(op_fn fn, const struct lev_perm_input *in, const void *arg
 	int r;
 
 	for (r = 0; r < ROUNDS; r++) {
-		double t0 = now(), t;
+		double t0 = bench_now(), t;
 		size_t n = 0, i;
 
 		do {
 			for (i = 0; i < batch; i++)
 				sink += fn(in, n + i, arg);
 			n += batch;
-			t = now() - t0;
+			t = bench_now() - t0;
 		} while (t < secs);
 		rates[r] = (double)n / t;
 	}
-	qsort(rates, ROUNDS, sizeof(rates[0]), cmp_double);
-	return rates[ROUNDS / 2];
+	return bench_median(rates, (size_t)ROUNDS);
 }
 
 static void report(const char *name, double rate)

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-util.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
@@ -44,21 +45,6 @@
 extern char **environ;
 
 #define WARMUP 5
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static int spawn_wait(char *const *argv)
 {
@@ -115,19 +101,18 @@ static int time_calls(runner fn, void *ctx, int n, bool warm, double *t)
 		if (fn(ctx) < 0)
 			return -1;
 	for (i = 0; i < n; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 
 		if (fn(ctx) < 0)
 			return -1;
-		t[i] = now_ms() - t0;
+		t[i] = bench_now_ms() - t0;
 	}
 	return 0;
 }
 
 static void summarize(struct row *row, double *t, int n)
 {
-	qsort(t, (size_t)n, sizeof(*t), cmp_double);
-	row->median = t[n / 2];
+	row->median = bench_median(t, (size_t)n);
 	row->p90 = t[(n * 9) / 10];
 	row->ran = true;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench-util.h"
 #include "liblev/conf/scripttool.h"
 #include "liblev/policy/luabox.h"
 #include "liblev/tools/script.h"
@@ -35,24 +36,9 @@ static const char tool_src[] = "-- @tool echo\n"
 			       "-- @param text string required \"what to say\"\n"
 			       "return params.text\n";
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static double round_bare(int n)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (int i = 0; i < n; i++) {
 		lua_State *L = luaL_newstate();
@@ -61,14 +47,14 @@ static double round_bare(int n)
 			abort();
 		lua_close(L);
 	}
-	return (now() - t0) / n * 1e6;
+	return (bench_now() - t0) / n * 1e6;
 }
 
 static double round_box(int n)
 {
 	struct lev_luabox_limits lim = { LEV_SCRIPT_DEFAULT_INSTRUCTIONS,
 					 LEV_SCRIPT_DEFAULT_WALL_NS, LEV_SCRIPT_DEFAULT_MEMORY };
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (int i = 0; i < n; i++) {
 		struct lev_luabox b;
@@ -76,12 +62,12 @@ static double round_box(int n)
 		lev_luabox_init(&b, &lim, "script");
 		lev_luabox_release(&b);
 	}
-	return (now() - t0) / n * 1e6;
+	return (bench_now() - t0) / n * 1e6;
 }
 
 static double round_call(int n, const struct lev_script_tool *st, const json_t *args)
 {
-	double t0 = now();
+	double t0 = bench_now();
 
 	for (int i = 0; i < n; i++) {
 		struct lev_tool_output out = { 0 };
@@ -93,7 +79,7 @@ static double round_call(int n, const struct lev_script_tool *st, const json_t *
 		}
 		lev_tool_output_release(&out);
 	}
-	return (now() - t0) / n * 1e6;
+	return (bench_now() - t0) / n * 1e6;
 }
 
 int main(int argc, char **argv)
@@ -119,9 +105,9 @@ int main(int argc, char **argv)
 		box[r] = round_box(n);
 		call[r] = round_call(n, &st, args);
 	}
-	qsort(bare, ROUNDS, sizeof(double), cmp_double);
-	qsort(box, ROUNDS, sizeof(double), cmp_double);
-	qsort(call, ROUNDS, sizeof(double), cmp_double);
+	bench_sort(bare, (size_t)ROUNDS);
+	bench_sort(box, (size_t)ROUNDS);
+	bench_sort(call, (size_t)ROUNDS);
 	printf("bench-script: %d calls x %d rounds, median us per call (fastest round)\n", n,
 	       ROUNDS);
 	printf("  bare luaL_newstate+lua_close  %8.2f  (%.2f)\n", bare[ROUNDS / 2], bare[0]);

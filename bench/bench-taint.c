@@ -11,7 +11,7 @@
  *
  * Goals (issue 4): >= 2 M decisions/s without Lua; <= 20 us median with one
  * Lua rule.  Figures only; nothing here asserts a time.  Times are the
- * thread's CPU time (see now_s()).
+ * thread's CPU time (see bench_cpu_s(CLOCK_THREAD_CPUTIME_ID)).
  *
  * usage: bench-taint [ITERATIONS]   (default 2000000)
  */
@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-util.h"
 #include "liblev/base/buf.h"
 #include "liblev/policy/taintgate.h"
 #include "liblev/base/util.h"
@@ -32,21 +33,6 @@
  * CPU time of this thread: the machines this runs on are shared, and wall
  * time would charge the gate for other processes' time slices.
  */
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void write_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -92,12 +78,12 @@ static double rate(struct lev_gate *g, const struct lev_gate_call *call, long n,
 		exit(1);
 	}
 	lev_gate_decision_release(&d);
-	t0 = now_s();
+	t0 = bench_cpu_s(CLOCK_THREAD_CPUTIME_ID);
 	for (i = 0; i < n; i++) {
 		lev_gate_check(g, call, &d, NULL);
 		lev_gate_decision_release(&d);
 	}
-	t1 = now_s();
+	t1 = bench_cpu_s(CLOCK_THREAD_CPUTIME_ID);
 	return (double)n / (t1 - t0);
 }
 
@@ -114,10 +100,10 @@ static double median_us(struct lev_gate *g, const struct lev_gate_call *call, in
 		lev_gate_decision_release(&d);
 	}
 	for (i = 0; i < n; i++) {
-		double t0 = now_s();
+		double t0 = bench_cpu_s(CLOCK_THREAD_CPUTIME_ID);
 
 		lev_gate_check(g, call, &d, NULL);
-		v[i] = (now_s() - t0) * 1e6;
+		v[i] = (bench_cpu_s(CLOCK_THREAD_CPUTIME_ID) - t0) * 1e6;
 		if (d.source != want) {
 			fprintf(stderr, "bench-taint: wrong decision: %s\n",
 				lev_gate_source_name(d.source));
@@ -125,8 +111,7 @@ static double median_us(struct lev_gate *g, const struct lev_gate_call *call, in
 		}
 		lev_gate_decision_release(&d);
 	}
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	m = v[n / 2];
+	m = bench_median(v, (size_t)n);
 	free(v);
 	return m;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench-util.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/toml.h"
 #include "liblev/base/util.h"
@@ -40,21 +41,6 @@ static size_t count_value(const struct lev_toml_value *v)
 		for (i = 0; i < lev_toml_array_len(v->u.array); i++)
 			n += count_value(lev_toml_array_at(v->u.array, i));
 	return n;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -87,13 +73,13 @@ int main(int argc, char **argv)
 	if (!t)
 		return 1;
 	for (i = 0; i < reps; i++) {
-		double t0 = now();
+		double t0 = bench_cpu_s(CLOCK_PROCESS_CPUTIME_ID);
 		if (lev_toml_parse(buf, len, argv[1], &doc, &err) < 0)
 			return 1;
 		lev_toml_free(doc);
-		t[i] = now() - t0;
+		t[i] = bench_cpu_s(CLOCK_PROCESS_CPUTIME_ID) - t0;
 	}
-	qsort(t, (size_t)reps, sizeof(*t), cmp_double);
+	bench_sort(t, (size_t)reps);
 	mb = (double)len / (1024.0 * 1024.0);
 	printf("lev: %zu bytes, %d runs, best %.1f MB/s, median %.1f MB/s, %zu values\n", len, reps,
 	       mb / t[0], mb / t[reps / 2], values);

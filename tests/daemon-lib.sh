@@ -7,6 +7,9 @@
 #   field RUN KEY        a field of RUN as `lev ps --all --json` shows it
 #   status_is RUN STATUS RUN's STATUS column in `lev ps --all` starts with
 #                        STATUS (no python: it is polled)
+#   request_of RUN       the id of RUN's open request (there is one)
+#   daemon_pid           the running daemon's pid
+#   gone PID             PID has ended
 
 export LEVIATH_HOME="$TRASH/lh"
 ROOT="$LEVIATH_HOME/.leviath"
@@ -44,4 +47,21 @@ for r in d["runs"] + d["finished"]:
 
 status_is() {
 	"$LEV" ps --all | grep -q "^$1  *[^ ]*  *$2"
+}
+
+request_of() {
+	"$LEV" respond --json | python3 -c '
+import json, sys
+r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
+assert len(r) == 1, r
+print(r[0]["id"])
+' "$1"
+}
+
+daemon_pid() {
+	"$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p"
+}
+
+gone() {
+	! kill -0 "$1" 2>/dev/null
 }

@@ -134,7 +134,7 @@ struct front {
 	bool json;
 	bool tty;		/* stderr is a terminal */
 	int tty_fd;		/* /dev/tty for prompts, -1 when there is none */
-	uint64_t ask_timeout_secs;
+	uint64_t ask_timeout_secs;	/* 0: no deadline (following a daemon run) */
 	unsigned calls;
 	char *last_allowed;	/* id of the last call that was allowed */
 	/* following a daemon run */
@@ -364,12 +364,17 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	}
 }
 
-/* Read one answer line from the terminal, waiting at most TIMEOUT_SECS. */
+/*
+ * Read one answer line from the terminal, waiting at most ask_timeout_secs
+ * (0: as long as the daemon's stream, watch_fd, is quiet: a frame, the run's
+ * end or a daemon gone wakes it, so that stream is the liveness check).
+ */
 static int read_answer(struct front *f, char *buf, size_t size)
 {
 	size_t n = 0;
-	int timeout_ms = f->ask_timeout_secs > INT_MAX / 1000 ? INT_MAX
-							      : (int)f->ask_timeout_secs * 1000;
+	int timeout_ms = !f->ask_timeout_secs ? -1
+			 : f->ask_timeout_secs > INT_MAX / 1000 ? INT_MAX
+								: (int)f->ask_timeout_secs * 1000;
 
 	while (n + 1 < size) {
 		/* the signal's pipe too: a Ctrl-C just before poll() must not be lost */
@@ -1175,7 +1180,9 @@ int lev_run_attach(const char *run, bool json)
 		return lev_fail("%s", err.msg);
 	f.tty = isatty(STDERR_FILENO);
 	f.tty_fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	f.ask_timeout_secs = 3600;
+	/* no deadline of its own: the run's interaction timeout decides, and the
+	 * stream says when the run (or the daemon) is gone */
+	f.ask_timeout_secs = 0;
 	if (install_signals() < 0) {
 		if (f.tty_fd >= 0)
 			close(f.tty_fd);

@@ -7,10 +7,6 @@
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
 # the open request's id (there is one)
 open_request() {
 	"$LEV" respond --json | python3 -c '

@@ -10,14 +10,6 @@
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
-daemon_pid() {
-	"$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p"
-}
-
 # kill -9 the daemon; wait until it and the workers of runs $@ are gone
 crash() {
 	local dpid pids r p
@@ -30,16 +22,6 @@ crash() {
 	for p in $pids; do
 		wait_for gone "$p" || return 1
 	done
-}
-
-# the open request's id for RUN
-request_of() {
-	"$LEV" respond --json | python3 -c '
-import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
-assert len(r) == 1, r
-print(r[0]["id"])
-' "$1"
 }
 
 # the tool_result events of RUN's record, as "replayed|ok|text" lines

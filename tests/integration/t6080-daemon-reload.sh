@@ -5,7 +5,9 @@
 # from the last good copy.  A good edit reaches running runs as the tighter
 # of old and new from their next decision on (an allow -> deny applies to
 # the next call), while a loosening waits for the next run.  Edits saved by
-# rename, as editors do, are followed.
+# rename, as editors do, are followed.  The same holds for policy.toml: an
+# allowlist entry removed while a run waits at a question no longer allows
+# its next outbound call; an entry added waits for the next run.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
@@ -31,15 +33,6 @@ decision() {
 	    if e["event"] == "tool_call" and e["id"] == sys.argv[2]:
 	        print(e["decision"])
 	PY
-}
-
-request_of() {
-	"$LEV" respond --json | python3 -c '
-import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
-assert len(r) == 1, r
-print(r[0]["id"])
-' "$1"
 }
 
 mkdir -p work waiter asker
@@ -148,10 +141,6 @@ test_expect_success 'fixing the file clears the report' '
 	"$LEV" ps --json | python3 -c "import json, sys; assert \"config_error\" not in json.load(sys.stdin)[\"health\"]"
 '
 
-gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
 test_expect_success 'a run resumed while the file is broken starts from the last good copy' '
 	rm -f work/go work/waiting work/after &&
 	(cd work && setsid -w "$LEV" run ../waiter --detach >../c 2>/dev/null) &&
@@ -165,6 +154,114 @@ test_expect_success 'a run resumed while the file is broken starts from the last
 	wait_for status_is "$(cat c)" complete &&
 	test "$(decision "$(cat c)" after)" = allow &&
 	test -e work/after
+'
+
+POLICY="$ROOT/policy.toml"
+
+save_policy() {
+	printf "$1" >"$POLICY.tmp" && chmod 600 "$POLICY.tmp" && mv "$POLICY.tmp" "$POLICY"
+}
+
+# the number of "config: reloaded" lines so far, and waiting for one more
+reloads() {
+	grep -c "config: reloaded" "$ROOT/daemon.log"
+}
+reloaded_past() {
+	test "$(reloads)" -gt "$1"
+}
+
+# reading hello.txt taints the context (internal); fetching from
+# 127.0.0.1 or localhost is outbound (a refused connection: the call's
+# result does not matter, its decision does)
+mkdir -p fetcher && echo hello >work/hello.txt
+cat >fetcher/agent.leviath <<'EOF'
+[agent]
+name = "fetcher"
+[security]
+taint_tracking = true
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["read_file", "ask_user_text", "web_fetch"]
+EOF
+cat >fetcher/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+id = "read"
+tool = "read_file"
+args = { path = "hello.txt" }
+[[turn]]
+[[turn.call]]
+id = "ask"
+tool = "ask_user_text"
+args = { question = "Go on?" }
+[[turn]]
+[[turn.call]]
+id = "fetch"
+tool = "web_fetch"
+args = { url = "http://127.0.0.1:9/x" }
+[[turn]]
+[[turn.call]]
+id = "fetch2"
+tool = "web_fetch"
+args = { url = "http://localhost:9/y" }
+[[turn]]
+text = "done"
+EOF
+INTEG='[[integrity.allow]]\ntool = "web_fetch"\ntarget = "127.0.0.1"\n[[integrity.allow]]\ntool = "web_fetch"\ntarget = "localhost"\n'
+ALLOW_IP='[[allowlist]]\ntool = "web_fetch"\nto = ["127.0.0.1"]\nmax_sensitivity = "internal"\n'
+ALLOW_LOCALHOST='[[allowlist]]\ntool = "web_fetch"\nto = ["localhost"]\nmax_sensitivity = "internal"\n'
+
+# start a fetcher run (its id in file $2) with policy.toml as $1; it waits at its question
+start_fetcher() {
+	n=$(reloads) &&
+	save_policy "$1" &&
+	wait_for reloaded_past "$n" &&
+	(cd work && setsid -w "$LEV" run ../fetcher --detach >../"$2" 2>/dev/null) &&
+	wait_for status_is "$(cat "$2")" "waiting: user prompt"
+}
+
+# answer RUN's question after saving policy.toml as $2
+edit_and_go_on() {
+	n=$(reloads) &&
+	save_policy "$2" &&
+	wait_for reloaded_past "$n" &&
+	"$LEV" respond "$(request_of "$1")" --text yes
+}
+
+test_expect_success 'policy.toml: set up (a good config, the daemon takes it)' '
+	n=$(reloads) &&
+	save_config "[security]\nallow_local_network = true\n[tool_permissions]\nweb_fetch = \"allow\"\n" &&
+	wait_for reloaded_past "$n" &&
+	! "$LEV" daemon status | grep -q "config error"
+'
+
+test_expect_success 'policy.toml: an allowlist entry removed reaches a run waiting at a question' '
+	start_fetcher "$ALLOW_IP$ALLOW_LOCALHOST$INTEG" p1 &&
+	edit_and_go_on "$(cat p1)" "$ALLOW_LOCALHOST$INTEG" &&
+	wait_for status_is "$(cat p1)" "waiting: taint gate" &&
+	"$LEV" respond "$(request_of "$(cat p1)")" --deny &&
+	wait_for status_is "$(cat p1)" complete &&
+	test "$(decision "$(cat p1)" fetch)" = deny &&
+	test "$(decision "$(cat p1)" fetch2)" = allow &&
+	grep -q "run $(cat p1): took the tighter of its config and the new one" "$ROOT/daemon.log"
+'
+
+test_expect_success 'policy.toml: the twin, an unrelated loosening does not loosen the running run' '
+	start_fetcher "$ALLOW_IP$INTEG" p2 &&
+	edit_and_go_on "$(cat p2)" "$ALLOW_IP$ALLOW_LOCALHOST$INTEG" &&
+	wait_for status_is "$(cat p2)" "waiting: taint gate" &&
+	test "$(decision "$(cat p2)" fetch)" = allow &&
+	"$LEV" respond "$(request_of "$(cat p2)")" --deny &&
+	wait_for status_is "$(cat p2)" complete &&
+	test "$(decision "$(cat p2)" fetch2)" = deny
+'
+
+test_expect_success 'policy.toml: a new run gets the loosened file' '
+	start_fetcher "$ALLOW_IP$ALLOW_LOCALHOST$INTEG" p3 &&
+	"$LEV" respond "$(request_of "$(cat p3)")" --text yes &&
+	wait_for status_is "$(cat p3)" complete &&
+	test "$(decision "$(cat p3)" fetch)" = allow &&
+	test "$(decision "$(cat p3)" fetch2)" = allow
 '
 
 test_done

@@ -241,6 +241,62 @@ static void test_check(void **state)
 	json_decref(m);
 }
 
+/* An event frame's body as a worker writes it: the head, then the event. */
+static char *event_body(const char *head, const json_t *ev)
+{
+	char *e = json_dumps(ev, JSON_COMPACT), *b = malloc(strlen(head) + strlen(e) + 2);
+
+	strcpy(b, head);
+	strcat(b, e);
+	strcat(b, "}");
+	free(e);
+	return b;
+}
+
+static void test_event_peek(void **state)
+{
+	json_t *ev = json_pack("{s:s, s:s, s:i}", "event", "model_response", "text", "hi \"x\"",
+			       "n", 3);
+	json_t *dec = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	const char *name = NULL;
+	char *b;
+
+	(void)state;
+	/* the body is a frame any follower decodes, and its name is read without decoding */
+	b = event_body(LEV_PROTO_EVENT_HEAD("false"), ev);
+	assert_int_equal(lev_proto_decode(b, strlen(b), &dec, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(dec, "event"),
+							      "event")),
+			    "model_response");
+	json_decref(dec);
+	assert_int_equal(lev_proto_event_peek(b, strlen(b), &name), strlen("model_response"));
+	assert_memory_equal(name, "model_response", strlen("model_response"));
+	/* cut short: no name */
+	assert_int_equal(lev_proto_event_peek(b, strlen(LEV_PROTO_EVENT_HEAD("false")) + 12,
+					      &name), 0);
+	free(b);
+	/* an ack'ed frame is always decoded */
+	b = event_body(LEV_PROTO_EVENT_HEAD("true"), ev);
+	assert_int_equal(lev_proto_event_peek(b, strlen(b), &name), 0);
+	free(b);
+	/* a name with an escape, or an event whose first key is another: decoded */
+	json_object_set_new(ev, "event", json_string("we\"ird"));
+	b = event_body(LEV_PROTO_EVENT_HEAD("false"), ev);
+	assert_int_equal(lev_proto_event_peek(b, strlen(b), &name), 0);
+	free(b);
+	json_decref(ev);
+	ev = json_pack("{s:s, s:s}", "text", "t", "event", "model_response");
+	b = event_body(LEV_PROTO_EVENT_HEAD("false"), ev);
+	assert_int_equal(lev_proto_event_peek(b, strlen(b), &name), 0);
+	free(b);
+	json_decref(ev);
+	/* another op */
+	b = strdup("{\"v\":1,\"op\":\"turn\",\"event\":{\"event\":\"model_response\"}}");
+	assert_int_equal(lev_proto_event_peek(b, strlen(b), &name), 0);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +304,7 @@ int main(void)
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_oversized),  cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_event_peek),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * test-tighter.c - lev_policy_tighter(): the config a running run keeps
  * after config.toml changes is, field by field, the tighter of its own and
  * the new one.  One test per field, each with its loosening twin (a looser
- * new value leaves the run's as it was).
+ * new value leaves the run's as it was).  Then lev_policy_tighten(): the same
+ * for policy.toml.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "liblev/base/strv.h"
+#include "liblev/policy/integrity.h"
 #include "liblev/policy/tighter.h"
 
 /* RUN := tighter(parse(OLD), parse(NEW)) */
@@ -190,6 +192,183 @@ static void test_shell_env_stricter_wins(void **state)
 	lev_config_release(&c);
 }
 
+/* RUN := tighten(parse(OLD), parse(NEW)) for policy.toml */
+static struct lev_policy *pol_tighten(const char *old, const char *new)
+{
+	struct lev_policy *run = NULL, *next = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+
+	assert_int_equal(lev_policy_parse(old, strlen(old), "old.toml", &run, &err), 0);
+	assert_int_equal(lev_policy_parse(new, strlen(new), "new.toml", &next, &err), 0);
+	lev_policy_tighten(run, next);
+	lev_policy_free(next);
+	return run;
+}
+
+/* Does P allow TOOL to TARGET (NULL: no target) at TAINT?  The index and the linear scan agree. */
+static bool allows(const struct lev_policy *p, const char *tool, const char *target,
+		   enum lev_level taint)
+{
+	char *t[2] = { (char *)target, NULL };
+	int i = lev_policy_match(p, tool, target ? t : NULL, taint);
+
+	assert_int_equal(i, lev_policy_match_linear(p, tool, target ? t : NULL, taint));
+	return i >= 0;
+}
+
+#define RULE(tool, pats, max) \
+	"[[allowlist]]\ntool = \"" tool "\"\n" pats "max_sensitivity = \"" max "\"\n"
+
+static void test_policy_allowlist_intersected(void **state)
+{
+	struct lev_policy *p;
+
+	(void)state;
+	/* an entry the new file removes is gone; one it keeps stays */
+	p = pol_tighten(RULE("web_fetch", "to = [\"a.example\", \"b.example\"]\n", "private"),
+			RULE("web_fetch", "to = [\"a.example\"]\n", "private"));
+	assert_true(allows(p, "web_fetch", "a.example", LEV_PRIVATE));
+	assert_false(allows(p, "web_fetch", "b.example", LEV_PUBLIC));
+	lev_policy_free(p);
+	/* the twin: an entry the new file adds does not reach the run */
+	p = pol_tighten(RULE("web_fetch", "to = [\"a.example\"]\n", "private"),
+			RULE("web_fetch", "to = [\"a.example\", \"c.example\"]\n", "private") RULE(
+				"send_email", "", "private"));
+	assert_true(allows(p, "web_fetch", "a.example", LEV_PRIVATE));
+	assert_false(allows(p, "web_fetch", "c.example", LEV_PUBLIC));
+	assert_false(allows(p, "send_email", "x@y.example", LEV_PUBLIC));
+	lev_policy_free(p);
+	/* the lower max_sensitivity holds, whichever side says it */
+	p = pol_tighten(RULE("web_fetch", "to = [\"a.example\"]\n", "private"),
+			RULE("web_fetch", "to = [\"a.example\"]\n", "internal"));
+	assert_true(allows(p, "web_fetch", "a.example", LEV_INTERNAL));
+	assert_false(allows(p, "web_fetch", "a.example", LEV_PRIVATE));
+	lev_policy_free(p);
+	/* a rule with no patterns (any target) meets one with: the patterns hold */
+	p = pol_tighten(RULE("web_fetch", "", "private"),
+			RULE("web_fetch", "to = [\"a.example\"]\n", "private"));
+	assert_true(allows(p, "web_fetch", "a.example", LEV_PRIVATE));
+	assert_false(allows(p, "web_fetch", "b.example", LEV_PRIVATE));
+	assert_false(allows(p, "web_fetch", NULL, LEV_PRIVATE));
+	lev_policy_free(p);
+	/* two rules that share no pattern allow nothing (not "any target") */
+	p = pol_tighten(RULE("web_fetch", "to = [\"a.example\"]\n", "private"),
+			RULE("web_fetch", "to = [\"b.example\"]\n", "private"));
+	assert_int_equal(p->n_rules, 0);
+	assert_false(allows(p, "web_fetch", "a.example", LEV_PUBLIC));
+	assert_false(allows(p, "web_fetch", "b.example", LEV_PUBLIC));
+	lev_policy_free(p);
+	/* an empty new file: no allowlist at all */
+	p = pol_tighten(RULE("web_fetch", "", "private"), "");
+	assert_false(allows(p, "web_fetch", "a.example", LEV_PUBLIC));
+	lev_policy_free(p);
+}
+
+static void classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *c)
+{
+	lev_policy_classify(p, tool, c);
+}
+
+static void test_policy_overrides_tighter(void **state)
+{
+	const char *loose = "[mcp_overrides.\"gh.create_issue\"]\nsensitivity = \"public\"\n"
+			    "clearance = \"private\"\ndirection = \"inbound\"\n";
+	const char *tight = "[mcp_overrides.\"gh.create_issue\"]\nsensitivity = \"private\"\n"
+			    "clearance = \"public\"\ndirection = \"outbound\"\n";
+	struct lev_tool_class builtin, c;
+	struct lev_policy *p;
+
+	(void)state;
+	p = pol_tighten(loose, tight);
+	classify(p, "gh__create_issue", &c);
+	assert_int_equal(c.sensitivity, LEV_PRIVATE);
+	assert_int_equal(c.clearance, LEV_PUBLIC);
+	assert_int_equal(c.direction, LEV_DIR_OUTBOUND);
+	lev_policy_free(p);
+	/* the twin: a loosening does not reach the run */
+	p = pol_tighten(tight, loose);
+	classify(p, "gh__create_issue", &c);
+	assert_int_equal(c.sensitivity, LEV_PRIVATE);
+	assert_int_equal(c.clearance, LEV_PUBLIC);
+	assert_int_equal(c.direction, LEV_DIR_OUTBOUND);
+	lev_policy_free(p);
+	/* a new file dropping a raised clearance: the built-in one holds again */
+	lev_policy_classify(NULL, "gh__create_issue", &builtin);
+	p = pol_tighten(loose, "");
+	classify(p, "gh__create_issue", &c);
+	assert_int_equal(c.clearance, builtin.clearance < LEV_PRIVATE ? builtin.clearance
+								      : LEV_PRIVATE);
+	assert_int_equal(c.direction, builtin.direction);
+	lev_policy_free(p);
+}
+
+static void test_policy_integrity_tighter(void **state)
+{
+	struct lev_policy *p;
+	const struct lev_integrity_policy *ip;
+
+	(void)state;
+	p = pol_tighten("[integrity]\ntrusted = [\"docs/**\", \"src/**\"]\n"
+			"untrusted = [\"inbox/**\"]\nprotected = [\".git/**\"]\n"
+			"writes = \"protected\"\n"
+			"[[integrity.allow]]\ntool = \"web_fetch\"\ntarget = \"a.example\"\n"
+			"[[integrity.allow]]\ntool = \"web_fetch\"\ntarget = \"b.example\"\n",
+			"[integrity]\ntrusted = [\"docs/**\"]\nuntrusted = [\"mail/**\"]\n"
+			"protected = [\"Makefile\"]\nworkdir = \"untrusted\"\n"
+			"[[integrity.allow]]\ntool = \"web_fetch\"\ntarget = \"a.example\"\n"
+			"args_from_trusted = true\n"
+			"[[integrity.allow]]\ntool = \"web_fetch\"\ntarget = \"c.example\"\n");
+	ip = lev_policy_integrity(p);
+	assert_non_null(ip);
+	assert_int_equal(lev_strv_len(ip->trusted), 1);
+	assert_string_equal(ip->trusted[0], "docs/**");
+	assert_true(lev_strv_contains(ip->untrusted, "inbox/**"));
+	assert_true(lev_strv_contains(ip->untrusted, "mail/**"));
+	assert_true(lev_strv_contains(ip->protected_files, ".git/**"));
+	assert_true(lev_strv_contains(ip->protected_files, "Makefile"));
+	assert_true(ip->workdir_untrusted);
+	assert_false(ip->writes_protected_only);
+	assert_int_equal(ip->n_allow, 1);
+	assert_string_equal(ip->allow[0].target, "a.example");
+	assert_true(ip->allow[0].args_from_trusted);
+	assert_int_equal(lev_integrity_of_file(ip, "src/x.c", NULL), LEV_UNTRUSTED);
+	lev_policy_free(p);
+	/* the twin: a new file loosening everything leaves the run as it was */
+	p = pol_tighten("[integrity]\nworkdir = \"untrusted\"\nprotected = [\"Makefile\"]\n", "");
+	ip = lev_policy_integrity(p);
+	assert_true(ip->workdir_untrusted);
+	assert_true(lev_strv_contains(ip->protected_files, "Makefile"));
+	lev_policy_free(p);
+}
+
+static void test_policy_sources_tighter(void **state)
+{
+	struct lev_policy *p;
+	const struct lev_source_label *s;
+
+	(void)state;
+	p = pol_tighten("[[sources]]\nhost = \"a.example\"\nsensitivity = \"internal\"\n"
+			"integrity = \"trusted\"\n"
+			"[[sources]]\nhost = \"b.example\"\nsensitivity = \"public\"\n",
+			"[[sources]]\nhost = \"a.example\"\nsensitivity = \"private\"\n"
+			"integrity = \"trusted\"\n"
+			"[[sources]]\nhost = \"c.example\"\nsensitivity = \"public\"\n"
+			"[[sources]]\nhost = \"d.example\"\nintegrity = \"untrusted\"\n");
+	s = lev_integrity_source(lev_policy_integrity(p), "a.example", NULL, NULL, NULL);
+	assert_non_null(s);
+	assert_int_equal(s->sensitivity, LEV_PRIVATE);
+	assert_int_equal(s->integrity, LEV_TRUSTED);
+	/* a label only one side has, lowering a default: gone */
+	assert_null(lev_integrity_source(lev_policy_integrity(p), "b.example", NULL, NULL, NULL));
+	assert_null(lev_integrity_source(lev_policy_integrity(p), "c.example", NULL, NULL, NULL));
+	/* ... raising it to the top: kept */
+	s = lev_integrity_source(lev_policy_integrity(p), "d.example", NULL, NULL, NULL);
+	assert_non_null(s);
+	assert_true(s->has_integrity);
+	assert_int_equal(s->integrity, LEV_UNTRUSTED);
+	lev_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +380,10 @@ int main(void)
 		cmocka_unit_test(test_switches_off_wins),
 		cmocka_unit_test(test_lists_intersected),
 		cmocka_unit_test(test_shell_env_stricter_wins),
+		cmocka_unit_test(test_policy_allowlist_intersected),
+		cmocka_unit_test(test_policy_overrides_tighter),
+		cmocka_unit_test(test_policy_integrity_tighter),
+		cmocka_unit_test(test_policy_sources_tighter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

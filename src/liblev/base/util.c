@@ -326,10 +326,20 @@ size_t lev_utf8_decode(const void *str, size_t n, uint32_t *cp)
 	return len;
 }
 
-uint64_t lev_monotonic_ns(void)
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t lev_monotonic_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t lev_monotonic_coarse_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC_COARSE);
 }

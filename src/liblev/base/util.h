@@ -81,6 +81,8 @@ size_t lev_utf8_decode(const void *s, size_t n, uint32_t *cp);
 
 /* The monotonic clock (CLOCK_MONOTONIC) in nanoseconds / milliseconds: the one liblev times with. */
 uint64_t lev_monotonic_ns(void);
+/* The same from CLOCK_MONOTONIC_COARSE: cheaper, a tick (a few ms) coarse. */
+uint64_t lev_monotonic_coarse_ns(void);
 static inline uint64_t lev_monotonic_ms(void)
 {
 	return lev_monotonic_ns() / 1000000;

@@ -32,6 +32,7 @@
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
+#include "liblev/policy/envfilter.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/runrecord.h"
 
@@ -696,6 +697,39 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	run_send(d, r, start);
 }
 
+/*
+ * The request as lev.db keeps it: the client's environment without its
+ * credential-shaped variables (the shell_env filter's rule, envfilter.h;
+ * the data root's variables stay), whose names go in "withheld_env" so a
+ * resumed run that misses one can say which (worker.c).  A new reference.
+ */
+static json_t *request_to_keep(const json_t *req)
+{
+	static char home[] = "LEVIATH_HOME", config[] = "LEVIATH_CONFIG_PATH";
+	static char *const keep[] = { home, config, NULL };
+	const struct lev_envfilter f = { LEV_SHELL_ENV_FILTERED, NULL, keep };
+	json_t *kept = json_deep_copy(req), *env = json_array(), *withheld = json_array(), *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(req, "env"), i, e) {
+		const char *s = json_string_value(e), *eq = s ? strchr(s, '=') : NULL;
+		_cleanup_free_ char *name = eq ? xstrndup(s, (size_t)(eq - s)) : NULL;
+
+		if (!name)
+			continue;
+		if (lev_envfilter_withholds(&f, name))
+			json_array_append_new(withheld, json_string(name));
+		else
+			json_array_append(env, e);
+	}
+	json_object_set_new(kept, "env", env);
+	if (json_array_size(withheld))
+		json_object_set_new(kept, "withheld_env", withheld);
+	else
+		json_decref(withheld);
+	return kept;
+}
+
 static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 {
 	const json_t *req = json_object_get(msg, "request");
@@ -727,8 +761,13 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 	r->fd = fd;
 	run_save(d, r);
 	/* kept until the run ends: a restarted daemon resumes the run from it */
-	if (lev_store_request_put(d->st, id, req, &err) < 0)
-		dlog(d, "run %s: %s", id, err.msg);
+	{
+		json_t *keep = request_to_keep(req);
+
+		if (lev_store_request_put(d->st, id, keep, &err) < 0)
+			dlog(d, "run %s: %s", id, err.msg);
+		json_decref(keep);
+	}
 	run_start(d, r, req, false);
 	dlog(d, "run %s: started worker %d for '%s'", id, (int)pid, lev_json_str(req, "blueprint"));
 	d->last_busy = now();
@@ -838,6 +877,21 @@ static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
 	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, r->call_seq, turn, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 	json_decref(cut);
+}
+
+/*
+ * The events worker_event() acts on (the journal's, the status's, the
+ * progress's): any other goes to the followers as it came, undecoded.
+ */
+static bool event_acted_on(const char *name, size_t n)
+{
+	static const char *const acted[] = { "tool_call", "tool_result", "run_started",
+					     "stage_started", "model_request", NULL };
+
+	for (int i = 0; acted[i]; i++)
+		if (strlen(acted[i]) == n && !memcmp(acted[i], name, n))
+			return true;
+	return false;
 }
 
 static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
@@ -958,7 +1012,14 @@ static void run_readable(struct daemon *d, struct run *r)
 		const char *f;
 		size_t len;
 		int n = lev_proto_in_next(&r->in, r->fd, &f, &len, &err);
+		const char *name = NULL;
+		size_t nl = n > 0 ? lev_proto_event_peek(f + 4, len, &name) : 0;
 
+		if (nl && !event_acted_on(name, nl)) {
+			/* nothing here needs it decoded: on to the followers */
+			follow_push_frame(d, r, xmemdup(f, len + 4), len + 4, true);
+			continue;
+		}
 		if (n > 0 && lev_proto_decode(f + 4, len, &m, &err) < 0)
 			n = LEV_EPARSE;
 		if (n == 0)
@@ -1478,6 +1539,13 @@ static bool resume_run(struct daemon *d, struct run *r)
 	run_set_status(d, r, "idle");
 	run_start(d, r, req, true);
 	dlog(d, "run %s: resumed from the journal in worker %d", r->id, (int)pid);
+	if (json_array_size(json_object_get(req, "withheld_env"))) {
+		_cleanup_free_ char *names = json_dumps(json_object_get(req, "withheld_env"),
+							JSON_COMPACT);
+
+		dlog(d, "run %s: resumed without %s: lev.db keeps no credential-shaped variables",
+		     r->id, names ? names : "?");
+	}
 	json_decref(req);
 	return true;
 }

@@ -328,3 +328,24 @@ const char *lev_json_str(const json_t *o, const char *key)
 
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
+
+_Static_assert(LEV_PROTO_VERSION == 1, "LEV_PROTO_EVENT_HEAD spells the version");
+
+size_t lev_proto_event_peek(const char *body, size_t len, const char **name)
+{
+	static const char head[] = LEV_PROTO_EVENT_HEAD("false") "{\"event\":\"";
+	const char *p, *end = body + len;
+
+	if (len < sizeof(head) - 1 || memcmp(body, head, sizeof(head) - 1) != 0)
+		return 0;
+	p = body + sizeof(head) - 1;
+	for (const char *q = p; q < end && q - p <= 64; q++) {
+		if (*q == '"') {
+			*name = p;
+			return (size_t)(q - p);
+		}
+		if (!((*q >= 'a' && *q <= 'z') || *q == '_'))
+			return 0;
+	}
+	return 0;
+}

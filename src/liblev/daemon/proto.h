@@ -100,6 +100,18 @@ int lev_proto_in_read(struct lev_proto_in *in, int fd, json_t **out, struct lev_
 bool lev_proto_in_idle(const struct lev_proto_in *in);
 void lev_proto_in_release(struct lev_proto_in *in);
 
+/*
+ * A worker's event frame is written as
+ *	{"v":1,"op":"event","ack":false,"event":{"event":"NAME",...}}
+ * (LEV_PROTO_EVENT_HEAD, then the event as json_dumps() writes it, whose
+ * first key is "event").  lev_proto_event_peek() reads NAME from the LEN
+ * bytes of such a frame's body without decoding it: its length, with
+ * *name pointing into BODY, when the frame has exactly that shape, is not
+ * ack'ed and NAME needs no unescaping; else 0 (decode the frame).
+ */
+#define LEV_PROTO_EVENT_HEAD(ack) "{\"v\":1,\"op\":\"event\",\"ack\":" ack ",\"event\":"
+size_t lev_proto_event_peek(const char *body, size_t len, const char **name);
+
 /* A request {"v": 1, "op": OP} to fill in (new reference). */
 json_t *lev_proto_request(const char *op);
 /* A reply {"v": 1, "ok": true} (new reference). */

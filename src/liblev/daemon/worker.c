@@ -50,6 +50,7 @@ struct worker {
 	long live_turns;	/* model turns taken from the provider */
 	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
 	bool reload;		/* the daemon said the config changed */
+	const char *policy_path;	/* policy.toml as the daemon watches it */
 	bool paused;		/* lev pause: hold at the next step boundary */
 	char **msgs;		/* lev msg: for the conversation before the next turn */
 	struct lev_buf out;	/* event frames not sent yet (w_flush()) */
@@ -245,8 +246,7 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 		return;
 	}
 	lev_buf_add(&w->out, "\0\0\0\0", 4);
-	lev_buf_addf(&w->out, "{\"v\":%d,\"op\":\"event\",\"ack\":%s,\"event\":",
-		     LEV_PROTO_VERSION, ack ? "true" : "false");
+	lev_buf_adds(&w->out, ack ? LEV_PROTO_EVENT_HEAD("true") : LEV_PROTO_EVENT_HEAD("false"));
 	lev_buf_adds(&w->out, text);
 	lev_buf_addch(&w->out, '}');
 	lev_proto_put_len(w->out.buf + at, w->out.len - at - 4);
@@ -260,14 +260,16 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 }
 
 /*
- * The config changed (the daemon checked it): the run takes, field by
- * field, the tighter of its config and the new one, from its next
- * decision on.  The daemon hears how it went.
+ * The config or the policy changed (the daemon checked them): the run
+ * takes, field by field, the tighter of its config and the new one, and of
+ * its policy.toml and the new one, from its next decision on.  The daemon
+ * hears how it went.
  */
 static void apply_reload(struct worker *w, struct lev_agent *a)
 {
 	json_t *m = lev_proto_request("reloaded");
 	struct lev_err e = LEV_ERR_INIT;
+	struct lev_policy *pol = NULL;
 	struct lev_config next;
 
 	w->reload = false;
@@ -275,6 +277,10 @@ static void apply_reload(struct worker *w, struct lev_agent *a)
 		lev_policy_tighter(w->cfg, &next);
 		lev_config_release(&next);
 		(void)lev_agent_config_changed(a, &e);
+	}
+	if (!e.msg[0] && lev_policy_load(w->policy_path, &pol, NULL, &e) == 0) {
+		lev_agent_policy_changed(a, pol);
+		lev_policy_free(pol);
 	}
 	if (e.msg[0])
 		json_object_set_new(m, "error", json_string(e.msg));
@@ -512,6 +518,29 @@ static int setup_signals(struct lev_err *err)
 	return 0;
 }
 
+/*
+ * A resumed run failed with E: when E names a variable lev.db did not keep
+ * (the request's "withheld_env", daemon.c), say so and how to go on.  A
+ * malloc'ed message.
+ */
+static char *resume_error(const json_t *req, const char *e)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(req, "withheld_env"), i, v) {
+		const char *name = json_string_value(v);
+
+		if (name && strstr(e, name))
+			return xasprintf("%s (this run was resumed after the daemon stopped, and "
+					 "lev.db keeps no credential-shaped variables such as "
+					 "'%s': keep the key in lev's credential store "
+					 "(credentials.toml), or set it and submit the run again)",
+					 e, name);
+	}
+	return xstrdup(e);
+}
+
 int lev_worker_main(int fd, struct lev_err *err)
 {
 	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT };
@@ -598,6 +627,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.policy_path = lev_json_str(start, "policy_path") ? lev_json_str(start, "policy_path")
 							    : policy;
 	o.rules_dir = rules;
+	o.policy_fixed = true;	/* changes come as reload frames, the tighter */
+	w.policy_path = policy;
 	o.credentials_path = creds;
 	o.config_path = cfg_path;
 	o.home = home;
@@ -608,7 +639,9 @@ int lev_worker_main(int fd, struct lev_err *err)
 	set_hooks(&o, &w, req);
 
 	if (lev_agent_new(&o, &agent, &e) < 0) {
-		send_done(&w, "error", NULL, e.msg);
+		_cleanup_free_ char *msg = o.replay ? resume_error(req, e.msg) : xstrdup(e.msg);
+
+		send_done(&w, "error", NULL, msg);
 		goto out;
 	}
 	{
@@ -619,11 +652,18 @@ int lev_worker_main(int fd, struct lev_err *err)
 		w_send(&w, m);
 	}
 	if (lev_agent_run(agent, &e) < 0) {
-		send_done(&w, "error", NULL, e.msg);
+		_cleanup_free_ char *msg = o.replay ? resume_error(req, e.msg) : xstrdup(e.msg);
+
+		send_done(&w, "error", NULL, msg);
 		goto out;
 	}
-	send_done(&w, lev_run_status_name(lev_agent_status(agent)), lev_agent_output(agent),
-		  lev_agent_error(agent));
+	{
+		const char *why = lev_agent_error(agent);
+		_cleanup_free_ char *msg = why && o.replay ? resume_error(req, why) : NULL;
+
+		send_done(&w, lev_run_status_name(lev_agent_status(agent)),
+			  lev_agent_output(agent), msg ? msg : why);
+	}
 out:
 	lev_agent_free(agent);
 	if (cfg_loaded)

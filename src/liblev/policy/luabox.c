@@ -116,11 +116,7 @@ static void *box_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 
 static bool past_deadline(const struct lev_luabox *r)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > r->deadline.tv_sec ||
-	       (now.tv_sec == r->deadline.tv_sec && now.tv_nsec >= r->deadline.tv_nsec);
+	return lev_monotonic_ns() >= r->deadline;
 }
 
 static void hook(lua_State *L, lua_Debug *ar);
@@ -808,13 +804,7 @@ void lev_luabox_release(struct lev_luabox *b)
 
 void lev_luabox_start(struct lev_luabox *b)
 {
-	clock_gettime(CLOCK_MONOTONIC, &b->deadline);
-	b->deadline.tv_sec += (time_t)(b->lim.wall_ns / 1000000000ULL);
-	b->deadline.tv_nsec += (long)(b->lim.wall_ns % 1000000000ULL);
-	if (b->deadline.tv_nsec >= 1000000000L) {
-		b->deadline.tv_sec++;
-		b->deadline.tv_nsec -= 1000000000L;
-	}
+	b->deadline = lev_monotonic_ns() + b->lim.wall_ns;
 	b->used = 0;
 	b->over = false;
 	b->timed_out = false;
@@ -823,12 +813,7 @@ void lev_luabox_start(struct lev_luabox *b)
 
 void lev_luabox_extend(struct lev_luabox *b, uint64_t ns)
 {
-	b->deadline.tv_sec += (time_t)(ns / 1000000000ULL);
-	b->deadline.tv_nsec += (long)(ns % 1000000000ULL);
-	if (b->deadline.tv_nsec >= 1000000000L) {
-		b->deadline.tv_sec++;
-		b->deadline.tv_nsec -= 1000000000L;
-	}
+	b->deadline += ns;
 }
 
 void lev_luabox_arm(struct lev_luabox *b)

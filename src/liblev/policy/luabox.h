@@ -63,7 +63,7 @@ struct lev_luabox {
 
 	/* the evaluation in progress */
 	uint64_t used;
-	struct timespec deadline;
+	uint64_t deadline;	/* lev_monotonic_ns() */
 	bool over;		/* budget or deadline exhausted */
 	bool timed_out;
 

@@ -238,6 +238,12 @@ static struct lev_policy_index *index_build(const struct lev_policy *p)
 	return ix;
 }
 
+void lev_policy_reindex(struct lev_policy *p)
+{
+	index_free(p->index);
+	p->index = index_build(p);
+}
+
 /* The lowest rule above FLOOR in the list of (KIND, TOOL, TEXT); UINT32_MAX: none. */
 static uint32_t lowest_above(const struct lev_policy_index *ix, char kind, const char *tool,
 			     uint64_t tool_h, const char *text, size_t tlen, uint64_t text_h,

@@ -114,6 +114,9 @@ int lev_policy_load(const char *path, struct lev_policy **out, struct lev_file_s
 /* Accepts NULL; returns NULL. */
 struct lev_policy *lev_policy_free(struct lev_policy *p);
 
+/* Rebuild P's rule index after its rules changed (lev_policy_tighten()). */
+void lev_policy_reindex(struct lev_policy *p);
+
 /* The empty policy (no rules, no overrides). */
 struct lev_policy *lev_policy_new_empty(const char *name);
 

@@ -11,6 +11,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
 #include "liblev/policy/taintgate.h"
+#include "liblev/policy/tighter.h"
 #include "liblev/policy/target.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/util.h"
@@ -35,7 +36,7 @@ const char *lev_gate_source_name(enum lev_gate_source s)
 struct lev_gate {
 	char *policy_path;
 	char *rules_dir;
-	bool enabled, yolo, read_grant;
+	bool enabled, yolo, read_grant, fixed;
 	int64_t recheck_ns;
 	struct lev_rules_limits rule_limits;
 	bool has_rule_limits;
@@ -45,7 +46,7 @@ struct lev_gate {
 	char *policy_error;		/* the policy file stopped parsing: no allowlist */
 	struct lev_rules *rules;
 	char *rules_error;		/* the rules directory became unusable: no rules */
-	struct timespec last_check;
+	uint64_t last_check;		/* lev_monotonic_coarse_ns() */
 
 	char **raised;			/* tools allowed for the run (clearance Private) */
 	char **integ_raised;		/* consequential tools allowed for the run */
@@ -80,6 +81,7 @@ int lev_gate_new(const struct lev_gate_options *opts, struct lev_gate **out, str
 	g->enabled = opts->enabled;
 	g->yolo = opts->yolo;
 	g->read_grant = opts->read_grant_active;
+	g->fixed = opts->fixed;
 	g->recheck_ns = opts->recheck_ns ? opts->recheck_ns : (int64_t)LEV_GATE_RECHECK_DEFAULT_NS;
 	if (opts->rule_limits) {
 		g->rule_limits = *opts->rule_limits;
@@ -97,7 +99,7 @@ int lev_gate_new(const struct lev_gate_options *opts, struct lev_gate **out, str
 	r = load_rules(g, &g->rules, err);
 	if (r < 0)
 		goto fail;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &g->last_check);
+	g->last_check = lev_monotonic_coarse_ns();
 	*out = g;
 	return 0;
 fail:
@@ -121,6 +123,11 @@ struct lev_gate *lev_gate_free(struct lev_gate *g)
 	return NULL;
 }
 
+void lev_gate_tighten(struct lev_gate *g, const struct lev_policy *next)
+{
+	lev_policy_tighten(g->policy, next);
+}
+
 const struct lev_policy *lev_gate_policy(const struct lev_gate *g)
 {
 	return g->policy;
@@ -139,14 +146,13 @@ char *const *lev_gate_rules_load_errors(const struct lev_gate *g)
 /* Re-read policy.toml and the rules when they changed (at most every recheck_ns). */
 static void maybe_reload(struct lev_gate *g)
 {
-	struct timespec now;
-	int64_t elapsed;
+	uint64_t now;
 
+	if (g->fixed)
+		return;
 	if (g->recheck_ns > 0) {
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-		elapsed = (int64_t)(now.tv_sec - g->last_check.tv_sec) * 1000000000LL +
-			  (now.tv_nsec - g->last_check.tv_nsec);
-		if (elapsed < g->recheck_ns)
+		now = lev_monotonic_coarse_ns();
+		if (now - g->last_check < (uint64_t)g->recheck_ns)
 			return;
 		g->last_check = now;
 	}

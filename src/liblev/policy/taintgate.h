@@ -18,7 +18,8 @@
  * The gate reads the call's real target from its arguments (taint.h), so
  * allowlist patterns and Lua rules judge the host the request goes to.
  * policy.toml and the rules directory are re-read when they change
- * (checked at most every `recheck_ns`).  A policy that stops parsing
+ * (checked at most every `recheck_ns`), unless the gate is `fixed` (a run
+ * the daemon holds: it sends the tighter policy, lev_gate_tighten()).  A policy that stops parsing
  * mid-run keeps its last good tool overrides but contributes no allowlist
  * rules until it is fixed (fail closed); the decision's diagnostics say so.
  *
@@ -103,6 +104,8 @@ struct lev_gate_options {
 	int64_t recheck_ns;		/* stat the files at most this often; 0: the
 					 * default (200 ms); < 0: on every call */
 	const struct lev_rules_limits *rule_limits;	/* NULL: defaults */
+	bool fixed;			/* never re-read policy.toml or the rules: the
+					 * caller delivers changes (lev_gate_tighten()) */
 };
 
 struct lev_gate;
@@ -116,6 +119,12 @@ struct lev_gate;
 int lev_gate_new(const struct lev_gate_options *opts, struct lev_gate **out, struct lev_err *err);
 /* Accepts NULL; returns NULL. */
 struct lev_gate *lev_gate_free(struct lev_gate *g);
+
+/*
+ * policy.toml changed to NEXT (borrowed): the gate's policy becomes the
+ * tighter of the two (lev_policy_tighten()) from its next decision on.
+ */
+void lev_gate_tighten(struct lev_gate *g, const struct lev_policy *next);
 
 /*
  * The classification the gate uses for TOOL: built-in, then the policy's

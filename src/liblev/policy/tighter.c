@@ -7,6 +7,8 @@
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/base/cleanup.h"
+#include "liblev/policy/integrity.h"
 #include "liblev/policy/tighter.h"
 
 enum lev_verdict lev_policy_default_verdict(const char *tool)
@@ -157,4 +159,328 @@ void lev_policy_tighter(struct lev_config *run, const struct lev_config *next)
 	strv_intersect(&run->safe_tools, next->safe_tools);
 	strv_intersect(&run->safe_shell, next->safe_shell);
 	limits_tighter(&run->limits, &next->limits);
+}
+
+/* ---- policy.toml ---- */
+
+static bool strv_equal(char *const *a, char *const *b)
+{
+	for (; a && *a && b && *b; a++, b++)
+		if (strcmp(*a, *b))
+			return false;
+	return !(a && *a) && !(b && *b);
+}
+
+static bool str_same(const char *a, const char *b)
+{
+	return a && b ? !strcmp(a, b) : a == b;
+}
+
+/* The patterns both sides accept: an empty side accepts any target. */
+static char **patterns_both(char *const *a, char *const *b, bool a_any, bool b_any)
+{
+	char **out = NULL;
+
+	if (a_any)
+		return lev_strv_copy(b);
+	for (char *const *p = a; p && *p; p++)
+		if (b_any || lev_strv_contains(b, *p))
+			out = lev_strv_push(out, *p);
+	return out;
+}
+
+/*
+ * A rule that matches only what both R (the run's) and N (the new file's)
+ * match, into *OUT; false when there is none.  Its patterns are those the
+ * two share (spelled alike); its max_sensitivity the lower.
+ */
+static bool rule_both(const struct lev_allow_rule *r, const struct lev_allow_rule *n,
+		      struct lev_allow_rule *out)
+{
+	bool r_any = !r->to && !r->channel, n_any = !n->to && !n->channel;
+	_cleanup_strv_ char **nall = NULL, **rall = NULL;
+
+	if (r->tool_hash != n->tool_hash || strcmp(r->norm, n->norm))
+		return false;
+	nall = lev_strv_copy(n->to);
+	strv_union(&nall, n->channel);
+	rall = lev_strv_copy(r->to);
+	strv_union(&rall, r->channel);
+	memset(out, 0, sizeof(*out));
+	out->to = patterns_both(r->to, nall, r_any, n_any);
+	out->channel = patterns_both(r->channel, nall, r_any, n_any);
+	if (r_any) {
+		/* N's own split between `to` and `channel` */
+		lev_strv_free(out->to);
+		lev_strv_free(out->channel);
+		out->to = lev_strv_copy(n->to);
+		out->channel = lev_strv_copy(n->channel);
+	}
+	if (!r_any && !n_any && !out->to && !out->channel)
+		return false;	/* no target both accept: not "any target" */
+	out->tool = xstrdup(n->tool);
+	out->norm = xstrdup(n->norm);
+	out->tool_hash = n->tool_hash;
+	out->line = n->line;
+	out->max_sensitivity = r->max_sensitivity < n->max_sensitivity ? r->max_sensitivity
+								      : n->max_sensitivity;
+	return true;
+}
+
+static bool rule_same(const struct lev_allow_rule *a, const struct lev_allow_rule *b)
+{
+	return a->tool_hash == b->tool_hash && !strcmp(a->norm, b->norm) &&
+	       a->max_sensitivity == b->max_sensitivity && strv_equal(a->to, b->to) &&
+	       strv_equal(a->channel, b->channel);
+}
+
+static void rule_release(struct lev_allow_rule *r)
+{
+	free(r->tool);
+	free(r->norm);
+	lev_strv_free(r->to);
+	lev_strv_free(r->channel);
+}
+
+/* Every pair of rules, one of each side, for one tool: what both allow. */
+static void rules_tighter(struct lev_policy *run, const struct lev_policy *next)
+{
+	struct lev_allow_rule *v = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < run->n_rules; i++) {
+		for (size_t j = 0; j < next->n_rules && n < LEV_POLICY_RULES_MAX; j++) {
+			struct lev_allow_rule both;
+			bool dup = false;
+
+			if (!rule_both(&run->rules[i], &next->rules[j], &both))
+				continue;
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = rule_same(&v[k], &both);
+			if (dup) {
+				rule_release(&both);
+				continue;
+			}
+			v = xreallocarray(v, n + 1, sizeof(*v));
+			v[n++] = both;
+		}
+	}
+	for (size_t i = 0; i < run->n_rules; i++)
+		rule_release(&run->rules[i]);
+	free(run->rules);
+	run->rules = v;
+	run->n_rules = n;
+	lev_policy_reindex(run);
+}
+
+static const struct lev_tool_override *override_named(const struct lev_policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_overrides; i++)
+		if (!strcmp(p->overrides[i].norm, name))
+			return &p->overrides[i];
+	return NULL;
+}
+
+static enum lev_level level_min(enum lev_level a, enum lev_level b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * The override named like O in the tighter policy: each field either side
+ * sets becomes the tighter of the two sides' classification of that name
+ * (a side that does not set it classifies it as its built-in or server
+ * default), the higher sensitivity, the lower clearance, outbound over
+ * internal over inbound.  The run's declared target argument stays.
+ */
+static void override_both(const struct lev_policy *run, const struct lev_policy *next,
+			  const struct lev_tool_override *o, struct lev_tool_override *out)
+{
+	const struct lev_tool_override *r = override_named(run, o->norm),
+				       *n = override_named(next, o->norm);
+	struct lev_tool_class cr, cn;
+
+	lev_policy_classify(run, o->name, &cr);
+	lev_policy_classify(next, o->name, &cn);
+	memset(out, 0, sizeof(*out));
+	out->name = xstrdup(o->name);
+	out->alt_name = o->alt_name ? xstrdup(o->alt_name) : NULL;
+	out->norm = xstrdup(o->norm);
+	out->line = o->line;
+	out->has_sensitivity = (r && r->has_sensitivity) || (n && n->has_sensitivity);
+	out->sensitivity = lev_level_max(cr.sensitivity, cn.sensitivity);
+	out->has_clearance = (r && r->has_clearance) || (n && n->has_clearance);
+	out->clearance = level_min(cr.clearance, cn.clearance);
+	out->has_direction = (r && r->has_direction) || (n && n->has_direction);
+	out->direction = cr.direction > cn.direction ? cr.direction : cn.direction;
+	if (r && r->target)
+		out->target = xstrdup(r->target);
+	else if (n && n->target)
+		out->target = xstrdup(n->target);
+}
+
+static void override_release(struct lev_tool_override *o)
+{
+	free(o->name);
+	free(o->norm);
+	free(o->alt_name);
+	free(o->target);
+}
+
+static void overrides_tighter(struct lev_policy *run, const struct lev_policy *next)
+{
+	size_t cap = run->n_overrides + next->n_overrides, n = 0;
+	struct lev_tool_override *v = cap ? xcalloc(cap, sizeof(*v)) : NULL;
+
+	/* computed against both policies as they are, before RUN changes */
+	for (size_t i = 0; i < run->n_overrides; i++)
+		override_both(run, next, &run->overrides[i], &v[n++]);
+	for (size_t i = 0; i < next->n_overrides; i++)
+		if (!override_named(run, next->overrides[i].norm))
+			override_both(run, next, &next->overrides[i], &v[n++]);
+	for (size_t i = 0; i < run->n_overrides; i++)
+		override_release(&run->overrides[i]);
+	free(run->overrides);
+	run->overrides = v;
+	run->n_overrides = n;
+}
+
+/* Two [[sources]] labels for the same place (host, path, server). */
+static bool source_same_place(const struct lev_source_label *a, const struct lev_source_label *b)
+{
+	return str_same(a->host, b->host) && str_same(a->path, b->path) &&
+	       str_same(a->server, b->server);
+}
+
+/*
+ * One field of a label, the tighter of the two sides (HB: the other side's
+ * label sets it too).  A field only one side sets stays only at its
+ * tightest value TOP: the other side's default may be tighter than less.
+ */
+static void label_field(bool *ha, int *va, bool hb, int vb, int top)
+{
+	if (*ha && hb) {
+		*va = *va > vb ? *va : vb;
+		return;
+	}
+	if (hb) {
+		*ha = true;
+		*va = vb;
+	}
+	if (*ha && *va != top)
+		*ha = false;
+}
+
+static void source_copy(struct lev_source_label *out, const struct lev_source_label *s)
+{
+	*out = *s;
+	out->host = s->host ? xstrdup(s->host) : NULL;
+	out->path = s->path ? xstrdup(s->path) : NULL;
+	out->server = s->server ? xstrdup(s->server) : NULL;
+}
+
+/* Label S of one side merged with the other side's label for its place (or none); false: drop. */
+static bool source_both(const struct lev_source_label *s, const struct lev_integrity_policy *other,
+			struct lev_source_label *out)
+{
+	const struct lev_source_label *b = NULL;
+	int sens, integ;
+
+	for (size_t i = 0; other && i < other->n_sources && !b; i++)
+		if (source_same_place(s, &other->sources[i]))
+			b = &other->sources[i];
+	source_copy(out, s);
+	sens = (int)out->sensitivity;
+	integ = (int)out->integrity;
+	label_field(&out->has_sensitivity, &sens, b && b->has_sensitivity,
+		    b ? (int)b->sensitivity : 0, LEV_PRIVATE);
+	label_field(&out->has_integrity, &integ, b && b->has_integrity, b ? (int)b->integrity : 0,
+		    LEV_UNTRUSTED);
+	out->sensitivity = (enum lev_level)sens;
+	out->integrity = (enum lev_integrity)integ;
+	if (out->has_sensitivity || out->has_integrity)
+		return true;
+	free(out->host);
+	free(out->path);
+	free(out->server);
+	return false;
+}
+
+static void sources_tighter(struct lev_integrity_policy *run, const struct lev_integrity_policy *next)
+{
+	size_t cap = run->n_sources + (next ? next->n_sources : 0), n = 0;
+	struct lev_source_label *v = cap ? xcalloc(cap, sizeof(*v)) : NULL;
+
+	for (size_t i = 0; i < run->n_sources; i++)
+		if (source_both(&run->sources[i], next, &v[n]))
+			n++;
+	for (size_t i = 0; next && i < next->n_sources; i++) {
+		bool met = false;
+
+		for (size_t j = 0; j < run->n_sources && !met; j++)
+			met = source_same_place(&next->sources[i], &run->sources[j]);
+		if (!met && source_both(&next->sources[i], NULL, &v[n]))
+			n++;
+	}
+	for (size_t i = 0; i < run->n_sources; i++) {
+		free(run->sources[i].host);
+		free(run->sources[i].path);
+		free(run->sources[i].server);
+	}
+	free(run->sources);
+	run->sources = v;
+	run->n_sources = n;
+}
+
+/* [integrity] allow entries: the run keeps those the new file has too. */
+static void integrity_allow_tighter(struct lev_integrity_policy *run,
+				    const struct lev_integrity_policy *next)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < run->n_allow; i++) {
+		struct lev_integrity_allow *a = &run->allow[i];
+		const struct lev_integrity_allow *b = NULL;
+
+		for (size_t j = 0; next && j < next->n_allow && !b; j++)
+			if (lev_policy_tool_same(a->tool, next->allow[j].tool) &&
+			    str_same(a->target, next->allow[j].target))
+				b = &next->allow[j];
+		if (!b) {
+			free(a->tool);
+			free(a->target);
+			continue;
+		}
+		a->args_from_trusted = a->args_from_trusted || b->args_from_trusted;
+		a->line = b->line;
+		run->allow[n++] = *a;
+	}
+	run->n_allow = n;
+}
+
+static void integrity_tighter(struct lev_policy *run, const struct lev_policy *next)
+{
+	const struct lev_integrity_policy *ni = next->integrity;
+	struct lev_integrity_policy *ri = run->integrity;
+
+	if (!ri && !ni)
+		return;
+	if (!ri)
+		ri = run->integrity = xcalloc(1, sizeof(*ri));
+	strv_intersect(&ri->trusted, ni ? ni->trusted : NULL);
+	if (ni) {
+		strv_union(&ri->untrusted, ni->untrusted);
+		strv_union(&ri->protected_files, ni->protected_files);
+	}
+	ri->workdir_untrusted = ri->workdir_untrusted || (ni && ni->workdir_untrusted);
+	ri->writes_protected_only = ri->writes_protected_only && ni && ni->writes_protected_only;
+	integrity_allow_tighter(ri, ni);
+	sources_tighter(ri, ni);
+}
+
+void lev_policy_tighten(struct lev_policy *run, const struct lev_policy *next)
+{
+	rules_tighter(run, next);
+	overrides_tighter(run, next);
+	integrity_tighter(run, next);
 }

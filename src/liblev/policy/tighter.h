@@ -27,9 +27,38 @@
 #pragma once
 
 #include "liblev/conf/config.h"
+#include "liblev/policy/policy.h"
 
 /* Make RUN the tighter of RUN and NEXT (borrowed), field by field (see above). */
 void lev_policy_tighter(struct lev_config *run, const struct lev_config *next);
 
 /* The built-in verdict for TOOL when no config names it: allow or ask. */
 enum lev_verdict lev_policy_default_verdict(const char *tool);
+
+/*
+ * Make RUN the tighter of RUN and NEXT (borrowed), two parsed policy.toml
+ * files, so that RUN allows only what both allow:
+ *
+ *	[[allowlist]]		for each pair of rules for one tool, one of
+ *				each side, a rule with the patterns both
+ *				hold (a rule without patterns holds any)
+ *				and the lower max_sensitivity; a pair that
+ *				shares no pattern gives none.  A rule only
+ *				one side has is gone.
+ *	[mcp_overrides]		per name either side overrides: each field
+ *				either sets, the tighter of the two sides'
+ *				classification (higher sensitivity, lower
+ *				clearance, outbound > internal > inbound);
+ *				the run's declared target argument stays
+ *	[integrity] trusted	intersected
+ *	untrusted, protected	joined
+ *	workdir = "untrusted",
+ *	writes = "all"		either wins
+ *	[[integrity.allow]]	kept when the new file has the same tool and
+ *				target (args_from_trusted: either wins)
+ *	[[sources]]		per place (host, path, server), the higher
+ *				sensitivity and untrusted win; a field one
+ *				side sets alone stays only at private /
+ *				untrusted
+ */
+void lev_policy_tighten(struct lev_policy *run, const struct lev_policy *next);

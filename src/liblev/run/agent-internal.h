@@ -52,7 +52,7 @@ struct stage_rt {
 struct flow_state {
 	uint64_t calls;			/* tool calls made in this visit */
 	uint64_t mods;			/* of them, successful modifications (gate rule) */
-	struct timespec start;		/* monotonic: when the stage was entered */
+	uint64_t start;			/* lev_monotonic_ns(): when the stage was entered */
 	char **edit_paths;		/* paths written or edited, with their counts */
 	unsigned *edit_counts;
 	char **called;			/* canonical tools called (required_tools) */

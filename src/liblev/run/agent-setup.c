@@ -296,6 +296,7 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 	a->taint_enabled = lev_taint_enabled(a->cfg->taint_tracking, lev_blueprint_wants_taint(a->bp));
 	go.policy_path = a->o.policy_path;
 	go.rules_dir = a->o.rules_dir;
+	go.fixed = a->o.policy_fixed;
 	go.enabled = a->taint_enabled;
 	/* --yolo lifts permission asks only, unless the user opts in for flows too */
 	go.yolo = a->o.yolo && (a->o.yolo_flow || a->cfg->yolo_allows_flow);
@@ -354,6 +355,11 @@ int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err)
 		if (a->cfg->sandbox.has_network && !a->cfg->sandbox.network)
 			a->stages[i].eff.network = false;
 	return 0;
+}
+
+void lev_agent_policy_changed(struct lev_agent *a, const struct lev_policy *next)
+{
+	lev_gate_tighten(a->gate, next);
 }
 
 static int setup_stages(struct lev_agent *a, struct lev_err *err)

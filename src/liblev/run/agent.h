@@ -117,6 +117,7 @@ struct lev_question {
 };
 
 struct lev_agent;
+struct lev_policy;
 
 struct lev_agent_hooks {
 	/*
@@ -174,6 +175,9 @@ struct lev_agent_opts {
 					   tools; NULL: from the env */
 	const char *policy_path;	/* policy.toml; NULL: none */
 	const char *rules_dir;		/* Lua rules; NULL: none */
+	bool policy_fixed;		/* the run never re-reads policy.toml or the rules
+					 * itself: its owner sends the changes
+					 * (lev_agent_policy_changed()) */
 	const char *credentials_path;	/* credentials.toml; NULL: none */
 	const char *config_path;	/* named in messages; NULL: "your config.toml" */
 	const char *home;		/* NULL: $HOME */
@@ -190,6 +194,7 @@ struct lev_agent_opts {
 };
 
 struct lev_agent;
+struct lev_policy;
 struct lev_replay;
 
 /*
@@ -211,11 +216,19 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err);
  * steps (a hot reload: the daemon's worker makes it the tighter of old and
  * new with lev_policy_tighter()).  Rebuilds what the run derived from it:
  * each stage's permission input, and the network tools' switch.  The
- * stages' sandboxes, the taint gate (policy.toml, Lua rules) and the
- * providers stay as the run started.  Call it from a hook (hooks.step).
- * On failure the run keeps what it had.
+ * stages' sandboxes, the Lua rules and the providers stay as the run
+ * started.  Call it from a hook (hooks.step).  On failure the run keeps
+ * what it had.
  */
 int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err);
+
+/*
+ * policy.toml changed to NEXT (borrowed, parsed): the run's taint and
+ * integrity gates take the tighter of their policy and NEXT
+ * (lev_policy_tighten()) from the next decision on.  For a run with
+ * opts.policy_fixed; call it from a hook (hooks.step).
+ */
+void lev_agent_policy_changed(struct lev_agent *a, const struct lev_policy *next);
 
 /* Kill commands, remove containers, close the record.  NULL-safe; returns NULL. */
 struct lev_agent *lev_agent_free(struct lev_agent *a);

@@ -121,7 +121,7 @@ void agent_flow_enter(struct lev_agent *a)
 	const struct lev_stage *st = cur_st(a);
 
 	reset(f);
-	clock_gettime(CLOCK_MONOTONIC, &f->start);
+	f->start = lev_monotonic_ns();
 	f->refusals = xcalloc(st->n_transitions + 1, sizeof(*f->refusals));
 	f->entry_texts = xcalloc(st->n_transitions + 1, sizeof(*f->entry_texts));
 	for (size_t i = 0; i < st->n_transitions; i++) {
@@ -521,7 +521,7 @@ void agent_flow_transition_tool(struct lev_agent *a, const json_t *args,
 static char *stuck_reason(const struct lev_agent *a, const struct lev_transition *tr)
 {
 	const struct flow_state *f = &a->flow;
-	struct timespec now;
+	uint64_t secs;
 
 	if (tr->stuck_iterations && a->iteration >= tr->stuck_iterations)
 		return xasprintf("%u inferences in this stage (stuck_after_iterations = %llu)",
@@ -536,11 +536,10 @@ static char *stuck_reason(const struct lev_agent *a, const struct lev_transition
 					 "(stuck_after_same_file_edits = %llu)",
 					 f->edit_paths[i], f->edit_counts[i],
 					 (unsigned long long)tr->stuck_same_file_edits);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (tr->stuck_minutes && (uint64_t)(now.tv_sec - f->start.tv_sec) >= tr->stuck_minutes * 60)
+	secs = (lev_monotonic_ns() - f->start) / 1000000000u;
+	if (tr->stuck_minutes && secs >= tr->stuck_minutes * 60)
 		return xasprintf("%llu minutes in this stage (stuck_after_minutes = %llu)",
-				 (unsigned long long)(now.tv_sec - f->start.tv_sec) / 60,
-				 (unsigned long long)tr->stuck_minutes);
+				 (unsigned long long)secs / 60, (unsigned long long)tr->stuck_minutes);
 	return NULL;
 }
 
