@@ -423,16 +423,15 @@ static void test_regions_and_seeds(void **state)
 static void test_leviath_keys_are_findings(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
-		AGENT "max_child_depth = 2\n"
-		"[stages.main]\nmode = \"fan_out\"\nmax_workers = 4\n"
+		AGENT "dynamic_tools = true\n"
+		"[stages.main]\nmode = \"interactive_points\"\n"
 		"hooks = { on_stage_enter = \"h.rhai\" }\n"
 		"transitions = { main = { condition = \"stuck\", stuck_after_iterations = 3 } }\n"
 		"[context.regions]\n"
 		"a = { budget = \"60%\", kind = \"compacting\", strategy = \"bulk\" }\n"
 		"b = { budget = \"50.5%\", required = true }\n");
 	static const char *const keys[] = {
-		"agent.max_child_depth", "stages.main.max_workers", "stages.main.hooks",
-		"stages.main.mode",
+		"agent.dynamic_tools", "stages.main.hooks",
 	};
 	size_t i;
 
@@ -447,7 +446,7 @@ static void test_leviath_keys_are_findings(void **state)
 	assert_int_equal(bp->findings[0].col, 1);
 	assert_string_equal(bp->findings[1].stage, "main");
 	assert_null(bp->findings[0].stage);
-	assert_int_equal(bp->stages[0].mode, LEV_MODE_AUTONOMOUS);
+	assert_int_equal(bp->stages[0].mode, LEV_MODE_INTERACTIVE);
 	assert_int_equal(bp->stages[0].transitions[0].when, LEV_WHEN_STUCK);
 	/* Leviath's compacting kind runs: a temporary region with its strategy as written */
 	assert_int_equal(bp->regions[0].kind, LEV_REGION_TEMPORARY);
@@ -466,7 +465,8 @@ static void test_leviath_keys_are_findings(void **state)
 	expect_error(AGENT STAGE "max_workers = \"4\"\n", "'stages.main.max_workers'", NULL);
 	expect_error(AGENT STAGE "tool_routing = { overrides = { x = 3 } }\n",
 		     "'stages.main.tool_routing.overrides.x'", NULL);
-	expect_error(AGENT STAGE "on_worker_failure = \"retry\"\n", "continue, fail_all", NULL);
+	expect_error(AGENT STAGE "on_worker_failure = \"retry\"\n", "continue, fail, fail_all",
+		     NULL);
 	expect_error(AGENT STAGE "model = { models = [{ provider = \"openai\" }] }\n",
 		     "needs both 'provider' and 'model'", NULL);
 	/* a stage key in no schema stays an error naming Leviath's keys as valid */
@@ -560,7 +560,7 @@ static void test_repetition_and_file_tracking(void **state)
 static void test_stage_context_and_foreign_tools(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
-		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"spawn_agent\"]\n"
+		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"send_to_agent\"]\n"
 		"[stages.a.context.regions]\nnotes = {}\nown = { kind = \"clearable\" }\n"
 		"[stages.b]\n"
 		"[context.regions]\nnotes = { kind = \"clearable\", max_items = 3 }\n");
@@ -578,7 +578,7 @@ static void test_stage_context_and_foreign_tools(void **state)
 	assert_int_equal(bp->n_findings, 1);
 	assert_string_equal(bp->findings[0].key, "stages.a.available_tools");
 	assert_string_equal(bp->findings[0].stage, "a");
-	assert_non_null(strstr(bp->findings[0].message, "'spawn_agent'"));
+	assert_non_null(strstr(bp->findings[0].message, "'send_to_agent'"));
 	lev_blueprint_free(bp);
 	expect_error(AGENT STAGE "context = { layout = {} }\n", "unknown key 'layout'", NULL);
 }
