@@ -15,9 +15,13 @@ OUT="$TRASH/outside"
 CONFIG="$HOME/.leviath/config.toml"
 # the user trusts the blueprints' [read_paths] and lets web_fetch run: the
 # taint gate is what decides where private words may go
-printf '[security]\nallow_blueprint_read_paths = true\n[tool_permissions]\nweb_fetch = "allow"\n' \
+printf 'taint_tracking = true\n[security]\nallow_blueprint_read_paths = true\n[tool_permissions]\nweb_fetch = "allow"\n' \
 	>"$CONFIG"
 chmod 600 "$CONFIG"
+# this host may receive internal data, never private
+printf '[[allowlist]]\ntool = "web_fetch"\nto = ["127.0.0.1"]\nmax_sensitivity = "internal"\n' \
+	>"$HOME/.leviath/policy.toml"
+chmod 600 "$HOME/.leviath/policy.toml"
 
 M='model = { provider = "script", script = "turns.toml" }'
 
@@ -253,6 +257,234 @@ assert [e[\"stage\"] for e in of(\"stage_started\")] == [\"split\", \"recover\"]
 f = of(\"stage_finished\")[0]
 assert f[\"end\"] == \"error\", f
 assert end[\"status\"] == \"complete\" and end[\"output\"] == \"recovered\", end
+assert not of(\"child_started\")
+"
+'
+
+# ---- a child never gets more than its parent -------------------------------------
+
+# the installed agent `reader` declares the outside directory (the user trusts
+# blueprint read paths): run on its own, it may read there
+bp reader <<EOF
+[agent]
+name = "reader"
+[read_paths]
+allow = ["$OUT"]
+[stages.main]
+$M
+available_tools = ["read_file"]
+EOF
+turns reader <<EOF
+[[turn]]
+[[turn.call]]
+tool = "read_file"
+args = { path = "$OUT/secret.txt" }
+[[turn]]
+text = "read it"
+EOF
+# spawner declares nothing outside the workdir; spawner_granted declares the directory
+for d in spawner spawner_granted; do
+	bp $d <<-EOF
+	[agent]
+	name = "$d"
+	[stages.main]
+	$M
+	available_tools = ["spawn_agent"]
+	EOF
+	turns $d <<-'EOF'
+	[[turn]]
+	[[turn.call]]
+	tool = "spawn_agent"
+	args = { blueprint = "reader", task = "read the secret", wait = true }
+	[[turn]]
+	text = "parent done"
+	EOF
+done
+printf '[read_paths]\nallow = ["%s"]\n' "$OUT" >>spawner_granted/agent.leviath
+
+test_expect_success 'the installed agent on its own reads the file its blueprint declares' '
+	lev add ./reader >/dev/null &&
+	run reader &&
+	check reader "
+r = of(\"tool_result\")[0]
+assert r[\"ok\"] and \"PRIVATE-LINE-42\" in r[\"text\"] and r[\"label\"] == \"private\", r
+"
+'
+
+test_expect_success 'as a child of a run that could not read there, it cannot either' '
+	run spawner &&
+	check spawner "
+k = of(\"child_finished\")[0]
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"tool\"] == \"read_file\" and c[\"decision\"] == \"deny\", c
+assert c[\"gate\"] in (\"workdir\", \"read_paths\") and \"declares no [read_paths]\" in c[\"reason\"], c
+r = [e for e in kid(k) if e[\"event\"] == \"tool_result\"][0]
+assert \"PRIVATE-LINE-42\" not in r[\"text\"], r
+assert \"PRIVATE-LINE-42\" not in open(sys.argv[1]).read()
+"
+'
+
+test_expect_success 'as a child of a run granted the directory, it reads the file (benign twin)' '
+	run spawner_granted &&
+	check spawner_granted "
+k = of(\"child_finished\")[0]
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"decision\"] == \"allow\", c
+assert k[\"ok\"] and k[\"label\"] == \"private\", k
+sp = [e for e in of(\"tool_result\") if e[\"tool\"] == \"spawn_agent\"][0]
+assert sp[\"label\"] == \"private\", sp
+"
+'
+
+# a parent stage that denies read_file: its worker may not read either
+fanbp ceiling "tool_permissions = { read_file = \"deny\" }"
+cp merge3/turns.toml ceiling/
+
+test_expect_success 'a permission the parent stage denies is denied to its workers' '
+	run ceiling &&
+	check ceiling "
+k = of(\"child_finished\")[0]
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"tool\"] == \"read_file\" and c[\"decision\"] == \"deny\", c
+assert c[\"gate\"] == \"permission\" and \"parent run\" in c[\"rule\"], c
+" &&
+	check merge3 "
+k = of(\"child_finished\")[0]
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"tool\"] == \"read_file\" and c[\"decision\"] == \"allow\", c
+"
+'
+
+# ---- taint: what a worker read comes back with its label ----------------------------
+
+for what in secret public; do
+	fanbp "taint_$what" ""
+	case $what in
+	secret) path="$OUT/secret.txt" ;;
+	public) path="public.txt" ;;
+	esac
+	turns "taint_$what" <<-EOF
+	[[turn]]
+	[[turn.call]]
+	tool = "fan_out"
+	args = { items = [{ id = "only", context = "read it" }] }
+	[[turn]]
+	[[turn.call]]
+	tool = "read_file"
+	args = { path = "$path" }
+	[[turn]]
+	[[turn.call]]
+	tool = "submit_output"
+	args = { output = "the line I read" }
+	[[turn]]
+	[[turn.call]]
+	tool = "web_fetch"
+	args = { url = "http://127.0.0.1:9/send" }
+	[[turn]]
+	text = "sent"
+	EOF
+done
+
+test_expect_success 'a private file read in a worker makes the parent outbound call hit the taint gate' '
+	run taint_secret &&
+	check taint_secret "
+k = of(\"child_finished\")[0]
+assert k[\"label\"] == \"private\", k
+fo = [e for e in of(\"tool_result\") if e[\"tool\"] == \"fan_out\"][0]
+assert fo[\"label\"] == \"private\", fo
+w = [e for e in of(\"tool_call\") if e[\"tool\"] == \"web_fetch\"][0]
+assert w[\"decision\"] == \"deny\" and w[\"gate\"] == \"taint\", w
+assert w[\"taint\"] == \"private\", w
+"
+'
+
+test_expect_success 'with public data read in the worker, the same call passes the gates (benign twin)' '
+	run taint_public &&
+	check taint_public "
+k = of(\"child_finished\")[0]
+assert k[\"label\"] != \"private\", k
+w = [e for e in of(\"tool_call\") if e[\"tool\"] == \"web_fetch\"][0]
+assert w[\"decision\"] == \"allow\", w
+"
+'
+
+# ---- spawn_agent: depth and a configured deny ----------------------------------------
+
+for depth in 1 2; do
+	bp "deep$depth" <<-EOF
+	[agent]
+	name = "deep$depth"
+	max_child_depth = $depth
+	[stages.main]
+	$M
+	available_tools = ["spawn_agent"]
+	[stages.helper]
+	$M
+	allow_as_worker = true
+	available_tools = ["spawn_agent"]
+	EOF
+done
+turns deep1 <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "spawn_agent"
+args = { blueprint = "helper", task = "help", wait = true }
+[[turn]]
+[[turn.call]]
+tool = "spawn_agent"
+args = { blueprint = "helper", task = "help me too", wait = true }
+[[turn]]
+text = "child done"
+[[turn]]
+text = "root done"
+EOF
+turns deep2 <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "spawn_agent"
+args = { blueprint = "helper", task = "help", wait = true }
+[[turn]]
+[[turn.call]]
+tool = "spawn_agent"
+args = { blueprint = "helper", task = "help me too", wait = true }
+[[turn]]
+text = "grandchild done"
+[[turn]]
+text = "child done"
+[[turn]]
+text = "root done"
+EOF
+
+test_expect_success 'max_child_depth = 1: a child may not start a grandchild' '
+	run deep1 &&
+	check deep1 "
+k = of(\"child_finished\")
+assert len(k) == 1 and k[0][\"output\"] == \"child done\", k
+r = [e for e in kid(k[0]) if e[\"event\"] == \"tool_result\"][0]
+assert not r[\"ok\"] and \"max_child_depth\" in r[\"text\"], r
+assert not [e for e in kid(k[0]) if e[\"event\"] == \"child_started\"]
+assert end[\"status\"] == \"complete\" and end[\"output\"] == \"root done\", end
+"
+'
+
+test_expect_success 'max_child_depth = 2: the grandchild runs (benign twin)' '
+	run deep2 &&
+	check deep2 "
+k = of(\"child_finished\")[0]
+g = [e for e in kid(k) if e[\"event\"] == \"child_finished\"]
+assert len(g) == 1 and g[0][\"output\"] == \"grandchild done\" and g[0][\"depth\"] == 2, g
+assert end[\"output\"] == \"root done\", end
+"
+'
+
+test_expect_success 'a deny for spawn_agent in the config refuses it' '
+	cp "$CONFIG" config.keep &&
+	printf "spawn_agent = \"deny\"\n" >>"$CONFIG" &&
+	run deep2;
+	mv config.keep "$CONFIG" &&
+	check deep2 "
+c = [e for e in of(\"tool_call\") if e[\"tool\"] == \"spawn_agent\"][0]
+assert c[\"decision\"] == \"deny\" and c[\"gate\"] == \"permission\", c
 assert not of(\"child_started\")
 "
 '
