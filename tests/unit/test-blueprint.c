@@ -19,6 +19,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
@@ -474,6 +475,73 @@ static void test_leviath_keys_are_findings(void **state)
 		     "tool_routing", NULL);
 }
 
+/* mode = "fan_out" and its keys: read, checked against the stages, FILE:LINE:COL on error. */
+static void test_fanout_keys(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT "max_child_depth = 2\n"
+		"[stages.split]\nmode = \"fan_out\"\nworker_stage = \"one\"\nmerge_stage = \"merge\"\n"
+		"results_region = \"rows\"\nmax_items = 5\nmax_workers = 0\nmax_attempts = 0\n"
+		"on_worker_failure = \"fail_all\"\nsplit_prompt = \"split it\"\n"
+		"[stages.one]\nallow_as_worker = true\n"
+		"[stages.merge]\nrequires_children = true\n"
+		"[context.regions]\nrows = { kind = \"temporary\" }\n");
+	const struct lev_fanout_spec *f = &bp->stages[0].fanout;
+
+	(void)state;
+	assert_int_equal(bp->n_findings, 0);
+	assert_int_equal(bp->stages[0].mode, LEV_MODE_FAN_OUT);
+	assert_string_equal(f->worker_stage, "one");
+	assert_string_equal(f->merge_stage, "merge");
+	assert_string_equal(f->results_region, "rows");
+	assert_string_equal(f->split_prompt, "split it");
+	assert_int_equal(f->max_items, 5);
+	assert_int_equal(f->max_workers, 0);
+	assert_int_equal(f->max_attempts, 0);
+	assert_int_equal(f->on_failure, LEV_WORKERS_FAIL);
+	assert_true(bp->stages[1].allow_as_worker);
+	assert_true(bp->stages[2].requires_children);
+	assert_int_equal(lev_blueprint_child_depth(bp), 2);
+	/* the stage's one job: the tool is offered */
+	assert_true(lev_strv_contains(bp->stages[0].available_tools,
+				      lev_tooltable_name(LEV_OP_FAN_OUT)));
+	/* the defaults: 30 at once, 3 asks, continue; no depth written is the default */
+	assert_int_equal(bp->stages[1].fanout.max_workers, LEV_FANOUT_MAX_WORKERS_DEFAULT);
+	assert_int_equal(bp->stages[1].fanout.max_attempts, LEV_FANOUT_MAX_ATTEMPTS_DEFAULT);
+	assert_int_equal(bp->stages[1].fanout.on_failure, LEV_WORKERS_CONTINUE);
+	lev_blueprint_free(bp);
+	bp = parse_ok(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"researcher\"\n");
+	assert_string_equal(bp->stages[0].fanout.worker_agent, "researcher");
+	assert_int_equal(lev_blueprint_child_depth(bp), LEV_CHILD_DEPTH_DEFAULT);
+	lev_blueprint_free(bp);
+
+	/* references: a worker_stage that does not exist or does not opt in, merge_stage, region */
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_stage = \"nope\"\n",
+		     "agent.leviath:5:16:", "worker_stage = 'nope', which is not a stage", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_stage = \"one\"\n"
+		     "[stages.one]\n", "agent.leviath:5:16:", "does not set allow_as_worker", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_stage = \"split\"\n",
+		     "names itself as its worker_stage", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"r\"\n"
+		     "merge_stage = \"gone\"\n", "agent.leviath:6:15:", "merge_stage = 'gone'", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"r\"\n"
+		     "results_region = \"rows\"\n", "agent.leviath:6:18:", "results_region = 'rows'",
+		     NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\n", "names no worker", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"r\"\n"
+		     "worker_stage = \"one\"\n[stages.one]\nallow_as_worker = true\n",
+		     "sets both worker_stage and worker_agent", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"../x\"\n",
+		     "not a valid agent name", NULL);
+	/* bad values: negative, not a whole number, out of range, a wrong word */
+	expect_error(AGENT STAGE "max_items = -1\n", "'stages.main.max_items'", NULL);
+	expect_error(AGENT STAGE "max_workers = 2.5\n", "'stages.main.max_workers'", NULL);
+	expect_error(AGENT STAGE "max_attempts = 1000\n", "'stages.main.max_attempts'", NULL);
+	expect_error(AGENT "max_child_depth = 99\n" STAGE, "'agent.max_child_depth'", NULL);
+	expect_error(AGENT STAGE "allow_as_worker = \"yes\"\n", "'stages.main.allow_as_worker'",
+		     NULL);
+}
+
 static void test_tool_routing(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
@@ -891,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_regions_and_seeds),
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_leviath_keys_are_findings),
+		cmocka_unit_test(test_fanout_keys),
 		cmocka_unit_test(test_tool_routing),
 		cmocka_unit_test(test_repetition_and_file_tracking),
 		cmocka_unit_test(test_stage_context_and_foreign_tools),
