@@ -489,4 +489,42 @@ assert not of(\"child_started\")
 "
 '
 
+# ---- worker_agent: an installed agent per item ----------------------------------------
+
+for w in reader absent; do
+	bp "wa_$w" <<-EOF
+	[agent]
+	name = "wa_$w"
+	[stages.split]
+	mode = "fan_out"
+	$M
+	worker_agent = "$w"
+	EOF
+	turns "wa_$w" <<-'EOF'
+	[[turn]]
+	[[turn.call]]
+	tool = "fan_out"
+	args = { items = [{ id = "one", context = "read the secret" }] }
+	EOF
+done
+
+test_expect_success 'a worker_agent that is not installed: a warning at validate, an error at run' '
+	lev validate wa_absent >out &&
+	grep -q "agent .absent., which is not installed.*worker-agent-not-installed" out &&
+	test_must_fail run wa_absent &&
+	grep -q "agent .absent., which is not installed; install it with .lev add." wa_absent.err
+'
+
+test_expect_success 'an installed worker_agent runs each item as a run of its own (benign twin)' '
+	lev validate wa_reader >out &&
+	! grep -q "worker-agent-not-installed" out &&
+	run wa_reader &&
+	check wa_reader "
+k = of(\"child_finished\")[0]
+assert k[\"agent\"] == \"reader\" and k[\"ok\"] and k[\"output\"] == \"read it\", k
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"decision\"] == \"deny\", c
+"
+'
+
 test_done

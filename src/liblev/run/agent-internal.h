@@ -339,6 +339,8 @@ struct lev_agent *agent_root(struct lev_agent *a);
  */
 void agent_children_tool(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
 			 struct lev_tool_output *out, enum lev_level *label, bool *untrusted);
+/* Every fan-out stage's worker_agent is installed (a run does not start without). */
+int agent_fanout_check(struct lev_agent *a, struct lev_err *err);
 /* A fan-out stage's turn ended without fan_out: nudge (false) or give up (true, *why). */
 bool agent_fanout_no_call(struct lev_agent *a, char **why);
 /* The text a fan-out stage adds to its entry message (split_prompt, the call's shape). */

@@ -472,6 +472,9 @@ static int setup(struct lev_agent *a, const char *entry, struct lev_err *err)
 	r = setup_stages(a, entry, err);
 	if (r < 0)
 		return r;
+	r = agent_fanout_check(a, err);
+	if (r < 0)
+		return r;
 	agent_integrity_setup(a);
 	a->landlock = lev_landlock_abi() >= 1;
 	for (size_t i = 0; i < a->n_stages; i++) {

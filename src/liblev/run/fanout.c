@@ -658,6 +658,24 @@ void agent_children_tool(struct lev_agent *a, const struct lev_tool_info *ti, co
 
 /* ---- the fan-out stage ----------------------------------------------------- */
 
+int agent_fanout_check(struct lev_agent *a, struct lev_err *err)
+{
+	for (size_t i = 0; i < a->bp->n_stages; i++) {
+		const struct lev_stage *st = &a->bp->stages[i];
+		_cleanup_free_ char *dir = NULL;
+		struct stat sb;
+
+		if (st->mode != LEV_MODE_FAN_OUT || !st->fanout.worker_agent)
+			continue;
+		if (lev_datadir_agent_dir(st->fanout.worker_agent, &dir, NULL) < 0 ||
+		    stat(dir, &sb) < 0)
+			return lev_err_set(err, -ENOENT, "stage '%s' hands its work items to the "
+					   "agent '%s', which is not installed; install it with "
+					   "'lev add'", st->name, st->fanout.worker_agent);
+	}
+	return 0;
+}
+
 bool agent_fanout_no_call(struct lev_agent *a, char **why)
 {
 	const struct lev_stage *st = a->stages[a->cur].st;
