@@ -527,4 +527,93 @@ assert c[\"decision\"] == \"deny\", c
 "
 '
 
+# ---- the sandbox: a worker gets its parent's stage sandbox as its ceiling --------------
+
+for net in off on; do
+	fanbp "net_$net" ""
+	sed -i 's/^available_tools = \["read_file", "submit_output"\]/available_tools = ["web_fetch", "submit_output"]/' \
+		"net_$net/agent.leviath"
+	turns "net_$net" <<-'EOF'
+	[[turn]]
+	[[turn.call]]
+	tool = "fan_out"
+	args = { items = [{ id = "only", context = "fetch it" }] }
+	[[turn]]
+	[[turn.call]]
+	tool = "web_fetch"
+	args = { url = "http://127.0.0.1:9/x" }
+	[[turn]]
+	[[turn.call]]
+	tool = "submit_output"
+	args = { output = "fetched" }
+	[[turn]]
+	text = "merged"
+	EOF
+done
+printf '[stages.split.sandbox]\nnetwork = false\n' >>net_off/agent.leviath
+
+test_expect_success 'a parent stage with network = false: its worker has no network either' '
+	run net_off &&
+	check net_off "
+k = of(\"child_finished\")[0]
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"tool\"] == \"web_fetch\" and c[\"decision\"] == \"deny\" and c[\"gate\"] == \"network\", c
+s = [e for e in kid(k) if e[\"event\"] == \"stage_started\"][0]
+assert s[\"network\"] is False, s
+"
+'
+
+test_expect_success 'a parent stage with the network on: the same worker call passes (benign twin)' '
+	run net_on &&
+	check net_on "
+k = of(\"child_finished\")[0]
+c = [e for e in kid(k) if e[\"event\"] == \"tool_call\"][0]
+assert c[\"tool\"] == \"web_fetch\" and c[\"decision\"] == \"allow\", c
+"
+'
+
+# ---- asks inside a worker reach the person through the parent run ----------------------
+
+bp wask <<EOF
+[agent]
+name = "wask"
+[stages.split]
+mode = "fan_out"
+$M
+worker_stage = "one"
+[stages.one]
+$M
+allow_as_worker = true
+available_tools = ["write_file"]
+EOF
+turns wask <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "fan_out"
+args = { items = [{ id = "w", context = "write it" }] }
+[[turn]]
+[[turn.call]]
+tool = "write_file"
+args = { path = "asked.txt", content = "one" }
+[[turn]]
+text = "wrote"
+EOF
+
+if command -v script >/dev/null 2>&1; then
+	test_expect_success 'a worker ask is the run prompt on the terminal (daemon run): allowed once, it writes' '
+		chmod 700 "$HOME/.leviath" && rm -f work/asked.txt &&
+		printf "1\n" | script -qec "$LEV run ./wask --workdir work --json" /dev/null >tty.out &&
+		grep -q "Allow tool call: .write_file. - .asked.txt." tty.out &&
+		test "$(cat work/asked.txt)" = one
+	'
+	test_expect_success 'the same ask answered deny: nothing is written (benign twin)' '
+		rm -f work/asked.txt &&
+		printf "4\n" | script -qec "$LEV run ./wask --workdir work --json" /dev/null >tty.out &&
+		grep -q "Allow tool call: .write_file. - .asked.txt." tty.out &&
+		test ! -e work/asked.txt
+	'
+else
+	test_skip 'a worker ask is the run prompt on the terminal' 'script(1) is not installed'
+fi
+
 test_done
