@@ -573,9 +573,8 @@ static void spawn(struct lev_agent *a, const json_t *args, struct lev_tool_outpu
 				    "may", true);
 		return;
 	}
-	/* a stage of this blueprint that allows workers, else an installed agent */
-	if (resolve_worker(a, st && st->allow_as_worker ? name : NULL, name, &own, &entry,
-			   &err) < 0) {
+	/* a stage of this blueprint (it must allow workers), else an installed agent */
+	if (resolve_worker(a, st ? name : NULL, name, &own, &entry, &err) < 0) {
 		t = xasprintf("[error] spawn_agent: %s", err.msg);
 		lev_tool_output_set(out, t, true);
 		return;
