@@ -616,4 +616,68 @@ else
 	test_skip 'a worker ask is the run prompt on the terminal' 'script(1) is not installed'
 fi
 
+# ---- queued children: check_agent, wait_for_agent, send_to_agent, kill_agent ----------
+
+bp queue <<EOF
+[agent]
+name = "queue"
+[stages.main]
+$M
+available_tools = ["spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent"]
+[stages.helper]
+$M
+allow_as_worker = true
+available_tools = ["context_read"]
+EOF
+turns queue <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "spawn_agent"
+args = { blueprint = "helper", task = "first task" }
+[[turn.call]]
+tool = "spawn_agent"
+args = { blueprint = "helper", task = "second task" }
+[[turn.call]]
+tool = "send_to_agent"
+args = { agent_id = "c1", message = "one more thing" }
+[[turn.call]]
+tool = "kill_agent"
+args = { agent_id = "c2" }
+[[turn.call]]
+tool = "wait_for_agent"
+args = { agent_id = "c1" }
+[[turn.call]]
+tool = "check_agent"
+args = { agent_id = "c2" }
+[[turn.call]]
+tool = "send_to_agent"
+args = { agent_id = "c1", message = "too late" }
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "system" }
+[[turn]]
+text = "child one answered"
+[[turn]]
+text = "parent done"
+EOF
+
+test_expect_success 'spawn_agent without wait queues a child: a message reaches it, kill drops the other' '
+	run queue &&
+	check queue "
+r = {e[\"id\"]: e for e in of(\"tool_result\")}
+t = [e[\"text\"] for e in of(\"tool_result\")]
+assert \"queued\" in t[0] and \"queued\" in t[1], t
+assert \"message added\" in t[2] and \"killed\" in t[3], t
+assert t[4] == \"child one answered\", t
+assert \"was killed before it ran\" in t[5], t
+assert \"already run\" in t[6], t
+k = of(\"child_finished\")
+assert len(k) == 1 and k[0][\"child\"] == \"c1\", k
+c = [e for e in kid(k[0]) if e[\"event\"] == \"tool_result\"][0]
+assert \"first task\" in c[\"text\"] and \"one more thing\" in c[\"text\"], c
+assert \"second task\" not in c[\"text\"], c
+"
+'
+
 test_done

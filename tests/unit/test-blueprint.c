@@ -628,7 +628,7 @@ static void test_repetition_and_file_tracking(void **state)
 static void test_stage_context_and_foreign_tools(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
-		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"send_to_agent\"]\n"
+		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"todo_read\"]\n"
 		"[stages.a.context.regions]\nnotes = {}\nown = { kind = \"clearable\" }\n"
 		"[stages.b]\n"
 		"[context.regions]\nnotes = { kind = \"clearable\", max_items = 3 }\n");
@@ -646,7 +646,7 @@ static void test_stage_context_and_foreign_tools(void **state)
 	assert_int_equal(bp->n_findings, 1);
 	assert_string_equal(bp->findings[0].key, "stages.a.available_tools");
 	assert_string_equal(bp->findings[0].stage, "a");
-	assert_non_null(strstr(bp->findings[0].message, "'send_to_agent'"));
+	assert_non_null(strstr(bp->findings[0].message, "'todo_read'"));
 	lev_blueprint_free(bp);
 	expect_error(AGENT STAGE "context = { layout = {} }\n", "unknown key 'layout'", NULL);
 }

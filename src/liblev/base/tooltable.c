@@ -174,12 +174,15 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "kill_agent", .kind = LEV_TOOL_AGENT, .op = LEV_OP_KILL_AGENT,
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY, .detail_arg = "agent_id",
 	  .description = "Stop a sub-agent that has not finished (and its own children)." },
+	{ .name = "send_to_agent", .kind = LEV_TOOL_AGENT, .op = LEV_OP_SEND_TO_AGENT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY, .detail_arg = "agent_id",
+	  .description = "Add a message to a sub-agent that has not started yet (it reads it "
+			 "after its task)." },
 
 	/* foreign: classified for policy and taint, not implemented */
 	{ .name = "fetch", .flags = FOREIGN | CL | CQ, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "http_get", .flags = FOREIGN | CL | CQ, PUBLIC_OUT,
 	  .target_from = LEV_TARGET_FROM_URL },
-	{ .name = "send_to_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "todo_read", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "todo_write", .flags = FOREIGN | CL, INTERNAL_ONLY },
 };

@@ -628,6 +628,24 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 		}
 		lev_tool_output_set(out, t, false);
 		return;
+	case LEV_OP_SEND_TO_AGENT:
+		if (k->state != KID_QUEUED) {
+			t = xasprintf("[error] sub-agent '%s' has already run; lev runs sub-agents "
+				      "one at a time, so a message reaches one only before it starts",
+				      k->id);
+			lev_tool_output_set(out, t, true);
+			return;
+		}
+		/* it carries what the parent saw when it wrote the message */
+		t = xasprintf("%s\n\nMessage from the agent that started you:\n%s", k->task,
+			      json_string_value(json_object_get(args, "message")));
+		free(k->task);
+		k->task = TAKE_PTR(t);
+		k->task_label = lev_level_max(k->task_label, parent_level(a));
+		k->task_untrusted = k->task_untrusted || any_ancestor_untrusted(a);
+		t = xasprintf("message added for sub-agent '%s' (it reads it after its task)", k->id);
+		lev_tool_output_set(out, t, false);
+		return;
 	case LEV_OP_CHECK_AGENT:
 	case LEV_OP_WAIT_FOR_AGENT:
 		kid_run(a, k);

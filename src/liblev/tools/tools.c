@@ -201,6 +201,12 @@ static json_t *schema_for(enum lev_tool_op op)
 	case LEV_OP_KILL_AGENT:
 		json_object_set_new(p, "agent_id", str_prop("The id spawn_agent returned"));
 		return obj_schema(p, (const char *const[]){ "agent_id", NULL });
+	case LEV_OP_SEND_TO_AGENT:
+		json_object_set_new(p, "agent_id", str_prop("The id spawn_agent returned"));
+		json_object_set_new(p, "message", question_prop("The message"));
+		json_object_set_new(p, "target_region", str_prop("Not supported: the message "
+								 "follows the child's task"));
+		return obj_schema(p, (const char *const[]){ "agent_id", "message", NULL });
 	case LEV_OP_WEB_FETCH:
 	case LEV_OP_HTTP_POST:
 	case LEV_OP_WEB_SEARCH:
