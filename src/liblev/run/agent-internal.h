@@ -8,6 +8,7 @@
  *	agent-seed.c	the regions' seeds, before the first inference
  *	flow.c		how a stage ends and where the run goes (edges, gates, transforms)
  *	interact.c	interaction points, present_for_review, edit_document
+ *	fanout.c	sub-agents: fan_out, spawn_agent & co., a fan-out stage's steps
  */
 #ifndef LEV_RUN_AGENT_INTERNAL_H
 #define LEV_RUN_AGENT_INTERNAL_H
