@@ -200,7 +200,7 @@ static const char *const reviewed[] = {
 	"read_file", "read_files", "list_dir", "context_write", "context_append", "context_read",
 	"context_delete", "context_list", "todo_add", "todo_done", "todo_note", "current_time",
 	"system_info", "locale_info", "environment_info", "which_command", "runtime_info",
-	"submit_output", "transition", "spawn_agent", "check_agent", "wait_for_agent",
+	"submit_output", "transition", "fan_out", "spawn_agent", "check_agent", "wait_for_agent",
 	"send_to_agent", "kill_agent",
 	"ask_user_text", "ask_user_choice", "ask_user_confirm", "edit_document",
 	"present_for_review", NULL,
