@@ -7,7 +7,9 @@
 
 #include "lev/cmd.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/credstore.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/client.h"
 #include "liblev/run/doctor.h"
@@ -16,7 +18,8 @@ const char lev_usage_doctor[] =
 	"usage: lev doctor [-m|--model PROVIDER/MODEL] [--no-daemon] [--json]\n"
 	"\n"
 	"Check that lev works here. In order, the first failure stopping the rest:\n"
-	"config (config.toml loads), resolve (your default, or --model, picks a\n"
+	"config (config.toml loads), credentials (the credential store answers),\n"
+	"resolve (your default, or --model, picks a\n"
 	"provider that has a key and a model), inference (one real request, at\n"
 	"most 64 tokens: it is billed), daemon (one answers on the socket; not\n"
 	"with --no-daemon). Then what this machine offers lev's sandboxes, each\n"
@@ -82,6 +85,36 @@ static void print_text(const struct lev_doctor *d)
 		printf("\ndoctor passed\n");
 }
 
+/* The credential store: where keys live, and that it answers. */
+static void credentials_row(struct lev_doctor *d, const struct lev_config *cfg, const char *creds)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_strv_ char **names = NULL, **file = NULL, **conf = NULL;
+	_cleanup_free_ char *detail = NULL;
+	struct lev_credstore s = { cfg->credential_store, creds, cfg->path };
+
+	if (lev_credstore_list(&s, &names, &err) < 0) {
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_FAIL, err.msg,
+			       cfg->credential_store == LEV_CRED_KEYCHAIN
+				       ? "start a Secret Service (gnome-keyring-daemon), or set "
+					 "[security] credential_store = \"file\""
+				       : "fix the file named");
+		return;
+	}
+	if (cfg->credential_store == LEV_CRED_FILE) {
+		detail = xasprintf("file '%s': %zu key(s)", creds, lev_strv_len(names));
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_OK, detail, NULL);
+		return;
+	}
+	detail = xasprintf("keychain (Secret Service): %zu key(s)", lev_strv_len(names));
+	if (lev_credstore_file_keys(&s, &file, &conf, NULL) == 0 && (file || conf))
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_WARN, detail,
+			       "credentials.toml or config.toml still hold keys lev does not read "
+			       "with credential_store = \"keychain\": run 'lev auth migrate'");
+	else
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_OK, detail, NULL);
+}
+
 /* The config row, then Leviath's checks in order: the first failure skips the rest. */
 static void wiring(struct lev_doctor *d, const char *model, bool daemon)
 {
@@ -102,6 +135,7 @@ static void wiring(struct lev_doctor *d, const char *model, bool daemon)
 			   cfg.default_provider ? cfg.default_provider : "(unset)", cfg.n_providers);
 	lev_doctor_add(d, "config", LEV_DOCTOR_OK, detail, NULL);
 	(void)lev_datadir_credentials_path(&creds, NULL);
+	credentials_row(d, &cfg, creds);
 	lev_doctor_models(d, &cfg, model, creds, true);
 	ok = lev_doctor_passed(d);
 	if (!daemon)
