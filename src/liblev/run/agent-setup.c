@@ -302,6 +302,7 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 
 	a->taint_enabled = lev_taint_enabled(a->cfg->taint_tracking, lev_blueprint_wants_taint(a->bp));
 	go.policy_path = a->o.policy_path;
+	go.leviath_policy = true;
 	go.rules_dir = a->o.rules_dir;
 	go.enabled = a->taint_enabled;
 	/* --yolo lifts permission asks only, unless the user opts in for flows too */
