@@ -37,6 +37,8 @@ const char lev_usage_policy[] =
 	"\n"
 	"The taint policy lives in <data root>/policy.toml ([[allowlist]] rules and\n"
 	"[mcp_overrides]) and <data root>/rules/*.lua (Lua rules); see docs/taint.md.\n"
+	"Leviath's ${XDG_CONFIG_HOME:-~/.config}/leviath/policy.toml is merged in, the\n"
+	"stricter winning; add writes lev's file only (docs/policy.md).\n"
 	"\n"
 	"list  shows the allowlist rules numbered 1.., the Lua rules in the order\n"
 	"      they are tried, and the tool overrides.\n"

@@ -138,4 +138,23 @@ test_expect_success 'lev check (the run'"'"'s gate chain) takes the merged polic
 	grep -q "allowlist #1" out
 '
 
+# the daemon reports a broken Leviath policy.toml as it does ours (hot reload)
+daemon_reports() {
+	"$LEV" daemon status 2>&1 | grep -q "$1"
+}
+
+test_expect_success 'the daemon watches Leviath'"'"'s policy.toml: a broken edit is reported, a fix clears it' '
+	theirs "$(allow_post chat.example.com)" &&
+	lev daemon start >/dev/null &&
+	! daemon_reports "error: .*leviath/policy.toml" &&
+	printf "[[allowlist]]\ntool = \"http_post\"\n" >"$LPOL.tmp" && chmod 600 "$LPOL.tmp" &&
+	mv "$LPOL.tmp" "$LPOL" &&
+	n=0; until daemon_reports "error: .*$LPOL:[0-9]*:[0-9]*:" || [ $n -ge 300 ]; do sleep 0.1; n=$((n + 1)); done &&
+	daemon_reports "error: .*$LPOL:[0-9]*:[0-9]*:" &&
+	theirs "$(allow_post chat.example.com)" &&
+	n=0; while daemon_reports "error: .*leviath/policy.toml" && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done &&
+	! daemon_reports "error: .*leviath/policy.toml";
+	rc=$?; lev daemon stop >/dev/null 2>&1; test $rc = 0
+'
+
 test_done
