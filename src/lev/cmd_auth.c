@@ -242,7 +242,6 @@ static int auth_status(struct lev_ctx *ctx, int argc)
 	const struct lev_config *cfg = &ctx->cfg;
 	const struct lev_builtin_provider *b;
 	struct lev_credstore s;
-	int rc = LEV_EXIT_OK;
 
 	if (argc != 1)
 		return lev_usage_error("auth", "status takes no arguments");
@@ -251,8 +250,7 @@ static int auth_status(struct lev_ctx *ctx, int argc)
 	store_of(ctx, &s);
 	if (lev_credstore_list(&s, &names, &err) < 0) {
 		printf("credential store: %s: unusable\n", store_name(s.kind));
-		lev_fail("%s", err.msg);
-		rc = LEV_EXIT_FAIL;
+		return lev_fail("%s", err.msg);
 	} else if (s.kind == LEV_CRED_KEYCHAIN) {
 		printf("credential store: keychain (Secret Service), %zu key(s)\n",
 		       lev_strv_len(names));
@@ -276,7 +274,7 @@ static int auth_status(struct lev_ctx *ctx, int argc)
 		if (!lev_strv_contains(shown, *n))
 			status_row(cfg, &s, *n, NULL);
 	warn_stray(&s);
-	return rc;
+	return LEV_EXIT_OK;
 }
 
 static int auth_migrate(struct lev_ctx *ctx, int argc, char **argv)
