@@ -112,6 +112,8 @@ extern const char lev_usage_add[];
 int cmd_remove(int argc, char **argv, struct lev_ctx *ctx);
 int cmd_create(int argc, char **argv, struct lev_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct lev_ctx *ctx);
+int cmd_auth(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_auth[];
 extern const char lev_usage_doctor[];
 extern const char lev_usage_create[];
 extern const char lev_usage_remove[];

@@ -4,10 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lev/cmd.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/credstore.h"
+#include "liblev/policy/policy.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/client.h"
 #include "liblev/run/doctor.h"
@@ -16,7 +20,8 @@ const char lev_usage_doctor[] =
 	"usage: lev doctor [-m|--model PROVIDER/MODEL] [--no-daemon] [--json]\n"
 	"\n"
 	"Check that lev works here. In order, the first failure stopping the rest:\n"
-	"config (config.toml loads), resolve (your default, or --model, picks a\n"
+	"config (config.toml loads), credentials (the credential store answers),\n"
+	"resolve (your default, or --model, picks a\n"
 	"provider that has a key and a model), inference (one real request, at\n"
 	"most 64 tokens: it is billed), daemon (one answers on the socket; not\n"
 	"with --no-daemon). Then what this machine offers lev's sandboxes, each\n"
@@ -82,6 +87,76 @@ static void print_text(const struct lev_doctor *d)
 		printf("\ndoctor passed\n");
 }
 
+/* The credential store: where keys live, and that it answers. */
+static void credentials_row(struct lev_doctor *d, const struct lev_config *cfg, const char *creds)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_strv_ char **names = NULL, **file = NULL, **conf = NULL;
+	_cleanup_free_ char *detail = NULL;
+	struct lev_credstore s = { cfg->credential_store, creds, cfg->path };
+
+	if (lev_credstore_list(&s, &names, &err) < 0) {
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_FAIL, err.msg,
+			       cfg->credential_store == LEV_CRED_KEYCHAIN
+				       ? "start a Secret Service (gnome-keyring-daemon), or set "
+					 "[security] credential_store = \"file\""
+				       : "fix the file named");
+		return;
+	}
+	if (cfg->credential_store == LEV_CRED_FILE) {
+		detail = xasprintf("file '%s': %zu key(s)", creds, lev_strv_len(names));
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_OK, detail, NULL);
+		return;
+	}
+	detail = xasprintf("keychain (Secret Service): %zu key(s)", lev_strv_len(names));
+	if (lev_credstore_file_keys(&s, &file, &conf, NULL) == 0 && (file || conf))
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_WARN, detail,
+			       "credentials.toml or config.toml still hold keys lev does not read "
+			       "with credential_store = \"keychain\": run 'lev auth migrate'");
+	else
+		lev_doctor_add(d, "credentials", LEV_DOCTOR_OK, detail, NULL);
+}
+
+/* Leviath's policy.toml, merged into ours, and its Rhai rules lev does not run. */
+static void leviath_policy_row(struct lev_doctor *d)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_free_ char *ours = NULL, *theirs = NULL, *rhai_dir = NULL, *lua_dir = NULL,
+			    *detail = NULL;
+	_cleanup_strv_ char **rhai = NULL;
+	struct lev_policy *pol = NULL;
+	size_t n = 0;
+
+	if (lev_datadir_policy_path(&ours, NULL) < 0 ||
+	    lev_datadir_leviath_policy_path(&theirs, NULL) < 0 ||
+	    lev_datadir_leviath_rules_dir(&rhai_dir, NULL) < 0 ||
+	    lev_datadir_rules_dir(&lua_dir, NULL) < 0)
+		return;
+	rhai = lev_policy_rhai_findings(rhai_dir, lua_dir);
+	if (access(theirs, F_OK) == 0) {
+		if (lev_policy_load_both(ours, theirs, &pol, NULL, NULL, &err) < 0) {
+			lev_doctor_add(d, "leviath", LEV_DOCTOR_FAIL, err.msg,
+				       "fix the file at the place named: no run starts until then");
+			return;
+		}
+		for (size_t i = 0; i < pol->n_rules; i++)
+			n += pol->rules[i].source == 1;
+		lev_policy_free(pol);
+		detail = xasprintf("'%s' merged into lev's policy (the stricter wins): %zu "
+				   "allowlist rule(s)", theirs, n);
+	} else if (!rhai) {
+		return;
+	}
+	if (rhai)
+		lev_doctor_add(d, "leviath", LEV_DOCTOR_WARN,
+			       detail ? detail : "no Leviath policy.toml",
+			       rhai[0]);
+	else
+		lev_doctor_add(d, "leviath", LEV_DOCTOR_OK, detail, NULL);
+	for (size_t i = 1; rhai && rhai[i]; i++)
+		lev_doctor_add(d, "leviath", LEV_DOCTOR_WARN, "another Rhai rule", rhai[i]);
+}
+
 /* The config row, then Leviath's checks in order: the first failure skips the rest. */
 static void wiring(struct lev_doctor *d, const char *model, bool daemon)
 {
@@ -102,6 +177,7 @@ static void wiring(struct lev_doctor *d, const char *model, bool daemon)
 			   cfg.default_provider ? cfg.default_provider : "(unset)", cfg.n_providers);
 	lev_doctor_add(d, "config", LEV_DOCTOR_OK, detail, NULL);
 	(void)lev_datadir_credentials_path(&creds, NULL);
+	credentials_row(d, &cfg, creds);
 	lev_doctor_models(d, &cfg, model, creds, true);
 	ok = lev_doctor_passed(d);
 	if (!daemon)
@@ -135,6 +211,7 @@ int cmd_doctor(int argc, char **argv, struct lev_ctx *ctx)
 		}
 	}
 	wiring(&d, model, daemon);
+	leviath_policy_row(&d);
 	lev_doctor_machine(&d);
 	if (json)
 		print_json(&d);

@@ -27,6 +27,7 @@
 #include "liblev/policy/target.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/datadir.h"
 
 const char lev_usage_policy[] =
 	"usage: lev policy list [--json]\n"
@@ -36,6 +37,8 @@ const char lev_usage_policy[] =
 	"\n"
 	"The taint policy lives in <data root>/policy.toml ([[allowlist]] rules and\n"
 	"[mcp_overrides]) and <data root>/rules/*.lua (Lua rules); see docs/taint.md.\n"
+	"Leviath's ${XDG_CONFIG_HOME:-~/.config}/leviath/policy.toml is merged in, the\n"
+	"stricter winning; add writes lev's file only (docs/policy.md).\n"
 	"\n"
 	"list  shows the allowlist rules numbered 1.., the Lua rules in the order\n"
 	"      they are tried, and the tool overrides.\n"
@@ -136,12 +139,14 @@ static int list_json(const char *ppath, const char *rdir, const struct lev_polic
 	size_t i;
 
 	json_object_set_new(root, "policy", jstr(ppath));
+	json_object_set_new(root, "leviath_policy", jstr(pol->also_file));
 	json_object_set_new(root, "rules_dir", jstr(rdir));
 	for (i = 0; i < pol->n_rules; i++) {
 		const struct lev_allow_rule *ar = &pol->rules[i];
 
 		json_array_append_new(
-			a, json_pack("{s:I,s:I,s:o,s:o,s:o,s:s}", "index", (json_int_t)i + 1,
+			a, json_pack("{s:I,s:o,s:I,s:o,s:o,s:o,s:s}", "index", (json_int_t)i + 1,
+				     "file", jstr(ar->source ? pol->also_file : ppath),
 				     "line", (json_int_t)ar->line, "tool", jstr(ar->tool), "to",
 				     jstrv(ar->to), "channel", jstrv(ar->channel),
 				     "max_sensitivity", lev_level_name(ar->max_sensitivity)));
@@ -170,7 +175,7 @@ static int list_json(const char *ppath, const char *rdir, const struct lev_polic
 	return print_json(root);
 }
 
-static void print_override(const struct lev_tool_override *o)
+static void print_override(const struct lev_tool_override *o, const char *file)
 {
 	const char *sep = "";
 
@@ -191,7 +196,7 @@ static void print_override(const struct lev_tool_override *o)
 	}
 	if (o->target)
 		printf("%starget=%s", sep, o->target);
-	puts("]");
+	printf("]  (%s:%u)\n", file, o->line);
 }
 
 static void list_text(const char *ppath, const char *rdir, const struct lev_policy *pol,
@@ -200,6 +205,8 @@ static void list_text(const char *ppath, const char *rdir, const struct lev_poli
 	size_t i;
 
 	printf("policy: %s\n", ppath);
+	if (pol->also_file)
+		printf("Leviath's policy: %s (merged: the stricter wins)\n", pol->also_file);
 	if (pol->n_rules == 0) {
 		puts("no allowlist rules");
 	} else {
@@ -211,7 +218,7 @@ static void list_text(const char *ppath, const char *rdir, const struct lev_poli
 			put_safe(ar->tool);
 			printf(" [max: %s]", lev_level_name(ar->max_sensitivity));
 			print_patterns(ar);
-			printf("  (line %u)\n", ar->line);
+			printf("  (%s:%u)\n", ar->source ? pol->also_file : ppath, ar->line);
 		}
 	}
 	if (lev_rules_count(rules) == 0) {
@@ -229,7 +236,8 @@ static void list_text(const char *ppath, const char *rdir, const struct lev_poli
 	if (pol->n_overrides) {
 		printf("tool overrides (%zu):\n", pol->n_overrides);
 		for (i = 0; i < pol->n_overrides; i++)
-			print_override(&pol->overrides[i]);
+			print_override(&pol->overrides[i],
+				       pol->overrides[i].source ? pol->also_file : ppath);
 	}
 }
 
@@ -240,6 +248,8 @@ static int policy_list(int argc, char **argv, struct lev_ctx *ctx)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *ppath, *rdir;
+	_cleanup_free_ char *lpath = NULL, *lrules = NULL;
+	_cleanup_strv_ char **rhai = NULL;
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_policy *pol = NULL;
 	struct lev_rules *rules = NULL;
@@ -261,8 +271,13 @@ static int policy_list(int argc, char **argv, struct lev_ctx *ctx)
 		return LEV_EXIT_FAIL;
 	ppath = ctx->paths.policy;
 	rdir = ctx->paths.rules;
-	if (lev_policy_load(ppath, &pol, NULL, &err) < 0)
+	(void)lev_datadir_leviath_policy_path(&lpath, NULL);
+	(void)lev_datadir_leviath_rules_dir(&lrules, NULL);
+	if (lev_policy_load_both(ppath, lpath, &pol, NULL, NULL, &err) < 0)
 		return lev_fail("%s", err.msg);
+	rhai = lev_policy_rhai_findings(lrules, rdir);
+	for (w = rhai; w && *w; w++)
+		lev_warn("%s", *w);
 	if (lev_rules_load_dir(rdir, NULL, &rules, &err) < 0) {
 		lev_policy_free(pol);
 		return lev_fail("%s", err.msg);
@@ -615,6 +630,7 @@ static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum le
 	if (lev_setup(lctx, CMD_NEEDS_DATA_ROOT) < 0)
 		return LEV_EXIT_FAIL;
 	go.policy_path = lctx->paths.policy;
+	go.leviath_policy = true;
 	go.rules_dir = lctx->paths.rules;
 	go.enabled = true;
 	go.recheck_ns = -1;

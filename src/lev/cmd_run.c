@@ -678,6 +678,9 @@ static json_t *detach_env(const struct lev_config *cfg)
 	lev_strv_free(kept);
 	env_add(env, "LEVIATH_HOME");
 	env_add(env, "LEVIATH_CONFIG_PATH");
+	/* the worker reads keys from the keychain over the session bus (never its commands) */
+	if (cfg->credential_store == LEV_CRED_KEYCHAIN)
+		env_add(env, "DBUS_SESSION_BUS_ADDRESS");
 	builtin = lev_builtin_provider_vars(false);
 	for (char **v = builtin; v && *v; v++)
 		env_add(env, *v);

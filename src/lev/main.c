@@ -48,6 +48,8 @@ const struct lev_cmd lev_cmds[] = {
 	{ "cancel", cmd_cancel, "cancel a run the daemon holds", lev_usage_cancel, 0 },
 	{ "doctor", cmd_doctor, "check the provider wiring and what this machine offers",
 	  lev_usage_doctor, 0 },
+	{ "auth", cmd_auth, "store, list, remove or migrate provider API keys", lev_usage_auth,
+	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
 	{ "attach", cmd_attach, "follow a run the daemon holds", lev_usage_attach, 0 },
 	{ "pause", cmd_pause, "pause a run at its next step", lev_usage_pause, 0 },
 	{ "resume", cmd_resume, "let a paused run go on", lev_usage_resume, 0 },

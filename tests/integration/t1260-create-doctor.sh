@@ -2,7 +2,7 @@
 # lev create: a new blueprint from each template, which validates with no
 # finding and runs end to end against the mock model; a name that exists,
 # an invalid name or an unknown template creates nothing.
-# lev doctor: Leviath's checks in order (config, resolve, inference,
+# lev doctor: Leviath's checks in order (config, credentials, resolve, inference,
 # daemon), the first failure stopping the rest, plus the machine's rows;
 # --json, and a non-zero exit on a failed check.
 
@@ -80,7 +80,7 @@ test_expect_success 'doctor --json gives the checks and passed' '
 	import json, sys
 	d = json.load(open(sys.argv[1]))
 	names = [c["name"] for c in d["checks"]]
-	assert names[:4] == ["config", "resolve", "inference", "daemon"], names
+	assert names[:5] == ["config", "credentials", "resolve", "inference", "daemon"], names
 	assert d["passed"] is True, d
 	assert all({"name", "status", "detail"} <= set(c) for c in d["checks"]), d
 	PY

@@ -416,15 +416,15 @@ static void test_flat_key_in_config(void **state)
 	lev_config_release(&c);
 	/* the config's key comes before the variable, as in Leviath */
 	setenv("LEV_TEST_FLAT", "sk-env-1", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_FLAT", p, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_FLAT", p, NULL, false, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-flat-1");
 	assert_int_equal(src, LEV_KEY_CONFIG);
 	lev_secret_free(key);
-	assert_int_equal(lev_api_key_resolve("openrouter", NULL, p, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openrouter", NULL, p, NULL, false, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-or-top");
 	lev_secret_free(key);
 	/* a provider without a flat key falls back to its variable */
-	assert_int_equal(lev_api_key_resolve("anthropic", "LEV_TEST_FLAT", p, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("anthropic", "LEV_TEST_FLAT", p, NULL, false, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-env-1");
 	assert_int_equal(src, LEV_KEY_ENV);
 	lev_secret_free(key);
@@ -436,7 +436,7 @@ static void test_flat_key_in_config(void **state)
 	assert_non_null(strstr(err.msg, "holds an API key ('openrouter_api_key')"));
 	assert_non_null(strstr(err.msg, "chmod 600"));
 	assert_null(strstr(err.msg, "sk-"));
-	assert_true(lev_api_key_resolve("openai", NULL, p, NULL, &key, &src, &err) < 0);
+	assert_true(lev_api_key_resolve("openai", NULL, p, NULL, false, &key, &src, &err) < 0);
 	assert_null(strstr(err.msg, "sk-"));
 }
 

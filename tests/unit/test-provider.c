@@ -611,24 +611,24 @@ static void test_key_resolution(void **state)
 	snprintf(path, sizeof(path), "%s/credentials.toml", tmpdir);
 	write_file(path, "[providers.openai]\napi_key = \"sk-file-0123456789\"\n", 0600);
 	unsetenv("LEV_TEST_KEY_A");
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, path, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, path, false, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_FILE);
 	assert_string_equal(key, "sk-file-0123456789");
 	lev_secret_free(key);
 	/* what the user can see wins: the environment first */
 	setenv("LEV_TEST_KEY_A", "sk-env-0123456789", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, path, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, path, false, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_ENV);
 	assert_string_equal(key, "sk-env-0123456789");
 	lev_secret_free(key);
 	/* an empty variable counts as unset */
 	setenv("LEV_TEST_KEY_A", "", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, NULL, false, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_NONE);
 	assert_null(key);
 	/* a key with a newline would inject a header */
 	setenv("LEV_TEST_KEY_A", "sk-a\nX-Evil: 1", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, NULL, &key, &src, &err),
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_A", NULL, NULL, false, &key, &src, &err),
 			 -EINVAL);
 	assert_null(strstr(err.msg, "Evil"));
 	assert_non_null(strstr(err.msg, "LEV_TEST_KEY_A"));
@@ -653,23 +653,23 @@ static void test_scrubbed_key_still_resolves(void **state)
 	unsetenv("LEV_TEST_KEY_UNSET");
 	lev_credentials_scrub_env(names);
 	assert_null(getenv("LEV_TEST_KEY_S"));
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, false, &key, &src, &err), 0);
 	assert_int_equal(src, LEV_KEY_ENV);
 	assert_string_equal(key, "sk-scrub-0123456789");
 	lev_secret_free(key);
 	/* a variable that was not set stays a missing key */
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_UNSET", NULL, NULL, &key, &src,
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_UNSET", NULL, NULL, false, &key, &src,
 					     &err), 0);
 	assert_null(key);
 	/* what is in the environment now still wins */
 	setenv("LEV_TEST_KEY_S", "sk-newer-0123456789", 1);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, false, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-newer-0123456789");
 	lev_secret_free(key);
 	unsetenv("LEV_TEST_KEY_S");
 	/* scrubbing twice is harmless */
 	lev_credentials_scrub_env(names);
-	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, &key, &src, &err), 0);
+	assert_int_equal(lev_api_key_resolve("openai", "LEV_TEST_KEY_S", NULL, NULL, false, &key, &src, &err), 0);
 	assert_string_equal(key, "sk-scrub-0123456789");
 	lev_secret_free(key);
 }
@@ -774,10 +774,21 @@ static void test_new_without_key(void **state)
 	assert_non_null(strstr(err.msg, "LEV_TEST_NO_SUCH_KEY"));
 	assert_non_null(strstr(err.msg, "no API key"));
 	assert_null(strstr(err.msg, "keychain"));
-	/* a keychain the config asks for is not there: the message says so */
+	/* a keychain the config asks for cannot be reached (no session bus):
+	 * an error naming the fix, never a fall back to a file */
 	s.keychain = true;
-	assert_int_equal(lev_provider_new(&s, &p, &err), -EACCES);
-	assert_non_null(strstr(err.msg, "credential_store = \"keychain\" is not supported"));
+	unsetenv("DBUS_SESSION_BUS_ADDRESS");
+	setenv("XDG_RUNTIME_DIR", "/nonexistent", 1);
+	assert_int_equal(lev_provider_new(&s, &p, &err), LEV_EUNSUPP);
+	assert_null(p);
+	assert_non_null(strstr(err.msg, "provider 'openai'"));
+	assert_non_null(strstr(err.msg, "gnome-keyring-daemon"));
+	assert_non_null(strstr(err.msg, "credential_store = \"file\""));
+	/* the variable still comes first and needs no keychain */
+	setenv("LEV_TEST_NO_SUCH_KEY", "sk-from-env", 1);
+	assert_int_equal(lev_provider_new(&s, &p, &err), 0);
+	p = lev_provider_free(p);
+	unsetenv("LEV_TEST_NO_SUCH_KEY");
 	s.keychain = false;
 	/* no key variable: a keyless local server is fine */
 	free(s.api_key_env);

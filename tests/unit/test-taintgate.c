@@ -1062,9 +1062,66 @@ static void test_append_refuses_and_leaves_the_file_alone(void **state)
 	free(p);
 }
 
+/* Leviath's policy.toml merged in: the stricter wins, the index agrees with the linear scan. */
+static void test_policy_merge_stricter_wins(void **state)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_policy *p, *t;
+	char c1[] = "chat.example.com", c2[] = "other.example.org";
+	char *chat[] = { c1, NULL }, *other[] = { c2, NULL };
+	const struct lev_tool_override *o;
+
+	(void)state;
+	p = parse_ok("[[allowlist]]\ntool = \"http_post\"\nto = [\"chat.example.com\"]\n"
+		     "max_sensitivity = \"private\"\n"
+		     "[[allowlist]]\ntool = \"web_fetch\"\nmax_sensitivity = \"private\"\n"
+		     "[mcp_overrides.\"crm.export\"]\nclearance = \"private\"\ndirection = \"inbound\"\n");
+	t = parse_ok("[[allowlist]]\ntool = \"http_post\"\nto = [\"chat.example.com\"]\n"
+		     "max_sensitivity = \"internal\"\n"
+		     "[[allowlist]]\ntool = \"send_email\"\nmax_sensitivity = \"private\"\n"
+		     "[mcp_overrides.\"crm.export\"]\nclearance = \"public\"\nsensitivity = \"private\"\n");
+	/* benign twin before the merge: ours alone allows private data to chat */
+	assert_int_equal(lev_policy_match(p, "http_post", chat, LEV_PRIVATE), 0);
+	assert_int_equal(lev_policy_merge(p, t, &err), 0);
+	assert_non_null(p->also_file);
+	assert_int_equal(p->n_rules, 4);
+	assert_int_equal(p->rules[2].source, 1);
+	/* both have rules for http_post: the lower max_sensitivity wins */
+	assert_int_equal(lev_policy_match(p, "http_post", chat, LEV_INTERNAL), 0);
+	assert_int_equal(lev_policy_match(p, "http_post", chat, LEV_PRIVATE), -1);
+	assert_int_equal(lev_policy_match(p, "http_post", other, LEV_PUBLIC), -1);
+	/* only one file speaks about a tool: it decides */
+	assert_int_equal(lev_policy_match(p, "web_fetch", NULL, LEV_PRIVATE), 1);
+	assert_int_equal(lev_policy_match(p, "send_email", NULL, LEV_PRIVATE), 3);
+	for (enum lev_level l = LEV_PUBLIC; l <= LEV_PRIVATE; l++)
+		for (char **tg = (char *[]){ c1, c2, NULL }; *tg; tg++) {
+			char *one[] = { *tg, NULL };
+
+			assert_int_equal(lev_policy_match(p, "http_post", one, l),
+					 lev_policy_match_linear(p, "http_post", one, l));
+		}
+	/* the override: each field the stricter of the two */
+	assert_int_equal(p->n_overrides, 1);
+	o = &p->overrides[0];
+	assert_int_equal(o->clearance, LEV_PUBLIC);
+	assert_true(o->has_sensitivity);
+	assert_int_equal(o->sensitivity, LEV_PRIVATE);
+	assert_int_equal(o->direction, LEV_DIR_INBOUND);
+	lev_policy_free(p);
+
+	/* [integrity] belongs to lev's file: an error naming Leviath's line */
+	p = parse_ok("");
+	t = parse_ok("\n[integrity]\nuntrusted = [\"inbox/*\"]\n");
+	assert_int_equal(lev_policy_merge(p, t, &err), LEV_EPARSE);
+	assert_non_null(strstr(err.msg, "policy.toml:2:1: [integrity]"));
+	assert_null(p->also_file);
+	lev_policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_policy_merge_stricter_wins),
 		cmocka_unit_test(test_host_canonicalisation),
 		cmocka_unit_test(test_url_parse_and_canonical_form),
 		cmocka_unit_test(test_pattern_canonicalisation),

@@ -304,9 +304,8 @@ int lev_config_mcp_remove_text(const char *text, const char *name_in_msg, const 
 	return 0;
 }
 
-/* Read PATH (a symlink followed): *real, *text, *mode; a missing file is "" and 0600. */
-static int read_config(const char *path, char **real, char **text, mode_t *mode,
-		       struct lev_err *err)
+int lev_config_read_for_edit(const char *path, char **real, char **text, mode_t *mode,
+			     struct lev_err *err)
 {
 	char buf[PATH_MAX];
 	struct stat st;
@@ -331,7 +330,7 @@ static int edit_file(const char *path, const struct lev_mcp_server_conf *add, co
 	mode_t mode;
 	int r;
 
-	r = read_config(path, &real, &text, &mode, err);
+	r = lev_config_read_for_edit(path, &real, &text, &mode, err);
 	if (r < 0) {
 		free(TAKE_PTR(real));
 		return r;

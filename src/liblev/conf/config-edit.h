@@ -15,6 +15,8 @@
  */
 #pragma once
 
+#include <sys/types.h>
+
 #include "liblev/base/error.h"
 #include "liblev/conf/config.h"
 
@@ -39,3 +41,11 @@ int lev_config_mcp_add_text(const char *text, const char *name_in_msg,
 			    const struct lev_mcp_server_conf *s, char **out, struct lev_err *err);
 int lev_config_mcp_remove_text(const char *text, const char *name_in_msg, const char *name,
 			       char **out, struct lev_err *err);
+
+/*
+ * Read the config at PATH for an edit, a symlink followed: *real (the file
+ * to replace), *text (a missing file is "") and *mode (its mode, 0600 when
+ * missing), each fresh.
+ */
+int lev_config_read_for_edit(const char *path, char **real, char **text, mode_t *mode,
+			     struct lev_err *err);

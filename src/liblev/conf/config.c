@@ -1075,6 +1075,11 @@ static const struct lev_builtin_provider builtin_providers[] = {
 	{ "script", LEV_PROVIDER_SCRIPT, NULL, NULL, NULL, NULL },
 };
 
+const struct lev_builtin_provider *lev_builtin_provider_at(size_t i)
+{
+	return i < ARRAY_SIZE(builtin_providers) ? &builtin_providers[i] : NULL;
+}
+
 const struct lev_builtin_provider *lev_builtin_provider(const char *name)
 {
 	for (size_t i = 0; name && i < ARRAY_SIZE(builtin_providers); i++)

@@ -264,6 +264,8 @@ const struct lev_flat_provider *lev_config_flat_provider(const struct lev_config
  * ollama, script), or NULL.
  */
 const struct lev_builtin_provider *lev_builtin_provider(const char *name);
+/* The I-th built-in provider (0, 1, ...), or NULL past the last. */
+const struct lev_builtin_provider *lev_builtin_provider_at(size_t i);
 /*
  * The variables the built-in providers read (a strv the caller frees):
  * their key variables, and with !KEYS_ONLY their endpoint variables too.

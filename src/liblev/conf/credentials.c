@@ -12,6 +12,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/config.h"
 #include "liblev/conf/credentials.h"
+#include "liblev/conf/keychain.h"
 #include "liblev/conf/toml.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -190,6 +191,21 @@ static int open_checked(const char *path, const char *noun, int *fd_out, struct 
 	return 0;
 }
 
+int lev_credentials_read(const char *path, const char *noun, size_t max, char **out,
+			 size_t *len_out, struct lev_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	*out = NULL;
+	if (len_out)
+		*len_out = 0;
+	r = open_checked(path, noun, &fd, err);
+	if (r < 0 || fd < 0)
+		return r;
+	return lev_read_fd(fd, path, max, out, len_out, err);
+}
+
 /* The string at V (named WHAT in PATH), checked as a key: a fresh secret in *out. */
 static int take_key(const struct lev_toml_value *v, const char *path, const char *what,
 		    char **out, struct lev_err *err)
@@ -213,7 +229,6 @@ static int take_key(const struct lev_toml_value *v, const char *path, const char
 static int lookup(const char *path, const char *noun, const char *provider, bool flat,
 		  char **out, struct lev_err *err)
 {
-	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *what = NULL;
 	_cleanup_free_ char *flat_key = NULL;
 	struct lev_toml_doc *doc = NULL;
@@ -225,12 +240,9 @@ static int lookup(const char *path, const char *noun, const char *provider, bool
 	*out = NULL;
 	if (!path)
 		return 0;
-	r = open_checked(path, noun, &fd, err);
-	if (r < 0 || fd < 0)
-		return r;
-	r = lev_read_fd(fd, path, flat ? LEV_CONFIG_MAX_FILE : LEV_CREDENTIALS_MAX_FILE, &buf,
-			&len, err);
-	if (r < 0)
+	r = lev_credentials_read(path, noun, flat ? LEV_CONFIG_MAX_FILE : LEV_CREDENTIALS_MAX_FILE,
+				 &buf, &len, err);
+	if (r < 0 || !buf)
 		return r;
 	r = lev_toml_parse(buf, len, path, &doc, err);
 	explicit_bzero(buf, len);
@@ -279,15 +291,18 @@ int lev_credentials_lookup_config(const char *path, const char *provider, char *
 }
 
 int lev_api_key_resolve(const char *provider, const char *env_name, const char *config_path,
-			const char *credentials_path, char **out,
+			const char *credentials_path, bool keychain, char **out,
 			enum lev_key_source *source_out, struct lev_err *err)
 {
 	const char *v;
 	char *key = NULL;
 	int r;
 
-	/* Leviath's order: the config file's key, then the variable */
-	r = lev_credentials_lookup_config(config_path, provider, &key, err);
+	*out = NULL;
+	*source_out = LEV_KEY_NONE;
+	/* Leviath's order: the config file's key, then the variable; the
+	 * keychain takes the files' place, never read beside it */
+	r = keychain ? 0 : lev_credentials_lookup_config(config_path, provider, &key, err);
 	if (r < 0)
 		return r;
 	if (key) {
@@ -318,6 +333,14 @@ int lev_api_key_resolve(const char *provider, const char *env_name, const char *
 			*source_out = LEV_KEY_ENV;
 			return 0;
 		}
+	}
+	if (keychain) {
+		r = lev_keychain_lookup(provider, &key, err);
+		if (r < 0)
+			return r;
+		*out = key;
+		*source_out = key ? LEV_KEY_KEYCHAIN : LEV_KEY_NONE;
+		return 0;
 	}
 	r = lev_credentials_lookup(credentials_path, provider, &key, err);
 	if (r < 0)

@@ -4,7 +4,9 @@
  * A key is looked up, in this order:
  *   1. the environment variable named by [providers.<name>] api_key_env
  *      (read with secure_getenv(); an empty value counts as unset);
- *   2. with [security] credential_store = "file", <data root>/credentials.toml:
+ *   2. with [security] credential_store = "keychain", the Secret Service
+ *      (keychain.h), and nothing else: neither file below is read;
+ *   3. with [security] credential_store = "file", <data root>/credentials.toml:
  *
  *	[providers.openai]
  *	api_key = "sk-..."
@@ -34,6 +36,7 @@ enum lev_key_source {
 	LEV_KEY_ENV,
 	LEV_KEY_FILE,
 	LEV_KEY_CONFIG,		/* Leviath's [providers] NAME_api_key in config.toml */
+	LEV_KEY_KEYCHAIN,	/* the Secret Service (credential_store = "keychain") */
 };
 
 /*
@@ -59,12 +62,23 @@ int lev_credentials_lookup_config(const char *path, const char *provider, char *
  * Resolve PROVIDER's key: CONFIG_PATH's flat key (may be NULL: none), then
  * the variable ENV_NAME (may be NULL; a variable
  * taken out by lev_credentials_scrub_env() still counts), then
- * CREDENTIALS_PATH (may be NULL: no file store).  0 with *out = NULL and
- * *source_out = LEV_KEY_NONE when neither has one.
+ * CREDENTIALS_PATH (may be NULL: no file store).  With KEYCHAIN: the
+ * variable, then the keychain, and neither file (a keychain that cannot
+ * be reached is an error, never a fall back to them).  0 with *out = NULL
+ * and *source_out = LEV_KEY_NONE when none has one.
  */
 int lev_api_key_resolve(const char *provider, const char *env_name, const char *config_path,
-			const char *credentials_path, char **out,
+			const char *credentials_path, bool keychain, char **out,
 			enum lev_key_source *source_out, struct lev_err *err);
+
+/*
+ * Read the secret-holding file PATH (NOUN in messages) with the checks
+ * above (regular, yours, 0600, at most MAX bytes): 0 with *out a fresh
+ * NUL-terminated buffer, or 0 with *out = NULL when it does not exist.
+ * The caller zeroes and frees *out (lev_secret_free()).
+ */
+int lev_credentials_read(const char *path, const char *noun, size_t max, char **out,
+			 size_t *len_out, struct lev_err *err);
 
 /* A key may be sent in a header: 1..LEV_API_KEY_MAX printable ASCII bytes. */
 bool lev_api_key_valid(const char *key);

@@ -122,6 +122,33 @@ int lev_datadir_runs_dir(char **out, struct lev_err *err)
 	return under_root("runs", out, err);
 }
 
+static int leviath_config(const char *rel, char **out, struct lev_err *err)
+{
+	const char *xdg = secure_getenv("XDG_CONFIG_HOME");
+	_cleanup_free_ char *home = NULL;
+	int r;
+
+	if (xdg && *xdg == '/') {
+		*out = xasprintf("%s/leviath/%s", xdg, rel);
+		return 0;
+	}
+	r = lev_home_dir(&home, err);
+	if (r < 0)
+		return r;
+	*out = xasprintf("%s/.config/leviath/%s", home, rel);
+	return 0;
+}
+
+int lev_datadir_leviath_policy_path(char **out, struct lev_err *err)
+{
+	return leviath_config("policy.toml", out, err);
+}
+
+int lev_datadir_leviath_rules_dir(char **out, struct lev_err *err)
+{
+	return leviath_config("rules", out, err);
+}
+
 int lev_datadir_credentials_path(char **out, struct lev_err *err)
 {
 	return under_root("credentials.toml", out, err);

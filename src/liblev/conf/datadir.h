@@ -38,6 +38,14 @@ int lev_datadir_policy_path(char **out, struct lev_err *err);
 int lev_datadir_rules_dir(char **out, struct lev_err *err);
 int lev_datadir_runs_dir(char **out, struct lev_err *err);
 int lev_datadir_credentials_path(char **out, struct lev_err *err);
+
+/*
+ * Leviath's own policy, read beside lev's (docs/policy.md): the directory
+ * ${XDG_CONFIG_HOME:-~/.config}/leviath (XDG_CONFIG_HOME only when
+ * absolute), its policy.toml, and its rules/ (Rhai rules lev does not run).
+ */
+int lev_datadir_leviath_policy_path(char **out, struct lev_err *err);
+int lev_datadir_leviath_rules_dir(char **out, struct lev_err *err);
 int lev_datadir_agents_dir(char **out, struct lev_err *err);
 /* <root>/agents/NAME; fails with -EINVAL when NAME is not a valid agent name. */
 int lev_datadir_agent_dir(const char *name, char **out, struct lev_err *err);

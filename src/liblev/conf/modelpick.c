@@ -32,7 +32,7 @@ bool lev_model_provider_configured(const struct lev_config *cfg, const char *pro
 	r = lev_api_key_resolve(provider, b->key_env, f && f->has_key ? cfg->path : NULL,
 				cfg && cfg->credential_store == LEV_CRED_FILE ? credentials_path
 									      : NULL,
-				&key, &src, NULL);
+				cfg && cfg->credential_store == LEV_CRED_KEYCHAIN, &key, &src, NULL);
 	lev_secret_free(key);
 	return r == 0 && src != LEV_KEY_NONE;
 }

@@ -25,6 +25,7 @@
 struct lev_reload {
 	int fd;
 	char *config, *policy, *rules;	/* the watched paths */
+	char *leviath;			/* Leviath's policy.toml, merged into ours by runs */
 	char *root;
 	char *good_config, *good_policy;	/* <root>/daemon-good/... */
 	bool config_bad, policy_bad;
@@ -56,7 +57,8 @@ int lev_reload_open(struct lev_reload **out, struct lev_err *err)
 	}
 	if (lev_datadir_config_path(&rl->config, err) < 0 ||
 	    lev_datadir_policy_path(&rl->policy, err) < 0 ||
-	    lev_datadir_rules_dir(&rl->rules, err) < 0 || lev_datadir_root(&rl->root, err) < 0) {
+	    lev_datadir_rules_dir(&rl->rules, err) < 0 || lev_datadir_root(&rl->root, err) < 0 ||
+	    lev_datadir_leviath_policy_path(&rl->leviath, err) < 0) {
 		lev_reload_free(rl);
 		return err ? err->code : -EINVAL;
 	}
@@ -66,6 +68,11 @@ int lev_reload_open(struct lev_reload **out, struct lev_err *err)
 	watch(rl, pdir);
 	watch(rl, rl->root);
 	watch(rl, rl->rules);
+	{
+		_cleanup_free_ char *ldir = dir_of(rl->leviath);	/* same basename as ours */
+
+		watch(rl, ldir);
+	}
 	good = lev_path_join(rl->root, "daemon-good");
 	rl->good_config = lev_path_join(good, "config.toml");
 	rl->good_policy = lev_path_join(good, "policy.toml");
@@ -82,6 +89,7 @@ struct lev_reload *lev_reload_free(struct lev_reload *rl)
 	free(rl->config);
 	free(rl->policy);
 	free(rl->rules);
+	free(rl->leviath);
 	free(rl->root);
 	free(rl->good_config);
 	free(rl->good_policy);
@@ -196,6 +204,12 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 	} else if (!rl->error) {
 		rl->error = xstrdup(e.msg);
 	}
+	lev_err_clear(&e);
+	/* a broken Leviath policy.toml has no good copy: runs refuse to start until it is fixed */
+	if (!rl->error && lev_policy_load(rl->leviath, &pol, NULL, &e) < 0)
+		rl->error = xstrdup(e.msg);
+	else
+		pol = lev_policy_free(pol);
 	lev_err_clear(&e);
 	if (!rl->error && check_rules(rl->rules, &e) < 0)
 		rl->error = xstrdup(e.msg);

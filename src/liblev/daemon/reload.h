@@ -1,6 +1,8 @@
 /*
- * reload.h - the daemon watches config.toml, policy.toml and the Lua rule
- * files, and says whether they are good.
+ * reload.h - the daemon watches config.toml, policy.toml (lev's, and
+ * Leviath's that runs merge in: policy.h) and the Lua rule files, and says
+ * whether they are good.  A broken Leviath policy.toml is reported but has
+ * no good copy: runs refuse to start until it is fixed.
  *
  * The watches are on the directories (inotify), so a file replaced by
  * rename, as editors save, is followed, and one created later is seen.

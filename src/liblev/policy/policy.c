@@ -2,6 +2,7 @@
  * policy.c - policy.toml: allowlist rules and tool overrides, matching, and
  * the textual append behind `lev policy add`.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -303,6 +304,7 @@ struct lev_policy *lev_policy_free(struct lev_policy *p)
 	free(p->rules);
 	free(p->overrides);
 	free(p->file);
+	free(p->also_file);
 	lev_strv_free(p->warnings);
 	lev_integrity_policy_free(p->integrity);
 	free(p);
@@ -716,6 +718,10 @@ int lev_policy_parse(const char *buf, size_t len, const char *name, struct lev_p
 	r = lev_integrity_policy_parse(&c, root, &pol->integrity, err);
 	if (r < 0)
 		return r;
+	v = lev_toml_table_get(root, "integrity");
+	if (!v)
+		v = lev_toml_table_get(root, "sources");
+	pol->integrity_line = v ? v->line : 0;
 	pol->index = index_build(pol);
 	*out = TAKE_PTR(pol);
 	return 0;
@@ -821,6 +827,155 @@ int lev_policy_load(const char *path, struct lev_policy **out, struct lev_file_s
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **lev_policy_rhai_findings(const char *rhai_dir, const char *lua_dir)
+{
+	_cleanup_strv_ char **names = NULL;
+	char **out = NULL;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	if (!rhai_dir || !(d = opendir(rhai_dir)))
+		return NULL;
+	while ((de = readdir(d)) && n < LEV_POLICY_RULES_MAX) {
+		size_t len = strlen(de->d_name);
+
+		if (len > 5 && !strcmp(de->d_name + len - 5, ".rhai")) {
+			names = lev_strv_push(names, de->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *lua = xasprintf("%s/%.*s.lua", lua_dir ? lua_dir : "rules",
+						     (int)(strlen(names[i]) - 5), names[i]);
+		bool have = access(lua, F_OK) == 0;
+
+		out = lev_strv_push_take(
+			out, xasprintf("%s/%s: a Leviath Rhai gate rule, which lev does not run; "
+				       "its Lua equivalent is '%s' (%s), returning true to allow, "
+				       "with the globals tool, target, taint and args "
+				       "(docs/taint.md#lua-rules)",
+				       rhai_dir, names[i], lua, have ? "present" : "missing: write it"));
+	}
+	return out;
+}
+
+int lev_policy_merge(struct lev_policy *p, struct lev_policy *theirs, struct lev_err *err)
+{
+	size_t i;
+
+	if (theirs->integrity_line) {
+		int r = lev_err_set(err, LEV_EPARSE,
+				    "%s:%u:1: [integrity] and [[sources]] belong in lev's policy.toml "
+				    "('%s'), not in Leviath's",
+				    theirs->file, theirs->integrity_line, p->file);
+
+		lev_policy_free(theirs);
+		return r;
+	}
+	if (p->n_rules + theirs->n_rules > LEV_POLICY_RULES_MAX ||
+	    p->n_overrides + theirs->n_overrides > LEV_POLICY_OVERRIDES_MAX) {
+		int r = lev_err_set(err, LEV_EPARSE, "%s and %s: more than %d rules or overrides",
+				    p->file, theirs->file, LEV_POLICY_RULES_MAX);
+
+		lev_policy_free(theirs);
+		return r;
+	}
+	p->rules = xreallocarray(p->rules, p->n_rules + theirs->n_rules + 1, sizeof(*p->rules));
+	for (i = 0; i < theirs->n_rules; i++) {
+		p->rules[p->n_rules] = theirs->rules[i];
+		p->rules[p->n_rules++].source = 1;
+	}
+	theirs->n_rules = 0;
+	for (i = 0; i < theirs->n_overrides; i++) {
+		struct lev_tool_override *t = &theirs->overrides[i], *o = NULL;
+
+		for (size_t j = 0; j < p->n_overrides && !o; j++)
+			if (!strcmp(p->overrides[j].norm, t->norm))
+				o = &p->overrides[j];
+		if (!o) {
+			p->overrides = xreallocarray(p->overrides, p->n_overrides + 1,
+						     sizeof(*p->overrides));
+			p->overrides[p->n_overrides] = *t;
+			p->overrides[p->n_overrides++].source = 1;
+			memset(t, 0, sizeof(*t));
+			continue;
+		}
+		/* the stricter of each field both set; a field only one sets is kept */
+		if (t->has_sensitivity)
+			o->sensitivity = o->has_sensitivity ? lev_level_max(o->sensitivity, t->sensitivity)
+							    : t->sensitivity;
+		if (t->has_direction)
+			o->direction = o->has_direction && o->direction > t->direction ? o->direction
+										: t->direction;
+		if (t->has_clearance)
+			o->clearance = o->has_clearance && o->clearance < t->clearance ? o->clearance
+										: t->clearance;
+		o->has_sensitivity |= t->has_sensitivity;
+		o->has_direction |= t->has_direction;
+		o->has_clearance |= t->has_clearance;
+		if (t->target && !o->target) {
+			o->target = TAKE_PTR(t->target);
+		} else if (t->target && strcmp(t->target, o->target)) {
+			p->warnings = lev_strv_push_take(
+				p->warnings,
+				xasprintf("%s:%u: override of '%s' names target '%s', %s:%u names "
+					  "'%s': '%s' is used",
+					  theirs->file, t->line, t->name, t->target, p->file, o->line,
+					  o->target, o->target));
+		}
+	}
+	for (char **w = theirs->warnings; w && *w; w++)
+		p->warnings = lev_strv_push(p->warnings, *w);
+	free(p->also_file);
+	p->also_file = xstrdup(theirs->file);
+	index_free(p->index);
+	p->index = index_build(p);
+	lev_policy_free(theirs);
+	return 0;
+}
+
+int lev_policy_load_both(const char *path, const char *leviath_path, struct lev_policy **out,
+			 struct lev_file_stamp *stamp_out, struct lev_file_stamp *leviath_stamp_out,
+			 struct lev_err *err)
+{
+	struct lev_policy *ours = NULL, *theirs = NULL;
+	struct lev_file_stamp st;
+	int r;
+
+	if (leviath_stamp_out)
+		memset(leviath_stamp_out, 0, sizeof(*leviath_stamp_out));
+	r = lev_policy_load(path, &ours, stamp_out, err);
+	if (r < 0 || !leviath_path)
+		goto done;
+	r = lev_policy_load(leviath_path, &theirs, &st, err);
+	if (r < 0) {
+		lev_err_wrap(err, "Leviath's policy");
+		goto done;
+	}
+	if (leviath_stamp_out)
+		*leviath_stamp_out = st;
+	if (st.exists)
+		r = lev_policy_merge(ours, theirs, err);
+	else
+		lev_policy_free(theirs);
+done:
+	if (r < 0) {
+		lev_policy_free(ours);
+		return r;
+	}
+	*out = ours;
+	return 0;
+}
+
 /* ---- matching ---- */
 
 static bool target_matches_any(char *const *pats, const char *target)
@@ -859,6 +1014,31 @@ bool lev_allow_rule_matches(const struct lev_allow_rule *rule, const char *tool,
 	return rule_matches(rule, hash_str(nb), nb, targets, taint);
 }
 
+/*
+ * With Leviath's file merged in: rule I (or -1) of one file stands only if
+ * the other file has no rule for TOOL or one of its rules matches too.
+ */
+static int both_files_agree(const struct lev_policy *p, int i, const char *nb, uint64_t h,
+			    char *const *targets, enum lev_level taint)
+{
+	bool has_say = false;
+	unsigned other;
+
+	if (i < 0 || !p->also_file)
+		return i;
+	other = !p->rules[i].source;
+	for (size_t j = 0; j < p->n_rules; j++) {
+		const struct lev_allow_rule *r = &p->rules[j];
+
+		if (r->source != other || r->tool_hash != h || strcmp(r->norm, nb))
+			continue;
+		has_say = true;
+		if (rule_matches(r, h, nb, targets, taint))
+			return i;
+	}
+	return has_say ? -1 : i;
+}
+
 int lev_policy_match_linear(const struct lev_policy *p, const char *tool, char *const *targets,
 			    enum lev_level taint)
 {
@@ -872,7 +1052,7 @@ int lev_policy_match_linear(const struct lev_policy *p, const char *tool, char *
 	h = hash_str(nb);
 	for (i = 0; i < p->n_rules; i++)
 		if (rule_matches(&p->rules[i], h, nb, targets, taint))
-			return (int)i;
+			return both_files_agree(p, (int)i, nb, h, targets, taint);
 	return -1;
 }
 
@@ -973,7 +1153,7 @@ int lev_policy_match(const struct lev_policy *p, const char *tool, char *const *
 		if (c == UINT32_MAX || c >= p->n_rules)
 			return -1;
 		if (rule_matches(&p->rules[c], h, nb, targets, taint))
-			return (int)c;
+			return both_files_agree(p, (int)c, nb, h, targets, taint);
 		floor = c;
 	}
 }

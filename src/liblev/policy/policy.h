@@ -54,6 +54,7 @@ struct lev_allow_rule {
 	char **channel;
 	enum lev_level max_sensitivity;
 	unsigned line;		/* where the [[allowlist]] table starts */
+	unsigned source;	/* 0: lev's policy.toml, 1: Leviath's (lev_policy_merge()) */
 	char *norm;		/* the tool name normalised for comparison */
 	uint64_t tool_hash;	/* of NORM */
 };
@@ -70,6 +71,7 @@ struct lev_tool_override {
 	bool has_consequential;	/* consequential = true|false (MCP and script tools only) */
 	bool consequential;
 	unsigned line;
+	unsigned source;	/* as in struct lev_allow_rule; both merged: 0 */
 };
 
 struct lev_policy_index;
@@ -83,7 +85,35 @@ struct lev_policy {
 	char **warnings;	/* "FILE:LINE: ..." (strv) */
 	struct lev_policy_index *index;	/* derived from RULES by lev_policy_parse() */
 	struct lev_integrity_policy *integrity;	/* [integrity], [[sources]] (integrity.h) */
+	unsigned integrity_line;	/* where [integrity] or [[sources]] starts; 0: none */
+	char *also_file;	/* Leviath's policy.toml merged in (source 1), or NULL */
 };
+
+/*
+ * Leviath's Rhai gate rules (RHAI_DIR/\*.rhai, beside its policy.toml) are
+ * not run.  One finding per file, sorted: "PATH: ..." naming its Lua
+ * equivalent, LUA_DIR/NAME.lua (docs/taint.md#lua-rules), and whether it
+ * exists.  A fresh strv, NULL when there are none (or no directory).
+ */
+char **lev_policy_rhai_findings(const char *rhai_dir, const char *lua_dir);
+
+/*
+ * Merge THEIRS, Leviath's policy.toml (named by its file), into P, the
+ * stricter winning everywhere, and free THEIRS:
+ *   - allowlist: a call is allowed only when no file that has rules for
+ *     its tool refuses it: where both files have rules for a tool, a rule
+ *     of each must match (so a lower max_sensitivity wins); a file with no
+ *     rule for the tool has no say;
+ *   - an override both files set for a tool: the higher sensitivity, the
+ *     more outbound direction, the lower clearance; a different target
+ *     keeps P's, with a warning;
+ *   - [integrity] and [[sources]] are lev's alone: in THEIRS they are an
+ *     error naming FILE:LINE:COL (Leviath would not read them either).
+ * Each rule and override keeps its source for messages.  On error P is
+ * unchanged (THEIRS is still freed).
+ */
+int lev_policy_merge(struct lev_policy *p, struct lev_policy *theirs, struct lev_err *err);
+
 
 /* P's [integrity] and [[sources]] (NULL: none). */
 const struct lev_integrity_policy *lev_policy_integrity(const struct lev_policy *p);
@@ -110,6 +140,15 @@ struct lev_file_stamp {
 
 int lev_policy_load(const char *path, struct lev_policy **out, struct lev_file_stamp *stamp_out,
 		    struct lev_err *err);
+
+/*
+ * lev_policy_load() of PATH, then of LEVIATH_PATH (NULL: none; missing:
+ * nothing to merge) merged in; STAMP_OUT / LEVIATH_STAMP_OUT (may be
+ * NULL) get each file's identity.  An error names the file it is in.
+ */
+int lev_policy_load_both(const char *path, const char *leviath_path, struct lev_policy **out,
+			 struct lev_file_stamp *stamp_out, struct lev_file_stamp *leviath_stamp_out,
+			 struct lev_err *err);
 
 /* Accepts NULL; returns NULL. */
 struct lev_policy *lev_policy_free(struct lev_policy *p);

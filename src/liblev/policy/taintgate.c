@@ -10,6 +10,7 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
+#include "liblev/conf/datadir.h"
 #include "liblev/policy/taintgate.h"
 #include "liblev/policy/tighter.h"
 #include "liblev/policy/target.h"
@@ -35,6 +36,7 @@ const char *lev_gate_source_name(enum lev_gate_source s)
 
 struct lev_gate {
 	char *policy_path;
+	char *leviath_path;		/* Leviath's policy.toml, merged in; NULL: none */
 	char *rules_dir;
 	bool enabled, yolo, read_grant, fixed;
 	int64_t recheck_ns;
@@ -42,7 +44,7 @@ struct lev_gate {
 	bool has_rule_limits;
 
 	struct lev_policy *policy;	/* last good */
-	struct lev_file_stamp policy_stamp;
+	struct lev_file_stamp policy_stamp, leviath_stamp;
 	char *policy_error;		/* the policy file stopped parsing: no allowlist */
 	struct lev_rules *rules;
 	char *rules_error;		/* the rules directory became unusable: no rules */
@@ -89,8 +91,14 @@ int lev_gate_new(const struct lev_gate_options *opts, struct lev_gate **out, str
 	}
 	g->policy_path = opts->policy_path ? xstrdup(opts->policy_path) : NULL;
 	g->rules_dir = opts->rules_dir ? xstrdup(opts->rules_dir) : NULL;
+	if (g->policy_path && opts->leviath_policy &&
+	    lev_datadir_leviath_policy_path(&g->leviath_path, err) < 0) {
+		r = err->code;
+		goto fail;
+	}
 	if (g->policy_path) {
-		r = lev_policy_load(g->policy_path, &g->policy, &g->policy_stamp, err);
+		r = lev_policy_load_both(g->policy_path, g->leviath_path, &g->policy,
+					 &g->policy_stamp, &g->leviath_stamp, err);
 		if (r < 0)
 			goto fail;
 	} else {
@@ -112,6 +120,7 @@ struct lev_gate *lev_gate_free(struct lev_gate *g)
 	if (!g)
 		return NULL;
 	free(g->policy_path);
+	free(g->leviath_path);
 	free(g->rules_dir);
 	lev_policy_free(g->policy);
 	free(g->policy_error);
@@ -159,12 +168,17 @@ static void maybe_reload(struct lev_gate *g)
 	if (g->policy_path) {
 		struct lev_file_stamp st;
 
+		struct lev_file_stamp lst;
+
 		if (lev_file_stamp_get(g->policy_path, &st) < 0 ||
-		    !lev_file_stamp_equal(&st, &g->policy_stamp)) {
+		    !lev_file_stamp_equal(&st, &g->policy_stamp) ||
+		    (g->leviath_path && (lev_file_stamp_get(g->leviath_path, &lst) < 0 ||
+					 !lev_file_stamp_equal(&lst, &g->leviath_stamp)))) {
 			struct lev_err e = LEV_ERR_INIT;
 			struct lev_policy *p = NULL;
 
-			if (lev_policy_load(g->policy_path, &p, &g->policy_stamp, &e) == 0) {
+			if (lev_policy_load_both(g->policy_path, g->leviath_path, &p,
+						 &g->policy_stamp, &g->leviath_stamp, &e) == 0) {
 				lev_policy_free(g->policy);
 				g->policy = p;
 				free(g->policy_error);
@@ -172,6 +186,8 @@ static void maybe_reload(struct lev_gate *g)
 			} else {
 				/* remember this version so it is not parsed on every call */
 				(void)lev_file_stamp_get(g->policy_path, &g->policy_stamp);
+				if (g->leviath_path)
+					(void)lev_file_stamp_get(g->leviath_path, &g->leviath_stamp);
 				free(g->policy_error);
 				g->policy_error = xstrdup(e.msg);
 			}

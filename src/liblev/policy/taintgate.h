@@ -97,6 +97,8 @@ void lev_gate_decision_release(struct lev_gate_decision *d);
 struct lev_gate_options {
 	const char *policy_path;	/* NULL: no policy file */
 	const char *rules_dir;		/* NULL: no Lua rules */
+	bool leviath_policy;		/* with policy_path: merge Leviath's policy.toml in
+					 * (lev_datadir_leviath_policy_path(), policy.h) */
 	bool enabled;			/* lev_taint_enabled(config, blueprint) */
 	bool yolo;			/* allow what would go to the user (recorded):
 					 * --yolo with yolo_allows_flow only */

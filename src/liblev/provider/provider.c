@@ -697,7 +697,8 @@ int lev_provider_new(const struct lev_provider_spec *spec, struct lev_provider *
 		}
 	}
 	r = lev_api_key_resolve(p->spec.name, spec->api_key_env, spec->config_path,
-				spec->credentials_path, &p->key, &p->key_source, err);
+				spec->credentials_path, spec->keychain, &p->key, &p->key_source,
+				err);
 	if (r < 0) {
 		lev_err_wrap(err, "provider '%s'", name);
 		goto fail;
@@ -710,11 +711,9 @@ int lev_provider_new(const struct lev_provider_spec *spec, struct lev_provider *
 					name, spec->api_key_env, name, spec->credentials_path);
 		else if (spec->keychain)
 			r = lev_err_set(err, -EACCES,
-					"provider '%s': no API key: set %s in the environment "
-					"(credential_store = \"keychain\" is not supported by lev: "
-					"keys come from the environment, or from credentials.toml "
-					"with credential_store = \"file\")",
-					name, spec->api_key_env);
+					"provider '%s': no API key: set %s in the environment, or "
+					"store one in the keychain with 'lev auth set %s'",
+					name, spec->api_key_env, name);
 		else
 			r = lev_err_set(err, -EACCES,
 					"provider '%s': no API key: set %s in the environment", name,
@@ -800,6 +799,9 @@ static void key_hint(const struct lev_provider *p, char *buf, size_t size)
 	else if (p->key_source == LEV_KEY_CONFIG)
 		snprintf(buf, size, "check [providers] %s_api_key in '%s'", p->spec.name,
 			 p->spec.config_path);
+	else if (p->key_source == LEV_KEY_KEYCHAIN)
+		snprintf(buf, size, "check the keychain's key ('lev auth set %s' replaces it)",
+			 p->spec.name);
 	else if (p->key_source == LEV_KEY_ENV)
 		snprintf(buf, size, "check the key in $%s", p->spec.api_key_env);
 	else

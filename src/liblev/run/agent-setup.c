@@ -124,7 +124,7 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 		enum lev_key_source src = LEV_KEY_NONE;
 
 		if (lev_api_key_resolve(spec.name, spec.api_key_env, spec.config_path,
-					spec.credentials_path, &secret,
+					spec.credentials_path, spec.keychain, &secret,
 					&src, NULL) == 0 && secret)
 			lev_runrecord_add_secret(a->rec, secret);
 		lev_secret_free(secret);
@@ -224,12 +224,19 @@ static void build_offered(struct lev_agent *a, struct stage_rt *s)
 	lev_strv_free(skipped);
 }
 
-/* The environment commands start from: ENVP without the provider key variables. */
+/*
+ * The environment commands start from: ENVP without the provider key
+ * variables, and with credential_store = "keychain" without the session
+ * bus's address (whatever shell_env says), through which a command could
+ * ask the keychain for every key.
+ */
 static void build_env(struct lev_agent *a)
 {
+	bool keychain = a->cfg->credential_store == LEV_CRED_KEYCHAIN;
+
 	for (char *const *e = a->o.envp; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
-		bool drop = false;
+		bool drop = keychain && lev_startswith(*e, "DBUS_SESSION_BUS_ADDRESS=");
 
 		if (!eq)
 			continue;
@@ -314,6 +321,7 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 	if (a->parent)
 		a->taint_enabled = a->taint_enabled || a->parent->taint_enabled;
 	go.policy_path = a->o.policy_path;
+	go.leviath_policy = true;
 	go.rules_dir = a->o.rules_dir;
 	go.fixed = a->o.policy_fixed;
 	go.enabled = a->taint_enabled;

@@ -136,6 +136,7 @@ static int check_taint_gate(const struct lev_config *cfg, const struct lev_bluep
 {
 	struct lev_gate_options go = {
 		.policy_path = o->policy_path,
+		.leviath_policy = true,
 		.rules_dir = o->rules_dir,
 		.enabled = lev_taint_enabled(cfg->taint_tracking, lev_blueprint_wants_taint(bp)),
 		.yolo = o->yolo && (o->yolo_flow || cfg->yolo_allows_flow),
