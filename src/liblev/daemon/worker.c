@@ -271,6 +271,7 @@ static void apply_reload(struct worker *w, struct lev_agent *a)
 	struct lev_err e = LEV_ERR_INIT;
 	struct lev_policy *pol = NULL;
 	struct lev_config next;
+	char *leviath = NULL;
 
 	w->reload = false;
 	if (lev_config_load(&next, &e) == 0) {
@@ -278,10 +279,13 @@ static void apply_reload(struct worker *w, struct lev_agent *a)
 		lev_config_release(&next);
 		(void)lev_agent_config_changed(a, &e);
 	}
-	if (!e.msg[0] && lev_policy_load(w->policy_path, &pol, NULL, &e) == 0) {
+	/* ours and Leviath's, merged as the run loaded them (taintgate.c) */
+	if (!e.msg[0] && lev_datadir_leviath_policy_path(&leviath, &e) == 0 &&
+	    lev_policy_load_both(w->policy_path, leviath, &pol, NULL, NULL, &e) == 0) {
 		lev_agent_policy_changed(a, pol);
 		lev_policy_free(pol);
 	}
+	free(leviath);
 	if (e.msg[0])
 		json_object_set_new(m, "error", json_string(e.msg));
 	w_send(w, m);

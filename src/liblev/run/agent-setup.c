@@ -330,7 +330,15 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 	/* a read's label comes from the fd it read (agent_result_label()), not from the run */
 	go.read_grant_active = false;
 	r = lev_gate_new(&go, &a->gate, err);
-	return r < 0 ? lev_err_wrap(err, "taint gate") : 0;
+	if (r < 0)
+		return lev_err_wrap(err, "taint gate");
+	/*
+	 * a sub-agent's policy is never looser than its parent's as it stands
+	 * (a parent the daemon tightened keeps that tightening in its children)
+	 */
+	if (a->parent)
+		lev_gate_tighten(a->gate, lev_gate_policy(a->parent->gate));
+	return 0;
 }
 
 static int setup_context(struct lev_agent *a, struct lev_err *err)
