@@ -1,0 +1,145 @@
+# Sourced by tests/integration/t7300-bundled.sh and bench/compat-report.sh
+# (after tests/lib.sh, with LEVIATH_HOME set): runs one of Leviath's bundled
+# agents, or lev's equivalent in tests/compat/agents/, from its entry stage
+# to its end against tests/helpers/mock-model, which plays the agent's
+# conversation from tests/compat/bundled-mock/NAME.json.  The script's
+# "expect" says what the run must show: the stages visited, the output, a
+# file written, how many tool calls, and the answer to an interaction point.
+#
+#   bundled_run DIR NAME VARIANT    VARIANT "model": --model openai/mock-1;
+#                                   "list": the blueprint's own model lists,
+#                                   anthropic configured but failing (HTTP
+#                                   429), openai at the mock, google and
+#                                   openrouter not configured (no key)
+#   bundled_check NAME VARIANT      assert on the run record (run_dir)
+
+BUNDLED_MOCK="$SRC_DIR/tests/compat/bundled-mock"
+
+# the keys and endpoints of the environment would decide which providers are
+# configured: the config alone does here
+unset ANTHROPIC_API_KEY OPENAI_API_KEY GOOGLE_API_KEY OPENROUTER_API_KEY OLLAMA_HOST \
+	OPENAI_BASE_URL ANTHROPIC_BASE_URL GOOGLE_BASE_URL OPENROUTER_BASE_URL
+export BUNDLED_KEY=sk-bundled-mock-0123456789
+
+# bundled_config VARIANT: the config for a mock on $PORT.  Under "list"
+# anthropic answers every request with 429 (Retry-After: 0: retried at once,
+# then given up): the stage moves down its model list to openai.
+bundled_config() {
+	{
+		cat <<-EOF
+		[security]
+		allow_local_network = true
+		[tools.web_search]
+		endpoint = "http://127.0.0.1:$PORT/search"
+		[providers.openai]
+		kind = "openai"
+		base_url = "http://127.0.0.1:$PORT/v1"
+		api_key_env = "BUNDLED_KEY"
+		timeout_secs = 30
+		EOF
+		if [ "$1" = list ]; then
+			cat <<-EOF
+			[providers.anthropic]
+			kind = "anthropic"
+			base_url = "http://127.0.0.1:$PORT/overloaded/v1"
+			api_key_env = "BUNDLED_KEY"
+			timeout_secs = 30
+			EOF
+		fi
+	} >"$LEVIATH_HOME/.leviath/config.toml"
+	chmod 600 "$LEVIATH_HOME/.leviath/config.toml"
+}
+
+# bundled_expect NAME KEY: a field of the script's "expect" (a list: one per line)
+bundled_expect() {
+	python3 - "$BUNDLED_MOCK/$1.json" "$2" <<-'PY'
+	import json, sys
+	v = json.load(open(sys.argv[1]))["expect"].get(sys.argv[2], "")
+	print("\n".join(map(str, v)) if isinstance(v, list) else v)
+	PY
+}
+
+# bundled_workdir NAME: a fresh workdir with the agent's fixture (work/)
+bundled_workdir() {
+	local fixture
+	fixture=$(bundled_expect "$1" fixture)
+	rm -rf work && mkdir work
+	if [ "$fixture" = logs ]; then
+		cp "$BUNDLED_MOCK"/logs/* work/
+	elif [ "$fixture" = project ]; then
+		cp -r "$BUNDLED_MOCK/project/." work/ &&
+		(cd work && git init -q && git add . &&
+		 git -c user.email=t@example.invalid -c user.name=t commit -qm fixture)
+	fi
+}
+
+bundled_run() {
+	local dir=$1 name=$2 variant=$3 model="" answer child
+	bundled_workdir "$name" || return 1
+	# a fan_out stage's worker_agent: the agent beside this one, installed
+	for child in $(bundled_expect "$name" install); do
+		"$LEV" add --force "$(dirname "$dir")/$child" >/dev/null || return 1
+	done
+	lev_start_mock_model "$BUNDLED_MOCK/$name.json"
+	bundled_config "$variant"
+	[ "$variant" = model ] && model="--model openai/mock-1"
+	answer=$(bundled_expect "$name" answer)
+	rm -rf "$LEVIATH_HOME/.leviath/runs"
+	if [ -n "$answer" ]; then
+		# an interaction point: the person answers it on the terminal
+		ON_PTY_TIMEOUT=300 python3 "$SRC_DIR/tests/helpers/on-pty.py" \
+			"$(echo "$answer" | head -n 1)" "$(echo "$answer" | tail -n 1)" -- \
+			"$LEV" run --foreground "$dir" $model --task "$(bundled_expect "$name" task)" \
+			--workdir work --allow write_file --allow shell >out 2>&1
+	else
+		setsid -w "$LEV" run --foreground "$dir" $model --task "$(bundled_expect "$name" task)" \
+			--workdir work --allow write_file --allow shell >out 2>&1
+	fi
+	BUNDLED_RC=$?
+	lev_stop_mock_model
+	run_dir=$(ls -d "$LEVIATH_HOME"/.leviath/runs/* 2>/dev/null | tail -n 1)
+	[ "$BUNDLED_RC" = 0 ] || { tail -n 20 out; return 1; }
+}
+
+bundled_check() {
+	python3 - "$BUNDLED_MOCK/$1.json" "$2" "$run_dir" work requests.jsonl <<-'PY'
+	import json, os, sys
+	exp = json.load(open(sys.argv[1]))["expect"]
+	variant, run, work = sys.argv[2], sys.argv[3], sys.argv[4]
+	ev = [json.loads(l) for l in open(os.path.join(run, "events.jsonl"))]
+	audit = [json.loads(l) for l in open(os.path.join(run, "audit.jsonl"))]
+	reqs = [json.loads(l) for l in open(sys.argv[5])]
+	fin = ev[-1]
+	assert fin["event"] == "run_finished" and fin["status"] == "complete", fin
+	assert exp["output"] in fin["output"], fin["output"]
+	stages = [e["stage"] for e in ev if e["event"] == "stage_started"]
+	assert stages == exp["stages"], stages
+	# every tool call went through the gate chain: audit lines name it, ending
+	# in the decision the event reports; none was refused
+	calls = [e for e in ev if e["event"] == "tool_call"]
+	assert len(calls) == exp["calls"], [(c["tool"], c["decision"], c["reason"]) for c in calls]
+	for c in calls:
+	    steps = [a for a in audit if a.get("call") == c["id"] and a.get("stage") == c["stage"]]
+	    gates = [a["gate"] for a in steps]
+	    assert "offered" in gates and "permission" in gates, (c["tool"], gates)
+	    assert c["decision"] == "allow", (c["tool"], c["reason"])
+	    assert all(a["decision"] != "deny" for a in steps), steps
+	results = {e["id"]: e for e in ev if e["event"] == "tool_result"}
+	assert all(results[c["id"]]["ok"] or c["tool"] == "shell" for c in calls), results
+	f, text = exp["file"]
+	assert text in open(os.path.join(work, f)).read(), f
+	models = [r["body"]["model"] for r in reqs if r["path"] == "/v1/chat/completions"]
+	started = [e for e in ev if e["event"] == "stage_started"]
+	warned = [e["message"] for e in ev if e["event"] == "warning"]
+	if variant == "model":
+	    assert set(models) == {"mock-1"}, set(models)
+	    assert all(s["provider"] == "openai" and s["model"] == "mock-1" for s in started), started
+	else:
+	    # the stage's own list: anthropic failed, openai (the mock) took over
+	    assert all(m.startswith("gpt-") for m in models), set(models)
+	    failed = [w for w in warned if "provider 'anthropic' failed" in w and "moving to 'openai/gpt-" in w]
+	    assert len(failed) == len(stages), warned
+	    down = [r for r in json.load(open(sys.argv[1]))["routes"] if r.startswith("/overloaded/")]
+	    assert down, "the script has no /overloaded/ route"
+	PY
+}
