@@ -50,23 +50,27 @@ bundled_config() {
 	chmod 600 "$LEVIATH_HOME/.leviath/config.toml"
 }
 
-# bundled_expect NAME KEY: a field of the script's "expect" (a list: one per line)
+# bundled_expect NAME: the script's "expect" as shell variables (one python
+# run: it is slow to start on a loaded machine): exp_task, exp_fixture,
+# exp_install (a list), exp_wait and exp_key (the interaction point's answer)
 bundled_expect() {
-	python3 - "$BUNDLED_MOCK/$1.json" "$2" <<-'PY'
-	import json, sys
-	v = json.load(open(sys.argv[1]))["expect"].get(sys.argv[2], "")
-	print("\n".join(map(str, v)) if isinstance(v, list) else v)
+	eval "$(python3 - "$BUNDLED_MOCK/$1.json" <<-'PY'
+	import json, shlex, sys
+	e = json.load(open(sys.argv[1]))["expect"]
+	wait, key = e.get("answer", ["", ""])
+	for k, v in (("task", e["task"]), ("fixture", e.get("fixture", "")),
+	             ("install", " ".join(e.get("install", []))), ("wait", wait), ("key", key)):
+	    print("exp_%s=%s" % (k, shlex.quote(v)))
 	PY
+	)"
 }
 
-# bundled_workdir NAME: a fresh workdir with the agent's fixture (work/)
+# bundled_workdir: a fresh workdir with the agent's fixture (work/)
 bundled_workdir() {
-	local fixture
-	fixture=$(bundled_expect "$1" fixture)
 	rm -rf work && mkdir work
-	if [ "$fixture" = logs ]; then
+	if [ "$exp_fixture" = logs ]; then
 		cp "$BUNDLED_MOCK"/logs/* work/
-	elif [ "$fixture" = project ]; then
+	elif [ "$exp_fixture" = project ]; then
 		cp -r "$BUNDLED_MOCK/project/." work/ &&
 		(cd work && git init -q && git add . &&
 		 git -c user.email=t@example.invalid -c user.name=t commit -qm fixture)
@@ -74,25 +78,23 @@ bundled_workdir() {
 }
 
 bundled_run() {
-	local dir=$1 name=$2 variant=$3 model="" answer child
-	bundled_workdir "$name" || return 1
+	local dir=$1 name=$2 variant=$3 model="" child
+	bundled_expect "$name" && bundled_workdir || return 1
 	# a fan_out stage's worker_agent: the agent beside this one, installed
-	for child in $(bundled_expect "$name" install); do
+	for child in $exp_install; do
 		"$LEV" add --force "$(dirname "$dir")/$child" >/dev/null || return 1
 	done
 	lev_start_mock_model "$BUNDLED_MOCK/$name.json"
 	bundled_config "$variant"
 	[ "$variant" = model ] && model="--model openai/mock-1"
-	answer=$(bundled_expect "$name" answer)
 	rm -rf "$LEVIATH_HOME/.leviath/runs"
-	if [ -n "$answer" ]; then
+	if [ -n "$exp_wait" ]; then
 		# an interaction point: the person answers it on the terminal
-		ON_PTY_TIMEOUT=300 python3 "$SRC_DIR/tests/helpers/on-pty.py" \
-			"$(echo "$answer" | head -n 1)" "$(echo "$answer" | tail -n 1)" -- \
-			"$LEV" run --foreground "$dir" $model --task "$(bundled_expect "$name" task)" \
+		ON_PTY_TIMEOUT=300 python3 "$SRC_DIR/tests/helpers/on-pty.py" "$exp_wait" "$exp_key" -- \
+			"$LEV" run --foreground "$dir" $model --task "$exp_task" \
 			--workdir work --allow write_file --allow shell >out 2>&1
 	else
-		setsid -w "$LEV" run --foreground "$dir" $model --task "$(bundled_expect "$name" task)" \
+		setsid -w "$LEV" run --foreground "$dir" $model --task "$exp_task" \
 			--workdir work --allow write_file --allow shell >out 2>&1
 	fi
 	BUNDLED_RC=$?
