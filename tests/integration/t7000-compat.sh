@@ -35,10 +35,10 @@ test_expect_success 'a blueprint with Leviath keys validates, each key a finding
 	grep -q "^valid: blueprint .compat-keys." out &&
 	F="$COMPAT/leviath-keys/agent.leviath" &&
 	grep -q "^$F:31:15: warning: stage .scope.: not run by lev: Rhai stage hooks (.stages.scope.hooks.); use Lua rules" out &&
-	grep -q "^$F:54:1: warning: stage .work.: not run by lev: fan-out workers (.stages.work.max_workers.)" out &&
+	grep -q "^$F:55:16: warning: stage .work.: not run by lev: worker_query (lev matches no agent types) (.stages.work.worker_query.)" out &&
 	! grep -q "^$F:12:[0-9]*: warning: not run by lev: compacting regions" out &&
 	grep -q "^$F:29:21: warning: stage .scope.: model entry .claude_code/sonnet-x. is skipped: lev has no provider .claude_code. \[model-entry-skipped\]" out &&
-	grep -q "0 error(s), 11 warning(s)" out
+	grep -q "0 error(s), 7 warning(s)" out
 '
 
 test_expect_success 'the findings come after the security summary' '
@@ -61,7 +61,7 @@ test_expect_success '--json gives each finding as an object with file, line, col
 	d = json.load(open(sys.argv[1]))
 	assert d["valid"] is True, d
 	f = [x for x in d["findings"] if x["code"] == "not-run-by-lev"]
-	assert len(f) == 10, len(f)
+	assert len(f) == 6, len(f)
 	hooks = [x for x in f if x["key"] == "stages.scope.hooks"][0]
 	assert hooks["line"] == 31 and hooks["col"] == 15, hooks
 	assert hooks["file"].endswith("leviath-keys/agent.leviath"), hooks

@@ -48,6 +48,8 @@ COMPARE = (
 
 # (file, name, why): a literal the file may spell although it is a tool's name.
 ALLOWED = [
+    # mode = "fan_out" is a stage mode of the blueprint format, spelled like the tool.
+    ("src/liblev/conf/blueprint.c", "fan_out", "a stage mode word"),
     # [tool_script_permissions] keys name what a script tool may do on the host
     # (its own http_get, shell, read_file ...), not lev's tools.
     ("src/liblev/conf/config.c", "http_get", "a [tool_script_permissions] key"),

@@ -19,6 +19,7 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
@@ -423,16 +424,15 @@ static void test_regions_and_seeds(void **state)
 static void test_leviath_keys_are_findings(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
-		AGENT "max_child_depth = 2\n"
-		"[stages.main]\nmode = \"fan_out\"\nmax_workers = 4\n"
+		AGENT "dynamic_tools = true\n"
+		"[stages.main]\nmode = \"interactive_points\"\n"
 		"hooks = { on_stage_enter = \"h.rhai\" }\n"
 		"transitions = { main = { condition = \"stuck\", stuck_after_iterations = 3 } }\n"
 		"[context.regions]\n"
 		"a = { budget = \"60%\", kind = \"compacting\", strategy = \"bulk\" }\n"
 		"b = { budget = \"50.5%\", required = true }\n");
 	static const char *const keys[] = {
-		"agent.max_child_depth", "stages.main.max_workers", "stages.main.hooks",
-		"stages.main.mode",
+		"agent.dynamic_tools", "stages.main.hooks",
 	};
 	size_t i;
 
@@ -447,7 +447,7 @@ static void test_leviath_keys_are_findings(void **state)
 	assert_int_equal(bp->findings[0].col, 1);
 	assert_string_equal(bp->findings[1].stage, "main");
 	assert_null(bp->findings[0].stage);
-	assert_int_equal(bp->stages[0].mode, LEV_MODE_AUTONOMOUS);
+	assert_int_equal(bp->stages[0].mode, LEV_MODE_INTERACTIVE);
 	assert_int_equal(bp->stages[0].transitions[0].when, LEV_WHEN_STUCK);
 	/* Leviath's compacting kind runs: a temporary region with its strategy as written */
 	assert_int_equal(bp->regions[0].kind, LEV_REGION_TEMPORARY);
@@ -466,12 +466,80 @@ static void test_leviath_keys_are_findings(void **state)
 	expect_error(AGENT STAGE "max_workers = \"4\"\n", "'stages.main.max_workers'", NULL);
 	expect_error(AGENT STAGE "tool_routing = { overrides = { x = 3 } }\n",
 		     "'stages.main.tool_routing.overrides.x'", NULL);
-	expect_error(AGENT STAGE "on_worker_failure = \"retry\"\n", "continue, fail_all", NULL);
+	expect_error(AGENT STAGE "on_worker_failure = \"retry\"\n", "continue, fail, fail_all",
+		     NULL);
 	expect_error(AGENT STAGE "model = { models = [{ provider = \"openai\" }] }\n",
 		     "needs both 'provider' and 'model'", NULL);
 	/* a stage key in no schema stays an error naming Leviath's keys as valid */
 	expect_error(AGENT STAGE "max_revisit = 1\n", "unknown key 'max_revisit'", "max_revisits",
 		     "tool_routing", NULL);
+}
+
+/* mode = "fan_out" and its keys: read, checked against the stages, FILE:LINE:COL on error. */
+static void test_fanout_keys(void **state)
+{
+	struct lev_blueprint *bp = parse_ok(
+		AGENT "max_child_depth = 2\n"
+		"[stages.split]\nmode = \"fan_out\"\nworker_stage = \"one\"\nmerge_stage = \"merge\"\n"
+		"results_region = \"rows\"\nmax_items = 5\nmax_workers = 0\nmax_attempts = 0\n"
+		"on_worker_failure = \"fail_all\"\nsplit_prompt = \"split it\"\n"
+		"[stages.one]\nallow_as_worker = true\n"
+		"[stages.merge]\nrequires_children = true\n"
+		"[context.regions]\nrows = { kind = \"temporary\" }\n");
+	const struct lev_fanout_spec *f = &bp->stages[0].fanout;
+
+	(void)state;
+	assert_int_equal(bp->n_findings, 0);
+	assert_int_equal(bp->stages[0].mode, LEV_MODE_FAN_OUT);
+	assert_string_equal(f->worker_stage, "one");
+	assert_string_equal(f->merge_stage, "merge");
+	assert_string_equal(f->results_region, "rows");
+	assert_string_equal(f->split_prompt, "split it");
+	assert_int_equal(f->max_items, 5);
+	assert_int_equal(f->max_workers, 0);
+	assert_int_equal(f->max_attempts, 0);
+	assert_int_equal(f->on_failure, LEV_WORKERS_FAIL);
+	assert_true(bp->stages[1].allow_as_worker);
+	assert_true(bp->stages[2].requires_children);
+	assert_int_equal(lev_blueprint_child_depth(bp), 2);
+	/* the stage's one job: the tool is offered */
+	assert_true(lev_strv_contains(bp->stages[0].available_tools,
+				      lev_tooltable_name(LEV_OP_FAN_OUT)));
+	/* the defaults: 30 at once, 3 asks, continue; no depth written is the default */
+	assert_int_equal(bp->stages[1].fanout.max_workers, LEV_FANOUT_MAX_WORKERS_DEFAULT);
+	assert_int_equal(bp->stages[1].fanout.max_attempts, LEV_FANOUT_MAX_ATTEMPTS_DEFAULT);
+	assert_int_equal(bp->stages[1].fanout.on_failure, LEV_WORKERS_CONTINUE);
+	lev_blueprint_free(bp);
+	bp = parse_ok(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"researcher\"\n");
+	assert_string_equal(bp->stages[0].fanout.worker_agent, "researcher");
+	assert_int_equal(lev_blueprint_child_depth(bp), LEV_CHILD_DEPTH_DEFAULT);
+	lev_blueprint_free(bp);
+
+	/* references: a worker_stage that does not exist or does not opt in, merge_stage, region */
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_stage = \"nope\"\n",
+		     "agent.leviath:5:16:", "worker_stage = 'nope', which is not a stage", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_stage = \"one\"\n"
+		     "[stages.one]\n", "agent.leviath:5:16:", "does not set allow_as_worker", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_stage = \"split\"\n",
+		     "names itself as its worker_stage", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"r\"\n"
+		     "merge_stage = \"gone\"\n", "agent.leviath:6:15:", "merge_stage = 'gone'", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"r\"\n"
+		     "results_region = \"rows\"\n", "agent.leviath:6:18:", "results_region = 'rows'",
+		     NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\n", "names no worker", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"r\"\n"
+		     "worker_stage = \"one\"\n[stages.one]\nallow_as_worker = true\n",
+		     "sets both worker_stage and worker_agent", NULL);
+	expect_error(AGENT "[stages.split]\nmode = \"fan_out\"\nworker_agent = \"../x\"\n",
+		     "not a valid agent name", NULL);
+	/* bad values: negative, not a whole number, out of range, a wrong word */
+	expect_error(AGENT STAGE "max_items = -1\n", "'stages.main.max_items'", NULL);
+	expect_error(AGENT STAGE "max_workers = 2.5\n", "'stages.main.max_workers'", NULL);
+	expect_error(AGENT STAGE "max_attempts = 1000\n", "'stages.main.max_attempts'", NULL);
+	expect_error(AGENT "max_child_depth = 99\n" STAGE, "'agent.max_child_depth'", NULL);
+	expect_error(AGENT STAGE "allow_as_worker = \"yes\"\n", "'stages.main.allow_as_worker'",
+		     NULL);
 }
 
 static void test_tool_routing(void **state)
@@ -560,7 +628,7 @@ static void test_repetition_and_file_tracking(void **state)
 static void test_stage_context_and_foreign_tools(void **state)
 {
 	struct lev_blueprint *bp = parse_ok(
-		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"spawn_agent\"]\n"
+		AGENT "[stages.a]\navailable_tools = [\"read_file\", \"send_to_agent\"]\n"
 		"[stages.a.context.regions]\nnotes = {}\nown = { kind = \"clearable\" }\n"
 		"[stages.b]\n"
 		"[context.regions]\nnotes = { kind = \"clearable\", max_items = 3 }\n");
@@ -578,7 +646,7 @@ static void test_stage_context_and_foreign_tools(void **state)
 	assert_int_equal(bp->n_findings, 1);
 	assert_string_equal(bp->findings[0].key, "stages.a.available_tools");
 	assert_string_equal(bp->findings[0].stage, "a");
-	assert_non_null(strstr(bp->findings[0].message, "'spawn_agent'"));
+	assert_non_null(strstr(bp->findings[0].message, "'send_to_agent'"));
 	lev_blueprint_free(bp);
 	expect_error(AGENT STAGE "context = { layout = {} }\n", "unknown key 'layout'", NULL);
 }
@@ -891,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_regions_and_seeds),
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_leviath_keys_are_findings),
+		cmocka_unit_test(test_fanout_keys),
 		cmocka_unit_test(test_tool_routing),
 		cmocka_unit_test(test_repetition_and_file_tracking),
 		cmocka_unit_test(test_stage_context_and_foreign_tools),

@@ -160,6 +160,46 @@ static void test_allowed_names_the_gate(void **state)
 	lev_gatechain_decision_release(&d);
 }
 
+/*
+ * A sub-agent's call meets each ancestor's permission input too: the
+ * strictest verdict wins, named as the parent's; an ancestor that allows
+ * changes nothing (the benign twin).
+ */
+static void test_ancestor_ceiling(void **state)
+{
+	struct fx *f = *state;
+	static const struct lev_perm_rule deny_read = { "read_file", LEV_DENY, "[tool_permissions]" };
+	static const struct lev_perm_rule ask_read = { "read_file", LEV_ASK, "[tool_permissions]" };
+	struct lev_perm_input parent = { .user_global = &deny_read, .n_user_global = 1 };
+	struct lev_perm_input asker = { .user_global = &ask_read, .n_user_global = 1 };
+	struct lev_perm_input open = { 0 };
+	const struct lev_perm_input *chain[3] = { &open, &parent, NULL };
+	struct lev_gatechain_decision d;
+
+	/* the grandparent denies: denied, whatever the child and its parent say */
+	f->env.ceilings = chain;
+	decide(f, "read_file", "{\"path\":\"a.txt\"}", &d);
+	assert_int_equal(d.verdict, LEV_DENY);
+	assert_int_equal(d.gate, LEV_GATE_PERMISSION);
+	assert_non_null(strstr(d.rule, "the parent run's"));
+	lev_gatechain_decision_release(&d);
+
+	/* the parent asks where the child would allow: it asks */
+	chain[1] = &asker;
+	decide(f, "read_file", "{\"path\":\"a.txt\"}", &d);
+	assert_int_equal(d.verdict, LEV_ASK);
+	assert_true(d.ask_permission);
+	lev_gatechain_decision_release(&d);
+
+	/* ancestors that allow: the child's own verdict stands */
+	chain[1] = NULL;
+	decide(f, "read_file", "{\"path\":\"a.txt\"}", &d);
+	assert_int_equal(d.verdict, LEV_ALLOW);
+	assert_null(strstr(d.rule, "parent"));
+	lev_gatechain_decision_release(&d);
+	f->env.ceilings = NULL;
+}
+
 static void test_read_files_refused_as_a_whole(void **state)
 {
 	struct fx *f = *state;
@@ -213,6 +253,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_refusal_beats_ask, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_allowed_names_the_gate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ancestor_ceiling, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_files_refused_as_a_whole, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tool_reads_the_decided_fd, setup, teardown),

@@ -149,18 +149,39 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "todo_note", .kind = LEV_TOOL_INLINE, .op = LEV_OP_TODO_NOTE,
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
 	  .description = "Record a note against a checklist item without closing it." },
+	/*
+	 * sub-agents (run/fanout.c): allowed by default as in Leviath, but
+	 * through the permission gate, so a configured deny holds.  What a
+	 * child hands back is labelled at least Internal, and as high as
+	 * anything the child read (the run raises it).
+	 */
+	{ .name = "fan_out", .kind = LEV_TOOL_AGENT, .op = LEV_OP_FAN_OUT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_IN,
+	  .description = "Hand out work items, one worker agent each; returns one report of "
+			 "every worker's answer. Each item's context is all its worker gets. "
+			 "Make it the only call of its turn." },
+	{ .name = "spawn_agent", .kind = LEV_TOOL_AGENT, .op = LEV_OP_SPAWN_AGENT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_IN, .detail_arg = "blueprint",
+	  .description = "Start a sub-agent (an installed agent, or a stage of this blueprint "
+			 "that allows workers) on a task. With wait = true it returns the "
+			 "child's answer; else its id, for check_agent / wait_for_agent." },
+	{ .name = "check_agent", .kind = LEV_TOOL_AGENT, .op = LEV_OP_CHECK_AGENT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_IN, .detail_arg = "agent_id",
+	  .description = "The status of a sub-agent, and its answer once it is done." },
+	{ .name = "wait_for_agent", .kind = LEV_TOOL_AGENT, .op = LEV_OP_WAIT_FOR_AGENT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_IN, .detail_arg = "agent_id",
+	  .description = "Wait until a sub-agent finishes, then return its answer." },
+	{ .name = "kill_agent", .kind = LEV_TOOL_AGENT, .op = LEV_OP_KILL_AGENT,
+	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY, .detail_arg = "agent_id",
+	  .description = "Stop a sub-agent that has not finished (and its own children)." },
 
 	/* foreign: classified for policy and taint, not implemented */
-	{ .name = "check_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "fetch", .flags = FOREIGN | CL | CQ, PUBLIC_OUT, .target_from = LEV_TARGET_FROM_URL },
 	{ .name = "http_get", .flags = FOREIGN | CL | CQ, PUBLIC_OUT,
 	  .target_from = LEV_TARGET_FROM_URL },
-	{ .name = "kill_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "send_to_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
-	{ .name = "spawn_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 	{ .name = "todo_read", .flags = FOREIGN | CL, INTERNAL_ONLY },
 	{ .name = "todo_write", .flags = FOREIGN | CL, INTERNAL_ONLY },
-	{ .name = "wait_for_agent", .flags = FOREIGN | DA | CL, INTERNAL_ONLY },
 };
 
 #undef R

@@ -37,6 +37,7 @@ enum lev_tool_kind {
 	LEV_TOOL_ASK,		/* a question for the user, through the front end */
 	LEV_TOOL_MCP,		/* a tool of an MCP server (tools/mcp.h); run-time entries only */
 	LEV_TOOL_SCRIPT,	/* a blueprint's Lua script tool (tools/script.h); run-time only */
+	LEV_TOOL_AGENT,		/* sub-agents: fan_out, spawn_agent & co. (run/fanout.c) */
 };
 
 /* Which handler runs the tool; LEV_OP_NONE: lev has none (a foreign entry). */
@@ -72,6 +73,11 @@ enum lev_tool_op {
 	LEV_OP_TODO_ADD,
 	LEV_OP_TODO_DONE,
 	LEV_OP_TODO_NOTE,
+	LEV_OP_FAN_OUT,
+	LEV_OP_SPAWN_AGENT,
+	LEV_OP_CHECK_AGENT,
+	LEV_OP_WAIT_FOR_AGENT,
+	LEV_OP_KILL_AGENT,
 	_LEV_OP_MAX,
 };
 

@@ -50,7 +50,6 @@ struct ckey {
 #define KS(k, t, s) { .key = (k), .type = (t), .sub = (s) }
 #define END { .key = NULL }
 
-static const char *const w_onfail[] = { "continue", "fail_all", NULL };
 static const char *const w_map_transform[] = { "direct", "summarize", "extract", NULL };
 static const char *const w_refresh[] = { "once", "each_stage", NULL };
 
@@ -71,9 +70,6 @@ static const struct ckey seed_tool_keys[] = { K("name", KT_STR), K("args", KT_OB
 #define FINDS(k, t, s, w, i) { .key = (k), .type = (t), .sub = (s), .what = (w), .instead = (i) }
 #define FINDE(k, ws, w, i) { .key = (k), .type = KT_ENUM, .words = (ws), .what = (w), .instead = (i) }
 
-static const char no_children[] = "a separate lev run of the other agent";
-static const char no_fanout[] = "one lev run per work item (the stage runs once, as an "
-				"autonomous stage)";
 static const char no_hints[] = "lev's tool descriptions and the stage's system_prompt";
 
 static const struct ckey root_keys[] = {
@@ -87,7 +83,6 @@ static const struct ckey context_keys[] = {
 };
 
 static const struct ckey agent_keys[] = {
-	FIND("max_child_depth", KT_INT, "sub-agents", no_children),
 	FIND("dynamic_tools", KT_BOOL, "dynamic tools", "a stage's available_tools"),
 	FIND("batch_tool_hint", KT_BOOL, "the batch-tool hint", no_hints),
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
@@ -95,24 +90,12 @@ static const struct ckey agent_keys[] = {
 };
 
 static const struct ckey stage_keys[] = {
-	FIND("requires_children", KT_BOOL, "sub-agents", no_children),
-	FIND("allow_as_worker", KT_BOOL, "fan-out workers", no_fanout),
 	FIND("allow_blocking_tools", KT_BOOL, "the blocking-tool switch",
 	     "lev's permission prompts, which ask whoever runs lev"),
 	FIND("batch_tool_hint", KT_BOOL, "the batch-tool hint", no_hints),
 	FIND("shell_hint", KT_BOOL, "the shell hint", no_hints),
 	FINDS("hooks", KT_TABLE, hook_keys, "Rhai stage hooks",
 	      "Lua rules in your rules/ folder (see docs/rules.md)"),
-	FINDE("on_worker_failure", w_onfail, "fan-out workers", no_fanout),
-	FIND("max_workers", KT_INT, "fan-out workers", no_fanout),
-	FIND("worker_agent", KT_STR, "fan-out workers", no_fanout),
-	FIND("worker_stage", KT_STR, "fan-out workers", no_fanout),
-	FIND("worker_query", KT_STR, "fan-out workers", no_fanout),
-	FIND("merge_stage", KT_STR, "fan-out workers", no_fanout),
-	FIND("split_prompt", KT_STR, "fan-out workers", no_fanout),
-	FIND("results_region", KT_STR, "fan-out workers", no_fanout),
-	FIND("max_items", KT_INT, "fan-out workers", no_fanout),
-	FIND("max_attempts", KT_INT, "fan-out workers", no_fanout),
 	END,
 };
 

@@ -96,6 +96,17 @@ int lev__bp_flow_transition_key(const struct lev_tomlval_ctx *c, const struct le
 				struct lev_err *err);
 int lev__bp_flow_stage_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			   size_t i, const char *table, struct lev_stage *st, struct lev_err *err);
+/* blueprint-fanout.c: the fan-out and sub-agent keys (1: read, 0: not one of them) */
+int lev__bp_fanout_stage_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     size_t i, const char *table, struct lev_stage *st, struct lev_err *err);
+int lev__bp_fanout_agent_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     size_t i, struct lev_blueprint *bp, struct lev_err *err);
+void lev__bp_fanout_init(struct lev_stage *st);
+void lev__bp_fanout_release(struct lev_stage *st);
+/* After the parse: each fan-out stage's worker, merge stage and region exist. */
+int lev__bp_fanout_check(const struct lev_tomlval_ctx *c, struct lev_blueprint *bp,
+			 struct lev_err *err);
+
 int lev__bp_flow_agent_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			   size_t i, struct lev_blueprint *bp, struct lev_err *err);
 /* After the parse: [agent] output / nudge defaults, region references. */

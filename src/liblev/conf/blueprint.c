@@ -25,7 +25,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
-static const char *const mode_names[] = { "autonomous", "interactive", "output" };
+static const char *const mode_names[] = { "autonomous", "interactive", "output", "fan_out" };
 static const char *const region_kind_names[] = { "pinned", "sliding_window", "temporary",
 						 "clearable" };
 static const char *const seed_kind_names[] = { "none", "caller", "files", "glob",
@@ -40,10 +40,7 @@ static const struct {
 	const char *instead;
 } leviath_modes[] = {
 	{ "interactive_points", LEV_MODE_INTERACTIVE, NULL, NULL },
-	{ "fan_out", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
-	  "\"autonomous\")", "one lev run per work item" },
-	{ "fan_out_merge", LEV_MODE_AUTONOMOUS, "fan-out (the stage runs once as mode = "
-	  "\"autonomous\")", "one lev run per work item" },
+	{ "fan_out_merge", LEV_MODE_FAN_OUT, NULL, NULL },
 }, leviath_kinds[] = {
 	/* strategy "compact" (parse_region): summarised, not dropped */
 	{ "compacting", LEV_REGION_TEMPORARY, NULL, NULL },
@@ -67,7 +64,10 @@ static const char *const stage_keys[] = {
 	"allow_complete", "available_connectors", "available_tools", "description", "max_iterations", "mode", "model",
 	"next", "required_tools", "sandbox", "security", "system_prompt", "tool_permissions",
 	"transitions", "max_revisits", "require_output", "transition_prompt", "accepts_messages",
-	"tool_routing", "context", "output", "nudge", "interaction_points", NULL,
+	"tool_routing", "context", "output", "nudge", "interaction_points", "worker_stage",
+	"worker_agent", "worker_query", "merge_stage", "results_region", "split_prompt",
+	"max_workers", "max_items", "max_attempts", "on_worker_failure", "allow_as_worker",
+	"requires_children", NULL,
 };
 static const char *const model_keys[] = { "provider", "model", "script", "max_tokens",
 					   "temperature", "models", "fallbacks",
@@ -164,6 +164,7 @@ static void stage_release(struct lev_stage *s)
 	lev__bp_output_release(&s->output);
 	lev__bp_nudge_release(&s->nudge);
 	lev__bp_points_release(s);
+	lev__bp_fanout_release(s);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -882,6 +883,7 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 		return r;
 	st->name = xstrdup(name);
 	st->mode = LEV_MODE_AUTONOMOUS;
+	lev__bp_fanout_init(st);
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);
 		_cleanup_free_ char *p = lev_tomlval_key_path(table, t, i);
@@ -938,6 +940,8 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 			if (r == 0 && on)
 				st->require_output = true;
 		} else if ((r = lev__bp_flow_stage_key(c, t, i, table, st, err)) != 0) {
+			r = r < 0 ? r : 0;
+		} else if ((r = lev__bp_fanout_stage_key(c, t, i, table, st, err)) != 0) {
 			r = r < 0 ? r : 0;
 		} else if (lev_tomlval_key_is(t, i, "allow_complete"))
 			r = lev_tomlval_bool(c, v, p, &st->allow_complete, err);
@@ -1354,6 +1358,8 @@ static int parse_agent(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 			r = lev_tomlval_set_str(c, v, p, &bp->entry_stage, err);
 		else if ((r = lev__bp_flow_agent_key(c, t, i, bp, err)) != 0)
 			r = r < 0 ? r : 0;
+		else if ((r = lev__bp_fanout_agent_key(c, t, i, bp, err)) != 0)
+			r = r < 0 ? r : 0;
 		else if ((r = lev__bp_compat_key(c, LEV_BPT_AGENT, t, i, "agent", NULL, err)) != 0)
 			r = r < 0 ? r : 0;
 		else {
@@ -1665,6 +1671,8 @@ int lev_blueprint_parse(const char *buf, size_t len, const char *name, const cha
 		r = check_references(c, bp, err);
 	if (r == 0)
 		r = lev__bp_flow_finish(c, bp, err);
+	if (r == 0)
+		r = lev__bp_fanout_check(c, bp, err);
 	if (r < 0) {
 		lev_blueprint_free(bp);
 		return r;

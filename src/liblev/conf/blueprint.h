@@ -59,11 +59,14 @@
 #define LEV_BLUEPRINT_MAX_FILE ((size_t)1 << 20)
 #define LEV_BLUEPRINT_MAX_STAGES 256
 #define LEV_BLUEPRINT_MAX_REGIONS 256
+#define LEV_CHILD_DEPTH_DEFAULT 3	/* max_child_depth when not written */
+#define LEV_CHILD_DEPTH_MAX 8		/* the most any blueprint may ask for */
 
 enum lev_stage_mode {
 	LEV_MODE_AUTONOMOUS,	/* default: nobody is expected to answer */
 	LEV_MODE_INTERACTIVE,	/* a person is at the terminal */
 	LEV_MODE_OUTPUT,	/* must end with submit_output (added to the tools) */
+	LEV_MODE_FAN_OUT,	/* one fan_out call: a worker per item (docs/sub-agents.md) */
 	_LEV_MODE_MAX,
 };
 
@@ -267,6 +270,37 @@ struct lev_model_ref {
 	size_t n_choices;
 };
 
+/* on_worker_failure */
+enum lev_worker_failure {
+	LEV_WORKERS_CONTINUE,	/* default: merge what succeeded */
+	LEV_WORKERS_FAIL,	/* "fail" / "fail_all": one failed worker fails the fan-out */
+};
+
+#define LEV_FANOUT_MAX_WORKERS_DEFAULT 30
+#define LEV_FANOUT_MAX_ATTEMPTS_DEFAULT 3
+#define LEV_FANOUT_ITEMS_MAX 1000	/* the most items one fan_out call may carry */
+
+/*
+ * A fan-out stage's keys (mode = "fan_out", blueprint-fanout.c).  At most
+ * one of worker_stage (a stage of this blueprint with allow_as_worker) and
+ * worker_agent (an installed agent) names the worker; worker_query is read
+ * and left with a finding (lev matches no agent types).
+ */
+struct lev_fanout_spec {
+	char *worker_stage;	/* NULL: none */
+	char *worker_agent;	/* NULL: none */
+	char *worker_query;	/* NULL: none */
+	char *merge_stage;	/* NULL: the stage's own edges */
+	char *results_region;	/* NULL: the conversation */
+	char *split_prompt;	/* NULL: none */
+	uint64_t max_workers;	/* default 30; 0: no cap (lev runs them one at a time) */
+	uint64_t max_items;	/* 0: no cap */
+	uint64_t max_attempts;	/* default 3: asks for a fan_out call before the error edge */
+	enum lev_worker_failure on_failure;
+	unsigned line, col;	/* where worker_stage / worker_agent was written */
+	unsigned merge_line, merge_col, region_line, region_col;
+};
+
 struct lev_stage {
 	char *name;
 	char *description;	/* NULL: none */
@@ -303,6 +337,9 @@ struct lev_stage {
 	struct lev_nudge nudge;		/* the stage's, over the [agent] one */
 	struct lev_interaction_point *points;
 	size_t n_points;
+	struct lev_fanout_spec fanout;	/* mode = "fan_out" (its keys are read on any stage) */
+	bool allow_as_worker;	/* a fan-out's worker_stage must say so */
+	bool requires_children;	/* Leviath's: read, and kept (a stage spawning children) */
 };
 
 /* [repetition_detection] (Leviath's agents.md): nudges, never stops a run */
@@ -354,6 +391,9 @@ struct lev_blueprint {
 	char *version;
 	char *description;	/* "" when not written */
 	char *entry_stage;	/* a stage name; defaults to the first stage */
+	bool has_max_child_depth;
+	uint64_t max_child_depth;	/* how deep sub-agents may nest below a run of it
+					 * (0: none); see lev_blueprint_child_depth() */
 
 	struct lev_stage *stages;	/* document order */
 	size_t n_stages;
@@ -471,6 +511,9 @@ char **lev_blueprint_script_tools(const char *dir);
  */
 void lev_blueprint_route(const struct lev_stage *stage, const char *tool, const char **region,
 			 uint64_t *max_tokens);
+
+/* max_child_depth as written, else LEV_CHILD_DEPTH_DEFAULT. */
+unsigned lev_blueprint_child_depth(const struct lev_blueprint *bp);
 
 const char *lev_stage_mode_name(enum lev_stage_mode m);
 const char *lev_volatility_name(enum lev_volatility v);

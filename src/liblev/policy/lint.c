@@ -16,6 +16,8 @@
 #include "liblev/base/tooltable.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/datadir.h"
+#include <sys/stat.h>
 
 static const char *const severity_names[] = { "error", "warning", "note" };
 
@@ -418,6 +420,26 @@ static void lint_orphans(const struct lev_blueprint *bp, struct lev_findings *ou
 }
 
 /* MCP connectors: a name you did not configure, a server you let run on the host. */
+/* A fan-out stage's worker_agent must be installed when the run starts. */
+static void lint_workers(const struct lev_blueprint *bp, struct lev_findings *out)
+{
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+		const char *name = st->fanout.worker_agent;
+		_cleanup_free_ char *dir = NULL;
+		struct stat sb;
+
+		if (st->mode != LEV_MODE_FAN_OUT || !name)
+			continue;
+		if (lev_datadir_agent_dir(name, &dir, NULL) == 0 && stat(dir, &sb) == 0)
+			continue;
+		lev_findings_add(out, LEV_SEV_WARNING, "worker-agent-not-installed", st->name,
+				 "install it with 'lev add' before running this agent",
+				 "stage '%s' hands its work items to the agent '%s', which is not "
+				 "installed: a run refuses to start", st->name, name);
+	}
+}
+
 static void lint_mcp(const struct lev_blueprint *bp, const struct lev_config *cfg,
 		     struct lev_findings *out)
 {
@@ -559,6 +581,7 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 	lint_orphans(bp, out);
 	lint_safe_commands(bp, cfg, out);
 	lint_mcp(bp, cfg, out);
+	lint_workers(bp, out);
 	if (cfg) {
 		_cleanup_free_ char *held = lev_perm_withheld_grants(cfg, bp);
 

@@ -70,8 +70,10 @@ static char *keys_label(char *const *keys)
 /* The record's status says when the run waits for the person at the terminal. */
 static void set_waiting(struct lev_agent *a, bool waiting)
 {
-	if (a->rec)
-		(void)lev_runrecord_status(a->rec, waiting ? "waiting" : "running", NULL);
+	/* a sub-agent's question keeps the run the user started waiting too */
+	for (; a; a = a->parent)
+		if (a->rec)
+			(void)lev_runrecord_status(a->rec, waiting ? "waiting" : "running", NULL);
 }
 
 static enum lev_ask_answer ask(struct lev_agent *a, const struct lev_ask *q)
@@ -96,7 +98,9 @@ struct call_state {
 	struct lev_tool_output *out;
 	struct lev_gatechain_decision gd;	/* the chain's record */
 	bool own_text;			/* the result is lev's own message (a transport error) */
-	enum lev_level inner;		/* a script tool: what its host functions read */
+	enum lev_level inner;		/* a script tool: what its host functions read;
+					 * a sub-agent tool: what the children saw */
+	bool inner_untrusted;		/* a sub-agent tool: a child saw untrusted content */
 };
 
 /* The chain's environment for the current stage. */
@@ -116,6 +120,7 @@ void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const ch
 						  : "[security] allow_seed_commands = false";
 	env->perm = mode == LEV_GATECHAIN_COMMAND_SEED ? &a->safe_only : &a->perms[a->cur].in;
 	env->grants = mode == LEV_GATECHAIN_COMMAND_SEED ? NULL : &a->grants;
+	env->ceilings = a->ceilings;
 	env->fs = a->fs;
 	env->home = home;
 	env->kind = s->eff.kind;
@@ -635,6 +640,9 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 	case LEV_TOOL_SCRIPT:
 		cs->inner = agent_script_call(a, cs->call->id, cs->ti, cs->args, cs->out);
 		break;
+	case LEV_TOOL_AGENT:
+		agent_children_tool(a, cs->ti, cs->args, cs->out, &cs->inner, &cs->inner_untrusted);
+		break;
 	}
 }
 
@@ -674,7 +682,7 @@ static enum lev_level agent_result_label(struct lev_agent *a, const struct call_
 		if (!(o && o->has_sensitivity) && !(so && so->has_sensitivity))
 			l = LEV_PRIVATE;
 	}
-	if (cs->ti && cs->ti->kind == LEV_TOOL_SCRIPT)
+	if (cs->ti && (cs->ti->kind == LEV_TOOL_SCRIPT || cs->ti->kind == LEV_TOOL_AGENT))
 		l = lev_level_max(l, cs->inner);
 	if (cs->ti && cs->ti->op == LEV_OP_CONTEXT_READ) {
 		int idx = lev_context_region_find(a->ctx, agent_arg_str(cs->args, "region"));
@@ -889,6 +897,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		dec->label = agent_result_label(a, &cs);
 		dec->integrity = cs.own_text ? lev_taint_model_integrity(lev_context_taint(a->ctx))
 					     : agent_result_integrity(a, cs.ti, cs.args, cs.gd.path);
+		if (cs.inner_untrusted)
+			dec->integrity = LEV_UNTRUSTED;
 	} else {
 		dec->label = refusal_label(a, &cs);
 		dec->integrity = lev_taint_model_integrity(lev_context_taint(a->ctx));
@@ -934,6 +944,9 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	if (lev_agent_dispatch(a, call, &out, &dec, &err) < 0)
 		lev_tool_output_set(&out, "[error] internal error", true);
 	label = dec.label;
+	a->peak = lev_level_max(a->peak, label);
+	if (dec.integrity == LEV_UNTRUSTED && dec.allowed)
+		a->ever_untrusted = true;
 	agent_flow_after_call(a, call, dec.allowed && !out.is_error);
 	r = agent_route_result(a, call, &out, label, &truncated, &err);
 	if (r > 0)

@@ -28,7 +28,8 @@ void agent_integrity_setup(struct lev_agent *a)
 {
 	a->prov = lev_provenance_new();
 	/* what the user and the blueprint wrote */
-	feed(a, LEV_TRUSTED, a->o.task);
+	/* a sub-agent's task is as trusted as the context its parent wrote it from */
+	feed(a, a->task_untrusted ? LEV_UNTRUSTED : LEV_TRUSTED, a->o.task);
 	for (size_t i = 0; i < a->n_stages; i++) {
 		feed(a, LEV_TRUSTED, a->stages[i].st->system_prompt);
 		feed(a, LEV_TRUSTED, a->stages[i].st->description);
@@ -147,6 +148,8 @@ enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_
 		return LEV_TRUSTED;
 	case LEV_TOOL_ASK:
 		return LEV_TRUSTED;	/* the user's answer */
+	case LEV_TOOL_AGENT:
+		return LEV_TRUSTED;	/* lev's report; a child that saw untrusted text raises it */
 	case LEV_TOOL_SCRIPT:
 		/* the blueprint's code, and whatever its host functions fetched */
 		return LEV_UNTRUSTED;

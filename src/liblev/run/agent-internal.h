@@ -151,6 +151,30 @@ struct lev_agent {
 	char **untrusted_sources;	/* "tool host" of each untrusted result (strv, capped) */
 	enum lev_integrity stage_output_integrity;
 	bool handoff_untrusted;		/* the hand-off enter_stage() adds is untrusted */
+
+	/* sub-agents (fanout.c) */
+	struct lev_agent *parent;	/* a sub-agent's parent run, or NULL */
+	unsigned depth;			/* 0: the run the user started */
+	unsigned depth_limit;		/* the deepest a sub-agent below this run may be */
+	enum lev_level task_label;	/* the task's label (a child: its parent's taint) */
+	bool task_untrusted;		/* a child's task came from an untrusted context */
+	bool fs_borrowed;		/* a child reads through its parent's file context */
+	const struct lev_perm_input **ceilings;	/* a child: each ancestor's permission input
+						 * (in force while it runs); NULL-terminated */
+	enum lev_level peak;		/* the highest label the run has seen */
+	bool ever_untrusted;		/* the run has seen untrusted content */
+	struct agent_kids *kids;	/* spawned children, or NULL */
+	unsigned fanout_attempts;	/* a fan-out stage's turns without a fan_out result */
+	char *fanout_fail;		/* the fan-out failed (on_worker_failure = "fail") */
+};
+
+/* How a sub-agent is built (fanout.c -> agent-setup.c agent_new()). */
+struct agent_child_spec {
+	struct lev_agent *parent;
+	const char *entry;		/* the stage it starts in; NULL: the blueprint's entry */
+	unsigned depth_limit;
+	enum lev_level task_label;
+	bool task_untrusted;
 };
 
 struct audit_line {
@@ -302,6 +326,29 @@ int agent_script_start(struct lev_agent *a, struct lev_err *err);
 enum lev_level agent_script_call(struct lev_agent *a, const char *call_id,
 				 const struct lev_tool_info *ti, const json_t *args,
 				 struct lev_tool_output *out);
+
+/* agent-setup.c: a sub-agent of CS->parent (opts as for lev_agent_new()) */
+int agent_new_child(const struct lev_agent_opts *opts, const struct agent_child_spec *cs,
+		    struct lev_agent **out, struct lev_err *err);
+/* The run the user started (A itself when it is no sub-agent). */
+struct lev_agent *agent_root(struct lev_agent *a);
+
+/*
+ * fanout.c: the sub-agent tools (fan_out, spawn_agent, check_agent,
+ * wait_for_agent, kill_agent): run the allowed call, raising *label and
+ * setting *untrusted from what the children saw.
+ */
+void agent_children_tool(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
+			 struct lev_tool_output *out, enum lev_level *label, bool *untrusted);
+/* Every fan-out stage's worker_agent is installed (a run does not start without). */
+int agent_fanout_check(struct lev_agent *a, struct lev_err *err);
+/* A fan-out stage's turn ended without fan_out: nudge (false) or give up (true, *why). */
+bool agent_fanout_no_call(struct lev_agent *a, char **why);
+/* The text a fan-out stage adds to its entry message (split_prompt, the call's shape). */
+void agent_fanout_kick(struct lev_agent *a, struct lev_buf *kick);
+/* Where a finished fan-out stage goes: its merge_stage, or NULL (its edges). */
+const char *agent_fanout_merge(const struct lev_agent *a);
+void agent_children_free(struct lev_agent *a);
 
 /* agent-seed.c */
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err);

@@ -229,6 +229,9 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 		case LEV_SEED_CALLER:
 			if (lev_streq(rg->seed.value, "task") && a->o.task) {
 				sr.text = xstrdup(a->o.task);
+				sr.label = a->task_label;
+				if (a->task_untrusted)
+					sr.integrity = LEV_UNTRUSTED;
 				task_placed = true;
 			} else if (!lev_streq(rg->seed.value, "task")) {
 				sr.error = xasprintf("input '%s' is not supported by lev run (only "
@@ -295,9 +298,11 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 		_cleanup_free_ char *t = xasprintf("Task:\n%s", a->o.task);
 		size_t region = pinned >= 0 ? (size_t)pinned : lev_context_conversation(a->ctx);
 
-		r = lev_context_add_text(a->ctx, region, t, strlen(t), LEV_PUBLIC, err);
+		r = lev_context_add_text(a->ctx, region, t, strlen(t), a->task_label, err);
 		if (r < 0)
 			return lev_err_wrap(err, "the task");
+		if (a->task_untrusted)
+			lev_context_mark_untrusted(a->ctx);
 	}
 	return 0;
 }

@@ -88,11 +88,18 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 	struct lev_provider *p = NULL;
 	int r;
 
-	key = xasprintf("%s\n%s\n%s\n%llu", prov_name, model ? model : "", script ? script : "",
-			(unsigned long long)st->model.timeout_secs);
-	for (size_t i = 0; i < a->n_provs; i++) {
-		if (!strcmp(a->provs[i].key, key)) {
-			*out = a->provs[i].p;
+	struct lev_agent *root = agent_root(a);
+
+	/*
+	 * key by the blueprint directory too: a script path is relative to it.
+	 * Sub-agents share the root run's providers (a script goes on in order).
+	 */
+	key = xasprintf("%s\n%s\n%s\n%llu\n%s", prov_name, model ? model : "",
+			script ? script : "", (unsigned long long)st->model.timeout_secs,
+			script ? a->bp->dir : "");
+	for (size_t i = 0; i < root->n_provs; i++) {
+		if (!strcmp(root->provs[i].key, key)) {
+			*out = root->provs[i].p;
 			return 0;
 		}
 	}
@@ -126,10 +133,10 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 	lev_provider_spec_release(&spec);
 	if (r < 0)
 		return lev_err_wrap(err, "stage '%s'", st->name);
-	a->provs = xreallocarray(a->provs, a->n_provs + 1, sizeof(*a->provs));
-	a->provs[a->n_provs].key = TAKE_PTR(key);
-	a->provs[a->n_provs].p = p;
-	a->n_provs++;
+	root->provs = xreallocarray(root->provs, root->n_provs + 1, sizeof(*root->provs));
+	root->provs[root->n_provs].key = TAKE_PTR(key);
+	root->provs[root->n_provs].p = p;
+	root->n_provs++;
 	*out = p;
 	return 0;
 }
@@ -262,6 +269,9 @@ static void build_env(struct lev_agent *a)
 static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 {
 	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
+	/* a sub-agent's ceiling is its parent's sandbox as it stands: same or stricter */
+	const struct lev_sandbox_spec *ceiling =
+		a->parent ? &a->parent->stages[a->parent->cur].eff : &a->cfg->sandbox;
 	int r;
 
 	so.workdir = a->workdir;
@@ -279,7 +289,7 @@ static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 	for (size_t i = 0; i < a->n_stages; i++) {
 		struct stage_rt *s = &a->stages[i];
 
-		lev_sandbox_resolve(&a->cfg->sandbox, &a->bp->sandbox, &s->st->sandbox, &s->eff);
+		lev_sandbox_resolve(ceiling, &a->bp->sandbox, &s->st->sandbox, &s->eff);
 		/* containers are shared through the pool; other kinds are cheap */
 		r = lev_sandbox_new(&s->eff, &so, &s->sb, err);
 		if (r < 0)
@@ -299,6 +309,12 @@ static int setup_fs(struct lev_agent *a, struct lev_err *err)
 	char **grants;
 	int r;
 
+	if (a->parent) {
+		/* a sub-agent reads what its parent may read, through the same fds' rules */
+		a->fs = a->parent->fs;
+		a->fs_borrowed = true;
+		return 0;
+	}
 	grants = lev_config_read_path_grants_for_agent(a->cfg, lev_blueprint_grant_name(a->bp));
 	fo.workdir = a->workdir;
 	fo.agent = a->bp->name;
@@ -319,6 +335,9 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 	int r;
 
 	a->taint_enabled = lev_taint_enabled(a->cfg->taint_tracking, lev_blueprint_wants_taint(a->bp));
+	/* a parent that tracks taint has children that do */
+	if (a->parent)
+		a->taint_enabled = a->taint_enabled || a->parent->taint_enabled;
 	go.policy_path = a->o.policy_path;
 	go.rules_dir = a->o.rules_dir;
 	go.enabled = a->taint_enabled;
@@ -381,15 +400,17 @@ int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err)
 	return 0;
 }
 
-static int setup_stages(struct lev_agent *a, struct lev_err *err)
+static int setup_stages(struct lev_agent *a, const char *entry, struct lev_err *err)
 {
 	int r;
 
+	if (!entry)
+		entry = a->bp->entry_stage;
 	a->n_stages = a->bp->n_stages;
 	a->stages = xcalloc(a->n_stages ? a->n_stages : 1, sizeof(*a->stages));
 	for (size_t i = 0; i < a->n_stages; i++) {
 		a->stages[i].st = &a->bp->stages[i];
-		if (a->bp->entry_stage && !strcmp(a->bp->stages[i].name, a->bp->entry_stage))
+		if (entry && !strcmp(a->bp->stages[i].name, entry))
 			a->cur = i;
 	}
 	if (!a->n_stages)
@@ -447,7 +468,7 @@ static void record_setup_failure(struct lev_agent *a, const struct lev_err *err)
 }
 
 /* Everything a run needs, in the order each part depends on the ones before. */
-static int setup(struct lev_agent *a, struct lev_err *err)
+static int setup(struct lev_agent *a, const char *entry, struct lev_err *err)
 {
 	int r;
 
@@ -473,7 +494,10 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	r = lev_sandbox_pool_new(a->rec ? lev_runrecord_id(a->rec) : NULL, &a->pool, err);
 	if (r < 0)
 		return r;
-	r = setup_stages(a, err);
+	r = setup_stages(a, entry, err);
+	if (r < 0)
+		return r;
+	r = agent_fanout_check(a, err);
 	if (r < 0)
 		return r;
 	agent_integrity_setup(a);
@@ -503,7 +527,29 @@ static int setup(struct lev_agent *a, struct lev_err *err)
 	return 0;
 }
 
-int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, struct lev_err *err)
+struct lev_agent *agent_root(struct lev_agent *a)
+{
+	while (a->parent)
+		a = a->parent;
+	return a;
+}
+
+/* A child's permission ceilings: its parent's stage input, then the parent's own ceilings. */
+static void child_ceilings(struct lev_agent *a)
+{
+	struct lev_agent *p = a->parent;
+	size_t n = 0;
+
+	for (const struct lev_perm_input **c = p->ceilings; c && *c; c++)
+		n++;
+	a->ceilings = xcalloc(n + 2, sizeof(*a->ceilings));
+	a->ceilings[0] = &p->perms[p->cur].in;
+	for (size_t i = 0; i < n; i++)
+		a->ceilings[i + 1] = p->ceilings[i];
+}
+
+static int agent_new(const struct lev_agent_opts *opts, const struct agent_child_spec *cs,
+		     struct lev_agent **out, struct lev_err *err)
 {
 	struct lev_agent *a;
 	char real[PATH_MAX];
@@ -520,8 +566,17 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	a->cfg = opts->cfg;
 	a->workdir = xstrdup(real);
 	a->status = LEV_RUN_RUNNING;
+	a->depth_limit = lev_blueprint_child_depth(a->bp);
+	if (cs) {
+		a->parent = cs->parent;
+		a->depth = cs->parent->depth + 1;
+		a->depth_limit = cs->depth_limit;
+		a->task_label = cs->task_label;
+		a->task_untrusted = cs->task_untrusted;
+		child_ceilings(a);
+	}
 
-	r = setup(a, err);
+	r = setup(a, cs ? cs->entry : NULL, err);
 	if (r < 0) {
 		record_setup_failure(a, err);
 		lev_agent_free(a);
@@ -531,10 +586,23 @@ int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, str
 	return 0;
 }
 
+int lev_agent_new(const struct lev_agent_opts *opts, struct lev_agent **out, struct lev_err *err)
+{
+	return agent_new(opts, NULL, out, err);
+}
+
+int agent_new_child(const struct lev_agent_opts *opts, const struct agent_child_spec *cs,
+		    struct lev_agent **out, struct lev_err *err)
+{
+	return agent_new(opts, cs, out, err);
+}
+
 struct lev_agent *lev_agent_free(struct lev_agent *a)
 {
 	if (!a)
 		return NULL;
+	/* its children first: they borrow from it */
+	agent_children_free(a);
 	/* the servers run in the stages' sandboxes (the registry keeps no pointer it reads) */
 	agent_mcp_free(a);
 	for (size_t i = 0; i < a->n_stages; i++) {
@@ -560,7 +628,9 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 	agent_integrity_free(a);
 	lev_context_free(a->ctx);
 	lev_gate_free(a->gate);
-	lev_fs_ctx_free(a->fs);
+	if (!a->fs_borrowed)
+		lev_fs_ctx_free(a->fs);
+	free(a->ceilings);
 	lev_tools_free(a->tools);
 	lev_runrecord_free(a->rec);
 	lev_strv_free(a->envp);

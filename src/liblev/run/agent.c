@@ -187,6 +187,9 @@ static int enter_stage(struct lev_agent *a, size_t idx, const char *from, const 
 	a->stage_end = NULL;
 	free(a->stage_output);
 	a->stage_output = NULL;
+	a->fanout_attempts = 0;
+	free(a->fanout_fail);
+	a->fanout_fail = NULL;
 	lev_grants_enter_stage(&a->grants, (long)idx);
 	s->visits++;
 	agent_flow_enter(a);
@@ -227,7 +230,9 @@ static int enter_stage(struct lev_agent *a, size_t idx, const char *from, const 
 	if (st->description)
 		(void)lev_buf_addf(&kick, ": %s", st->description);
 	(void)lev_buf_adds(&kick, ". ");
-	if (st->require_output || st->mode == LEV_MODE_OUTPUT)
+	if (st->mode == LEV_MODE_FAN_OUT)
+		agent_fanout_kick(a, &kick);
+	else if (st->require_output || st->mode == LEV_MODE_OUTPUT)
 		(void)lev_buf_adds(&kick, "When you are done, call submit_output with the stage's "
 					  "output.");
 	else
@@ -461,6 +466,10 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		json_t *ev;
 		int r;
 
+		if (a->stage_done && a->fanout_fail) {
+			*why = xstrdup(a->fanout_fail);
+			return END_ERROR;
+		}
 		if (a->stage_done) {
 			enum stage_end e;
 
@@ -474,7 +483,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_CANCELLED;
 		if (a->o.hooks.step)
 			a->o.hooks.step(a->o.hooks.data, a);
-		if (a->iteration >= max)
+		/* a fan-out stage is bounded by max_attempts, not max_iterations */
+		if (a->iteration >= max && st->mode != LEV_MODE_FAN_OUT)
 			return END_MAX_ITERATIONS;
 		a->iteration++;
 
@@ -491,6 +501,9 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			req.temperature = st->model.temperature;
 		}
 		a->seen = lev_context_taint_level(a->ctx);
+		a->peak = lev_level_max(a->peak, a->seen);
+		if (lev_taint_model_integrity(lev_context_taint(a->ctx)) == LEV_UNTRUSTED)
+			a->ever_untrusted = true;
 		lev_taint_mark_seen(lev_context_taint(a->ctx));
 		ev = agent_event_new("model_request");
 		json_object_set_new(ev, "stage", agent_jtext(st->name));
@@ -533,6 +546,11 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		if (resp.n_calls == 0) {
 			if (agent_flow_choosing(a)) {
 				a->stage_done = true;	/* its answer names the next stage */
+			} else if (st->mode == LEV_MODE_FAN_OUT) {
+				if (agent_fanout_no_call(a, why)) {
+					lev_response_release(&resp);
+					return END_ERROR;
+				}
 			} else if (st->require_output || st->mode == LEV_MODE_OUTPUT) {
 				static const char nudge[] =
 					"This stage ends only through submit_output: call it with "
@@ -565,6 +583,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 		}
 		agent_watch_turn_end(a);
 		lev_response_release(&resp);
+		if (st->mode == LEV_MODE_FAN_OUT && !a->stage_done && agent_fanout_no_call(a, why))
+			return END_ERROR;
 		if (a->rec)
 			(void)lev_runrecord_sync(a->rec, NULL);
 		if (!a->stage_done && agent_flow_stuck(a, why))
@@ -694,7 +714,11 @@ static int take_edge(struct lev_agent *a, enum stage_end end, const char *why)
 	bool terminal = false;
 	int next;
 
-	target = agent_flow_next(a, when, &edge, &terminal, &how, &flow_why);
+	target = end == END_DONE ? agent_fanout_merge(a) : NULL;
+	if (target)
+		how = "merge_stage";
+	else
+		target = agent_flow_next(a, when, &edge, &terminal, &how, &flow_why);
 	if (!target) {
 		no_way_on(a, end, terminal, why, flow_why);
 		return 0;

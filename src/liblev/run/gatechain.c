@@ -197,7 +197,8 @@ static bool gate_offered(const struct lev_gatechain_env *env, const struct lev_g
 		step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a command seed", NULL);
 		return true;
 	}
-	if (!ti || ti->kind == LEV_TOOL_INLINE || ti->kind == LEV_TOOL_ASK)
+	if (!ti || ti->kind == LEV_TOOL_INLINE || ti->kind == LEV_TOOL_ASK ||
+	    ti->kind == LEV_TOOL_AGENT)
 		return refuse_offered(env, c->name ? c->name : "", ti, d);
 	step(d, LEV_GATE_OFFERED, LEV_ALLOW, R(SEED), "a tool seed", NULL);
 	return true;
@@ -358,6 +359,31 @@ static LEV_COLD void permission_not_allowed(struct lev_gatechain_decision *d,
 	d->keys = lev_perm_call_keys(d->canon, d->have_sk ? &d->sk : NULL);
 }
 
+/*
+ * A sub-agent's call: decided again under each ancestor's permission input
+ * (with the child's grants); a stricter verdict there wins, named as the
+ * parent run's rule.  A child never gets what its parent could not have.
+ */
+static LEV_NOINLINE void ceiling_permission(const struct lev_gatechain_env *env,
+					    struct lev_gatechain_decision *d,
+					    struct lev_perm_decision *pd, const char **rule)
+{
+	for (const struct lev_perm_input *const *c = env->ceilings; *c; c++) {
+		struct lev_perm_decision cd;
+		struct lev_buf why = LEV_BUF_INIT;
+
+		lev_perm_decide(*c, d->canon, d->have_sk ? &d->sk : NULL, env->grants, &cd);
+		if (cd.verdict == LEV_ALLOW || (cd.verdict == LEV_ASK && pd->verdict != LEV_ALLOW))
+			continue;
+		(void)lev_buf_adds(&why, "the parent run's ");
+		(void)lev_perm_describe(&cd, &why);
+		*rule = own(d, lev_buf_detach(&why, NULL));
+		*pd = cd;
+		if (cd.verdict == LEV_DENY)
+			return;
+	}
+}
+
 static void gate_permission(const struct lev_gatechain_env *env, struct lev_gatechain_decision *d,
 			    bool *approved)
 {
@@ -373,6 +399,8 @@ static void gate_permission(const struct lev_gatechain_env *env, struct lev_gate
 	    d->tool->kind == LEV_TOOL_SHELL)
 		safe_listed_shell(env, d, &pd, &why);
 	rule = own(d, lev_buf_detach(&why, NULL));
+	if (lev_unlikely(env->ceilings != NULL) && pd.verdict != LEV_DENY)
+		ceiling_permission(env, d, &pd, &rule);
 	if (lev_unlikely(pd.verdict != LEV_ALLOW)) {
 		permission_not_allowed(d, pd.verdict, rule);
 		return;

@@ -16,7 +16,9 @@
  *               write fence (a sandbox that keeps writes in the workdir)
  *   permission  perm.h: defaults, the user's ceiling, the blueprint,
  *               --allow / --yolo, grants made during the run, safe lists
- *               (with no sandbox, a safe-listed line needs Landlock)
+ *               (with no sandbox, a safe-listed line needs Landlock); a
+ *               sub-agent's call is also decided under each ancestor's
+ *               input, and the strictest verdict wins
  *   workdir, read_paths
  *               the file tools' paths, resolved ONCE (tools-fs.h
  *               lev_fs_decide()): the record keeps the fds, and the tool
@@ -135,6 +137,9 @@ struct lev_gatechain_env {
 	bool seed_commands;			/* command seeds are enabled */
 	const char *seed_off_why;		/* why not, for the message */
 	const struct lev_perm_input *perm;	/* the stage's permission input */
+	const struct lev_perm_input *const *ceilings;	/* a sub-agent: each ancestor's
+							 * input, NULL-terminated; the
+							 * strictest verdict wins (NULL: none) */
 	const struct lev_grants *grants;	/* grants made in this run (NULL: none) */
 	struct lev_fs_ctx *fs;			/* the file tools' workdir and [read_paths] */
 	const char *home;			/* for the redirect gate (NULL: none) */

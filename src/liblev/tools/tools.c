@@ -10,6 +10,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
+#include "liblev/conf/blueprint.h"
 #include "liblev/tools/tools-net.h"
 #include "liblev/tools/tools.h"
 #include "liblev/base/types.h"
@@ -162,6 +163,44 @@ static json_t *schema_for(enum lev_tool_op op)
 		json_object_set_new(p, "id", int_prop("The item's id, as todo_add returned it", 1));
 		json_object_set_new(p, "note", question_prop("The note"));
 		return obj_schema(p, (const char *const[]){ "region", "id", "note", NULL });
+	case LEV_OP_FAN_OUT: {
+		/* context: any JSON value (Leviath's is an object; a string is fine too) */
+		json_t *item = json_pack("{s:s, s:{s:o, s:{s:s}}, s:[s,s]}", "type", "object",
+					 "properties", "id", str_prop("A short slug naming the item"),
+					 "context", "description", "Everything the worker gets",
+					 "required", "id", "context");
+
+		json_object_set_new(p, "items", json_pack("{s:s, s:o, s:i, s:s}", "type", "array",
+							  "items", item, "maxItems",
+							  LEV_FANOUT_ITEMS_MAX, "description",
+							  "One entry per work item (empty: nothing "
+							  "to hand out)"));
+		json_object_set_new(p, "agent", str_prop("The installed agent each worker runs "
+							 "(a fan-out stage names its own worker)"));
+		return obj_schema(p, (const char *const[]){ "items", NULL });
+	}
+	case LEV_OP_SPAWN_AGENT:
+		json_object_set_new(p, "blueprint", str_prop("An installed agent, or a stage of "
+							     "this blueprint with allow_as_worker"));
+		json_object_set_new(p, "task", str_prop("Everything the child needs: it does not "
+							"see this conversation"));
+		json_object_set_new(p, "wait", json_pack("{s:s, s:s}", "type", "boolean",
+							 "description", "Block until it finishes "
+							 "and return its answer (default false)"));
+		json_object_set_new(p, "seed_context", str_prop("Starting material for the "
+								"child's first pinned region"));
+		json_object_set_new(p, "max_child_depth", int_prop("How deep the child's own "
+								   "children may nest", 0));
+		json_object_set_new(p, "output_format", str_prop("The shape of answer to ask the "
+								 "child for"));
+		json_object_set_new(p, "output_instructions", str_prop("How the child should "
+								       "write its answer"));
+		return obj_schema(p, (const char *const[]){ "blueprint", "task", NULL });
+	case LEV_OP_CHECK_AGENT:
+	case LEV_OP_WAIT_FOR_AGENT:
+	case LEV_OP_KILL_AGENT:
+		json_object_set_new(p, "agent_id", str_prop("The id spawn_agent returned"));
+		return obj_schema(p, (const char *const[]){ "agent_id", NULL });
 	case LEV_OP_WEB_FETCH:
 	case LEV_OP_HTTP_POST:
 	case LEV_OP_WEB_SEARCH:
