@@ -58,8 +58,8 @@ for name in coder data-analyst deep-researcher log-analyzer researcher reviewer 
 		dir="$OURS/$name"
 		[ $where = leviath ] && dir="$REF/examples/bundled/$name"
 		[ -d "$dir" ] || continue
-		if "$LEV" validate "$OURS/$name" 2>&1 | grep -q "not run by lev: fan-out"; then
-			printf '%-16s %-8s %s\n' "$name" $where "not run: lev does not run fan_out stages yet"
+		if why=$(bundled_cannot_run "$dir"); then
+			printf '%-16s %-8s %s\n' "$name" $where "not run: $why"
 			continue
 		fi
 		times=()

@@ -159,3 +159,20 @@ bundled_check() {
 	    assert down, "the script has no /overloaded/ route"
 	PY
 }
+
+# bundled_cannot_run DIR: why lev cannot run the blueprint in DIR yet (a
+# missing feature, printed), else fails.  Fan-out: until lev runs it, lev
+# validate says the stage "runs once as mode = autonomous".  A region the
+# run cannot start without, seeded by a caller input other than the task:
+# Leviath's `--<region>` flags (its reviewer's --diff); lev run takes --task.
+bundled_cannot_run() {
+	local input
+	if "$LEV" validate "$1" 2>&1 | grep -q "not run by lev: fan-out"; then
+		echo "lev does not run fan_out stages yet (lev validate: 'not run by lev: fan-out')"
+	elif input=$(grep -E "required = true" "$1/agent.leviath" | grep -oE 'seed = "[a-z_]+"' |
+		     grep -v '"task"'); then
+		echo "lev run takes only --task; the agent requires the caller input $input (Leviath's --<region> flag)"
+	else
+		return 1
+	fi
+}

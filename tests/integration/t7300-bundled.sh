@@ -20,20 +20,6 @@ OURS="$SRC_DIR/tests/compat/agents"
 REF="$SRC_DIR/../shared/reference/leviath/examples/bundled"  # optional reference
 [ -d "$REF" ] || REF="$SRC_DIR/../../shared/reference/leviath/examples/bundled"  # optional reference
 
-# Agents with a fan_out stage need lev to run fan-out: until it does, lev
-# validate says the stage "runs once as mode = autonomous", and the run
-# cannot reach its merge stage.
-fan_out_missing() {
-	"$LEV" validate "$OURS/$1" 2>&1 | grep -q "not run by lev: fan-out"
-}
-
-# A region the run cannot start without, seeded by a caller input lev run
-# does not take: Leviath's `--<region>` flags (its reviewer's --diff); lev
-# run takes --task alone.
-caller_input_missing() {
-	grep -E "required = true" "$1/agent.leviath" | grep -oE 'seed = "[a-z_]+"' | grep -v '"task"'
-}
-
 for name in coder data-analyst deep-researcher log-analyzer researcher reviewer wide-researcher; do
 	for where in ours leviath; do
 		if [ $where = ours ]; then
@@ -46,12 +32,8 @@ for name in coder data-analyst deep-researcher log-analyzer researcher reviewer 
 		fi
 		for variant in model list; do
 			desc="$where $name ($variant): entry stage to the end, every call through the gates"
-			if input=$(caller_input_missing "$dir"); then
-				test_skip "$desc" "lev run takes only --task; the agent requires the caller input $input (Leviath's --<region> flag)"
-				continue
-			fi
-			if fan_out_missing "$name"; then
-				test_skip "$desc" "lev does not run fan_out stages yet (lev validate: 'not run by lev: fan-out')"
+			if why=$(bundled_cannot_run "$dir"); then
+				test_skip "$desc" "$why"
 				continue
 			fi
 			test_expect_success "$desc" "
@@ -62,7 +44,7 @@ for name in coder data-analyst deep-researcher log-analyzer researcher reviewer 
 done
 
 test_expect_success 'our agents are installed with lev add and run by name' '
-	lev add "$OURS/researcher" >/dev/null &&
+	lev add --force "$OURS/researcher" >/dev/null &&
 	bundled_run researcher researcher model && bundled_check researcher model &&
 	grep -q "\"agent_verified\":true" "$run_dir/events.jsonl" &&
 	lev remove researcher >/dev/null
