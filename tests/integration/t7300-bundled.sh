@@ -1,7 +1,6 @@
 #!/bin/bash
 # Leviath's seven bundled agents, end to end: lev's own equivalents
-# (tests/compat/agents/) always, Leviath's originals too when
-# ../shared/reference/leviath/examples/bundled is there.  Each runs from its
+# (tests/compat/agents/; Leviath's originals are t7301-bundled-leviath.sh).  Each runs from its
 # entry stage to its end against tests/helpers/mock-model on loopback, which
 # plays the agent's conversation (tests/compat/bundled-mock/NAME.json): real
 # tool calls (files in a fixture workdir, shell commands, web search and
@@ -17,29 +16,17 @@ mkdir -p "$LEVIATH_HOME/.leviath" && chmod 700 "$LEVIATH_HOME" "$LEVIATH_HOME/.l
 . "$SRC_DIR/tests/compat/bundled-run.sh"
 
 OURS="$SRC_DIR/tests/compat/agents"
-REF="$SRC_DIR/../shared/reference/leviath/examples/bundled"  # optional reference
-[ -d "$REF" ] || REF="$SRC_DIR/../../shared/reference/leviath/examples/bundled"  # optional reference
 
 for name in coder data-analyst deep-researcher log-analyzer researcher reviewer wide-researcher; do
-	for where in ours leviath; do
-		if [ $where = ours ]; then
-			dir="$OURS/$name"
-		elif [ -d "$REF" ]; then
-			dir="$REF/$name"
-		else
-			echo "# Leviath's bundled '$name' not run: $REF is not there (only lev's equivalent is)"
+	for variant in model list; do
+		desc="ours $name ($variant): entry stage to the end, every call through the gates"
+		if why=$(bundled_cannot_run "$OURS/$name"); then
+			test_skip "$desc" "$why"
 			continue
 		fi
-		for variant in model list; do
-			desc="$where $name ($variant): entry stage to the end, every call through the gates"
-			if why=$(bundled_cannot_run "$dir"); then
-				test_skip "$desc" "$why"
-				continue
-			fi
-			test_expect_success "$desc" "
-				bundled_run '$dir' $name $variant && bundled_check $name $variant
-			"
-		done
+		test_expect_success "$desc" "
+			bundled_run '$OURS/$name' $name $variant && bundled_check $name $variant
+		"
 	done
 done
 
