@@ -13,13 +13,25 @@
  *
  *   { "responses": [ RESP, ... ],     model turns, consumed in order by
  *                                     POST /v1/chat/completions (OpenAI) and
- *                                     POST /v1/messages (Anthropic)
+ *                                     POST /v1/messages (Anthropic): each
+ *                                     request takes the first response not
+ *                                     yet used whose "match" it satisfies
  *     "routes": { "/path": RESP } }   fixed answers for any other path (the
  *                                     web fixture; never consumed)
  *
  * RESP (every key optional):
+ *   "match": "marker" or [ ... ]      only for a request whose body holds the
+ *                                     string (every string of the list), as
+ *                                     the client sent it (JSON-escaped); a
+ *                                     response without "match" takes any
+ *                                     request.  So one script can drive
+ *                                     several stages or parallel workers,
+ *                                     each by a marker of its own prompt
+ *   "repeat": true                    never used up: answers every request it
+ *                                     matches (give it a "match")
  *   "text": "..."                     the assistant text
  *   "calls": [ {"name": "...", "id": "...", "arguments": {...}} ]
+ *             ("${PORT}" in the arguments is replaced by the listening port)
  *             or "arguments_raw": "..." sent as the arguments text verbatim
  *             (OpenAI) / as a string "input" (Anthropic): invalid JSON
  *   "status": 500                     HTTP status (default 200)
@@ -59,7 +71,7 @@
 #define MAX_BODY ((size_t)64 << 20)
 
 static json_t *script;
-static size_t next_response;
+static unsigned char *used;	/* one flag per response */
 static unsigned request_count;
 static unsigned port;
 static FILE *record;
@@ -130,19 +142,60 @@ static void record_request(struct MHD_Connection *c, const char *method, const c
 	json_decref(line);
 }
 
+/* V with every "${PORT}" replaced by the listening port (allocated). */
 static char *substitute_port(const char *v)
 {
-	const char *at = strstr(v, "${PORT}");
-	char *r;
+	size_t cap = strlen(v) + 1, len = 0;
+	char *r = malloc(cap), num[16];
+	int nlen = snprintf(num, sizeof(num), "%u", port);
 
-	if (!at) {
-		r = strdup(v);
-	} else if (asprintf(&r, "%.*s%u%s", (int)(at - v), v, port, at + 7) < 0) {
-		r = NULL;
-	}
 	if (!r)
 		die("out of memory");
+	while (*v) {
+		if (strncmp(v, "${PORT}", 7) == 0) {
+			/* the port's digits are never longer than the 7 bytes they replace */
+			memcpy(r + len, num, (size_t)nlen);
+			len += (size_t)nlen;
+			v += 7;
+		} else {
+			r[len++] = *v++;
+		}
+	}
+	r[len] = '\0';
 	return r;
+}
+
+/* Does the request body BODY (LEN bytes) hold RESP's "match" marker(s)? */
+static bool matches(const json_t *resp, const char *body, size_t len)
+{
+	const json_t *m = json_object_get(resp, "match"), *one;
+	size_t i;
+
+	if (!m)
+		return true;
+	if (json_is_string(m))
+		return body && memmem(body, len, json_string_value(m), json_string_length(m));
+	json_array_foreach(m, i, one) {
+		if (!json_is_string(one) || !body ||
+		    !memmem(body, len, json_string_value(one), json_string_length(one)))
+			return false;
+	}
+	return true;
+}
+
+/* The first response not used yet that the request matches; marks it used. */
+static const json_t *take_response(const struct conn *cn)
+{
+	const json_t *list = json_object_get(script, "responses");
+
+	for (size_t i = 0; i < json_array_size(list); i++) {
+		const json_t *r = json_array_get(list, i);
+		if (!used[i] && matches(r, cn->body, cn->len)) {
+			used[i] = !json_is_true(json_object_get(r, "repeat"));
+			return r;
+		}
+	}
+	return NULL;
 }
 
 /* The generated model answer for RESP in the wire format of PATH. */
@@ -169,7 +222,7 @@ static char *model_body(const json_t *resp, bool anthropic, const json_t *req, u
 		const char *name = json_string_value(json_object_get(c, "name"));
 		const char *id = json_string_value(json_object_get(c, "id"));
 		const char *raw = json_string_value(json_object_get(c, "arguments_raw"));
-		json_t *args = json_object_get(c, "arguments");
+		json_t *args = json_object_get(c, "arguments"), *owned = NULL;
 		char idbuf[64];
 		char *argtext;
 
@@ -178,6 +231,16 @@ static char *model_body(const json_t *resp, bool anthropic, const json_t *req, u
 		if (!id)
 			id = idbuf;
 		argtext = raw ? strdup(raw) : json_dumps(args ? args : json_object(), JSON_COMPACT);
+		if (!argtext)
+			die("out of memory");
+		if (!raw && strstr(argtext, "${PORT}")) {
+			char *sub = substitute_port(argtext);
+			json_t *parsed = json_loads(sub, 0, NULL);
+			free(argtext);
+			argtext = sub;
+			if (parsed)
+				args = owned = parsed;	/* Anthropic's input: the substituted one */
+		}
 		if (anthropic) {
 			json_t *input = raw ? json_string(raw) : json_incref(args ? args : NULL);
 			if (!input)
@@ -192,6 +255,7 @@ static char *model_body(const json_t *resp, bool anthropic, const json_t *req, u
 							name ? name : "", "arguments", argtext));
 		}
 		free(argtext);
+		json_decref(owned);
 	}
 	if (anthropic) {
 		if (text)
@@ -302,9 +366,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	n = ++request_count;
 	record_request(c, method, url, cn, n);
 	if (is_model) {
-		const json_t *list = json_object_get(script, "responses");
-		resp = next_response < json_array_size(list) ? json_array_get(list, next_response++)
-							     : NULL;
+		resp = take_response(cn);
 	} else {
 		resp = json_object_get(json_object_get(script, "routes"), url);
 	}
@@ -462,6 +524,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mock-model: %s:%d: %s\n", script_path, jerr.line, jerr.text);
 		return 2;
 	}
+	used = calloc(json_array_size(json_object_get(script, "responses")) + 1, 1);
+	if (!used)
+		die("out of memory");
 	if (record_path) {
 		record = fopen(record_path, "ae");
 		if (!record)
@@ -495,5 +560,6 @@ int main(int argc, char **argv)
 	if (record)
 		fclose(record);
 	json_decref(script);
+	free(used);
 	return 0;
 }

@@ -3,7 +3,7 @@
 its controlling terminal (so /dev/tty is there); when its output shows
 WAIT_FOR, type ANSWER and a newline ("^C": send Ctrl-C, the terminal's SIGINT;
 "-": type nothing).  Prints everything CMD wrote to the terminal; exits with
-CMD's status.  Gives up (exit 124) after 60 s."""
+CMD's status.  Gives up (exit 124) after 60 s ($ON_PTY_TIMEOUT)."""
 import os
 import pty
 import select
@@ -16,7 +16,7 @@ if pid == 0:
     os.execvp(cmd[0], cmd)
 buf = b""
 sent = False
-deadline = time.time() + 60
+deadline = time.time() + float(os.environ.get("ON_PTY_TIMEOUT", "60"))
 while time.time() < deadline:
     r, _, _ = select.select([fd], [], [], 0.5)
     if r:

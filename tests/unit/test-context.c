@@ -131,6 +131,56 @@ static void test_pinned_overflow_is_an_error_and_adds_nothing(void **state)
 	lev_context_free(ctx);
 }
 
+/*
+ * Notes: the agent's own pinned regions (no seed) and sliding windows take
+ * them, as Leviath's agents need (sources_index, claims); a seeded pinned
+ * region, the task's region and the conversation refuse them.
+ */
+static void test_notes_go_where_the_agent_keeps_them(void **state)
+{
+	struct lev_region rs[] = {
+		R("task", LEV_REGION_PINNED, 0, 0, 0),
+		R("rules", LEV_REGION_PINNED, 0, 0, 0),
+		R("sources_index", LEV_REGION_PINNED, 0, 20, 0),
+		R("claims", LEV_REGION_SLIDING_WINDOW, 0, 0, 2),
+		R("conversation", LEV_REGION_SLIDING_WINDOW, 0, 0, 0),
+	};
+	struct lev_context *ctx = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	char big[200];
+	char *t;
+
+	(void)state;
+	rs[1].seed.kind = LEV_SEED_LITERAL;
+	assert_int_equal(lev_context_new(rs, 5, NULL, &ctx, NULL), 0);
+	/* the attack: the model rewrites the task or the author's rules */
+	assert_int_equal(lev_context_add_note(ctx, 0, "new task", 8, LEV_PUBLIC, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "'task' is pinned and filled by its seed"));
+	lev_err_clear(&err);
+	assert_int_equal(lev_context_write_note(ctx, 1, "no rules", 8, LEV_PUBLIC, &err), -EPERM);
+	lev_err_clear(&err);
+	assert_int_equal(lev_context_add_note(ctx, 4, "hi", 2, LEV_PUBLIC, &err), -EPERM);
+	lev_err_clear(&err);
+	/* the benign twin: the bibliography and the claims take notes */
+	assert_int_equal(lev_context_add_note(ctx, 2, "[1] a", 5, LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_add_note(ctx, 2, "[2] b", 5, LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_region_items(ctx, 2), 2);
+	assert_int_equal(lev_context_write_note(ctx, 2, "[1] c", 5, LEV_PUBLIC, &err), 0);
+	t = lev_context_region_text(ctx, 2);
+	assert_non_null(strstr(t, "[1] c"));
+	assert_null(strstr(t, "[2] b"));
+	free(t);
+	/* a pinned region is never evicted: a note past its budget is refused */
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(lev_context_add_note(ctx, 2, big, sizeof(big), LEV_PUBLIC, &err), -E2BIG);
+	lev_err_clear(&err);
+	assert_int_equal(lev_context_region_items(ctx, 2), 1);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(lev_context_add_note(ctx, 3, "claim", 5, LEV_PUBLIC, &err), 0);
+	assert_int_equal(lev_context_region_items(ctx, 3), 2);
+	lev_context_free(ctx);
+}
+
 static void test_sliding_window_evicts_oldest_by_items(void **state)
 {
 	struct lev_region rs[] = { R("conversation", LEV_REGION_SLIDING_WINDOW, 0, 0, 4) };
@@ -629,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_render_puts_regions_in_system_and_merges_user_turns),
 		cmocka_unit_test(test_eviction_callback),
 		cmocka_unit_test(test_leviath_region_keys),
+		cmocka_unit_test(test_notes_go_where_the_agent_keeps_them),
 		cmocka_unit_test(test_delete_keeps_model_copies_labelled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

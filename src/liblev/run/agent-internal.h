@@ -111,6 +111,7 @@ struct lev_agent {
 	struct agent_nested *nested;	/* a script tool runs (agent-script.c), or NULL */
 	struct prov_entry *provs;
 	size_t n_provs;
+	struct lev_provider *compactor;	/* [compaction]'s provider (in provs), or NULL: the stage's */
 	char **envp;			/* base environment for commands */
 	char **key_vars;		/* provider key variables, never passed on */
 	bool taint_enabled;

@@ -206,6 +206,31 @@ static int get_provider(struct lev_agent *a, struct stage_rt *s, struct lev_err 
 	return provider_for(a, st, prov_name, model, script, &s->prov, err);
 }
 
+/*
+ * [compaction] provider = "...": who writes a compacting region's summaries,
+ * whatever the stage runs on (Leviath's meaning).  Not configured here, or
+ * under --model (one model for everything), the stage's own provider does.
+ */
+static void compaction_provider(struct lev_agent *a)
+{
+	const struct lev_compaction *cp = &a->bp->compaction;
+	struct lev_err e = LEV_ERR_INIT;
+
+	if (!cp->provider || a->o.model || !a->n_stages)
+		return;
+	if (!lev_model_provider_configured(a->cfg, cp->provider, a->o.credentials_path)) {
+		agent_warn(a, "[compaction] provider '%s' is not configured here; summaries are "
+			   "written by each stage's own provider", cp->provider);
+		return;
+	}
+	if (provider_for(a, a->stages[0].st, cp->provider, cp->model, NULL, &a->compactor,
+			 &e) < 0) {
+		agent_warn(a, "[compaction] provider '%s' cannot be used (%s); summaries are "
+			   "written by each stage's own provider", cp->provider, e.msg);
+		a->compactor = NULL;
+	}
+}
+
 static void build_offered(struct lev_agent *a, struct stage_rt *s)
 {
 	char **skipped = NULL;
@@ -504,6 +529,7 @@ static int setup(struct lev_agent *a, const char *entry, struct lev_err *err)
 		if (r < 0)
 			return r;
 	}
+	compaction_provider(a);
 	withhold_key_vars(a);
 	build_env(a);
 	/* the keys leave lev's own environment block too (/proc/<pid>/environ) */

@@ -31,7 +31,7 @@ static const char default_prompt[] =
 static int summarise(struct lev_agent *a, const char *text, char **out, struct lev_err *err)
 {
 	const struct lev_compaction *cp = &a->bp->compaction;
-	struct lev_provider *prov = a->stages[a->cur].prov;
+	struct lev_provider *prov = a->compactor ? a->compactor : a->stages[a->cur].prov;
 	struct lev_infer_request req;
 	struct lev_infer_response resp;
 	struct lev_message *m;
@@ -41,7 +41,12 @@ static int summarise(struct lev_agent *a, const char *text, char **out, struct l
 	lev_request_set_system(&req, cp->system_prompt ? cp->system_prompt : default_prompt);
 	m = lev_request_add_message(&req, LEV_ROLE_USER);
 	lev_message_add_text(m, text);
-	if (cp->model)
+	/*
+	 * [compaction] model names a model of [compaction] provider (its
+	 * provider was built with it); without a provider of its own it is the
+	 * model asked of the stage's provider
+	 */
+	if (cp->model && !a->compactor && !cp->provider)
 		req.model = xstrdup(cp->model);
 	req.max_tokens = (unsigned)(cp->max_summary_tokens ? cp->max_summary_tokens : 2000);
 	req.has_temperature = true;

@@ -42,6 +42,7 @@ struct region {
 	uint64_t max_items;	/* 0: none */
 	bool keep;		/* persistent: never evicted */
 	bool reject;		/* admission = "reject": a write that does not fit fails */
+	bool notes;		/* context_write / context_append may write here */
 	enum lev_volatility volatility;
 	enum lev_strategy strategy;
 	uint64_t overflow;
@@ -120,6 +121,7 @@ static int add_region(struct lev_context *ctx, const char *name, enum lev_region
 	r->kind = kind;
 	r->limit = limit;
 	r->max_items = max_items;
+	r->notes = kind == LEV_REGION_TEMPORARY || kind == LEV_REGION_CLEARABLE;
 	r->taint_idx = (size_t)idx;
 	return 0;
 }
@@ -134,6 +136,17 @@ static void region_keys(struct region *r, const struct lev_region *rg)
 	r->overflow = rg->overflow;
 	r->compact_count = rg->compact_count;
 	r->no_summary = rg->not_summarizable;
+	/*
+	 * Leviath's agents keep their bibliography, plan and findings in pinned
+	 * regions and sliding windows they fill themselves (sources_index,
+	 * discovery, claims).  A pinned region the blueprint fills (a seed: the
+	 * task, a caller input, files, a literal) and the task's region stay
+	 * closed to notes: they are the person's and the author's words.
+	 */
+	if (r->kind == LEV_REGION_SLIDING_WINDOW ||
+	    (r->kind == LEV_REGION_PINNED && rg->seed.kind == LEV_SEED_NONE &&
+	     strcmp(rg->name, "task") != 0))
+		r->notes = true;
 	if (rg->compact_at_pct && r->limit)
 		r->compact_trigger = r->limit * rg->compact_at_pct / 100;
 	if (rg->threshold_tokens &&
@@ -621,12 +634,14 @@ static int note_region_ok(const struct lev_context *ctx, size_t region, struct l
 	if (ret < 0)
 		return ret;
 	r = &ctx->regions[region];
-	if (region == ctx->conv ||
-	    (r->kind != LEV_REGION_TEMPORARY && r->kind != LEV_REGION_CLEARABLE))
+	if (region == ctx->conv || !r->notes)
 		return lev_err_set(err, -EPERM,
-				   "region '%s' is %s; notes go to temporary or clearable regions",
-				   r->name, region == ctx->conv ? "the conversation"
-								 : lev_region_kind_name(r->kind));
+				   "region '%s' is %s; notes go to temporary, clearable and "
+				   "sliding_window regions, and to pinned regions without a seed",
+				   r->name,
+				   region == ctx->conv ? "the conversation"
+				   : r->kind == LEV_REGION_PINNED ? "pinned and filled by its seed"
+								  : lev_region_kind_name(r->kind));
 	return 0;
 }
 
@@ -673,9 +688,9 @@ int lev_context_write_note(struct lev_context *ctx, size_t region, const char *t
 		return r;
 	/* the note may be a copy of what is being cleared: keep its label */
 	before = lev_level_max(seen, lev_taint_current(ctx->taint));
-	r = lev_context_clear(ctx, region, err);
-	if (r < 0)
-		return r;
+	/* a pinned region open to notes is the agent's: its notes are replaced */
+	if (ctx->regions[region].n)
+		remove_front(ctx, &ctx->regions[region], ctx->regions[region].n, false);
 	return add_note(ctx, region, text, len, before, err);
 }
 

@@ -98,8 +98,8 @@ static json_t *schema_for(enum lev_tool_op op)
 		return obj_schema(p, (const char *const[]){ "target", NULL });
 	case LEV_OP_CONTEXT_WRITE:
 	case LEV_OP_CONTEXT_APPEND:
-		json_object_set_new(p, "region", str_prop("The name of a temporary or clearable "
-							  "context region"));
+		json_object_set_new(p, "region", str_prop("The name of a context region you keep "
+							  "notes in"));
 		json_object_set_new(p, "content", str_prop("The note to keep there"));
 		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
 	case LEV_OP_CONTEXT_READ:
