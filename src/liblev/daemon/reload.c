@@ -206,10 +206,10 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 	}
 	lev_err_clear(&e);
 	/* a broken Leviath policy.toml has no good copy: runs refuse to start until it is fixed */
+	pol = NULL;
 	if (!rl->error && lev_policy_load(rl->leviath, &pol, NULL, &e) < 0)
 		rl->error = xstrdup(e.msg);
-	else
-		pol = lev_policy_free(pol);
+	lev_policy_free(pol);
 	lev_err_clear(&e);
 	if (!rl->error && check_rules(rl->rules, &e) < 0)
 		rl->error = xstrdup(e.msg);
