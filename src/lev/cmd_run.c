@@ -67,6 +67,9 @@ const char lev_usage_run[] =
 	"goes on ('lev attach RUN' follows it again).\n"
 	"\n"
 	"  --task TEXT|@FILE     the task (from FILE with @)\n"
+	"  --input KEY=TEXT|@FILE, --KEY TEXT|@FILE\n"
+	"                        an input of the agent other than the task (a region\n"
+	"                        seeded with seed = \"KEY\"; KEY may be the region's name)\n"
 	"  --workdir DIR         the working directory (default: the current one)\n"
 	"  --yolo                allow every permission ask (deny still holds); taint and\n"
 	"                        integrity asks still need someone to answer them\n"
@@ -530,7 +533,8 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 
 /* ---- setup helpers --------------------------------------------------------- */
 
-static int load_task(const char *arg, char **out)
+/* The text of ARG (from the file after '@'), for the option WHAT. */
+static int load_text(const char *what, const char *arg, char **out)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	size_t len = 0;
@@ -540,12 +544,51 @@ static int load_task(const char *arg, char **out)
 		return 0;
 	}
 	if (lev_read_file(arg + 1, TASK_FILE_MAX, out, &len, &err) < 0)
-		return lev_fail("--task: %s", err.msg);
+		return lev_fail("%s: %s", what, err.msg);
 	if (memchr(*out, '\0', len)) {
 		free(*out);
 		*out = NULL;
-		return lev_fail("--task: '%s' holds a NUL byte; the task must be text", arg + 1);
+		return lev_fail("%s: '%s' holds a NUL byte; it must be text", what, arg + 1);
 	}
+	return 0;
+}
+
+static int load_task(const char *arg, char **out)
+{
+	return load_text("--task", arg, out);
+}
+
+/*
+ * The caller inputs IN ("KEY=VALUE|@FILE") as "KEY=TEXT" in *out: each KEY
+ * must name an input of BP (lev_blueprint_caller_input()), else nothing
+ * would read it.
+ */
+static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out)
+{
+	char **v = NULL;
+
+	for (; in && *in; in++) {
+		const char *eq = strchr(*in, '=');
+		_cleanup_free_ char *key = xstrndup(*in, (size_t)(eq - *in));
+		_cleanup_free_ char *what = xasprintf("--%s", key);
+		char *text = NULL;
+
+		if (lev_streq(key, "task") || !lev_blueprint_caller_input(bp, key)) {
+			lev_strv_free(v);
+			if (lev_streq(key, "task"))
+				return lev_usage_error("run", "the task is given with --task");
+			return lev_usage_error("run", "unknown option '--%s': agent '%s' has no input "
+					       "'%s' (a region seeded by it)", key,
+					       bp->name ? bp->name : "?", key);
+		}
+		if (load_text(what, eq + 1, &text) != 0) {
+			lev_strv_free(v);
+			return LEV_EXIT_FAIL;
+		}
+		v = lev_strv_push_take(v, xasprintf("%s=%s", key, text));
+		free(text);
+	}
+	*out = v;
 	return 0;
 }
 
@@ -709,6 +752,13 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 	json_object_set_new(r, "workdir", json_string(o->workdir));
 	if (o->task)
 		json_object_set_new(r, "task", json_string(o->task));
+	if (o->inputs) {
+		json_t *in = json_array();
+
+		for (char *const *i = o->inputs; *i; i++)
+			json_array_append_new(in, json_string(*i));
+		json_object_set_new(r, "inputs", in);
+	}
 	if (o->model)
 		json_object_set_new(r, "model", json_string(o->model));
 	if (o->oci_helper)
@@ -973,6 +1023,7 @@ static int submit_follow(struct front *f, const struct lev_agent_opts *o, const 
 /* What the command line asked for. */
 struct run_args {
 	char *task_arg;
+	char **inputs;		/* --input KEY=VALUE and --KEY VALUE, as "KEY=VALUE" */
 	char *workdir;
 	char *model;
 	char **allow;
@@ -988,9 +1039,73 @@ struct run_args {
 static void run_args_release(struct run_args *a)
 {
 	free(a->task_arg);
+	lev_strv_free(a->inputs);
 	free(a->workdir);
 	free(a->model);
 	lev_strv_free(a->allow);
+}
+
+/* True when NAME (up to LEN bytes) is one of LONGOPTS; *has_arg gets whether it takes a value. */
+static bool known_option(const struct option *longopts, const char *name, size_t len,
+			 bool *has_arg)
+{
+	for (const struct option *o = longopts; o->name; o++)
+		if (strlen(o->name) == len && !strncmp(o->name, name, len)) {
+			*has_arg = o->has_arg != no_argument;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Leviath's caller inputs: `--KEY VALUE` or `--KEY=VALUE` for an option
+ * lev run does not have becomes the input KEY (checked against the
+ * blueprint once it is loaded).  The rest of ARGV, in order, goes to
+ * *rest (an argv of borrowed strings, NULL-terminated).
+ */
+static int take_inputs(int argc, char **argv, const struct option *longopts, struct run_args *a,
+		       char ***rest, int *n_rest)
+{
+	char **out = xcalloc((size_t)argc + 1, sizeof(*out));
+	int n = 0, i = 0;
+
+	if (argc > 0)
+		out[n++] = argv[i++];
+	for (; i < argc; i++) {
+		const char *s = argv[i], *name = s + 2, *eq;
+		size_t len;
+		bool has_arg = false;
+
+		if (!strcmp(s, "--")) {
+			while (i < argc)
+				out[n++] = argv[i++];
+			break;
+		}
+		if (strncmp(s, "--", 2) || !*name) {
+			out[n++] = argv[i];
+			continue;
+		}
+		eq = strchr(name, '=');
+		len = eq ? (size_t)(eq - name) : strlen(name);
+		if (known_option(longopts, name, len, &has_arg)) {
+			out[n++] = argv[i];
+			if (has_arg && !eq && i + 1 < argc)
+				out[n++] = argv[++i];
+			continue;
+		}
+		if (!eq && i + 1 >= argc) {
+			free(out);
+			return lev_usage_error("run", "unknown option '%s' (as an input to the agent "
+					       "it needs a value: %s VALUE)", s, s);
+		}
+		a->inputs = lev_strv_push_take(a->inputs, eq ? xasprintf("%.*s=%s", (int)len, name,
+									    eq + 1)
+							     : xasprintf("%s=%s", name, argv[++i]));
+	}
+	out[n] = NULL;
+	*rest = out;
+	*n_rest = n;
+	return 0;
 }
 
 /* Parse the command line into A: 0, or the usage error's exit code. */
@@ -998,6 +1113,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "task", required_argument, NULL, 't' },
+		{ "input", required_argument, NULL, 'i' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "yolo", no_argument, NULL, 'y' },
 		{ "yolo-flow", no_argument, NULL, 'Y' },
@@ -1009,8 +1125,13 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		{ "foreground", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	_cleanup_free_ char **rest = NULL;
+	int c, r;
 
+	r = take_inputs(argc, argv, longopts, a, &rest, &argc);
+	if (r != 0)
+		return r;
+	argv = rest;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "t:w:m:", longopts, NULL)) != -1) {
@@ -1019,6 +1140,15 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 			free(a->task_arg);
 			a->task_arg = xstrdup(optarg);
 			break;
+		case 'i': {
+			const char *eq = strchr(optarg, '=');
+
+			if (!eq || eq == optarg)
+				return lev_usage_error("run", "--input takes KEY=VALUE, got '%s'",
+						       optarg);
+			a->inputs = lev_strv_push(a->inputs, optarg);
+			break;
+		}
 		case 'w':
 			free(a->workdir);
 			a->workdir = xstrdup(optarg);
@@ -1065,7 +1195,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 	if (a->model && (!a->model[0] || a->model[0] == '/'))
 		return lev_usage_error("run", "--model takes PROVIDER/MODEL or a model id, got '%s'",
 				       a->model);
-	a->agent = argv[optind];
+	a->agent = argv[optind];	/* REST borrows argv's strings */
 	return 0;
 }
 
@@ -1211,6 +1341,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_agent *agent = NULL;
 	const struct lev_config *cfg = &ctx->cfg;
 	_cleanup_free_ char *task = NULL;
+	char **inputs = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *home = NULL;
 	char real[PATH_MAX];
@@ -1232,6 +1363,10 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		lev_fail("%s", err.msg);
 		goto out;
 	}
+	rc = load_inputs(bp, a.inputs, &inputs);
+	if (rc != 0)
+		goto out;
+	rc = LEV_EXIT_FAIL;
 	/* per-agent grants go to the installed agent, unchanged, only */
 	lev_agentstore_bind(bp);
 	for (char **w = bp->warnings; w && *w; w++)
@@ -1265,6 +1400,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	o.cfg = cfg;
 	o.workdir = real;
 	o.task = task;
+	o.inputs = inputs;
 	o.allow = a.allow;
 	o.model = a.model;
 	o.yolo = a.yolo;
@@ -1295,6 +1431,7 @@ out:
 	spinner_stop(&f);
 	/* freeing the agent kills commands and removes containers */
 	lev_agent_free(agent);
+	lev_strv_free(inputs);
 	if (rc != EXIT_INTERRUPTED && run_cancel)
 		rc = EXIT_INTERRUPTED;
 	if (f.tty_fd >= 0)

@@ -79,7 +79,8 @@ bundled_workdir() {
 }
 
 bundled_run() {
-	local dir=$1 name=$2 variant=$3 model="" child
+	local dir=$1 name=$2 variant=$3 model="" child input
+	local -a inputs
 	bundled_expect "$name" && bundled_workdir || return 1
 	# a fan_out stage's worker_agent: the agent beside this one, installed
 	for child in $exp_install; do
@@ -88,14 +89,22 @@ bundled_run() {
 	lev_start_mock_model "$BUNDLED_MOCK/$name.json"
 	bundled_config "$variant"
 	[ "$variant" = model ] && model="--model openai/mock-1"
+	# the agent's required caller inputs other than the task (Leviath's
+	# --<input> flags: the reviewer's --diff) get the task's text
+	inputs=()
+	for input in $(grep -s "required = true" "$dir/agent.leviath" |
+		       grep -oE 'seed = "[a-z_]+"' | grep -v '"task"' |
+		       sed 's/seed = "\(.*\)"/\1/' | sort -u); do
+		inputs+=(--input "$input=$exp_task")
+	done
 	rm -rf "$LEVIATH_HOME/.leviath/runs"
 	if [ -n "$exp_wait" ]; then
 		# an interaction point: the person answers it on the terminal
 		ON_PTY_TIMEOUT=300 python3 "$SRC_DIR/tests/helpers/on-pty.py" "$exp_wait" "$exp_key" -- \
-			"$LEV" run --foreground "$dir" $model --task "$exp_task" \
+			"$LEV" run --foreground "$dir" $model --task "$exp_task" "${inputs[@]}" \
 			--workdir work --allow write_file --allow shell >out 2>&1
 	else
-		setsid -w "$LEV" run --foreground "$dir" $model --task "$exp_task" \
+		setsid -w "$LEV" run --foreground "$dir" $model --task "$exp_task" "${inputs[@]}" \
 			--workdir work --allow write_file --allow shell >out 2>&1
 	fi
 	BUNDLED_RC=$?
@@ -160,19 +169,3 @@ bundled_check() {
 	PY
 }
 
-# bundled_cannot_run DIR: why lev cannot run the blueprint in DIR yet (a
-# missing feature, printed), else fails.  Fan-out: until lev runs it, lev
-# validate says the stage "runs once as mode = autonomous".  A region the
-# run cannot start without, seeded by a caller input other than the task:
-# Leviath's `--<region>` flags (its reviewer's --diff); lev run takes --task.
-bundled_cannot_run() {
-	local input
-	if "$LEV" validate "$1" 2>&1 | grep -q "not run by lev: fan-out"; then
-		echo "lev does not run fan_out stages yet (lev validate: 'not run by lev: fan-out')"
-	elif input=$(grep -E "required = true" "$1/agent.leviath" | grep -oE 'seed = "[a-z_]+"' |
-		     grep -v '"task"'); then
-		echo "lev run takes only --task; the agent requires the caller input $input (Leviath's --<region> flag)"
-	else
-		return 1
-	fi
-}

@@ -211,6 +211,19 @@ struct lev_blueprint *lev_blueprint_free(struct lev_blueprint *bp)
 	return NULL;
 }
 
+const struct lev_region *lev_blueprint_caller_input(const struct lev_blueprint *bp,
+						    const char *name)
+{
+	for (size_t i = 0; bp && name && i < bp->n_regions; i++) {
+		const struct lev_region *rg = &bp->regions[i];
+
+		if (rg->seed.kind == LEV_SEED_CALLER &&
+		    (lev_streq(rg->seed.value, name) || lev_streq(rg->name, name)))
+			return rg;
+	}
+	return NULL;
+}
+
 const char *lev_blueprint_grant_name(const struct lev_blueprint *bp)
 {
 	return bp && bp->identity_verified ? bp->name : NULL;

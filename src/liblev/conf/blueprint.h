@@ -457,6 +457,14 @@ struct lev_blueprint {
 const char *lev_blueprint_grant_name(const struct lev_blueprint *bp);
 
 /*
+ * The region seeded by the caller input NAME (seed = "NAME", or Leviath's
+ * { caller = "NAME" }), matched on the input's key or on the region's name
+ * (Leviath's `lev run --<region>`); NULL when none is.  "task" is --task.
+ */
+const struct lev_region *lev_blueprint_caller_input(const struct lev_blueprint *bp,
+						    const char *name);
+
+/*
  * Load the blueprint at PATH: a directory holding agent.leviath, or the
  * agent.leviath file itself (any name).  The file must be a regular file of
  * at most LEV_BLUEPRINT_MAX_FILE bytes.  On success *out is a fresh

@@ -554,7 +554,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	struct lev_config cfg;
 	bool cfg_loaded = false;
 	json_t *start = NULL, *req;
-	char **allow = NULL, **env = NULL;
+	char **allow = NULL, **env = NULL, **inputs = NULL;
 	_cleanup_free_ char *home = NULL, *root = NULL, *runs = NULL, *policy = NULL,
 			    *rules = NULL, *creds = NULL, *cfg_path = NULL;
 	struct lev_err e = LEV_ERR_INIT;
@@ -615,11 +615,13 @@ int lev_worker_main(int fd, struct lev_err *err)
 	send_info(&w, bp, &cfg, workdir, home);
 
 	allow = strv_of(json_object_get(req, "allow"));
+	inputs = strv_of(json_object_get(req, "inputs"));
 	env = strv_of(json_object_get(req, "env"));
 	o.bp = bp;
 	o.cfg = &cfg;
 	o.workdir = workdir;
 	o.task = lev_json_str(req, "task");
+	o.inputs = inputs;
 	o.yolo = json_is_true(json_object_get(req, "yolo"));
 	o.yolo_flow = json_is_true(json_object_get(req, "yolo_flow"));
 	o.allow = allow;
@@ -674,6 +676,7 @@ out:
 		lev_config_release(&cfg);
 	lev_blueprint_free(bp);
 	lev_strv_free(allow);
+	lev_strv_free(inputs);
 	lev_strv_free(env);
 	lev_replay_free(w.replay);
 	lev_strv_free(w.msgs);

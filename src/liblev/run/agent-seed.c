@@ -212,6 +212,23 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 	free(call.parse_error);
 }
 
+/* The value of the caller input that seeds RG (by its key or its name), or NULL. */
+static const char *caller_input(const struct lev_agent *a, const struct lev_region *rg)
+{
+	for (char *const *in = a->o.inputs; in && *in; in++) {
+		const char *eq = strchr(*in, '=');
+
+		if (eq) {
+			size_t k = (size_t)(eq - *in);
+
+			if ((strlen(rg->seed.value) == k && !strncmp(rg->seed.value, *in, k)) ||
+			    (strlen(rg->name) == k && !strncmp(rg->name, *in, k)))
+				return eq + 1;
+		}
+	}
+	return NULL;
+}
+
 int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 {
 	bool task_placed = false;
@@ -234,8 +251,19 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 					sr.integrity = LEV_UNTRUSTED;
 				task_placed = true;
 			} else if (!lev_streq(rg->seed.value, "task")) {
-				sr.error = xasprintf("input '%s' is not supported by lev run (only "
-						     "--task)", rg->seed.value);
+				const char *v = caller_input(a, rg);
+
+				if (v) {
+					/* the user's own input, labelled as the task is */
+					sr.text = xstrdup(v);
+					sr.label = a->task_label;
+					if (a->task_untrusted)
+						sr.integrity = LEV_UNTRUSTED;
+				} else {
+					sr.error = xasprintf("no input '%s' was given (lev run "
+							     "--%s VALUE)", rg->seed.value,
+							     rg->seed.value);
+				}
 			}
 			break;
 		case LEV_SEED_LITERAL:

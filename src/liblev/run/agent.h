@@ -164,6 +164,8 @@ struct lev_agent_opts {
 	const struct lev_config *cfg;	/* required */
 	const char *workdir;		/* required: an existing directory */
 	const char *task;		/* --task text, or NULL */
+	char *const *inputs;		/* the other caller inputs, "KEY=VALUE" (strv, may
+					 * be NULL): `lev run --input KEY=VALUE`, `--KEY VALUE` */
 	bool yolo;			/* --yolo: every permission ask becomes allow */
 	bool yolo_flow;			/* --yolo-flow: and taint and integrity asks too */
 	char *const *allow;		/* --allow TOOL... (strv, may be NULL) */
