@@ -9,8 +9,7 @@
 #   - the time of each bundled agent's run, entry stage to end, under the
 #     mock model (tests/compat/bundled-run.sh, --model variant), from its
 #     record (run_started to run_finished: lev's start and exit and the test
-#     harness are not in it): the median of RUNS runs (default 3).  An agent
-#     lev cannot run yet says why.
+#     harness are not in it): the median of RUNS runs (default 3).
 set -u
 SRC_DIR=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=$(cd "${1:-$SRC_DIR/build}" && pwd)
@@ -58,10 +57,6 @@ for name in coder data-analyst deep-researcher log-analyzer researcher reviewer 
 		dir="$OURS/$name"
 		[ $where = leviath ] && dir="$REF/examples/bundled/$name"
 		[ -d "$dir" ] || continue
-		if why=$(bundled_cannot_run "$dir"); then
-			printf '%-16s %-8s %s\n' "$name" $where "not run: $why"
-			continue
-		fi
 		times=()
 		for _ in $(seq "$RUNS"); do
 			if ! bundled_run "$dir" "$name" model >/dev/null 2>&1 ||
