@@ -34,7 +34,6 @@ struct lev_store {
 static const char schema[] =
 	"PRAGMA journal_mode = WAL;"
 	"PRAGMA synchronous = NORMAL;"
-	"PRAGMA busy_timeout = 5000;"
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id TEXT PRIMARY KEY, agent TEXT, status TEXT, stage TEXT,"
 	" iteration INTEGER, tools INTEGER, reads_granted INTEGER, reads_declared INTEGER,"
@@ -129,6 +128,12 @@ int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err
 		lev_store_close(st);
 		return -EIO;
 	}
+	/*
+	 * before the schema: setting WAL mode takes a lock, and a worker
+	 * opening the database while the daemon commits must wait for it,
+	 * not fail "database is locked" (a run resumed after a restart did)
+	 */
+	sqlite3_busy_timeout(st->db, 5000);
 	if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
 	    migrate(st, &msg) < 0) {
 		lev_err_set(err, -EIO, "cannot set up '%s': %s", path, msg ? msg : "?");
