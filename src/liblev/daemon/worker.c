@@ -71,12 +71,25 @@ static void w_handle(struct worker *w, const json_t *m)
 		w->msgs = lev_strv_push(w->msgs, lev_json_str(m, "text"));
 }
 
+/*
+ * The daemon is gone (its end of the link closed or failed): the run stops
+ * as cancelled at its next check, as on the SIGTERM of PR_SET_PDEATHSIG
+ * that may come after.  It never goes on without the daemon: nothing would
+ * journal its calls, and an ask nobody can answer now is asked again when
+ * a new daemon resumes it (a run that ended "complete" is not resumed).
+ */
+static void link_lost(struct worker *w)
+{
+	w->broken = true;
+	w_cancel = 1;
+}
+
 /* Send the event frames held back, as one write. */
 static void w_flush(struct worker *w)
 {
 	if (w->out.len && !w->broken &&
 	    lev_proto_send_frames(w->fd, w->out.buf, w->out.len, NULL) < 0)
-		w->broken = true;
+		link_lost(w);
 	lev_buf_reset(&w->out);
 }
 
@@ -85,7 +98,7 @@ static void w_send(struct worker *w, json_t *msg)
 {
 	w_flush(w);
 	if (!w->broken && lev_proto_send(w->fd, msg, NULL) < 0)
-		w->broken = true;
+		link_lost(w);
 	json_decref(msg);
 }
 
@@ -107,7 +120,7 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 		if (r <= 0 || w_cancel)
 			return NULL;
 		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
-			w->broken = true;
+			link_lost(w);
 			return NULL;
 		}
 		if (lev_streq(lev_json_str(m, "op"), op))
@@ -132,7 +145,7 @@ static void w_checkpoint(struct worker *w)
 		if (poll(&p, 1, 0) <= 0)
 			break;
 		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
-			w->broken = true;
+			link_lost(w);
 			break;
 		}
 		w_handle(w, m);
