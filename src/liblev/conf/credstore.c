@@ -337,7 +337,8 @@ static int creds_edit(const char *text, const char *name, const char *provider, 
 				  len && text[len - 1] != '\n' ? "\n" : "", len ? "\n" : "", provider,
 				  line);
 	}
-	explicit_bzero(line, line ? strlen(line) : 0);
+	if (line)
+		explicit_bzero(line, strlen(line));
 	r = check_edit(&before, after, name, false, provider, key, NULL, err);
 	entries_release(&before);
 	if (r < 0) {
