@@ -212,19 +212,15 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 	free(call.parse_error);
 }
 
-/* The value of the caller input that seeds RG (by its key or its name), or NULL. */
+/* The value of the caller input that seeds RG (lev_blueprint_caller_input()), or NULL. */
 static const char *caller_input(const struct lev_agent *a, const struct lev_region *rg)
 {
 	for (char *const *in = a->o.inputs; in && *in; in++) {
 		const char *eq = strchr(*in, '=');
+		_cleanup_free_ char *key = eq ? xstrndup(*in, (size_t)(eq - *in)) : NULL;
 
-		if (eq) {
-			size_t k = (size_t)(eq - *in);
-
-			if ((strlen(rg->seed.value) == k && !strncmp(rg->seed.value, *in, k)) ||
-			    (strlen(rg->name) == k && !strncmp(rg->name, *in, k)))
-				return eq + 1;
-		}
+		if (key && lev_blueprint_caller_input(a->bp, key) == rg)
+			return eq + 1;
 	}
 	return NULL;
 }
