@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "liblev/base/xalloc.h"
 #include "liblev/conf/config.h"
 #include "liblev/conf/credentials.h"
 #include "liblev/provider/provider.h"
@@ -303,7 +304,7 @@ static void test_decode_bounds(void **state)
 {
 	struct lev_infer_response r;
 	struct lev_err err = LEV_ERR_INIT;
-	char *b = malloc(200000), *p;
+	char *b = xmalloc(200000), *p;
 	char name[400];
 
 	(void)state;

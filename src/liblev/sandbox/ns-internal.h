@@ -113,6 +113,16 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 		     const struct lev_sandbox_limits *limits, int ll_fd, int report_fd);
 
 /*
+ * The part of the fence that does not depend on the command: no_new_privs,
+ * Landlock (LL_FD as above), capabilities, seccomp, in that order.  0, or
+ * -errno with *PHASE (enum lev_sbx_phase) and *IDX saying which step
+ * failed.  A warm cell runs it before it waits for a request, so a command
+ * never waits for a seccomp filter to be loaded (and the cell that reads
+ * the request is already fenced).
+ */
+int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, int *phase, int *idx);
+
+/*
  * LIMITS as rlimits, when PL uses them; a failure is reported on REPORT_FD.
  * A warm cell applies them in the command's process, just before it execs,
  * not in the cell: nothing may allocate under the memory limit that lev's
@@ -121,10 +131,15 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 int lev_sbx_ns_rlimits(const struct lev_sbx_nsplan *pl, const struct lev_sandbox_limits *limits,
 		       int report_fd);
 
-/* In the command's process: a new session, stdio from F, exec; never returns. */
+/*
+ * In the command's process: a new session, stdio from F, signal
+ * dispositions and mask back to the defaults (unless RESET_SIGNALS is
+ * false: a warm cell's command inherits the cell's, already reset), exec;
+ * never returns.
+ */
 __attribute__((noreturn)) void lev_sbx_ns_exec(char *const *cands, char *const *argv,
 					       char *const *envp,
-					       const struct lev_sbx_childfds *f);
+					       const struct lev_sbx_childfds *f, bool reset_signals);
 
 /* Describe the failed step R of PL ("cannot set up the sandbox: ..."). */
 void lev_sbx_ns_explain_plan(const struct lev_sbx_nsplan *pl, const char *cwd, const char *argv0,

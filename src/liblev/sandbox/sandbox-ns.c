@@ -742,10 +742,46 @@ int lev_sbx_ns_rlimits(const struct lev_sbx_nsplan *pl, const struct lev_sandbox
 	return 0;
 }
 
+int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, int *phase, int *idx)
+{
+	int r;
+
+	*idx = -1;
+	if (pl->use_nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		*phase = LEV_SBX_PH_NNP;
+		*idx = 0;
+		return -errno;
+	}
+	if (pl->use_ll) {
+		r = ll_fd >= 0 ? lev_landlock_restrict(ll_fd) : lev_landlock_enforce(&pl->ll, idx);
+		if (r < 0) {
+			*phase = LEV_SBX_PH_LANDLOCK;
+			return r;
+		}
+	}
+	if (pl->use_caps) {
+		r = lev_sbx_drop_caps();
+		if (r < 0) {
+			*phase = LEV_SBX_PH_CAPS;
+			*idx = 0;
+			return r;
+		}
+	}
+	if (pl->use_sc) {
+		r = lev_scfilter_install(pl->sc);
+		if (r < 0) {
+			*phase = LEV_SBX_PH_SECCOMP;
+			*idx = 0;
+			return r;
+		}
+	}
+	return 0;
+}
+
 int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 		     const struct lev_sandbox_limits *limits, int ll_fd, int report_fd)
 {
-	int idx = -1, r;
+	int phase = LEV_SBX_PH_NONE, idx = -1, r;
 
 	if (chdir(cwd) < 0) {
 		lev_sbx_report(report_fd, LEV_SBX_PH_CHDIR, 0, errno);
@@ -753,30 +789,10 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 	}
 	if (limits && lev_sbx_ns_rlimits(pl, limits, report_fd) < 0)
 		return -1;
-	if (pl->use_nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		lev_sbx_report(report_fd, LEV_SBX_PH_NNP, 0, errno);
+	r = lev_sbx_ns_lockdown(pl, ll_fd, &phase, &idx);
+	if (r < 0) {
+		lev_sbx_report(report_fd, (enum lev_sbx_phase)phase, idx, -r);
 		return -1;
-	}
-	if (pl->use_ll) {
-		r = ll_fd >= 0 ? lev_landlock_restrict(ll_fd) : lev_landlock_enforce(&pl->ll, &idx);
-		if (r < 0) {
-			lev_sbx_report(report_fd, LEV_SBX_PH_LANDLOCK, idx, -r);
-			return -1;
-		}
-	}
-	if (pl->use_caps) {
-		r = lev_sbx_drop_caps();
-		if (r < 0) {
-			lev_sbx_report(report_fd, LEV_SBX_PH_CAPS, 0, -r);
-			return -1;
-		}
-	}
-	if (pl->use_sc) {
-		r = lev_scfilter_install(pl->sc);
-		if (r < 0) {
-			lev_sbx_report(report_fd, LEV_SBX_PH_SECCOMP, 0, -r);
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -784,7 +800,7 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 
 __attribute__((noreturn)) void lev_sbx_ns_exec(char *const *cands, char *const *argv,
 					       char *const *envp,
-					       const struct lev_sbx_childfds *f)
+					       const struct lev_sbx_childfds *f, bool reset_signals)
 {
 	int e;
 
@@ -796,7 +812,8 @@ __attribute__((noreturn)) void lev_sbx_ns_exec(char *const *cands, char *const *
 		lev_sbx_report(f->report_wr, LEV_SBX_PH_STDIO, 1, errno);
 		_exit(125);
 	}
-	lev_sbx_reset_signals();
+	if (reset_signals)
+		lev_sbx_reset_signals();
 	(void)umask(022);	/* lev runs with 077; commands get the usual default */
 	(void)syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	e = lev_sbx_exec(cands, argv, envp);
@@ -846,7 +863,7 @@ static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
 		_exit(125);
 	}
 	if (w == 0)
-		lev_sbx_ns_exec(pl->cands, pl->argv, pl->envp, f);
+		lev_sbx_ns_exec(pl->cands, pl->argv, pl->envp, f, true);
 
 	/* PID 1: reap everything; report the command's status, then go, which
 	 * kills whatever is left in the namespace. */
@@ -880,7 +897,7 @@ static __attribute__((noreturn)) void plain_child(const struct lev_sbx_nsplan *p
 		_exit(125);
 	if (lev_sbx_ns_fence(pl, pl->cwd, &pl->limits, -1, f->report_wr) < 0)
 		_exit(125);
-	lev_sbx_ns_exec(pl->cands, pl->argv, pl->envp, f);
+	lev_sbx_ns_exec(pl->cands, pl->argv, pl->envp, f, true);
 }
 
 /* ---- the parent ---- */
