@@ -557,7 +557,7 @@ def sec_calls():
     c = Conn(root)
     d, p, d_cpu, w_cpu, p_cpu = [], [], [], [], []
     per = lambda a, b: (a - b) / CALLS * 1e3
-    for _ in range(5):
+    for _ in range(9):
         dm, dz = daemon_span(root, c, many, dpid), daemon_span(root, c, zero, dpid)
         pm, pz = inproc_span(root, many), inproc_span(root, zero)
         d.append(per(dm[0], dz[0]))

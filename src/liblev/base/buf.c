@@ -284,3 +284,139 @@ int lev_buf_add_utf8(struct lev_buf *b, const void *s, size_t len, bool nul_bad,
 		*replaced = bad;
 	return r;
 }
+
+/*
+ * The JSON text json_dumps(V, JSON_COMPACT | JSON_ENSURE_ASCII) gives, byte
+ * for byte, appended to B without building it through jansson's per-byte
+ * callbacks (the record writes several events per tool call).  Returns
+ * false for what it does not write itself - a real number, invalid UTF-8,
+ * nesting deeper than JSON_DEPTH - and the caller uses json_dumps().
+ */
+#define JSON_DEPTH 64
+
+/* "\uXXXX" for the UTF-16 unit V at U, upper-case hex as jansson writes it */
+static void put_u(char *u, uint32_t v)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	u[0] = '\\';
+	u[1] = 'u';
+	u[2] = hex[(v >> 12) & 15];
+	u[3] = hex[(v >> 8) & 15];
+	u[4] = hex[(v >> 4) & 15];
+	u[5] = hex[v & 15];
+}
+
+static bool add_json_string(struct lev_buf *b, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	(void)lev_buf_addch(b, '"');
+	while (i < len) {
+		size_t j = i, n;
+		uint32_t cp;
+		char u[12];
+
+		/* a run that needs no escape, in one piece (DEL is not escaped) */
+		while (j < len && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\')
+			j++;
+		if (j > i) {
+			(void)lev_buf_add(b, s + i, j - i);
+			i = j;
+			continue;
+		}
+		switch (p[i]) {
+		case '"': (void)lev_buf_add(b, "\\\"", 2); i++; continue;
+		case '\\': (void)lev_buf_add(b, "\\\\", 2); i++; continue;
+		case '\b': (void)lev_buf_add(b, "\\b", 2); i++; continue;
+		case '\f': (void)lev_buf_add(b, "\\f", 2); i++; continue;
+		case '\n': (void)lev_buf_add(b, "\\n", 2); i++; continue;
+		case '\r': (void)lev_buf_add(b, "\\r", 2); i++; continue;
+		case '\t': (void)lev_buf_add(b, "\\t", 2); i++; continue;
+		default:
+			break;
+		}
+		n = lev_utf8_decode(p + i, len - i, &cp);
+		if (!n)
+			return false;	/* jansson refuses it too: its own error */
+		if (cp >= 0x10000) {
+			put_u(u, 0xd800 + ((cp - 0x10000) >> 10));
+			put_u(u + 6, 0xdc00 + ((cp - 0x10000) & 0x3ff));
+			(void)lev_buf_add(b, u, 12);
+		} else {
+			put_u(u, cp);
+			(void)lev_buf_add(b, u, 6);
+		}
+		i += n;
+	}
+	(void)lev_buf_addch(b, '"');
+	return true;
+}
+
+static bool add_json(struct lev_buf *b, const json_t *v, unsigned depth)
+{
+	const char *key;
+	const json_t *m;
+	size_t i;
+	void *it;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		if (depth >= JSON_DEPTH)
+			return false;
+		(void)lev_buf_addch(b, '{');
+		i = 0;
+		for (it = json_object_iter((json_t *)v); it;
+		     it = json_object_iter_next((json_t *)v, it), i++) {
+			key = json_object_iter_key(it);
+			if (i)
+				(void)lev_buf_addch(b, ',');
+			if (!add_json_string(b, key, json_object_iter_key_len(it)))
+				return false;
+			(void)lev_buf_addch(b, ':');
+			if (!add_json(b, json_object_iter_value(it), depth + 1))
+				return false;
+		}
+		(void)lev_buf_addch(b, '}');
+		return true;
+	case JSON_ARRAY:
+		if (depth >= JSON_DEPTH)
+			return false;
+		(void)lev_buf_addch(b, '[');
+		json_array_foreach(v, i, m) {
+			if (i)
+				(void)lev_buf_addch(b, ',');
+			if (!add_json(b, m, depth + 1))
+				return false;
+		}
+		(void)lev_buf_addch(b, ']');
+		return true;
+	case JSON_STRING:
+		return add_json_string(b, json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		(void)lev_buf_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return true;
+	case JSON_TRUE:
+		(void)lev_buf_add(b, "true", 4);
+		return true;
+	case JSON_FALSE:
+		(void)lev_buf_add(b, "false", 5);
+		return true;
+	case JSON_NULL:
+		(void)lev_buf_add(b, "null", 4);
+		return true;
+	default:
+		return false;	/* a real: jansson's own formatting */
+	}
+}
+
+bool lev_buf_add_json(struct lev_buf *b, const json_t *v)
+{
+	size_t at = b->len;
+
+	if (add_json(b, v, 0))
+		return true;
+	lev_buf_truncate(b, at);
+	return false;
+}

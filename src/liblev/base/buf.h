@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 
 struct lev_buf {
 	char *buf;
@@ -55,6 +56,14 @@ int lev_buf_add_json_str(struct lev_buf *b, const char *s, size_t len);
  * does; without, it is copied.
  */
 int lev_buf_add_json_text(struct lev_buf *b, const char *s, size_t len, bool ascii);
+
+/*
+ * Append V as json_dumps(V, JSON_COMPACT | JSON_ENSURE_ASCII) writes it,
+ * byte for byte, without jansson's per-byte callbacks.  False (B as it
+ * was) for what it does not write itself - a real number, invalid UTF-8,
+ * nesting deeper than 64 - and the caller uses json_dumps().
+ */
+bool lev_buf_add_json(struct lev_buf *b, const json_t *v);
 
 /*
  * The one UTF-8 sanitizer: append the LEN bytes at S to B as valid UTF-8,

@@ -249,21 +249,26 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	struct worker *w = data;
 	bool ack = needs_ack(ev);
 	json_t *cut = line && strlen(line) > LEV_PROTO_MAX / 2 ? slim(ev) : NULL;
-	char *text = json_dumps(cut ? cut : ev, JSON_COMPACT);
 	size_t at = w->out.len;
 
 	/* the daemon keeps the journal and the status; the record has it all */
-	json_decref(cut);
-	if (!text) {
-		w->broken = true;
-		return;
-	}
 	lev_buf_add(&w->out, "\0\0\0\0", 4);
 	lev_buf_adds(&w->out, ack ? LEV_PROTO_EVENT_HEAD("true") : LEV_PROTO_EVENT_HEAD("false"));
-	lev_buf_adds(&w->out, text);
+	if (!lev_buf_add_json(&w->out, cut ? cut : ev)) {
+		char *text = json_dumps(cut ? cut : ev, JSON_COMPACT);
+
+		if (!text) {
+			json_decref(cut);
+			lev_buf_truncate(&w->out, at);
+			w->broken = true;
+			return;
+		}
+		lev_buf_adds(&w->out, text);
+		free(text);
+	}
+	json_decref(cut);
 	lev_buf_addch(&w->out, '}');
 	lev_proto_put_len(w->out.buf + at, w->out.len - at - 4);
-	free(text);
 	if (ack) {
 		json_decref(w_wait(w, "ack", -1));
 		w_checkpoint(w);	/* before the call runs: never inside it */

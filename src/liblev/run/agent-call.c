@@ -1025,6 +1025,9 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	agent_integrity_result(a, call->name, call->arguments, dec.integrity, out.text, out.len,
 			       dec.allowed);
 	agent_result_event(a, call, &out, &dec, label, truncated);
+	/* a read's result may wait for the next write; an action's is written now */
+	if (a->rec && dec.allowed && !lev_tool_read_only(lev_tools_find(a->tools, call->name)))
+		(void)lev_runrecord_flush(a->rec, NULL);
 	free(a->route_note);
 	a->route_note = NULL;
 	lev_call_decision_release(&dec);

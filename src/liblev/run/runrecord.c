@@ -32,6 +32,7 @@ struct lev_runrecord {
 	char **secrets;
 	bool finished;
 	struct lev_buf audit_pending;	/* audit lines not yet written */
+	struct lev_buf events_pending;	/* tool_call/tool_result lines not yet written */
 	struct lev_buf body;		/* an event's JSON (reused) */
 	struct lev_buf line;		/* the line being written (reused) */
 };
@@ -224,6 +225,7 @@ static struct lev_runrecord *record_alloc(void)
 
 	rr->dir_fd = rr->events_fd = rr->audit_fd = -1;
 	lev_buf_init(&rr->audit_pending, (size_t)64 << 20);
+	lev_buf_init(&rr->events_pending, (size_t)64 << 20);
 	lev_buf_init(&rr->body, SIZE_MAX / 2);	/* append_body caps the line */
 	lev_buf_init(&rr->line, LEV_RUNRECORD_LINE_MAX + 256);
 	return rr;
@@ -315,6 +317,7 @@ struct lev_runrecord *lev_runrecord_free(struct lev_runrecord *rr)
 		return NULL;
 	(void)lev_runrecord_flush(rr, NULL);
 	lev_buf_release(&rr->audit_pending);
+	lev_buf_release(&rr->events_pending);
 	lev_buf_release(&rr->body);
 	lev_buf_release(&rr->line);
 	if (rr->events_fd >= 0)
@@ -449,132 +452,6 @@ static int append_body(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 	return 0;
 }
 
-/*
- * The JSON text json_dumps(V, JSON_COMPACT | JSON_ENSURE_ASCII) gives, byte
- * for byte, appended to B without building it through jansson's per-byte
- * callbacks (the record writes several events per tool call).  Returns
- * false for what it does not write itself - a real number, invalid UTF-8,
- * nesting deeper than JSON_DEPTH - and the caller uses json_dumps().
- */
-#define JSON_DEPTH 64
-
-/* "\uXXXX" for the UTF-16 unit V at U, upper-case hex as jansson writes it */
-static void put_u(char *u, uint32_t v)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	u[0] = '\\';
-	u[1] = 'u';
-	u[2] = hex[(v >> 12) & 15];
-	u[3] = hex[(v >> 8) & 15];
-	u[4] = hex[(v >> 4) & 15];
-	u[5] = hex[v & 15];
-}
-
-static bool add_json_string(struct lev_buf *b, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-
-	(void)lev_buf_addch(b, '"');
-	while (i < len) {
-		size_t j = i, n;
-		uint32_t cp;
-		char u[12];
-
-		/* a run that needs no escape, in one piece (DEL is not escaped) */
-		while (j < len && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\')
-			j++;
-		if (j > i) {
-			(void)lev_buf_add(b, s + i, j - i);
-			i = j;
-			continue;
-		}
-		switch (p[i]) {
-		case '"': (void)lev_buf_add(b, "\\\"", 2); i++; continue;
-		case '\\': (void)lev_buf_add(b, "\\\\", 2); i++; continue;
-		case '\b': (void)lev_buf_add(b, "\\b", 2); i++; continue;
-		case '\f': (void)lev_buf_add(b, "\\f", 2); i++; continue;
-		case '\n': (void)lev_buf_add(b, "\\n", 2); i++; continue;
-		case '\r': (void)lev_buf_add(b, "\\r", 2); i++; continue;
-		case '\t': (void)lev_buf_add(b, "\\t", 2); i++; continue;
-		default:
-			break;
-		}
-		n = lev_utf8_decode(p + i, len - i, &cp);
-		if (!n)
-			return false;	/* jansson refuses it too: its own error */
-		if (cp >= 0x10000) {
-			put_u(u, 0xd800 + ((cp - 0x10000) >> 10));
-			put_u(u + 6, 0xdc00 + ((cp - 0x10000) & 0x3ff));
-			(void)lev_buf_add(b, u, 12);
-		} else {
-			put_u(u, cp);
-			(void)lev_buf_add(b, u, 6);
-		}
-		i += n;
-	}
-	(void)lev_buf_addch(b, '"');
-	return true;
-}
-
-static bool add_json(struct lev_buf *b, const json_t *v, unsigned depth)
-{
-	const char *key;
-	const json_t *m;
-	size_t i;
-	void *it;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		if (depth >= JSON_DEPTH)
-			return false;
-		(void)lev_buf_addch(b, '{');
-		i = 0;
-		for (it = json_object_iter((json_t *)v); it;
-		     it = json_object_iter_next((json_t *)v, it), i++) {
-			key = json_object_iter_key(it);
-			if (i)
-				(void)lev_buf_addch(b, ',');
-			if (!add_json_string(b, key, json_object_iter_key_len(it)))
-				return false;
-			(void)lev_buf_addch(b, ':');
-			if (!add_json(b, json_object_iter_value(it), depth + 1))
-				return false;
-		}
-		(void)lev_buf_addch(b, '}');
-		return true;
-	case JSON_ARRAY:
-		if (depth >= JSON_DEPTH)
-			return false;
-		(void)lev_buf_addch(b, '[');
-		json_array_foreach(v, i, m) {
-			if (i)
-				(void)lev_buf_addch(b, ',');
-			if (!add_json(b, m, depth + 1))
-				return false;
-		}
-		(void)lev_buf_addch(b, ']');
-		return true;
-	case JSON_STRING:
-		return add_json_string(b, json_string_value(v), json_string_length(v));
-	case JSON_INTEGER:
-		(void)lev_buf_addf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		return true;
-	case JSON_TRUE:
-		(void)lev_buf_add(b, "true", 4);
-		return true;
-	case JSON_FALSE:
-		(void)lev_buf_add(b, "false", 5);
-		return true;
-	case JSON_NULL:
-		(void)lev_buf_add(b, "null", 4);
-		return true;
-	default:
-		return false;	/* a real: jansson's own formatting */
-	}
-}
-
 static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending, uint64_t *seq,
 		       const json_t *obj, const char *file, char **line_out, struct lev_err *err)
 {
@@ -584,7 +461,7 @@ static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 
 	if (!json_is_object(obj))
 		return lev_err_set(err, -EINVAL, "a record line must be a JSON object");
-	if (!add_json(body, obj, 0)) {
+	if (!lev_buf_add_json(body, obj)) {
 		char *text = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
 
 		lev_buf_reset(body);
@@ -600,28 +477,54 @@ static int append_line(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 	return r;
 }
 
-int lev_runrecord_flush(struct lev_runrecord *rr, struct lev_err *err)
+static int write_pending(struct lev_runrecord *rr, int fd, struct lev_buf *pending,
+			 const char *file, struct lev_err *err)
 {
 	ssize_t n;
 
-	if (!rr->audit_pending.len)
+	if (!pending->len)
 		return 0;
-	n = write(rr->audit_fd, rr->audit_pending.buf, rr->audit_pending.len);
-	if (n < 0 || (size_t)n != rr->audit_pending.len) {
+	n = write(fd, pending->buf, pending->len);
+	if (n < 0 || (size_t)n != pending->len) {
 		int r = n < 0 ? -errno : -ENOSPC;
 
-		lev_buf_reset(&rr->audit_pending);
-		return lev_err_errno(err, r, "cannot write '%s/audit.jsonl'", rr->dir);
+		lev_buf_reset(pending);
+		return lev_err_errno(err, r, "cannot write '%s/%s'", rr->dir, file);
 	}
-	lev_buf_reset(&rr->audit_pending);
+	lev_buf_reset(pending);
 	return 0;
+}
+
+int lev_runrecord_flush(struct lev_runrecord *rr, struct lev_err *err)
+{
+	int r = write_pending(rr, rr->events_fd, &rr->events_pending, "events.jsonl", err);
+	int r2 = write_pending(rr, rr->audit_fd, &rr->audit_pending, "audit.jsonl",
+			       r < 0 ? NULL : err);
+
+	return r < 0 ? r : r2;
+}
+
+/* A call and its result come in bursts: they wait for the next write. */
+static bool deferrable(const json_t *event)
+{
+	const char *name = json_string_value(json_object_get(event, "event"));
+
+	return name && (!strcmp(name, "tool_call") || !strcmp(name, "tool_result"));
 }
 
 int lev_runrecord_event(struct lev_runrecord *rr, const json_t *event, char **line_out,
 			struct lev_err *err)
 {
-	int r = lev_runrecord_flush(rr, err);
+	int r;
 
+	if (deferrable(event)) {
+		r = append_line(rr, rr->events_fd, &rr->events_pending, &rr->events_seq, event,
+				"events.jsonl", line_out, err);
+		if (r == 0 && rr->events_pending.len + rr->audit_pending.len > LEV_RUNRECORD_PENDING_MAX)
+			r = lev_runrecord_flush(rr, err);
+		return r;
+	}
+	r = lev_runrecord_flush(rr, err);
 	if (r < 0)
 		return r;
 	return append_line(rr, rr->events_fd, NULL, &rr->events_seq, event, "events.jsonl",
@@ -690,6 +593,9 @@ int lev_runrecord_sync(struct lev_runrecord *rr, struct lev_err *err)
 int lev_runrecord_status(struct lev_runrecord *rr, const char *status, struct lev_err *err)
 {
 	_cleanup_free_ char *line = xasprintf("%s\n", status);
+
+	/* whoever reads the new status finds the events that led to it */
+	(void)lev_runrecord_flush(rr, NULL);
 
 	return replace_file(rr, "status", line, strlen(line), err);
 }

@@ -7,12 +7,17 @@
  *		result.json		0600  written once, when the run ends
  *		status			0600  "running", then complete|error|cancelled
  *
- * The record is written as the run goes: every event is one write(2) of a
- * whole line to a file opened O_APPEND, so a run killed at any moment
+ * The record is written as the run goes, in whole lines: each write(2) to
+ * a file opened O_APPEND carries whole lines, so a run killed at any moment
  * (SIGKILL included) leaves files that hold only whole lines.  The audit
- * lines of one tool call are gathered and written with one write(2) when
- * the next event is recorded or lev_runrecord_flush()/_sync() is called (the
- * runtime does so before the call's tool runs).  The
+ * lines, and the tool_call and tool_result events, are gathered and written
+ * with one write(2) per file when any other event is recorded, when they
+ * pass LEV_RUNRECORD_PENDING_MAX bytes, or when lev_runrecord_flush(),
+ * _sync() or _status() is called (the runtime syncs before any tool that
+ * is not read-only runs, at the end of every model turn, and before it
+ * waits for an answer): a burst of reads costs two writes, not two per
+ * call, and a run killed in the middle of one loses at most the reads of
+ * the turn in flight, whose results no model saw.  The
  * files are fdatasync'ed at every lev_runrecord_sync() (the runtime calls it
  * once per tool call) and when the run ends, so a machine crash loses at
  * most the events of the call in flight.  `status` and `result.json` are
@@ -121,7 +126,10 @@ struct lev_audit {
 /* Append A to audit.jsonl (with ts and seq). */
 int lev_runrecord_audit(struct lev_runrecord *rr, const struct lev_audit *a, struct lev_err *err);
 
-/* Write the gathered audit lines now. */
+/* Gathered lines past this many bytes are written at once. */
+#define LEV_RUNRECORD_PENDING_MAX ((size_t)32 << 10)
+
+/* Write the gathered audit lines and events now. */
 int lev_runrecord_flush(struct lev_runrecord *rr, struct lev_err *err);
 
 /* Flush, then fdatasync events.jsonl and audit.jsonl. */
