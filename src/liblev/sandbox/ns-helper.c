@@ -17,10 +17,11 @@
  * The ready cell takes it, closes the socket, and does what the cold PID 1
  * does: chdir, fork the command (rlimits, new session, stdio, exec); then
  * it answers with a pidfd of itself, tells the helper (which starts the
- * next cell: that work no longer delays the command), and reaps.  The rest of the cold PID 1's fence (no_new_privs, Landlock,
- * capabilities, seccomp) the cell did before it waited for the request: it
- * reads the request already confined, and loading the seccomp filter (a
- * JIT compile, the costliest step of the fence) is off the command's path.  When the
+ * next cell: that work no longer delays the command), and reaps.  The rest
+ * of the cold PID 1's fence (no_new_privs, Landlock, capabilities, seccomp)
+ * the cell did before it waited for the request: it reads the request
+ * already confined, and loading the seccomp filter (a JIT compile, the
+ * costliest step of the fence) is off the command's path.  When the
  * command ends it kills and reaps everything else in its namespace, writes
  * the command's wait status and exits: so lev has the status only once
  * nothing the command started is left.  lev kills a cell through its pidfd
