@@ -7,7 +7,9 @@
 # the next call), while a loosening waits for the next run.  Edits saved by
 # rename, as editors do, are followed.  The same holds for policy.toml: an
 # allowlist entry removed while a run waits at a question no longer allows
-# its next outbound call; an entry added waits for the next run.
+# its next outbound call; an entry added waits for the next run.  Leviath's
+# policy.toml (merged in) has its last good copy too: a run resumed while
+# it is broken is handed that copy.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
@@ -262,6 +264,43 @@ test_expect_success 'policy.toml: a new run gets the loosened file' '
 	wait_for status_is "$(cat p3)" complete &&
 	test "$(decision "$(cat p3)" fetch)" = allow &&
 	test "$(decision "$(cat p3)" fetch2)" = allow
+'
+
+LPOL="${XDG_CONFIG_HOME:-$HOME/.config}/leviath/policy.toml"
+
+test_expect_success "Leviath's policy.toml: a run resumed while it is broken starts from its last good copy" '
+	mkdir -p "${LPOL%/*}" &&
+	printf "$ALLOW_IP$ALLOW_LOCALHOST" >"$LPOL" &&
+	save_policy "$INTEG" &&
+	"$LEV" daemon stop >/dev/null && "$LEV" daemon start >/dev/null &&
+	! "$LEV" daemon status | grep -q "config error" &&
+	(cd work && setsid -w "$LEV" run ../fetcher --detach >../p4 2>/dev/null) &&
+	wait_for status_is "$(cat p4)" "waiting: user prompt" &&
+	dpid=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
+	pid=$(field "$(cat p4)" pid) &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	printf "[[allowlist]\n" >"$LPOL" &&
+	"$LEV" daemon start >/dev/null &&
+	"$LEV" daemon status >st &&
+	grep -q "^config error: .*leviath/policy.toml:1:" st &&
+	wait_for status_is "$(cat p4)" "waiting: user prompt" &&
+	"$LEV" respond "$(request_of "$(cat p4)")" --text yes &&
+	wait_for status_is "$(cat p4)" complete &&
+	test "$(decision "$(cat p4)" fetch)" = allow &&
+	test "$(decision "$(cat p4)" fetch2)" = allow
+'
+
+test_expect_success "Leviath's policy.toml: the twin, once fixed a new run takes the file itself" '
+	printf "$ALLOW_IP" >"$LPOL.tmp" && mv "$LPOL.tmp" "$LPOL" &&
+	wait_for sh -c "! \"$LEV\" daemon status | grep -q \"config error\"" &&
+	(cd work && setsid -w "$LEV" run ../fetcher --detach >../p5 2>/dev/null) &&
+	wait_for status_is "$(cat p5)" "waiting: user prompt" &&
+	"$LEV" respond "$(request_of "$(cat p5)")" --text yes &&
+	wait_for status_is "$(cat p5)" "waiting: taint gate" &&
+	"$LEV" respond "$(request_of "$(cat p5)")" --deny &&
+	wait_for status_is "$(cat p5)" complete &&
+	test "$(decision "$(cat p5)" fetch)" = allow &&
+	test "$(decision "$(cat p5)" fetch2)" = deny
 '
 
 test_done

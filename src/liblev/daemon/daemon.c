@@ -642,13 +642,15 @@ static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int
 /* A file on disk is broken: a new run starts from the last good copy. */
 static void reload_start_paths(struct daemon *d, json_t *start)
 {
-	const char *config = NULL, *policy = NULL;
+	const char *config = NULL, *policy = NULL, *leviath = NULL;
 
-	lev_reload_good_paths(d->rl, &config, &policy);
+	lev_reload_good_paths(d->rl, &config, &policy, &leviath);
 	if (config)
 		json_object_set_new(start, "config_path", json_string(config));
 	if (policy)
 		json_object_set_new(start, "policy_path", json_string(policy));
+	if (leviath)
+		json_object_set_new(start, "leviath_policy_path", json_string(leviath));
 }
 
 /*

@@ -27,8 +27,8 @@ struct lev_reload {
 	char *config, *policy, *rules;	/* the watched paths */
 	char *leviath;			/* Leviath's policy.toml, merged into ours by runs */
 	char *root;
-	char *good_config, *good_policy;	/* <root>/daemon-good/... */
-	bool config_bad, policy_bad;
+	char *good_config, *good_policy, *good_leviath;	/* <root>/daemon-good/... */
+	bool config_bad, policy_bad, leviath_bad;
 	char *error;
 };
 
@@ -76,6 +76,7 @@ int lev_reload_open(struct lev_reload **out, struct lev_err *err)
 	good = lev_path_join(rl->root, "daemon-good");
 	rl->good_config = lev_path_join(good, "config.toml");
 	rl->good_policy = lev_path_join(good, "policy.toml");
+	rl->good_leviath = lev_path_join(good, "leviath-policy.toml");
 	*out = rl;
 	return 0;
 }
@@ -93,6 +94,7 @@ struct lev_reload *lev_reload_free(struct lev_reload *rl)
 	free(rl->root);
 	free(rl->good_config);
 	free(rl->good_policy);
+	free(rl->good_leviath);
 	free(rl->error);
 	free(rl);
 	return NULL;
@@ -205,9 +207,14 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 		rl->error = xstrdup(e.msg);
 	}
 	lev_err_clear(&e);
-	/* a broken Leviath policy.toml has no good copy: runs refuse to start until it is fixed */
+	/* Leviath's is checked as runs load it: merged into ours (alone when ours is broken) */
 	pol = NULL;
-	if (!rl->error && lev_policy_load(rl->leviath, &pol, NULL, &e) < 0)
+	rl->leviath_bad = (rl->policy_bad ? lev_policy_load(rl->leviath, &pol, NULL, &e)
+					  : lev_policy_load_both(rl->policy, rl->leviath, &pol, NULL,
+								 NULL, &e)) < 0;
+	if (!rl->leviath_bad)
+		keep_good(rl->leviath, rl->good_leviath);	/* none on disk: none kept */
+	else if (!rl->error)
 		rl->error = xstrdup(e.msg);
 	lev_policy_free(pol);
 	lev_err_clear(&e);
@@ -224,8 +231,11 @@ const char *lev_reload_error(const struct lev_reload *rl)
 	return rl ? rl->error : NULL;
 }
 
-void lev_reload_good_paths(const struct lev_reload *rl, const char **config, const char **policy)
+void lev_reload_good_paths(const struct lev_reload *rl, const char **config, const char **policy,
+			   const char **leviath)
 {
+	*leviath = rl && rl->leviath_bad && access(rl->good_leviath, F_OK) == 0 ? rl->good_leviath
+										: NULL;
 	*config = rl && rl->config_bad && access(rl->good_config, F_OK) == 0 ? rl->good_config
 									       : NULL;
 	*policy = rl && rl->policy_bad && access(rl->good_policy, F_OK) == 0 ? rl->good_policy

@@ -1,15 +1,15 @@
 /*
  * reload.h - the daemon watches config.toml, policy.toml (lev's, and
  * Leviath's that runs merge in: policy.h) and the Lua rule files, and says
- * whether they are good.  A broken Leviath policy.toml is reported but has
- * no good copy: runs refuse to start until it is fixed.
+ * whether they are good.
  *
  * The watches are on the directories (inotify), so a file replaced by
  * rename, as editors save, is followed, and one created later is seen.
  * After a change the daemon checks the files as a run would load them
  * (lev_reload_check()): a file that does not parse is reported, FILE:LINE:COL
  * first, and the last good copy stays in force: the daemon keeps one of
- * config.toml and policy.toml in <data root>/daemon-good/, and a run
+ * config.toml, policy.toml and Leviath's policy.toml (as
+ * leviath-policy.toml) in <data root>/daemon-good/, and a run
  * started while the file on disk is broken is handed those (see
  * lev_reload_good_paths()).  Nothing here prints.
  */
@@ -44,4 +44,4 @@ const char *lev_reload_error(const struct lev_reload *rl);
  * (borrowed; NULL when the file is good, or there was never a good copy).
  */
 void lev_reload_good_paths(const struct lev_reload *rl, const char **config,
-			   const char **policy);
+			   const char **policy, const char **leviath);

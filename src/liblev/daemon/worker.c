@@ -650,6 +650,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.data_root = root;
 	o.policy_path = lev_json_str(start, "policy_path") ? lev_json_str(start, "policy_path")
 							    : policy;
+	o.leviath_policy_path = lev_json_str(start, "leviath_policy_path");
 	o.rules_dir = rules;
 	o.policy_fixed = true;	/* changes come as reload frames, the tighter */
 	w.policy_path = policy;

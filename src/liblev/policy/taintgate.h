@@ -99,6 +99,8 @@ struct lev_gate_options {
 	const char *rules_dir;		/* NULL: no Lua rules */
 	bool leviath_policy;		/* with policy_path: merge Leviath's policy.toml in
 					 * (lev_datadir_leviath_policy_path(), policy.h) */
+	const char *leviath_policy_path;	/* ... this copy of it instead (the daemon's
+						 * last good one); NULL: the file itself */
 	bool enabled;			/* lev_taint_enabled(config, blueprint) */
 	bool yolo;			/* allow what would go to the user (recorded):
 					 * --yolo with yolo_allows_flow only */

@@ -347,6 +347,7 @@ static int setup_gate(struct lev_agent *a, struct lev_err *err)
 		a->taint_enabled = a->taint_enabled || a->parent->taint_enabled;
 	go.policy_path = a->o.policy_path;
 	go.leviath_policy = true;
+	go.leviath_policy_path = a->o.leviath_policy_path;
 	go.rules_dir = a->o.rules_dir;
 	go.fixed = a->o.policy_fixed;
 	go.enabled = a->taint_enabled;

@@ -176,6 +176,7 @@ struct lev_agent_opts {
 	const char *data_root;		/* masked inside sandboxes, never written by file
 					   tools; NULL: from the env */
 	const char *policy_path;	/* policy.toml; NULL: none */
+	const char *leviath_policy_path;	/* Leviath's policy.toml merged in; NULL: its own */
 	const char *rules_dir;		/* Lua rules; NULL: none */
 	bool policy_fixed;		/* the run never re-reads policy.toml or the rules
 					 * itself: its owner sends the changes
