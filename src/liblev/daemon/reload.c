@@ -231,13 +231,19 @@ const char *lev_reload_error(const struct lev_reload *rl)
 	return rl ? rl->error : NULL;
 }
 
+/* The last good copy at GOOD when the live file is BAD and a copy was kept, else NULL. */
+static const char *good_copy(bool bad, const char *good)
+{
+	return bad && access(good, F_OK) == 0 ? good : NULL;
+}
+
 void lev_reload_good_paths(const struct lev_reload *rl, const char **config, const char **policy,
 			   const char **leviath)
 {
-	*leviath = rl && rl->leviath_bad && access(rl->good_leviath, F_OK) == 0 ? rl->good_leviath
-										: NULL;
-	*config = rl && rl->config_bad && access(rl->good_config, F_OK) == 0 ? rl->good_config
-									       : NULL;
-	*policy = rl && rl->policy_bad && access(rl->good_policy, F_OK) == 0 ? rl->good_policy
-									       : NULL;
+	*config = *policy = *leviath = NULL;
+	if (!rl)
+		return;
+	*config = good_copy(rl->config_bad, rl->good_config);
+	*policy = good_copy(rl->policy_bad, rl->good_policy);
+	*leviath = good_copy(rl->leviath_bad, rl->good_leviath);
 }

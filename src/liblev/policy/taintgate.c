@@ -91,12 +91,13 @@ int lev_gate_new(const struct lev_gate_options *opts, struct lev_gate **out, str
 	}
 	g->policy_path = opts->policy_path ? xstrdup(opts->policy_path) : NULL;
 	g->rules_dir = opts->rules_dir ? xstrdup(opts->rules_dir) : NULL;
-	if (g->policy_path && opts->leviath_policy && opts->leviath_policy_path) {
-		g->leviath_path = xstrdup(opts->leviath_policy_path);
-	} else if (g->policy_path && opts->leviath_policy &&
-		   lev_datadir_leviath_policy_path(&g->leviath_path, err) < 0) {
-		r = err->code;
-		goto fail;
+	if (g->policy_path && opts->leviath_policy) {
+		if (opts->leviath_policy_path) {
+			g->leviath_path = xstrdup(opts->leviath_policy_path);
+		} else if (lev_datadir_leviath_policy_path(&g->leviath_path, err) < 0) {
+			r = err->code;
+			goto fail;
+		}
 	}
 	if (g->policy_path) {
 		r = lev_policy_load_both(g->policy_path, g->leviath_path, &g->policy,

@@ -957,7 +957,8 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		tool_call_event(a, &cs);
 	if (dec->allowed) {
 		/* the decisions so far are on disk before any side effect happens */
-		if (a->rec && !lev_tool_read_only(cs.ti))
+		dec->acted = !lev_tool_read_only(cs.ti);
+		if (a->rec && dec->acted)
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
 		dec->label = agent_result_label(a, &cs);
@@ -1026,7 +1027,7 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 			       dec.allowed);
 	agent_result_event(a, call, &out, &dec, label, truncated);
 	/* a read's result may wait for the next write; an action's is written now */
-	if (a->rec && dec.allowed && !lev_tool_read_only(lev_tools_find(a->tools, call->name)))
+	if (a->rec && dec.acted)
 		(void)lev_runrecord_flush(a->rec, NULL);
 	free(a->route_note);
 	a->route_note = NULL;

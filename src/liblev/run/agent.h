@@ -259,6 +259,8 @@ struct lev_call_decision {
 	enum lev_integrity integrity;	/* the integrity of what the model gets back */
 	const char *replayed;	/* static: "done", "in_flight" or "denied" when a replay log
 				 * settled the call (replay.h); NULL: it was run */
+	bool acted;		/* it ran a tool that is not read-only: the record was synced
+				 * before it and is flushed after its result */
 };
 
 void lev_call_decision_release(struct lev_call_decision *d);
