@@ -38,6 +38,12 @@
  *   unshare-remount DIR   unshare(user+mount), map root, mount a tmpfs on DIR
  *   clone3-user           clone3(CLONE_NEWUSER)
  *   mount-tmpfs DIR       mount a tmpfs on DIR
+ *   mount-ops DIR [own-ns]  the calls a warm cell sets itself up with: mount a tmpfs
+ *                         on DIR, open_tree(OPEN_TREE_CLONE) of it, move_mount onto
+ *                         it, mount_setattr(NOSUID) on it, clone with CLONE_NEWNS,
+ *                         CLONE_NEWPID, CLONE_NEWIPC: "name=WORD" each, one line;
+ *                         own-ns: in a user and mount namespace of our own (the
+ *                         benign twin: each one works there)
  *   umount DIR            umount2(DIR, MNT_DETACH)
  *   setns                 setns into /proc/1/ns/net
  *   fork-bomb [MAX]       fork until refused (children pause); the errno, or ok at MAX
@@ -248,7 +254,8 @@ static int p_tiocsti(bool hi)
 	return 0;
 }
 
-static int p_unshare_remount(const char *dir)
+/* A user and mount namespace of our own, root mapped to us: 0, or 1 (said why). */
+static int own_userns(void)
 {
 	char map[64];
 	uid_t uid = geteuid();
@@ -256,7 +263,7 @@ static int p_unshare_remount(const char *dir)
 	int fd;
 
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-		return word(errno);
+		return word(errno), 1;
 	fd = open("/proc/self/setgroups", O_WRONLY);
 	if (fd >= 0) {
 		(void)!write(fd, "deny", 4);
@@ -265,14 +272,68 @@ static int p_unshare_remount(const char *dir)
 	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
 	fd = open("/proc/self/uid_map", O_WRONLY);
 	if (fd < 0 || write(fd, map, strlen(map)) < 0)
-		return printf("maps-%s\n", strerrorname_np(errno)) < 0;
+		return printf("maps-%s\n", strerrorname_np(errno)), 1;
 	close(fd);
 	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
 	fd = open("/proc/self/gid_map", O_WRONLY);
 	if (fd < 0 || write(fd, map, strlen(map)) < 0)
-		return printf("maps-%s\n", strerrorname_np(errno)) < 0;
+		return printf("maps-%s\n", strerrorname_np(errno)), 1;
 	close(fd);
+	return 0;
+}
+
+static int p_unshare_remount(const char *dir)
+{
+	if (own_userns())
+		return 0;
 	return result(mount("tmpfs", dir, "tmpfs", 0, NULL));
+}
+
+static const char *ename(int e)
+{
+	return e ? strerrorname_np(e) : "ok";
+}
+
+/* clone(FLAG): 0 or the errno (the child exits at once) */
+static int clone_ns(unsigned long flag)
+{
+	long pid = syscall(SYS_clone, flag | SIGCHLD, 0, NULL, NULL, 0);
+
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0)
+		return errno;
+	while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int p_mount_ops(const char *dir, bool own)
+{
+	struct {
+		uint64_t attr_set, attr_clr, propagation, userns_fd;
+	} attr = { 0x2 /* MOUNT_ATTR_NOSUID */, 0, 0, 0 };
+	int e[7], fd;
+
+	if (own && own_userns())
+		return 0;
+	e[0] = mount("tmpfs", dir, "tmpfs", 0, NULL) < 0 ? errno : 0;
+	fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, 1 /* OPEN_TREE_CLONE */ | O_CLOEXEC);
+	e[1] = fd < 0 ? errno : 0;
+	if (fd < 0)	/* a plain handle: move_mount still gets something to move */
+		fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, O_CLOEXEC);
+	e[2] = fd < 0 ? errno
+		      : syscall(SYS_move_mount, fd, "", AT_FDCWD, dir, 0x4 /* F_EMPTY_PATH */) < 0
+		      ? errno : 0;
+	e[3] = syscall(SYS_mount_setattr, AT_FDCWD, dir, 0, &attr, sizeof(attr)) < 0 ? errno : 0;
+	e[4] = clone_ns(CLONE_NEWNS);
+	e[5] = clone_ns(CLONE_NEWPID);
+	e[6] = clone_ns(CLONE_NEWIPC);
+	printf("mount=%s open_tree=%s move_mount=%s mount_setattr=%s clone_newns=%s "
+	       "clone_newpid=%s clone_newipc=%s\n", ename(e[0]), ename(e[1]), ename(e[2]),
+	       ename(e[3]), ename(e[4]), ename(e[5]), ename(e[6]));
+	fflush(stdout);
+	return 0;
 }
 
 static int p_fork_bomb(long max)
@@ -521,6 +582,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(w, "mount-tmpfs") && a1)
 		return result(mount("tmpfs", a1, "tmpfs", 0, NULL));
+	if (!strcmp(w, "mount-ops") && a1)
+		return p_mount_ops(a1, a2 && !strcmp(a2, "own-ns"));
 	if (!strcmp(w, "umount") && a1)
 		return result(umount2(a1, MNT_DETACH));
 	if (!strcmp(w, "setns")) {

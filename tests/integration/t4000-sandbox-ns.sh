@@ -303,6 +303,20 @@ test_expect_success 'no new user namespace, mount, unmount or setns' '
 	expect_not_word ok inside setns
 '
 
+# a warm cell sets itself up with these after its helper installed the
+# seccomp filter, which leaves them to the kernel: no capability, no call
+ALL_EPERM="mount=EPERM open_tree=EPERM move_mount=EPERM mount_setattr=EPERM clone_newns=EPERM clone_newpid=EPERM clone_newipc=EPERM"
+ALL_OK="mount=ok open_tree=ok move_mount=ok mount_setattr=ok clone_newns=ok clone_newpid=ok clone_newipc=ok"
+test_expect_success 'the calls a warm cell sets itself up with are refused to its command' '
+	test "$(inside mount-ops /tmp)" = "$ALL_EPERM" &&
+	test "$(inside mount-ops "$WD")" = "$ALL_EPERM"
+'
+
+test_expect_success 'the positive control: they work in a namespace of our own on the host' '
+	mkdir -p "$TRASH/mnt-ops" &&
+	test "$("$PROBE" mount-ops "$TRASH/mnt-ops" own-ns)" = "$ALL_OK"
+'
+
 test_expect_success 'unshare -r then remounting fails (util-linux)' '
 	test_must_fail sbx -- unshare -r sh -c "mount -t tmpfs none /tmp" &&
 	test_must_fail sbx -- unshare -rm sh -c "umount /proc"

@@ -221,6 +221,80 @@ static void test_network_only_filter(void **state)
 	assert_int_equal(under_filter(LEV_SCFILTER_NET_ONLY, check_net_only_leaves_the_rest), 0);
 }
 
+/*
+ * The warm helper's filter (LEV_SCFILTER_CELLS): what a cell's set-up needs
+ * reaches the kernel, which answers it (arguments it refuses before any
+ * capability check: EINVAL or ENOENT, never the filter's EPERM); the rest
+ * stays refused.
+ */
+static int cells_filtered;	/* set before under_filter(): the full filter refuses these */
+
+static int check_cell_calls(void)
+{
+#define KERNEL(e) (cells_filtered ? EPERM : (e))
+	EXPECT_ERRNO(syscall(SYS_mount, "none", "/nonexistent-lev-cell", "tmpfs", 0, NULL),
+		     KERNEL(ENOENT));
+	EXPECT_ERRNO(syscall(SYS_open_tree, -1, "/", ~0U), KERNEL(EINVAL));
+	EXPECT_ERRNO(syscall(SYS_move_mount, -1, "", -1, "", ~0U), KERNEL(EINVAL));
+	EXPECT_ERRNO(syscall(SYS_mount_setattr, -1, "/", ~0U, NULL, 0), KERNEL(EINVAL));
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWNS | CLONE_FS | SIGCHLD, 0, 0, 0, 0),
+		     KERNEL(EINVAL));
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWPID | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM,
+			     0, 0, 0, 0), KERNEL(EINVAL));
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWIPC | CLONE_SYSVSEM | SIGCHLD, 0, 0, 0, 0),
+		     KERNEL(EINVAL));
+#undef KERNEL
+	return 0;
+}
+
+static int check_cells_keep_the_rest(void)
+{
+	char c = 'x';
+
+	EXPECT_ERRNO(syscall(SYS_io_uring_setup, 4, NULL), EPERM);
+	EXPECT_ERRNO(syscall(SYS_ptrace, 0, 1, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_bpf, 0, NULL, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_keyctl, 0, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_umount2, "/", 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_pivot_root, "/", "/"), EPERM);
+	EXPECT_ERRNO(syscall(SYS_fsopen, "tmpfs", 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_setns, 0, 0), EPERM);
+	EXPECT_ERRNO(unshare(CLONE_NEWUSER), EPERM);
+	EXPECT_ERRNO(unshare(CLONE_NEWNS), EPERM);
+	EXPECT_ERRNO(unshare(CLONE_NEWPID), EPERM);
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWUTS | SIGCHLD, 0, 0, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_clone, CLONE_NEWCGROUP | SIGCHLD, 0, 0, 0, 0), EPERM);
+	EXPECT_ERRNO(syscall(SYS_clone3, NULL, 0), ENOSYS);
+	EXPECT_ERRNO(syscall(SYS_ioctl, 0, TIOCSTI, &c), EPERM);
+	return 0;
+}
+
+static void test_cells_filter(void **state)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	(void)state;
+	assert_int_equal(lev_scfilter_describe(LEV_SCFILTER_CELLS, &b), 0);
+	assert_non_null(strstr(b.buf, "\nmount: not filtered in a warm cell"));
+	assert_non_null(strstr(b.buf, "\nmount_setattr: not filtered in a warm cell"));
+	assert_non_null(strstr(b.buf, "\numount2: EPERM"));
+	assert_non_null(strstr(b.buf, "\nunshare: EPERM with CLONE_NEW* flags"));
+	assert_non_null(strstr(b.buf, "\nclone: EPERM with CLONE_NEWUSER, NEWNET, NEWUTS or NEWCGROUP"));
+	assert_non_null(strstr(b.buf, "socket: EPERM unless AF_UNIX"));
+	lev_buf_release(&b);
+	need_seccomp();
+	cells_filtered = 0;
+	assert_int_equal(under_filter(LEV_SCFILTER_CELLS, check_cell_calls), 0);
+	cells_filtered = 1;
+	assert_int_equal(under_filter(0, check_cell_calls), 0);
+	assert_int_equal(under_filter(LEV_SCFILTER_CELLS, check_cells_keep_the_rest), 0);
+	assert_int_equal(under_filter(LEV_SCFILTER_CELLS, check_network_off), 0);
+	assert_int_equal(under_filter(LEV_SCFILTER_CELLS | LEV_SCFILTER_NET, check_network_on), 0);
+}
+
 static void test_probe_answers(void **state)
 {
 	(void)state;
@@ -237,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_ordinary_calls_still_work),
 		cmocka_unit_test(test_describe_names_every_rule),
 		cmocka_unit_test(test_network_only_filter),
+		cmocka_unit_test(test_cells_filter),
 		cmocka_unit_test(test_probe_answers),
 	};
 

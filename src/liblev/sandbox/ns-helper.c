@@ -5,11 +5,17 @@
  * The first command of a sandbox starts its helper: lev clones it into new
  * user, mount, PID, IPC and UTS namespaces (and network, when network =
  * false), writes its uid/gid maps, and it runs every mount step of the cold
- * plan once (read-only root, private /run and /dev, the workdir, the masks)
- * and sets the hostname.  It then keeps one *cell* ready: a child in new
- * PID, mount and IPC namespaces of its own that has mounted what one
- * command may change or must see afresh (/tmp, /dev/shm, a /proc of its PID
- * namespace) and built the Landlock ruleset, and waits on the socket to lev.
+ * plan once (read-only root, private /run and /dev, the workdir, the masks),
+ * sets the hostname, empties the capability bounding set and, with Landlock
+ * in force, installs the seccomp filter every cell and command inherits
+ * (LEV_SCFILTER_CELLS: without the few calls a cell sets itself up with,
+ * which need the CAP_SYS_ADMIN a cell drops before any command runs; a
+ * filter loaded per cell cost the kernel a JIT compile and its teardown
+ * each time, a third of a command's cost, measured).  It then keeps one
+ * *cell* ready: a child in new PID, mount and IPC namespaces of its own
+ * that has mounted what one command may change or must see afresh (/tmp,
+ * /dev/shm, a /proc of its PID namespace) and built the Landlock ruleset,
+ * and waits on the socket to lev.
  *
  * A command is one request on that socket (struct warm_req, then the
  * strings: cwd, argv, the filtered environment, exec candidates) carrying
@@ -18,10 +24,9 @@
  * does: chdir, fork the command (rlimits, new session, stdio, exec); then
  * it answers with a pidfd of itself, tells the helper (which starts the
  * next cell: that work no longer delays the command), and reaps.  The rest
- * of the cold PID 1's fence (no_new_privs, Landlock, capabilities, seccomp)
- * the cell did before it waited for the request: it reads the request
- * already confined, and loading the seccomp filter (a JIT compile, the
- * costliest step of the fence) is off the command's path.  When the
+ * of the cold PID 1's fence (no_new_privs, Landlock, capabilities, and
+ * seccomp when the helper did not install it) the cell did before it
+ * waited for the request: it reads the request already confined.  When the
  * command ends it kills and reaps everything else in its namespace, writes
  * the command's wait status and exits: so lev has the status only once
  * nothing the command started is left.  lev kills a cell through its pidfd
@@ -428,7 +433,7 @@ static __attribute__((noreturn)) void cell_main(const struct helper *h, int take
 	if (phase == LEV_SBX_PH_NONE) {
 		/* fenced before the request comes: what reads it is already
 		 * confined, and the command does not wait for the filter */
-		r = lev_sbx_ns_lockdown(pl, ll_fd, &phase, &idx);
+		r = lev_sbx_ns_lockdown(pl, ll_fd, true, &phase, &idx);
 		if (r < 0)
 			e = -r;	/* reported on the request's pipe, below */
 	}
@@ -645,7 +650,7 @@ static __attribute__((noreturn)) void helper_main(const struct lev_sbx_nsplan *p
 	int keep[4] = { fd->ready_wr, fd->sync_rd, fd->rep_wr, fd->sock };
 	struct sigaction ign;
 	struct helper h = { pl, fd->sock, NULL, NULL, NULL };
-	int idx = -1, r, null;
+	int idx = -1, phase = LEV_SBX_PH_NONE, r, null;
 	char go;
 	ssize_t n;
 
@@ -668,6 +673,11 @@ static __attribute__((noreturn)) void helper_main(const struct lev_sbx_nsplan *p
 	}
 	if (pl->set_hostname && sethostname("lev-sandbox", 11) < 0) {
 		lev_sbx_report(fd->rep_wr, LEV_SBX_PH_HOSTNAME, 0, errno);
+		_exit(125);
+	}
+	r = lev_sbx_ns_helper_lockdown(pl, &phase);
+	if (r < 0) {
+		lev_sbx_report(fd->rep_wr, (enum lev_sbx_phase)phase, 0, -r);
 		_exit(125);
 	}
 	(void)setsid();

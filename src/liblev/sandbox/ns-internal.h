@@ -59,6 +59,10 @@ struct lev_sbx_nsplan {
 	bool use_rlimits;
 	bool set_hostname;
 	const struct lev_scfilter *sc;	/* borrowed from the sandbox */
+	/* warm, with Landlock: the filter the helper installs once for all its
+	 * cells (LEV_SCFILTER_CELLS), owned; cells then load none of their own */
+	struct lev_scfilter sc_cells;
+	bool use_sc_cells;
 	char **strs;			/* owns the strings ops and rules point at */
 	char **argv;
 	char **envp;
@@ -116,11 +120,20 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
  * The part of the fence that does not depend on the command: no_new_privs,
  * Landlock (LL_FD as above), capabilities, seccomp, in that order.  0, or
  * -errno with *PHASE (enum lev_sbx_phase) and *IDX saying which step
- * failed.  A warm cell runs it before it waits for a request, so a command
- * never waits for a seccomp filter to be loaded (and the cell that reads
- * the request is already fenced).
+ * failed.  A warm cell runs it before it waits for a request (the cell
+ * that reads the request is already fenced), with CELL: the helper emptied
+ * the bounding set, and installed PL's sc_cells when use_sc_cells (see
+ * lev_sbx_ns_helper_lockdown()), so the cell loads no filter of its own.
  */
-int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, int *phase, int *idx);
+int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, bool cell, int *phase,
+			int *idx);
+
+/*
+ * What a warm helper locks once for all its cells, after its own set-up:
+ * the bounding set, and PL's sc_cells when use_sc_cells (no_new_privs
+ * first).  0, or -errno with *PHASE as above.
+ */
+int lev_sbx_ns_helper_lockdown(const struct lev_sbx_nsplan *pl, int *phase);
 
 /*
  * LIMITS as rlimits, when PL uses them; a failure is reported on REPORT_FD.

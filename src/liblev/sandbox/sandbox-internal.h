@@ -156,7 +156,13 @@ int lev_sbx_exec(char *const *cands, char *const *argv, char *const *envp);
 /* Child-side helpers, async-signal-safe. */
 void lev_sbx_reset_signals(void);
 int lev_sbx_apply_rlimits(const struct lev_sandbox_limits *l, bool root, int *failed);
-int lev_sbx_drop_caps(void);
+/*
+ * The securebits locked and the bounding set emptied (what exec could give
+ * back); a warm helper does it once for all its cells.
+ */
+void lev_sbx_drop_bounding(void);
+/* Every capability dropped (the bounding set too with BOUNDING) and verified: 0 or -errno. */
+int lev_sbx_drop_caps(bool bounding);
 
 /* Namespace backend (sandbox-ns.c). */
 int lev_sbx_ns_setup(struct lev_sandbox *sb, struct lev_err *err);

@@ -112,6 +112,7 @@ void lev_sbx_nsplan_free(struct lev_sbx_nsplan *p)
 	lev_strv_free(p->cands);
 	free(p->cwd);
 	free(p->tmpdir);
+	lev_scfilter_release(&p->sc_cells);
 	free(p);
 }
 
@@ -315,6 +316,16 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
  * cell's own PID namespace.  A workdir under /tmp is cloned (with the masks
  * on it) before the new /tmp covers it, and attached again inside it.
  */
+/*
+ * Whether a warm helper installs one filter for all its cells
+ * (LEV_SCFILTER_CELLS): only when Landlock also refuses their commands'
+ * mounts, and capabilities and no_new_privs are part of the fence.
+ */
+static bool cells_share_filter(const struct lev_sbx_nsplan *pl)
+{
+	return pl->mode == LEV_SBX_NS && pl->use_sc && pl->use_ll && pl->use_caps && pl->use_nnp;
+}
+
 void lev_sbx_ns_plan_cell(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 {
 	bool wd_in_tmp = lev_path_under(sb->workdir, "/tmp");
@@ -335,6 +346,10 @@ void lev_sbx_ns_plan_cell(struct lev_sbx_nsplan *pl, const struct lev_sandbox *s
 	add_op(pl, MOP_PROC, "/proc", NULL, -1, false);
 	plan_pid_max(pl);
 	add_op(pl, MOP_SETRO, "/proc", NULL, -1, false);
+	/* else (or when it cannot be built) each cell loads the full filter */
+	if (cells_share_filter(pl) &&
+	    lev_scfilter_build(pl->sc->flags | LEV_SCFILTER_CELLS, &pl->sc_cells, NULL) == 0)
+		pl->use_sc_cells = true;
 }
 
 /* Is P an ancestor (strictly above) of some mask? */
@@ -742,7 +757,26 @@ int lev_sbx_ns_rlimits(const struct lev_sbx_nsplan *pl, const struct lev_sandbox
 	return 0;
 }
 
-int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, int *phase, int *idx)
+int lev_sbx_ns_helper_lockdown(const struct lev_sbx_nsplan *pl, int *phase)
+{
+	int r;
+
+	if (pl->use_caps)
+		lev_sbx_drop_bounding();
+	if (!pl->use_sc_cells)
+		return 0;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		*phase = LEV_SBX_PH_NNP;
+		return -errno;
+	}
+	r = lev_scfilter_install(&pl->sc_cells);
+	if (r < 0)
+		*phase = LEV_SBX_PH_SECCOMP;
+	return r;
+}
+
+int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, bool cell, int *phase,
+			int *idx)
 {
 	int r;
 
@@ -760,14 +794,14 @@ int lev_sbx_ns_lockdown(const struct lev_sbx_nsplan *pl, int ll_fd, int *phase, 
 		}
 	}
 	if (pl->use_caps) {
-		r = lev_sbx_drop_caps();
+		r = lev_sbx_drop_caps(!cell);
 		if (r < 0) {
 			*phase = LEV_SBX_PH_CAPS;
 			*idx = 0;
 			return r;
 		}
 	}
-	if (pl->use_sc) {
+	if (pl->use_sc && !(cell && pl->use_sc_cells)) {
 		r = lev_scfilter_install(pl->sc);
 		if (r < 0) {
 			*phase = LEV_SBX_PH_SECCOMP;
@@ -789,7 +823,7 @@ int lev_sbx_ns_fence(const struct lev_sbx_nsplan *pl, const char *cwd,
 	}
 	if (limits && lev_sbx_ns_rlimits(pl, limits, report_fd) < 0)
 		return -1;
-	r = lev_sbx_ns_lockdown(pl, ll_fd, &phase, &idx);
+	r = lev_sbx_ns_lockdown(pl, ll_fd, false, &phase, &idx);
 	if (r < 0) {
 		lev_sbx_report(report_fd, (enum lev_sbx_phase)phase, idx, -r);
 		return -1;
@@ -1333,14 +1367,14 @@ static json_t *landlock_json(const struct lev_sbx_nsplan *pl)
 	return ll;
 }
 
-/* The seccomp rules, one string a line of lev_scfilter_describe(). */
-static json_t *seccomp_json(const struct lev_sbx_nsplan *pl)
+/* The seccomp rules for FLAGS, one string a line of lev_scfilter_describe(). */
+static json_t *seccomp_json(unsigned flags)
 {
 	_cleanup_buf_ struct lev_buf b = LEV_BUF_INIT_MAX(1 << 20);
 	json_t *a = json_array();
 	char *s, *nl;
 
-	(void)lev_scfilter_describe(pl->sc->flags, &b);
+	(void)lev_scfilter_describe(flags, &b);
 	for (s = b.buf; *s; s = nl + 1) {
 		nl = strchr(s, '\n');
 		if (!nl)
@@ -1434,7 +1468,10 @@ int lev_sbx_ns_describe(const struct lev_sandbox *sb, char *const *argv, const c
 	if (pl->use_ll)
 		json_object_set_new(o, "landlock", landlock_json(pl));
 	if (pl->use_sc)
-		json_object_set_new(o, "seccomp", seccomp_json(pl));
+		json_object_set_new(o, "seccomp", seccomp_json(pl->sc->flags));
+	if (cells_share_filter(pl))
+		json_object_set_new(o, "seccomp_warm_cells",
+				    seccomp_json(pl->sc->flags | LEV_SCFILTER_CELLS));
 	json_object_set_new(o, "process", process_json(sb, pl));
 	json_object_set_new(o, "environment", environment_json(sb, pl, environ));
 	lev_sbx_nsplan_free(pl);

@@ -245,10 +245,8 @@ int lev_sbx_apply_rlimits(const struct lev_sandbox_limits *l, bool root, int *fa
 	return 0;
 }
 
-int lev_sbx_drop_caps(void)
+void lev_sbx_drop_bounding(void)
 {
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
 	int cap;
 
 	/* Without CAP_SETPCAP (an unprivileged caller with no user namespace)
@@ -264,6 +262,15 @@ int lev_sbx_drop_caps(void)
 				break;	/* past the last capability */
 		}
 	}
+}
+
+int lev_sbx_drop_caps(bool bounding)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (bounding)
+		lev_sbx_drop_bounding();
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) < 0)

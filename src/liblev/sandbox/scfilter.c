@@ -44,6 +44,7 @@ struct rule {
 	enum rule_kind kind;
 	const char *why;
 	bool net;		/* part of the network-only filter (LEV_SCFILTER_NET_ONLY) */
+	bool cell;		/* a warm cell's own set-up needs it (LEV_SCFILTER_CELLS) */
 };
 
 static const struct rule rules[] = {
@@ -66,7 +67,7 @@ static const struct rule rules[] = {
 	{ "keyctl", 250, R_DENY, "kernel keyrings are not namespaced" },
 	{ "add_key", 248, R_DENY, "kernel keyrings" },
 	{ "request_key", 249, R_DENY, "kernel keyrings" },
-	{ "mount", 165, R_DENY, "the mount table is fixed" },
+	{ "mount", 165, R_DENY, "the mount table is fixed", false, true },
 	{ "umount2", 166, R_DENY, "masks must stay" },
 	{ "pivot_root", 155, R_DENY, "the mount table is fixed" },
 	{ "chroot", 161, R_DENY, "the mount table is fixed" },
@@ -74,10 +75,10 @@ static const struct rule rules[] = {
 	{ "fsconfig", 431, R_DENY, "new mount API" },
 	{ "fsmount", 432, R_DENY, "new mount API" },
 	{ "fspick", 433, R_DENY, "new mount API" },
-	{ "move_mount", 429, R_DENY, "new mount API" },
-	{ "open_tree", 428, R_DENY, "new mount API" },
+	{ "move_mount", 429, R_DENY, "new mount API", false, true },
+	{ "open_tree", 428, R_DENY, "new mount API", false, true },
 	{ "open_tree_attr", 467, R_DENY, "new mount API" },
-	{ "mount_setattr", 442, R_DENY, "new mount API" },
+	{ "mount_setattr", 442, R_DENY, "new mount API", false, true },
 	{ "open_by_handle_at", 304, R_DENY, "opens files around path checks" },
 	{ "name_to_handle_at", 303, R_DENY, "file handles" },
 	{ "setns", 308, R_DENY, "no joining other namespaces" },
@@ -89,10 +90,27 @@ static const struct rule rules[] = {
 	{ "socketpair", 53, R_FAMILY, "network off: AF_UNIX only", true },
 };
 
-static const uint64_t ns_flags[] = {
-	CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-	CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+static const struct {
+	uint64_t flag;
+	bool cell;		/* a warm cell is cloned with it (LEV_SCFILTER_CELLS) */
+} ns_flags[] = {
+	{ CLONE_NEWNS, true }, { CLONE_NEWCGROUP, false }, { CLONE_NEWUTS, false },
+	{ CLONE_NEWIPC, true }, { CLONE_NEWUSER, false }, { CLONE_NEWPID, true },
+	{ CLONE_NEWNET, false },
 };
+
+/* Whether FLAGS leave rule R (or its namespace flag F, for clone) out. */
+static bool left_out(const struct rule *r, unsigned flags)
+{
+	if ((flags & LEV_SCFILTER_NET_ONLY) && !r->net)
+		return true;
+	return (flags & LEV_SCFILTER_CELLS) && r->cell;
+}
+
+static bool flag_left_out(const struct rule *r, size_t f, unsigned flags)
+{
+	return (flags & LEV_SCFILTER_CELLS) && ns_flags[f].cell && strcmp(r->name, "clone") == 0;
+}
 
 static int resolve(const struct rule *r)
 {
@@ -114,7 +132,7 @@ static int add_rules(scmp_filter_ctx ctx, const struct rule *r, unsigned flags)
 	int rc = 0;
 	size_t i;
 
-	if ((flags & LEV_SCFILTER_NET_ONLY) && !r->net)
+	if (left_out(r, flags))
 		return 0;
 	if (nr < 0)
 		return -ENOSYS;
@@ -127,8 +145,10 @@ static int add_rules(scmp_filter_ctx ctx, const struct rule *r, unsigned flags)
 		break;
 	case R_NSFLAGS:
 		for (i = 0; i < ARRAY_SIZE(ns_flags) && rc == 0; i++)
-			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-					      SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+			if (!flag_left_out(r, i, flags))
+				rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+						      SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i].flag,
+							      ns_flags[i].flag));
 		/* CLONE_NEWTIME shares its bit with the exit signal in clone(2) */
 		if (rc == 0 && strcmp(r->name, "unshare") == 0)
 			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
@@ -250,14 +270,22 @@ int lev_scfilter_describe(unsigned flags, struct lev_buf *out)
 		const struct rule *ru = &rules[i];
 		const char *action;
 
-		if ((flags & LEV_SCFILTER_NET_ONLY) && !ru->net)
+		if ((flags & LEV_SCFILTER_CELLS) && ru->cell) {
+			r = lev_buf_addf(out, "%s: not filtered in a warm cell (its set-up needs "
+					 "it); what it changes needs CAP_SYS_ADMIN, which the "
+					 "command lacks (%s)\n", ru->name, ru->why);
+			continue;
+		}
+		if (left_out(ru, flags))
 			continue;
 		switch (ru->kind) {
 		case R_ENOSYS:
 			action = "ENOSYS";
 			break;
 		case R_NSFLAGS:
-			action = "EPERM with CLONE_NEW* flags";
+			action = (flags & LEV_SCFILTER_CELLS) && strcmp(ru->name, "clone") == 0
+					 ? "EPERM with CLONE_NEWUSER, NEWNET, NEWUTS or NEWCGROUP"
+					 : "EPERM with CLONE_NEW* flags";
 			break;
 		case R_IOCTL:
 			action = "EPERM for TIOCSTI, TIOCLINUX";

@@ -21,7 +21,8 @@
  *	setns; unshare and clone with any CLONE_NEW* flag; clone3 (ENOSYS)
  *	ioctl TIOCSTI and TIOCLINUX (compared on the low 32 bits, as the kernel does)
  * Without LEV_SCFILTER_NET, also socket and socketpair of every family but
- * AF_UNIX.
+ * AF_UNIX.  A warm helper's filter for its cells (LEV_SCFILTER_CELLS) leaves
+ * out the few a cell sets itself up with, see below.
  *
  * struct lev_scfilter owns its program; release it with
  * lev_scfilter_release().
@@ -44,6 +45,21 @@ enum {
 	 * none with network = false.  Other architectures are still killed.
 	 */
 	LEV_SCFILTER_NET_ONLY = 1u << 1,
+	/*
+	 * The filter a namespace sandbox's warm helper installs once, before
+	 * its first cell, for every cell and command after it: loading a
+	 * filter costs the kernel a JIT compile and its teardown, per process,
+	 * more than the rest of a cell together.  A cell's own set-up, after
+	 * the helper cloned it, needs what this filter leaves out: mount,
+	 * open_tree, move_mount, mount_setattr, and clone with CLONE_NEWNS,
+	 * CLONE_NEWPID or CLONE_NEWIPC.  Each of them needs CAP_SYS_ADMIN in
+	 * the sandbox's user namespace, which the cell drops (and verifies)
+	 * before the command runs; Landlock refuses mount and move_mount
+	 * besides.  The warm helper uses it only with Landlock in force.
+	 * Everything else (user namespaces, setns, unshare, umount2,
+	 * pivot_root, the fs* calls, ...) stays refused.
+	 */
+	LEV_SCFILTER_CELLS = 1u << 2,
 };
 
 struct lev_scfilter {
