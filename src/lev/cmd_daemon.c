@@ -108,7 +108,17 @@ static int serve(unsigned idle_exit_secs)
 	};
 	struct lev_err err = LEV_ERR_INIT;
 	struct sigaction sa;
+	const char *keep = secure_getenv("LEV_DAEMON_RETENTION");
 
+	if (keep && *keep) {
+		char *end;
+		unsigned long v = strtoul(keep, &end, 10);
+
+		if (*end || v < 1 || v > 86400 * 365)
+			return lev_fail("LEV_DAEMON_RETENTION: '%s' is not a number of seconds "
+					"from 1 to 31536000", keep);
+		o.retention_secs = (unsigned)v;
+	}
 	if (pipe2(d_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return lev_fail("cannot make a pipe: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/base/util.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/store.h"
@@ -33,6 +34,8 @@ static int teardown(void **state)
 	(void)state;
 	return lev_rm_rf(dir, NULL);
 }
+
+static const char *const final[] = { "complete", "error", "cancelled", NULL };
 
 static void test_runs_and_journal(void **state)
 {
@@ -69,13 +72,79 @@ static void test_runs_and_journal(void **state)
 
 	/* what was committed is there for the next daemon */
 	assert_int_equal(lev_store_open(path, &st, &err), 0);
-	assert_int_equal(lev_store_runs_load(st, &all, &err), 0);
+	assert_int_equal(lev_store_runs_load(st, final, 0, &all, &err), 0);
 	assert_int_equal(json_array_size(all), 1);
 	assert_true(json_equal(json_array_get(all, 0), run));
 	st = lev_store_close(st);
 	json_decref(all);
 	json_decref(args);
 	json_decref(run);
+	free(path);
+}
+
+static int each_id(void *data, const char *id, const char *doc, size_t len)
+{
+	struct lev_buf *b = data;
+
+	assert_int_equal(strlen(doc), len);
+	assert_non_null(strstr(doc, id));
+	(void)lev_buf_addf(b, "%s ", id);
+	return 0;
+}
+
+/*
+ * A starting daemon loads the runs going and the recently written ones;
+ * the rest it reads when asked: one by id, or all that finished, in order.
+ */
+static void test_runs_loaded_and_read_back(void **state)
+{
+	char *path = lev_path_join(dir, "runs.db");
+	struct lev_store *st = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_buf b = LEV_BUF_INIT;
+	json_t *all = NULL, *doc = NULL;
+	static const struct {
+		const char *id, *status;
+		double created, updated;
+	} rows[] = {
+		{ "old-done", "complete", 1, 10 },	/* finished long ago */
+		{ "old-going", "active", 2, 10 },	/* going, not written lately */
+		{ "new-failed", "error", 3, 100 },	/* finished lately */
+		{ "old-cancelled", "cancelled", 4, 20 },
+		{ "paused", "paused", 5, 30 },
+	};
+
+	(void)state;
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		json_t *r = json_pack("{s:s, s:s, s:f, s:f}", "id", rows[i].id, "status",
+				      rows[i].status, "created", rows[i].created, "updated",
+				      rows[i].updated);
+
+		assert_int_equal(lev_store_run_put(st, r, &err), 0);
+		json_decref(r);
+	}
+	assert_int_equal(lev_store_commit(st, &err), 0);
+	assert_int_equal(lev_store_runs_load(st, final, 50, &all, &err), 0);
+	assert_int_equal(json_array_size(all), 3);
+	assert_string_equal(lev_json_str(json_array_get(all, 0), "id"), "old-going");
+	assert_string_equal(lev_json_str(json_array_get(all, 1), "id"), "new-failed");
+	assert_string_equal(lev_json_str(json_array_get(all, 2), "id"), "paused");
+	json_decref(all);
+	/* the benign twin: with no cut-off every run is loaded */
+	assert_int_equal(lev_store_runs_load(st, final, 0, &all, &err), 0);
+	assert_int_equal(json_array_size(all), 5);
+	json_decref(all);
+
+	assert_int_equal(lev_store_run_get(st, "old-done", &doc, &err), 0);
+	assert_string_equal(lev_json_str(doc, "status"), "complete");
+	json_decref(doc);
+	assert_int_equal(lev_store_run_get(st, "no-such-run", &doc, &err), 1);
+
+	assert_int_equal(lev_store_runs_each(st, final, each_id, &b, &err), 0);
+	assert_string_equal(b.buf, "old-done new-failed old-cancelled ");
+	lev_buf_release(&b);
+	st = lev_store_close(st);
 	free(path);
 }
 
@@ -196,6 +265,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_and_journal),
+		cmocka_unit_test(test_runs_loaded_and_read_back),
 		cmocka_unit_test(test_refuses_a_symlink),
 		cmocka_unit_test(test_replay_log),
 		cmocka_unit_test(test_migrates_an_old_journal),

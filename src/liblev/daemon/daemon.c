@@ -36,8 +36,15 @@
 #include "liblev/run/agent.h"
 #include "liblev/run/runrecord.h"
 
-/* A finished run stays in `lev ps` this long. */
+/*
+ * A finished run stays in `lev ps` this long (opts->retention_secs when
+ * set), and in memory: after it, only the database holds it (`lev ps
+ * --all`, `lev result` and the rest read it there), so a daemon that has
+ * run a million runs is not a million runs big, nor slow to start.
+ */
 #define FINISHED_RETENTION_SECS 300
+#define RETENTION(d) ((d)->o->retention_secs ? (double)(d)->o->retention_secs \
+					     : (double)FINISHED_RETENTION_SECS)
 #define MAX_CONNS 256
 #define MAX_ENV 4096
 /* A follower this far behind (bytes queued) is dropped: it never stalls the daemon. */
@@ -103,6 +110,7 @@ struct daemon {
 	double last_busy;
 	double last_flush;	/* when flush_runs() last wrote the runs that moved */
 	double pending_since;	/* the oldest write not committed; 0: none */
+	double last_evict;	/* when runs_evict() last looked */
 	bool trim_due;		/* a run ended: give the heap back once none is left */
 };
 
@@ -130,9 +138,15 @@ static void dlog(struct daemon *d, const char *fmt, ...)
 	lev_buf_release(&b);
 }
 
+/* The statuses a run ends with. */
+static const char *const final_statuses[] = { "complete", "error", "cancelled", NULL };
+
 static bool status_final(const char *s)
 {
-	return lev_streq(s, "complete") || lev_streq(s, "error") || lev_streq(s, "cancelled");
+	for (size_t i = 0; final_statuses[i]; i++)
+		if (lev_streq(s, final_statuses[i]))
+			return true;
+	return false;
 }
 
 static const char *run_status(const struct run *r)
@@ -215,7 +229,8 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 		follow_end(d, r);
 }
 
-static struct run *run_find(struct daemon *d, const char *id)
+/* Run ID if it is in memory (going, or finished lately), else NULL. */
+static struct run *run_resident(struct daemon *d, const char *id)
 {
 	for (size_t i = 0; id && i < d->n_runs; i++)
 		if (!strcmp(d->runs[i]->id, id))
@@ -233,6 +248,26 @@ static struct run *run_add(struct daemon *d, const char *id, json_t *doc)
 	d->runs = xreallocarray(d->runs, d->n_runs + 1, sizeof(*d->runs));
 	d->runs[d->n_runs++] = r;
 	return r;
+}
+
+/*
+ * Run ID: in memory, or taken back from the database when it finished long
+ * ago (it leaves memory again at the next runs_evict()); NULL when there is
+ * no such run.
+ */
+static struct run *run_find(struct daemon *d, const char *id)
+{
+	struct run *r = run_resident(d, id);
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *doc = NULL;
+	int k;
+
+	if (r || !id)
+		return r;
+	k = lev_store_run_get(d->st, id, &doc, &err);
+	if (k < 0)
+		dlog(d, "run %s: %s", id, err.msg);
+	return k == 0 ? run_add(d, id, doc) : NULL;
 }
 
 static void backlog_free(struct run *r)
@@ -255,6 +290,41 @@ static void run_free(struct run *r)
 	free(r->dump);
 	free(r->id);
 	free(r);
+}
+
+static bool run_followed(const struct daemon *d, const struct run *r)
+{
+	for (size_t i = 0; i < d->n_conns; i++)
+		if (d->conns[i].follow == r || d->conns[i].follow_next == r)
+			return true;
+	return false;
+}
+
+/*
+ * Let go of the runs that finished more than RETENTION(d) seconds ago
+ * (once their worker is reaped, their last state written and nobody follows
+ * them): the database has them.  At most once a second.
+ */
+static void runs_evict(struct daemon *d, double t)
+{
+	size_t kept = 0;
+
+	if (t - d->last_evict < 1.0)
+		return;
+	d->last_evict = t;
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (status_final(run_status(r)) && r->pid <= 0 && r->fd < 0 && !r->dirty &&
+		    t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d) &&
+		    !run_followed(d, r)) {
+			run_free(r);
+			d->trim_due = true;
+			continue;
+		}
+		d->runs[kept++] = r;
+	}
+	d->n_runs = kept;
 }
 
 static size_t live_runs(const struct daemon *d, size_t *waiting)
@@ -678,12 +748,18 @@ static void reload_changed(struct daemon *d)
 	dlog(d, "config: reloaded; %zu running run(s) get the tighter of old and new", n);
 }
 
-static void health_add(struct daemon *d, json_t *o)
+/* The daemon's health, as ping answers it and `lev ps --json` shows it. A new object. */
+static json_t *health_json(struct daemon *d)
 {
+	size_t waiting, live = live_runs(d, &waiting);
 	const char *e = lev_reload_error(d->rl);
+	json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:f, s:s}", "pid", (int)getpid(), "runs",
+			      (int)live, "waiting", (int)waiting, "in_memory", (int)d->n_runs,
+			      "uptime", now() - d->started, "version", LEV_VERSION);
 
 	if (e)
 		json_object_set_new(o, "config_error", json_string(e));
+	return o;
 }
 
 /* Hand run R (its worker just started) its request; RECOVER: from its journal. */
@@ -1043,15 +1119,10 @@ static void run_readable(struct daemon *d, struct run *r)
 
 static json_t *op_ping(struct daemon *d)
 {
-	json_t *ok = lev_proto_ok();
-	size_t waiting, live = live_runs(d, &waiting);
+	json_t *ok = lev_proto_ok(), *h = health_json(d);
 
-	json_object_set_new(ok, "pid", json_integer(getpid()));
-	json_object_set_new(ok, "runs", json_integer((json_int_t)live));
-	json_object_set_new(ok, "waiting", json_integer((json_int_t)waiting));
-	json_object_set_new(ok, "version", json_string(LEV_VERSION));
-	json_object_set_new(ok, "uptime", json_real(now() - d->started));
-	health_add(d, ok);
+	json_object_update(ok, h);
+	json_decref(h);
 	return ok;
 }
 
@@ -1077,10 +1148,47 @@ static const char *doc_text(struct run *r, size_t *len)
 	return r->dump ? r->dump : "{}";
 }
 
-static void ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, double t)
-{
-	bool first = true;
+struct ps_all {
+	struct daemon *d;
+	struct lev_buf *b;
+	size_t n;
+};
 
+/*
+ * One finished run for `ps --all`: the one in memory when it is there (it
+ * may be newer).  Past what one reply holds, runs are only counted.
+ */
+static int ps_all_one(void *data, const char *id, const char *doc, size_t len)
+{
+	struct ps_all *pa = data;
+	struct run *r;
+
+	if (pa->b->len <= LEV_PROTO_MAX) {
+		r = run_resident(pa->d, id);
+		if (r)
+			doc = doc_text(r, &len);
+		if (pa->n)
+			(void)lev_buf_addch(pa->b, ',');
+		(void)lev_buf_add(pa->b, doc, len);
+	}
+	pa->n++;
+	return 0;
+}
+
+/* The runs going (LIVE) or finished as JSON objects into B: how many. */
+static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, double t)
+{
+	size_t n = 0;
+
+	if (!live && all) {
+		/* every finished run: the database has them all, memory the recent */
+		struct ps_all pa = { d, b, 0 };
+		struct lev_err err = LEV_ERR_INIT;
+
+		if (lev_store_runs_each(d->st, final_statuses, ps_all_one, &pa, &err) < 0)
+			dlog(d, "%s", err.msg);
+		return pa.n;
+	}
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
 		const char *text;
@@ -1089,49 +1197,44 @@ static void ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, do
 		if (status_final(run_status(r)) == live)
 			continue;
 		if (!live && !all &&
-		    t - json_number_value(json_object_get(r->doc, "finished")) >
-			    FINISHED_RETENTION_SECS)
+		    t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
 			continue;
 		text = doc_text(r, &len);
-		if (!first)
+		if (n++)
 			(void)lev_buf_addch(b, ',');
 		(void)lev_buf_add(b, text, len);
-		first = false;
 	}
+	return n;
 }
 
 /*
  * ps, written straight to connection FD: LEV_PROTO_OK_PREFIX, then "runs"
  * (the runs going), "finished" (those that ended in the last
- * FINISHED_RETENTION_SECS, or all with "all") and "health".
+ * RETENTION(d) seconds, or all with "all") and "health".
  */
 static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
 {
 	bool all = json_is_true(json_object_get(msg, "all"));
 	struct lev_buf b = LEV_BUF_INIT;	/* the size is checked once it is written */
-	size_t waiting, live = live_runs(d, &waiting);
+	size_t listed;
 	double t = now();
-	json_t *health;
+	json_t *health = health_json(d);
 	char *h;
 	int r;
 
-	health = json_pack("{s:i, s:i, s:i, s:f, s:s}", "pid", (int)getpid(), "runs", (int)live,
-			   "waiting", (int)waiting, "uptime", t - d->started, "version",
-			   LEV_VERSION);
-	health_add(d, health);
 	h = json_dumps(health, JSON_COMPACT);
 	json_decref(health);
 	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX "\"runs\":[");
-	ps_list(d, &b, true, all, t);
+	listed = ps_list(d, &b, true, all, t);
 	(void)lev_buf_adds(&b, "],\"finished\":[");
-	ps_list(d, &b, false, all, t);
+	listed += ps_list(d, &b, false, all, t);
 	(void)lev_buf_adds(&b, "],\"health\":");
 	(void)lev_buf_adds(&b, h ? h : "{}");
 	(void)lev_buf_addch(&b, '}');
 	free(h);
 	if (b.len > LEV_PROTO_MAX) {
 		json_t *fail = lev_proto_fail("%zu runs do not fit in one reply of %zu bytes",
-					      d->n_runs, LEV_PROTO_MAX);
+					      listed, LEV_PROTO_MAX);
 
 		r = lev_proto_send(fd, fail, err);
 		json_decref(fail);
@@ -1642,7 +1745,8 @@ static void recover(struct daemon *d)
 	double deadline = now() + 10;
 	size_t i;
 
-	if (lev_store_runs_load(d->st, &arr, &err) < 0) {
+	if (lev_store_runs_load(d->st, final_statuses, now() - RETENTION(d), &arr,
+				&err) < 0) {
 		dlog(d, "%s", err.msg);
 		return;
 	}
@@ -1650,7 +1754,7 @@ static void recover(struct daemon *d)
 		const char *id = lev_json_str(doc, "id");
 		struct run *r;
 
-		if (!id || run_find(d, id))
+		if (!id || run_resident(d, id))
 			continue;
 		r = run_add(d, id, json_incref(doc));
 		if (!status_final(run_status(r)) && json_is_integer(json_object_get(r->doc, "pid")))
@@ -1766,6 +1870,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 				accept_all(d, lfd);
 		}
 		reap(d);
+		runs_evict(d, now());
 		if (d->trim_due && !live_runs(d, NULL)) {
 			/* the runs' buffers are free: an idle daemon returns to its size */
 			malloc_trim(0);

@@ -54,6 +54,8 @@
 struct lev_daemon_opts {
 	const char *worker_exe;		/* the lev binary; runs `WORKER_EXE __worker` */
 	unsigned idle_exit_secs;	/* exit this long after the last run ends; 0: stay */
+	unsigned retention_secs;	/* a finished run stays in `lev ps` and in memory
+					 * this long; 0: 300 s */
 	uint64_t run_data_limit;	/* RLIMIT_DATA of each worker (bytes); 0: none */
 	volatile sig_atomic_t *stop;	/* set to stop (from a signal handler) */
 	int stop_fd;			/* readable once stop is set; -1: none */

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
@@ -285,14 +286,35 @@ int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *e
 	return r;
 }
 
-int lev_store_runs_load(struct lev_store *st, json_t **out, struct lev_err *err)
+/* "?F, ?F+1, ..." for the strings of LIST (NULL-terminated), bound from F on to S later. */
+static void add_placeholders(struct lev_buf *b, const char *const *list, int from)
 {
+	for (int i = 0; list[i]; i++)
+		(void)lev_buf_addf(b, "%s?%d", i ? ", " : "", from + i);
+}
+
+static void bind_list(sqlite3_stmt *s, const char *const *list, int from)
+{
+	for (int i = 0; list[i]; i++)
+		bind_text(s, from + i, list[i]);
+}
+
+int lev_store_runs_load(struct lev_store *st, const char *const *final, double since, json_t **out,
+			struct lev_err *err)
+{
+	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
 	sqlite3_stmt *s = NULL;
 	json_t *arr;
 	int r;
 
-	if (prep(st, "SELECT doc FROM runs ORDER BY created, id", &s, err) < 0)
-		return err ? err->code : -EIO;
+	(void)lev_buf_adds(&sql, "SELECT doc FROM runs WHERE coalesce(updated, 0) >= ?1 OR"
+			   " coalesce(status, '') NOT IN (");
+	add_placeholders(&sql, final, 2);
+	(void)lev_buf_adds(&sql, ") ORDER BY created, id");
+	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, err, "cannot prepare a statement");
+	sqlite3_bind_double(s, 1, since);
+	bind_list(s, final, 2);
 	arr = json_array();
 	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *doc = (const char *)sqlite3_column_text(s, 0);
@@ -309,6 +331,57 @@ int lev_store_runs_load(struct lev_store *st, json_t **out, struct lev_err *err)
 		return db_fail(st, err, "cannot read the runs");
 	}
 	*out = arr;
+	return 0;
+}
+
+int lev_store_run_get(struct lev_store *st, const char *id, json_t **out, struct lev_err *err)
+{
+	sqlite3_stmt *s = NULL;
+	json_t *j = NULL;
+	int r;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT doc FROM runs WHERE id = ?1", -1, &s, NULL) !=
+	    SQLITE_OK)
+		return db_fail(st, err, "cannot prepare a statement");
+	bind_text(s, 1, id);
+	r = sqlite3_step(s);
+	if (r == SQLITE_ROW && sqlite3_column_text(s, 0))
+		j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+	sqlite3_finalize(s);
+	if (r != SQLITE_ROW && r != SQLITE_DONE)
+		return db_fail(st, err, "cannot read a run");
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return 1;
+	}
+	*out = j;
+	return 0;
+}
+
+int lev_store_runs_each(struct lev_store *st, const char *const *final,
+			int (*fn)(void *data, const char *id, const char *doc, size_t len),
+			void *data, struct lev_err *err)
+{
+	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	int r, stop = 0;
+
+	(void)lev_buf_adds(&sql, "SELECT id, doc FROM runs WHERE status IN (");
+	add_placeholders(&sql, final, 1);
+	(void)lev_buf_adds(&sql, ") ORDER BY created, id");
+	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, err, "cannot prepare a statement");
+	bind_list(s, final, 1);
+	while (!stop && (r = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(s, 0);
+		const char *doc = (const char *)sqlite3_column_text(s, 1);
+
+		if (id && doc)
+			stop = fn(data, id, doc, (size_t)sqlite3_column_bytes(s, 1));
+	}
+	sqlite3_finalize(s);
+	if (!stop && r != SQLITE_DONE)
+		return db_fail(st, err, "cannot read the runs");
 	return 0;
 }
 

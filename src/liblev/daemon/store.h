@@ -53,8 +53,25 @@ bool lev_store_pending(const struct lev_store *st);
  */
 int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *err);
 
-/* Every run's doc, oldest first (a new array in *out). */
-int lev_store_runs_load(struct lev_store *st, json_t **out, struct lev_err *err);
+/*
+ * The runs a starting daemon keeps in memory, oldest first (a new array in
+ * *out): every run whose status is none of FINAL (NULL-terminated), and
+ * every run written at or after SINCE.
+ */
+int lev_store_runs_load(struct lev_store *st, const char *const *final, double since, json_t **out,
+			struct lev_err *err);
+
+/* Run ID's doc (fresh, in *out): 0, 1 when there is no such run, or < 0. */
+int lev_store_run_get(struct lev_store *st, const char *id, json_t **out, struct lev_err *err);
+
+/*
+ * FN(DATA, id, doc text, its length) for every run whose status is one of
+ * FINAL, oldest first (the strings are borrowed for the call); FN returning
+ * non-zero stops.  0 or < 0.
+ */
+int lev_store_runs_each(struct lev_store *st, const char *const *final,
+			int (*fn)(void *data, const char *id, const char *doc, size_t len),
+			void *data, struct lev_err *err);
 
 /*
  * The journal: a call about to be dispatched (or denied), then its result
