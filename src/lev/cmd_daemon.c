@@ -111,10 +111,9 @@ static int serve(unsigned idle_exit_secs)
 	const char *keep = secure_getenv("LEV_DAEMON_RETENTION");
 
 	if (keep && *keep) {
-		char *end;
-		unsigned long v = strtoul(keep, &end, 10);
+		uint64_t v;
 
-		if (*end || v < 1 || v > 86400 * 365)
+		if (lev_parse_u64(keep, &v) < 0 || v < 1 || v > 86400 * 365)
 			return lev_fail("LEV_DAEMON_RETENTION: '%s' is not a number of seconds "
 					"from 1 to 31536000", keep);
 		o.retention_secs = (unsigned)v;

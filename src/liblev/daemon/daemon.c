@@ -1148,6 +1148,14 @@ static const char *doc_text(struct run *r, size_t *len)
 	return r->dump ? r->dump : "{}";
 }
 
+/* The N-th run's JSON TEXT (LEN bytes) into a list in B. */
+static void ps_add(struct lev_buf *b, size_t n, const char *text, size_t len)
+{
+	if (n)
+		(void)lev_buf_addch(b, ',');
+	(void)lev_buf_add(b, text, len);
+}
+
 struct ps_all {
 	struct daemon *d;
 	struct lev_buf *b;
@@ -1167,9 +1175,7 @@ static int ps_all_one(void *data, const char *id, const char *doc, size_t len)
 		r = run_resident(pa->d, id);
 		if (r)
 			doc = doc_text(r, &len);
-		if (pa->n)
-			(void)lev_buf_addch(pa->b, ',');
-		(void)lev_buf_add(pa->b, doc, len);
+		ps_add(pa->b, pa->n, doc, len);
 	}
 	pa->n++;
 	return 0;
@@ -1200,9 +1206,7 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, 
 		    t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
 			continue;
 		text = doc_text(r, &len);
-		if (n++)
-			(void)lev_buf_addch(b, ',');
-		(void)lev_buf_add(b, text, len);
+		ps_add(b, n++, text, len);
 	}
 	return n;
 }

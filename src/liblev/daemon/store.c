@@ -286,92 +286,31 @@ int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *e
 	return r;
 }
 
-/* "?F, ?F+1, ..." for the strings of LIST (NULL-terminated), bound from F on to S later. */
-static void add_placeholders(struct lev_buf *b, const char *const *list, int from)
+/*
+ * FN(DATA, id, doc text, its length) for each row of "SELECT id, doc FROM
+ * runs WHERE <HEAD>(?F, ...) ORDER BY created, id", LIST's strings bound
+ * from ?F on (F is 2 when ?1 is *SINCE), oldest first; FN returning
+ * non-zero stops.  0 or < 0.
+ */
+static int runs_where(struct lev_store *st, const char *head, const char *const *list,
+		      const double *since,
+		      int (*fn)(void *data, const char *id, const char *doc, size_t len),
+		      void *data, struct lev_err *err)
 {
-	for (int i = 0; list[i]; i++)
-		(void)lev_buf_addf(b, "%s?%d", i ? ", " : "", from + i);
-}
+	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
+	int from = since ? 2 : 1, r, stop = 0;
+	sqlite3_stmt *s = NULL;
 
-static void bind_list(sqlite3_stmt *s, const char *const *list, int from)
-{
+	(void)lev_buf_addf(&sql, "SELECT id, doc FROM runs WHERE %s(", head);
+	for (int i = 0; list[i]; i++)
+		(void)lev_buf_addf(&sql, "%s?%d", i ? ", " : "", from + i);
+	(void)lev_buf_adds(&sql, ") ORDER BY created, id");
+	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, err, "cannot prepare a statement");
+	if (since)
+		sqlite3_bind_double(s, 1, *since);
 	for (int i = 0; list[i]; i++)
 		bind_text(s, from + i, list[i]);
-}
-
-int lev_store_runs_load(struct lev_store *st, const char *const *final, double since, json_t **out,
-			struct lev_err *err)
-{
-	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
-	sqlite3_stmt *s = NULL;
-	json_t *arr;
-	int r;
-
-	(void)lev_buf_adds(&sql, "SELECT doc FROM runs WHERE coalesce(updated, 0) >= ?1 OR"
-			   " coalesce(status, '') NOT IN (");
-	add_placeholders(&sql, final, 2);
-	(void)lev_buf_adds(&sql, ") ORDER BY created, id");
-	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, err, "cannot prepare a statement");
-	sqlite3_bind_double(s, 1, since);
-	bind_list(s, final, 2);
-	arr = json_array();
-	while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *doc = (const char *)sqlite3_column_text(s, 0);
-		json_t *j = doc ? json_loads(doc, 0, NULL) : NULL;
-
-		if (json_is_object(j))
-			json_array_append_new(arr, j);
-		else
-			json_decref(j);
-	}
-	sqlite3_finalize(s);
-	if (r != SQLITE_DONE) {
-		json_decref(arr);
-		return db_fail(st, err, "cannot read the runs");
-	}
-	*out = arr;
-	return 0;
-}
-
-int lev_store_run_get(struct lev_store *st, const char *id, json_t **out, struct lev_err *err)
-{
-	sqlite3_stmt *s = NULL;
-	json_t *j = NULL;
-	int r;
-
-	if (sqlite3_prepare_v2(st->db, "SELECT doc FROM runs WHERE id = ?1", -1, &s, NULL) !=
-	    SQLITE_OK)
-		return db_fail(st, err, "cannot prepare a statement");
-	bind_text(s, 1, id);
-	r = sqlite3_step(s);
-	if (r == SQLITE_ROW && sqlite3_column_text(s, 0))
-		j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
-	sqlite3_finalize(s);
-	if (r != SQLITE_ROW && r != SQLITE_DONE)
-		return db_fail(st, err, "cannot read a run");
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return 1;
-	}
-	*out = j;
-	return 0;
-}
-
-int lev_store_runs_each(struct lev_store *st, const char *const *final,
-			int (*fn)(void *data, const char *id, const char *doc, size_t len),
-			void *data, struct lev_err *err)
-{
-	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
-	sqlite3_stmt *s = NULL;
-	int r, stop = 0;
-
-	(void)lev_buf_adds(&sql, "SELECT id, doc FROM runs WHERE status IN (");
-	add_placeholders(&sql, final, 1);
-	(void)lev_buf_adds(&sql, ") ORDER BY created, id");
-	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, err, "cannot prepare a statement");
-	bind_list(s, final, 1);
 	while (!stop && (r = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *id = (const char *)sqlite3_column_text(s, 0);
 		const char *doc = (const char *)sqlite3_column_text(s, 1);
@@ -383,6 +322,41 @@ int lev_store_runs_each(struct lev_store *st, const char *const *final,
 	if (!stop && r != SQLITE_DONE)
 		return db_fail(st, err, "cannot read the runs");
 	return 0;
+}
+
+/* Append DOC, parsed, to the array DATA (a doc that is not an object is skipped). */
+static int add_doc(void *data, const char *id, const char *doc, size_t len)
+{
+	json_t *j = json_loadb(doc, len, 0, NULL);
+
+	(void)id;
+	if (json_is_object(j))
+		json_array_append_new(data, j);
+	else
+		json_decref(j);
+	return 0;
+}
+
+int lev_store_runs_load(struct lev_store *st, const char *const *final, double since, json_t **out,
+			struct lev_err *err)
+{
+	json_t *arr = json_array();
+	int r = runs_where(st, "coalesce(updated, 0) >= ?1 OR coalesce(status, '') NOT IN ", final,
+			   &since, add_doc, arr, err);
+
+	if (r < 0) {
+		json_decref(arr);
+		return r;
+	}
+	*out = arr;
+	return 0;
+}
+
+int lev_store_runs_each(struct lev_store *st, const char *const *final,
+			int (*fn)(void *data, const char *id, const char *doc, size_t len),
+			void *data, struct lev_err *err)
+{
+	return runs_where(st, "status IN ", final, NULL, fn, data, err);
 }
 
 int lev_store_journal_call(struct lev_store *st, const char *run, long seq, const char *call_id,
@@ -614,6 +588,19 @@ int lev_store_request_get(struct lev_store *st, const char *run, json_t **out,
 	if (r == 0 && !json_is_object(json_array_get(arr, 0)))
 		r = lev_err_set(err, -ENOENT, "the daemon's database holds no request for run '%s'",
 				run);
+	if (r == 0)
+		*out = json_incref(json_array_get(arr, 0));
+	json_decref(arr);
+	return r;
+}
+
+int lev_store_run_get(struct lev_store *st, const char *id, json_t **out, struct lev_err *err)
+{
+	json_t *arr = json_array();
+	int r = load_rows(st, "SELECT doc FROM runs WHERE id = ?1", id, arr, row_request, err);
+
+	if (r == 0 && !json_is_object(json_array_get(arr, 0)))
+		r = 1;
 	if (r == 0)
 		*out = json_incref(json_array_get(arr, 0));
 	json_decref(arr);

@@ -311,12 +311,6 @@ static void plan_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 }
 
 /*
- * What a warm cell adds to the helper's mounts: what one command may change
- * (the tmpfs on /tmp and /dev/shm) is fresh for each, and /proc shows the
- * cell's own PID namespace.  A workdir under /tmp is cloned (with the masks
- * on it) before the new /tmp covers it, and attached again inside it.
- */
-/*
  * Whether a warm helper installs one filter for all its cells
  * (LEV_SCFILTER_CELLS): only when Landlock also refuses their commands'
  * mounts, and capabilities and no_new_privs are part of the fence.
@@ -326,6 +320,12 @@ static bool cells_share_filter(const struct lev_sbx_nsplan *pl)
 	return pl->mode == LEV_SBX_NS && pl->use_sc && pl->use_ll && pl->use_caps && pl->use_nnp;
 }
 
+/*
+ * What a warm cell adds to the helper's mounts: what one command may change
+ * (the tmpfs on /tmp and /dev/shm) is fresh for each, and /proc shows the
+ * cell's own PID namespace.  A workdir under /tmp is cloned (with the masks
+ * on it) before the new /tmp covers it, and attached again inside it.
+ */
 void lev_sbx_ns_plan_cell(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
 {
 	bool wd_in_tmp = lev_path_under(sb->workdir, "/tmp");

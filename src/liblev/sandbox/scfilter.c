@@ -92,14 +92,16 @@ static const struct rule rules[] = {
 
 static const struct {
 	uint64_t flag;
+	const char *name;	/* without CLONE_ */
 	bool cell;		/* a warm cell is cloned with it (LEV_SCFILTER_CELLS) */
 } ns_flags[] = {
-	{ CLONE_NEWNS, true }, { CLONE_NEWCGROUP, false }, { CLONE_NEWUTS, false },
-	{ CLONE_NEWIPC, true }, { CLONE_NEWUSER, false }, { CLONE_NEWPID, true },
-	{ CLONE_NEWNET, false },
+	{ CLONE_NEWUSER, "NEWUSER", false }, { CLONE_NEWNET, "NEWNET", false },
+	{ CLONE_NEWUTS, "NEWUTS", false }, { CLONE_NEWCGROUP, "NEWCGROUP", false },
+	{ CLONE_NEWNS, "NEWNS", true }, { CLONE_NEWIPC, "NEWIPC", true },
+	{ CLONE_NEWPID, "NEWPID", true },
 };
 
-/* Whether FLAGS leave rule R (or its namespace flag F, for clone) out. */
+/* Whether FLAGS leave rule R out. */
 static bool left_out(const struct rule *r, unsigned flags)
 {
 	if ((flags & LEV_SCFILTER_NET_ONLY) && !r->net)
@@ -107,9 +109,31 @@ static bool left_out(const struct rule *r, unsigned flags)
 	return (flags & LEV_SCFILTER_CELLS) && r->cell;
 }
 
+/* Whether FLAGS leave namespace flag F out of rule R (clone's, for a warm cell). */
 static bool flag_left_out(const struct rule *r, size_t f, unsigned flags)
 {
 	return (flags & LEV_SCFILTER_CELLS) && ns_flags[f].cell && strcmp(r->name, "clone") == 0;
+}
+
+/* R_NSFLAGS rule R's action under FLAGS, into OUT: the flags it refuses. */
+static int nsflags_action(const struct rule *r, unsigned flags, struct lev_buf *out)
+{
+	size_t i, n = 0, kept = 0;
+	int rc = 0;
+
+	for (i = 0; i < ARRAY_SIZE(ns_flags); i++)
+		kept += !flag_left_out(r, i, flags);
+	if (kept == ARRAY_SIZE(ns_flags))
+		return lev_buf_adds(out, "EPERM with CLONE_NEW* flags");
+	for (i = 0; i < ARRAY_SIZE(ns_flags) && rc == 0; i++) {
+		if (flag_left_out(r, i, flags))
+			continue;
+		rc = lev_buf_addf(out, "%s%s",
+				  n == 0 ? "EPERM with CLONE_" : n + 1 == kept ? " or " : ", ",
+				  ns_flags[i].name);
+		n++;
+	}
+	return rc;
 }
 
 static int resolve(const struct rule *r)
@@ -263,6 +287,7 @@ int lev_scfilter_probe(void)
 
 int lev_scfilter_describe(unsigned flags, struct lev_buf *out)
 {
+	_cleanup_buf_ struct lev_buf nsf = LEV_BUF_INIT;
 	size_t i;
 	int r = 0;
 
@@ -283,9 +308,10 @@ int lev_scfilter_describe(unsigned flags, struct lev_buf *out)
 			action = "ENOSYS";
 			break;
 		case R_NSFLAGS:
-			action = (flags & LEV_SCFILTER_CELLS) && strcmp(ru->name, "clone") == 0
-					 ? "EPERM with CLONE_NEWUSER, NEWNET, NEWUTS or NEWCGROUP"
-					 : "EPERM with CLONE_NEW* flags";
+			lev_buf_reset(&nsf);
+			if (nsflags_action(ru, flags, &nsf) < 0)
+				return -ENOMEM;
+			action = nsf.buf;
 			break;
 		case R_IOCTL:
 			action = "EPERM for TIOCSTI, TIOCLINUX";
