@@ -101,6 +101,7 @@ struct call_state {
 	enum lev_level inner;		/* a script tool: what its host functions read;
 					 * a sub-agent tool: what the children saw */
 	bool inner_untrusted;		/* a sub-agent tool: a child saw untrusted content */
+	char **hops;			/* a network tool: every URL it requested (strv) */
 };
 
 /* The chain's environment for the current stage. */
@@ -652,11 +653,16 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.git_hooks_off = cs->gd.git_hooks_off,
 		};
 
+		struct timespec t0;
+		bool watch = agent_label_shell_start(a, &t0);
+
 		if (lev_tool_shell(&so, agent_arg_str(cs->args, "command"), cs->out, &err) < 0) {
 			_cleanup_free_ char *t = xasprintf("[error] %s", err.msg);
 
 			lev_tool_output_set(cs->out, t, true);
 		}
+		if (watch)
+			agent_label_shell_done(a, &t0);
 		break;
 	}
 	case LEV_TOOL_NET: {
@@ -679,6 +685,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			cs->own_text = true;	/* nothing came back from the far end */
 		} else {
 			lev_tool_output_set(cs->out, res.text ? res.text : "", res.is_error);
+			cs->hops = TAKE_PTR(res.hop_urls);
 		}
 		lev_net_result_release(&res);
 		free(rc.from);
@@ -804,6 +811,28 @@ static LEV_NOINLINE enum lev_level refusal_label(const struct lev_agent *a,
 	if (cs->gd.gate == LEV_GATE_TAINT)
 		l = lev_level_max(l, cs->gd.taint_level);
 	return l;
+}
+
+/*
+ * An executed (or replayed) call's labels: by the tool, then raised or set
+ * by what it touched (agent-label.c): the objects a read file tool read,
+ * every hop a network tool requested.  A write is recorded in the ledger.
+ */
+static void result_labels(struct lev_agent *a, struct call_state *cs)
+{
+	struct lev_call_decision *dec = cs->dec;
+
+	dec->label = agent_result_label(a, cs);
+	dec->integrity = cs->own_text ? lev_taint_model_integrity(lev_context_taint(a->ctx))
+				      : agent_result_integrity(a, cs->ti, cs->args, cs->gd.path);
+	if (!cs->ti || cs->own_text)
+		return;
+	if (cs->ti->kind == LEV_TOOL_FS && !(cs->ti->touches & LEV_TOUCH_WRITES))
+		(void)agent_label_fs(a, cs->gd.fs, &dec->label, &dec->integrity);
+	else if (cs->ti->kind == LEV_TOOL_FS && !dec->replayed && !cs->out->is_error)
+		agent_label_written(a, cs->gd.fs);
+	else if (cs->ti->kind == LEV_TOOL_NET)
+		(void)agent_label_hops(a, cs->hops, &dec->label, &dec->integrity);
 }
 
 /* ---- one call ------------------------------------------------------------ */
@@ -946,9 +975,12 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 	decide_and_run(a, &cs);
 	if (replayed_call(a, &cs)) {
 		tool_call_event(a, &cs);
-		dec->label = dec->allowed ? agent_result_label(a, &cs) : refusal_label(a, &cs);
-		dec->integrity = dec->allowed ? agent_result_integrity(a, cs.ti, cs.args, cs.gd.path)
-					      : lev_taint_model_integrity(lev_context_taint(a->ctx));
+		if (dec->allowed) {
+			result_labels(a, &cs);
+		} else {
+			dec->label = refusal_label(a, &cs);
+			dec->integrity = lev_taint_model_integrity(lev_context_taint(a->ctx));
+		}
 		lev_gatechain_decision_release(&cs.gd);
 		return 0;
 	}
@@ -961,9 +993,7 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		if (a->rec && dec->acted)
 			(void)lev_runrecord_sync(a->rec, NULL);
 		execute(a, &cs);
-		dec->label = agent_result_label(a, &cs);
-		dec->integrity = cs.own_text ? lev_taint_model_integrity(lev_context_taint(a->ctx))
-					     : agent_result_integrity(a, cs.ti, cs.args, cs.gd.path);
+		result_labels(a, &cs);
 		if (cs.inner_untrusted)
 			dec->integrity = LEV_UNTRUSTED;
 	} else {
@@ -971,6 +1001,7 @@ int lev_agent_dispatch(struct lev_agent *a, const struct lev_tool_call *call,
 		dec->integrity = lev_taint_model_integrity(lev_context_taint(a->ctx));
 	}
 	lev_gatechain_decision_release(&cs.gd);
+	lev_strv_free(cs.hops);
 	return 0;
 }
 

@@ -41,6 +41,7 @@ void agent_integrity_free(struct lev_agent *a)
 	a->prov = lev_provenance_free(a->prov);
 	lev_strv_free(a->untrusted_sources);
 	a->untrusted_sources = NULL;
+	agent_label_free(a);
 }
 
 static const struct lev_integrity_policy *ipol(struct lev_agent *a)

@@ -150,6 +150,7 @@ struct lev_agent {
 	/* integrity (agent-integrity.c) */
 	struct lev_provenance *prov;	/* what entered the context, by integrity */
 	char **untrusted_sources;	/* "tool host" of each untrusted result (strv, capped) */
+	struct lev_filelabels *labels;	/* the label ledger (agent-label.c), opened on first use */
 	enum lev_integrity stage_output_integrity;
 	bool handoff_untrusted;		/* the hand-off enter_stage() adds is untrusted */
 
@@ -377,5 +378,24 @@ void agent_integrity_result(struct lev_agent *a, const char *tool, const json_t 
 			    enum lev_integrity i, const char *text, size_t len, bool source);
 /* Add "integrity" and, when untrusted, "sources" to EV for I. */
 void agent_integrity_json(const struct lev_agent *a, enum lev_integrity i, json_t *ev);
+
+/* agent-label.c: labels from what a call touched (docs/integrity.md) */
+void agent_label_free(struct lev_agent *a);
+/*
+ * A read file tool's result labels from the objects it read (FS, the
+ * gate's targets): *INTEG set from their real paths ([[sources]] path
+ * entries, [integrity] globs) and the label ledger, *LEVEL raised.  False
+ * (nothing set) when it read nothing.
+ */
+bool agent_label_fs(struct lev_agent *a, const struct lev_fs_targets *fs, enum lev_level *level,
+		    enum lev_integrity *integ);
+/* A network result from every URL requested (HOPS): untrusted if any hop is; false: none. */
+bool agent_label_hops(struct lev_agent *a, char *const *hops, enum lev_level *level,
+		      enum lev_integrity *integ);
+/* A write tool wrote FS's targets: label them in the ledger when the context calls for it. */
+void agent_label_written(struct lev_agent *a, const struct lev_fs_targets *fs);
+/* Around a shell command: the files it changed in the workdir get the context's label. */
+bool agent_label_shell_start(struct lev_agent *a, struct timespec *t0);
+void agent_label_shell_done(struct lev_agent *a, const struct timespec *t0);
 
 #endif

@@ -1155,9 +1155,14 @@ static int target_open(struct target *t, const char *path, enum want want, char 
 		*errmsg = xstrdup(t->msg ? t->msg : "refused");
 		return -1;
 	}
-	if (t->fd >= 0 && !t->is_path)
-		/* opened for reading (or listing) by the resolver itself: that very fd */
-		return TAKE_FD(t->fd);
+	if (t->fd >= 0 && !t->is_path) {
+		/* opened for reading (or listing) by the resolver itself: that very
+		 * object; the target keeps its fd for the labels (lev_fs_targets_touched) */
+		fd = fcntl(t->fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			*errmsg = errno_msg("open", path, -errno);
+		return fd;
+	}
 	if (t->fd < 0) {
 		/* "/dev/null", the one path the resolver does not open */
 		if (want == W_DIR) {
@@ -1921,6 +1926,53 @@ bool lev_fs_targets_outside(const struct lev_fs_targets *ts)
 		if (ts->t[i].status == T_OK && ts->t[i].gate == LEV_FS_GATE_READ_PATHS)
 			return true;
 	return false;
+}
+
+void lev_fs_touched_free(struct lev_fs_touched *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++) {
+		if (t[i].fd >= 0)
+			close(t[i].fd);
+		free(t[i].real);
+	}
+	free(t);
+}
+
+/* The file a write target wrote, opened afresh beneath its directory fd, or -1. */
+static int open_written(const struct target *t)
+{
+	if (t->dfd < 0 || !t->name || t->missing)
+		return -1;
+	return openat(t->dfd, t->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+}
+
+size_t lev_fs_targets_touched(const struct lev_fs_targets *ts, struct lev_fs_touched **out)
+{
+	struct lev_fs_touched *v = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; ts && i < ts->n; i++) {
+		const struct target *t = &ts->t[i];
+		struct lev_fs_touched one = { .fd = -1, .written = ts->write };
+		struct stat st;
+
+		if (t->status == T_DENY)
+			continue;
+		one.fd = ts->write ? open_written(t)
+			 : t->fd >= 0 ? fcntl(t->fd, F_DUPFD_CLOEXEC, 0) : -1;
+		if (one.fd < 0)
+			continue;
+		if (fstat(one.fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) ||
+		    lev_confine_fd_path(one.fd, &one.real, NULL) < 0) {
+			close(one.fd);
+			continue;
+		}
+		one.dir = S_ISDIR(st.st_mode);
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		v[n++] = one;
+	}
+	*out = v;
+	return n;
 }
 
 /* The paths of TOOL's call ARGS (a strv), or LEV_EUSAGE for ones no tool can use. */

@@ -254,3 +254,23 @@ bool lev_fs_targets_outside(const struct lev_fs_targets *targets);
 
 /* Accepts NULL; returns NULL. */
 struct lev_fs_targets *lev_fs_targets_free(struct lev_fs_targets *targets);
+
+/* One object a call touched, for its labels (lev_fs_targets_touched()). */
+struct lev_fs_touched {
+	int fd;			/* owned: O_RDONLY, or O_PATH for a read outside the workdir */
+	char *real;		/* owned: its real path, read back from FD */
+	bool dir;		/* a directory (list_dir) */
+	bool written;		/* the file a write tool wrote */
+};
+
+/*
+ * The objects the call on TARGETS touched, after lev_fs_run() (or before,
+ * for a read): for a read tool each regular file or directory the decision
+ * opened (the very object the tool read, a fresh fd of it); for a write tool
+ * the file now under the name it wrote, opened O_NOFOLLOW beneath the
+ * directory fd the decision opened (nothing when it is not a regular file).
+ * Refused or missing targets are left out.  *OUT (free it with
+ * lev_fs_touched_free()) gets the array; returns its length.
+ */
+size_t lev_fs_targets_touched(const struct lev_fs_targets *targets, struct lev_fs_touched **out);
+void lev_fs_touched_free(struct lev_fs_touched *t, size_t n);

@@ -9,6 +9,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/base/http.h"
 #include "liblev/policy/netguard.h"
 #include "liblev/tools/tools-net.h"
@@ -32,6 +33,7 @@ void lev_net_result_release(struct lev_net_result *r)
 	free(r->text);
 	free(r->target_host);
 	free(r->final_url);
+	lev_strv_free(r->hop_urls);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -480,6 +482,8 @@ static int guarded_request(const char *url, const struct lev_net_policy *pol,
 		g.host = out->target_host;
 		req.url = u.url;
 		out->hops = hop + 1;
+		/* every URL requested: the result is labelled from each of them */
+		out->hop_urls = lev_strv_push(out->hop_urls, u.url);
 		r = lev_http_perform(&req, resp, &e);
 		lev_url_release(&u);
 		if (r == -EACCES && g.refused)

@@ -95,6 +95,7 @@ struct lev_net_result {
 	char *final_url;	/* the last URL requested, or NULL */
 	long http_status;	/* 0 when no HTTP answer */
 	unsigned hops;		/* requests made */
+	char **hop_urls;	/* the URL of each request made, in order (strv), or NULL */
 };
 
 void lev_net_result_release(struct lev_net_result *r);
