@@ -37,6 +37,8 @@ const struct lev_cmd lev_cmds[] = {
 	  CMD_NEEDS_DATA_ROOT },
 	{ "mcp", cmd_mcp, "add, list, test, approve or remove MCP servers", lev_usage_mcp,
 	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
+	{ "label", cmd_label, "show or clear the label a file keeps from the run that wrote it",
+	  lev_usage_label, CMD_NEEDS_DATA_ROOT },
 	{ "check", cmd_check, "ask whether an agent may make one tool call here", lev_usage_check,
 	  CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT },
 	{ "run", cmd_run, "run an agent, every tool call through every gate",

@@ -408,7 +408,7 @@ static bool known(const struct lev_filelabels *l, const struct lev_filelabel_ent
 
 int lev_filelabels_record(struct lev_filelabels *l, int fd, const char *real,
 			  enum lev_integrity integrity, enum lev_level sensitivity,
-			  const char *run, struct lev_err *err)
+			  const char *run, bool by_content, struct lev_err *err)
 {
 	struct lev_filelabel_entry e = { .integrity = integrity, .sensitivity = sensitivity };
 	_cleanup_free_ char *line = NULL;
@@ -425,7 +425,7 @@ int lev_filelabels_record(struct lev_filelabels *l, int fd, const char *real,
 	e.path = (char *)real;
 	e.run = (char *)run;
 	e.at = (int64_t)time(NULL);
-	if (hash(&id) == 0)
+	if (by_content && hash(&id) == 0)
 		memcpy(e.sha256, id.sha, sizeof(e.sha256));
 	r = load(l, err);
 	if (r < 0)

@@ -17,7 +17,8 @@
  *            it, the same birth time (an inode number used again for a new
  *            file does not match);
  *   path     the same real path (a file replaced under its name);
- *   content  the same size and SHA-256 (a copy), never for an empty file.
+ *   content  the same size and SHA-256 (a copy) of bytes a file tool wrote,
+ *            never for an empty file.
  * Why a ledger and not an extended attribute: `user.lev.label` can be
  * removed by any command that can write the file (setfattr -x, cp, an
  * editor's rename), and tmpfs or a container's overlay may not keep it;
@@ -80,12 +81,16 @@ int lev_filelabels_of(struct lev_filelabels *l, int fd, const char *real,
 
 /*
  * Record that the regular file open at FD (real path REAL) was written
- * under INTEGRITY and SENSITIVITY by RUN (may be NULL).  Creates the ledger
- * (LEV_FILE_MODE) when missing.  Returns 0 or a negative errno.
+ * under INTEGRITY and SENSITIVITY by RUN (may be NULL).  BY_CONTENT: its
+ * bytes are the writer's own (a file tool wrote them), so a copy of them
+ * matches too; a file a command changed is matched by inode and path only
+ * (its bytes may be a copy of a file nobody labelled, which must not then
+ * match).  Creates the ledger (LEV_FILE_MODE) when missing.  Returns 0 or
+ * a negative errno.
  */
 int lev_filelabels_record(struct lev_filelabels *l, int fd, const char *real,
 			  enum lev_integrity integrity, enum lev_level sensitivity,
-			  const char *run, struct lev_err *err);
+			  const char *run, bool by_content, struct lev_err *err);
 
 /*
  * The entries matching the object at FD (-1: match REAL by path only);

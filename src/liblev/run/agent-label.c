@@ -175,13 +175,13 @@ static bool write_label(struct lev_agent *a, enum lev_integrity *i, enum lev_lev
 }
 
 static void record(struct lev_agent *a, int fd, const char *real, enum lev_integrity i,
-		   enum lev_level l)
+		   enum lev_level l, bool by_content)
 {
 	struct lev_filelabels *lg = ledger(a);
 	struct lev_err err = LEV_ERR_INIT;
 
 	if (lg && lev_filelabels_record(lg, fd, real, i, l, a->rec ? lev_runrecord_id(a->rec) : NULL,
-					&err) < 0)
+					by_content, &err) < 0)
 		agent_warn(a, "cannot record the label of '%s': %s", real, err.msg);
 }
 
@@ -197,7 +197,7 @@ void agent_label_written(struct lev_agent *a, const struct lev_fs_targets *fs)
 	n = lev_fs_targets_touched(fs, &t);
 	for (size_t k = 0; k < n; k++)
 		if (t[k].written && !t[k].dir)
-			record(a, t[k].fd, t[k].real, i, l);
+			record(a, t[k].fd, t[k].real, i, l, true);
 	lev_fs_touched_free(t, n);
 }
 
@@ -262,7 +262,7 @@ static void walk_dir(struct walk *w, int dfd, const char *dir, unsigned depth)
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		record(w->a, fd, path, w->i, w->l);
+		record(w->a, fd, path, w->i, w->l, false);
 		close(fd);
 	}
 	if (w->seen >= WALK_MAX && depth == 0)
