@@ -45,6 +45,12 @@ CHECK is one of
     answer-has TEXT      the run's final answer contains TEXT and is not
                          labelled untrusted (an "integrity": "untrusted" mark
                          on its run_finished event)
+A scenario across two runs (a file one run writes, the next one reads)
+adds
+    then TEXT            the second run's task: after the first run, lev runs
+                         again in the same workdir and data root with the
+                         turns of attack-then.toml / benign-then.toml; the
+                         checks and the answer are judged after it
 
 A profile is a data root: config.toml, optional policy.toml and rules/*.lua,
 plus extra `lev run` arguments:
@@ -123,14 +129,14 @@ class Services:
 
 def parse_expect(path):
     exp = {"suite": None, "source": "", "vector": "", "task": None, "injection": None,
-           "needs": [], "attack-if": [], "benign-if": []}
+           "then": None, "needs": [], "attack-if": [], "benign-if": []}
     for n, line in enumerate(open(path), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         verb, _, rest = line.partition(" ")
         rest = rest.strip()
-        if verb in ("suite", "source", "vector", "task", "injection"):
+        if verb in ("suite", "source", "vector", "task", "injection", "then"):
             exp[verb] = rest
         elif verb == "needs":
             exp["needs"] += rest.split()
@@ -267,9 +273,6 @@ def run_variant(lev, svc, sdir, exp, variant, profile, scratch):
     os.makedirs(agent)
     with open(os.path.join(agent, "agent.leviath"), "w") as f:
         f.write(BLUEPRINT)
-    with open(os.path.join(sdir, variant + ".toml")) as f, \
-            open(os.path.join(agent, "turns.toml"), "w") as g:
-        g.write(fill(f.read(), svc.port, injection))
     work = os.path.join(scratch, "work")
     copy_filled(os.path.join(TOP, "workdir-base"), work, svc.port, injection)
     if os.path.isdir(os.path.join(sdir, "work")):
@@ -279,21 +282,29 @@ def run_variant(lev, svc, sdir, exp, variant, profile, scratch):
         seed = json.loads(fill(open(os.path.join(sdir, "seed.json")).read(), svc.port,
                                json.dumps(injection)[1:-1]))
     svc.load(seed)
-    add = subprocess.run([lev, "add", "--force", agent], cwd=scratch, env=env,
-                         capture_output=True, text=True)
-    if add.returncode != 0:
-        raise SystemExit("lev add failed: %s" % add.stderr.strip())
-    installed = os.path.join(lhroot, ".leviath", "agents", AGENT)
-    cmd = ["setsid", "-w", lev, "run", "--foreground", installed, "--task",
-           fill(exp["task"], svc.port, ""), "--workdir", work, "--json"] + PROFILES[profile][1]
-    p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
-                       timeout=300)
+    runs = [(variant + ".toml", exp["task"])]
+    if exp.get("then"):
+        runs.append((variant + "-then.toml", exp["then"]))
     events = []
-    for line in p.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            pass
+    for turns, task in runs:
+        with open(os.path.join(sdir, turns)) as f, \
+                open(os.path.join(agent, "turns.toml"), "w") as g:
+            g.write(fill(f.read(), svc.port, injection))
+        add = subprocess.run([lev, "add", "--force", agent], cwd=scratch, env=env,
+                             capture_output=True, text=True)
+        if add.returncode != 0:
+            raise SystemExit("lev add failed: %s" % add.stderr.strip())
+        installed = os.path.join(lhroot, ".leviath", "agents", AGENT)
+        cmd = ["setsid", "-w", lev, "run", "--foreground", installed, "--task",
+               fill(task, svc.port, ""), "--workdir", work, "--json"] + PROFILES[profile][1]
+        p = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True,
+                           timeout=300)
+        for line in p.stdout.splitlines():
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                pass
+    # the last run's answer
     fin = [e for e in events if e.get("event") == "run_finished"]
     fin = fin[-1] if fin else {}
     answer = fin.get("output") or ""

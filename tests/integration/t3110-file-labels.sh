@@ -291,6 +291,35 @@ test_expect_success 'private data written to a file stays private in the next ru
 	test "$(read_label ev2)" = "trusted private"
 '
 
+# a region seeded from a file reads the ledger as the file tools do
+mkdir -p seeded
+cat >seeded/agent.leviath <<'EOF'
+[agent]
+name = "seeded"
+
+[context.regions]
+task = { kind = "pinned", seed = "task" }
+todo = { kind = "pinned", seed = { files = ["TODO.md"] } }
+notes = { kind = "pinned", seed = { files = ["NOTES.md"] } }
+conversation = { kind = "sliding_window", max_items = 10 }
+
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = []
+EOF
+printf '[[turn]]\ntext = "seeded"\n' >seeded/turns.toml
+# seed_integrity EVENTS REGION
+seed_integrity() {
+	grep '"event":"seed"' "$1" | grep "\"region\":\"$2\"" |
+		sed 's/.*"integrity":"\([a-z]*\)".*/\1/'
+}
+
+test_expect_success 'a file seed keeps the label; the twin seed stays trusted' '
+	lev run --foreground seeded --task t --workdir work --json >ev 2>err &&
+	test "$(seed_integrity ev todo)" = untrusted &&
+	test "$(seed_integrity ev notes)" = trusted
+'
+
 test_expect_success 'lev label --clear makes the file trusted again' '
 	lev label --clear work/TODO.md >out &&
 	grep -q "^work/TODO.md: label cleared" out &&

@@ -28,6 +28,44 @@ struct seed_result {
 	char *error;
 };
 
+/*
+ * Read PATH as read_file does, into RES, and raise SR's labels by what was
+ * read: the path decided and opened once, the labels from that object
+ * (agent_label_fs(): its real path and the label ledger).
+ */
+static void seed_read(struct lev_agent *a, const char *path, struct lev_fs_result *res,
+		      struct seed_result *sr)
+{
+	const char *tool = lev_tooltable_name(LEV_OP_READ_FILE);
+	json_t *args = json_pack("{s:s}", "path", path);
+	struct lev_fs_decision fd = { 0 };
+	struct lev_fs_targets *ts = NULL;
+	struct lev_err e = LEV_ERR_INIT;
+	enum lev_integrity i = LEV_TRUSTED;
+
+	memset(res, 0, sizeof(*res));
+	if (!args || lev_fs_decide(a->fs, tool, args, false, &fd, &ts, &e) < 0) {
+		res->text = xasprintf("[error] %s", args ? e.msg : "out of memory");
+		res->is_error = true;
+	} else if (fd.verdict != LEV_ALLOW) {
+		res->text = xasprintf("[error] %s", fd.reason ? fd.reason : "refused");
+		res->is_error = true;
+	} else {
+		lev_fs_run(a->fs, tool, args, ts, res);
+		if (!agent_label_fs(a, ts, &sr->label, &i))
+			i = agent_file_integrity(a, path);
+		if (lev_fs_targets_outside(ts))
+			sr->label = LEV_PRIVATE;
+		if (i == LEV_UNTRUSTED)
+			sr->integrity = LEV_UNTRUSTED;
+	}
+	if (res->is_error && !res->len)
+		res->len = strlen(res->text);
+	lev_fs_decision_release(&fd);
+	lev_fs_targets_free(ts);
+	json_decref(args);
+}
+
 static void seed_files(struct lev_agent *a, char *const *paths, struct seed_result *sr)
 {
 	struct lev_buf b = LEV_BUF_INIT;
@@ -38,9 +76,7 @@ static void seed_files(struct lev_agent *a, char *const *paths, struct seed_resu
 	for (char *const *p = paths; p && *p; p++) {
 		struct lev_fs_result res = { 0 };
 
-		if (agent_file_integrity(a, *p) == LEV_UNTRUSTED)
-			sr->integrity = LEV_UNTRUSTED;
-		lev_fs_read_file(a->fs, *p, 0, 0, &res);
+		seed_read(a, *p, &res, sr);
 		if (res.is_error) {
 			sr->error = xasprintf("seed file '%s': %s", *p, res.text);
 			lev_fs_result_release(&res);
