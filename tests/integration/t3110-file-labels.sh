@@ -328,6 +328,16 @@ test_expect_success 'lev label --clear makes the file trusted again' '
 	test "$(cat out)" = "work/TODO.md: no label"
 '
 
+test_expect_success 'a ledger that cannot be read fails closed, and the run says so' '
+	cp "$DATA/labels.jsonl" ledger.good &&
+	echo "{not json" >>"$DATA/labels.jsonl" &&
+	test "$(reader NOTES.md)" = "deny taint" &&
+	test "$(read_label ev2)" = "untrusted private" &&
+	grep "\"event\":\"warning\"" ev2 | grep -q "label ledger cannot be read" &&
+	cp ledger.good "$DATA/labels.jsonl" &&
+	test "$(reader NOTES.md)" = "allow taint"
+'
+
 test_expect_success 'lev label: no path is a usage error' '
 	test_expect_code 2 lev label 2>err &&
 	grep -q "usage: lev label" err

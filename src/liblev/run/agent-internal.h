@@ -151,6 +151,7 @@ struct lev_agent {
 	struct lev_provenance *prov;	/* what entered the context, by integrity */
 	char **untrusted_sources;	/* "tool host" of each untrusted result (strv, capped) */
 	struct lev_filelabels *labels;	/* the label ledger (agent-label.c), opened on first use */
+	bool labels_warned;		/* said once that the ledger cannot be read */
 	enum lev_integrity stage_output_integrity;
 	bool handoff_untrusted;		/* the hand-off enter_stage() adds is untrusted */
 

@@ -108,6 +108,12 @@ static void object_label(struct lev_agent *a, const struct lev_fs_touched *t,
 		fl = (struct lev_filelabel){ true, LEV_UNTRUSTED, LEV_PRIVATE };
 	else
 		(void)lev_filelabels_of(lg, t->fd, t->real, &fl, &err);
+	if (err.code && !a->labels_warned) {
+		/* fail closed, and say so once */
+		a->labels_warned = true;
+		agent_warn(a, "the label ledger cannot be read (%s): every file read is labelled "
+			   "untrusted and private until it is mended", err.msg);
+	}
 	if (fl.has) {
 		if (fl.integrity == LEV_UNTRUSTED)
 			*i = LEV_UNTRUSTED;
