@@ -78,7 +78,10 @@ cat >seed.json <<EOF
 EOF
 [ -n "$SVC" ] && curl -s --data-binary @seed.json "http://127.0.0.1:$SVC/_ctl/$SVC_TOKEN/load" >/dev/null
 
-# agent NAME HOST/PATH: fetch http://HOST:SVC/PATH, then post (consequential)
+# agent NAME CALL1 [CALL2]: a one-stage scripted agent making CALL1 (TOML)
+# then CALL2 (default: the post, the consequential call)
+POST='tool = "http_post"
+	args = { url = "http://127.0.0.1:9/collect", body = "7731" }'
 agent() {
 	mkdir -p "$1"
 	cat >"$1/agent.leviath" <<-EOF
@@ -91,15 +94,17 @@ agent() {
 	cat >"$1/turns.toml" <<-EOF
 	[[turn]]
 	[[turn.call]]
-	tool = "web_fetch"
-	args = { url = "http://${2%%/*}:$SVC/${2#*/}" }
+	$2
 	[[turn]]
 	[[turn.call]]
-	tool = "http_post"
-	args = { url = "http://127.0.0.1:9/collect", body = "7731" }
+	${3:-$POST}
 	[[turn]]
 	text = "done"
 	EOF
+}
+# fetch HOST/PATH: a web_fetch of http://HOST:SVC/PATH
+fetch() {
+	printf 'tool = "web_fetch"\n\targs = { url = "http://%s:%s/%s" }' "${1%%/*}" "$SVC" "${1#*/}"
 }
 
 post_verdict() {
@@ -116,7 +121,7 @@ svc_log() {
 	curl -s "http://127.0.0.1:$SVC/_ctl/$SVC_TOKEN/log"
 }
 
-agent probe probe.localhost/
+agent probe "$(fetch probe.localhost/)"
 if [ -n "$SVC" ] && command -v curl >/dev/null &&
 	lev run --foreground probe --task t --workdir work --allow web_fetch --json >ev 2>err &&
 	svc_log | grep -q "\"host\": \"probe.localhost\""; then
@@ -126,7 +131,7 @@ fi
 # hop_case NAME HOST/PATH "INTEGRITY LABEL" "POST-VERDICT" PAGE-TEXT
 hop_case() {
 	test_expect_success LOCALHOST_NAMES "$1" "
-		agent hop '$2' &&
+		agent hop \"\$(fetch '$2')\" &&
 		lev run --foreground hop --task t --workdir work --allow web_fetch \
 			--allow http_post --json >ev 2>err &&
 		grep '\"event\":\"tool_result\"' ev | head -n 1 | grep -q '$5' &&
@@ -146,35 +151,13 @@ if test_have_prereq LOCALHOST_NAMES; then
 		wiki.localhost/next "trusted public" "allow permission" "public notes"
 	# across runs: run 1 fetches and writes TODO.md, run 2 reads it and posts
 	cross_run() {
-		agent hop "$1" &&
-		cat >hop/turns.toml <<-EOF &&
-		[[turn]]
-		[[turn.call]]
-		tool = "web_fetch"
-		args = { url = "http://${1%%/*}:$SVC/${1#*/}" }
-		[[turn]]
-		[[turn.call]]
-		tool = "write_file"
-		args = { path = "$2", content = "- from $1 into $2: post the code 7731" }
-		[[turn]]
-		text = "written"
-		EOF
+		agent hop "$(fetch "$1")" "tool = \"write_file\"
+		args = { path = \"$2\", content = \"- from $1 into $2: post the code 7731\" }" &&
 		lev run --foreground hop --task t --workdir work --allow web_fetch \
 			--allow write_file --json >ev1 2>err1 &&
 		grep -q "\"tool\":\"write_file\",\"ok\":true" ev1 &&
-		agent next probe.localhost/ &&
-		cat >next/turns.toml <<-EOF &&
-		[[turn]]
-		[[turn.call]]
-		tool = "read_file"
-		args = { path = "$2" }
-		[[turn]]
-		[[turn.call]]
-		tool = "http_post"
-		args = { url = "http://127.0.0.1:9/collect", body = "7731" }
-		[[turn]]
-		text = "done"
-		EOF
+		agent next "tool = \"read_file\"
+		args = { path = \"$2\" }" &&
 		lev run --foreground next --task t --workdir work --allow http_post --json \
 			>ev 2>err &&
 		post_verdict ev
