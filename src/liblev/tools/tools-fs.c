@@ -543,7 +543,11 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 		}
 		if (r != -EXDEV) {
 			t->real = lexical_abs(c, rel);
-			if (r == -ENOTDIR && want == W_DIR) {
+			/* a missing file of lev's reads as refused: no existence oracle */
+			own = c->own_inside ? own_refusal(c, path, t->real, "read") : NULL;
+			if (own) {
+				set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR, own);
+			} else if (r == -ENOTDIR && want == W_DIR) {
 				_cleanup_free_ char *p = disp(path);
 				set_msg(t, T_FAIL, LEV_FS_GATE_WORKDIR,
 					msgf("'%s' is not a directory; use read_file", p));
