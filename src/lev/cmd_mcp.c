@@ -48,7 +48,8 @@ const char lev_usage_mcp[] =
 	"\n"
 	"A server starts where a run would start it: in the [sandbox] of your config,\n"
 	"at least a namespace sandbox (unless its entry says sandbox = \"none\"), with DIR\n"
-	"(default: the current directory) as its workdir.\n"
+	"as its workdir; without --workdir, in a fresh empty scratch directory (removed\n"
+	"afterwards), never the current directory.\n"
 	"Exit status: 0 ok, 1 failed (test: the server did not start), 2 usage.\n";
 
 #define usage(...) lev_usage_error("mcp", __VA_ARGS__)
@@ -166,8 +167,42 @@ static int mcp_remove(int argc, char **argv, struct lev_ctx *ctx)
 struct probe_args {
 	const char *name;
 	const char *workdir;
+	char *scratch;		/* the empty directory made when no --workdir was given */
 	bool json;
 };
+
+/*
+ * Without --workdir, servers start in a fresh empty scratch directory, never
+ * the current directory: typed in ~, a server (a stdio one runs a program)
+ * would otherwise have the home as its read-write workdir and could write
+ * ~/.bashrc or lev's own files.  -1 after the error.
+ */
+static int probe_scratch(struct probe_args *a)
+{
+	const char *tmp = secure_getenv("TMPDIR");
+
+	if (a->workdir)
+		return 0;
+	a->scratch = xasprintf("%s/lev-mcp-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (!mkdtemp(a->scratch)) {
+		lev_fail("cannot create a scratch workdir '%s' for the server: %s", a->scratch,
+			 strerror(errno));
+		free(a->scratch);
+		a->scratch = NULL;
+		return -1;
+	}
+	a->workdir = a->scratch;
+	return 0;
+}
+
+/* Remove the scratch workdir and what the servers left in it. */
+static void probe_args_release(struct probe_args *a)
+{
+	if (a->scratch)
+		(void)lev_rm_rf(a->scratch, NULL);
+	free(a->scratch);
+	a->scratch = NULL;
+}
 
 static int probe_args(int argc, char **argv, bool want_name, bool json_ok, struct probe_args *a)
 {
@@ -190,7 +225,7 @@ static int probe_args(int argc, char **argv, bool want_name, bool json_ok, struc
 	return 0;
 }
 
-/* Start server C from the config: *out, or an error in ERR. */
+/* Start server C from the config in WORKDIR (--workdir, or the scratch): *out, or an error in ERR. */
 static int start(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c, const char *workdir,
 		 struct lev_mcp_probe **out, struct lev_err *err)
 {
@@ -201,10 +236,9 @@ static int start(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c, const
 		.envp = environ,
 	};
 
-	o.workdir = realpath(workdir ? workdir : ".", buf);
+	o.workdir = realpath(workdir, buf);
 	if (!o.workdir)
-		return lev_err_errno(err, -errno, "cannot use '%s' as the workdir",
-				     workdir ? workdir : ".");
+		return lev_err_errno(err, -errno, "cannot use '%s' as the workdir", workdir);
 	return lev_mcp_probe_start(&o, c, out, err);
 }
 
@@ -273,13 +307,17 @@ static int test_or_approve(int argc, char **argv, struct lev_ctx *ctx, bool appr
 	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0)
 		return LEV_EXIT_FAIL;
 	c = find_server(ctx, a.name);
-	if (!c)
+	if (!c || probe_scratch(&a) < 0)
 		return LEV_EXIT_FAIL;
-	if (start(ctx, c, a.workdir, &p, &err) < 0)
+	r = start(ctx, c, a.workdir, &p, &err);
+	if (r < 0) {
+		probe_args_release(&a);
 		return lev_fail("MCP server '%s' did not start: %s", c->name, err.msg);
+	}
 	if (lev_mcp_pins_load(ctx->paths.root, c->name, &record, &err) < 0) {
 		if (!approve) {
 			lev_mcp_probe_free(p);
+			probe_args_release(&a);
 			return lev_fail("%s", err.msg);
 		}
 		record = NULL;	/* approving replaces an unreadable record */
@@ -295,6 +333,7 @@ static int test_or_approve(int argc, char **argv, struct lev_ctx *ctx, bool appr
 		       lev_mcp_tool_count(p->srv), c->name);
 	json_decref(record);
 	lev_mcp_probe_free(p);
+	probe_args_release(&a);
 	return r;
 }
 
@@ -384,9 +423,12 @@ static int mcp_list(int argc, char **argv, struct lev_ctx *ctx)
 		return r;
 	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0)
 		return LEV_EXIT_FAIL;
+	if (ctx->cfg.n_mcp_servers && probe_scratch(&a) < 0)
+		return LEV_EXIT_FAIL;
 	all = json_array();
 	for (size_t i = 0; i < ctx->cfg.n_mcp_servers; i++)
 		json_array_append_new(all, server_json(ctx, &ctx->cfg.mcp_servers[i], a.workdir));
+	probe_args_release(&a);
 	if (a.json) {
 		_cleanup_free_ char *s = json_dumps(all, JSON_COMPACT | JSON_PRESERVE_ORDER);
 

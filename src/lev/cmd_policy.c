@@ -155,11 +155,14 @@ static int list_json(const char *ppath, const char *rdir, const struct lev_polic
 		json_array_append_new(lr, json_pack("{s:o,s:o}", "name",
 						    jstr(lev_rules_name(rules, i)), "file",
 						    jstr(lev_rules_file(rules, i))));
-	for (i = 0; i < pol->n_overrides; i++) {
-		const struct lev_tool_override *o = &pol->overrides[i];
+	for (i = 0; i < pol->n_overrides + (pol->leviath ? pol->leviath->n_overrides : 0); i++) {
+		/* lev's, then Leviath's (kept apart: each file classifies on its own) */
+		const struct lev_tool_override *o = i < pol->n_overrides ? &pol->overrides[i] :
+						    &pol->leviath->overrides[i - pol->n_overrides];
 
 		json_array_append_new(
-			ov, json_pack("{s:o,s:o,s:o,s:o,s:o}", "tool", jstr(o->name),
+			ov, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "tool", jstr(o->name),
+				      "file", jstr(o->source ? pol->also_file : ppath),
 				      "sensitivity",
 				      jstr(opt_level(o->has_sensitivity, o->sensitivity)),
 				      "direction",
@@ -236,8 +239,13 @@ static void list_text(const char *ppath, const char *rdir, const struct lev_poli
 	if (pol->n_overrides) {
 		printf("tool overrides (%zu):\n", pol->n_overrides);
 		for (i = 0; i < pol->n_overrides; i++)
-			print_override(&pol->overrides[i],
-				       pol->overrides[i].source ? pol->also_file : ppath);
+			print_override(&pol->overrides[i], ppath);
+	}
+	if (pol->leviath && pol->leviath->n_overrides) {
+		printf("Leviath's tool overrides (%zu; a call gets the stricter of each field):\n",
+		       pol->leviath->n_overrides);
+		for (i = 0; i < pol->leviath->n_overrides; i++)
+			print_override(&pol->leviath->overrides[i], pol->also_file);
 	}
 }
 

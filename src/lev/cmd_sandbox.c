@@ -28,6 +28,7 @@
 #include "liblev/conf/blueprint.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/config.h"
+#include "liblev/conf/ownfiles.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
@@ -44,6 +45,7 @@ const char lev_usage_sandbox[] =
 	"                        [--memory MIB] [--pids N] [-v]\n"
 	"                        [--dry-run [--json]] -- CMD [ARG...]\n"
 	"   or: lev sandbox probe [--json]\n"
+	"   or: lev sandbox own-files [--json]\n"
 	"\n"
 	"exec runs CMD the way the runtime runs a shell command: in the user's\n"
 	"[sandbox] with these flags laid over it (namespace when nothing is set),\n"
@@ -57,6 +59,9 @@ const char lev_usage_sandbox[] =
 	"\n"
 	"probe shows user namespaces, the Landlock ABI, seccomp, openat2, the\n"
 	"container engines and what each kind would use.\n"
+	"\n"
+	"own-files lists lev's own files: every sandbox masks them, the file\n"
+	"tools never read or write them, kind none refuses a workdir holding one.\n"
 	"\n"
 	"Exit status of exec: the command's; 126 cannot execute, 127 not found,\n"
 	"128+n killed by signal n (137 at the timeout); 125 the sandbox could not\n"
@@ -552,6 +557,21 @@ static void probe_print_json(const struct lev_sandbox_probe *p, const struct pro
 	json_decref(o);
 }
 
+/* The only argument of probe and own-files: --json.  -1 after the usage error. */
+static int json_flag(int argc, char **argv, bool *json)
+{
+	int i;
+
+	for (i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--json")) {
+			(void)exec_usage("unknown argument '%s'", argv[i]);
+			return -1;
+		}
+		*json = true;
+	}
+	return 0;
+}
+
 static void probe_print_text(const struct lev_sandbox_probe *p, const struct probe_kinds *pk)
 {
 	const struct scmp_version *sv = seccomp_version();
@@ -608,14 +628,9 @@ static int cmd_probe(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_buf b1 = LEV_BUF_INIT_MAX(4096), b2 = LEV_BUF_INIT_MAX(4096);
 	struct probe_kinds pk = { .helper = ctx->oci_helper };
 	bool json = false;
-	int i;
 
-	for (i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else
-			return exec_usage("unknown argument '%s'", argv[i]);
-	}
+	if (json_flag(argc, argv, &json) < 0)
+		return LEV_EXIT_USAGE;
 	if (lev_sandbox_probe(NULL, &p, &err) < 0)
 		return lev_fail("%s", err.msg);
 	(void)lev_sandbox_layers_format(lev_sandbox_probe_layers(&p, false), &b1);
@@ -633,10 +648,48 @@ static int cmd_probe(int argc, char **argv, struct lev_ctx *ctx)
 	return LEV_EXIT_OK;
 }
 
+/* own-files: the one list (liblev/conf/ownfiles.h), one line or object per entry. */
+static int cmd_own_files(int argc, char **argv)
+{
+	struct lev_ownfiles l = { 0 };
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *all;
+	bool json = false;
+	size_t k;
+
+	if (json_flag(argc, argv, &json) < 0)
+		return LEV_EXIT_USAGE;
+	if (lev_ownfiles_list(NULL, &l, &err) < 0)
+		return lev_fail("%s", err.msg);
+	all = json_array();
+	for (k = 0; k < l.n; k++) {
+		const struct lev_ownfile *e = &l.v[k];
+
+		if (!json) {
+			printf("%s\t%s%s\n", e->path, e->what, e->dir ? " (directory)" : "");
+			continue;
+		}
+		json_array_append_new(all, json_pack("{s:s, s:s, s:s?, s:s?, s:b}", "what", e->what,
+						     "path", e->path, "real", e->real, "guard",
+						     e->guard, "dir", e->dir));
+	}
+	if (json) {
+		char *s = json_dumps(all, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+		puts(s);
+		free(s);
+	}
+	json_decref(all);
+	lev_ownfiles_release(&l);
+	return LEV_EXIT_OK;
+}
+
 int cmd_sandbox(int argc, char **argv, struct lev_ctx *ctx)
 {
 	if (argc < 2)
-		return lev_usage_error("sandbox", "missing subcommand (exec or probe)");
+		return lev_usage_error("sandbox", "missing subcommand (exec, probe or own-files)");
+	if (!strcmp(argv[1], "own-files"))
+		return cmd_own_files(argc, argv);
 	if (!strcmp(argv[1], "exec"))
 		return cmd_exec(argc, argv, ctx);
 	if (!strcmp(argv[1], "probe"))

@@ -72,6 +72,39 @@ test_expect_success allow_both 'an override takes the stricter field from either
 	jq -e ".clearance == \"private\" and .result == \"allowed\"" o.json >/dev/null
 '
 
+test_expect_success 'a per-tool entry in Leviath'"'"'s file never loosens our whole-server entry' '
+	ours "$(printf "[mcp_overrides.\"crm\"]\ndirection = \"outbound\"\nclearance = \"public\"\n")" &&
+	theirs "$(printf "[mcp_overrides.\"crm.export\"]\ndirection = \"inbound\"\nclearance = \"private\"\n")" &&
+	test_must_fail --code 1 lev policy test crm__export --taint internal --json >o.json &&
+	jq -e ".outbound == true and .clearance == \"public\" and .result == \"blocked\"" o.json >/dev/null &&
+	theirs "$(printf "[mcp_overrides.\"crm\".tools]\nexport = { clearance = \"private\" }\n")" &&
+	test_must_fail --code 1 lev policy test crm__export --taint internal --json >o.json &&
+	jq -e ".clearance == \"public\"" o.json >/dev/null &&
+	lev policy list >out &&
+	grep -q "^Leviath.s tool overrides (1; a call gets the stricter of each field)" out
+'
+
+test_expect_success 'benign twin: an equal entry changes nothing; a stricter one of theirs wins' '
+	ours "$(printf "[mcp_overrides.\"crm\"]\nclearance = \"internal\"\n")" &&
+	theirs "$(printf "[mcp_overrides.\"crm.export\"]\nclearance = \"internal\"\n")" &&
+	lev policy test crm__export --taint internal --json >o.json &&
+	jq -e ".clearance == \"internal\" and .result == \"allowed\"" o.json >/dev/null &&
+	theirs "$(printf "[mcp_overrides.\"crm.export\"]\nclearance = \"public\"\n")" &&
+	test_must_fail --code 1 lev policy test crm__export --taint internal --json >o.json &&
+	jq -e ".clearance == \"public\"" o.json >/dev/null &&
+	lev policy test crm__other --taint internal --json >o.json &&
+	jq -e ".clearance == \"internal\" and .result == \"allowed\"" o.json >/dev/null
+'
+
+test_expect_success 'consequential in Leviath'"'"'s file is refused, naming file:line:col' '
+	ours "" &&
+	theirs "$(printf "[mcp_overrides.\"crm.export\"]\nconsequential = false\n")" &&
+	test_must_fail lev policy list 2>err &&
+	grep -q "$LPOL:2:17: .crm.export.: consequential belongs in lev.s policy.toml" err &&
+	ours "$(printf "[mcp_overrides.\"crm.export\"]\nconsequential = false\n")" && theirs "" &&
+	lev policy list >out
+'
+
 test_expect_success allow_both 'lev policy list says which file each entry came from' '
 	ours "$(allow_post chat.example.com)" && theirs "$(allow_post chat.example.com internal)" &&
 	lev policy list >out &&

@@ -102,6 +102,40 @@ test_expect_success 'a changed server: test names the change, approve accepts it
 	grep -q "h__echo: approved" out
 '
 
+test_expect_success 'list, test, approve typed in ~: the server runs in an empty scratch dir, never ~' '
+	"$LEV" mcp add cw -- python3 "$SERVER" cwdwrite >out &&
+	(cd "$HOME" && "$LEV" mcp list --json) >cw-list.json 2>err &&
+	(cd "$HOME" && "$LEV" mcp test cw) >cw-test.out 2>err &&
+	(cd "$HOME" && "$LEV" mcp approve cw) >cw-approve.out 2>err &&
+	! test -e "$HOME/.bashrc" &&
+	python3 - "$HOME" <<-\PY
+	import json, os, re, sys
+	home = os.path.realpath(sys.argv[1])
+	s = {x["name"]: x for x in json.load(open("cw-list.json"))}["cw"]
+	descs = [t["description"] for t in s["tools"] if t["name"] == "cw__echo"]
+	for f in ("cw-test.out", "cw-approve.out"):
+	    descs += re.findall(r"cwd=[^\n]*", open(f).read())
+	assert len(descs) == 3, descs
+	for d in descs:
+	    cwd = re.search(r"cwd=([^;]*);", d).group(1)
+	    assert os.path.realpath(cwd) != home and not cwd.startswith(home + "/"), d
+	    assert "/lev-mcp-" in cwd, d
+	    # the scratch held the server only while it ran
+	    assert not os.path.exists(cwd), cwd
+	PY
+'
+
+test_expect_success 'benign twin: the server works there; --workdir DIR is still honoured' '
+	grep -q "MCP server .cw. (mcp-hostile 1, protocol 2025-06-18): 3 tools" cw-test.out &&
+	grep -q "approved the 3 tools MCP server .cw. lists now" cw-approve.out &&
+	grep -q "bashrc: wrote" cw-test.out &&
+	mkdir -p "$TRASH/proj" &&
+	"$LEV" mcp test cw --workdir "$TRASH/proj" >out 2>err &&
+	grep -q "cwd=$(cd "$TRASH/proj" && pwd -P); bashrc: wrote" out &&
+	grep -q "planted by an MCP server" "$TRASH/proj/.bashrc" &&
+	"$LEV" mcp remove cw >out
+'
+
 test_expect_success 'a server that does not start: test fails and says why' '
 	"$LEV" mcp add nope -- /nonexistent/server >out &&
 	test_must_fail "$LEV" mcp test nope 2>err &&

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
 #include "liblev/policy/policy.h"
 #include "liblev/base/strv.h"
 #include "liblev/policy/taint.h"
@@ -1069,7 +1070,7 @@ static void test_policy_merge_stricter_wins(void **state)
 	struct lev_policy *p, *t;
 	char c1[] = "chat.example.com", c2[] = "other.example.org";
 	char *chat[] = { c1, NULL }, *other[] = { c2, NULL };
-	const struct lev_tool_override *o;
+	struct lev_tool_class cls;
 
 	(void)state;
 	p = parse_ok("[[allowlist]]\ntool = \"http_post\"\nto = [\"chat.example.com\"]\n"
@@ -1100,13 +1101,23 @@ static void test_policy_merge_stricter_wins(void **state)
 			assert_int_equal(lev_policy_match(p, "http_post", one, l),
 					 lev_policy_match_linear(p, "http_post", one, l));
 		}
-	/* the override: each field the stricter of the two */
+	/* the overrides stay apart; a call gets each field the stricter of the two */
 	assert_int_equal(p->n_overrides, 1);
-	o = &p->overrides[0];
-	assert_int_equal(o->clearance, LEV_PUBLIC);
-	assert_true(o->has_sensitivity);
-	assert_int_equal(o->sensitivity, LEV_PRIVATE);
-	assert_int_equal(o->direction, LEV_DIR_INBOUND);
+	assert_non_null(p->leviath);
+	assert_int_equal(p->leviath->n_overrides, 1);
+	lev_policy_classify(p, "crm__export", &cls);
+	assert_int_equal(cls.clearance, LEV_PUBLIC);
+	assert_int_equal(cls.sensitivity, LEV_PRIVATE);
+	assert_int_equal(cls.direction, LEV_DIR_INBOUND);
+	lev_policy_free(p);
+
+	/* consequential belongs to lev's file: an error naming Leviath's line and column */
+	p = parse_ok("");
+	t = parse_ok("[mcp_overrides.\"crm.export\"]\nclearance = \"public\"\n  consequential = false\n");
+	assert_int_equal(lev_policy_merge(p, t, &err), LEV_EPARSE);
+	assert_non_null(strstr(err.msg, "policy.toml:3:19: 'crm.export': consequential belongs"));
+	assert_null(p->also_file);
+	assert_null(p->leviath);
 	lev_policy_free(p);
 
 	/* [integrity] belongs to lev's file: an error naming Leviath's line */
@@ -1118,10 +1129,259 @@ static void test_policy_merge_stricter_wins(void **state)
 	lev_policy_free(p);
 }
 
+/* ---- property: Leviath's policy never loosens ours ---- */
+
+/* The generated policy files speak about these keys; calls go to these tools. */
+static const char *const gen_keys[] = { "srv", "srv.a", "srv.b", "other.x", "send_email",
+					"web_fetch", "read_file" };
+static const char *const gen_calls[] = { "srv__a", "srv__b", "srv__c", "other__x", "send_email",
+					 "web_fetch", "read_file", "http_post" };
+static const char *const gen_levels[] = { "public", "internal", "private" };
+static const char *const gen_dirs[] = { "inbound", "internal", "outbound" };
+static const char *const gen_hosts[] = { "a.example.com", "b.example.com" };
+
+enum { GF_SENS = 1, GF_DIR = 2, GF_CLR = 4, GF_CONSEQ = 8 };
+
+struct gen_entry {
+	unsigned fields;	/* GF_* */
+	int sens, dir, clr;
+	bool conseq;
+};
+
+struct gen_file {
+	struct gen_entry e[ARRAY_SIZE(gen_keys)];
+	bool rules_for[ARRAY_SIZE(gen_calls)];
+	struct lev_buf text;
+};
+
+static uint64_t gen_state;
+
+static unsigned gen_rand(unsigned n)
+{
+	gen_state ^= gen_state << 13;
+	gen_state ^= gen_state >> 7;
+	gen_state ^= gen_state << 17;
+	return (unsigned)(gen_state % n);
+}
+
+static bool gen_foreign(const char *key)
+{
+	return strchr(key, '.') || !strcmp(key, "srv");
+}
+
+static void gen_fields(struct lev_buf *b, const struct gen_entry *e, const char *sep)
+{
+	if (e->fields & GF_SENS)
+		assert_int_equal(lev_buf_addf(b, "sensitivity = \"%s\"%s", gen_levels[e->sens], sep), 0);
+	if (e->fields & GF_DIR)
+		assert_int_equal(lev_buf_addf(b, "direction = \"%s\"%s", gen_dirs[e->dir], sep), 0);
+	if (e->fields & GF_CLR)
+		assert_int_equal(lev_buf_addf(b, "clearance = \"%s\"%s", gen_levels[e->clr], sep), 0);
+	if (e->fields & GF_CONSEQ)
+		assert_int_equal(lev_buf_addf(b, "consequential = %s%s", e->conseq ? "true" : "false",
+					      sep), 0);
+}
+
+/* A random policy file: overrides (flat, or nested for the server's tools) and rules. */
+static void gen_file_make(struct gen_file *f, bool conseq_ok)
+{
+	struct lev_buf *b = &f->text;
+	bool nested = gen_rand(2);
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	f->text = (struct lev_buf)LEV_BUF_INIT_MAX(1 << 16);
+	for (i = 0; i < ARRAY_SIZE(gen_keys); i++) {
+		struct gen_entry *e = &f->e[i];
+
+		if (gen_rand(3) == 0)
+			continue;
+		e->fields = gen_rand(8);
+		if (conseq_ok && gen_foreign(gen_keys[i]) && gen_rand(3) == 0)
+			e->fields |= GF_CONSEQ;
+		e->sens = (int)gen_rand(3);
+		e->dir = (int)gen_rand(3);
+		e->clr = (int)gen_rand(3);
+		e->conseq = gen_rand(2);
+	}
+	if (f->e[0].fields)
+		nested = false;	/* the server's own entry: its tools flat */
+	for (i = 0; i < ARRAY_SIZE(gen_keys); i++) {
+		const struct gen_entry *e = &f->e[i];
+
+		if (!e->fields || (nested && !strncmp(gen_keys[i], "srv.", 4)))
+			continue;
+		assert_int_equal(lev_buf_addf(b, "[mcp_overrides.\"%s\"]\n", gen_keys[i]), 0);
+		gen_fields(b, e, "\n");
+	}
+	if (nested && (f->e[1].fields || f->e[2].fields)) {
+		assert_int_equal(lev_buf_adds(b, "[mcp_overrides.\"srv\".tools]\n"), 0);
+		for (i = 1; i <= 2; i++) {
+			if (!f->e[i].fields)
+				continue;
+			assert_int_equal(lev_buf_addf(b, "%s = { ", gen_keys[i] + 4), 0);
+			gen_fields(b, &f->e[i], ", ");
+			b->len -= 2;	/* the last ", " */
+			b->buf[b->len] = '\0';
+			assert_int_equal(lev_buf_adds(b, " }\n"), 0);
+		}
+	}
+	for (i = gen_rand(4); i > 0; i--) {
+		unsigned c = gen_rand(ARRAY_SIZE(gen_calls));
+
+		f->rules_for[c] = true;
+		assert_int_equal(lev_buf_addf(b, "[[allowlist]]\ntool = \"%s\"\n", gen_calls[c]), 0);
+		if (gen_rand(2))
+			assert_int_equal(lev_buf_addf(b, "to = [\"%s\"]\n",
+						      gen_hosts[gen_rand(2)]), 0);
+		assert_int_equal(lev_buf_addf(b, "max_sensitivity = \"%s\"\n",
+					      gen_levels[gen_rand(3)]), 0);
+	}
+}
+
+/* Does F set FIELD for the call TOOL (its own entry or its server's)? */
+static bool gen_sets(const struct gen_file *f, const char *tool, unsigned field)
+{
+	const char *sep = strstr(tool, "__");
+
+	for (size_t i = 0; i < ARRAY_SIZE(gen_keys); i++) {
+		const char *k = gen_keys[i];
+		bool mine;
+
+		if (sep) {
+			size_t n = (size_t)(sep - tool);
+			bool srv = strlen(k) == n && !strncmp(k, tool, n);
+			bool own = !strncmp(k, tool, n) && k[n] == '.' && !strcmp(k + n + 1, sep + 2);
+
+			mine = srv || own;
+		} else {
+			mine = !strcmp(k, tool);
+		}
+		if (mine && (f->e[i].fields & field))
+			return true;
+	}
+	return false;
+}
+
+static struct lev_policy *gen_parse(const struct gen_file *f, const char *name)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_policy *p = NULL;
+
+	if (lev_policy_parse(f->text.buf, f->text.len, name, &p, &err) != 0)
+		fail_msg("generated %s does not parse: %s\n%s", name, err.msg, f->text.buf);
+	return p;
+}
+
+static int dir_rank(enum lev_direction d)
+{
+	return (int)d;	/* inbound < internal < outbound: higher is stricter */
+}
+
+/* One generated pair: every call, every field, every allowlist question. */
+static void gen_check_pair(const struct gen_file *fo, const struct gen_file *ft)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_policy *ours = gen_parse(fo, "ours.toml"), *theirs = gen_parse(ft, "theirs.toml");
+	struct lev_policy *merged = gen_parse(fo, "ours.toml");
+	char *targets[ARRAY_SIZE(gen_hosts)][2];
+
+	assert_int_equal(lev_policy_merge(merged, gen_parse(ft, "theirs.toml"), &err), 0);
+	for (size_t h = 0; h < ARRAY_SIZE(gen_hosts); h++) {
+		targets[h][0] = (char *)gen_hosts[h];
+		targets[h][1] = NULL;
+	}
+	for (size_t c = 0; c < ARRAY_SIZE(gen_calls); c++) {
+		const char *tool = gen_calls[c];
+		struct lev_tool_class m, o, t;
+
+		lev_policy_classify(merged, tool, &m);
+		lev_policy_classify(ours, tool, &o);
+		lev_policy_classify(theirs, tool, &t);
+		/* never looser than lev's file alone */
+		assert_true(m.sensitivity >= o.sensitivity);
+		assert_true(dir_rank(m.direction) >= dir_rank(o.direction));
+		assert_true(m.clearance <= o.clearance);
+		/* never looser than Leviath's on a field it sets; exactly the stricter (twin) */
+		if (gen_sets(ft, tool, GF_SENS)) {
+			assert_true(m.sensitivity >= t.sensitivity);
+			assert_int_equal(m.sensitivity, lev_level_max(o.sensitivity, t.sensitivity));
+		} else {
+			assert_int_equal(m.sensitivity, o.sensitivity);
+		}
+		if (gen_sets(ft, tool, GF_DIR)) {
+			assert_true(dir_rank(m.direction) >= dir_rank(t.direction));
+			assert_int_equal(m.direction, o.direction > t.direction ? o.direction : t.direction);
+		} else {
+			assert_int_equal(m.direction, o.direction);
+		}
+		if (gen_sets(ft, tool, GF_CLR)) {
+			assert_true(m.clearance <= t.clearance);
+			assert_int_equal(m.clearance, o.clearance < t.clearance ? o.clearance : t.clearance);
+		} else {
+			assert_int_equal(m.clearance, o.clearance);
+		}
+		/* consequential is lev's alone */
+		for (int d = 0; d < 2; d++)
+			assert_int_equal(lev_policy_consequential(merged, tool, d),
+					 lev_policy_consequential(ours, tool, d));
+		/* the allowlist: allowed only when each file with rules for the tool allows */
+		for (int l = LEV_PUBLIC; l <= LEV_PRIVATE; l++)
+			for (size_t h = 0; h <= ARRAY_SIZE(gen_hosts); h++) {
+				char **tg = h < ARRAY_SIZE(gen_hosts) ? targets[h] : NULL;
+				bool mo = lev_policy_match(ours, tool, tg, l) >= 0;
+				bool mt = lev_policy_match(theirs, tool, tg, l) >= 0;
+				bool mm = lev_policy_match(merged, tool, tg, l) >= 0;
+				bool ho = fo->rules_for[c], ht = ft->rules_for[c];
+
+				assert_int_equal(mm, (ho || ht) && (!ho || mo) && (!ht || mt));
+			}
+	}
+	lev_policy_free(ours);
+	lev_policy_free(theirs);
+	lev_policy_free(merged);
+}
+
+static void test_leviath_policy_never_loosens_ours(void **state)
+{
+	struct gen_file fo, ft;
+	unsigned refused = 0;
+	int i;
+
+	(void)state;
+	gen_state = 0x9e3779b97f4a7c15ULL;
+	for (i = 0; i < 3000; i++) {
+		struct lev_err err = LEV_ERR_INIT;
+		struct lev_policy *p;
+
+		gen_file_make(&fo, true);
+		gen_file_make(&ft, gen_rand(4) == 0);
+		if (strstr(ft.text.buf, "consequential")) {
+			/* refused in Leviath's file, naming file:line:col; ours unchanged */
+			p = gen_parse(&fo, "ours.toml");
+			assert_int_equal(lev_policy_merge(p, gen_parse(&ft, "theirs.toml"), &err),
+					 LEV_EPARSE);
+			assert_non_null(strstr(err.msg, "theirs.toml:"));
+			assert_non_null(strstr(err.msg, "consequential belongs in lev's"));
+			assert_null(p->leviath);
+			lev_policy_free(p);
+			refused++;
+		} else {
+			gen_check_pair(&fo, &ft);
+		}
+		lev_buf_release(&fo.text);
+		lev_buf_release(&ft.text);
+	}
+	/* the generator reached both branches */
+	assert_true(refused > 100 && refused < 2000);
+	printf("# %u of 3000 Leviath files said consequential and were refused\n", refused);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policy_merge_stricter_wins),
+		cmocka_unit_test(test_leviath_policy_never_loosens_ours),
 		cmocka_unit_test(test_host_canonicalisation),
 		cmocka_unit_test(test_url_parse_and_canonical_form),
 		cmocka_unit_test(test_pattern_canonicalisation),

@@ -8,7 +8,6 @@
 
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/datadir.h"
-#include "liblev/base/strv.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -52,111 +51,85 @@ int lev_datadir_config_path(char **out, struct lev_err *err)
 		*out = xstrdup(p);
 		return 0;
 	}
-	return under_root("config.toml", out, err);
-}
-
-/* P with its longest existing prefix resolved (symlinks, "..") */
-static char *real_prefix(const char *p)
-{
-	_cleanup_free_ char *dir = NULL;
-	char *r = realpath(p, NULL);
-	const char *slash;
-
-	if (r || p[0] != '/')
-		return r;
-	slash = strrchr(p, '/');
-	if (!slash || slash == p)
-		return NULL;
-	dir = xstrndup(p, (size_t)(slash - p));
-	r = real_prefix(dir);
-	if (!r)
-		return NULL;
-	{
-		char *j = xasprintf("%s%s", strcmp(r, "/") ? r : "", slash);
-		free(r);
-		return j;
-	}
-}
-
-static char **push_own(char **v, const char *p)
-{
-	_cleanup_free_ char *real = NULL;
-
-	if (!p || p[0] != '/')
-		return v;
-	if (!lev_strv_contains(v, p))
-		v = lev_strv_push(v, p);
-	real = real_prefix(p);
-	if (real && !lev_strv_contains(v, real))
-		v = lev_strv_push(v, real);
-	return v;
-}
-
-char **lev_datadir_own_paths(const char *data_root, const char *config_path)
-{
-	_cleanup_free_ char *root = NULL, *cfg = NULL;
-	char **v = NULL;
-
-	if (data_root)
-		v = push_own(v, data_root);
-	else if (lev_datadir_root(&root, NULL) == 0)
-		v = push_own(v, root);
-	if (lev_datadir_config_path(&cfg, NULL) == 0)
-		v = push_own(v, cfg);
-	v = push_own(v, config_path);
-	return v;
+	return under_root(LEV_DATADIR_CONFIG, out, err);
 }
 
 int lev_datadir_policy_path(char **out, struct lev_err *err)
 {
-	return under_root("policy.toml", out, err);
+	return under_root(LEV_DATADIR_POLICY, out, err);
 }
 
 int lev_datadir_rules_dir(char **out, struct lev_err *err)
 {
-	return under_root("rules", out, err);
+	return under_root(LEV_DATADIR_RULES, out, err);
 }
 
 int lev_datadir_runs_dir(char **out, struct lev_err *err)
 {
-	return under_root("runs", out, err);
+	return under_root(LEV_DATADIR_RUNS, out, err);
 }
 
-static int leviath_config(const char *rel, char **out, struct lev_err *err)
+/* ${XDG_CONFIG_HOME:-~/.config}/REL (XDG_CONFIG_HOME only when absolute) */
+static int xdg_config(const char *rel, char **out, struct lev_err *err)
 {
 	const char *xdg = secure_getenv("XDG_CONFIG_HOME");
 	_cleanup_free_ char *home = NULL;
 	int r;
 
 	if (xdg && *xdg == '/') {
-		*out = xasprintf("%s/leviath/%s", xdg, rel);
+		*out = lev_path_join(xdg, rel);
 		return 0;
 	}
 	r = lev_home_dir(&home, err);
 	if (r < 0)
 		return r;
-	*out = xasprintf("%s/.config/leviath/%s", home, rel);
+	*out = xasprintf("%s/.config/%s", home, rel);
 	return 0;
+}
+
+int lev_datadir_leviath_dir(char **out, struct lev_err *err)
+{
+	return xdg_config("leviath", out, err);
 }
 
 int lev_datadir_leviath_policy_path(char **out, struct lev_err *err)
 {
-	return leviath_config("policy.toml", out, err);
+	return xdg_config("leviath/policy.toml", out, err);
 }
 
 int lev_datadir_leviath_rules_dir(char **out, struct lev_err *err)
 {
-	return leviath_config("rules", out, err);
+	return xdg_config("leviath/rules", out, err);
+}
+
+int lev_datadir_unit_path(char **out, struct lev_err *err)
+{
+	return xdg_config("systemd/user/" LEV_UNIT_NAME, out, err);
+}
+
+int lev_datadir_socket_path(char **out, struct lev_err *err)
+{
+	return under_root(LEV_DATADIR_SOCKET, out, err);
+}
+
+int lev_datadir_lock_path(char **out, struct lev_err *err)
+{
+	return under_root(LEV_DATADIR_LOCK, out, err);
+}
+
+int lev_datadir_db_path(char **out, struct lev_err *err)
+{
+	return under_root(LEV_DATADIR_DB, out, err);
 }
 
 int lev_datadir_credentials_path(char **out, struct lev_err *err)
 {
-	return under_root("credentials.toml", out, err);
+	return under_root(LEV_DATADIR_CREDENTIALS, out, err);
 }
 
 int lev_datadir_agents_dir(char **out, struct lev_err *err)
 {
-	return under_root("agents", out, err);
+	return under_root(LEV_DATADIR_AGENTS, out, err);
 }
 
 bool lev_agent_name_valid(const char *name)

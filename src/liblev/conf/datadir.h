@@ -28,6 +28,18 @@
 #define LEV_DIR_MODE 0700
 #define LEV_FILE_MODE 0600
 
+/* The names beneath the data root (and the unit's), each spelled only here. */
+#define LEV_DATADIR_CONFIG "config.toml"
+#define LEV_DATADIR_POLICY "policy.toml"
+#define LEV_DATADIR_RULES "rules"
+#define LEV_DATADIR_RUNS "runs"
+#define LEV_DATADIR_AGENTS "agents"
+#define LEV_DATADIR_CREDENTIALS "credentials.toml"
+#define LEV_DATADIR_SOCKET "daemon.sock"
+#define LEV_DATADIR_LOCK "daemon.lock"
+#define LEV_DATADIR_DB "lev.db"
+#define LEV_UNIT_NAME "lev.service"
+
 /* Longest agent name (bytes). */
 #define LEV_AGENT_NAME_MAX 64
 
@@ -38,12 +50,19 @@ int lev_datadir_policy_path(char **out, struct lev_err *err);
 int lev_datadir_rules_dir(char **out, struct lev_err *err);
 int lev_datadir_runs_dir(char **out, struct lev_err *err);
 int lev_datadir_credentials_path(char **out, struct lev_err *err);
+/* The daemon's socket, its lock and its database, beneath the data root. */
+int lev_datadir_socket_path(char **out, struct lev_err *err);
+int lev_datadir_lock_path(char **out, struct lev_err *err);
+int lev_datadir_db_path(char **out, struct lev_err *err);
+/* The systemd --user unit: ${XDG_CONFIG_HOME:-~/.config}/systemd/user/lev.service. */
+int lev_datadir_unit_path(char **out, struct lev_err *err);
 
 /*
  * Leviath's own policy, read beside lev's (docs/policy.md): the directory
  * ${XDG_CONFIG_HOME:-~/.config}/leviath (XDG_CONFIG_HOME only when
  * absolute), its policy.toml, and its rules/ (Rhai rules lev does not run).
  */
+int lev_datadir_leviath_dir(char **out, struct lev_err *err);
 int lev_datadir_leviath_policy_path(char **out, struct lev_err *err);
 int lev_datadir_leviath_rules_dir(char **out, struct lev_err *err);
 int lev_datadir_agents_dir(char **out, struct lev_err *err);
@@ -56,18 +75,6 @@ int lev_datadir_agent_dir(const char *name, char **out, struct lev_err *err);
  * directory name and must not be able to name anything else.
  */
 bool lev_agent_name_valid(const char *name);
-
-/*
- * lev's own files, which no tool may ever write: the data root (DATA_ROOT,
- * or from the environment when NULL; config.toml, policy.toml, rules/,
- * credentials.toml, agents/ and runs/ live beneath it) and the config file
- * (LEVIATH_CONFIG_PATH may put it elsewhere), plus CONFIG_PATH when not
- * NULL.  Each path is given as written and, when it differs, as its real
- * path (the longest existing prefix resolved), so a path read back from an
- * fd can be compared as a prefix at a "/" boundary.  A fresh strv (free it with
- * lev_strv_free()); never NULL when some path is known.
- */
-char **lev_datadir_own_paths(const char *data_root, const char *config_path);
 
 /* mkdir -p DIR, creating missing directories with LEV_DIR_MODE. */
 int lev_datadir_ensure(const char *dir, struct lev_err *err);

@@ -1902,7 +1902,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	if (lev_datadir_root(&root, err) < 0 || lev_datadir_ensure(root, err) < 0 ||
 	    lev_sock_path(&sock, err) < 0 || lev_sock_lock_path(&lock, err) < 0)
 		return err ? err->code : -EINVAL;
-	db = lev_path_join(root, "lev.db");
+	db = lev_path_join(root, LEV_DATADIR_DB);
 	r = lev_sock_lock(lock, &lockfd, err);
 	if (r < 0)
 		return r;

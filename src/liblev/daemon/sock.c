@@ -18,25 +18,14 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/sock.h"
 
-static int root_file(const char *name, char **out, struct lev_err *err)
-{
-	char *root = NULL;
-
-	if (lev_datadir_root(&root, err) < 0)
-		return err ? err->code : -EINVAL;
-	*out = lev_path_join(root, name);
-	free(root);
-	return 0;
-}
-
 int lev_sock_path(char **out, struct lev_err *err)
 {
-	return root_file("daemon.sock", out, err);
+	return lev_datadir_socket_path(out, err);
 }
 
 int lev_sock_lock_path(char **out, struct lev_err *err)
 {
-	return root_file("daemon.lock", out, err);
+	return lev_datadir_lock_path(out, err);
 }
 
 static int sock_addr(const char *path, struct sockaddr_un *sa, struct lev_err *err)

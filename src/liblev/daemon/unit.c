@@ -15,17 +15,7 @@
 
 int lev_unit_path(char **out, struct lev_err *err)
 {
-	const char *xdg = secure_getenv("XDG_CONFIG_HOME");
-	_cleanup_free_ char *home = NULL;
-
-	if (xdg && xdg[0] == '/') {
-		*out = xasprintf("%s/systemd/user/%s", xdg, LEV_UNIT_NAME);
-		return 0;
-	}
-	if (lev_home_dir(&home, err) < 0)
-		return err ? err->code : -ENOENT;
-	*out = xasprintf("%s/.config/systemd/user/%s", home, LEV_UNIT_NAME);
-	return 0;
+	return lev_datadir_unit_path(out, err);
 }
 
 /* S quoted for a unit's command line or Environment= ("...", with \ " % escaped). */

@@ -12,10 +12,9 @@
 #pragma once
 
 #include "liblev/base/error.h"
+#include "liblev/conf/datadir.h"
 
-#define LEV_UNIT_NAME "lev.service"
-
-/* The unit's path (a fresh string). */
+/* The unit's path (a fresh string): lev_datadir_unit_path(), one of lev's own files. */
 int lev_unit_path(char **out, struct lev_err *err);
 
 /*

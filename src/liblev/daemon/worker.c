@@ -475,7 +475,7 @@ static void send_info(struct worker *w, const struct lev_blueprint *bp,
  */
 static int load_replay(struct worker *w, const char *root, const char *run, struct lev_err *err)
 {
-	_cleanup_free_ char *db = lev_path_join(root, "lev.db");
+	_cleanup_free_ char *db = lev_path_join(root, LEV_DATADIR_DB);
 	struct lev_store *st = NULL;
 	json_t *log = NULL;
 	int r;

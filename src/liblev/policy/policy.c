@@ -307,6 +307,7 @@ struct lev_policy *lev_policy_free(struct lev_policy *p)
 	free(p->also_file);
 	lev_strv_free(p->warnings);
 	lev_integrity_policy_free(p->integrity);
+	lev_policy_free(p->leviath);
 	free(p);
 	return NULL;
 }
@@ -524,6 +525,8 @@ static int parse_override_fields(const struct lev_tomlval_ctx *c, const struct l
 		if (r < 0)
 			return r;
 		o->has_consequential = true;
+		o->consequential_line = f->line;
+		o->consequential_col = f->col;
 		free(TAKE_PTR(p));
 	}
 	f = lev_toml_table_get(t, "target");
@@ -868,24 +871,57 @@ char **lev_policy_rhai_findings(const char *rhai_dir, const char *lua_dir)
 	return out;
 }
 
+/* What THEIRS (Leviath's) may not say: lev's integrity settings and `consequential`. */
+static int leviath_refusals(const struct lev_policy *p, const struct lev_policy *theirs,
+			    struct lev_err *err)
+{
+	if (theirs->integrity_line)
+		return lev_err_set(err, LEV_EPARSE,
+				   "%s:%u:1: [integrity] and [[sources]] belong in lev's policy.toml "
+				   "('%s'), not in Leviath's", theirs->file, theirs->integrity_line,
+				   p->file);
+	for (size_t i = 0; i < theirs->n_overrides; i++) {
+		const struct lev_tool_override *t = &theirs->overrides[i];
+
+		if (t->has_consequential)
+			return lev_err_set(err, LEV_EPARSE,
+					   "%s:%u:%u: '%s': consequential belongs in lev's "
+					   "policy.toml ('%s'), not in Leviath's: it decides what the "
+					   "integrity gate checks", theirs->file, t->consequential_line,
+					   t->consequential_col, t->name, p->file);
+	}
+	if (p->n_rules + theirs->n_rules > LEV_POLICY_RULES_MAX ||
+	    p->n_overrides + theirs->n_overrides > LEV_POLICY_OVERRIDES_MAX)
+		return lev_err_set(err, LEV_EPARSE, "%s and %s: more than %d rules or overrides",
+				   p->file, theirs->file, LEV_POLICY_RULES_MAX);
+	return 0;
+}
+
+/* A target argument THEIRS declares that P's own entry for the tool names differently. */
+static void warn_targets(struct lev_policy *p, const struct lev_policy *theirs)
+{
+	for (size_t i = 0; i < theirs->n_overrides; i++) {
+		const struct lev_tool_override *t = &theirs->overrides[i], *o = NULL;
+
+		for (size_t j = 0; j < p->n_overrides && !o; j++)
+			if (!strcmp(p->overrides[j].norm, t->norm))
+				o = &p->overrides[j];
+		if (o && t->target && o->target && strcmp(t->target, o->target))
+			p->warnings = lev_strv_push_take(
+				p->warnings,
+				xasprintf("%s:%u: override of '%s' names target '%s', %s:%u names "
+					  "'%s': '%s' is used",
+					  theirs->file, t->line, t->name, t->target, p->file, o->line,
+					  o->target, o->target));
+	}
+}
+
 int lev_policy_merge(struct lev_policy *p, struct lev_policy *theirs, struct lev_err *err)
 {
 	size_t i;
+	int r = leviath_refusals(p, theirs, err);
 
-	if (theirs->integrity_line) {
-		int r = lev_err_set(err, LEV_EPARSE,
-				    "%s:%u:1: [integrity] and [[sources]] belong in lev's policy.toml "
-				    "('%s'), not in Leviath's",
-				    theirs->file, theirs->integrity_line, p->file);
-
-		lev_policy_free(theirs);
-		return r;
-	}
-	if (p->n_rules + theirs->n_rules > LEV_POLICY_RULES_MAX ||
-	    p->n_overrides + theirs->n_overrides > LEV_POLICY_OVERRIDES_MAX) {
-		int r = lev_err_set(err, LEV_EPARSE, "%s and %s: more than %d rules or overrides",
-				    p->file, theirs->file, LEV_POLICY_RULES_MAX);
-
+	if (r < 0) {
 		lev_policy_free(theirs);
 		return r;
 	}
@@ -895,51 +931,20 @@ int lev_policy_merge(struct lev_policy *p, struct lev_policy *theirs, struct lev
 		p->rules[p->n_rules++].source = 1;
 	}
 	theirs->n_rules = 0;
-	for (i = 0; i < theirs->n_overrides; i++) {
-		struct lev_tool_override *t = &theirs->overrides[i], *o = NULL;
-
-		for (size_t j = 0; j < p->n_overrides && !o; j++)
-			if (!strcmp(p->overrides[j].norm, t->norm))
-				o = &p->overrides[j];
-		if (!o) {
-			p->overrides = xreallocarray(p->overrides, p->n_overrides + 1,
-						     sizeof(*p->overrides));
-			p->overrides[p->n_overrides] = *t;
-			p->overrides[p->n_overrides++].source = 1;
-			memset(t, 0, sizeof(*t));
-			continue;
-		}
-		/* the stricter of each field both set; a field only one sets is kept */
-		if (t->has_sensitivity)
-			o->sensitivity = o->has_sensitivity ? lev_level_max(o->sensitivity, t->sensitivity)
-							    : t->sensitivity;
-		if (t->has_direction)
-			o->direction = o->has_direction && o->direction > t->direction ? o->direction
-										: t->direction;
-		if (t->has_clearance)
-			o->clearance = o->has_clearance && o->clearance < t->clearance ? o->clearance
-										: t->clearance;
-		o->has_sensitivity |= t->has_sensitivity;
-		o->has_direction |= t->has_direction;
-		o->has_clearance |= t->has_clearance;
-		if (t->target && !o->target) {
-			o->target = TAKE_PTR(t->target);
-		} else if (t->target && strcmp(t->target, o->target)) {
-			p->warnings = lev_strv_push_take(
-				p->warnings,
-				xasprintf("%s:%u: override of '%s' names target '%s', %s:%u names "
-					  "'%s': '%s' is used",
-					  theirs->file, t->line, t->name, t->target, p->file, o->line,
-					  o->target, o->target));
-		}
-	}
+	for (i = 0; i < theirs->n_overrides; i++)
+		theirs->overrides[i].source = 1;
+	warn_targets(p, theirs);
 	for (char **w = theirs->warnings; w && *w; w++)
 		p->warnings = lev_strv_push(p->warnings, *w);
+	theirs->warnings = lev_strv_free(theirs->warnings);
 	free(p->also_file);
 	p->also_file = xstrdup(theirs->file);
 	index_free(p->index);
 	p->index = index_build(p);
-	lev_policy_free(theirs);
+	index_free(theirs->index);
+	theirs->index = index_build(theirs);
+	lev_policy_free(p->leviath);
+	p->leviath = theirs;
 	return 0;
 }
 
@@ -1222,17 +1227,67 @@ bool lev_policy_consequential(const struct lev_policy *p, const char *tool, bool
 	return o && o->has_consequential ? o->consequential : dflt;
 }
 
-void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out)
+/* What an override sets (classify_one()'s *SET). */
+enum {
+	SET_SENSITIVITY = 1 << 0,
+	SET_DIRECTION = 1 << 1,
+	SET_CLEARANCE = 1 << 2,
+	SET_TARGET = 1 << 3,
+};
+
+static unsigned override_sets(const struct lev_tool_override *o)
+{
+	if (!o)
+		return 0;
+	return (o->has_sensitivity ? SET_SENSITIVITY : 0) | (o->has_direction ? SET_DIRECTION : 0) |
+	       (o->has_clearance ? SET_CLEARANCE : 0) | (o->target ? SET_TARGET : 0);
+}
+
+/*
+ * TOOL's built-in classification with P's own overrides applied (its
+ * server's, then its own); *SET gets the fields they set.
+ */
+static void classify_one(const struct lev_policy *p, const char *tool, struct lev_tool_class *out,
+			 unsigned *set)
 {
 	const struct lev_tool_override *o = lev_policy_override_find(p, tool);
 	const struct lev_tool_override *so = lev_policy_server_override(p, tool);
 
 	lev_taint_builtin_class(tool, out);
-	/* an MCP tool: the server's override, then the tool's own over it */
-	if (so && so != o)
+	*set = 0;
+	if (so && so != o) {
 		apply_override(so, out);
-	if (o)
+		*set |= override_sets(so);
+	}
+	if (o) {
 		apply_override(o, out);
+		*set |= override_sets(o);
+	}
+}
+
+void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out)
+{
+	struct lev_tool_class t;
+	unsigned ours, theirs;
+
+	classify_one(p, tool, out, &ours);
+	if (!p || !p->leviath)
+		return;
+	/*
+	 * Leviath's file on its own: each field it sets can only make ours
+	 * (lev's file alone, built-in where it is silent) stricter.
+	 */
+	classify_one(p->leviath, tool, &t, &theirs);
+	if (theirs & SET_SENSITIVITY)
+		out->sensitivity = lev_level_max(out->sensitivity, t.sensitivity);
+	if ((theirs & SET_DIRECTION) && t.direction > out->direction)
+		out->direction = t.direction;
+	if ((theirs & SET_CLEARANCE) && t.clearance < out->clearance)
+		out->clearance = t.clearance;
+	if ((theirs & SET_TARGET) && !(ours & SET_TARGET)) {
+		out->target_from = t.target_from;
+		out->target_arg = t.target_arg;
+	}
 }
 
 /* ---- lev policy add ---- */

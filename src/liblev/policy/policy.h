@@ -28,6 +28,10 @@
  * MCP spelling "server__tool".  Each field it sets replaces the built-in
  * one; `target` declares which argument holds the call's target.
  *
+ * Leviath's policy.toml (lev_policy_merge()) never loosens lev's: a call is
+ * classified under each file on its own and the stricter value of each
+ * field is kept (lev_policy_classify()).
+ *
  * Ownership: a `struct lev_policy` owns everything in it.
  */
 #pragma once
@@ -70,8 +74,9 @@ struct lev_tool_override {
 	char *target;		/* declared target argument, or NULL */
 	bool has_consequential;	/* consequential = true|false (MCP and script tools only) */
 	bool consequential;
+	unsigned consequential_line, consequential_col;	/* where it is set */
 	unsigned line;
-	unsigned source;	/* as in struct lev_allow_rule; both merged: 0 */
+	unsigned source;	/* as in struct lev_allow_rule */
 };
 
 struct lev_policy_index;
@@ -87,6 +92,13 @@ struct lev_policy {
 	struct lev_integrity_policy *integrity;	/* [integrity], [[sources]] (integrity.h) */
 	unsigned integrity_line;	/* where [integrity] or [[sources]] starts; 0: none */
 	char *also_file;	/* Leviath's policy.toml merged in (source 1), or NULL */
+	/*
+	 * Leviath's overrides, kept apart (its rules are in RULES, source 1):
+	 * a call is classified under them on their own, never merged by key,
+	 * so that an entry of theirs (a tool's) never replaces one of ours (its
+	 * server's).  OVERRIDES above are lev's alone.  NULL: none.
+	 */
+	struct lev_policy *leviath;
 };
 
 /*
@@ -99,18 +111,21 @@ char **lev_policy_rhai_findings(const char *rhai_dir, const char *lua_dir);
 
 /*
  * Merge THEIRS, Leviath's policy.toml (named by its file), into P, the
- * stricter winning everywhere, and free THEIRS:
+ * stricter winning everywhere, and take THEIRS (freed on error too):
  *   - allowlist: a call is allowed only when no file that has rules for
  *     its tool refuses it: where both files have rules for a tool, a rule
  *     of each must match (so a lower max_sensitivity wins); a file with no
  *     rule for the tool has no say;
- *   - an override both files set for a tool: the higher sensitivity, the
- *     more outbound direction, the lower clearance; a different target
- *     keeps P's, with a warning;
- *   - [integrity] and [[sources]] are lev's alone: in THEIRS they are an
- *     error naming FILE:LINE:COL (Leviath would not read them either).
+ *   - overrides: kept apart in P->leviath; lev_policy_classify() classifies
+ *     a call under each file (its server's entry, then its own, in each)
+ *     and keeps the higher sensitivity, the more outbound direction, the
+ *     lower clearance; a target argument only THEIRS declares is used, one
+ *     that differs from P's keeps P's, with a warning;
+ *   - [integrity], [[sources]] and `consequential` are lev's alone: in
+ *     THEIRS they are an error naming FILE:LINE:COL (a `consequential =
+ *     false` there would let a tool past the integrity gate).
  * Each rule and override keeps its source for messages.  On error P is
- * unchanged (THEIRS is still freed).
+ * unchanged.
  */
 int lev_policy_merge(struct lev_policy *p, struct lev_policy *theirs, struct lev_err *err);
 
@@ -204,7 +219,12 @@ const struct lev_tool_override *lev_policy_override_find(const struct lev_policy
  */
 bool lev_policy_consequential(const struct lev_policy *p, const char *tool, bool dflt);
 
-/* The built-in classification of TOOL with P's override applied (P may be NULL). */
+/*
+ * The classification of TOOL: the built-in one with P's overrides applied
+ * (its server's, then its own), and, when Leviath's policy was merged in,
+ * the stricter per field of that and the same under Leviath's overrides
+ * alone (P may be NULL).
+ */
 void lev_policy_classify(const struct lev_policy *p, const char *tool, struct lev_tool_class *out);
 
 /*

@@ -297,7 +297,10 @@ static void override_both(const struct lev_policy *run, const struct lev_policy 
 			  const struct lev_tool_override *o, struct lev_tool_override *out)
 {
 	const struct lev_tool_override *r = override_named(run, o->norm),
-				       *n = override_named(next, o->norm);
+				       *n = override_named(next, o->norm),
+				       *lr = run->leviath ? override_named(run->leviath, o->norm) : NULL,
+				       *ln = next->leviath ? override_named(next->leviath, o->norm) : NULL;
+	const struct lev_tool_override *any[] = { r, n, lr, ln };
 	struct lev_tool_class cr, cn;
 
 	lev_policy_classify(run, o->name, &cr);
@@ -307,16 +310,23 @@ static void override_both(const struct lev_policy *run, const struct lev_policy 
 	out->alt_name = o->alt_name ? xstrdup(o->alt_name) : NULL;
 	out->norm = xstrdup(o->norm);
 	out->line = o->line;
-	out->has_sensitivity = (r && r->has_sensitivity) || (n && n->has_sensitivity);
+	for (size_t k = 0; k < ARRAY_SIZE(any); k++) {
+		out->has_sensitivity |= any[k] && any[k]->has_sensitivity;
+		out->has_clearance |= any[k] && any[k]->has_clearance;
+		out->has_direction |= any[k] && any[k]->has_direction;
+	}
 	out->sensitivity = lev_level_max(cr.sensitivity, cn.sensitivity);
-	out->has_clearance = (r && r->has_clearance) || (n && n->has_clearance);
+	if (!(r && r->has_sensitivity) && !(n && n->has_sensitivity) && out->sensitivity < LEV_PRIVATE &&
+	    !(lev_tooltable_find(o->name) &&
+	      !(lev_tooltable_find(o->name)->flags & LEV_TOOLF_FOREIGN)))
+		/* Leviath's file alone never classifies an MCP or script tool's results
+		 * below the Private they get when lev's file does not classify them */
+		out->has_sensitivity = false;
 	out->clearance = level_min(cr.clearance, cn.clearance);
-	out->has_direction = (r && r->has_direction) || (n && n->has_direction);
 	out->direction = cr.direction > cn.direction ? cr.direction : cn.direction;
-	if (r && r->target)
-		out->target = xstrdup(r->target);
-	else if (n && n->target)
-		out->target = xstrdup(n->target);
+	for (size_t k = 0; k < ARRAY_SIZE(any) && !out->target; k++)
+		if (any[k] && any[k]->target)
+			out->target = xstrdup(any[k]->target);
 }
 
 static void override_release(struct lev_tool_override *o)
@@ -327,17 +337,35 @@ static void override_release(struct lev_tool_override *o)
 	free(o->target);
 }
 
+/* Is NORM named in V[0..N)? */
+static bool override_in(const struct lev_tool_override *v, size_t n, const char *norm)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].norm, norm))
+			return true;
+	return false;
+}
+
+/*
+ * Every name either side overrides, in its own file or in Leviath's (kept
+ * apart, see policy.h), becomes one of RUN's own overrides with the tighter
+ * classification of the two; RUN keeps Leviath's overrides it had, which can
+ * only tighten further.
+ */
 static void overrides_tighter(struct lev_policy *run, const struct lev_policy *next)
 {
-	size_t cap = run->n_overrides + next->n_overrides, n = 0;
-	struct lev_tool_override *v = cap ? xcalloc(cap, sizeof(*v)) : NULL;
+	const struct lev_policy *from[] = { run, next, run->leviath, next->leviath };
+	size_t cap = 0, n = 0;
+	struct lev_tool_override *v;
 
+	for (size_t k = 0; k < ARRAY_SIZE(from); k++)
+		cap += from[k] ? from[k]->n_overrides : 0;
+	v = cap ? xcalloc(cap, sizeof(*v)) : NULL;
 	/* computed against both policies as they are, before RUN changes */
-	for (size_t i = 0; i < run->n_overrides; i++)
-		override_both(run, next, &run->overrides[i], &v[n++]);
-	for (size_t i = 0; i < next->n_overrides; i++)
-		if (!override_named(run, next->overrides[i].norm))
-			override_both(run, next, &next->overrides[i], &v[n++]);
+	for (size_t k = 0; k < ARRAY_SIZE(from); k++)
+		for (size_t i = 0; from[k] && i < from[k]->n_overrides; i++)
+			if (!override_in(v, n, from[k]->overrides[i].norm))
+				override_both(run, next, &from[k]->overrides[i], &v[n++]);
 	for (size_t i = 0; i < run->n_overrides; i++)
 		override_release(&run->overrides[i]);
 	free(run->overrides);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "liblev/conf/ownfiles.h"
 #include "liblev/sandbox/scfilter.h"
 #include "liblev/sandbox/sandbox.h"
 
@@ -34,6 +35,7 @@ struct lev_sandbox {
 	char *workdir;			/* realpath of opts->workdir */
 	char *home;			/* the user's home (realpath when it exists) */
 	char **masks;			/* absolute real paths to hide, sorted, no duplicates */
+	struct lev_ownfiles own;	/* lev's own files, masked (ownfiles.h) */
 	char **env_withhold;		/* owned copies for env */
 	char **env_allow;
 	struct lev_envfilter env;

@@ -553,18 +553,12 @@ static int build_masks(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
 		}
 		globfree(&g);
 	}
-	/* lev's own data root (config, credentials, run records), and a config
-	 * kept elsewhere through LEVIATH_CONFIG_PATH */
-	{
-		_cleanup_free_ char *root = NULL;
-		_cleanup_free_ char *cfg = NULL;
+	/* lev's own files (ownfiles.h): each, or its guard while it is missing */
+	for (i = 0; i < sb->own.n; i++) {
+		const char *m = lev_ownfile_mask(&sb->own.v[i]);
 
-		if (o->data_root)
-			add_mask(sb, &all, o->data_root);
-		else if (lev_datadir_root(&root, NULL) == 0)
-			add_mask(sb, &all, root);
-		if (lev_datadir_config_path(&cfg, NULL) == 0)
-			add_mask(sb, &all, cfg);
+		if (m)
+			add_mask(sb, &all, m);
 	}
 	for (d = sb->spec.deny_read; d && *d; d++) {
 		_cleanup_free_ char *p = NULL;
@@ -643,37 +637,42 @@ static int check_workdir(struct lev_sandbox *sb, const char *given, struct lev_e
 }
 
 /*
- * lev's own files (data root, config) inside the workdir.  A sandbox with a
- * mount namespace (namespace, container) covers them with a mask, so a
- * missing data root is created first (0700) to have something to mask:
- * otherwise a command could create ~/.leviath/config.toml for the next run
- * to obey.  Without a mount namespace (kind none, or a namespace that fell
- * back to Landlock only) the workdir is writable as a whole, so such a
- * workdir is refused.
+ * lev's own files (ownfiles.h) inside the workdir.  A sandbox with a mount
+ * namespace (namespace, container) covers them with a mask; one that does
+ * not exist yet is covered by its guard directory (the data root, Leviath's
+ * directory, the units' directory), created first (LEV_DIR_MODE) to have
+ * something to mask: otherwise a command could create ~/.leviath/config.toml
+ * or ~/.config/leviath/policy.toml for the next run to obey.  Without a
+ * mount namespace (kind none, or a namespace that fell back to Landlock
+ * only) the workdir is writable as a whole, so such a workdir is refused.
  */
-static int own_files_in_workdir(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
-				bool masked, struct lev_err *err)
+static int own_files_in_workdir(struct lev_sandbox *sb, bool masked, struct lev_err *err)
 {
-	_cleanup_strv_ char **own = lev_datadir_own_paths(o->data_root, NULL);
-	_cleanup_free_ char *root = NULL;
-	char *const *p;
+	size_t i;
 
-	if (o->data_root)
-		root = xstrdup(o->data_root);
-	else if (lev_datadir_root(&root, NULL) < 0)
-		root = NULL;
-	for (p = own; p && *p; p++) {
-		if (!lev_path_under(*p, sb->workdir))
+	for (i = 0; i < sb->own.n; i++) {
+		const struct lev_ownfile *e = &sb->own.v[i];
+		const char *mask;
+
+		if (!lev_path_under(e->path, sb->workdir) &&
+		    !(e->real && lev_path_under(e->real, sb->workdir)))
 			continue;
 		if (!masked)
 			return lev_err_set(err, LEV_EUSAGE,
-				"workdir '%s' contains lev's own files ('%s'): with sandbox kind "
-				"none a command could rewrite lev's config and policy; run in a "
-				"project directory, or set [sandbox] kind = \"namespace\"",
-				sb->workdir, *p);
-		if (root && !sb->plan_only && access(root, F_OK) < 0 && errno == ENOENT &&
-		    lev_datadir_ensure(root, NULL) == 0 && !lev_strv_contains(sb->masks, root))
-			sb->masks = lev_strv_push(sb->masks, root);
+				"workdir '%s' contains lev's own files (%s, '%s'): with sandbox "
+				"kind none a command could rewrite lev's config and policy; run in "
+				"a project directory, or set [sandbox] kind = \"namespace\"",
+				sb->workdir, e->what, e->path);
+		if (sb->plan_only || lev_ownfile_mask(e) != e->guard || !e->guard ||
+		    (access(e->guard, F_OK) == 0 || errno != ENOENT))
+			continue;
+		if (lev_datadir_ensure(e->guard, NULL) < 0)
+			return lev_err_set(err, LEV_EUSAGE,
+					   "cannot create '%s' to keep %s ('%s') out of the "
+					   "workdir's commands", e->guard, e->what, e->path);
+		mask = e->guard;
+		if (!lev_strv_contains(sb->masks, mask))
+			sb->masks = lev_strv_push(sb->masks, mask);
 	}
 	return 0;
 }
@@ -749,6 +748,13 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 		free(sb->home);
 		sb->home = xstrdup(real);
 	}
+	{
+		struct lev_ownfiles_opts oo = { .data_root = opts->data_root };
+
+		r = lev_ownfiles_list(&oo, &sb->own, err);
+		if (r < 0)
+			goto fail;
+	}
 	r = build_masks(sb, opts, err);
 	if (r < 0)
 		goto fail;
@@ -757,7 +763,7 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 		goto fail;
 	if (sb->kind != LEV_SANDBOX_NONE) {
 		/* make sure the data root exists to be masked (checked again below) */
-		r = own_files_in_workdir(sb, opts, true, err);
+		r = own_files_in_workdir(sb, true, err);
 		if (r < 0)
 			goto fail;
 	}
@@ -775,7 +781,7 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 		break;
 	}
 	if (r == 0 && sb->kind != LEV_SANDBOX_CONTAINER && !(sb->layers & LEV_LAYER_MOUNTNS))
-		r = own_files_in_workdir(sb, opts, false, err);
+		r = own_files_in_workdir(sb, false, err);
 	if (r == 0 && sb->kind == LEV_SANDBOX_NONE && !sb->spec.network)
 		r = host_network_fence(sb, err);
 	if (r < 0)
@@ -807,6 +813,7 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 		free(sb->fence);
 	}
 	lev_strv_free(sb->masks);
+	lev_ownfiles_release(&sb->own);
 	lev_strv_free(sb->env_withhold);
 	lev_strv_free(sb->env_allow);
 	lev_strv_free(sb->engine_args);

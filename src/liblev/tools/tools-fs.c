@@ -17,7 +17,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
-#include "liblev/conf/datadir.h"
+#include "liblev/conf/ownfiles.h"
 #include "liblev/conf/readpaths.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
@@ -40,7 +40,7 @@ struct lev_fs_ctx {
 	struct lev_readpaths *grants;
 	bool allow_blueprint;
 	enum lev_confine_mode mode;
-	char **own;		/* lev's own files: never written (lev_datadir_own_paths) */
+	struct lev_ownfiles own;	/* lev's own files: never read nor written (ownfiles.h) */
 	bool own_inside;	/* one of them lies inside the workdir (reads check it) */
 };
 
@@ -390,6 +390,9 @@ static void fail_errno(struct target *t, enum lev_fs_gate gate, const char *verb
 	set_msg(t, T_FAIL, gate, errno_msg(verb, path, r));
 }
 
+static char *own_refusal(const struct lev_fs_ctx *c, const char *path, const char *real,
+			 const char *tool);
+
 /*
  * The outside-the-workdir half of the read resolver: open ABS with O_PATH,
  * read its real path back from the fd, decide on that, and only then open
@@ -434,6 +437,15 @@ static void resolve_outside(struct lev_fs_ctx *c, const char *path, const char *
 		return;
 	}
 	t->real = xstrdup(real);
+	{
+		/* a grant never reaches lev's own files, nor does a way back in */
+		char *own = own_refusal(c, path, real, "read");
+
+		if (own) {
+			set_msg(t, T_DENY, LEV_FS_GATE_READ_PATHS, own);
+			return;
+		}
+	}
 	if (path_under(real, c->root_real)) {
 		/* it left and came back: a file of the workdir after all */
 		t->gate = LEV_FS_GATE_WORKDIR;
@@ -479,12 +491,12 @@ static void resolve_outside(struct lev_fs_ctx *c, const char *path, const char *
  * Resolve PATH for a read tool (or, with TOOL a write tool, only ever
  * inside).  NEED_REAL asks for the real path even inside the workdir.
  */
-static const char *own_file(const struct lev_fs_ctx *c, const char *real);
 
 static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want, bool need_real,
 			 struct target *t)
 {
-	const char *rel, *own;
+	const char *rel;
+	char *own;
 	int r;
 
 	target_init(t);
@@ -515,17 +527,12 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 			if ((need_real || c->own_inside) &&
 			    lev_confine_fd_path(t->fd, &t->real, NULL) < 0)
 				t->real = lexical_abs(c, rel);
-			own = c->own_inside ? own_file(c, t->real) : NULL;
+			own = c->own_inside ? own_refusal(c, path, t->real, "read") : NULL;
 			if (own) {
 				/* the data root in the workdir ($HOME): its keys stay unread */
-				_cleanup_free_ char *p = disp(path), *o = disp(own);
-
 				close(t->fd);
 				t->fd = -1;
-				set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR,
-					msgf("'%s' is one of lev's own files (under '%s'): file tools "
-					     "never read lev's data root or config, whatever the "
-					     "workdir", p, o));
+				set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR, own);
 			}
 			return;
 		}
@@ -536,7 +543,11 @@ static void resolve_read(struct lev_fs_ctx *c, const char *path, enum want want,
 		}
 		if (r != -EXDEV) {
 			t->real = lexical_abs(c, rel);
-			if (r == -ENOTDIR && want == W_DIR) {
+			/* a missing file of lev's reads as refused: no existence oracle */
+			own = c->own_inside ? own_refusal(c, path, t->real, "read") : NULL;
+			if (own) {
+				set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR, own);
+			} else if (r == -ENOTDIR && want == W_DIR) {
 				_cleanup_free_ char *p = disp(path);
 				set_msg(t, T_FAIL, LEV_FS_GATE_WORKDIR,
 					msgf("'%s' is not a directory; use read_file", p));
@@ -620,18 +631,26 @@ static int open_dir_creating(struct lev_fs_ctx *c, const char *rel_dir, bool cre
 }
 
 /*
- * The one of lev's own files (data root, config) that the real path REAL
- * is or lies beneath, or NULL.  Whatever the workdir: with the workdir at
- * $HOME, ~/.leviath is inside it, and still no tool may write there.
+ * The refusal (a fresh string) when the real path REAL is or lies beneath
+ * one of lev's own files (ownfiles.h), or NULL.  Whatever the workdir: with
+ * the workdir at $HOME, ~/.leviath is inside it, and still no tool may touch
+ * it.  TOOL is "read" or the writing tool's name.
  */
-static const char *own_file(const struct lev_fs_ctx *c, const char *real)
+static char *own_refusal(const struct lev_fs_ctx *c, const char *path, const char *real,
+			 const char *tool)
 {
-	char *const *p;
+	_cleanup_free_ char *p = NULL, *o = NULL;
+	const char *under = NULL;
+	const struct lev_ownfile *e = lev_ownfiles_find(&c->own, real, &under);
 
-	for (p = c->own; real && p && *p; p++)
-		if (path_under(real, *p))
-			return *p;
-	return NULL;
+	if (!e)
+		return NULL;
+	p = disp(path);
+	o = disp(under);
+	return msgf("'%s' is one of lev's own files (%s, '%s'): %s never %s lev's config, "
+		    "policy, rules, keys or state, whatever the workdir; edit it yourself outside "
+		    "the run", p, e->what, o, strcmp(tool, "read") ? tool : "a file tool",
+		    strcmp(tool, "read") ? "writes" : "reads");
 }
 
 /* The real path a write would reach: DFD's real path, then MISSING, then NAME. */
@@ -656,17 +675,11 @@ static char *write_real(const struct lev_fs_ctx *c, int dfd, const char *dir, co
 static bool refuse_own(const struct lev_fs_ctx *c, const char *tool, const char *path,
 		       const char *real, struct target *t)
 {
-	_cleanup_free_ char *p = NULL, *o = NULL;
-	const char *own = own_file(c, real);
+	char *msg = own_refusal(c, path, real, tool);
 
-	if (!own)
+	if (!msg)
 		return false;
-	p = disp(path);
-	o = disp(own);
-	set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR,
-		msgf("'%s' is one of lev's own files (under '%s'): %s never writes lev's data "
-		     "root, config or policy, whatever the workdir; edit it yourself outside the run",
-		     p, o, tool));
+	set_msg(t, T_DENY, LEV_FS_GATE_WORKDIR, msg);
 	return true;
 }
 
@@ -865,10 +878,17 @@ int lev_fs_ctx_new(const struct lev_fs_opts *o, struct lev_fs_ctx **out, struct 
 			c->home = real;
 		}
 	}
-	c->own = lev_datadir_own_paths(o->data_root, o->config_path);
-	for (char *const *op = c->own; op && *op; op++)
-		if (path_under(*op, c->root_real))
-			c->own_inside = true;
+	{
+		struct lev_ownfiles_opts oo = { .data_root = o->data_root,
+						.config_path = o->config_path };
+
+		if (lev_ownfiles_list(&oo, &c->own, err) < 0)
+			goto fail;
+		for (size_t i = 0; i < c->own.n; i++)
+			if (path_under(c->own.v[i].path, c->root_real) ||
+			    (c->own.v[i].real && path_under(c->own.v[i].real, c->root_real)))
+				c->own_inside = true;
+	}
 	r = lev_readpaths_new(o->declared, c->root_real, c->home, &c->declared, err);
 	if (r < 0) {
 		lev_err_wrap(err, "agent '%s' [read_paths]", o->agent ? o->agent : "?");
@@ -900,7 +920,7 @@ struct lev_fs_ctx *lev_fs_ctx_free(struct lev_fs_ctx *c)
 	free(c->config_path);
 	lev_readpaths_free(c->declared);
 	lev_readpaths_free(c->grants);
-	lev_strv_free(c->own);
+	lev_ownfiles_release(&c->own);
 	free(c);
 	return NULL;
 }
