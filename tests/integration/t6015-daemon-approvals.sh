@@ -1,0 +1,211 @@
+#!/bin/bash
+# An answer approves exactly what was shown, once.  Every ask surface of a
+# daemon run (lev respond, its --json, the answer itself) shows the whole
+# call: every line of a shell command, its control and bidi characters made
+# visible.  The answer carries the digest of the call as shown; the daemon
+# refuses one bound to another call.  After a restart an answer is replayed
+# only to the call it approved (same run, same place, same digest): a call
+# changed behind lev's back is asked again.  Question ids are never reused.
+. "$SRC_DIR/tests/lib.sh"
+
+. "$SRC_DIR/tests/daemon-lib.sh"
+
+crash() {
+	local dpid pids r p
+	dpid=$(daemon_pid) && test -n "$dpid" || return 1
+	pids=
+	for r in "$@"; do
+		pids="$pids $(field "$r" pid)"
+	done
+	kill -9 "$dpid" && wait_for gone "$dpid" || return 1
+	for p in $pids; do
+		wait_for gone "$p" || return 1
+	done
+}
+
+# the open request of RUN as --json shows it: FIELD of it
+req_field() {
+	"$LEV" respond --json | python3 -c '
+import json, sys
+r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
+assert len(r) == 1, r
+print(r[0][sys.argv[2]])
+' "$1" "$2"
+}
+
+mkdir -p work multi twice
+cat >multi/agent.leviath <<'EOF'
+[agent]
+name = "multi"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+cat >multi/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo first >> ml.txt\necho second-line-ran >> ml.txt # \u202eevil" }
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'lev respond lists every line of a multi-line command, escapes visible' '
+	"$LEV" daemon start >/dev/null &&
+	rm -f work/ml.txt &&
+	setsid -w "$LEV" run multi --workdir work --detach >id 2>/dev/null &&
+	wait_for status_is "$(cat id)" "waiting: tool approval" &&
+	"$LEV" respond >list &&
+	grep -q "^      | echo first >> ml.txt\$" list &&
+	grep -q "^      | echo second-line-ran >> ml.txt # \\\\u202eevil\$" list &&
+	grep -q "command: (2 lines)" list &&
+	grep -q "^  --stage: Allow .*shell:echo" list &&
+	! grep -q "$(printf "\342\200\256")" list
+'
+
+test_expect_success '--json carries the whole call and the digest of it' '
+	"$LEV" respond --json >json &&
+	python3 - json <<-PY
+	import hashlib, json, sys
+	q = json.load(open(sys.argv[1]))["requests"][0]
+	assert "echo second-line-ran" in q["call"], q
+	assert q["digest"] == hashlib.sha256(("lev-call-v1\n" + q["call"]).encode()).hexdigest(), q
+	assert q["call_id"] == "call_1", q
+	PY
+'
+
+test_expect_success 'a digest of another call is refused; the request stays open' '
+	q=$(req_field "$(cat id)" id) &&
+	test_must_fail "$LEV" respond "$q" --approve \
+		--digest 0000000000000000000000000000000000000000000000000000000000000000 2>err &&
+	grep -q "another call than the one the run asks about" err &&
+	test "$(req_field "$(cat id)" id)" = "$q" &&
+	test ! -e work/ml.txt
+'
+
+test_expect_success 'lev respond --approve shows both lines and both run (benign twin)' '
+	q=$(req_field "$(cat id)" id) &&
+	"$LEV" respond "$q" --approve >shown &&
+	grep -q "^      | echo first >> ml.txt\$" shown &&
+	grep -q "^      | echo second-line-ran" shown &&
+	wait_for status_is "$(cat id)" complete &&
+	test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
+'
+
+if command -v script >/dev/null; then
+	test_set_prereq SCRIPT
+else
+	echo "# skip: the terminal prompts need script(1) (util-linux) for a pty" >&2
+fi
+
+test_expect_success SCRIPT 'lev run --foreground asks on the terminal with both lines shown' '
+	rm -f work/ml.txt &&
+	printf "1\n" | script -qec "$LEV run --foreground multi --workdir work" /dev/null >tty.out &&
+	grep -q "^      | echo first >> ml.txt" tty.out &&
+	grep -q "^      | echo second-line-ran >> ml.txt # \\\\u202eevil" tty.out &&
+	test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
+'
+
+test_expect_success SCRIPT 'a followed daemon run asks with both lines; its answer carries the digest' '
+	rm -f work/ml.txt &&
+	printf "1\n" | script -qec "$LEV run multi --workdir work" /dev/null >tty2.out &&
+	grep -q "^      | echo first >> ml.txt" tty2.out &&
+	grep -q "^      | echo second-line-ran" tty2.out &&
+	test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
+'
+
+cat >twice/agent.leviath <<'EOF'
+[agent]
+name = "twice"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+cat >twice/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo benign >> t.txt" }
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo later >> t.txt" }
+[[turn]]
+text = "done"
+EOF
+
+# the highest question number lev.db holds
+last_q() {
+	python3 -c '
+import sqlite3, sys
+ids = [r[0] for r in sqlite3.connect(sys.argv[1]).execute("select id from questions")]
+print(max(int(i[1:]) for i in ids))
+' "$ROOT/lev.db"
+}
+
+test_expect_success 'a stale digest (the call approved before) is refused; then a kill -9' '
+	rm -f work/t.txt &&
+	setsid -w "$LEV" run twice --workdir work --detach >id2 2>/dev/null &&
+	wait_for status_is "$(cat id2)" "waiting: tool approval" &&
+	test "$(req_field "$(cat id2)" call_id)" = call_1 &&
+	req_field "$(cat id2)" digest >d1 &&
+	"$LEV" respond "$(req_field "$(cat id2)" id)" --approve >/dev/null &&
+	wait_for test "$(req_field "$(cat id2)" call_id)" = call_2 &&
+	last_q >before &&
+	q=$(req_field "$(cat id2)" id) &&
+	test_must_fail "$LEV" respond "$q" --approve --digest "$(cat d1)" 2>err &&
+	grep -q "^lev: error: request .$q.: the answer was given to another call" err &&
+	test "$(req_field "$(cat id2)" id)" = "$q" &&
+	crash "$(cat id2)" &&
+	cp "$ROOT/lev.db" kept.db
+'
+
+test_expect_success 'benign twin: after a restart the answer is replayed to the same call' '
+	"$LEV" daemon start >/dev/null &&
+	wait_for status_is "$(cat id2)" "waiting: tool approval" &&
+	test "$(req_field "$(cat id2)" call_id)" = call_2 &&
+	q=$(req_field "$(cat id2)" id) &&
+	test "${q#q}" -gt "$(cat before)" &&
+	"$LEV" respond "$q" --approve >/dev/null &&
+	wait_for status_is "$(cat id2)" complete &&
+	test "$(cat work/t.txt)" = "$(printf "benign\nlater")"
+'
+
+test_expect_success 'attack: the journalled call changed behind lev, its answer is not replayed' '
+	rm -f work/t.txt &&
+	setsid -w "$LEV" run twice --workdir work --detach >id3 2>/dev/null &&
+	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
+	"$LEV" respond "$(req_field "$(cat id3)" id)" --approve >/dev/null &&
+	wait_for test "$(req_field "$(cat id3)" call_id)" = call_2 &&
+	crash "$(cat id3)" &&
+	python3 - "$ROOT/lev.db" "$(cat id3)" <<-PY &&
+	import json, sqlite3, sys
+	db = sqlite3.connect(sys.argv[1])
+	seq, turn = db.execute("select seq, turn from turns where run = ? order by seq limit 1",
+	                       (sys.argv[2],)).fetchone()
+	t = json.loads(turn)
+	t["calls"][0]["args"]["command"] = "echo EVIL >> t.txt"
+	t["calls"][0]["raw"] = json.dumps(t["calls"][0]["args"])
+	db.execute("update turns set turn = ? where run = ? and seq = ?",
+	           (json.dumps(t), sys.argv[2], seq))
+	db.commit()
+	PY
+	"$LEV" daemon start >/dev/null &&
+	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
+	test "$(req_field "$(cat id3)" call_id)" = call_1 &&
+	req_field "$(cat id3)" call >call &&
+	grep -q "echo EVIL" call &&
+	"$LEV" respond "$(req_field "$(cat id3)" id)" --deny >/dev/null &&
+	wait_for test "$(req_field "$(cat id3)" call_id)" = call_2 &&
+	test "$(cat work/t.txt)" = benign
+'
+
+test_expect_success 'question ids are never reused across restarts' '
+	python3 -c "
+import sqlite3, sys
+ids = [r[0] for r in sqlite3.connect(sys.argv[1]).execute(\"select id from questions\")]
+assert len(ids) == len(set(ids)), ids
+" "$ROOT/lev.db"
+'
+
+test_done
