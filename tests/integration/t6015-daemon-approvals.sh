@@ -92,27 +92,25 @@ test_expect_success 'lev respond --approve shows both lines and both run (benign
 	test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
 '
 
-if command -v script >/dev/null; then
-	test_set_prereq SCRIPT
+if command -v script >/dev/null 2>&1; then
+	test_expect_success 'lev run --foreground asks on the terminal with both lines shown' '
+		rm -f work/ml.txt &&
+		printf "1\n" | script -qec "$LEV run --foreground multi --workdir work" /dev/null >tty.out &&
+		grep -q "^      | echo first >> ml.txt" tty.out &&
+		grep -q "^      | echo second-line-ran >> ml.txt # \\\\u202eevil" tty.out &&
+		test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
+	'
+
+	test_expect_success 'a followed daemon run asks with both lines; its answer carries the digest' '
+		rm -f work/ml.txt &&
+		printf "1\n" | script -qec "$LEV run multi --workdir work" /dev/null >tty2.out &&
+		grep -q "^      | echo first >> ml.txt" tty2.out &&
+		grep -q "^      | echo second-line-ran" tty2.out &&
+		test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
+	'
 else
-	echo "# skip: the terminal prompts need script(1) (util-linux) for a pty" >&2
+	test_skip 'the terminal prompts show every line' 'script(1) is not installed'
 fi
-
-test_expect_success SCRIPT 'lev run --foreground asks on the terminal with both lines shown' '
-	rm -f work/ml.txt &&
-	printf "1\n" | script -qec "$LEV run --foreground multi --workdir work" /dev/null >tty.out &&
-	grep -q "^      | echo first >> ml.txt" tty.out &&
-	grep -q "^      | echo second-line-ran >> ml.txt # \\\\u202eevil" tty.out &&
-	test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
-'
-
-test_expect_success SCRIPT 'a followed daemon run asks with both lines; its answer carries the digest' '
-	rm -f work/ml.txt &&
-	printf "1\n" | script -qec "$LEV run multi --workdir work" /dev/null >tty2.out &&
-	grep -q "^      | echo first >> ml.txt" tty2.out &&
-	grep -q "^      | echo second-line-ran" tty2.out &&
-	test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
-'
 
 cat >twice/agent.leviath <<'EOF'
 [agent]
@@ -198,6 +196,49 @@ test_expect_success 'attack: the journalled call changed behind lev, its answer 
 	"$LEV" respond "$(req_field "$(cat id3)" id)" --deny >/dev/null &&
 	wait_for test "$(req_field "$(cat id3)" call_id)" = call_2 &&
 	test "$(cat work/t.txt)" = benign
+'
+
+mkdir -p ids
+echo hi >work/hi.txt
+cat >ids/agent.leviath <<'EOF'
+[agent]
+name = "ids"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["read_file"]
+EOF
+cat >ids/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+id = "same"
+tool = "read_file"
+args = { path = "hi.txt" }
+[[turn.call]]
+tool = "read_file"
+args = { path = "hi.txt" }
+[[turn]]
+[[turn.call]]
+id = "same"
+tool = "read_file"
+args = { path = "hi.txt" }
+[[turn.call]]
+tool = "read_file"
+args = { path = "hi.txt" }
+[[turn]]
+text = "done"
+EOF
+
+test_expect_success 'lev numbers every call run-wide; the provider id is only a label' '
+	"$LEV" run --foreground ids --workdir work --json >ev 2>err </dev/null &&
+	python3 - ev <<-PY
+	import json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	calls = [(e["id"], e["label"]) for e in ev if e["event"] == "tool_call"]
+	assert [c[0] for c in calls] == ["call_1", "call_2", "call_3", "call_4"], calls
+	assert calls[0][1] == calls[2][1] == "same", calls
+	res = [e["id"] for e in ev if e["event"] == "tool_result"]
+	assert res == ["call_1", "call_2", "call_3", "call_4"], res
+	PY
 '
 
 test_expect_success 'question ids are never reused across restarts' '
