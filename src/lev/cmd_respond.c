@@ -11,13 +11,15 @@
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/run/callshow.h"
 
 const char lev_usage_respond[] =
 	"usage: lev respond [REQUEST_ID [VALUE]] [--approve|--deny] [--stage|--session]\n"
-	"                   [--choice N] [--text TEXT] [--json]\n"
+	"                   [--choice N] [--text TEXT] [--digest HEX] [--json]\n"
 	"\n"
 	"Answer a question a run is waiting on.  With no REQUEST_ID, list the open\n"
-	"ones (with --json: {\"requests\": [...]}).\n"
+	"ones (with --json: {\"requests\": [...]}).  A tool approval shows the whole\n"
+	"call first, and the answer is bound to the call as shown.\n"
 	"\n"
 	"  --approve        approve a tool call (once), or say yes to a confirm question\n"
 	"  --deny           deny it, or say no\n"
@@ -26,6 +28,8 @@ const char lev_usage_respond[] =
 	"  --session, --run with --approve: allow it for the rest of the run\n"
 	"  --choice N       pick option N (counted from 0) of a multiple-choice question\n"
 	"  --text TEXT      a free-text answer (VALUE is the same)\n"
+	"  --digest HEX     approve the call whose digest (from --json) is HEX: the\n"
+	"                   run refuses the answer when it asks about another call\n"
 	"  --json           list the open requests as JSON\n";
 
 static void show(const char *s)
@@ -34,6 +38,29 @@ static void show(const char *s)
 
 	lev_termtext_add(&b, s, strlen(s));
 	fputs(b.buf, stdout);
+	lev_buf_release(&b);
+}
+
+/*
+ * A tool approval's call, in full (callshow.h), and what --stage and
+ * --session would allow beyond it.
+ */
+static void show_call(const json_t *q)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	const char *kind = lev_json_str(q, "kind");
+
+	if (lev_streq(kind, "question"))
+		return;
+	(void)lev_buf_adds(&b, "  the call, in full:\n");
+	lev_callshow_indent(&b, lev_json_str(q, "call") ? lev_json_str(q, "call")
+						       : "(not shown: nothing to approve)\n",
+			    "    ");
+	if (lev_streq(kind, "permission") && lev_json_str(q, "stage_label"))
+		(void)lev_buf_addf(&b, "  --stage: %s\n", lev_json_str(q, "stage_label"));
+	if (lev_json_str(q, "run_label"))
+		(void)lev_buf_addf(&b, "  --session: %s\n", lev_json_str(q, "run_label"));
+	show(b.buf);
 	lev_buf_release(&b);
 }
 
@@ -75,6 +102,7 @@ static int list(bool json)
 			show(lev_json_str(q, "detail"));
 			putchar('\n');
 		}
+		show_call(q);
 		for (size_t k = 0; k < json_array_size(choices); k++) {
 			printf("    %zu) ", k);
 			show(json_string_value(json_array_get(choices, k)));
@@ -97,6 +125,39 @@ static int list(bool json)
 	return LEV_EXIT_OK;
 }
 
+/*
+ * Show the open request ID as it is now and put into REQ the digest of the
+ * call shown (DIGEST, when given, instead: the caller showed it from
+ * --json).  A request no longer open is an error.
+ */
+static int show_request(const char *id, const char *digest, json_t *req)
+{
+	json_t *reply = NULL, *q, *found = NULL;
+	char d[LEV_SHA256_HEX_LEN + 1];
+	size_t i;
+
+	if (lev_daemon_call(lev_proto_request("requests"), &reply) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
+	json_array_foreach(json_object_get(reply, "requests"), i, q)
+		if (lev_streq(lev_json_str(q, "id"), id))
+			found = q;
+	if (!found) {
+		json_decref(reply);
+		fprintf(stderr, "lev: error: no open request '%s'\n", id);
+		return LEV_EXIT_FAIL;
+	}
+	if (!lev_streq(lev_json_str(found, "kind"), "question")) {
+		printf("%s: ", id);
+		show(lev_json_str(found, "prompt") ? lev_json_str(found, "prompt") : "");
+		putchar('\n');
+		show_call(found);
+		lev_callshow_digest(lev_json_str(found, "call"), d);
+		json_object_set_new(req, "digest", json_string(digest ? digest : d));
+	}
+	json_decref(reply);
+	return LEV_EXIT_OK;
+}
+
 int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 {
 	static const struct option longopts[] = {
@@ -108,9 +169,10 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 		{ "choice", required_argument, NULL, 'c' },
 		{ "text", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "digest", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *answer = NULL, *scope = NULL, *text = NULL;
+	const char *answer = NULL, *scope = NULL, *text = NULL, *digest = NULL;
 	bool json = false, have_choice = false;
 	uint64_t choice = 0;
 	json_t *req, *reply = NULL;
@@ -145,15 +207,23 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 		case 'j':
 			json = true;
 			break;
+		case 'D':
+			if (strlen(optarg) != LEV_SHA256_HEX_LEN ||
+			    strspn(optarg, "0123456789abcdef") != LEV_SHA256_HEX_LEN)
+				return lev_usage_error("respond", "--digest takes the %d hex digits "
+						  "'lev respond --json' shows, got '%s'",
+						  LEV_SHA256_HEX_LEN, optarg);
+			digest = optarg;
+			break;
 		default:
-			if (optopt == 'c' || optopt == 't')
+			if (optopt == 'c' || optopt == 't' || optopt == 'D')
 				return lev_usage_error("respond", "option '%s' needs a value",
 						       argv[optind - 1]);
 			return lev_usage_error("respond", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {
-		if (answer || scope || text || have_choice)
+		if (answer || scope || text || have_choice || digest)
 			return lev_usage_error("respond", "which request? give its REQUEST_ID");
 		return list(json);
 	}
@@ -187,6 +257,10 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 		json_object_set_new(req, "text", json_string(text));
 	if (have_choice)
 		json_object_set_new(req, "choice", json_integer((json_int_t)choice));
+	if (show_request(argv[optind], digest, req) != LEV_EXIT_OK) {
+		json_decref(req);
+		return LEV_EXIT_FAIL;
+	}
 	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	json_decref(reply);

@@ -35,6 +35,7 @@
 #include "lev/cmd.h"
 #include "lev/termout.h"
 #include "liblev/run/agent.h"
+#include "liblev/run/callshow.h"
 #include "liblev/conf/agentstore.h"
 #include "liblev/conf/blueprint.h"
 #include "liblev/base/buf.h"
@@ -428,6 +429,24 @@ static void tty_printf(struct front *f, const char *fmt, ...)
 	lev_buf_release(&safe);
 }
 
+/*
+ * The whole call under the question (callshow.h: every line, every byte
+ * visible, nothing cut), and what an answer for the stage or the run
+ * would allow beyond it.
+ */
+static void tty_call(struct front *f, const struct lev_ask *q)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	struct lev_buf safe = LEV_BUF_INIT;
+
+	(void)lev_buf_adds(&b, "  the call, in full:\n");
+	lev_callshow_indent(&b, q->call ? q->call : "(not shown: nothing to approve)\n", "    ");
+	lev_termtext_add(&safe, b.buf, b.len);
+	(void)lev_write_all(f->tty_fd, safe.buf, safe.len);
+	lev_buf_release(&b);
+	lev_buf_release(&safe);
+}
+
 static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 {
 	struct front *f = data;
@@ -444,6 +463,7 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 		tty_printf(f, "\n? %s\n", q->prompt);
 	if (q->detail)
 		tty_printf(f, "  %s\n", q->detail);
+	tty_call(f, q);
 	if (q->kind == LEV_ASK_PERMISSION)
 		tty_printf(f, "  1) Allow once\n  2) %s\n  3) %s\n  4) Deny\n  answer [1-4, default "
 			      "4]: ",
@@ -818,6 +838,7 @@ static json_t *answer_on_tty(struct front *f, const json_t *q)
 	f->interrupted = false;
 	json_object_set_new(req, "id", json_string(lev_json_str(q, "id")));
 	if (!lev_streq(kind, "question")) {
+		char digest[LEV_SHA256_HEX_LEN + 1];
 		struct lev_ask a = {
 			.kind = lev_streq(kind, "taint") ? LEV_ASK_TAINT : LEV_ASK_PERMISSION,
 			.stage = lev_json_str(q, "stage"),
@@ -829,8 +850,13 @@ static json_t *answer_on_tty(struct front *f, const json_t *q)
 								      : "Allow for this stage",
 			.run_label = lev_json_str(q, "run_label") ? lev_json_str(q, "run_label")
 								  : "Allow for this run",
+			.call = lev_json_str(q, "call"),
 		};
 		enum lev_ask_answer ans = hook_ask(f, &a);
+
+		/* the answer approves what the terminal showed, and says so */
+		lev_callshow_digest(a.call, digest);
+		json_object_set_new(req, "digest", json_string(digest));
 		const char *scope = ans == LEV_ANSWER_STAGE ? "stage"
 				    : ans == LEV_ANSWER_RUN ? "run" : "once";
 

@@ -171,7 +171,10 @@ test_expect_success 'malformed calls become error results for the model; the run
 	python3 - ev requests.jsonl <<-PY
 	import json, sys
 	ev = [json.loads(l) for l in open(sys.argv[1])]
-	calls = {e["id"]: (e["decision"], e["gate"]) for e in ev if e["event"] == "tool_call"}
+	calls = {e["label"]: (e["decision"], e["gate"]) for e in ev if e["event"] == "tool_call"}
+	# lev numbers the calls itself; the id the provider gave is their label
+	ids = [e["id"] for e in ev if e["event"] == "tool_call"]
+	assert ids == ["call_%d" % n for n in range(1, 6)], ids
 	assert calls == {"bad1": ("deny", "schema"), "bad2": ("deny", "offered"),
 	                 "bad3": ("deny", "offered"), "bad4": ("deny", "schema"),
 	                 "ok1": ("allow", "permission")}, calls

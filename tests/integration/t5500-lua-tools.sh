@@ -205,7 +205,7 @@ test_expect_success 'read_file is the file tool: confined to the workdir, each c
 	grep -q "^files allow permission | workdir-text-5500 *$" res &&
 	grep -q "^read_file deny workdir | " res &&
 	! grep -q SECRET-SSH-KEY ev "$(last_run)/events.jsonl" &&
-	grep -q "\"call\":\"call_1_1.1\",\"tool\":\"read_file\"" "$(last_run)/audit.jsonl"
+	grep -q "\"call\":\"call_1.1\",\"tool\":\"read_file\"" "$(last_run)/audit.jsonl"
 '
 
 test_expect_success '[tool_script_permissions] read_file = "deny" refuses the host function' '

@@ -8,6 +8,9 @@
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
+# the journal keys a call by lev's id (call_N: its place in the run), not
+# by the id the provider gave it ("look-1" below is only its label)
+
 cat >"$ROOT/config.toml" <<'EOF'
 [tool_permissions]
 shell = "allow"
@@ -35,7 +38,7 @@ args = { path = "hello.txt" }
 [[turn.call]]
 id = "look-1"
 tool = "shell"
-args = { command = "python3 '$TRASH/state.py' '$ROOT/lev.db' look-1 >>seen.txt" }
+args = { command = "python3 '$TRASH/state.py' '$ROOT/lev.db' call_2 >>seen.txt" }
 [[turn]]
 text = "done"
 EOF

@@ -32,7 +32,7 @@ decision() {
 	import json, sys
 	for l in open(sys.argv[1]):
 	    e = json.loads(l)
-	    if e["event"] == "tool_call" and e["id"] == sys.argv[2]:
+	    if e["event"] == "tool_call" and sys.argv[2] in (e["id"], e.get("label")):
 	        print(e["decision"])
 	PY
 }

@@ -138,25 +138,49 @@ static void test_calls_in_order(void **state)
 	lev_replay_free(rp);
 }
 
+/* An answer as the journal keeps it: bound to its run, its call and the call as shown. */
+static json_t *answer(const char *run, const char *call, const char *kind, const char *digest,
+		      const char *ans)
+{
+	json_t *a = json_pack("{s:s, s:s, s:s}", "call_id", call, "kind", kind, "answer", ans);
+
+	if (run)
+		json_object_set_new(a, "run", json_string(run));
+	if (digest)
+		json_object_set_new(a, "digest", json_string(digest));
+	return a;
+}
+
 static void test_answers(void **state)
 {
 	json_t *log = json_pack(
-		"{s:[o], s:[], s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}, {s:s, s:s, s:s}]}", "turns",
-		turn("main", "t", "c1"), "calls", "answers", "call_id", "c1", "kind", "permission",
-		"answer", "once", "call_id", "c1", "kind", "taint", "answer", "deny", "call_id",
-		"c1", "kind", "permission", "answer", "run");
+		"{s:[o], s:[], s:[o, o, o, o, o, o]}", "turns", turn("main", "t", "c1"), "calls",
+		"answers", answer("r1", "call_1", "permission", "d1", "once"),
+		answer("r1", "call_1", "taint", "d1", "deny"),
+		answer("r1", "call_1", "permission", "d1", "run"),
+		/* another run's, another digest's, one without a digest: never replayed */
+		answer("r2", "call_2", "permission", "d2", "once"),
+		answer("r1", "call_2", "permission", "dX", "once"),
+		answer("r1", "call_3", "permission", NULL, "once"));
 	struct lev_replay *rp = replay_of(log);
 	struct lev_infer_response r = { 0 };
 
 	(void)state;
 	/* answers are given only inside a logged turn */
-	assert_null(lev_replay_answer(rp, "c1", "permission"));
+	assert_null(lev_replay_answer(rp, "r1", "call_1", "permission", "d1"));
 	assert_int_equal(lev_replay_next_turn(rp, "main", &r), 1);
 	lev_response_release(&r);
 	/* the last answer to the question wins */
-	assert_string_equal(lev_replay_answer(rp, "c1", "permission"), "run");
-	assert_string_equal(lev_replay_answer(rp, "c1", "taint"), "deny");
-	assert_null(lev_replay_answer(rp, "c2", "permission"));
+	assert_string_equal(lev_replay_answer(rp, "r1", "call_1", "permission", "d1"), "run");
+	assert_string_equal(lev_replay_answer(rp, "r1", "call_1", "taint", "d1"), "deny");
+	/* run, place and digest must all match */
+	assert_null(lev_replay_answer(rp, "r1", "call_1", "permission", "d2"));
+	assert_null(lev_replay_answer(rp, "r2", "call_1", "permission", "d1"));
+	assert_null(lev_replay_answer(rp, "r1", "call_2", "permission", "d1"));
+	assert_null(lev_replay_answer(rp, "r1", "call_2", "permission", "d2"));
+	assert_string_equal(lev_replay_answer(rp, "r2", "call_2", "permission", "d2"), "once");
+	assert_null(lev_replay_answer(rp, "r1", "call_3", "permission", ""));
+	assert_null(lev_replay_answer(rp, "r1", "call_3", "permission", NULL));
 	lev_replay_free(rp);
 }
 

@@ -170,7 +170,9 @@ static void test_replay_log(void **state)
 	struct lev_err err = LEV_ERR_INIT;
 	json_t *log = NULL, *t1 = json_pack("{s:s, s:s}", "stage", "main", "text", "one"),
 	       *t2 = json_pack("{s:s, s:s}", "stage", "main", "text", "two"),
-	       *q = json_pack("{s:s, s:s}", "call_id", "c1", "kind", "permission"), *req = NULL,
+	       *q = json_pack("{s:s, s:s, s:s, s:s}", "call_id", "c1", "kind", "permission", "run",
+			      "r1", "digest", "d1"),
+	       *req = NULL,
 	       *calls;
 
 	(void)state;
@@ -204,7 +206,23 @@ static void test_replay_log(void **state)
 	assert_int_equal(json_array_size(json_object_get(log, "answers")), 1);
 	assert_string_equal(lev_json_str(json_array_get(json_object_get(log, "answers"), 0),
 					 "answer"), "run");
+	/* what binds the answer comes with it: its run and the digest of the call shown */
+	assert_string_equal(lev_json_str(json_array_get(json_object_get(log, "answers"), 0),
+					 "run"), "r1");
+	assert_string_equal(lev_json_str(json_array_get(json_object_get(log, "answers"), 0),
+					 "digest"), "d1");
 	json_decref(log);
+	{
+		unsigned long last = 0;
+
+		/* a new daemon numbers its questions after the highest "qN" ever kept */
+		assert_int_equal(lev_store_question_last(st, &last, &err), 0);
+		assert_int_equal(last, 2);
+		assert_int_equal(lev_store_question_put(st, "q12", "r2", q, &err), 0);
+		assert_int_equal(lev_store_question_put(st, "q99x", "r2", q, &err), 0);
+		assert_int_equal(lev_store_question_last(st, &last, &err), 0);
+		assert_int_equal(last, 12);
+	}
 
 	/* the request is kept while the run goes on */
 	assert_true(lev_store_request_get(st, "r1", &req, &err) == -ENOENT);

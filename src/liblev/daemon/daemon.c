@@ -104,7 +104,7 @@ struct daemon {
 	size_t n_conns;
 	struct run **runs;
 	size_t n_runs;
-	unsigned qseq;
+	unsigned long qseq;	/* the last question's number (lev.db's: never given twice) */
 	bool stopping;
 	double started;
 	double last_busy;
@@ -1047,7 +1047,7 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 	} else if (lev_streq(op, "ask")) {
 		struct lev_err err = LEV_ERR_INIT;
 		json_t *q = json_deep_copy(m);
-		char *id = xasprintf("q%u", ++d->qseq);
+		char *id = xasprintf("q%lu", ++d->qseq);
 
 		json_object_del(q, "v");
 		json_object_del(q, "op");
@@ -1367,6 +1367,25 @@ static json_t *answer_of(const json_t *q, const json_t *msg, char **why)
 	return NULL;
 }
 
+/*
+ * An answer approves what was shown: a question that carries the digest of
+ * its call (callshow.h) takes only an answer sent with that digest, the
+ * one the client computed from the call it displayed.
+ */
+static bool answer_shown(const json_t *q, const json_t *msg, char **why)
+{
+	const char *want = lev_json_str(q, "digest"), *got = lev_json_str(msg, "digest");
+
+	if (!want || lev_streq(want, got))
+		return true;
+	*why = xstrdup(got ? "the answer was given to another call than the one the run "
+			     "asks about (its digest does not match); list it again with "
+			     "'lev respond'"
+			   : "the answer names no digest of the call it approves; "
+			     "answer with 'lev respond', which shows the call first");
+	return false;
+}
+
 static json_t *op_respond(struct daemon *d, const json_t *msg)
 {
 	const char *id = lev_json_str(msg, "id");
@@ -1380,6 +1399,8 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 			r = d->runs[i];
 	if (!r)
 		return lev_proto_fail("no open request '%s'", id ? id : "");
+	if (!answer_shown(r->question, msg, &why))
+		return lev_proto_fail("request '%s': %s", id, why);
 	a = answer_of(r->question, msg, &why);
 	if (!a)
 		return lev_proto_fail("request '%s': %s", id, why ? why : "no answer given");
@@ -1909,6 +1930,11 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	r = lev_store_open(db, &d.st, err);
 	if (r < 0)
 		return r;
+	r = lev_store_question_last(d.st, &d.qseq, err);
+	if (r < 0) {
+		lev_store_close(d.st);
+		return r;
+	}
 	d.started = d.last_busy = now();
 	r = lev_sock_listen(sock, &lfd, err);
 	if (r < 0)

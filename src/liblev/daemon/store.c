@@ -571,9 +571,15 @@ static json_t *row_answer(sqlite3_stmt *s)
 	json_t *body = col_json(s, 0), *a = NULL;
 	const char *call = lev_json_str(body, "call_id"), *kind = lev_json_str(body, "kind");
 
-	if (call && kind && sqlite3_column_text(s, 1))
+	if (call && kind && sqlite3_column_text(s, 1)) {
 		a = json_pack("{s:s, s:s, s:s}", "call_id", call, "kind", kind, "answer",
 			      (const char *)sqlite3_column_text(s, 1));
+		/* what binds the answer: its run and the digest of the call as shown */
+		if (lev_json_str(body, "run"))
+			json_object_set(a, "run", json_object_get(body, "run"));
+		if (lev_json_str(body, "digest"))
+			json_object_set(a, "digest", json_object_get(body, "digest"));
+	}
 	json_decref(body);
 	return a;
 }
@@ -630,4 +636,22 @@ int lev_store_replay_load(struct lev_store *st, const char *run, json_t **out,
 	}
 	*out = log;
 	return 0;
+}
+
+int lev_store_question_last(struct lev_store *st, unsigned long *out, struct lev_err *err)
+{
+	sqlite3_stmt *s = NULL;
+	int r;
+
+	if (prep(st,
+		 "SELECT max(CAST(substr(id, 2) AS INTEGER)) FROM questions"
+		 " WHERE id GLOB 'q[0-9]*' AND substr(id, 2) NOT GLOB '*[^0-9]*'",
+		 &s, err) < 0)
+		return err ? err->code : -EIO;
+	r = sqlite3_step(s);
+	if (r == SQLITE_ROW)
+		*out = sqlite3_column_type(s, 0) == SQLITE_NULL
+			       ? 0 : (unsigned long)sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return r == SQLITE_ROW ? 0 : db_fail(st, err, "cannot read the questions' numbers");
 }

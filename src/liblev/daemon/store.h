@@ -118,3 +118,8 @@ int lev_store_question_put(struct lev_store *st, const char *id, const char *run
 			   const json_t *body, struct lev_err *err);
 int lev_store_question_close(struct lev_store *st, const char *id, const char *answer,
 			     struct lev_err *err);
+/*
+ * The highest N of a question "qN" lev.db has ever kept (0: none): a new
+ * daemon numbers its questions after it, so an id is never given twice.
+ */
+int lev_store_question_last(struct lev_store *st, unsigned long *out, struct lev_err *err);

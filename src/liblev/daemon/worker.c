@@ -47,6 +47,7 @@ struct worker {
 	bool broken;		/* the daemon went away: answer nothing more */
 	int timeout_ms;
 	struct lev_replay *replay;	/* a run resumed from the journal, or NULL */
+	const char *run;		/* a resumed run: the daemon's id of it (borrowed) */
 	long live_turns;	/* model turns taken from the provider */
 	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
 	bool reload;		/* the daemon said the config changed */
@@ -340,8 +341,9 @@ static void hook_turn(void *data, const json_t *turn)
 static enum lev_ask_answer replayed_answer(struct worker *w, const struct lev_ask *q,
 					   const enum lev_ask_answer *answers, size_t n)
 {
-	const char *s = lev_replay_answer(w->replay, q->call_id,
-					  q->kind == LEV_ASK_TAINT ? "taint" : "permission");
+	const char *s = lev_replay_answer(w->replay, w->run, q->call_id,
+					  q->kind == LEV_ASK_TAINT ? "taint" : "permission",
+					  q->digest);
 
 	for (size_t i = 0; s && i < n; i++)
 		if (!strcmp(s, lev_ask_answer_name(answers[i])))
@@ -359,7 +361,8 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 						sizeof(answers) / sizeof(answers[0]));
 	const char *s;
 
-	if (a != LEV_ANSWER_NONE) {
+	/* a call a frame cannot carry whole cannot be shown whole: nobody is asked */
+	if (a != LEV_ANSWER_NONE || (q->call && strlen(q->call) > LEV_PROTO_MAX / 2)) {
 		json_decref(m);
 		return a;
 	}
@@ -369,6 +372,9 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 	json_object_set_new(m, "call_id", json_string(q->call_id ? q->call_id : ""));
 	json_object_set_new(m, "tool", json_string(q->tool ? q->tool : ""));
 	json_object_set_new(m, "prompt", json_string(q->prompt ? q->prompt : ""));
+	/* what every surface shows, and what an answer is bound to (callshow.h) */
+	json_object_set_new(m, "call", json_string(q->call ? q->call : ""));
+	json_object_set_new(m, "digest", json_string(q->digest ? q->digest : ""));
 	if (q->detail)
 		json_object_set_new(m, "detail", json_string(q->detail));
 	if (q->stage_label)
@@ -500,6 +506,7 @@ static int resume_setup(struct worker *w, const char *run, const char *root, con
 	if (r < 0)
 		return r;
 	o->replay = w->replay;
+	w->run = run;	/* the replay answers only this run's questions */
 	/* the record goes on, unless the run stopped before it had one */
 	rec = lev_path_join(runs, run);
 	o->resume = access(rec, F_OK) == 0;

@@ -152,8 +152,9 @@ void lev_request_add_response(struct lev_infer_request *r, const struct lev_infe
 	if (resp->text && resp->text[0])
 		lev_message_add_text(m, resp->text);
 	for (size_t i = 0; i < resp->n_calls; i++)
-		lev_message_add_tool_use(m, resp->calls[i].id, resp->calls[i].name,
-					 resp->calls[i].arguments, resp->calls[i].raw_arguments);
+		lev_message_add_tool_use(m, lev_tool_call_wire_id(&resp->calls[i]),
+					 resp->calls[i].name, resp->calls[i].arguments,
+					 resp->calls[i].raw_arguments);
 }
 
 /* ---- response ------------------------------------------------------------ */
@@ -165,6 +166,7 @@ void lev_response_release(struct lev_infer_response *r)
 	free(r->text);
 	for (size_t i = 0; i < r->n_calls; i++) {
 		free(r->calls[i].id);
+		free(r->calls[i].label);
 		free(r->calls[i].name);
 		json_decref(r->calls[i].arguments);
 		free(r->calls[i].raw_arguments);

@@ -143,12 +143,24 @@ void lev_request_add_response(struct lev_infer_request *r, const struct lev_infe
 #define LEV_PROVIDER_MAX_NAME 256	/* bytes in a tool name or call id */
 
 struct lev_tool_call {
-	char *id;		/* never NULL; "call_N" when the model sent none */
+	/*
+	 * never NULL.  The provider's id ("call_N" when the model sent none)
+	 * until the run numbers the call: then lev's own id, unique within the
+	 * run, and the provider's id moves to label (see lev_tool_call_wire_id())
+	 */
+	char *id;
+	char *label;		/* the provider's id once lev numbered the call, else NULL */
 	char *name;		/* never NULL (may be empty: the runtime refuses it) */
 	json_t *arguments;	/* a JSON object, or NULL when the model's JSON was invalid */
 	char *raw_arguments;	/* never NULL: the arguments text as sent */
 	char *parse_error;	/* NULL when arguments parsed; else why they did not */
 };
+
+/* The id the provider knows the call by: what the conversation sends back. */
+static inline const char *lev_tool_call_wire_id(const struct lev_tool_call *c)
+{
+	return c->label ? c->label : c->id;
+}
 
 enum lev_finish {
 	LEV_FINISH_STOP,	/* the model finished its answer */

@@ -15,6 +15,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/policy/perm-config.h"
+#include "liblev/run/callshow.h"
 #include "liblev/run/context.h"
 #include "liblev/run/replay.h"
 #include "liblev/run/runrecord.h"
@@ -22,11 +23,20 @@
 
 /* ---- the gates ----------------------------------------------------------- */
 
-/* The first line of S, at most 120 bytes (caller frees). */
+/*
+ * The first line of S, at most 120 bytes, saying when there is more (the
+ * whole call is shown under the prompt: callshow.h).  Caller frees.
+ */
 static char *first_line(const char *s)
 {
-	size_t n = strcspn(s, "\n");
+	size_t n = strcspn(s, "\n"), lines = 1;
 
+	for (const char *p = s + n; *p; p++)
+		lines += *p == '\n';
+	if (lines > 1)
+		return xasprintf("%.*s%s [+%zu more line%s: see the whole call]",
+				 (int)(n > 117 ? 117 : n), s, n > 117 ? "..." : "", lines - 1,
+				 lines > 2 ? "s" : "");
 	if (n > 120)
 		return xasprintf("%.*s...", 117, s);
 	return xstrndup(s, n);
@@ -51,19 +61,17 @@ static char *call_detail(const struct lev_tool_info *ti, const json_t *args)
 	return s ? first_line(s) : NULL;
 }
 
-/* "k1, k2, k3 +N more" */
+/* "k1, k2, k3": every key (an answer for the stage or the run grants them all) */
 static char *keys_label(char *const *keys)
 {
 	struct lev_buf b = LEV_BUF_INIT;
 	size_t n = lev_strv_len(keys);
 
-	for (size_t i = 0; i < n && i < 3; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (i)
 			(void)lev_buf_adds(&b, ", ");
 		(void)lev_buf_adds(&b, keys[i]);
 	}
-	if (n > 3)
-		(void)lev_buf_addf(&b, " +%zu more", n - 3);
 	return lev_buf_detach(&b, NULL);
 }
 
@@ -76,9 +84,23 @@ static void set_waiting(struct lev_agent *a, bool waiting)
 			(void)lev_runrecord_status(a->rec, waiting ? "waiting" : "running", NULL);
 }
 
-static enum lev_ask_answer ask(struct lev_agent *a, const struct lev_ask *q)
+/*
+ * Ask Q about CALL (the model's call; TOOL: the tool it runs; HOP: the
+ * redirect it would follow, or NULL): Q shows the whole call and carries
+ * the digest an answer is bound to (callshow.h).
+ */
+static enum lev_ask_answer ask(struct lev_agent *a, struct lev_ask *q,
+			       const struct lev_tool_call *call, const char *tool, const char *hop)
 {
+	_cleanup_free_ char *shown = lev_callshow_text(tool ? tool : call->name, call->arguments,
+							call->raw_arguments, hop);
+	char digest[LEV_SHA256_HEX_LEN + 1];
 	enum lev_ask_answer ans;
+
+	lev_callshow_digest(shown, digest);
+	q->call_id = call->id;
+	q->call = shown;
+	q->digest = digest;
 
 	/* a seed runs before the run has anyone to ask (lint says so too) */
 	if (!a->o.hooks.ask || agent_cancelled(a) || a->seeding)
@@ -250,7 +272,6 @@ static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 		}
 	}
 	q.stage = a->stages[a->cur].st->name;
-	q.call_id = cs->call->id;
 	q.tool = cs->tool;
 	if (gd->ask_permission) {
 		prompt = detail ? xasprintf("Allow tool call: `%s` - `%s`?", cs->tool, detail)
@@ -276,7 +297,7 @@ static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 	}
 	q.prompt = prompt;
 	q.detail = more;
-	ans = ask(a, &q);
+	ans = ask(a, &q, cs->call, cs->tool, NULL);
 	cs->dec->asked = ans != LEV_ANSWER_NONE;
 	cs->dec->answer = ans;
 	yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
@@ -378,12 +399,11 @@ static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *
 				   : NULL;
 		q.kind = LEV_ASK_TAINT;
 		q.stage = a->stages[a->cur].st->name;
-		q.call_id = cs->call->id;
 		q.tool = cs->tool;
 		q.prompt = prompt;
 		q.detail = detail;
 		q.run_label = "Allow for this run";
-		ans = ask(a, &q);
+		ans = ask(a, &q, cs->call, cs->tool, redirect);
 		asked = ans != LEV_ANSWER_NONE;
 		(void)lev_gate_answer(a->gate, d,
 				      ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE
@@ -442,12 +462,11 @@ static int redirect_integrity(struct redirect_ctx *rc, const char *url, struct l
 		prompt = xasprintf("%s was redirected: %s. Allow it?", rc->cs->tool, desc.buf);
 		q.kind = LEV_ASK_TAINT;
 		q.stage = a->stages[a->cur].st->name;
-		q.call_id = rc->cs->call->id;
 		q.tool = rc->cs->tool;
 		q.prompt = prompt;
 		q.detail = url;
 		q.run_label = "Allow for this run";
-		ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q);
+		ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q, rc->cs->call, rc->cs->tool, url);
 		rc->cs->dec->asked = rc->cs->dec->asked || ans != LEV_ANSWER_NONE;
 		(void)lev_integrity_answer(a->gate, gd.canon, &gd.integ, taint_answer(ans));
 		agent_audit(a, &(struct audit_line){
@@ -854,6 +873,8 @@ static LEV_NOINLINE void tool_call_event(struct lev_agent *a, const struct call_
 	json_object_set_new(ev, "id", agent_jtext(cs->call->id));
 	json_object_set_new(ev, "stage", agent_jtext(a->stages[a->cur].st->name));
 	json_object_set_new(ev, "tool", agent_jtext(cs->call->name));
+	if (cs->call->label)
+		json_object_set_new(ev, "label", agent_jtext(cs->call->label));
 	if (cs->call->arguments)
 		json_object_set(ev, "args", cs->call->arguments);
 	else
@@ -1048,8 +1069,9 @@ void agent_run_call(struct lev_agent *a, const struct lev_tool_call *call)
 	agent_flow_after_call(a, call, dec.allowed && !out.is_error);
 	r = agent_route_result(a, call, &out, label, &truncated, &err);
 	if (r > 0)
-		r = lev_context_add_tool_result(a->ctx, call->id, out.text ? out.text : "", out.len,
-						out.is_error, label, 0, &truncated, &err);
+		r = lev_context_add_tool_result(a->ctx, lev_tool_call_wire_id(call),
+						out.text ? out.text : "", out.len, out.is_error, label,
+						0, &truncated, &err);
 	agent_watch_call(a, call, dec.allowed, out.is_error);
 	if (r < 0 && !a->internal_error)
 		a->internal_error = xasprintf("cannot add a tool result to the context: %s",
@@ -1071,8 +1093,8 @@ void agent_skip_call(struct lev_agent *a, const struct lev_tool_call *call, cons
 {
 	json_t *ev;
 
-	(void)lev_context_add_tool_result(a->ctx, call->id, why, strlen(why), true, LEV_PUBLIC, 0,
-					  NULL, NULL);
+	(void)lev_context_add_tool_result(a->ctx, lev_tool_call_wire_id(call), why, strlen(why),
+					  true, LEV_PUBLIC, 0, NULL, NULL);
 	ev = agent_event_new("tool_result");
 	json_object_set_new(ev, "id", agent_jtext(call->id));
 	json_object_set_new(ev, "tool", agent_jtext(call->name));

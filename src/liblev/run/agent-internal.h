@@ -169,6 +169,10 @@ struct lev_agent {
 	struct agent_kids *kids;	/* spawned children, or NULL */
 	unsigned fanout_attempts;	/* a fan-out stage's turns without a fan_out result */
 	char *fanout_fail;		/* the fan-out failed (on_worker_failure = "fail") */
+
+	/* lev's own call ids (agent.c agent_number_calls()) */
+	uint64_t call_no;		/* the model's calls numbered so far, run-wide */
+	char *call_prefix;		/* a sub-agent: its place under its parent ("c1/"), owned */
 };
 
 /* How a sub-agent is built (fanout.c -> agent-setup.c agent_new()). */

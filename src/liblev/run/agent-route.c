@@ -56,9 +56,10 @@ int agent_route_result(struct lev_agent *a, const struct lev_tool_call *call,
 	idx = region ? lev_context_region_find(a->ctx, region) : -ENOENT;
 	if (out->is_error || idx < 0 || (size_t)idx == lev_context_conversation(a->ctx))
 		/* stays in the conversation, under its ceiling */
-		return lev_context_add_tool_result_max(a->ctx, call->id, out->text ? out->text : "",
-						       out->len, out->is_error, label, 0,
-						       max_tokens, truncated, err);
+		return lev_context_add_tool_result_max(a->ctx, lev_tool_call_wire_id(call),
+						       out->text ? out->text : "", out->len,
+						       out->is_error, label, 0, max_tokens, truncated,
+						       err);
 	r = lev_context_add_routed(a->ctx, (size_t)idx, out->text ? out->text : "", out->len,
 				   label, max_tokens, stage_tag(a), truncated, err);
 	if (r < 0) {
@@ -67,12 +68,12 @@ int agent_route_result(struct lev_agent *a, const struct lev_tool_call *call,
 				err->msg);
 		lev_err_clear(err);
 		*truncated = false;
-		r = lev_context_add_tool_result(a->ctx, call->id, ptr, strlen(ptr), true,
-						LEV_PUBLIC, 0, NULL, err);
+		r = lev_context_add_tool_result(a->ctx, lev_tool_call_wire_id(call), ptr,
+						strlen(ptr), true, LEV_PUBLIC, 0, NULL, err);
 	} else {
 		ptr = pointer_text(call->name, region, out->len, *truncated, max_tokens);
-		r = lev_context_add_tool_result(a->ctx, call->id, ptr, strlen(ptr), false,
-						LEV_PUBLIC, 0, NULL, err);
+		r = lev_context_add_tool_result(a->ctx, lev_tool_call_wire_id(call), ptr,
+						strlen(ptr), false, LEV_PUBLIC, 0, NULL, err);
 	}
 	free(a->route_note);
 	a->route_note = TAKE_PTR(ptr);

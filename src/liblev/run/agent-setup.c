@@ -626,6 +626,7 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 		return NULL;
 	/* its children first: they borrow from it */
 	agent_children_free(a);
+	free(a->call_prefix);
 	/* the servers run in the stages' sandboxes (the registry keeps no pointer it reads) */
 	agent_mcp_free(a);
 	for (size_t i = 0; i < a->n_stages; i++) {

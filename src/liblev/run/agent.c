@@ -4,6 +4,7 @@
 #include "liblev/run/agent-internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +329,26 @@ static void unique_call_ids(struct lev_infer_response *resp)
 	}
 }
 
+/*
+ * Every call of a turn gets lev's own id, unique within the run: "call_N",
+ * numbered run-wide (never restarting per stage or per turn), a
+ * sub-agent's under its place ("c1/call_N").  What lev decides, records,
+ * journals and asks about is keyed by it; the provider's id stays only as
+ * the call's label, which the conversation sends back.  A replayed turn
+ * is numbered as it was the first time: the journal keeps the provider's.
+ */
+static void agent_number_calls(struct lev_agent *a, struct lev_infer_response *resp)
+{
+	for (size_t i = 0; i < resp->n_calls; i++) {
+		struct lev_tool_call *c = &resp->calls[i];
+
+		free(c->label);
+		c->label = c->id;
+		c->id = xasprintf("%scall_%" PRIu64, a->call_prefix ? a->call_prefix : "",
+				  ++a->call_no);
+	}
+}
+
 enum stage_end {
 	END_DONE,
 	END_MAX_ITERATIONS,
@@ -393,15 +414,21 @@ static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_i
 	return r;
 }
 
-static void report_turn(struct lev_agent *a, const struct lev_infer_response *resp)
+/*
+ * A turn arrived: its calls' ids made unique, the turn reported to the
+ * front end's journal as the provider sent it, then each call numbered.
+ */
+static void report_turn(struct lev_agent *a, struct lev_infer_response *resp)
 {
 	json_t *t;
 
-	if (!a->o.hooks.turn || lev_replay_in_turn(a->o.replay))
-		return;
-	t = lev_replay_turn_json(a->stages[a->cur].st->name, resp);
-	a->o.hooks.turn(a->o.hooks.data, t);
-	json_decref(t);
+	unique_call_ids(resp);
+	if (a->o.hooks.turn && !lev_replay_in_turn(a->o.replay)) {
+		t = lev_replay_turn_json(a->stages[a->cur].st->name, resp);
+		a->o.hooks.turn(a->o.hooks.data, t);
+		json_decref(t);
+	}
+	agent_number_calls(a, resp);
 }
 
 /* The front end's step boundary: a pause, and the messages sent to the run. */
@@ -532,7 +559,6 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			lev_response_release(&resp);
 			return END_SCRIPT;
 		}
-		unique_call_ids(&resp);
 		report_turn(a, &resp);
 		model_response_event(a, &resp);
 		free(a->last_text);

@@ -99,6 +99,14 @@ struct lev_ask {
 	const char *detail;		/* more lines (targets, taint), or NULL */
 	const char *stage_label;	/* "Allow shell:make for this stage" (permission) */
 	const char *run_label;		/* "Allow shell:make for this run" */
+	/*
+	 * The whole call, as every surface that asks must show it
+	 * (lev_callshow_text(): every line, every byte visible), and the
+	 * digest of that text an answer is bound to (lev_callshow_digest()).
+	 * CALL_ID is lev's id of the call: its place in the run.
+	 */
+	const char *call;
+	const char *digest;
 };
 
 /* A question the model asks the user (ask_user_*).  Strings are borrowed. */

@@ -781,7 +781,7 @@ int lev_context_add_assistant(struct lev_context *ctx, const struct lev_infer_re
 		for (size_t i = 0; i < resp->n_calls; i++) {
 			const struct lev_tool_call *c = &resp->calls[i];
 
-			it->calls[i].id = xstrdup(c->id ? c->id : "");
+			it->calls[i].id = xstrdup(lev_tool_call_wire_id(c));
 			it->calls[i].name = xstrdup(c->name ? c->name : "");
 			it->calls[i].raw = c->raw_arguments ? xstrdup(c->raw_arguments) : NULL;
 			it->calls[i].input = c->arguments ? json_incref(c->arguments) : NULL;

@@ -242,6 +242,8 @@ static void run_child(struct lev_agent *a, const char *id, const struct lev_blue
 		child_event(a, "child_finished", id, bp, entry, res);
 		return;
 	}
+	/* its calls' ids say where they were made: "c1/call_2" */
+	c->call_prefix = xasprintf("%s%s/", a->call_prefix ? a->call_prefix : "", id);
 	(void)lev_agent_run(c, &err);
 	out = lev_agent_output(c);
 	res->label = lev_level_max(res->label, c->peak);

@@ -17,8 +17,10 @@ struct replay_call {
 };
 
 struct replay_answer {
+	char *run;
 	char *call_id;
 	char *kind;
+	char *digest;
 	char *answer;
 };
 
@@ -93,8 +95,10 @@ static int add_answers(struct lev_replay *rp, const json_t *answers, struct lev_
 		if (!id || !kind || !ans)
 			return lev_err_set(err, LEV_EPARSE,
 					   "replay log: answer %zu needs call_id, kind and answer", i);
+		rp->answers[rp->n_answers].run = dup_or_null(str_or_null(a, "run"));
 		rp->answers[rp->n_answers].call_id = xstrdup(id);
 		rp->answers[rp->n_answers].kind = xstrdup(kind);
+		rp->answers[rp->n_answers].digest = dup_or_null(str_or_null(a, "digest"));
 		rp->answers[rp->n_answers].answer = xstrdup(ans);
 		rp->n_answers++;
 	}
@@ -136,8 +140,10 @@ struct lev_replay *lev_replay_free(struct lev_replay *rp)
 	}
 	free(rp->calls);
 	for (size_t i = 0; i < rp->n_answers; i++) {
+		free(rp->answers[i].run);
 		free(rp->answers[i].call_id);
 		free(rp->answers[i].kind);
+		free(rp->answers[i].digest);
 		free(rp->answers[i].answer);
 	}
 	free(rp->answers);
@@ -274,15 +280,20 @@ enum lev_replay_state lev_replay_call(struct lev_replay *rp, const char *call_id
 	return LEV_REPLAY_LIVE;
 }
 
-const char *lev_replay_answer(const struct lev_replay *rp, const char *call_id, const char *kind)
+const char *lev_replay_answer(const struct lev_replay *rp, const char *run, const char *call_id,
+			      const char *kind, const char *digest)
 {
 	const char *found = NULL;
 
-	if (!rp || !rp->in_turn || !call_id || !kind)
+	if (!rp || !rp->in_turn || !run || !call_id || !kind || !digest)
 		return NULL;
-	/* the last answer given to that call wins */
-	for (size_t i = 0; i < rp->n_answers; i++)
-		if (!strcmp(rp->answers[i].call_id, call_id) && !strcmp(rp->answers[i].kind, kind))
-			found = rp->answers[i].answer;
+	/* the last answer given to that very call wins; one without a digest never does */
+	for (size_t i = 0; i < rp->n_answers; i++) {
+		const struct replay_answer *an = &rp->answers[i];
+
+		if (lev_streq(an->run, run) && !strcmp(an->call_id, call_id) &&
+		    !strcmp(an->kind, kind) && lev_streq(an->digest, digest))
+			found = an->answer;
+	}
 	return found;
 }

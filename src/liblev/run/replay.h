@@ -20,8 +20,10 @@
  *			there (what the model said next was based on a result
  *			it no longer gets)
  *	an answer	a permission or taint question the user answered is
- *			answered again from the log; one without an answer is
- *			asked again
+ *			answered again from the log when its run, its call's
+ *			place in the run (lev's call id) and the digest of the
+ *			call as it was shown all match; any other is asked
+ *			again
  *
  * Tools that touch only the run's own state (context_*, submit_output,
  * current_time) run again, as they rebuild it; a question to the user
@@ -32,7 +34,7 @@
  * [ANSWER...]}, where TURN is lev_replay_turn_json()'s object (or
  * {"cut": true}: a turn too large to journal, where the log ends), CALL
  * {"id", "state", "ok", "result"} in the order the calls were made, and
- * ANSWER {"call_id", "kind": "permission|taint", "answer"}.
+ * ANSWER {"run", "call_id", "kind": "permission|taint", "digest", "answer"}.
  *
  * Ownership: the replay owns a copy of what it needs; returned strings are
  * borrowed until the replay is freed.  Nothing here prints.
@@ -90,5 +92,11 @@ size_t lev_replay_turns_played(const struct lev_replay *rp);
 enum lev_replay_state lev_replay_call(struct lev_replay *rp, const char *call_id,
 				      const char **result, bool *ok);
 
-/* The recorded answer ("once", "stage", "run", "deny") to a question of KIND for CALL_ID. */
-const char *lev_replay_answer(const struct lev_replay *rp, const char *call_id, const char *kind);
+/*
+ * The recorded answer ("once", "stage", "run", "deny") to a question of
+ * KIND, given in RUN to the call CALL_ID (lev's id: the call's place in the
+ * run) shown with DIGEST (callshow.h), or NULL: all of them must match, so
+ * an answer is replayed only to the very call it approved, as it was shown.
+ */
+const char *lev_replay_answer(const struct lev_replay *rp, const char *run, const char *call_id,
+			      const char *kind, const char *digest);
