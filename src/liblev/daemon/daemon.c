@@ -471,6 +471,38 @@ static void follow_push(struct daemon *d, struct run *r, json_t *msg, bool keep)
 		follow_push_frame(d, r, f, n, keep);
 }
 
+/*
+ * M (a reply or a frame) made to fit one frame when a run's output is what
+ * makes it too large: OBJ (M, or the copy of a doc in it) leaves its
+ * "result" out and says "result_in_record": the client reads the output
+ * from the run's record (result.json), as `lev result` and `lev run` do.
+ */
+static void fit_result(const json_t *m, json_t *obj)
+{
+	char *s;
+	size_t n;
+
+	if (!json_is_string(json_object_get(obj, "result")))
+		return;
+	s = json_dumps(m, JSON_COMPACT);
+	n = s ? strlen(s) : 0;
+	free(s);
+	if (n <= LEV_PROTO_MAX - 4096)
+		return;
+	json_object_del(obj, "result");
+	json_object_set_new(obj, "result_in_record", json_true());
+}
+
+/* OK (a reply) with a copy of R's doc as "run", fit to a frame. */
+static json_t *with_doc(json_t *ok, const struct run *r)
+{
+	json_t *doc = json_copy(r->doc);
+
+	json_object_set_new(ok, "run", doc);
+	fit_result(ok, doc);
+	return ok;
+}
+
 static json_t *end_msg(const struct run *r)
 {
 	json_t *m = lev_proto_request("end");
@@ -480,6 +512,7 @@ static json_t *end_msg(const struct run *r)
 	for (int i = 0; keys[i]; i++)
 		if (json_object_get(r->doc, keys[i]))
 			json_object_set(m, keys[i], json_object_get(r->doc, keys[i]));
+	fit_result(m, m);
 	return m;
 }
 
@@ -1201,9 +1234,40 @@ static json_t *op_ping(struct daemon *d)
 	return ok;
 }
 
+/* How much of a run's error `lev ps` shows (`lev result` shows it whole). */
+#define PS_ERROR_MAX 1024
+/* Runs in one page of `ps --all` unless the request asks fewer ("limit"). */
+#define PS_PAGE_DEFAULT 500
+#define PS_PAGE_MAX 5000
+
 /*
- * R's doc as JSON text, kept until the doc moves: every change to a doc
- * sets its "moved" (run_set_status(), worker_event()) or its "updated"
+ * What `lev ps` shows of a run: its doc without its output ("result",
+ * which `lev result` reads) and with its error cut to PS_ERROR_MAX bytes,
+ * so no run's size reaches ps and one run cannot crowd out the others.
+ * The JSON text, malloc'ed (NULL only when DOC cannot be encoded).
+ */
+static char *ps_summary(const json_t *doc)
+{
+	json_t *sum = json_copy((json_t *)doc), *e = json_object_get(sum, "error");
+	char *text;
+
+	json_object_del(sum, "result");
+	if (json_is_string(e) && json_string_length(e) > PS_ERROR_MAX) {
+		const char *s = json_string_value(e);
+		size_t n = PS_ERROR_MAX;
+
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;	/* never cut a UTF-8 sequence */
+		json_object_set_new(sum, "error", json_sprintf("%.*s...", (int)n, s));
+	}
+	text = json_dumps(sum, JSON_COMPACT);
+	json_decref(sum);
+	return text;
+}
+
+/*
+ * R's summary as JSON text, kept until the doc moves: every change to a
+ * doc sets its "moved" (run_set_status(), worker_event()) or its "updated"
  * (run_save()).  A thousand runs' docs cost ps a memcpy each, not an
  * encoding.
  */
@@ -1214,7 +1278,7 @@ static const char *doc_text(struct run *r, size_t *len)
 
 	if (!r->dump || u != r->dump_updated || m != r->dump_moved) {
 		free(r->dump);
-		r->dump = json_dumps(r->doc, JSON_COMPACT);
+		r->dump = ps_summary(r->doc);
 		r->dump_len = r->dump ? strlen(r->dump) : 0;
 		r->dump_updated = u;
 		r->dump_moved = m;
@@ -1231,45 +1295,70 @@ static void ps_add(struct lev_buf *b, size_t n, const char *text, size_t len)
 	(void)lev_buf_add(b, text, len);
 }
 
-struct ps_all {
+/* One page of `ps --all`'s finished runs. */
+struct ps_page {
 	struct daemon *d;
 	struct lev_buf *b;
 	size_t n;
+	char *last;		/* the id of the last run listed */
+	bool full;		/* the page holds what a reply may: the rest on the next */
 };
 
 /*
- * One finished run for `ps --all`: the one in memory when it is there (it
- * may be newer).  Past what one reply holds, runs are only counted.
+ * One finished run for `ps --all`, as a summary: the one in memory when it
+ * is there (it may be newer).  A page ends before it holds half of what a
+ * reply may.
  */
-static int ps_all_one(void *data, const char *id, const char *doc, size_t len)
+static int ps_page_one(void *data, const char *id, const char *doc, size_t len)
 {
-	struct ps_all *pa = data;
-	struct run *r;
+	struct ps_page *pg = data;
+	struct run *r = run_resident(pg->d, id);
+	_cleanup_free_ char *own = NULL;
+	json_t *j;
 
-	if (pa->b->len <= LEV_PROTO_MAX) {
-		r = run_resident(pa->d, id);
-		if (r)
-			doc = doc_text(r, &len);
-		ps_add(pa->b, pa->n, doc, len);
+	if (pg->b->len > LEV_PROTO_MAX / 2) {
+		pg->full = true;
+		return 1;
 	}
-	pa->n++;
+	if (r) {
+		doc = doc_text(r, &len);
+	} else {
+		j = json_loadb(doc, len, 0, NULL);
+		own = j ? ps_summary(j) : NULL;
+		json_decref(j);
+		doc = own ? own : "{}";
+		len = strlen(doc);
+	}
+	ps_add(pg->b, pg->n++, doc, len);
+	free(pg->last);
+	pg->last = xstrdup(id);
 	return 0;
 }
 
-/* The runs going (LIVE) or finished as JSON objects into B: how many. */
-static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, double t)
+/*
+ * The page of ended runs after id AFTER (NULL: the first) into B: how many;
+ * *next (malloc'ed) the id to ask the next page after, NULL at the end.
+ */
+static size_t ps_page(struct daemon *d, struct lev_buf *b, const char *after, long limit,
+		      char **next)
+{
+	struct ps_page pg = { d, b, 0, NULL, false };
+	struct lev_err err = LEV_ERR_INIT;
+
+	if (lev_store_runs_page(d->st, final_statuses, after, limit, ps_page_one, &pg, &err) < 0)
+		dlog(d, "%s", err.msg);
+	if (pg.full || (long)pg.n == limit)
+		*next = pg.last;
+	else
+		free(pg.last);
+	return pg.n;
+}
+
+/* The runs going (LIVE) or those finished in the last RETENTION(d) seconds into B: how many. */
+static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, double t)
 {
 	size_t n = 0;
 
-	if (!live && all) {
-		/* every finished run: the database has them all, memory the recent */
-		struct ps_all pa = { d, b, 0 };
-		struct lev_err err = LEV_ERR_INIT;
-
-		if (lev_store_runs_each(d->st, final_statuses, ps_all_one, &pa, &err) < 0)
-			dlog(d, "%s", err.msg);
-		return pa.n;
-	}
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
 		const char *text;
@@ -1277,8 +1366,7 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, 
 
 		if (status_final(run_status(r)) == live)
 			continue;
-		if (!live && !all &&
-		    t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
+		if (!live && t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
 			continue;
 		text = doc_text(r, &len);
 		ps_add(b, n++, text, len);
@@ -1288,26 +1376,43 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, 
 
 /*
  * ps, written straight to connection FD: LEV_PROTO_OK_PREFIX, then "runs"
- * (the runs going), "finished" (those that ended in the last
- * RETENTION(d) seconds, or all with "all") and "health".
+ * (the runs going; none on a page after the first), "finished" (those that
+ * ended in the last RETENTION(d) seconds, or with "all" one page of every
+ * ended run: "after" the last id of the page before, at most "limit"),
+ * "next" when another page follows, and "health".  Each run is a summary
+ * (ps_summary()).
  */
 static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
 {
 	bool all = json_is_true(json_object_get(msg, "all"));
+	const char *after = lev_json_str(msg, "after");
+	json_int_t limit = json_integer_value(json_object_get(msg, "limit"));
 	struct lev_buf b = LEV_BUF_INIT;	/* the size is checked once it is written */
-	size_t listed;
-	double t = now();
+	_cleanup_free_ char *next = NULL;
+	size_t listed = 0;
 	json_t *health = health_json(d);
 	char *h;
 	int r;
 
+	if (limit <= 0 || limit > PS_PAGE_MAX)
+		limit = PS_PAGE_DEFAULT;
 	h = json_dumps(health, JSON_COMPACT);
 	json_decref(health);
 	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX "\"runs\":[");
-	listed = ps_list(d, &b, true, all, t);
+	if (!after)
+		listed = ps_list(d, &b, true, now());
 	(void)lev_buf_adds(&b, "],\"finished\":[");
-	listed += ps_list(d, &b, false, all, t);
-	(void)lev_buf_adds(&b, "],\"health\":");
+	listed += all ? ps_page(d, &b, after, (long)limit, &next) : ps_list(d, &b, false, now());
+	(void)lev_buf_addch(&b, ']');
+	if (next) {
+		json_t *n = json_string(next);
+		char *s = json_dumps(n, JSON_ENCODE_ANY);
+
+		(void)lev_buf_addf(&b, ",\"next\":%s", s ? s : "null");
+		free(s);
+		json_decref(n);
+	}
+	(void)lev_buf_adds(&b, ",\"health\":");
 	(void)lev_buf_adds(&b, h ? h : "{}");
 	(void)lev_buf_addch(&b, '}');
 	free(h);
@@ -1327,14 +1432,11 @@ static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *
 static json_t *op_get(struct daemon *d, const json_t *msg)
 {
 	struct run *r = run_find(d, lev_json_str(msg, "run"));
-	json_t *ok;
 
 	if (!r)
 		return lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
 									     : "");
-	ok = lev_proto_ok();
-	json_object_set(ok, "run", r->doc);
-	return ok;
+	return with_doc(lev_proto_ok(), r);
 }
 
 static json_t *op_requests(struct daemon *d)
@@ -1500,8 +1602,7 @@ static json_t *op_attach(struct daemon *d, struct conn *c, const json_t *msg)
 	if (!r)
 		return lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
 									     : "");
-	ok = lev_proto_ok();
-	json_object_set(ok, "run", r->doc);
+	ok = with_doc(lev_proto_ok(), r);
 	c->follow_next = r;
 	return ok;
 }
