@@ -1316,7 +1316,8 @@ static int ps_page_one(void *data, const char *id, const char *doc, size_t len)
 	_cleanup_free_ char *own = NULL;
 	json_t *j;
 
-	if (pg->b->len > LEV_PROTO_MAX / 2) {
+	/* at least one run a page: the paging always moves on */
+	if (pg->n && pg->b->len > LEV_PROTO_MAX / 2) {
 		pg->full = true;
 		return 1;
 	}
@@ -1998,7 +1999,8 @@ static void recover(struct daemon *d)
 		dlog(d, "%s", err.msg);
 		return;
 	}
-	d->old_deadline = now() + OLD_WORKER_GRACE_SECS;
+	d->old_deadline = now() + (d->o->old_worker_grace_secs ? d->o->old_worker_grace_secs
+							      : OLD_WORKER_GRACE_SECS);
 	json_array_foreach(arr, i, doc) {
 		const char *id = lev_json_str(doc, "id");
 		pid_t pid;
