@@ -10,6 +10,10 @@
 #   request_of RUN       the id of RUN's open request (there is one)
 #   daemon_pid           the running daemon's pid
 #   gone PID             PID has ended
+#   crash RUN...         kill -9 the daemon; wait until it and RUNs' workers are gone
+#   mock_daemon SCRIPT   serve SCRIPT with mock-model (lev_start_mock_model) as
+#                        provider 'mockoa' of config.toml, its key in the
+#                        credential store (a resumed run has it too)
 
 export LEVIATH_HOME="$TRASH/lh"
 ROOT="$LEVIATH_HOME/.leviath"
@@ -64,4 +68,31 @@ daemon_pid() {
 
 gone() {
 	! kill -0 "$1" 2>/dev/null
+}
+
+crash() {
+	local dpid pids r p
+	dpid=$(daemon_pid) && test -n "$dpid" || return 1
+	pids=
+	for r in "$@"; do
+		pids="$pids $(field "$r" pid)"
+	done
+	kill -9 "$dpid" && wait_for gone "$dpid" || return 1
+	for p in $pids; do
+		wait_for gone "$p" || return 1
+	done
+}
+
+mock_daemon() {
+	lev_start_mock_model "$1"
+	printf '[providers.mockoa]\napi_key = "sk-mock-openai"\n' >"$ROOT/credentials.toml"
+	chmod 600 "$ROOT/credentials.toml"
+	cat >"$ROOT/config.toml" <<-EOF
+	[providers.mockoa]
+	kind = "openai"
+	base_url = "http://127.0.0.1:$PORT/v1"
+	model = "mock-1"
+	timeout_secs = 30
+	EOF
+	chmod 600 "$ROOT/config.toml"
 }

@@ -95,6 +95,22 @@ static void on_ready(void *data)
 	}
 }
 
+/* *OUT from seconds in variable NAME when it is set (1 s to a year); -1 said why. */
+static int env_secs(const char *name, unsigned *out)
+{
+	const char *s = secure_getenv(name);
+	uint64_t v;
+
+	if (!s || !*s)
+		return 0;
+	if (lev_parse_u64(s, &v) < 0 || v < 1 || v > 86400 * 365) {
+		lev_fail("%s: '%s' is not a number of seconds from 1 to 31536000", name, s);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* Serve in this process until stopped. */
 static int serve(unsigned idle_exit_secs)
 {
@@ -108,16 +124,10 @@ static int serve(unsigned idle_exit_secs)
 	};
 	struct lev_err err = LEV_ERR_INIT;
 	struct sigaction sa;
-	const char *keep = secure_getenv("LEV_DAEMON_RETENTION");
 
-	if (keep && *keep) {
-		uint64_t v;
-
-		if (lev_parse_u64(keep, &v) < 0 || v < 1 || v > 86400 * 365)
-			return lev_fail("LEV_DAEMON_RETENTION: '%s' is not a number of seconds "
-					"from 1 to 31536000", keep);
-		o.retention_secs = (unsigned)v;
-	}
+	if (env_secs("LEV_DAEMON_RETENTION", &o.retention_secs) < 0 ||
+	    env_secs("LEV_DAEMON_OLD_WORKER_GRACE", &o.old_worker_grace_secs) < 0)
+		return LEV_EXIT_FAIL;
 	if (pipe2(d_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return lev_fail("cannot make a pipe: %s", strerror(errno));
 	memset(&sa, 0, sizeof(sa));

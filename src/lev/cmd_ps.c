@@ -18,13 +18,17 @@
 #include "liblev/daemon/proto.h"
 
 const char lev_usage_ps[] =
-	"usage: lev ps [--all] [--json]\n"
+	"usage: lev ps [--all [--page N]] [--json]\n"
 	"\n"
 	"List the runs the daemon holds, and those that ended in the last five\n"
 	"minutes:  RUN AGENT STATUS STAGE ITER TOOLS READS AGE\n"
 	"\n"
-	"  --all     every ended run the daemon has on record, however old\n"
+	"  --all     every ended run the daemon has on record, however old (asked\n"
+	"            for in pages, each run listed once)\n"
+	"  --page N  runs per page of --all (default 500)\n"
 	"  --json    {\"runs\": [...], \"finished\": [...], \"health\": {...}}\n"
+	"\n"
+	"Each run is a summary: its output is 'lev result RUN'.\n"
 	"\n"
 	"STATUS is active, idle (started, not yet running), waiting: tool approval,\n"
 	"waiting: taint gate, waiting: user prompt (answer with 'lev respond'),\n"
@@ -134,6 +138,19 @@ static void print_table(const json_t *runs, const json_t *fin)
 	free(rows);
 }
 
+/* REPLY's runs, finished and health as one JSON line. */
+static int print_reply_json(const json_t *reply)
+{
+	json_t *out = json_pack("{s:O, s:O, s:O}", "runs", json_object_get(reply, "runs"),
+				"finished", json_object_get(reply, "finished"), "health",
+				json_object_get(reply, "health"));
+
+	json_dumpf(out, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	json_decref(out);
+	return LEV_EXIT_OK;
+}
+
 /*
  * --json: the daemon's reply without "v" and "ok", passed through as it
  * came (parsing and re-encoding a thousand runs would cost more than the
@@ -144,7 +161,7 @@ static int print_json(json_t *req)
 	struct lev_err err = LEV_ERR_INIT;
 	const size_t skip = strlen(LEV_PROTO_OK_PREFIX);
 	_cleanup_free_ char *body = NULL;
-	json_t *reply = NULL, *out;
+	json_t *reply = NULL;
 	size_t len;
 	int r = lev_client_call_raw(req, &body, &len, &err);
 
@@ -159,12 +176,53 @@ static int print_json(json_t *req)
 	}
 	if (lev_proto_decode(body, len, &reply, &err) < 0)
 		return lev_fail("%s", err.msg);
-	out = json_pack("{s:O, s:O, s:O}", "runs", json_object_get(reply, "runs"), "finished",
-			json_object_get(reply, "finished"), "health", json_object_get(reply, "health"));
-	json_dumpf(out, stdout, JSON_COMPACT);
-	fputc('\n', stdout);
-	json_decref(out);
+	print_reply_json(reply);
 	json_decref(reply);
+	return LEV_EXIT_OK;
+}
+
+
+/*
+ * ps --all: every page of the ended runs, each asked for after the last id
+ * of the page before, joined into one reply (*out, new).  A cursor that
+ * does not move on is the daemon's error, never a loop.
+ */
+static int ps_all_pages(long page, json_t **out)
+{
+	_cleanup_free_ char *after = NULL;
+	json_t *all = NULL;
+
+	for (;;) {
+		json_t *req = lev_proto_request("ps"), *reply = NULL;
+		const char *next;
+
+		json_object_set_new(req, "all", json_true());
+		json_object_set_new(req, "limit", json_integer(page));
+		if (after)
+			json_object_set_new(req, "after", json_string(after));
+		if (lev_daemon_call(req, &reply) != LEV_EXIT_OK) {
+			json_decref(all);
+			return LEV_EXIT_FAIL;
+		}
+		if (!all)
+			all = json_incref(reply);
+		else
+			json_array_extend(json_object_get(all, "finished"),
+					  json_object_get(reply, "finished"));
+		next = lev_json_str(reply, "next");
+		if (next && after && strcmp(next, after) <= 0) {
+			json_decref(reply);
+			json_decref(all);
+			return lev_fail("the daemon's pages of runs do not move on (after '%s')", after);
+		}
+		free(after);
+		after = next ? xstrdup(next) : NULL;
+		json_decref(reply);
+		if (!after)
+			break;
+	}
+	json_object_del(all, "next");
+	*out = all;
 	return LEV_EXIT_OK;
 }
 
@@ -173,12 +231,14 @@ int cmd_ps(int argc, char **argv, struct lev_ctx *ctx)
 	static const struct option longopts[] = {
 		{ "all", no_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "page", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool all = false, json = false;
 	json_t *req, *reply = NULL;
 	const json_t *runs, *fin;
 	size_t waiting = 0, i;
+	uint64_t page = 500;
 	json_t *r;
 	int c;
 
@@ -190,17 +250,28 @@ int cmd_ps(int argc, char **argv, struct lev_ctx *ctx)
 			all = true;
 		else if (c == 'j')
 			json = true;
-		else
+		else if (c == 'p' && (lev_parse_u64(optarg, &page) < 0 || !page || page > 5000))
+			return lev_usage_error("ps", "--page takes a number from 1 to 5000");
+		else if (c != 'p')
 			return lev_usage_error("ps", "unknown option '%s'", argv[optind - 1]);
 	}
 	if (optind < argc)
 		return lev_usage_error("ps", "unexpected argument '%s'", argv[optind]);
-	req = lev_proto_request("ps");
-	json_object_set_new(req, "all", json_boolean(all));
-	if (json)
-		return print_json(req);
-	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
-		return LEV_EXIT_FAIL;
+	if (all) {
+		if (ps_all_pages((long)page, &reply) != LEV_EXIT_OK)
+			return LEV_EXIT_FAIL;
+		if (json) {
+			print_reply_json(reply);
+			json_decref(reply);
+			return LEV_EXIT_OK;
+		}
+	} else {
+		req = lev_proto_request("ps");
+		if (json)
+			return print_json(req);
+		if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
+			return LEV_EXIT_FAIL;
+	}
 	runs = json_object_get(reply, "runs");
 	fin = json_object_get(reply, "finished");
 	if (!json_array_size(runs) && !json_array_size(fin)) {

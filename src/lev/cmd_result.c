@@ -75,9 +75,14 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 		return LEV_EXIT_FAIL;
 	run = json_object_get(reply, "run");
 	status = lev_json_str(run, "status");
-	output = lev_json_str(run, "result");
 	id = lev_json_str(run, "id");
 	res = record_result(run);
+	/* an output too large for a reply is read from the record (docs/daemon.md) */
+	output = json_is_true(json_object_get(run, "result_in_record"))
+			 ? lev_json_str(res, "output")
+			 : lev_json_str(run, "result");
+	if (output && !json_object_get(run, "result"))
+		json_object_set_new(run, "result", json_string(output));
 	if (json) {
 		json_t *out = json_object();
 		const char *keys[] = { "id", "agent", "status", "result", "error", "record", NULL };

@@ -36,6 +36,7 @@
 #include "lev/termout.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/callshow.h"
+#include "liblev/run/runrecord.h"
 #include "liblev/conf/agentstore.h"
 #include "liblev/conf/blueprint.h"
 #include "liblev/base/buf.h"
@@ -965,9 +966,17 @@ static bool follow_frame(struct front *f, const json_t *m, const char *run, int 
 		say(f, "lev: (%lld earlier event(s) not shown: lev logs %s)\n",
 		    (long long)json_integer_value(json_object_get(m, "events")), run);
 	} else if (lev_streq(op, "end")) {
+		json_t *res = NULL;
+		const char *out = lev_json_str(m, "result");
+
+		/* an output too large for a frame is read from the record (docs/daemon.md) */
+		if (json_is_true(json_object_get(m, "result_in_record")) && lev_json_str(m, "record") &&
+		    lev_runrecord_result_load(lev_json_str(m, "record"), &res, NULL) == 0)
+			out = lev_json_str(res, "output");
 		hook_thinking(f, false);
 		*rc = report_end_as(f, lev_json_str(m, "status"), run, lev_json_str(m, "record"),
-				    lev_json_str(m, "result"), lev_json_str(m, "error"));
+				    out, lev_json_str(m, "error"));
+		json_decref(res);
 		return true;
 	}
 	return false;

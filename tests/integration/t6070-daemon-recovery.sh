@@ -10,20 +10,6 @@
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
-# kill -9 the daemon; wait until it and the workers of runs $@ are gone
-crash() {
-	local dpid pids r p
-	dpid=$(daemon_pid) && test -n "$dpid" || return 1
-	pids=
-	for r in "$@"; do
-		pids="$pids $(field "$r" pid)"
-	done
-	kill -9 "$dpid" && wait_for gone "$dpid" || return 1
-	for p in $pids; do
-		wait_for gone "$p" || return 1
-	done
-}
-
 # the tool_result events of RUN's record, as "replayed|ok|text" lines
 results() {
 	python3 - "$ROOT/runs/$1/events.jsonl" <<-PY

@@ -55,6 +55,13 @@
  * Small: a thousand runs hold at most 32 MiB of it.
  */
 #define BACKLOG_MAX_BYTES ((size_t)32 << 10)
+/*
+ * The most a turn or an output sent in parts may hold (worker.h): past it
+ * the turn is journalled as cut and the output is not kept.
+ */
+#define PARTS_MAX ((size_t)256 << 20)
+/* How long the previous daemon's workers get to end before SIGKILL (recover()). */
+#define OLD_WORKER_GRACE_SECS 10
 
 struct run;
 
@@ -87,6 +94,11 @@ struct run {
 	long turn_seq;		/* the model turns the worker took so far */
 	bool result_kept;	/* the last call's result is the journal's already */
 	bool paused;		/* lev pause: held at its next step until lev resume */
+	bool muted;		/* its worker stopped taking frames: read on to its end */
+	pid_t old_pid;		/* the previous daemon's worker, still going: recovery waits */
+	bool old_killed;	/* old_pid was sent SIGKILL */
+	struct lev_buf parts;	/* a turn or an output sent in "part" frames (worker.h) */
+	bool parts_cut;		/* the parts went past PARTS_MAX: dropped */
 	struct frame *backlog;	/* its latest event frames, for followers */
 	size_t n_backlog, backlog_bytes;
 	unsigned long dropped;	/* events no longer in the backlog */
@@ -112,6 +124,7 @@ struct daemon {
 	double pending_since;	/* the oldest write not committed; 0: none */
 	double last_evict;	/* when runs_evict() last looked */
 	bool trim_due;		/* a run ended: give the heap back once none is left */
+	double old_deadline;	/* when the previous daemon's workers get SIGKILL */
 };
 
 static double now(void)
@@ -245,6 +258,7 @@ static struct run *run_add(struct daemon *d, const char *id, json_t *doc)
 	r->id = xstrdup(id);
 	r->doc = doc;
 	r->fd = -1;
+	lev_buf_init(&r->parts, PARTS_MAX);
 	d->runs = xreallocarray(d->runs, d->n_runs + 1, sizeof(*d->runs));
 	d->runs[d->n_runs++] = r;
 	return r;
@@ -288,6 +302,7 @@ static void run_free(struct run *r)
 	json_decref(r->doc);
 	json_decref(r->question);
 	free(r->dump);
+	lev_buf_release(&r->parts);
 	free(r->id);
 	free(r);
 }
@@ -456,6 +471,38 @@ static void follow_push(struct daemon *d, struct run *r, json_t *msg, bool keep)
 		follow_push_frame(d, r, f, n, keep);
 }
 
+/*
+ * M (a reply or a frame) made to fit one frame when a run's output is what
+ * makes it too large: OBJ (M, or the copy of a doc in it) leaves its
+ * "result" out and says "result_in_record": the client reads the output
+ * from the run's record (result.json), as `lev result` and `lev run` do.
+ */
+static void fit_result(const json_t *m, json_t *obj)
+{
+	char *s;
+	size_t n;
+
+	if (!json_is_string(json_object_get(obj, "result")))
+		return;
+	s = json_dumps(m, JSON_COMPACT);
+	n = s ? strlen(s) : 0;
+	free(s);
+	if (n <= LEV_PROTO_MAX - 4096)
+		return;
+	json_object_del(obj, "result");
+	json_object_set_new(obj, "result_in_record", json_true());
+}
+
+/* OK (a reply) with a copy of R's doc as "run", fit to a frame. */
+static json_t *with_doc(json_t *ok, const struct run *r)
+{
+	json_t *doc = json_copy(r->doc);
+
+	json_object_set_new(ok, "run", doc);
+	fit_result(ok, doc);
+	return ok;
+}
+
 static json_t *end_msg(const struct run *r)
 {
 	json_t *m = lev_proto_request("end");
@@ -465,6 +512,7 @@ static json_t *end_msg(const struct run *r)
 	for (int i = 0; keys[i]; i++)
 		if (json_object_get(r->doc, keys[i]))
 			json_object_set(m, keys[i], json_object_get(r->doc, keys[i]));
+	fit_result(m, m);
 	return m;
 }
 
@@ -521,16 +569,26 @@ static void close_run_fd(struct run *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	r->fd = -1;
+	r->muted = false;
 	lev_proto_in_release(&r->in);
+	lev_buf_release(&r->parts);
+	r->parts_cut = false;
 }
 
+/*
+ * A frame to R's worker.  When it cannot be sent (the worker has exited,
+ * or is going), the link is only shut for writing: what the worker sent
+ * before it went, its "done" included, is still read to the end of the
+ * stream (run_readable(), reap()), never dropped with the socket.
+ */
 static void run_send(struct daemon *d, struct run *r, json_t *msg)
 {
 	struct lev_err err = LEV_ERR_INIT;
 
-	if (r->fd >= 0 && lev_proto_send(r->fd, msg, &err) < 0) {
+	if (r->fd >= 0 && !r->muted && lev_proto_send(r->fd, msg, &err) < 0) {
 		dlog(d, "run %s: %s", r->id, err.msg);
-		close_run_fd(r);
+		r->muted = true;
+		(void)shutdown(r->fd, SHUT_WR);
 	}
 	json_decref(msg);
 }
@@ -859,6 +917,8 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 	}
 }
 
+static bool run_ended_in_record(struct daemon *d, struct run *r);
+
 /* Mark a run whose worker is gone; STATUS from waitpid. */
 static void run_reaped(struct daemon *d, struct run *r, int status)
 {
@@ -873,6 +933,9 @@ static void run_reaped(struct daemon *d, struct run *r, int status)
 		run_save(d, r);
 		return;
 	}
+	/* every frame it sent is read (reap()): a run its record says completed did */
+	if (run_ended_in_record(d, r))
+		return;
 	if (r->cancel_requested) {
 		run_set_status(d, r, "cancelled");
 		return;
@@ -942,19 +1005,59 @@ static void journal_event(struct daemon *d, struct run *r, const json_t *ev)
 		dlog(d, "run %s: %s", r->id, err.msg);
 }
 
-/* The worker took a model turn live: the journal keeps it for a replay. */
+/* A "part" frame: its text joins the parts of the turn or output it precedes. */
+static void parts_add(struct run *r, const json_t *m)
+{
+	const json_t *t = json_object_get(m, "text");
+
+	if (r->parts_cut)
+		return;
+	if (!json_is_string(t) ||
+	    lev_buf_add(&r->parts, json_string_value(t), json_string_length(t)) < 0) {
+		lev_buf_release(&r->parts);
+		r->parts_cut = true;
+	}
+}
+
+/*
+ * The text sent in parts before frame M, when M says it has some ("parts"):
+ * a new string, or NULL when there is none or it was cut.  The parts are
+ * emptied for the next one.
+ */
+static json_t *parts_take(struct run *r, const json_t *m)
+{
+	json_t *s = NULL;
+
+	if (json_is_true(json_object_get(m, "parts")) && !r->parts_cut)
+		s = json_stringn(r->parts.buf, r->parts.len);
+	lev_buf_release(&r->parts);
+	r->parts_cut = false;
+	return s;
+}
+
+/*
+ * The worker took a model turn live: the journal keeps it for a replay,
+ * whatever its size (one too large for a frame comes in parts).
+ */
 static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
 {
+	json_t *text = parts_take(r, m), *whole = NULL;
 	const json_t *turn = json_object_get(m, "turn");
 	json_t *cut = NULL;
 	struct lev_err err = LEV_ERR_INIT;
 	json_int_t seq = json_integer_value(json_object_get(m, "seq"));
 
+	if (text) {
+		whole = json_loadb(json_string_value(text), json_string_length(text), 0, NULL);
+		turn = whole;
+	}
 	if (!json_is_object(turn))
 		turn = cut = json_pack("{s:b}", "cut", 1);	/* too large to send: the log ends */
 	if (seq > 0 && lev_store_turn_put(d->st, r->id, (long)seq, r->call_seq, turn, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 	json_decref(cut);
+	json_decref(whole);
+	json_decref(text);
 }
 
 /*
@@ -1023,6 +1126,8 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 			flush_runs(d, false);
 			run_send(d, r, lev_proto_request("ack"));
 		}
+	} else if (lev_streq(op, "part")) {
+		parts_add(r, m);
 	} else if (lev_streq(op, "turn")) {
 		journal_turn(d, r, m);
 	} else if (lev_streq(op, "reloaded")) {
@@ -1069,10 +1174,13 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 		}
 	} else if (lev_streq(op, "done")) {
 		const char *status = lev_json_str(m, "status");
+		json_t *output = parts_take(r, m);	/* an output too large for a frame */
 
 		if (!status_final(status))
 			status = "error";
-		if (lev_json_str(m, "output"))
+		if (output)
+			json_object_set_new(r->doc, "result", output);
+		else if (lev_json_str(m, "output"))
 			json_object_set(r->doc, "result", json_object_get(m, "output"));
 		if (lev_json_str(m, "error"))
 			json_object_set(r->doc, "error", json_object_get(m, "error"));
@@ -1126,9 +1234,40 @@ static json_t *op_ping(struct daemon *d)
 	return ok;
 }
 
+/* How much of a run's error `lev ps` shows (`lev result` shows it whole). */
+#define PS_ERROR_MAX 1024
+/* Runs in one page of `ps --all` unless the request asks fewer ("limit"). */
+#define PS_PAGE_DEFAULT 500
+#define PS_PAGE_MAX 5000
+
 /*
- * R's doc as JSON text, kept until the doc moves: every change to a doc
- * sets its "moved" (run_set_status(), worker_event()) or its "updated"
+ * What `lev ps` shows of a run: its doc without its output ("result",
+ * which `lev result` reads) and with its error cut to PS_ERROR_MAX bytes,
+ * so no run's size reaches ps and one run cannot crowd out the others.
+ * The JSON text, malloc'ed (NULL only when DOC cannot be encoded).
+ */
+static char *ps_summary(const json_t *doc)
+{
+	json_t *sum = json_copy((json_t *)doc), *e = json_object_get(sum, "error");
+	char *text;
+
+	json_object_del(sum, "result");
+	if (json_is_string(e) && json_string_length(e) > PS_ERROR_MAX) {
+		const char *s = json_string_value(e);
+		size_t n = PS_ERROR_MAX;
+
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;	/* never cut a UTF-8 sequence */
+		json_object_set_new(sum, "error", json_sprintf("%.*s...", (int)n, s));
+	}
+	text = json_dumps(sum, JSON_COMPACT);
+	json_decref(sum);
+	return text;
+}
+
+/*
+ * R's summary as JSON text, kept until the doc moves: every change to a
+ * doc sets its "moved" (run_set_status(), worker_event()) or its "updated"
  * (run_save()).  A thousand runs' docs cost ps a memcpy each, not an
  * encoding.
  */
@@ -1139,7 +1278,7 @@ static const char *doc_text(struct run *r, size_t *len)
 
 	if (!r->dump || u != r->dump_updated || m != r->dump_moved) {
 		free(r->dump);
-		r->dump = json_dumps(r->doc, JSON_COMPACT);
+		r->dump = ps_summary(r->doc);
 		r->dump_len = r->dump ? strlen(r->dump) : 0;
 		r->dump_updated = u;
 		r->dump_moved = m;
@@ -1156,45 +1295,71 @@ static void ps_add(struct lev_buf *b, size_t n, const char *text, size_t len)
 	(void)lev_buf_add(b, text, len);
 }
 
-struct ps_all {
+/* One page of `ps --all`'s finished runs. */
+struct ps_page {
 	struct daemon *d;
 	struct lev_buf *b;
 	size_t n;
+	char *last;		/* the id of the last run listed */
+	bool full;		/* the page holds what a reply may: the rest on the next */
 };
 
 /*
- * One finished run for `ps --all`: the one in memory when it is there (it
- * may be newer).  Past what one reply holds, runs are only counted.
+ * One finished run for `ps --all`, as a summary: the one in memory when it
+ * is there (it may be newer).  A page ends before it holds half of what a
+ * reply may.
  */
-static int ps_all_one(void *data, const char *id, const char *doc, size_t len)
+static int ps_page_one(void *data, const char *id, const char *doc, size_t len)
 {
-	struct ps_all *pa = data;
-	struct run *r;
+	struct ps_page *pg = data;
+	struct run *r = run_resident(pg->d, id);
+	_cleanup_free_ char *own = NULL;
+	json_t *j;
 
-	if (pa->b->len <= LEV_PROTO_MAX) {
-		r = run_resident(pa->d, id);
-		if (r)
-			doc = doc_text(r, &len);
-		ps_add(pa->b, pa->n, doc, len);
+	/* at least one run a page: the paging always moves on */
+	if (pg->n && pg->b->len > LEV_PROTO_MAX / 2) {
+		pg->full = true;
+		return 1;
 	}
-	pa->n++;
+	if (r) {
+		doc = doc_text(r, &len);
+	} else {
+		j = json_loadb(doc, len, 0, NULL);
+		own = j ? ps_summary(j) : NULL;
+		json_decref(j);
+		doc = own ? own : "{}";
+		len = strlen(doc);
+	}
+	ps_add(pg->b, pg->n++, doc, len);
+	free(pg->last);
+	pg->last = xstrdup(id);
 	return 0;
 }
 
-/* The runs going (LIVE) or finished as JSON objects into B: how many. */
-static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, double t)
+/*
+ * The page of ended runs after id AFTER (NULL: the first) into B: how many;
+ * *next (malloc'ed) the id to ask the next page after, NULL at the end.
+ */
+static size_t ps_page(struct daemon *d, struct lev_buf *b, const char *after, long limit,
+		      char **next)
+{
+	struct ps_page pg = { d, b, 0, NULL, false };
+	struct lev_err err = LEV_ERR_INIT;
+
+	if (lev_store_runs_page(d->st, final_statuses, after, limit, ps_page_one, &pg, &err) < 0)
+		dlog(d, "%s", err.msg);
+	if (pg.full || (long)pg.n == limit)
+		*next = pg.last;
+	else
+		free(pg.last);
+	return pg.n;
+}
+
+/* The runs going (LIVE) or those finished in the last RETENTION(d) seconds into B: how many. */
+static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, double t)
 {
 	size_t n = 0;
 
-	if (!live && all) {
-		/* every finished run: the database has them all, memory the recent */
-		struct ps_all pa = { d, b, 0 };
-		struct lev_err err = LEV_ERR_INIT;
-
-		if (lev_store_runs_each(d->st, final_statuses, ps_all_one, &pa, &err) < 0)
-			dlog(d, "%s", err.msg);
-		return pa.n;
-	}
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
 		const char *text;
@@ -1202,8 +1367,7 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, 
 
 		if (status_final(run_status(r)) == live)
 			continue;
-		if (!live && !all &&
-		    t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
+		if (!live && t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
 			continue;
 		text = doc_text(r, &len);
 		ps_add(b, n++, text, len);
@@ -1213,26 +1377,43 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, bool all, 
 
 /*
  * ps, written straight to connection FD: LEV_PROTO_OK_PREFIX, then "runs"
- * (the runs going), "finished" (those that ended in the last
- * RETENTION(d) seconds, or all with "all") and "health".
+ * (the runs going; none on a page after the first), "finished" (those that
+ * ended in the last RETENTION(d) seconds, or with "all" one page of every
+ * ended run: "after" the last id of the page before, at most "limit"),
+ * "next" when another page follows, and "health".  Each run is a summary
+ * (ps_summary()).
  */
 static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
 {
 	bool all = json_is_true(json_object_get(msg, "all"));
+	const char *after = lev_json_str(msg, "after");
+	json_int_t limit = json_integer_value(json_object_get(msg, "limit"));
 	struct lev_buf b = LEV_BUF_INIT;	/* the size is checked once it is written */
-	size_t listed;
-	double t = now();
+	_cleanup_free_ char *next = NULL;
+	size_t listed = 0;
 	json_t *health = health_json(d);
 	char *h;
 	int r;
 
+	if (limit <= 0 || limit > PS_PAGE_MAX)
+		limit = PS_PAGE_DEFAULT;
 	h = json_dumps(health, JSON_COMPACT);
 	json_decref(health);
 	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX "\"runs\":[");
-	listed = ps_list(d, &b, true, all, t);
+	if (!after)
+		listed = ps_list(d, &b, true, now());
 	(void)lev_buf_adds(&b, "],\"finished\":[");
-	listed += ps_list(d, &b, false, all, t);
-	(void)lev_buf_adds(&b, "],\"health\":");
+	listed += all ? ps_page(d, &b, after, (long)limit, &next) : ps_list(d, &b, false, now());
+	(void)lev_buf_addch(&b, ']');
+	if (next) {
+		json_t *n = json_string(next);
+		char *s = json_dumps(n, JSON_ENCODE_ANY);
+
+		(void)lev_buf_addf(&b, ",\"next\":%s", s ? s : "null");
+		free(s);
+		json_decref(n);
+	}
+	(void)lev_buf_adds(&b, ",\"health\":");
 	(void)lev_buf_adds(&b, h ? h : "{}");
 	(void)lev_buf_addch(&b, '}');
 	free(h);
@@ -1252,14 +1433,11 @@ static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *
 static json_t *op_get(struct daemon *d, const json_t *msg)
 {
 	struct run *r = run_find(d, lev_json_str(msg, "run"));
-	json_t *ok;
 
 	if (!r)
 		return lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
 									     : "");
-	ok = lev_proto_ok();
-	json_object_set(ok, "run", r->doc);
-	return ok;
+	return with_doc(lev_proto_ok(), r);
 }
 
 static json_t *op_requests(struct daemon *d)
@@ -1285,6 +1463,9 @@ static json_t *op_cancel(struct daemon *d, const json_t *msg)
 	r->cancel_requested = true;
 	if (r->pid > 0)
 		kill(r->pid, SIGTERM);
+	else if (r->old_pid <= 0)
+		/* no worker (a run held paused across a restart): nothing to wait for */
+		run_set_status(d, r, "cancelled");
 	dlog(d, "run %s: cancel requested", r->id);
 	return lev_proto_ok();
 }
@@ -1420,6 +1601,8 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	return lev_proto_ok();
 }
 
+static bool resume_run(struct daemon *d, struct run *r);
+
 static struct run *run_of(struct daemon *d, const json_t *msg, json_t **fail)
 {
 	struct run *r = run_find(d, lev_json_str(msg, "run"));
@@ -1441,8 +1624,7 @@ static json_t *op_attach(struct daemon *d, struct conn *c, const json_t *msg)
 	if (!r)
 		return lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
 									     : "");
-	ok = lev_proto_ok();
-	json_object_set(ok, "run", r->doc);
+	ok = with_doc(lev_proto_ok(), r);
 	c->follow_next = r;
 	return ok;
 }
@@ -1473,6 +1655,18 @@ static json_t *op_resume(struct daemon *d, const json_t *msg)
 	if (!r->paused)
 		return lev_proto_fail("run '%s' is not paused", r->id);
 	r->paused = false;
+	if (r->pid <= 0 && r->fd < 0) {
+		/* held across a restart: a worker resumes it from the journal */
+		if (r->old_pid > 0)
+			run_set_status(d, r, "idle");
+		else if (!resume_run(d, r)) {
+			r->paused = true;
+			return lev_proto_fail("run '%s' cannot be resumed (see the daemon's log)",
+					      r->id);
+		}
+		follow_push(d, r, lev_proto_request("resumed"), false);
+		return lev_proto_ok();
+	}
 	run_send(d, r, lev_proto_request("resume"));
 	if (lev_streq(run_status(r), "paused"))
 		run_set_status(d, r, r->question ? ask_status(lev_json_str(r->question, "kind"))
@@ -1680,12 +1874,6 @@ static bool resume_run(struct daemon *d, struct run *r)
 	return true;
 }
 
-/*
- * The previous daemon's worker PID, cancelled when that daemon died, may
- * still be finishing (killing its command, closing its record): the run is
- * resumed once it is gone, so two workers never write one record.  It gets
- * SIGKILL once DEADLINE has passed (10 s after the restart, for all of them).
- */
 /* PID runs (a zombie nobody reaped yet has ended). */
 static bool pid_running(pid_t pid)
 {
@@ -1707,7 +1895,8 @@ static bool pid_running(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-static void wait_old_worker(struct daemon *d, pid_t pid, double deadline)
+/* PID is a worker (of the previous daemon) still going. */
+static bool old_worker_alive(pid_t pid)
 {
 	char path[64], cmd[256] = "";
 	ssize_t n;
@@ -1716,20 +1905,13 @@ static void wait_old_worker(struct daemon *d, pid_t pid, double deadline)
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return false;
 	n = read(fd, cmd, sizeof(cmd) - 1);
 	close(fd);
 	/* argv[1] is the worker command: anything else is not ours any more */
-	if (n <= 0 || !memmem(cmd, (size_t)n, LEV_DAEMON_WORKER_CMD, strlen(LEV_DAEMON_WORKER_CMD)))
-		return;
-	while (now() < deadline && pid_running(pid))
-		usleep(50 * 1000);
-	if (pid_running(pid)) {
-		dlog(d, "the previous daemon's worker %d is still there: killing it", (int)pid);
-		kill(pid, SIGKILL);
-		for (int i = 0; i < 100 && pid_running(pid); i++)
-			usleep(50 * 1000);
-	}
+	return n > 0 && memmem(cmd, (size_t)n, LEV_DAEMON_WORKER_CMD,
+			       strlen(LEV_DAEMON_WORKER_CMD)) &&
+	       pid_running(pid);
 }
 
 /*
@@ -1758,16 +1940,79 @@ static bool run_ended_in_record(struct daemon *d, struct run *r)
 	if (json_is_string(v))
 		json_object_set(r->doc, "error", v);
 	run_set_status(d, r, "complete");
-	dlog(d, "run %s: had completed before the daemon stopped; taken from its record", r->id);
+	dlog(d, "run %s: completed, as its record says", r->id);
 	json_decref(res);
 	return true;
 }
 
+/*
+ * Go on with run R of the previous daemon, whose worker is gone: finished
+ * as its record says, cancelled when that was asked meanwhile, held when
+ * paused (`lev resume` resumes it, `lev cancel` ends it), else resumed
+ * from the journal.
+ */
+static void recover_one(struct daemon *d, struct run *r)
+{
+	if (run_ended_in_record(d, r))
+		return;
+	if (r->cancel_requested) {
+		run_set_status(d, r, "cancelled");
+		dlog(d, "run %s: cancelled before it was resumed", r->id);
+	} else if (r->paused) {
+		run_set_status(d, r, "paused");
+		dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
+	} else if (!resume_run(d, r)) {
+		json_object_set_new(r->doc, "error",
+				    json_string("the daemon stopped while the run was going"));
+		run_set_status(d, r, "error");
+		dlog(d, "run %s: marked failed: the daemon stopped while it ran", r->id);
+	}
+}
+
+/*
+ * The runs whose previous worker has ended since the last look are
+ * recovered (two workers never write one record); one still there at
+ * d->old_deadline gets SIGKILL.  Whether any is still waited on.
+ */
+static bool old_workers_check(struct daemon *d)
+{
+	double t = now();
+	bool any = false;
+
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (r->old_pid <= 0)
+			continue;
+		if (pid_running(r->old_pid)) {
+			if (t >= d->old_deadline && !r->old_killed) {
+				dlog(d, "the previous daemon's worker %d is still there: killing it",
+				     (int)r->old_pid);
+				kill(r->old_pid, SIGKILL);
+				r->old_killed = true;
+			}
+			any = true;
+			continue;
+		}
+		r->old_pid = 0;
+		json_object_del(r->doc, "old_worker");
+		recover_one(d, r);
+	}
+	return any;
+}
+
+/*
+ * The runs the previous daemon held.  Its workers were cancelled when it
+ * died and may still be finishing (killing a command, closing a record):
+ * the daemon does not wait for them (it serves at once); each such run
+ * shows "idle" (or "paused") and is recovered by the loop once its old
+ * worker is gone (old_workers_check()), SIGKILLed after
+ * OLD_WORKER_GRACE_SECS.
+ */
 static void recover(struct daemon *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	json_t *arr = NULL, *doc;
-	double deadline = now() + 10;
 	size_t i;
 
 	if (lev_store_runs_load(d->st, final_statuses, now() - RETENTION(d), &arr,
@@ -1775,29 +2020,30 @@ static void recover(struct daemon *d)
 		dlog(d, "%s", err.msg);
 		return;
 	}
+	d->old_deadline = now() + (d->o->old_worker_grace_secs ? d->o->old_worker_grace_secs
+							      : OLD_WORKER_GRACE_SECS);
 	json_array_foreach(arr, i, doc) {
 		const char *id = lev_json_str(doc, "id");
+		pid_t pid;
 		struct run *r;
 
 		if (!id || run_resident(d, id))
 			continue;
 		r = run_add(d, id, json_incref(doc));
-		if (!status_final(run_status(r)) && json_is_integer(json_object_get(r->doc, "pid")))
-			wait_old_worker(d, (pid_t)json_integer_value(json_object_get(r->doc, "pid")),
-					deadline);
-		json_object_del(r->doc, "pid");
-		if (!status_final(run_status(r)) && run_ended_in_record(d, r))
+		if (status_final(run_status(r)))
 			continue;
-		if (status_paused(run_status(r))) {
-			/* a paused run stays paused: `lev resume` goes on with it */
-			run_save(d, r);
-			dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
-		} else if (!status_final(run_status(r)) && !resume_run(d, r)) {
-			json_object_set_new(r->doc, "error",
-					    json_string("the daemon stopped while the run was going"));
-			run_set_status(d, r, "error");
-			dlog(d, "run %s: marked failed: the daemon stopped while it ran", r->id);
+		pid = (pid_t)json_integer_value(json_object_get(r->doc, "pid"));
+		json_object_del(r->doc, "pid");
+		r->paused = status_paused(run_status(r));
+		if (pid > 0 && old_worker_alive(pid)) {
+			r->old_pid = pid;
+			json_object_set_new(r->doc, "old_worker", json_integer(r->old_pid));
+			run_set_status(d, r, r->paused ? "paused" : "idle");
+			dlog(d, "run %s: recovered once the previous daemon's worker %d is gone",
+			     r->id, (int)r->old_pid);
+			continue;
 		}
+		recover_one(d, r);
 	}
 	json_decref(arr);
 }
@@ -1838,9 +2084,15 @@ static int loop(struct daemon *d, int lfd, int sfd)
 	struct pollfd *p = NULL;
 	struct run **who = NULL;
 
+	bool old_waiting = true;
+
 	while (!d->stopping && !(d->o->stop && *d->o->stop)) {
 		size_t n = 0, base;
 		int r, timeout = flush_due(d);
+
+		/* the previous daemon's workers are looked for until they are gone */
+		if (old_waiting && timeout > 50)
+			timeout = 50;
 
 		for (size_t i = d->n_conns; i-- > 0;)
 			if (d->conns[i].dead)
@@ -1895,6 +2147,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 				accept_all(d, lfd);
 		}
 		reap(d);
+		old_waiting = old_workers_check(d);
 		runs_evict(d, now());
 		if (d->trim_due && !live_runs(d, NULL)) {
 			/* the runs' buffers are free: an idle daemon returns to its size */

@@ -56,6 +56,8 @@ struct lev_daemon_opts {
 	unsigned idle_exit_secs;	/* exit this long after the last run ends; 0: stay */
 	unsigned retention_secs;	/* a finished run stays in `lev ps` and in memory
 					 * this long; 0: 300 s */
+	unsigned old_worker_grace_secs;	/* the previous daemon's workers get SIGKILL
+					 * this long after a restart; 0: 10 s */
 	uint64_t run_data_limit;	/* RLIMIT_DATA of each worker (bytes); 0: none */
 	volatile sig_atomic_t *stop;	/* set to stop (from a signal handler) */
 	int stop_fd;			/* readable once stop is set; -1: none */

@@ -286,29 +286,40 @@ int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *e
 	return r;
 }
 
+/* Where runs_where() starts and how far it goes: by id, after AFTER, LIMIT rows. */
+struct runs_page {
+	const char *after;
+	long limit;
+};
+
 /*
  * FN(DATA, id, doc text, its length) for each row of "SELECT id, doc FROM
  * runs WHERE <HEAD>(?F, ...) ORDER BY created, id", LIST's strings bound
- * from ?F on (F is 2 when ?1 is *SINCE), oldest first; FN returning
- * non-zero stops.  0 or < 0.
+ * from ?F on (F is 2 when ?1 is *SINCE or PAGE's after), oldest first; with
+ * PAGE, "ORDER BY id LIMIT limit"; FN returning non-zero stops.  0 or < 0.
  */
 static int runs_where(struct lev_store *st, const char *head, const char *const *list,
-		      const double *since,
+		      const double *since, const struct runs_page *page,
 		      int (*fn)(void *data, const char *id, const char *doc, size_t len),
 		      void *data, struct lev_err *err)
 {
 	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
-	int from = since ? 2 : 1, r, stop = 0;
+	int from = since || page ? 2 : 1, r, stop = 0;
 	sqlite3_stmt *s = NULL;
 
 	(void)lev_buf_addf(&sql, "SELECT id, doc FROM runs WHERE %s(", head);
 	for (int i = 0; list[i]; i++)
 		(void)lev_buf_addf(&sql, "%s?%d", i ? ", " : "", from + i);
-	(void)lev_buf_adds(&sql, ") ORDER BY created, id");
+	if (page)
+		(void)lev_buf_addf(&sql, ") ORDER BY id LIMIT %ld", page->limit);
+	else
+		(void)lev_buf_adds(&sql, ") ORDER BY created, id");
 	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
 		return db_fail(st, err, "cannot prepare a statement");
 	if (since)
 		sqlite3_bind_double(s, 1, *since);
+	if (page)
+		bind_text(s, 1, page->after);
 	for (int i = 0; list[i]; i++)
 		bind_text(s, from + i, list[i]);
 	while (!stop && (r = sqlite3_step(s)) == SQLITE_ROW) {
@@ -342,7 +353,7 @@ int lev_store_runs_load(struct lev_store *st, const char *const *final, double s
 {
 	json_t *arr = json_array();
 	int r = runs_where(st, "coalesce(updated, 0) >= ?1 OR coalesce(status, '') NOT IN ", final,
-			   &since, add_doc, arr, err);
+			   &since, NULL, add_doc, arr, err);
 
 	if (r < 0) {
 		json_decref(arr);
@@ -356,7 +367,17 @@ int lev_store_runs_each(struct lev_store *st, const char *const *final,
 			int (*fn)(void *data, const char *id, const char *doc, size_t len),
 			void *data, struct lev_err *err)
 {
-	return runs_where(st, "status IN ", final, NULL, fn, data, err);
+	return runs_where(st, "status IN ", final, NULL, NULL, fn, data, err);
+}
+
+int lev_store_runs_page(struct lev_store *st, const char *const *final, const char *after,
+			long limit,
+			int (*fn)(void *data, const char *id, const char *doc, size_t len),
+			void *data, struct lev_err *err)
+{
+	const struct runs_page page = { after ? after : "", limit };
+
+	return runs_where(st, "id > ?1 AND status IN ", final, NULL, &page, fn, data, err);
 }
 
 int lev_store_journal_call(struct lev_store *st, const char *run, long seq, const char *call_id,

@@ -72,6 +72,15 @@ int lev_store_run_get(struct lev_store *st, const char *id, json_t **out, struct
 int lev_store_runs_each(struct lev_store *st, const char *const *final,
 			int (*fn)(void *data, const char *id, const char *doc, size_t len),
 			void *data, struct lev_err *err);
+/*
+ * The same for one page: at most LIMIT runs whose status is one of FINAL
+ * and whose id sorts after AFTER (NULL: from the first), in id order, so
+ * that pages from each last id list every run once.
+ */
+int lev_store_runs_page(struct lev_store *st, const char *const *final, const char *after,
+			long limit,
+			int (*fn)(void *data, const char *id, const char *doc, size_t len),
+			void *data, struct lev_err *err);
 
 /*
  * The journal: a call about to be dispatched (or denied), then its result

@@ -320,7 +320,44 @@ static void hook_step(void *data, struct lev_agent *a)
 		apply_reload(w, a);
 }
 
-/* A model turn, for the journal: its place in the run and the turn (or none: too large). */
+/*
+ * TEXT (LEN bytes of UTF-8) as "part" frames, for the frame that follows
+ * them (worker.h): each part is small enough to fit a frame even when
+ * every byte of it is escaped, and never cuts a UTF-8 sequence.
+ */
+#define W_PART_MAX ((size_t)128 << 10)
+
+static void w_send_parts(struct worker *w, const char *text, size_t len)
+{
+	while (len && !w->broken) {
+		size_t n = len < W_PART_MAX ? len : W_PART_MAX;
+		json_t *m = lev_proto_request("part");
+
+		while (n < len && n > 1 && ((unsigned char)text[n] & 0xc0) == 0x80)
+			n--;
+		json_object_set_new(m, "text", json_stringn(text, n));
+		w_send(w, m);
+		text += n;
+		len -= n;
+	}
+}
+
+/*
+ * TEXT (a string of LEN bytes) into frame M under KEY, or, when a frame
+ * could not carry it, sent in parts before M and M marked "parts".
+ */
+static void w_put_large(struct worker *w, json_t *m, const char *key, const char *text,
+			size_t len)
+{
+	if (len < LEV_PROTO_MAX / 8) {
+		json_object_set_new(m, key, json_stringn(text, len));
+		return;
+	}
+	w_send_parts(w, text, len);
+	json_object_set_new(m, "parts", json_true());
+}
+
+/* A model turn, for the journal: its place in the run and the turn, of any size. */
 static void hook_turn(void *data, const json_t *turn)
 {
 	struct worker *w = data;
@@ -330,9 +367,13 @@ static void hook_turn(void *data, const json_t *turn)
 	w->live_turns++;
 	json_object_set_new(m, "seq", json_integer((json_int_t)(lev_replay_turns_played(w->replay) +
 								(size_t)w->live_turns)));
-	/* a turn a frame cannot carry ends the journal's log there */
-	if (t && strlen(t) < LEV_PROTO_MAX - 4096)
+	if (t && strlen(t) < LEV_PROTO_MAX / 8) {
 		json_object_set(m, "turn", (json_t *)turn);
+	} else if (t) {
+		/* in parts: the journal has every turn, so no call runs twice (worker.h) */
+		w_send_parts(w, t, strlen(t));
+		json_object_set_new(m, "parts", json_true());
+	}
 	free(t);
 	w_send(w, m);
 }
@@ -438,8 +479,9 @@ static void send_done(struct worker *w, const char *status, const char *output, 
 	json_t *m = lev_proto_request("done");
 
 	json_object_set_new(m, "status", json_string(status));
+	/* an output of any size: a frame's worth would end the run in error */
 	if (output)
-		json_object_set_new(m, "output", json_string(output));
+		w_put_large(w, m, "output", output, strlen(output));
 	if (error)
 		json_object_set_new(m, "error", json_string(error));
 	w_send(w, m);
@@ -547,6 +589,14 @@ static int setup_signals(struct lev_err *err)
 	return 0;
 }
 
+/* The worker's process: its link (FD) is its own, no command inherits it; its signals. */
+static int worker_setup(int fd, struct lev_err *err)
+{
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return lev_err_errno(err, -errno, "cannot keep the daemon's link to the worker");
+	return setup_signals(err);
+}
+
 /*
  * A resumed run failed with E: when E names a variable lev.db did not keep
  * (the request's "withheld_env", daemon.c), say so and how to go on.  A
@@ -586,7 +636,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	const char *path, *workdir;
 	int r;
 
-	r = setup_signals(err);
+	r = worker_setup(fd, err);
 	if (r < 0)
 		return r;
 	r = lev_proto_recv(fd, &start, err);

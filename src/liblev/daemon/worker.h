@@ -18,14 +18,17 @@
  *		{"op":"answer","text":T} ([limits] interaction_timeout_secs,
  *		then nobody answered: deny)
  *	-> {"op":"turn","seq":N,"turn":T}	each model turn taken from the
- *		provider (run/replay.h), before its calls; without "turn"
- *		when it is too large for a frame
+ *		provider (run/replay.h), before its calls, whatever its size:
+ *		one too large for a frame is sent in parts
+ *	-> {"op":"part","text":T} ...		a large turn's JSON text, or a
+ *		large output, in pieces of at most 128 KiB; the frame after
+ *		them says "parts": true instead of "turn" or "output"
  *	<- {"op":"reload"}			config.toml changed and is good:
  *		at the next step (before a model request or a call is decided)
  *		the run takes the tighter of its config and the new one
  *		(policy/tighter.h) and answers
  *	-> {"op":"reloaded"} or {"op":"reloaded","error":E}
- *	-> {"op":"done","status":S,"output":O,"error":E}
+ *	-> {"op":"done","status":S,"output":O,"error":E}	(or "parts": true)
  *
  * A start frame with "recover": true is a run the daemon resumes after a
  * restart: the worker reads the run's replay log from <data root>/lev.db
@@ -38,6 +41,10 @@
  * (before each model turn, and before an allowed call runs): paused, it
  * says {"op":"paused"} and waits for "resume"; a message joins the
  * conversation as a user turn before the next model turn.
+ *
+ * The worker's end of the socketpair is close-on-exec: no command inherits it.
+ * The daemon judges how a run ended from its frames once every one the
+ * worker sent is read (to the end of the stream), then from its record.
  *
  * SIGTERM, SIGINT and SIGHUP cancel the run (lev cancel); the worker sets
  * PR_SET_PDEATHSIG before exec, so it is cancelled when the daemon dies.
