@@ -150,6 +150,14 @@ test_expect_success 'writable ~/.cargo opens its entries, never ~/.cargo/credent
 	! grep -q cargo-token "$WD/cred.txt"
 '
 
+test_expect_success 'lev validate says what each stage may write' '
+	printf "[sandbox]\nwritable = [\"~/.cache\", \"~/.cargo\"]\n" | config &&
+	"$LEV" validate "$BP" >out &&
+	grep -q "^    main (sandbox none): the workdir, a scratch /tmp, ~/.cache, ~/.cargo$" out &&
+	"$LEV" validate --json "$BP" >out.json &&
+	test "$(jq -r .blueprint.stages_write.main out.json)" = "the workdir, a scratch /tmp, ~/.cache, ~/.cargo"
+'
+
 test_expect_success 'a writable entry that holds a masked path is refused' '
 	printf "[sandbox]\nwritable = [\"~\"]\n" | config &&
 	turns "true" && test_must_fail run --yolo &&

@@ -345,7 +345,8 @@ static void lint_sandbox(const struct lev_blueprint *bp, const struct lev_config
 					 "set [sandbox] kind = \"namespace\" (or \"container\") in "
 					 "your config.toml to sandbox every agent",
 					 "asks to run tools directly on the host (sandbox kind = none), "
-					 "and your config sets no sandbox: shell commands run unconfined");
+					 "and your config sets no sandbox: shell commands run on the host, "
+					 "behind only the Landlock host fence");
 	}
 }
 
