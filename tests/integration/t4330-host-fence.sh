@@ -246,6 +246,77 @@ test_expect_success 'benign twin: a safe-list entry for the program itself pre-a
 '
 config </dev/null
 
+# ---- [integrity] protected: read-only to commands while untrusted content is live ----
+
+PBP="$TRASH/pbp"
+PWD_="$TRASH/pwork"
+mkdir -p "$PBP" "$PWD_/inbox" "$PWD_/sub"
+cat >"$PBP/agent.leviath" <<-EOF
+[agent]
+name = "protect"
+[sandbox]
+kind = "none"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell", "read_file"]
+EOF
+cat >"$CFG_DIR/policy.toml" <<-EOF
+[integrity]
+untrusted = ["inbox/*"]
+protected = ["payees.csv", "sub/*.csv"]
+EOF
+chmod 600 "$CFG_DIR/policy.toml"
+echo "page text" >"$PWD_/inbox/page.html"
+
+# pturns UNTRUSTED LINE...: optionally read the untrusted page, then run each LINE
+pturns() {
+	local first=$1
+	shift
+	python3 - "$first" "$@" >"$PBP/turns.toml" <<-'EOF'
+	import json, sys
+	if sys.argv[1] == "yes":
+	    print('[[turn]]\n[[turn.call]]\ntool = "read_file"\nargs = { path = "inbox/page.html" }')
+	print("[[turn]]")
+	for line in sys.argv[2:]:
+	    print('[[turn.call]]\ntool = "shell"\nargs = { command = %s }' % json.dumps(line))
+	print('[[turn]]\ntext = "done"')
+	EOF
+}
+reset_files() {
+	printf 'alice,1\n' >"$PWD_/payees.csv" && printf 'bob,2\n' >"$PWD_/sub/more.csv" &&
+	printf 'free\n' >"$PWD_/notes.txt" && printf 'x\n' >"$PWD_/other.csv"
+}
+WRITES=('echo mallory,9 >> payees.csv' "sed -i s/alice/mallory/ payees.csv"
+	'cp other.csv payees.csv' 'mv other.csv payees.csv' 'echo m >> sub/more.csv'
+	'rm -f payees.csv')
+
+for w in "${WRITES[@]}"; do
+	test_expect_success "untrusted content live: '$w' leaves the protected file as it was" '
+		reset_files &&
+		pturns yes "$(hide 1 "$w")" "echo ok >> notes.txt" &&
+		lev run --foreground "$PBP" --workdir "$PWD_" --json --yolo >ev 2>err &&
+		test "$(cat "$PWD_/payees.csv")" = "alice,1" &&
+		test "$(cat "$PWD_/sub/more.csv")" = "bob,2" &&
+		test "$(tail -1 "$PWD_/notes.txt")" = ok
+	'
+	test_expect_success "benign twin: with no untrusted content '$w' goes through" '
+		reset_files &&
+		pturns no "$(hide 1 "$w")" &&
+		lev run --foreground "$PBP" --workdir "$PWD_" --json --yolo >ev 2>err &&
+		! { test "$(cat "$PWD_/payees.csv" 2>/dev/null)" = "alice,1" &&
+		    test "$(cat "$PWD_/sub/more.csv")" = "bob,2"; }
+	'
+done
+
+test_expect_success 'untrusted content live: a command still reads the protected file and writes the rest' '
+	reset_files &&
+	pturns yes "cat payees.csv sub/more.csv" "$(hide 1 "echo y >> other.csv")" &&
+	lev run --foreground "$PBP" --workdir "$PWD_" --json --yolo >ev 2>err &&
+	results | grep -q "alice,1" && results | grep -q "bob,2" &&
+	test "$(tail -1 "$PWD_/other.csv")" = y
+'
+rm -f "$CFG_DIR/policy.toml"
+
 # ---- no Landlock ------------------------------------------------------------
 
 NF=$(lev_helper_path no-feature)

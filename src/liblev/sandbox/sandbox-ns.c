@@ -66,6 +66,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/policy/integrity.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -503,6 +504,72 @@ static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, boo
 	return f;
 }
 
+#define PROTECT_WALK_MAX 50000	/* workdir entries looked at for protected files */
+
+/* Collect the files under DIR (REL from the workdir) that GLOBS protect. */
+static int find_protected(const char *dir, const char *rel, char *const *globs, char ***out,
+			  size_t *seen, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return 0;
+	while (r == 0 && (de = readdir(d))) {
+		_cleanup_free_ char *child = NULL, *crel = NULL;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++*seen > PROTECT_WALK_MAX) {
+			r = -E2BIG;
+			break;
+		}
+		child = lev_path_join(dir, de->d_name);
+		crel = rel ? lev_path_join(rel, de->d_name) : xstrdup(de->d_name);
+		if (lev_integrity_globs_match(globs, crel, child))
+			*out = lev_strv_push(*out, child);
+		else if (de->d_type == DT_DIR && depth < 32)
+			r = find_protected(child, crel, globs, out, seen, depth + 1);
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * The workdir's write grant.  With files [integrity] protects in it
+ * (lev_sandbox_limits.protect), Landlock (which only grants) gets the grant
+ * split around them: every directory that holds one keeps reading and
+ * making entries but neither writes, truncates, removes nor renames (so
+ * `>>`, `sed -i`, `cp` and `mv` over the file all fail), everything else
+ * in it stays fully writable, and the protected files themselves are only
+ * read.  The trade: in those directories a new file can be made but not
+ * written, and nothing can be removed or renamed, while the grant is split.
+ */
+static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
+			       char *const *protect, struct lev_err *err)
+{
+	_cleanup_strv_ char **files = NULL;
+	size_t seen = 0;
+
+	if (protect && protect[0] &&
+	    find_protected(workdir, NULL, protect, &files, &seen, 0) < 0)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "the workdir holds more than %d entries, too many to keep its "
+				   "protected files read-only", PROTECT_WALK_MAX);
+	if (!files) {
+		add_rule(pl, workdir, LEV_LL_FS_ALL);
+		return 0;
+	}
+	plan_except(pl, workdir, files,
+		    LEV_LL_FS_READ | LEV_LL_FS_MAKE_REG | LEV_LL_FS_MAKE_DIR | LEV_LL_FS_MAKE_SYM |
+			    LEV_LL_FS_MAKE_FIFO | LEV_LL_FS_MAKE_SOCK,
+		    LEV_LL_FS_ALL, 0);
+	for (char **f = files; *f; f++)
+		add_rule(pl, *f, LEV_LL_FS_READ_FILE);
+	return 0;
+}
+
 /*
  * The host fence of kind none (lev_sandbox_limits.host_fence, read_fence):
  * Landlock under no_new_privs.  Writes: the workdir, the command's scratch
@@ -511,11 +578,12 @@ static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, boo
  * granting a tree that holds it.
  */
 static int plan_host_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb, bool confined,
-			   struct lev_err *err)
+			   char *const *protect, struct lev_err *err)
 {
 	int abi = lev_landlock_abi();
 	const struct lev_sbx_fence *f;
 	size_t i;
+	int r;
 
 	if (abi < 1)
 		return lev_err_set(err, LEV_EUNSUPP,
@@ -533,7 +601,9 @@ static int plan_host_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *
 		add_rule(pl, p, DEV_RW);
 	}
 	add_rule(pl, "/dev/pts", LEV_LL_FS_READ_DIR | DEV_RW);
-	add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	r = plan_workdir_writes(pl, sb->workdir, protect, err);
+	if (r < 0)
+		return r;
 	if (pl->tmpdir)
 		add_rule(pl, pl->tmpdir, LEV_LL_FS_ALL);
 	/* a writable tree that holds a mask (~/.cargo holds ~/.cargo/credentials)
@@ -635,7 +705,7 @@ int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char 
 		int r = plan_tmpdir(pl, make_tmpdir, err);
 
 		if (r == 0)
-			r = plan_host_fence(pl, sb, limits->read_fence, err);
+			r = plan_host_fence(pl, sb, limits->read_fence, limits->protect, err);
 		if (r < 0) {
 			lev_sbx_nsplan_free(pl);
 			return r;

@@ -104,6 +104,14 @@ struct lev_sandbox_limits {
 	 * cannot carry a pre-approved program to ~/docs.  Implies host_fence.
 	 */
 	bool read_fence;
+	/*
+	 * Kind none, inside the host fence: path globs ([integrity] protected,
+	 * matched as lev_integrity_globs_match() does) whose files in the
+	 * workdir commands may read but not change, create over, rename or
+	 * remove.  lev run sets it while untrusted content is live.  NULL:
+	 * none.  Borrowed for the spawn.
+	 */
+	char *const *protect;
 };
 
 #define LEV_SANDBOX_DEFAULT_TIMEOUT_MS 60000ULL

@@ -453,6 +453,7 @@ int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
 	limits.output_max = opts->output_max;
 	limits.read_fence = opts->read_fence;
 	limits.host_fence = true;	/* kind none: every shell line runs fenced */
+	limits.protect = opts->protect;
 	io.cancel_fd = opts->cancel_fd;
 	argv = lev_shell_argv(lev_sandbox_kind(opts->sandbox), command);
 	if (opts->git_hooks_off) {
