@@ -26,15 +26,19 @@ BP="$TRASH/bp"
 CFG_DIR="$HOME/.leviath"
 mkdir -p "$WD" "$BP" "$CFG_DIR" "$HOME/docs"
 chmod 700 "$CFG_DIR"
-cat >"$BP/agent.leviath" <<-EOF
-[agent]
-name = "fence"
-[sandbox]
-kind = "none"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["shell"]
-EOF
+# mkbp DIR NAME TOOLS: a kind-none blueprint whose one stage runs scripted turns
+mkbp() {
+	cat >"$1/agent.leviath" <<-EOF
+	[agent]
+	name = "$2"
+	[sandbox]
+	kind = "none"
+	[stages.main]
+	model = { provider = "script", script = "turns.toml" }
+	available_tools = [$3]
+	EOF
+}
+mkbp "$BP" fence '"shell"'
 config() {
 	cat >"$CFG_DIR/config.toml" && chmod 600 "$CFG_DIR/config.toml"
 }
@@ -251,15 +255,7 @@ config </dev/null
 PBP="$TRASH/pbp"
 PWD_="$TRASH/pwork"
 mkdir -p "$PBP" "$PWD_/inbox" "$PWD_/sub"
-cat >"$PBP/agent.leviath" <<-EOF
-[agent]
-name = "protect"
-[sandbox]
-kind = "none"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["shell", "read_file"]
-EOF
+mkbp "$PBP" protect '"shell", "read_file"'
 cat >"$CFG_DIR/policy.toml" <<-EOF
 [integrity]
 untrusted = ["inbox/*"]
