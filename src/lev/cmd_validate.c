@@ -17,6 +17,38 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/conf/config.h"
 #include "liblev/policy/lint.h"
+#include "liblev/sandbox/sandbox.h"
+
+/*
+ * What a stage's shell lines may write, from its effective sandbox: the
+ * workdir and a scratch /tmp always; with kind none, the host fence adds
+ * [sandbox] writable (the user's, narrowed by the blueprint's).
+ */
+static char *stage_writes(const struct lev_config *cfg, const struct lev_blueprint *bp,
+			  const struct lev_stage *st, enum lev_sandbox_kind *kind)
+{
+	struct lev_sandbox_spec eff;
+	struct lev_buf b = LEV_BUF_INIT;
+
+	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
+	*kind = eff.kind;
+	(void)lev_buf_adds(&b, "the workdir, a scratch /tmp");
+	for (char **w = eff.kind == LEV_SANDBOX_NONE ? eff.writable : NULL; w && *w; w++)
+		(void)lev_buf_addf(&b, ", %s", *w);
+	lev_sandbox_spec_release(&eff);
+	return lev_buf_detach(&b, NULL);
+}
+
+static void print_writes(const struct lev_config *cfg, const struct lev_blueprint *bp)
+{
+	printf("  stages write:\n");
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		enum lev_sandbox_kind kind;
+		_cleanup_free_ char *w = stage_writes(cfg, bp, &bp->stages[i], &kind);
+
+		printf("    %s (sandbox %s): %s\n", bp->stages[i].name, lev_sandbox_kind_name(kind), w);
+	}
+}
 
 static void print_summary(const struct lev_blueprint *bp)
 {
@@ -47,14 +79,19 @@ static void print_failure_json(const char *source, const char *msg)
 	lev_report_print_json(o);
 }
 
-static json_t *blueprint_json(const struct lev_blueprint *bp)
+static json_t *blueprint_json(const struct lev_config *cfg, const struct lev_blueprint *bp)
 {
 	json_t *o = json_object();
-	json_t *stages = json_array(), *scripts = json_array();
+	json_t *stages = json_array(), *scripts = json_array(), *writes = json_object();
 	size_t i;
 
-	for (i = 0; i < bp->n_stages; i++)
+	for (i = 0; i < bp->n_stages; i++) {
+		enum lev_sandbox_kind kind;
+		_cleanup_free_ char *w = stage_writes(cfg, bp, &bp->stages[i], &kind);
+
 		json_array_append_new(stages, json_string(bp->stages[i].name));
+		json_object_set_new(writes, bp->stages[i].name, json_string(w));
+	}
 	for (i = 0; i < bp->n_script_tools; i++) {
 		const struct lev_script_tool *st = &bp->script_tools[i];
 		json_t *req = json_array();
@@ -72,6 +109,7 @@ static json_t *blueprint_json(const struct lev_blueprint *bp)
 	json_object_set_new(o, "stages", stages);
 	json_object_set_new(o, "entry_stage", json_string(bp->entry_stage));
 	json_object_set_new(o, "script_tools", scripts);
+	json_object_set_new(o, "stages_write", writes);
 	return o;
 }
 
@@ -146,13 +184,15 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 	if (json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "valid", json_boolean(errors == 0));
-		json_object_set_new(o, "blueprint", blueprint_json(bp));
+		json_object_set_new(o, "blueprint", blueprint_json(&ctx->cfg, bp));
 		json_object_set_new(o, "error", json_null());
 		json_object_set_new(o, "findings", lev_report_findings_json(&fs));
 		lev_report_print_json(o);
 	} else {
-		if (errors == 0)
+		if (errors == 0) {
 			print_summary(bp);
+			print_writes(&ctx->cfg, bp);
+		}
 		else
 			printf("invalid: blueprint '%s', version %s\n", bp->name, bp->version);
 		lev_report_findings(stdout, &fs);

@@ -849,14 +849,15 @@ test_expect_success 'a pre-approved command runs in a read fence with no sandbox
 	! grep -rq "fence-secret-0451" ev "$(last_run)"
 '
 
-test_expect_success 'what the user allows is not fenced (shell = "allow")' '
+test_expect_success 'what the user allows runs in the host fence too: the secrets stay out' '
 	setconfig <<-EOF &&
 	[tool_permissions]
 	shell = "allow"
 	EOF
 	HOME="$TRASH/fenced/home" lev run --foreground ./fenced/agent --task t --workdir fenced/work --json >ev 2>err &&
 	rm -f "$CONFIG" &&
-	grep -q "fence-secret-0451" ev
+	grep -q "inside text" ev &&
+	! grep -q "fence-secret-0451" ev
 '
 
 test_done

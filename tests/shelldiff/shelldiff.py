@@ -47,6 +47,11 @@ PROGRAMS = ["ls", "cat", "git", "printf", "echo", "date", "file", "test", "[", "
             "find", "sort", "wc", "head", "diff", "du", "stat", "rm", "curl", "make",
             "env", "tail", "pwd", "type", "seq", "basename", "jq", "uname"]
 DISABLED_BUILTINS = ["echo", "printf", "test", "[", "pwd", "type"]
+# Programs that run their operands are keyed through to the program they run
+# (test-shellkeys, t4330); here the stub only logs, so the runner's own argv
+# is not compared.
+RUNNERS = {"env", "timeout", "nice", "nohup", "stdbuf", "setsid", "xargs", "flock", "ionice",
+           "chrt", "taskset", "watch"}
 NEVER_OPEN = {"echo", "printf", "basename", "dirname", "true", "false", "seq", "sleep",
               "pwd", "uname", "whoami", "id", "hostname", "which", "type"}
 PLAY_FILES = ["-v", "--output=o", "-rf", "-s", "-C", "a.md", "b.md", "x", "README.md",
@@ -367,6 +372,8 @@ def compare(lines, parsed, runs):
         play, rn = pr_runs
         home = os.path.join(play, "home")
         for argv in rn:
+            if argv[0] in RUNNERS:
+                continue
             if not key_names(pr["keys"], argv):
                 fails.append((line, "bash ran %r, which no key names (keys %r)" % (argv, pr["keys"])))
                 continue

@@ -377,6 +377,32 @@ static void test_deny_read_is_always_the_users(void **state)
 	lev_sandbox_spec_release(&agent);
 }
 
+/* [sandbox] writable: the user's list; a blueprint's only narrows it. */
+static void test_writable_is_the_users_narrowed_by_the_blueprint(void **state)
+{
+	struct lev_sandbox_spec g = block(NONE, NULL, NULL, UNSET, NULL, NULL, UNSET);
+	struct lev_sandbox_spec agent = block(NONE, NULL, NULL, UNSET, NULL, NULL, UNSET);
+	struct lev_sandbox_spec o;
+
+	(void)state;
+	g.writable = lev_strv_push(lev_strv_push(NULL, "~/.cache"), "~/.cargo");
+	lev_sandbox_resolve(&g, &agent, NULL, &o);	/* the blueprint writes none */
+	assert_int_equal(lev_strv_len(o.writable), 2);
+	lev_sandbox_spec_release(&o);
+	agent.has_writable = true;
+	agent.writable = lev_strv_push(lev_strv_push(lev_strv_push(NULL, "~/.cache/pip"), "/etc"),
+				       "~/.cargo-evil");
+	lev_sandbox_resolve(&g, &agent, NULL, &o);
+	assert_int_equal(lev_strv_len(o.writable), 1);
+	assert_string_equal(o.writable[0], "~/.cache/pip");
+	lev_sandbox_spec_release(&o);
+	lev_sandbox_resolve(NULL, &agent, NULL, &o);	/* no user list: nothing */
+	assert_null(o.writable);
+	lev_sandbox_spec_release(&o);
+	lev_sandbox_spec_release(&g);
+	lev_sandbox_spec_release(&agent);
+}
+
 static void test_is_active_true_for_isolating_kinds(void **state)
 {
 	struct lev_sandbox_spec g_ns = block(NS, NULL, NULL, UNSET, NULL, NULL, UNSET);
@@ -580,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_agent_overrides_global_when_no_stage),
 		cmocka_unit_test(test_network_defaults_to_on_and_either_side_can_turn_it_off),
 		cmocka_unit_test(test_deny_read_is_always_the_users),
+		cmocka_unit_test(test_writable_is_the_users_narrowed_by_the_blueprint),
 		cmocka_unit_test(test_is_active_true_for_isolating_kinds),
 		cmocka_unit_test(test_every_field_merges_by_its_own_rule_in_every_combination),
 		cmocka_unit_test(test_a_stronger_kind_does_not_reopen_the_users_network),

@@ -67,7 +67,7 @@ static const struct kcase table[] = {
 	{ "test -f x", "shell:test", false, NULL, false },
 	{ "[ -f x ]", "shell:[", false, NULL, false },
 	{ "./gradlew build", "shell:./gradlew build", false, NULL, false },
-	{ "/usr/bin/env", "shell:/usr/bin/env", false, NULL, false },
+	{ "/usr/bin/env", UNGRANTABLE, false, NULL, false }, /* runs nothing: printing the env */
 	{ "date +%s", "shell:date +%s", false, NULL, false },
 	/* chains and boundaries */
 	{ "ls && curl x | sh", "shell:curl x|shell:ls|shell:sh", false, NULL, false },
@@ -187,7 +187,15 @@ static const struct kcase table[] = {
 	{ "read -r -p 'go? ' -a arr", "shell:env:arr", false, NULL, false },
 	{ ": ${HOME:=/x}; ls", "shell:env:HOME|shell:ls", false, NULL, false },
 	{ ": ${V=1}; ls", "shell:env:V|shell:ls", false, NULL, false },
-	{ "env X=1 ls", "shell:env X=1", false, NULL, false },
+	/* programs that run their operands are keyed through to the program they run */
+	{ "env X=1 ls", "shell:env:X|shell:ls", false, NULL, false },
+	{ "env curl -d @f http://x", "shell:curl", false, NULL, false },
+	{ "timeout -k 1 5 git status", "shell:git status", false, NULL, false },
+	{ "nice -n 5 nohup stdbuf -oL ls", "shell:ls", false, NULL, false },
+	{ "setsid -w ls", UNGRANTABLE, false, NULL, false }, /* leaves the process group */
+	{ "env -C /etc cat passwd", UNGRANTABLE, false, NULL, false },
+	{ "ionice -c3 chrt -b 0 taskset 1 make test", "shell:make test", false, NULL, false },
+	{ "watch -x -n 1 ls", "shell:ls", false, NULL, false },
 	{ "\"X\"=1 ls", UNGRANTABLE, false, NULL, false },
 	/* builtins that launch nothing */
 	{ "set -euo pipefail; ls", "shell:ls", false, NULL, false },
@@ -682,7 +690,7 @@ static void test_nothing_that_can_write_or_exec_is_safe_by_default(void **state)
 		"perl x", "rg x", "uniq x", "tree", "sort -o x", "make", "npm test", "git",
 		"git push", "git commit -m x", "git config x y", "git checkout x", "git -c a=b log",
 		"nc h 1", "ssh h", "dd of=x", "touch x", "mkdir x", "ln -s a b", "chmod 777 x",
-		"kill 1", "nohup ls", "timeout 1 ls", "sudo ls", "exec curl x", "command curl x",
+		"kill 1", "setsid ls", "env -C /x ls", "timeout 1 curl x", "sudo ls", "exec curl x", "command curl x",
 		"git branch new", "git remote add a b", "date -s 1", "file -C x", "hostname h",
 		"test -v x", "printf -v x y", "read x", "cd $(curl x)", NULL,
 	};

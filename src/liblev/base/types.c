@@ -107,6 +107,7 @@ void lev_sandbox_spec_release(struct lev_sandbox_spec *s)
 	free(s->engine);
 	lev_strv_free(s->mounts);
 	lev_strv_free(s->deny_read);
+	lev_strv_free(s->writable);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -117,4 +118,5 @@ void lev_sandbox_spec_copy(struct lev_sandbox_spec *dst, const struct lev_sandbo
 	dst->engine = src->engine ? xstrdup(src->engine) : NULL;
 	dst->mounts = lev_strv_copy(src->mounts);
 	dst->deny_read = lev_strv_copy(src->deny_read);
+	dst->writable = lev_strv_copy(src->writable);
 }

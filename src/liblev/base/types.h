@@ -91,6 +91,13 @@ struct lev_sandbox_spec {
 	bool has_on_unavailable;
 	enum lev_on_unavailable on_unavailable;
 	char **deny_read;	/* user config only: extra paths to mask */
+	/*
+	 * Paths (absolute or ~/...) a command may write besides the workdir
+	 * and its scratch /tmp (build caches: ~/.cache, ~/.cargo).  The user's
+	 * config names them; a blueprint's list can only narrow it.
+	 */
+	bool has_writable;
+	char **writable;
 };
 
 void lev_sandbox_spec_release(struct lev_sandbox_spec *s);

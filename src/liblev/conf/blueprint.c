@@ -74,7 +74,7 @@ static const char *const model_keys[] = { "provider", "model", "script", "max_to
 					   "allow_user_default", "request_timeout_secs", NULL };
 static const char *const choice_keys[] = { "provider", "model", NULL };
 static const char *const sandbox_keys[] = { "kind", "image", "engine", "network", "mount",
-					    "mounts", "on_unavailable", NULL };
+					    "mounts", "on_unavailable", "writable", NULL };
 static const char *const security_keys[] = { "taint_tracking", NULL };
 static const char *const transition_keys[] = {
 	"hint", "condition", "transform", "transform_config", "gate", "stuck_after_iterations",
@@ -451,6 +451,11 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 			for (m = list; r == 0 && m && *m; m++)
 				if (!lev_strv_contains(s->mounts, *m))
 					s->mounts = lev_strv_push(s->mounts, *m);
+		} else if (lev_tomlval_key_is(t, i, "writable")) {
+			/* narrows the user's list only (lev_sandbox_resolve) */
+			r = lev_tomlval_set_strv(c, v, p, &s->writable, err);
+			if (r == 0)
+				s->has_writable = true;
 		} else if (lev__bp_compat_has(LEV_BPT_SANDBOX, t, i)) {
 			continue;
 		} else {

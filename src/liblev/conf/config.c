@@ -322,7 +322,11 @@ static int parse_sandbox(const struct lev_tomlval_ctx *c, const struct lev_toml_
 			}
 		} else if (lev_tomlval_key_is(t, i, "deny_read"))
 			r = lev_tomlval_set_strv(c, v, p, &s->deny_read, err);
-		else if (lev_tomlval_key_is(t, i, "engine_args"))
+		else if (lev_tomlval_key_is(t, i, "writable")) {
+			r = lev_tomlval_set_strv(c, v, p, &s->writable, err);
+			if (r == 0)
+				s->has_writable = true;
+		} else if (lev_tomlval_key_is(t, i, "engine_args"))
 			r = lev_tomlval_set_strv(c, v, p, &cfg->sandbox_engine_args, err);
 		else if (lev_tomlval_key_is(t, i, "timeout_secs"))
 			r = lev_tomlval_u64(c, v, p, 1, SECS_MAX, &cfg->sandbox_timeout_secs, err);

@@ -345,7 +345,8 @@ static void lint_sandbox(const struct lev_blueprint *bp, const struct lev_config
 					 "set [sandbox] kind = \"namespace\" (or \"container\") in "
 					 "your config.toml to sandbox every agent",
 					 "asks to run tools directly on the host (sandbox kind = none), "
-					 "and your config sets no sandbox: shell commands run unconfined");
+					 "and your config sets no sandbox: shell commands run on the host, "
+					 "behind only the Landlock host fence");
 	}
 }
 
@@ -464,13 +465,32 @@ static void lint_mcp(const struct lev_blueprint *bp, const struct lev_config *cf
 	}
 }
 
+/* Safe-list entries that name a program running its operands (env, timeout ...). */
+static void lint_runner_entries(char *const *shell, const char *source, struct lev_findings *out)
+{
+	for (; shell && *shell; shell++)
+		if (lev_shellkeys_runs_operands(*shell))
+			lev_findings_add(out, LEV_SEV_WARNING, "safe-command-runs-operands", NULL,
+					 "list the program it runs instead (a line is keyed "
+					 "through to it)",
+					 "%s: shell entry '%s' names a program that runs its "
+					 "operands; it is refused, so it pre-approves nothing",
+					 source, *shell);
+}
+
 static void lint_safe_commands(const struct lev_blueprint *bp, const struct lev_config *cfg,
 			       struct lev_findings *out)
 {
+	const struct lev_agent_safe_commands *asc =
+		cfg ? lev_config_agent_safe_commands(cfg, lev_blueprint_grant_name(bp)) : NULL;
+
 	struct lev_buf b = LEV_BUF_INIT_MAX(MSG_MAX);
 	bool honoured = cfg && lev_config_honours_blueprint_safe_commands(cfg, lev_blueprint_grant_name(bp));
 	_cleanup_free_ char *fix = NULL;
 
+	lint_runner_entries(cfg ? cfg->safe_shell : NULL, "[safe_commands]", out);
+	lint_runner_entries(asc ? asc->shell : NULL, "[agent_safe_commands]", out);
+	lint_runner_entries(bp->safe_shell, "blueprint [safe_commands]", out);
 	if (!bp->safe_tools && !bp->safe_shell)
 		return;
 	add_list(&b, bp->safe_tools, ", ");

@@ -72,6 +72,13 @@ static void add_safe_lists(struct lev_perm_setup *s, size_t *n, size_t *cap, cha
 		add_safe(s, n, cap, keep(s, xstrdup(*tools)), source);
 	}
 	for (; shell && *shell; shell++) {
+		if (lev_shellkeys_runs_operands(*shell)) {
+			warn(s, xasprintf("%s: shell entry '%s' names a program that runs its "
+					  "operands; a line is keyed through to the program it "
+					  "runs, so list that program instead; skipped",
+					  source, *shell));
+			continue;
+		}
 		if (!lev_shellkeys_is_valid_prefix(*shell)) {
 			warn(s, xasprintf("%s: shell entry '%s' is not a command prefix a call can "
 					  "produce; skipped",

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/policy/shellkeys-internal.h"
 #include "liblev/policy/shellkeys.h"
@@ -811,6 +812,212 @@ static void program(struct sk *p, struct sk_word *w, size_t i, size_t n)
 	sk_add_key(p, name, strlen(name), fold);
 }
 
+/*
+ * Programs that run their operands (`env curl ...`, `timeout 5 curl ...`):
+ * the line is keyed through to the program they run, so a safe list or a
+ * grant names that program, never the runner.  Each runner's options are
+ * known here: SHORT_ARG letters take an argument (attached or the next
+ * word), SHORT_REST letters take the rest of their cluster (optional
+ * arguments), SHORT_FLAG letters none; long options likewise (getopt_long's
+ * unambiguous abbreviations accepted).  OPERANDS come before the program
+ * (timeout's duration, flock's lock file, taskset's mask).  An option this
+ * parser does not know stops the parse: it could take the program word as
+ * its argument.  NOPROG letters make it act on another process instead
+ * (`ionice -p`) or move the program elsewhere (`env -C DIR`), refused.
+ */
+struct runner {
+	const char *name;
+	const char *short_arg, *short_rest, *short_flag, *noprog;
+	const char *const *long_arg, *const *long_flag;
+	unsigned operands;
+	bool assigns;		/* NAME=VALUE operands set the program's environment (env) */
+	bool string;		/* the operands are joined into a shell string (watch without -x) */
+	const char *refuse;	/* why the line is never pre-approved, or NULL */
+};
+
+#define L(...) ((const char *const[]){ __VA_ARGS__, NULL })
+static const struct runner runners[] = {
+	{ "env", "u", "", "i0v", "C", L("unset"),
+	  L("ignore-environment", "null", "debug"), 0, true, false, NULL },
+	{ "timeout", "sk", "", "v", "", L("signal", "kill-after"),
+	  L("preserve-status", "foreground", "verbose"), 1, false, false, NULL },
+	{ "nice", "n", "", "", "", L("adjustment"), L("-"), 0, false, false, NULL },
+	{ "nohup", "", "", "", "", L("-"), L("-"), 0, false, false, NULL },
+	{ "stdbuf", "ioe", "", "", "", L("input", "output", "error"), L("-"), 0, false, false,
+	  NULL },
+	{ "setsid", "", "", "cfw", "", L("-"), L("ctty", "fork", "wait"), 0, false, false,
+	  "'setsid' leaves the process group lev stops at the timeout" },
+	{ "xargs", "adEILnPs", "eil", "0prtx", "",
+	  L("arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
+	    "max-chars", "process-slot-var"),
+	  L("null", "interactive", "no-run-if-empty", "verbose", "exit", "show-limits",
+	    "open-tty"), 0, false, false, "'xargs' runs commands built from its input" },
+	{ "flock", "wE", "", "sxeunoF", "", L("timeout", "wait", "conflict-exit-code"),
+	  L("shared", "exclusive", "unlock", "nonblock", "nb", "close", "no-fork", "verbose"),
+	  1, false, false, "'flock' creates the lock file it names" },
+	{ "ionice", "cn", "", "t", "pPu", L("class", "classdata"), L("ignore"), 0, false, false,
+	  NULL },
+	{ "chrt", "TPD", "", "abdfiorRv", "pm",
+	  L("sched-runtime", "sched-period", "sched-deadline"),
+	  L("all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork",
+	    "verbose"), 1, false, false, NULL },
+	{ "taskset", "", "", "ac", "p", L("-"), L("all-tasks", "cpu-list"), 1, false, false,
+	  NULL },
+	{ "watch", "nq", "d", "bcegtxprw", "", L("interval", "equexit"),
+	  L("beep", "color", "no-color", "differences", "errexit", "chgexit", "exec", "precise",
+	    "no-title", "no-wrap", "no-linewrap"), 0, false, true, NULL },
+};
+#undef L
+
+static const struct runner *runner_of(const struct sk_word *prog)
+{
+	if (!known(prog) || prog->expanded)
+		return NULL;
+	for (size_t k = 0; k < ARRAY_SIZE(runners); k++)
+		if (streq(runners[k].name, base_name(prog->val)))
+			return &runners[k];
+	return NULL;
+}
+
+bool lev_shellkeys_runs_operands(const char *entry)
+{
+	size_t len;
+	const char *base;
+
+	if (!entry)
+		return false;
+	len = strcspn(entry, " \t");
+	base = entry;
+	for (size_t k = 0; k < len; k++)
+		if (entry[k] == '/')
+			base = entry + k + 1;
+	for (size_t k = 0; k < ARRAY_SIZE(runners); k++)
+		if (strlen(runners[k].name) == (size_t)(entry + len - base) &&
+		    !strncmp(runners[k].name, base, (size_t)(entry + len - base)))
+			return true;
+	return false;
+}
+
+/* The long option NAME (before any '='): 1 takes an argument, 0 not, -1 unknown. */
+static int runner_long(const struct runner *r, const char *name, size_t len)
+{
+	int found = -1, n = 0;
+
+	for (const char *const *o = r->long_arg; *o; o++)
+		if (!strncmp(*o, name, len) && (*o)[0] != '-') {
+			if (strlen(*o) == len)
+				return 1;
+			found = 1, n++;
+		}
+	for (const char *const *o = r->long_flag; *o; o++)
+		if (!strncmp(*o, name, len) && (*o)[0] != '-') {
+			if (strlen(*o) == len)
+				return 0;
+			found = 0, n++;
+		}
+	return n == 1 ? found : -1;
+}
+
+/* Skip one option word W[I] of R; returns the next index, or N after a stop. */
+static size_t runner_option(struct sk *p, const struct runner *r, struct sk_word *w, size_t i,
+			    size_t n, bool *exec)
+{
+	const char *v = w[i].val;
+
+	if (v[1] == '-') {
+		const char *eq = strchr(v + 2, '=');
+		size_t len = eq ? (size_t)(eq - v - 2) : strlen(v + 2);
+		int a = len ? runner_long(r, v + 2, len) : -1;
+
+		if (a < 0)
+			goto unknown;
+		if (!strncmp(v + 2, "exec", len) && len)
+			*exec = true;
+		return a == 1 && !eq ? i + 2 : i + 1;
+	}
+	if (streq(r->name, "nice") && v[1] && strspn(v + 1, "0123456789") == strlen(v + 1))
+		return i + 1;	/* nice -5: the old spelling of -n 5 */
+	for (v++; *v; v++) {
+		if (strchr(r->noprog, *v)) {
+			sk_refuse(p, "the runner acts on another process, or runs its program "
+				     "in another directory");
+			return n;
+		}
+		if (*v == 'x' && streq(r->name, "watch"))
+			*exec = true;
+		if (strchr(r->short_rest, *v))
+			return i + 1;
+		if (strchr(r->short_arg, *v))
+			return v[1] ? i + 1 : i + 2;
+		if (!strchr(r->short_flag, *v))
+			goto unknown;
+	}
+	return i + 1;
+unknown:
+	sk_stop(p, "an option of a program that runs its operands this parser does not know");
+	return n;
+}
+
+/*
+ * W[I] runs R: skip its options and operands (noting paths outside the
+ * workdir among them) and return the index of the program it runs, or N
+ * when there is none or the parse stopped.
+ */
+static size_t runner_skip(struct sk *p, const struct runner *r, struct sk_word *w, size_t i,
+			  size_t n)
+{
+	unsigned operands = 0;
+	bool exec = false;
+	size_t k;
+
+	if (r->refuse)
+		sk_refuse(p, r->refuse);
+	for (k = i + 1; k < n && !p->stopped;) {
+		const char *v = w[k].val;
+
+		if (!known(&w[k]) || w[k].expanded) {
+			sk_stop(p, "an operand of a program that runs its operands is only known "
+				   "when the line runs");
+			return n;
+		}
+		sk_note_outside(p, &w[k]);
+		if (streq(v, "--") && operands == 0) {
+			k++;
+			break;
+		}
+		if (v[0] == '-' && v[1] && operands == 0) {
+			size_t next = runner_option(p, r, w, k, n, &exec);
+
+			for (size_t j = k + 1; j < next && j < n; j++)
+				sk_note_outside(p, &w[j]);
+			k = next;
+			continue;
+		}
+		if (streq(v, "-") && r->assigns) {
+			k++;
+			continue;
+		}
+		if (r->assigns && strchr(v, '=') && v[0] != '=') {
+			bind_word(p, &w[k]);
+			k++;
+			continue;
+		}
+		if (operands < r->operands) {
+			operands++;
+			k++;
+			continue;
+		}
+		break;
+	}
+	if (p->stopped || k >= n)
+		return n;
+	if (r->string && !exec) {
+		sk_stop(p, "'watch' runs its operands as a shell string");
+		return n;
+	}
+	return k;
+}
+
 /* Declaration builtins: their assignment-like operands are assignments, not fields. */
 static const char *const declarations[] = {
 	"export", "readonly", "declare", "typeset", "local", NULL,
@@ -859,6 +1066,17 @@ static void command_fields(struct sk *p, struct sk_word *w, size_t n)
 			if (streq(prog->val, "exec"))
 				sk_need_fence(p, "'exec' replaces the shell or rewires its descriptors");
 			i = skip_prefix_options(p, w, i + 1, n, prog->val);
+			continue;
+		}
+		if (runner_of(prog)) {
+			const struct runner *r = runner_of(prog);
+
+			if (prog->quoted)
+				sk_refuse(p, "the program name is quoted");
+			program_misuse(p, r->name, w, i, n);
+			if (p->stopped)
+				return;
+			i = runner_skip(p, r, w, i, n);
 			continue;
 		}
 		program(p, w, i, n);

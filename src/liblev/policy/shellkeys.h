@@ -146,6 +146,15 @@ bool lev_shellkeys_is_program_key(const char *key);
 bool lev_shellkeys_is_valid_prefix(const char *entry);
 
 /*
+ * True when the program ENTRY starts with (its first word; a path by its
+ * last component) runs the program its operands name: env, timeout, nice, nohup, stdbuf, setsid,
+ * xargs, flock, ionice, chrt, taskset, watch.  A line is keyed through to
+ * the program they run, so a safe-list entry for one of them alone would
+ * pre-approve whatever it runs; it is refused.
+ */
+bool lev_shellkeys_runs_operands(const char *entry);
+
+/*
  * True when KEYS is non-empty and every key is in SAFE, or is a program
  * key whose program_of() is in SAFE (widening applies to SAFE only, and
  * never to env or write keys), or is exactly in GRANTED.  SAFE and GRANTED

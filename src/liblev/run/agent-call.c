@@ -644,6 +644,22 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 		lev_tool_output_set(cs->out, answer, false);
 }
 
+
+/*
+ * While untrusted content is live, the files [integrity] protects are
+ * read-only to the shell line (the host fence splits the workdir's write
+ * grant around them): the globs, or NULL.
+ */
+static char *const *shell_protects(const struct lev_agent *a, const struct call_state *cs)
+{
+	const struct lev_integrity_policy *ip;
+
+	if (!a->gate || cs->gd.integrity == LEV_TRUSTED)
+		return NULL;
+	ip = lev_policy_integrity(lev_gate_policy(a->gate));
+	return ip ? ip->protected_files : NULL;
+}
+
 static void execute(struct lev_agent *a, struct call_state *cs)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -669,6 +685,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.envp = a->envp,
 			.cancel_fd = a->o.cancel_fd,
 			.read_fence = cs->gd.read_fence,
+			.protect = shell_protects(a, cs),
 			.git_hooks_off = cs->gd.git_hooks_off,
 		};
 

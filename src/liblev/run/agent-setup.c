@@ -13,6 +13,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/credentials.h"
@@ -276,6 +277,7 @@ static void build_env(struct lev_agent *a)
 static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 {
 	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
+	char **grants;
 	/* a sub-agent's ceiling is its parent's sandbox as it stands: same or stricter */
 	const struct lev_sandbox_spec *ceiling =
 		a->parent ? &a->parent->stages[a->parent->cur].eff : &a->cfg->sandbox;
@@ -292,6 +294,8 @@ static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 	so.env.allow = a->cfg->allow_env_vars;
 	so.limits.timeout_ms = a->cfg->limits.shell_timeout_secs * 1000;
 	so.limits.output_max = a->cfg->limits.max_tool_output_bytes;
+	grants = lev_config_read_path_grants_for_agent(a->cfg, lev_blueprint_grant_name(a->bp));
+	so.read_paths = grants;
 
 	for (size_t i = 0; i < a->n_stages; i++) {
 		struct stage_rt *s = &a->stages[i];
@@ -299,12 +303,37 @@ static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 		lev_sandbox_resolve(ceiling, &a->bp->sandbox, &s->st->sandbox, &s->eff);
 		/* containers are shared through the pool; other kinds are cheap */
 		r = lev_sandbox_new(&s->eff, &so, &s->sb, err);
-		if (r < 0)
+		if (r < 0) {
+			lev_strv_free(grants);
 			return lev_err_wrap(err, "sandbox for stage '%s'", s->st->name);
+		}
 		if (lev_sandbox_missing(s->sb))
 			agent_warn(a, "stage '%s': sandbox runs without %s",
 				   s->st->name, lev_sandbox_degraded(s->sb)
 							? lev_sandbox_degraded(s->sb) : "some layers");
+	}
+	lev_strv_free(grants);
+	return 0;
+}
+
+/*
+ * With sandbox kind none every shell line runs inside the host fence
+ * (Landlock): a stage that offers the shell on a kernel without Landlock
+ * is refused before anything runs.
+ */
+static int check_host_fence(const struct lev_agent *a, struct lev_err *err)
+{
+	const char *shell = lev_tooltable_name(LEV_OP_SHELL);
+
+	for (size_t i = 0; i < a->n_stages; i++) {
+		const struct stage_rt *s = &a->stages[i];
+
+		if (!a->landlock && lev_sandbox_kind(s->sb) == LEV_SANDBOX_NONE &&
+		    lev_strv_contains(s->offered, shell))
+			return lev_err_set(err, LEV_EUNSUPP,
+					   "stage '%s': sandbox kind none runs every shell line "
+					   "inside a Landlock fence, and this kernel has no "
+					   "Landlock (missing layer: landlock)", s->st->name);
 	}
 	return 0;
 }
@@ -547,7 +576,7 @@ static int setup(struct lev_agent *a, const char *entry, struct lev_err *err)
 		return r;
 	for (size_t i = 0; i < a->n_stages; i++)
 		build_offered(a, &a->stages[i]);
-	return 0;
+	return check_host_fence(a, err);
 }
 
 struct lev_agent *agent_root(struct lev_agent *a)

@@ -48,7 +48,11 @@ struct lev_sandbox {
 	bool have_sc;
 	struct lev_scfilter sc;
 	char *resolv_target;		/* /etc/resolv.conf's target when it lives under /run */
-	struct lev_sbx_fence *fence;	/* kind none: the read fence's rules, built on first use */
+	struct lev_sbx_fence *fence;	/* kind none, two of them: the host fence's read rules, built on
+					 * first use: [0] everywhere but the masks, [1] the
+					 * confined reads of a pre-approved line */
+	char **writable;		/* [sandbox] writable, expanded (absolute) */
+	char **read_paths;		/* opts->read_paths' trees, expanded */
 	struct lev_sbx_warm *warm;	/* namespace: the warm helper, started by the first command */
 	char *cold;			/* namespace: why commands start cold, or NULL */
 
@@ -63,9 +67,9 @@ struct lev_sandbox {
 };
 
 /*
- * The read-everywhere-but-the-masks rules of the kind-none read fence:
- * walking / and the home directory costs a few hundred system calls, so
- * they are planned once per sandbox and reused by every fenced spawn.
+ * The read rules of the kind-none host fence: walking / and the home
+ * directory around the masks costs a few hundred system calls, so they are
+ * planned once per sandbox and reused by every fenced spawn.
  */
 struct lev_sbx_fence {
 	bool ready;

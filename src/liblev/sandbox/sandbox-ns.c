@@ -66,6 +66,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/policy/integrity.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -369,16 +370,17 @@ static bool is_masked(const char *p, char *const *masks)
 	return false;
 }
 
-/* Reads everywhere except the masks, rule by rule (no mount namespace to
- * hide them): every ancestor of a mask gets read_dir only, every other
- * entry full read, unless it resolves into or above a mask. */
-static void plan_read_except(struct lev_sbx_nsplan *pl, const char *dir, char *const *masks,
-			     int depth)
+/* Grant LEAF on everything under DIR except the masks, rule by rule (no
+ * mount namespace to hide them): every ancestor of a mask gets SELF only,
+ * every other entry LEAF, unless it resolves into or above a mask. */
+static void plan_except(struct lev_sbx_nsplan *pl, const char *dir, char *const *masks,
+			uint64_t self, uint64_t leaf, int depth)
 {
 	DIR *d;
 	struct dirent *de;
 
-	add_rule(pl, dir, LEV_LL_FS_READ_DIR);
+	if (self)
+		add_rule(pl, dir, self);
 	if (depth > 32)
 		return;
 	d = opendir(dir);
@@ -395,14 +397,21 @@ static void plan_read_except(struct lev_sbx_nsplan *pl, const char *dir, char *c
 			continue;
 		if (above_a_mask(child, masks)) {
 			if (is_real_dir(child))
-				plan_read_except(pl, child, masks, depth + 1);
+				plan_except(pl, child, masks, self, leaf, depth + 1);
 			continue;
 		}
 		if (realpath(child, real) && (is_masked(real, masks) || above_a_mask(real, masks)))
 			continue;	/* a link into (or above) a secret */
-		add_rule(pl, child, LEV_LL_FS_READ);
+		add_rule(pl, child, leaf);
 	}
 	closedir(d);
+}
+
+/* Reads everywhere under DIR except the masks: their ancestors are only listable. */
+static void plan_read_except(struct lev_sbx_nsplan *pl, const char *dir, char *const *masks,
+			     int depth)
+{
+	plan_except(pl, dir, masks, LEV_LL_FS_READ_DIR, LEV_LL_FS_READ, depth);
 }
 
 static void plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
@@ -438,53 +447,172 @@ static void plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *s
 	pl->ll.n_rules = pl->n_rules;
 }
 
+/* The system trees a pre-approved host command may read (with the masks kept out). */
+static const char *const system_trees[] = {
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+	"/proc", "/sys", "/dev",
+};
+
+/* Read TREE, walking around the masks beneath it; nothing when it is masked. */
+static void add_read_tree(struct lev_sbx_nsplan *pl, const char *tree, char *const *masks)
+{
+	char real[PATH_MAX];
+
+	if (is_masked(tree, masks) ||
+	    (realpath(tree, real) && (is_masked(real, masks) || above_a_mask(real, masks))))
+		return;
+	if (above_a_mask(tree, masks))
+		plan_read_except(pl, tree, masks, 0);
+	else
+		add_rule(pl, tree, LEV_LL_FS_READ);
+}
+
 /*
- * The read fence of kind none (lev_sandbox_limits.read_fence): reads
- * everywhere except the masks (the secrets under $HOME, lev's data root,
- * deny_read), decided rule by rule as in the Landlock-only fallback, and
- * writes only to the workdir and the harmless devices.
+ * The read rules of the host fence, planned once per sandbox (the walk
+ * around the masks is the costly part) and kept in sb->fence[CONFINED]:
+ * everywhere but the masks, or (CONFINED) the system trees, the workdir,
+ * [sandbox] writable and the granted read paths.  The root directory
+ * itself is listable in both (a shell stats its way down from it).
  */
-static int plan_read_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
-			   struct lev_err *err)
+static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, bool confined)
+{
+	struct lev_sbx_fence *f = &sb->fence[confined];
+	struct lev_sbx_nsplan *scratch;
+	size_t i;
+
+	if (f->ready)
+		return f;
+	scratch = xcalloc(1, sizeof(*scratch));
+	if (!confined) {
+		plan_read_except(scratch, "/", sb->masks, 0);
+	} else {
+		add_rule(scratch, "/", LEV_LL_FS_READ_DIR);
+		for (i = 0; i < ARRAY_SIZE(system_trees); i++)
+			add_read_tree(scratch, system_trees[i], sb->masks);
+		for (char *const *r = sb->read_paths; r && *r; r++)
+			add_read_tree(scratch, *r, sb->masks);
+	}
+	f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
+				  sizeof(*f->access));
+	for (i = 0; i < scratch->n_rules; i++) {
+		f->paths = lev_strv_push(f->paths, scratch->rules[i].path);
+		f->access[i] = scratch->rules[i].access;
+	}
+	f->n = scratch->n_rules;
+	f->ready = true;
+	lev_sbx_nsplan_free(scratch);
+	return f;
+}
+
+#define PROTECT_WALK_MAX 50000	/* workdir entries looked at for protected files */
+
+/* Collect the files under DIR (REL from the workdir) that GLOBS protect. */
+static int find_protected(const char *dir, const char *rel, char *const *globs, char ***out,
+			  size_t *seen, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return 0;
+	while (r == 0 && (de = readdir(d))) {
+		_cleanup_free_ char *child = NULL, *crel = NULL;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (++*seen > PROTECT_WALK_MAX) {
+			r = -E2BIG;
+			break;
+		}
+		child = lev_path_join(dir, de->d_name);
+		crel = rel ? lev_path_join(rel, de->d_name) : xstrdup(de->d_name);
+		if (lev_integrity_globs_match(globs, crel, child))
+			*out = lev_strv_push(*out, child);
+		else if (de->d_type == DT_DIR && depth < 32)
+			r = find_protected(child, crel, globs, out, seen, depth + 1);
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * The workdir's write grant.  With files [integrity] protects in it
+ * (lev_sandbox_limits.protect), Landlock (which only grants) gets the grant
+ * split around them: every directory that holds one keeps reading and
+ * making entries but neither writes, truncates, removes nor renames (so
+ * `>>`, `sed -i`, `cp` and `mv` over the file all fail), everything else
+ * in it stays fully writable, and the protected files themselves are only
+ * read.  The trade: in those directories a new file can be made but not
+ * written, and nothing can be removed or renamed, while the grant is split.
+ */
+static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
+			       char *const *protect, struct lev_err *err)
+{
+	_cleanup_strv_ char **files = NULL;
+	size_t seen = 0;
+
+	if (protect && protect[0] &&
+	    find_protected(workdir, NULL, protect, &files, &seen, 0) < 0)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "the workdir holds more than %d entries, too many to keep its "
+				   "protected files read-only", PROTECT_WALK_MAX);
+	if (!files) {
+		add_rule(pl, workdir, LEV_LL_FS_ALL);
+		return 0;
+	}
+	plan_except(pl, workdir, files,
+		    LEV_LL_FS_READ | LEV_LL_FS_MAKE_REG | LEV_LL_FS_MAKE_DIR | LEV_LL_FS_MAKE_SYM |
+			    LEV_LL_FS_MAKE_FIFO | LEV_LL_FS_MAKE_SOCK,
+		    LEV_LL_FS_ALL, 0);
+	for (char **f = files; *f; f++)
+		add_rule(pl, *f, LEV_LL_FS_READ_FILE);
+	return 0;
+}
+
+/*
+ * The host fence of kind none (lev_sandbox_limits.host_fence, read_fence):
+ * Landlock under no_new_privs.  Writes: the workdir, the command's scratch
+ * directory, [sandbox] writable and the harmless devices.  Reads: see
+ * fence_reads().  Landlock only allows, so a secret is kept out by never
+ * granting a tree that holds it.
+ */
+static int plan_host_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb, bool confined,
+			   char *const *protect, struct lev_err *err)
 {
 	int abi = lev_landlock_abi();
-	char **masks;
+	const struct lev_sbx_fence *f;
 	size_t i;
+	int r;
 
 	if (abi < 1)
 		return lev_err_set(err, LEV_EUNSUPP,
-				   "a pre-approved command runs without a sandbox only inside a "
-				   "Landlock read fence, and this kernel has no Landlock");
+				   "sandbox kind none runs every command inside a Landlock fence, "
+				   "and this kernel has no Landlock (missing layer: landlock)");
 	pl->use_nnp = true;
 	pl->use_ll = true;
 	pl->ll.abi = abi;
 	pl->ll.handled_fs = lev_landlock_fs_rights(abi);
-	if (!sb->fence->ready) {
-		/* plan the walk once, into a scratch plan, and keep its rules */
-		struct lev_sbx_nsplan *scratch = xcalloc(1, sizeof(*scratch));
-		struct lev_sbx_fence *f = sb->fence;
-
-		masks = lev_strv_copy(sb->masks);
-		plan_read_except(scratch, "/", masks, 0);
-		lev_strv_free(masks);
-		f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
-					  sizeof(*f->access));
-		for (i = 0; i < scratch->n_rules; i++) {
-			f->paths = lev_strv_push(f->paths, scratch->rules[i].path);
-			f->access[i] = scratch->rules[i].access;
-		}
-		f->n = scratch->n_rules;
-		f->ready = true;
-		lev_sbx_nsplan_free(scratch);
-	}
-	for (i = 0; i < sb->fence->n; i++)
-		add_rule(pl, sb->fence->paths[i], sb->fence->access[i]);
+	f = fence_reads(sb, confined);
+	for (i = 0; i < f->n; i++)
+		add_rule(pl, f->paths[i], f->access[i]);
 	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
 		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
 		add_rule(pl, p, DEV_RW);
 	}
 	add_rule(pl, "/dev/pts", LEV_LL_FS_READ_DIR | DEV_RW);
-	add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	r = plan_workdir_writes(pl, sb->workdir, protect, err);
+	if (r < 0)
+		return r;
+	if (pl->tmpdir)
+		add_rule(pl, pl->tmpdir, LEV_LL_FS_ALL);
+	/* a writable tree that holds a mask (~/.cargo holds ~/.cargo/credentials)
+	 * is opened around it: its entries, not the tree itself */
+	for (char *const *w = sb->writable; w && *w; w++)
+		if (above_a_mask(*w, sb->masks))
+			plan_except(pl, *w, sb->masks, 0, LEV_LL_FS_ALL, 0);
+		else
+			add_rule(pl, *w, LEV_LL_FS_ALL);
 	pl->ll.rules = pl->rules;
 	pl->ll.n_rules = pl->n_rules;
 	return 0;
@@ -504,6 +632,17 @@ char **lev_sbx_ns_env(const struct lev_sandbox *sb, char *const *envp, const cha
 	out = lev_strv_push_take(out, xasprintf("TMPDIR=%s", tmpdir));
 	lev_strv_free(env);
 	return out;
+}
+
+/* A private scratch directory under /tmp (only named, when MAKE is false: a plan). */
+static int plan_tmpdir(struct lev_sbx_nsplan *pl, bool make, struct lev_err *err)
+{
+	char tmpl[] = "/tmp/lev-sandbox-XXXXXX";
+
+	if (make && !mkdtemp(tmpl))
+		return lev_err_errno(err, -errno, "cannot create a private temporary directory");
+	pl->tmpdir = xstrdup(tmpl);
+	return 0;
 }
 
 int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char *const *envp,
@@ -536,17 +675,9 @@ int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char 
 		pl->use_caps = true;
 		pl->use_rlimits = true;
 		if (pl->mode == LEV_SBX_PLAIN && (sb->layers & LEV_LAYER_LANDLOCK)) {
-			if (make_tmpdir) {
-				char tmpl[] = "/tmp/lev-sandbox-XXXXXX";
-
-				if (!mkdtemp(tmpl)) {
-					lev_sbx_nsplan_free(pl);
-					return lev_err_errno(err, -errno,
-							     "cannot create a private temporary directory");
-				}
-				pl->tmpdir = xstrdup(tmpl);
-			} else {
-				pl->tmpdir = xstrdup("/tmp/lev-sandbox-XXXXXX");
+			if (plan_tmpdir(pl, make_tmpdir, err) < 0) {
+				lev_sbx_nsplan_free(pl);
+				return err ? err->code : -EIO;
 			}
 			tmp_env = pl->tmpdir;
 		}
@@ -570,13 +701,16 @@ int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char 
 		pl->use_sc = true;
 		pl->sc = &sb->sc;
 	}
-	if (sb->kind == LEV_SANDBOX_NONE && limits->read_fence) {
-		int r = plan_read_fence(pl, sb, err);
+	if (sb->kind == LEV_SANDBOX_NONE && (limits->host_fence || limits->read_fence)) {
+		int r = plan_tmpdir(pl, make_tmpdir, err);
 
+		if (r == 0)
+			r = plan_host_fence(pl, sb, limits->read_fence, limits->protect, err);
 		if (r < 0) {
 			lev_sbx_nsplan_free(pl);
 			return r;
 		}
+		tmp_env = pl->tmpdir;
 	}
 	pl->envp = lev_sbx_ns_env(sb, envp, tmp_env);
 	pl->cands = lev_sbx_exec_candidates(argv[0], lev_sbx_env_path(pl->envp));

@@ -12,6 +12,9 @@
  *   image, engine,  the user's only: the engine runs on the host and the image
  *   mounts,         is fetched by it before any prompt, mounts expose host
  *   deny_read       paths, masks hide them
+ *   writable        the user's list of paths a command may write (kind none's
+ *                   fence); a blueprint's list narrows it: an entry of its is
+ *                   kept only when it lies under one of the user's, as written
  *
  * Limits and timeouts ([limits], [sandbox] timeout_secs) are user-only keys:
  * a blueprint cannot write them, so there is nothing of its to merge.
@@ -21,6 +24,7 @@
 
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/base/strv.h"
+#include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 
 static bool present(const struct lev_sandbox_spec *s)
@@ -38,6 +42,29 @@ static enum lev_sandbox_kind kind_of(const struct lev_sandbox_spec *s)
 static bool network_of(const struct lev_sandbox_spec *s)
 {
 	return s && s->has_network ? s->network : true;
+}
+
+static bool under_any(const char *p, char *const *list)
+{
+	for (; list && *list; list++)
+		if (lev_path_under(p, *list))
+			return true;
+	return false;
+}
+
+/* The user's writable list, narrowed by the blueprint's when it writes one. */
+static char **writable_of(const struct lev_sandbox_spec *g, const struct lev_sandbox_spec *n)
+{
+	char **out = NULL;
+
+	if (!g)
+		return NULL;
+	if (!n || !n->has_writable)
+		return lev_strv_copy(g->writable);
+	for (char *const *w = n->writable; w && *w; w++)
+		if (under_any(*w, g->writable) && !lev_strv_contains(out, *w))
+			out = lev_strv_push(out, *w);
+	return out;
 }
 
 void lev_sandbox_resolve(const struct lev_sandbox_spec *global, const struct lev_sandbox_spec *agent,
@@ -68,4 +95,6 @@ void lev_sandbox_resolve(const struct lev_sandbox_spec *global, const struct lev
 	out->engine = g && g->engine ? xstrdup(g->engine) : NULL;
 	out->mounts = g ? lev_strv_copy(g->mounts) : NULL;
 	out->deny_read = g ? lev_strv_copy(g->deny_read) : NULL;
+	out->has_writable = true;
+	out->writable = writable_of(g, n);
 }

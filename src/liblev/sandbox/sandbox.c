@@ -516,7 +516,8 @@ static void add_mask(struct lev_sandbox *sb, char ***all, const char *p)
 	(void)sb;
 }
 
-static int expand_user_path(const char *home, const char *p, char **out, struct lev_err *err)
+static int expand_user_path(const char *home, const char *p, const char *what, char **out,
+			    struct lev_err *err)
 {
 	if (!strcmp(p, "~"))
 		*out = xstrdup(home);
@@ -526,7 +527,7 @@ static int expand_user_path(const char *home, const char *p, char **out, struct 
 		*out = xstrdup(p);
 	else
 		return lev_err_set(err, LEV_EUSAGE,
-				   "deny_read entry '%s' must be absolute or start with '~/'", p);
+				   "%s entry '%s' must be absolute or start with '~/'", what, p);
 	return 0;
 }
 
@@ -563,7 +564,7 @@ static int build_masks(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
 	for (d = sb->spec.deny_read; d && *d; d++) {
 		_cleanup_free_ char *p = NULL;
 
-		r = expand_user_path(sb->home, *d, &p, err);
+		r = expand_user_path(sb->home, *d, "deny_read", &p, err);
 		if (r < 0) {
 			lev_strv_free(all);
 			return r;
@@ -573,7 +574,7 @@ static int build_masks(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
 	for (d = o->extra_masks; d && *d; d++) {
 		_cleanup_free_ char *p = NULL;
 
-		r = expand_user_path(sb->home, *d, &p, err);
+		r = expand_user_path(sb->home, *d, "deny_read", &p, err);
 		if (r < 0) {
 			lev_strv_free(all);
 			return r;
@@ -595,6 +596,62 @@ static int build_masks(struct lev_sandbox *sb, const struct lev_sandbox_opts *o,
 	lev_strv_free(all);
 	sb->masks = out;
 	return 0;
+}
+
+/*
+ * [sandbox] writable, expanded: where a fenced host command may write
+ * besides the workdir and its scratch /tmp.  An entry that lies in a
+ * masked path, is the home directory, or holds a mask outside the home
+ * directory is refused: writing there would reach the secrets or lev's own
+ * files.  A directory below the home that holds a mask (~/.cargo holds
+ * ~/.cargo/credentials.toml) is opened around it by the fence.
+ */
+static int build_writable(struct lev_sandbox *sb, struct lev_err *err)
+{
+	for (char *const *w = sb->spec.writable; w && *w; w++) {
+		_cleanup_free_ char *p = NULL;
+		char real[PATH_MAX];
+		int r = expand_user_path(sb->home, *w, "writable", &p, err);
+
+		if (r < 0)
+			return r;
+		if (realpath(p, real)) {
+			free(p);
+			p = xstrdup(real);
+		}
+		for (char *const *m = sb->masks; m && *m; m++)
+			if (lev_path_under(p, *m) || !strcmp(p, sb->home) ||
+			    (lev_path_under(*m, p) && !lev_path_under(p, sb->home)))
+				return lev_err_set(err, LEV_EUSAGE,
+						   "[sandbox] writable entry '%s' is or holds the "
+						   "masked path '%s'; name a directory below it", *w,
+						   *m);
+		sb->writable = lev_strv_push(sb->writable, p);
+	}
+	return 0;
+}
+
+/*
+ * Granted read paths, for the confined reads of a pre-approved host
+ * command: each entry's leading part up to its first glob character,
+ * expanded (a grant of ~/docs/ANY.md opens ~/docs).  Masked paths stay out
+ * (the rule planner walks around them).
+ */
+static void build_read_paths(struct lev_sandbox *sb, char *const *grants)
+{
+	for (char *const *g = grants; g && *g; g++) {
+		_cleanup_free_ char *lead = xstrndup(*g, strcspn(*g, "*?[{"));
+		_cleanup_free_ char *p = NULL;
+		char *slash;
+
+		if (strpbrk(*g, "*?[{") && (slash = strrchr(lead, '/')))
+			slash[slash == lead ? 1 : 0] = '\0';
+		if (!lead[0] || expand_user_path(sb->home, lead, "read_paths", &p, NULL) < 0)
+			continue;
+		if (!strcmp(p, "/") || !strcmp(p, sb->home))
+			continue;	/* a grant of everything opens no tree here */
+		sb->read_paths = lev_strv_push(sb->read_paths, p);
+	}
 }
 
 /* ---- new / free ---- */
@@ -714,7 +771,7 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	int r;
 
 	sb = xcalloc(1, sizeof(*sb));
-	sb->fence = xcalloc(1, sizeof(*sb->fence));
+	sb->fence = xcalloc(2, sizeof(*sb->fence));
 	lev_sandbox_spec_copy(&sb->spec, spec);
 	sb->kind = spec->has_kind ? spec->kind : LEV_SANDBOX_NONE;
 	sb->uid = getuid();
@@ -761,6 +818,10 @@ int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbo
 	r = check_workdir(sb, opts->workdir, err);
 	if (r < 0)
 		goto fail;
+	r = build_writable(sb, err);
+	if (r < 0)
+		goto fail;
+	build_read_paths(sb, opts->read_paths);
 	if (sb->kind != LEV_SANDBOX_NONE) {
 		/* make sure the data root exists to be masked (checked again below) */
 		r = own_files_in_workdir(sb, true, err);
@@ -807,11 +868,13 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 	free(sb->workdir);
 	free(sb->home);
 	free(sb->resolv_target);
-	if (sb->fence) {
-		lev_strv_free(sb->fence->paths);
-		free(sb->fence->access);
-		free(sb->fence);
+	lev_strv_free(sb->writable);
+	lev_strv_free(sb->read_paths);
+	for (size_t i = 0; sb->fence && i < 2; i++) {
+		lev_strv_free(sb->fence[i].paths);
+		free(sb->fence[i].access);
 	}
+	free(sb->fence);
 	lev_strv_free(sb->masks);
 	lev_ownfiles_release(&sb->own);
 	lev_strv_free(sb->env_withhold);

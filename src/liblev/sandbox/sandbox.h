@@ -87,14 +87,31 @@ struct lev_sandbox_limits {
 	uint64_t cpu_secs;	/* CPU seconds; default max(60, 2 * timeout) */
 	uint64_t tmp_bytes;	/* 512 MiB private /tmp */
 	/*
-	 * Kind none only: run the command inside a Landlock read fence
-	 * (reads everywhere but the masked secrets, writes only to the
-	 * workdir) with no_new_privs.  lev run sets it for a shell line that
-	 * runs without a question only because a safe list covered it, so a
-	 * symlink in the workdir cannot carry a pre-approved `cat` to
-	 * ~/.ssh.  Fails with LEV_EUNSUPP when the kernel has no Landlock.
+	 * Kind none only: run the command inside the host fence, Landlock
+	 * with no_new_privs: writes only to the workdir, a private scratch
+	 * directory under /tmp (TMPDIR points at it) and [sandbox] writable;
+	 * reads everywhere but the masks (secrets, lev's own files,
+	 * deny_read).  lev run sets it for every shell line.  Fails with
+	 * LEV_EUNSUPP when the kernel has no Landlock.
+	 */
+	bool host_fence;
+	/*
+	 * Kind none only: the host fence with reads confined to the system
+	 * trees, the workdir, the scratch directory, [sandbox] writable and
+	 * the granted read paths (opts.read_paths).  lev run sets it for a
+	 * shell line that runs without a question only because a safe list
+	 * covered it, so a file name taken from data (`strings @list.rsp`)
+	 * cannot carry a pre-approved program to ~/docs.  Implies host_fence.
 	 */
 	bool read_fence;
+	/*
+	 * Kind none, inside the host fence: path globs ([integrity] protected,
+	 * matched as lev_integrity_globs_match() does) whose files in the
+	 * workdir commands may read but not change, create over, rename or
+	 * remove.  lev run sets it while untrusted content is live.  NULL:
+	 * none.  Borrowed for the spawn.
+	 */
+	char *const *protect;
 };
 
 #define LEV_SANDBOX_DEFAULT_TIMEOUT_MS 60000ULL
@@ -110,6 +127,8 @@ struct lev_sandbox_opts {
 	const char *home;		/* NULL: $HOME, else the password database */
 	const char *data_root;		/* lev's data root, masked; NULL: from LEVIATH_HOME/HOME */
 	char *const *extra_masks;	/* more paths to hide (deny_read comes from the spec) */
+	char *const *read_paths;	/* granted read paths (globs; their leading trees are
+					 * readable to a pre-approved host command) */
 	char *const *engine_args;	/* [sandbox] engine_args: global engine options, user only */
 	const char *oci_helper;		/* host path of lev-oci-helper; NULL: plain `exec` */
 	struct lev_sandbox_pool *pool;	/* warm containers of the run; NULL: a private pool */

@@ -452,6 +452,8 @@ int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
 	limits.timeout_ms = opts->timeout_ms;
 	limits.output_max = opts->output_max;
 	limits.read_fence = opts->read_fence;
+	limits.host_fence = true;	/* kind none: every shell line runs fenced */
+	limits.protect = opts->protect;
 	io.cancel_fd = opts->cancel_fd;
 	argv = lev_shell_argv(lev_sandbox_kind(opts->sandbox), command);
 	if (opts->git_hooks_off) {
@@ -461,7 +463,7 @@ int lev_tool_shell(const struct lev_shell_opts *opts, const char *command,
 		genv = lev_strv_push(genv, LEV_SHELL_GIT_SAFE_ENV);
 	}
 	r = lev_sandbox_spawn(opts->sandbox, argv, genv ? genv : opts->envp, opts->cwd,
-			      opts->timeout_ms || opts->output_max || opts->read_fence ? &limits : NULL,
+			      &limits,
 			      &io, &p, &e);
 	lev_strv_free(argv);
 	lev_strv_free(genv);

@@ -122,6 +122,7 @@ struct lev_shell_opts {
 	uint64_t output_max;		/* per stream; 0: 1 MiB */
 	int cancel_fd;			/* -1: none; readable: kill the command now */
 	bool read_fence;		/* kind none: see lev_sandbox_limits.read_fence */
+	char *const *protect;		/* kind none: see lev_sandbox_limits.protect */
 	/*
 	 * The line runs pre-approved (a safe list covered it): every git it
 	 * starts runs with hooks and fsmonitor off, as with
