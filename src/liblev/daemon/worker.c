@@ -12,6 +12,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
@@ -96,6 +97,7 @@ static void w_flush(struct worker *w)
 /* Send MSG (taken), after whatever is held back. */
 static void w_send(struct worker *w, json_t *msg)
 {
+	msg = lev_secrets_redact_take(msg);	/* what lev.db, the log, followers get */
 	w_flush(w);
 	if (!w->broken && lev_proto_send(w->fd, msg, NULL) < 0)
 		link_lost(w);
