@@ -190,6 +190,7 @@ static void test_json(void **state)
 			fail_msg("case %d: '%s' left in %s", c, a, text);
 		assert_non_null(strstr(text, "plain text"));	/* the twin */
 		free(text);
+		json_decref(v);
 		/* a JSON text redacted as text: the escaped spelling is in the set too */
 		v = json_pack("{s:s}", "q", q);
 		text = json_dumps(v, JSON_COMPACT);
