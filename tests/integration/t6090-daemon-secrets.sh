@@ -239,4 +239,41 @@ test_expect_success 'secret by role: commands never inherit them, even allowed; 
 	grep -q "twin $TWIN" fg.out
 '
 
+# ---- no copy of the key below a daemon's worker ------------------------------
+test_expect_success 'a namespace sandbox cloned from the worker holds no key (outside scan)' '
+	cat >"$ROOT/config.toml" <<-EOF &&
+	[tool_permissions]
+	shell = "allow"
+	write_file = "allow"
+	[sandbox]
+	kind = "namespace"
+	[providers.creds]
+	kind = "openai"
+	base_url = "http://127.0.0.1:9/v1"
+	api_key_env = "OPENAI_CREDS"
+	model = "m-1"
+	EOF
+	mkdir -p held work3 &&
+	sed "s/\"hostile\"/\"held\"/" hostile/agent.leviath >held/agent.leviath &&
+	cat >held/turns.toml <<-EOF &&
+	[[turn]]
+	[[turn.call]]
+	tool = "shell"
+	args = { command = "touch ready; i=0; while [ ! -e go ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done" }
+	[[turn]]
+	text = "done"
+	EOF
+	(cd work3 && setsid -w "$LEV" run ../held --detach >../h 2>/dev/null) &&
+	wait_for test -e work3/ready &&
+	wpid=$(field "$(cat h)" pid) &&
+	python3 "$SRC_DIR/tests/helpers/mem-scan" "${ROLEKEY%%-*}-" "${ROLEKEY#*-}" "$wpid" >memscan 2>&1;
+	touch work3/go &&
+	wait_for status_is "$(cat h)" complete &&
+	cat memscan &&
+	grep -q "^lev $wpid holds [1-9]" memscan &&
+	grep -q "^copy [0-9]* read [1-9]" memscan &&
+	! grep -q "^LEAK" memscan &&
+	! grep -q "^dumpable" memscan
+'
+
 test_done
