@@ -16,7 +16,10 @@
 # lev.db as sqlite3 dumps it and its files, daemon.log), the command's
 # environment lacks both (even with allow_env_vars naming them), and the
 # twin, LEVTEST_TOKEN_COUNT (a secret-looking name, no secret role, in
-# allow_env_vars), reaches the command and is shown unredacted.
+# allow_env_vars), reaches the command and is shown unredacted.  Last, while
+# a daemon run's namespace command waits, the whole memory of every copy of
+# lev below its worker (the sandbox's helper and cells) is read from outside:
+# no key and no dumpable copy; the same scan finds the key in the worker.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
