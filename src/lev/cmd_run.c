@@ -41,6 +41,7 @@
 #include "liblev/conf/blueprint.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/conf/config.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/policy/lint.h"
@@ -218,14 +219,18 @@ static void say(struct front *f, const char *fmt, ...) __attribute__((format(pri
 
 static void say(struct front *f, const char *fmt, ...)
 {
+	struct lev_buf b = LEV_BUF_INIT;
 	va_list ap;
 
 	if (f->spin_started)
 		pthread_mutex_lock(&f->lock);
 	spinner_clear(f);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	(void)lev_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
+	lev_secrets_redact(b.buf);	/* the terminal is an exit too (base/secrets.h) */
+	fputs(b.buf, stderr);
+	lev_buf_release(&b);
 	fflush(stderr);
 	if (f->spin_started)
 		pthread_mutex_unlock(&f->lock);
@@ -723,10 +728,12 @@ static void env_add(json_t *env, const char *name)
 /*
  * What the run's worker gets as its environment: ours as [security]
  * shell_env lets it through, plus lev's own variables (where the data root
- * and config are) and the providers' key variables, which the worker needs
- * and its commands never see (the run filters them again).
+ * and config are) and the variables secret by their role (SECRET: the
+ * providers' keys, MCP servers' ${VAR}s), which the worker needs and its
+ * commands never see (the run filters them again).  The request names
+ * SECRET in "secret_env": the daemon never keeps their values.
  */
-static json_t *detach_env(const struct lev_config *cfg)
+static json_t *detach_env(const struct lev_config *cfg, char *const *secret)
 {
 	struct lev_envfilter ef = { cfg->shell_env, cfg->shell_env_withhold, cfg->allow_env_vars };
 	char **kept = lev_envfilter_apply(&ef, environ);
@@ -748,15 +755,26 @@ static json_t *detach_env(const struct lev_config *cfg)
 	builtin = lev_builtin_provider_vars(false);
 	for (char **v = builtin; v && *v; v++)
 		env_add(env, *v);
-	for (size_t i = 0; i < cfg->n_providers; i++)
-		env_add(env, cfg->providers[i].api_key_env);
+	for (char *const *v = secret; v && *v; v++)
+		env_add(env, *v);
 	return env;
+}
+
+/* The names of the variables secret by their role (lev_config_secret_vars()), a new array. */
+static json_t *secret_env(char *const *secret)
+{
+	json_t *names = json_array();
+
+	for (char *const *v = secret; v && *v; v++)
+		json_array_append_new(names, json_string(*v));
+	return names;
 }
 
 /* The daemon's submit request for this run (a new reference), or NULL. */
 static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 {
 	json_t *req = lev_proto_request("submit"), *r = json_object(), *allow = json_array();
+	_cleanup_strv_ char **secret = lev_config_secret_vars(o->cfg);
 	char bp_real[PATH_MAX];
 
 	if (!realpath(path, bp_real)) {
@@ -788,7 +806,8 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 	json_object_set_new(r, "yolo_flow", json_boolean(o->yolo_flow));
 	json_object_set_new(r, "no_seed_commands", json_boolean(o->no_seed_commands));
 	json_object_set_new(r, "allow", allow);
-	json_object_set_new(r, "env", detach_env(o->cfg));
+	json_object_set_new(r, "env", detach_env(o->cfg, secret));
+	json_object_set_new(r, "secret_env", secret_env(secret));
 	json_object_set_new(req, "request", r);
 	if (o->task && !json_object_get(r, "task")) {
 		json_decref(req);
@@ -1307,8 +1326,10 @@ static int report_end_as(struct front *f, const char *status, const char *id, co
 			return LEV_EXIT_OK;
 		say(f, "lev: run %s complete (record: %s)\n", id, record);
 		if (output) {
-			fputs(output, stdout);
-			if (*output && output[strlen(output) - 1] != '\n')
+			_cleanup_free_ char *shown = lev_secrets_redacted(output);
+
+			fputs(shown, stdout);
+			if (*shown && shown[strlen(shown) - 1] != '\n')
 				fputc('\n', stdout);
 		}
 		return LEV_EXIT_OK;

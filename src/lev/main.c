@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "lev-version.h"
+#include "liblev/base/buf.h"
+#include "liblev/base/secrets.h"
 #include "liblev/conf/credentials.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/daemon.h"
@@ -98,15 +100,24 @@ int lev_usage_error(const char *name, const char *fmt, ...)
 	return LEV_EXIT_USAGE;
 }
 
+/* PREFIX and FMT on stderr, redacted with the process's secret set (base/secrets.h). */
+static void put_redacted(const char *prefix, const char *fmt, va_list ap)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	(void)lev_buf_vaddf(&b, fmt, ap);
+	lev_secrets_redact(b.buf);
+	fprintf(stderr, "%s%s\n", prefix, b.buf);
+	lev_buf_release(&b);
+}
+
 int lev_fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("lev: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_redacted("lev: error: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return LEV_EXIT_FAIL;
 }
 
@@ -114,11 +125,9 @@ void lev_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("lev: warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_redacted("lev: warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 bool lev_wants_help(int argc, char **argv)

@@ -1,6 +1,10 @@
 #!/bin/bash
 # Issue 13 class 5: the provider API key is out of reach of the commands lev
-# runs.  A model (the mock server) has a shell command run a probe that
+# runs.  Issue 26: and out of every copy of lev's memory a sandbox makes:
+# while the probe runs, the test reads, from outside, the whole memory of
+# every process below lev running lev's program (a namespace sandbox's warm
+# helper and cells) and finds no key and no dumpable copy, while the same
+# scan finds the key in lev itself (its control).  A model (the mock server) has a shell command run a probe that
 # reads every /proc entry it can see -- lev's environ, mem, maps, auxv,
 # pagemap, cmdline, status -- and looks for the key, under every sandbox
 # kind available, as root and as an unprivileged user.  The key must appear
@@ -172,6 +176,10 @@ run_probe() {
 		sleep 0.1
 	done
 	tr '\0' '\n' <"/proc/$(cat "$d/levpid")/environ" >"$d/levenv"
+	# and the whole memory of every copy of lev below it (the sandbox's
+	# helper, its cells), read from outside
+	python3 "$SRC_DIR/tests/helpers/mem-scan" "$KEY_A" "$KEY_B" "$(cat "$d/levpid")" \
+		>"$d/memscan" 2>&1
 	touch "$d/work/probe.go"
 	wait $lpid
 	rc=$?
@@ -193,6 +201,14 @@ check_probe() {
 	assert_not_file_has_content "$d/levenv" "$KEY_A$KEY_B" &&
 	# the attack: the key is nowhere the command can read
 	assert_not_file_has_content "$d/work/probe.out" '^LEAK' &&
+	# no copy of lev below it holds the key or is dumpable; the control:
+	# the same scan finds it in lev, and under namespace read a copy
+	assert_file_has_content "$d/memscan" '^lev [0-9]* holds [1-9]' &&
+	assert_not_file_has_content "$d/memscan" '^LEAK' &&
+	assert_not_file_has_content "$d/memscan" '^dumpable' &&
+	if [ "$kind" = namespace ]; then
+		assert_file_has_content "$d/memscan" '^copy [0-9]* read [1-9]'
+	fi &&
 	! grep -rq "$KEY_A$KEY_B" "$d/work" "$d/ev" "$d/lh/.leviath/runs" &&
 	# wherever a lev (or the sandbox's copy of it) is visible, only its
 	# public entries are readable

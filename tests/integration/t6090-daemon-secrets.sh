@@ -6,12 +6,26 @@
 # find it).  A run resumed after kill -9
 # that needs the key it lost fails with a message naming the variable and
 # how to go on; a run that needs no key is resumed and finishes.
+#
+# Secrets by role (issue 26): a variable is secret because a provider's
+# api_key_env or an MCP server's ${VAR} names it, not because of its name
+# (OPENAI_CREDS, MCP_HDR).  A hostile model echoes both keys into a tool's
+# arguments, its own text and (through the command) a tool result: no 8
+# bytes of either reach any exit (lev run --json through the daemon and in
+# the foreground, the terminal, events.jsonl, audit.jsonl, result.json,
+# lev.db as sqlite3 dumps it and its files, daemon.log), the command's
+# environment lacks both (even with allow_env_vars naming them), and the
+# twin, LEVTEST_TOKEN_COUNT (a secret-looking name, no secret role, in
+# allow_env_vars), reaches the command and is shown unredacted.  Last, while
+# a daemon run's namespace command waits, the whole memory of every copy of
+# lev below its worker (the sandbox's helper and cells) is read from outside:
+# no key and no dumpable copy; the same scan finds the key in the worker.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
 SECRET=sk-levtest-SECRET-5f3a9c1e7d2b4a68
-PLAIN=levtest-plain-value-93e1b7
+PLAIN=plain-value-93e1b7-twin
 export LEVTEST_SECRET_KEY=$SECRET LEVTEST_PLAIN=$PLAIN
 
 # do the bytes $1 occur in lev.db or its WAL?
@@ -115,6 +129,154 @@ test_expect_success 'the twin: the resumed run that needs no key goes on and fin
 	"$LEV" respond "$(request_of "$(cat p)")" --approve &&
 	wait_for status_is "$(cat p)" complete &&
 	test "$(cat work/plain.txt)" = ran
+'
+
+# ---- secrets by role ----------------------------------------------------------
+ROLEKEY=rk-ROLE-7c1d9e3a5b2f4680q
+HDRKEY=hk-HDR-0a9b8c7d6e5f4321z
+TWIN=twin-visible-5e6f7a8b
+export OPENAI_CREDS=$ROLEKEY MCP_HDR=$HDRKEY LEVTEST_TOKEN_COUNT=$TWIN
+
+# leaks FILE...: does any 8 consecutive bytes of either key occur in a FILE?
+leaks() {
+	python3 - "$ROLEKEY" "$HDRKEY" "$@" <<-PY
+	import sys
+	keys = [k.encode() for k in sys.argv[1:3]]
+	wins = {k[i:i + 8] for k in keys for i in range(len(k) - 7)}
+	hit = False
+	for f in sys.argv[3:]:
+	    data = open(f, "rb").read()
+	    for w in wins:
+	        if w in data:
+	            print("%s holds %r" % (f, w), file=sys.stderr)
+	            hit = True
+	sys.exit(0 if hit else 1)
+	PY
+}
+
+cat >"$ROOT/config.toml" <<'EOF'
+[security]
+allow_env_vars = ["LEVTEST_TOKEN_COUNT", "OPENAI_CREDS", "MCP_HDR"]
+[tool_permissions]
+shell = "allow"
+write_file = "allow"
+[providers.creds]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "OPENAI_CREDS"
+model = "m-1"
+[[mcp_servers]]
+name = "remote"
+url = "http://127.0.0.1:9/mcp"
+headers = { Authorization = "Bearer ${MCP_HDR}" }
+EOF
+chmod 600 "$ROOT/config.toml"
+mkdir -p hostile work2
+cat >hostile/agent.leviath <<'EOF'
+[agent]
+name = "hostile"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+[stages.later]
+model = { provider = "creds", model = "m-1" }
+EOF
+cat >hostile/turns.toml <<EOF
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo got $ROLEKEY and $HDRKEY; echo twin \$LEVTEST_TOKEN_COUNT; env >seen.txt" }
+[[turn]]
+text = "the keys are $ROLEKEY and Bearer $HDRKEY"
+EOF
+
+test_expect_success 'secret by role: a hostile model echoes the keys (daemon, --json)' '
+	(cd work2 && "$LEV" run ../hostile --json >../json.out 2>../json.err;
+	 test -s ../json.out) &&
+	grep -q "\"event\": *\"tool_result\"" json.out &&
+	grep -q "\[redacted\]" json.out
+'
+
+test_expect_success 'secret by role: the terminal, and the foreground run' '
+	(cd work2 && "$LEV" run ../hostile >../term.out 2>../term.err;
+	 "$LEV" run --foreground ../hostile --json >../fg.out 2>../fg.err;
+	 "$LEV" run --foreground ../hostile >../fgterm.out 2>../fgterm.err;
+	 test -s ../fg.out) &&
+	grep -q "\[redacted\]" fg.out
+'
+
+test_expect_success 'secret by role: no 8 bytes of either key at any exit' '
+	sqlite3 "$ROOT/lev.db" .dump >db.dump &&
+	test -s db.dump &&
+	! leaks json.out json.err term.out term.err fg.out fg.err fgterm.out fgterm.err \
+		db.dump "$ROOT"/lev.db* "$ROOT/daemon.log" \
+		$(find "$ROOT/runs" -type f)
+'
+
+test_expect_success 'secret by role: lev.db keeps neither variable, names both as withheld' '
+	cat >>"$ROOT/config.toml" <<-EOF &&
+	[agent_tool_permissions.waiter]
+	shell = "ask"
+	EOF
+	mkdir -p waiter &&
+	sed "s/\"hostile\"/\"waiter\"/" hostile/agent.leviath >waiter/agent.leviath &&
+	cp hostile/turns.toml waiter/ &&
+	(cd work2 && setsid -w "$LEV" run ../waiter --detach >../w 2>/dev/null) &&
+	wait_for status_is "$(cat w)" "waiting: tool approval" &&
+	kept_request "$(cat w)" >kept &&
+	grep -q "^env LEVIATH_HOME$" kept &&
+	! grep -q "^env OPENAI_CREDS$" kept &&
+	! grep -q "^env MCP_HDR$" kept &&
+	grep -q "^withheld OPENAI_CREDS$" kept &&
+	grep -q "^withheld MCP_HDR$" kept &&
+	! leaks "$ROOT"/lev.db*
+'
+
+test_expect_success 'secret by role: commands never inherit them, even allowed; the twin passes' '
+	test -s work2/seen.txt &&
+	! grep -q "^OPENAI_CREDS=" work2/seen.txt &&
+	! grep -q "^MCP_HDR=" work2/seen.txt &&
+	! leaks work2/seen.txt &&
+	grep -qx "LEVTEST_TOKEN_COUNT=$TWIN" work2/seen.txt &&
+	grep -q "twin $TWIN" json.out &&
+	grep -q "twin $TWIN" fg.out
+'
+
+# ---- no copy of the key below a daemon's worker ------------------------------
+test_expect_success 'a namespace sandbox cloned from the worker holds no key (outside scan)' '
+	cat >"$ROOT/config.toml" <<-EOF &&
+	[tool_permissions]
+	shell = "allow"
+	write_file = "allow"
+	[sandbox]
+	kind = "namespace"
+	[providers.creds]
+	kind = "openai"
+	base_url = "http://127.0.0.1:9/v1"
+	api_key_env = "OPENAI_CREDS"
+	model = "m-1"
+	EOF
+	mkdir -p held work3 &&
+	sed "s/\"hostile\"/\"held\"/" hostile/agent.leviath >held/agent.leviath &&
+	cat >held/turns.toml <<-EOF &&
+	[[turn]]
+	[[turn.call]]
+	tool = "shell"
+	args = { command = "touch ready; i=0; while [ ! -e go ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i+1)); done" }
+	[[turn]]
+	text = "done"
+	EOF
+	(cd work3 && setsid -w "$LEV" run ../held --detach >../h 2>/dev/null) &&
+	wait_for test -e work3/ready &&
+	wpid=$(field "$(cat h)" pid) &&
+	python3 "$SRC_DIR/tests/helpers/mem-scan" "${ROLEKEY%%-*}-" "${ROLEKEY#*-}" "$wpid" >memscan 2>&1;
+	touch work3/go &&
+	wait_for status_is "$(cat h)" complete &&
+	cat memscan &&
+	grep -q "^lev $wpid holds [1-9]" memscan &&
+	grep -q "^copy [0-9]* read [1-9]" memscan &&
+	! grep -q "^LEAK" memscan &&
+	! grep -q "^dumpable" memscan
 '
 
 test_done

@@ -1,5 +1,7 @@
 #include <dlfcn.h>
 #include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
@@ -60,13 +62,56 @@ fail:
 	return r;
 }
 
+/*
+ * libcurl's memory, zeroed when it is given back: its request buffer holds
+ * the "Authorization: Bearer <key>" line, and freed heap is what a child
+ * lev forks for a sandbox copies (base/secrets.h).
+ */
+static void zfree(void *p)
+{
+	if (!p)
+		return;
+	explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+static void *zrealloc(void *p, size_t n)
+{
+	void *q;
+	size_t old;
+
+	if (!p)
+		return malloc(n);
+	old = malloc_usable_size(p);
+	q = malloc(n ? n : 1);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	zfree(p);
+	return q;
+}
+
+typedef CURLcode (*init_mem_fn)(long, curl_malloc_callback, curl_free_callback,
+				curl_realloc_callback, curl_strdup_callback, curl_calloc_callback);
+
+static CURLcode global_init(void *dl_any)
+{
+	void *p = dlsym(dl_any, "curl_global_init_mem");
+	init_mem_fn init_mem;
+
+	if (!p)
+		return api.global_init(CURL_GLOBAL_DEFAULT);
+	memcpy(&init_mem, &p, sizeof(p));
+	return init_mem(CURL_GLOBAL_DEFAULT, malloc, zfree, zrealloc, strdup, calloc);
+}
+
 static void load(void)
 {
 	CURLcode rc;
 
 	if (lev_curlapi_open(LEV_LIBCURL_SONAME, &api, &load_err) < 0)
 		return;
-	rc = api.global_init(CURL_GLOBAL_DEFAULT);
+	rc = global_init(dlopen(LEV_LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD));
 	if (rc != CURLE_OK) {
 		lev_err_set(&load_err, -EIO, "cannot initialise libcurl: %s", api.easy_strerror(rc));
 		return;

@@ -1106,6 +1106,38 @@ char **lev_builtin_provider_vars(bool keys_only)
 }
 
 
+/* Push every NAME of a ${NAME} in the "K<sep>V" entries of V onto *OUT. */
+static void push_refs(char ***out, char *const *v)
+{
+	for (; v && *v; v++) {
+		for (const char *p = strstr(*v, "${"); p; p = strstr(p, "${")) {
+			const char *end = strchr(p + 2, '}');
+			_cleanup_free_ char *name = end ? xstrndup(p + 2, (size_t)(end - p - 2)) : NULL;
+
+			if (name && *name && !lev_strv_contains(*out, name))
+				*out = lev_strv_push(*out, name);
+			p += 2;
+		}
+	}
+}
+
+char **lev_config_secret_vars(const struct lev_config *c)
+{
+	char **v = lev_builtin_provider_vars(true);
+
+	for (size_t i = 0; c && i < c->n_providers; i++) {
+		const char *k = c->providers[i].api_key_env;
+
+		if (k && *k && !lev_strv_contains(v, k))
+			v = lev_strv_push(v, k);
+	}
+	for (size_t i = 0; c && i < c->n_mcp_servers; i++) {
+		push_refs(&v, c->mcp_servers[i].headers);
+		push_refs(&v, c->mcp_servers[i].env);
+	}
+	return v;
+}
+
 const struct lev_flat_provider *lev_config_flat_provider(const struct lev_config *c,
 							 const char *name)
 {

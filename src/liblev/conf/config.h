@@ -272,6 +272,14 @@ const struct lev_builtin_provider *lev_builtin_provider_at(size_t i);
  */
 char **lev_builtin_provider_vars(bool keys_only);
 
+/*
+ * The variables whose values are secret because of their role, whatever
+ * their names: every configured provider's api_key_env, every built-in
+ * provider's key variable, and every ${VAR} an MCP server's headers or
+ * env name.  A fresh strv (never NULL-only: NULL when there are none).
+ */
+char **lev_config_secret_vars(const struct lev_config *c);
+
 /* Names for messages. */
 const char *lev_shell_env_name(enum lev_shell_env e);
 const char *lev_script_perm_name(enum lev_script_perm p);

@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/conf/config.h"
 #include "liblev/conf/credentials.h"
 #include "liblev/conf/keychain.h"
@@ -19,7 +21,7 @@
 
 void lev_secret_free(char *s)
 {
-	if (!s)
+	if (!s || lev_secret_release(s))
 		return;
 	explicit_bzero(s, strlen(s));
 	free(s);
@@ -108,7 +110,8 @@ void lev_credentials_scrub_env(char *const *names)
 			scrub_v = xreallocarray(scrub_v, scrub_n + 1, sizeof(*scrub_v));
 			s = &scrub_v[scrub_n++];
 			s->name = xstrdup(*nm);
-			s->value = v && *v ? xstrdup(v) : NULL;
+			s->value = v && *v ? lev_secret_dup(v) : NULL;
+			lev_secrets_add(s->value);
 		}
 		/* overwrite every copy that lives in the block the kernel shows */
 		for (char **e = environ; have_block && e && *e; e++) {
@@ -138,6 +141,18 @@ static char *scrubbed_value(const char *name)
 		v = xstrdup(s->value);
 	pthread_mutex_unlock(&scrub_lock);
 	return v;
+}
+
+char *lev_credentials_env(const char *name)
+{
+	const char *v = secure_getenv(name);
+
+	if (v && *v)
+		return xstrdup(v);
+	/* taken out of the environment earlier in this process */
+	if (getuid() == geteuid() && getgid() == getegid())
+		return scrubbed_value(name);
+	return NULL;
 }
 
 bool lev_api_key_valid(const char *key)
@@ -206,6 +221,55 @@ int lev_credentials_read(const char *path, const char *noun, size_t max, char **
 	return lev_read_fd(fd, path, max, out, len_out, err);
 }
 
+/* A quoted span of 1..3 punctuation bytes ('=', '"', '"""'): the parser's own words. */
+static bool punct_span(const char *open, const char *close)
+{
+	if (close - open - 1 < 1 || close - open - 1 > 3)
+		return false;
+	for (const char *p = open + 1; p < close; p++)
+		if ((*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'))
+			return false;
+	return true;
+}
+
+/*
+ * ERR's message with what the parser quoted from the file withheld: from
+ * the first quote that does not open a short punctuation span to the last
+ * quote of the message (a key may hold a quote of its own).
+ */
+static void withhold_quoted(struct lev_err *err)
+{
+	struct lev_buf b = LEV_BUF_INIT_MAX(sizeof(err->msg) - 1);
+	const char *m = err->msg, *last = strrchr(m, '\'');
+
+	while (*m) {
+		const char *close = *m == '\'' ? strchr(m + 1, '\'') : NULL;
+
+		if (close && punct_span(m, close)) {
+			(void)lev_buf_add(&b, m, (size_t)(close - m + 1));
+			m = close + 1;
+		} else if (*m == '\'') {
+			(void)lev_buf_adds(&b, "(withheld)");
+			m = last > m ? last + 1 : m + strlen(m);
+		} else {
+			(void)lev_buf_addch(&b, *m++);
+		}
+	}
+	explicit_bzero(err->msg, sizeof(err->msg));
+	memcpy(err->msg, b.buf, b.len + 1);
+	lev_buf_release(&b);
+}
+
+int lev_credentials_parse(const char *buf, size_t len, const char *name,
+			  struct lev_toml_doc **out, struct lev_err *err)
+{
+	int r = lev_toml_parse(buf, len, name, out, err);
+
+	if (r < 0 && err)
+		withhold_quoted(err);
+	return r;
+}
+
 /* The string at V (named WHAT in PATH), checked as a key: a fresh secret in *out. */
 static int take_key(const struct lev_toml_value *v, const char *path, const char *what,
 		    char **out, struct lev_err *err)
@@ -244,7 +308,7 @@ static int lookup(const char *path, const char *noun, const char *provider, bool
 				 &buf, &len, err);
 	if (r < 0 || !buf)
 		return r;
-	r = lev_toml_parse(buf, len, path, &doc, err);
+	r = lev_credentials_parse(buf, len, path, &doc, err);
 	explicit_bzero(buf, len);
 	free(buf);
 	if (r < 0)
@@ -290,11 +354,33 @@ int lev_credentials_lookup_config(const char *path, const char *provider, char *
 	return lookup(path, "config", provider, true, out, err);
 }
 
+static int resolve(const char *provider, const char *env_name, const char *config_path,
+		   const char *credentials_path, bool keychain, char **out,
+		   enum lev_key_source *source_out, struct lev_err *err);
+
+/* Every key lev resolves is secret by that role: the process's one set redacts it (secrets.h). */
 int lev_api_key_resolve(const char *provider, const char *env_name, const char *config_path,
 			const char *credentials_path, bool keychain, char **out,
 			enum lev_key_source *source_out, struct lev_err *err)
 {
-	const char *v;
+	int r = resolve(provider, env_name, config_path, credentials_path, keychain, out,
+			source_out, err);
+
+	if (r == 0 && *out) {
+		/* kept where no child of lev can read it (secrets.h) */
+		char *k = lev_secret_dup(*out);
+
+		lev_secret_free(*out);
+		*out = k;
+		lev_secrets_add(k);
+	}
+	return r;
+}
+
+static int resolve(const char *provider, const char *env_name, const char *config_path,
+		   const char *credentials_path, bool keychain, char **out,
+		   enum lev_key_source *source_out, struct lev_err *err)
+{
 	char *key = NULL;
 	int r;
 
@@ -312,24 +398,17 @@ int lev_api_key_resolve(const char *provider, const char *env_name, const char *
 	}
 
 	if (env_name && *env_name) {
-		char *kept = NULL;
+		char *kept = lev_credentials_env(env_name);
 
-		v = secure_getenv(env_name);
-		if (!v || !*v) {
-			/* taken out of the environment earlier in this process */
-			if (getuid() == geteuid() && getgid() == getegid())
-				kept = scrubbed_value(env_name);
-			v = kept;
-		}
-		if (v && *v) {
-			if (!lev_api_key_valid(v)) {
+		if (kept) {
+			if (!lev_api_key_valid(kept)) {
 				lev_secret_free(kept);
 				return lev_err_set(err, -EINVAL,
 						   "the key in $%s must be 1..%d printable characters "
 						   "with no spaces or newlines",
 						   env_name, LEV_API_KEY_MAX);
 			}
-			*out = kept ? kept : xstrdup(v);
+			*out = kept;
 			*source_out = LEV_KEY_ENV;
 			return 0;
 		}

@@ -28,6 +28,8 @@
 
 #include "liblev/base/error.h"
 
+struct lev_toml_doc;
+
 #define LEV_CREDENTIALS_MAX_FILE ((size_t)64 << 10)
 #define LEV_API_KEY_MAX 4096
 
@@ -80,8 +82,24 @@ int lev_api_key_resolve(const char *provider, const char *env_name, const char *
 int lev_credentials_read(const char *path, const char *noun, size_t max, char **out,
 			 size_t *len_out, struct lev_err *err);
 
+/*
+ * The value of the variable NAME (secure_getenv(); empty counts as unset),
+ * or the one lev_credentials_scrub_env() took out of the environment: a
+ * fresh secret (lev_secret_free()), or NULL.
+ */
+char *lev_credentials_env(const char *name);
+
 /* A key may be sent in a header: 1..LEV_API_KEY_MAX printable ASCII bytes. */
 bool lev_api_key_valid(const char *key);
+
+/*
+ * Parse the secret-holding TOML text BUF (LEN bytes) named NAME, as
+ * lev_toml_parse(): a parse error names NAME:line:col and what was
+ * expected, never the text it found there (every quoted span longer than
+ * 3 bytes reads "(withheld)"), which may be a key.
+ */
+int lev_credentials_parse(const char *buf, size_t len, const char *name,
+			  struct lev_toml_doc **out, struct lev_err *err);
 
 /* Zero and free a secret; accepts NULL. */
 void lev_secret_free(char *s);

@@ -175,7 +175,7 @@ static int parse_entries(const char *text, const char *name, bool flat, struct e
 	out->n = 0;
 	if (!text)
 		return 0;
-	r = lev_toml_parse(text, strlen(text), name, &doc, err);
+	r = lev_credentials_parse(text, strlen(text), name, &doc, err);
 	if (r < 0)
 		return r;
 	r = flat ? parse_flat(lev_toml_root(doc), name, out, err)

@@ -23,6 +23,7 @@
 #include "lev-version.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
@@ -147,6 +148,7 @@ static void dlog(struct daemon *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)lev_buf_vaddf(&b, fmt, ap);
 	va_end(ap);
+	lev_secrets_redact(b.buf);
 	d->o->log(d->o->log_data, b.buf);
 	lev_buf_release(&b);
 }
@@ -834,11 +836,26 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 }
 
 /*
- * The request as lev.db keeps it: the client's environment without its
- * credential-shaped variables (the shell_env filter's rule, envfilter.h;
- * the data root's variables stay), whose names go in "withheld_env" so a
+ * The request as lev.db keeps it: the client's environment without the
+ * variables it marked secret by their role ("secret_env": providers' keys,
+ * MCP servers' ${VAR}s), whose values join the daemon's secret set
+ * (base/secrets.h: its log and lev.db are redacted with it), and without
+ * the credential-shaped ones (the shell_env filter's rule, envfilter.h;
+ * the data root's variables stay).  Their names go in "withheld_env" so a
  * resumed run that misses one can say which (worker.c).  A new reference.
  */
+/* Whether the array ARR holds the string NAME. */
+static bool names_has(const json_t *arr, const char *name)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e)
+		if (lev_streq(json_string_value(e), name))
+			return true;
+	return false;
+}
+
 static json_t *request_to_keep(const json_t *req)
 {
 	static char home[] = "LEVIATH_HOME", config[] = "LEVIATH_CONFIG_PATH";
@@ -853,7 +870,10 @@ static json_t *request_to_keep(const json_t *req)
 
 		if (!name)
 			continue;
-		if (lev_envfilter_withholds(&f, name))
+		if (names_has(json_object_get(req, "secret_env"), name)) {
+			lev_secrets_add(eq + 1);
+			json_array_append_new(withheld, json_string(name));
+		} else if (lev_envfilter_withholds(&f, name))
 			json_array_append_new(withheld, json_string(name));
 		else
 			json_array_append(env, e);

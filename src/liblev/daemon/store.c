@@ -12,6 +12,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
@@ -74,6 +75,15 @@ static double now(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* V as lev.db keeps it: JSON text redacted with the process's secret set (base/secrets.h). */
+static char *dump(const json_t *v, size_t flags)
+{
+	char *t = json_dumps(v, flags);
+
+	lev_secrets_redact(t);
+	return t;
 }
 
 static int db_fail(struct lev_store *st, struct lev_err *err, const char *what)
@@ -261,7 +271,7 @@ static void bind_real(sqlite3_stmt *s, int i, const json_t *v)
 int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *err)
 {
 	const json_t *rp = json_object_get(run, "read_paths");
-	char *doc = json_dumps(run, JSON_COMPACT);
+	char *doc = dump(run, JSON_COMPACT);
 	sqlite3_stmt *s = st->run_put;
 	int r;
 
@@ -388,7 +398,7 @@ int lev_store_journal_call(struct lev_store *st, const char *run, long seq, cons
 
 	if (tx(st, err) < 0)
 		return err ? err->code : -EIO;
-	a = args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	a = args ? dump(args, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	sqlite3_bind_int64(s, 7, seq);
 	bind_text(s, 1, run);
 	bind_text(s, 2, call_id);
@@ -438,7 +448,7 @@ int lev_store_question_put(struct lev_store *st, const char *id, const char *run
 			   const json_t *body, struct lev_err *err)
 {
 	sqlite3_stmt *s = st->q_put;
-	char *b = json_dumps(body, JSON_COMPACT);
+	char *b = dump(body, JSON_COMPACT);
 
 	if (!b)
 		return lev_err_set(err, -EINVAL, "cannot encode a question");
@@ -469,7 +479,7 @@ int lev_store_question_close(struct lev_store *st, const char *id, const char *a
 int lev_store_turn_put(struct lev_store *st, const char *run, long seq, long calls,
 		       const json_t *turn, struct lev_err *err)
 {
-	char *t = json_dumps(turn, JSON_COMPACT);
+	char *t = dump(turn, JSON_COMPACT);
 	int r;
 
 	if (!t)
@@ -513,7 +523,7 @@ static int exec_run(struct lev_store *st, const char *sql, const char *run, cons
 int lev_store_request_put(struct lev_store *st, const char *run, const json_t *request,
 			  struct lev_err *err)
 {
-	_cleanup_free_ char *t = json_dumps(request, JSON_COMPACT);
+	_cleanup_free_ char *t = dump(request, JSON_COMPACT);
 
 	if (!t)
 		return lev_err_set(err, -EINVAL, "cannot encode a request");

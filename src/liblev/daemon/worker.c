@@ -12,6 +12,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
@@ -97,6 +98,7 @@ static void w_flush(struct worker *w)
 /* Send MSG (taken), after whatever is held back. */
 static void w_send(struct worker *w, json_t *msg)
 {
+	msg = lev_secrets_redact_take(msg);	/* what lev.db, the log, followers get */
 	w_flush(w);
 	if (!w->broken && lev_proto_send(w->fd, msg, NULL) < 0)
 		link_lost(w);
@@ -602,6 +604,46 @@ static int worker_setup(int fd, struct lev_err *err)
  * (the request's "withheld_env", daemon.c), say so and how to go on.  A
  * malloc'ed message.
  */
+/* Whether the "NAME=value" entry E names a variable of the array NAMES. */
+static bool names_entry(const json_t *names, const char *e)
+{
+	size_t i, n = strcspn(e, "=");
+	json_t *v;
+
+	json_array_foreach(names, i, v) {
+		const char *s = json_string_value(v);
+
+		if (s && strlen(s) == n && !strncmp(s, e, n))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Once the run is built (its keys resolved into pages no child of this
+ * worker reads, base/secrets.h), the values of the variables the client
+ * marked secret by their role ("secret_env") are zeroed in REQ and ENV: a
+ * sandbox's helper or cell cloned from the worker would copy them.
+ */
+static void wipe_secret_env(json_t *req, char **env)
+{
+	const json_t *names = json_object_get(req, "secret_env");
+	json_t *arr = json_object_get(req, "env"), *e;
+	size_t i;
+
+	for (char **p = env; p && *p; p++)
+		if (names_entry(names, *p))
+			explicit_bzero(*p, strlen(*p));
+	json_array_foreach(arr, i, e) {
+		const char *s = json_string_value(e);
+
+		if (s && names_entry(names, s)) {
+			explicit_bzero((char *)s, json_string_length(e));
+			json_array_set_new(arr, i, json_string(""));
+		}
+	}
+}
+
 static char *resume_error(const json_t *req, const char *e)
 {
 	const json_t *v;
@@ -726,6 +768,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 		send_done(&w, "error", NULL, msg);
 		goto out;
 	}
+	wipe_secret_env(req, env);
 	{
 		json_t *m = lev_proto_request("info");
 

@@ -324,51 +324,6 @@ long lev_retry_delay_ms(const struct lev_retry_policy *p, unsigned attempt,
 	return (long)(d / 2 + random % (d - d / 2 + 1));
 }
 
-static bool token_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '_' || c == '.' || c == '*' || c == '+' || c == '/' || c == '=';
-}
-
-#define REDACT_WINDOW 8
-
-void lev_redact_secret(char *s, const char *secret)
-{
-	static const char mark[] = "[redacted]";
-	size_t slen, i = 0;
-
-	if (!s || !secret)
-		return;
-	slen = strlen(secret);
-	if (slen < REDACT_WINDOW)
-		return;
-	while (s[i]) {
-		size_t start, end, tlen;
-		bool hit = false;
-
-		if (!token_char(s[i])) {
-			i++;
-			continue;
-		}
-		start = i;
-		while (s[i] && token_char(s[i]))
-			i++;
-		end = i;
-		tlen = end - start;
-		for (size_t j = start; !hit && j + REDACT_WINDOW <= end; j++)
-			hit = memmem(secret, slen, s + j, REDACT_WINDOW) != NULL;
-		if (!hit)
-			continue;
-		if (tlen >= sizeof(mark) - 1) {
-			memcpy(s + start, mark, sizeof(mark) - 1);
-			memmove(s + start + sizeof(mark) - 1, s + end, strlen(s + end) + 1);
-			i = start + sizeof(mark) - 1;
-		} else {
-			memset(s + start, '*', tlen);
-		}
-	}
-}
-
 static char *printable_copy(const char *s, size_t max)
 {
 	struct lev_buf b = LEV_BUF_INIT;

@@ -54,6 +54,7 @@
 
 #include "liblev/conf/config.h"
 #include "liblev/base/error.h"
+#include "liblev/base/secrets.h"	/* lev_redact_secret() */
 
 /* ---- the conversation --------------------------------------------------- */
 
@@ -370,11 +371,3 @@ int lev_anthropic_decode(const char *body, size_t len, struct lev_infer_response
  */
 char *lev_provider_error_message(const char *body, size_t len, size_t max);
 
-/*
- * Overwrite, in place, every token of S (a run of letters, digits and
- * "-_.*+/=") that shares 8 or more consecutive bytes with SECRET, with
- * "[redacted]" (S shrinks or stays; it never grows past its length when
- * the token is at least 10 bytes, else the token becomes "*" runs).  Used
- * on every provider error message.  A NULL or short (< 8) SECRET is a no-op.
- */
-void lev_redact_secret(char *s, const char *secret);

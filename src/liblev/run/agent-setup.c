@@ -12,6 +12,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
@@ -119,17 +120,6 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 		spec.timeout_ms = (long)st->model.timeout_secs * 1000;
 	if (spec.api_key_env && !lev_strv_contains(a->key_vars, spec.api_key_env))
 		a->key_vars = lev_strv_push(a->key_vars, spec.api_key_env);
-	/* the record redacts the key should anything ever echo it */
-	if (a->rec && spec.kind != LEV_PROVIDER_SCRIPT) {
-		char *secret = NULL;
-		enum lev_key_source src = LEV_KEY_NONE;
-
-		if (lev_api_key_resolve(spec.name, spec.api_key_env, spec.config_path,
-					spec.credentials_path, spec.keychain, &secret,
-					&src, NULL) == 0 && secret)
-			lev_runrecord_add_secret(a->rec, secret);
-		lev_secret_free(secret);
-	}
 	r = lev_provider_new(&spec, &p, err);
 	lev_provider_spec_release(&spec);
 	if (r < 0)
@@ -269,6 +259,8 @@ static void build_env(struct lev_agent *a)
 		for (char **k = a->key_vars; k && *k; k++)
 			if (strlen(*k) == (size_t)(eq - *e) && !strncmp(*e, *k, (size_t)(eq - *e)))
 				drop = true;
+		if (drop && !lev_startswith(*e, "DBUS_SESSION_BUS_ADDRESS="))
+			lev_secrets_add(eq + 1);
 		if (!drop)
 			a->envp = lev_strv_push(a->envp, *e);
 	}
@@ -477,18 +469,16 @@ static int setup_stages(struct lev_agent *a, const char *entry, struct lev_err *
 	return 0;
 }
 
-/* Every configured provider's key variable is withheld from commands. */
+/*
+ * The variables secret by their role (lev_config_secret_vars(): providers'
+ * key variables, MCP servers' ${VAR}s) are withheld from commands, whatever
+ * shell_env says, and their values join the process's secret set.
+ */
 static void withhold_key_vars(struct lev_agent *a)
 {
-	_cleanup_strv_ char **always = lev_builtin_provider_vars(true);
+	_cleanup_strv_ char **roles = lev_config_secret_vars(a->cfg);
 
-	for (size_t i = 0; i < a->cfg->n_providers; i++) {
-		const char *k = a->cfg->providers[i].api_key_env;
-
-		if (k && !lev_strv_contains(a->key_vars, k))
-			a->key_vars = lev_strv_push(a->key_vars, k);
-	}
-	for (char **k = always; k && *k; k++)
+	for (char **k = roles; k && *k; k++)
 		if (!lev_strv_contains(a->key_vars, *k))
 			a->key_vars = lev_strv_push(a->key_vars, *k);
 }

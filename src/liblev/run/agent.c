@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -60,6 +61,9 @@ void agent_emit(struct lev_agent *a, json_t *ev)
 	struct lev_err err = LEV_ERR_INIT;
 	char *line = NULL;
 
+	/* every exit (the record, --json, the terminal, the daemon) gets it
+	 * redacted: a copy, never the call's own arguments */
+	ev = lev_secrets_redact_take(ev);
 	/* the line as recorded is copied out only for a front end to show */
 	if (a->rec && lev_runrecord_event(a->rec, ev, a->o.hooks.event ? &line : NULL, &err) < 0 &&
 	    !a->internal_error)

@@ -14,6 +14,7 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/provider/provider.h"
 #include "liblev/run/runrecord.h"
@@ -29,7 +30,6 @@ struct lev_runrecord {
 	int audit_fd;
 	uint64_t events_seq;
 	uint64_t audit_seq;
-	char **secrets;
 	bool finished;
 	struct lev_buf audit_pending;	/* audit lines not yet written */
 	struct lev_buf events_pending;	/* tool_call/tool_result lines not yet written */
@@ -326,9 +326,6 @@ struct lev_runrecord *lev_runrecord_free(struct lev_runrecord *rr)
 		close(rr->audit_fd);
 	if (rr->dir_fd >= 0)
 		close(rr->dir_fd);
-	for (char **s = rr->secrets; s && *s; s++)
-		explicit_bzero(*s, strlen(*s));
-	lev_strv_free(rr->secrets);
 	free(rr->id);
 	free(rr->dir);
 	free(rr);
@@ -343,19 +340,6 @@ const char *lev_runrecord_id(const struct lev_runrecord *rr)
 const char *lev_runrecord_dir(const struct lev_runrecord *rr)
 {
 	return rr->dir;
-}
-
-void lev_runrecord_add_secret(struct lev_runrecord *rr, const char *secret)
-{
-	if (!secret || strlen(secret) < 8 || lev_strv_contains(rr->secrets, secret))
-		return;
-	rr->secrets = lev_strv_push(rr->secrets, secret);
-}
-
-static void redact(const struct lev_runrecord *rr, char *s)
-{
-	for (char **p = rr->secrets; p && *p; p++)
-		lev_redact_secret(s, *p);
 }
 
 /* {"ts":"TS","seq":SEQ - the head of every line */
@@ -424,8 +408,8 @@ static int append_body(struct lev_runrecord *rr, int fd, struct lev_buf *pending
 		scratch_done(line);
 		return lev_err_set(err, r, "a line for '%s' is too long", file);
 	}
-	if (rr->secrets) {
-		redact(rr, line->buf);
+	if (lev_secrets_count()) {
+		lev_secrets_redact(line->buf);
 		line->len = strlen(line->buf);
 	}
 	if (line_out)
@@ -616,11 +600,12 @@ int lev_runrecord_finish(struct lev_runrecord *rr, const char *status, const cha
 	json_object_set_new(o, "finished", json_string(ts));
 	if (extra && json_is_object(extra))
 		json_object_update_missing(o, (json_t *)extra);
+	o = lev_secrets_redact_take(o);
 	text = json_dumps(o, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 	json_decref(o);
 	if (!text)
 		return lev_err_set(err, -ENOMEM, "cannot serialise the run result");
-	redact(rr, text);
+	lev_secrets_redact(text);
 
 	r = lev_runrecord_sync(rr, err);
 	if (r < 0)

@@ -30,9 +30,9 @@
  * mkdir(2), which fails rather than reuse an existing one (a new id is then
  * drawn).
  *
- * Secrets: strings registered with lev_runrecord_add_secret() (the
- * provider's API key) are redacted from every line before it is written, as
- * a second line of defence; the runtime never puts a key in an event.
+ * Secrets: every line and the result are passed through the process's one
+ * secret set (base/secrets.h: the providers' keys, MCP header values, ...)
+ * before they are written.
  *
  * Ownership: the record owns its fds and strings.  JSON values passed in are
  * borrowed.  Nothing here prints.
@@ -90,9 +90,6 @@ struct lev_runrecord *lev_runrecord_free(struct lev_runrecord *rr);
 
 const char *lev_runrecord_id(const struct lev_runrecord *rr);
 const char *lev_runrecord_dir(const struct lev_runrecord *rr);
-
-/* Redact SECRET (copied; at least 8 bytes, else ignored) from all later lines. */
-void lev_runrecord_add_secret(struct lev_runrecord *rr, const char *secret);
 
 /*
  * Append EVENT (a JSON object, borrowed) to events.jsonl with "ts" (RFC 3339,

@@ -10,9 +10,11 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/http.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/credentials.h"
 #include "liblev/policy/netguard.h"
 #include "liblev/tools/mcp-http.h"
 
@@ -27,28 +29,32 @@ struct lev_mcp_http {
 	char *version;			/* MCP-Protocol-Version, or NULL */
 };
 
-/* ${VAR} in V expanded from the environment into *out; an unset VAR is an error. */
-static int expand(const char *server, const char *v, char **out, struct lev_err *err)
+int lev_mcp_expand(const char *server, const char *what, const char *v, char **out,
+		   struct lev_err *err)
 {
 	struct lev_buf b = LEV_BUF_INIT_MAX(64 * 1024);
 
 	while (*v) {
 		const char *end = strncmp(v, "${", 2) ? NULL : strchr(v + 2, '}');
 		_cleanup_free_ char *var = NULL;
-		const char *val;
+		char *val;
 
 		if (!end) {
 			(void)lev_buf_addch(&b, *v++);
 			continue;
 		}
 		var = xstrndup(v + 2, (size_t)(end - v - 2));
-		val = *var && strlen(var) <= VAR_MAX ? secure_getenv(var) : NULL;
+		/* taken out of lev's environment with the other secret variables */
+		val = *var && strlen(var) <= VAR_MAX ? lev_credentials_env(var) : NULL;
 		if (!val || strpbrk(val, "\r\n")) {
+			lev_secret_free(val);
 			lev_buf_release(&b);
-			return lev_err_set(err, -ENOENT, "MCP server '%s': a header names ${%s}, "
-					   "which is not set in lev's environment", server, var);
+			return lev_err_set(err, -ENOENT, "MCP server '%s': %s names ${%s}, "
+					   "which is not set in lev's environment", server, what, var);
 		}
+		lev_secrets_add(val);	/* secret by its role: a header's value */
 		(void)lev_buf_add(&b, val, strlen(val));
+		lev_secret_free(val);
 		v = end + 1;
 	}
 	*out = lev_buf_detach(&b, NULL);
@@ -71,7 +77,7 @@ int lev_mcp_http_new(const struct lev_mcp_server_conf *c, bool allow_local,
 	for (char *const *p = c->headers; p && *p && r == 0; p++) {
 		char *e = NULL;
 
-		r = expand(c->name, *p, &e, err);
+		r = lev_mcp_expand(c->name, "a header", *p, &e, err);
 		if (r == 0)
 			h->headers = lev_strv_push_take(h->headers, e);
 	}

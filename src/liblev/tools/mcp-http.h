@@ -27,6 +27,15 @@
 
 struct lev_mcp_http;
 
+/*
+ * Each ${VAR} of V (a header's value, WHAT in messages: "a header", "its
+ * env") expanded into *out, from lev's environment or what
+ * lev_credentials_scrub_env() took out of it; each value joins the secret
+ * set (base/secrets.h).  An unset VAR is an error naming SERVER and VAR.
+ */
+int lev_mcp_expand(const char *server, const char *what, const char *v, char **out,
+		   struct lev_err *err);
+
 /* Check C's url, expand its headers: *out is owned (lev_mcp_http_free()). */
 int lev_mcp_http_new(const struct lev_mcp_server_conf *c, bool allow_local,
 		     struct lev_mcp_http **out, struct lev_err *err);

@@ -671,8 +671,15 @@ static int spawn(struct lev_mcp_server *s, const struct lev_mcp_opts *o, struct 
 		argv = lev_strv_push(argv, *a);
 	for (char *const *e = o->envp; e && *e; e++)
 		envp = lev_strv_push(envp, *e);
-	for (char *const *e = c->env; e && *e; e++)
-		envp = lev_strv_push(envp, *e);
+	for (char *const *e = c->env; e && *e; e++) {
+		char *x = NULL;
+
+		/* the server's own env: ${VAR} is read here, withheld from commands */
+		r = lev_mcp_expand(c->name, "its env", *e, &x, err);
+		if (r < 0)
+			return r;
+		envp = lev_strv_push_take(envp, x);
+	}
 	s->reap_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	if (s->reap_timer < 0)
 		return lev_err_errno(err, -errno, "cannot make a timer");
