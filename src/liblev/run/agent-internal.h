@@ -89,6 +89,7 @@ struct agent_nested {
 	unsigned n;			/* host calls so far */
 	char **offered;			/* the stage's offer and what the header asked for */
 	enum lev_level level;		/* the highest label the script has seen */
+	enum lev_integrity integrity;	/* untrusted once a host call returned untrusted text */
 };
 
 struct lev_agent {

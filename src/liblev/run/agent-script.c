@@ -13,11 +13,15 @@
  * nested call of the built-in tool with the id "<call>.<n>", dispatched
  * through lev_agent_dispatch(): the one gate chain, with the stage of the
  * script tool's call, asks, audit lines and events, the stage's sandbox.
- * While a script runs, the chain's environment differs in two ways only
- * (agent_chain_env()): the offer is the stage's plus the built-in tools the
- * script's header asked for, and the taint is the context's raised by what
- * the script's earlier host calls returned (their results are not in the
- * context, but the script holds them).
+ * While a script runs, the chain's environment (agent_chain_env(), built
+ * by lev_gatechain_env_build() as for every caller) differs in two ways
+ * only: the offer is the stage's plus the built-in tools the script's
+ * header asked for, and the context is the run's raised by what the
+ * script's earlier host calls returned (their results are not in the
+ * context, but the script holds them): their highest label, untrusted once
+ * one of them was.  Their texts feed argument provenance as a result the
+ * model read would, so a value the script copies from a fetched page into
+ * http_post() is marked as from untrusted text.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +141,11 @@ static void host_call(void *data, enum lev_tool_op op, const json_t *args,
 		lev_tool_output_set(out, "[error] internal error", true);
 	/* what the script now holds: the result, or a refusal's text */
 	ns->level = lev_level_max(ns->level, dec.label);
+	if (dec.integrity == LEV_UNTRUSTED)
+		ns->integrity = LEV_UNTRUSTED;
+	/* a result is evidence of where later arguments came from; a refusal is lev's text */
+	if (dec.allowed && out->text)
+		lev_provenance_add(a->prov, dec.integrity, out->text, out->len);
 	agent_result_event(a, &call, out, &dec, dec.label, false);
 	lev_call_decision_release(&dec);
 }
@@ -146,7 +155,8 @@ enum lev_level agent_script_call(struct lev_agent *a, const char *call_id,
 				 struct lev_tool_output *out)
 {
 	const struct lev_script_tool *st = script_of(a, ti->name);
-	struct agent_nested ns = { .a = a, .parent_id = call_id, .level = LEV_PUBLIC };
+	struct agent_nested ns = { .a = a, .parent_id = call_id, .level = LEV_PUBLIC,
+				   .integrity = LEV_TRUSTED };
 	struct lev_script_host host = { host_call, &ns };
 	struct agent_nested *outer = a->nested;
 
