@@ -144,6 +144,9 @@ void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const ch
 		ctx.taint = lev_level_max(ctx.taint, a->nested->level);
 		ctx.integrity = a->nested->integrity;
 	}
+	/* an MCP server's tool descriptions are in the request: its text, as trusted as it is */
+	if (lev_unlikely(s->mcp_servers != NULL) && agent_mcp_untrusted(a, s->mcp_servers))
+		ctx.integrity = LEV_UNTRUSTED;
 	lev_gatechain_env_build(env, &site, mode, home, &ctx);
 }
 
