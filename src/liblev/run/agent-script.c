@@ -31,6 +31,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/run/agent-internal.h"
+#include "liblev/run/context.h"
 #include "liblev/tools/script.h"
 
 static const struct lev_script_tool *script_of(const struct lev_agent *a, const char *name)
@@ -145,7 +146,10 @@ static void host_call(void *data, enum lev_tool_op op, const json_t *args,
 		ns->integrity = LEV_UNTRUSTED;
 	/* a result is evidence of where later arguments came from; a refusal is lev's text */
 	if (dec.allowed && out->text)
-		lev_provenance_add(a->prov, dec.integrity, out->text, out->len);
+		lev_provenance_add_reply(a->prov, dec.integrity, out->text, out->len, args,
+					 ns->integrity == LEV_UNTRUSTED
+						 ? LEV_UNTRUSTED
+						 : lev_taint_model_integrity(lev_context_taint(a->ctx)));
 	agent_result_event(a, &call, out, &dec, dec.label, false);
 	lev_call_decision_release(&dec);
 }
