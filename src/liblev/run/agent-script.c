@@ -44,29 +44,7 @@ static const struct lev_script_tool *script_of(const struct lev_agent *a, const 
 
 int agent_script_start(struct lev_agent *a, struct lev_err *err)
 {
-	for (size_t i = 0; i < a->bp->n_script_tools; i++) {
-		const struct lev_script_tool *st = &a->bp->script_tools[i];
-		json_t *schema = lev_script_schema(st);
-		struct lev_tool_info ti = {
-			.name = st->name,
-			.description = *st->description ? st->description : st->name,
-			.kind = LEV_TOOL_SCRIPT,
-			.op = LEV_OP_NONE,
-			.touches = LEV_TOUCH_READS | LEV_TOUCH_WRITES |
-				   (st->needs & LEV_SCRIPT_NEEDS_NETWORK ? LEV_TOUCH_NETWORK : 0) |
-				   (st->needs & LEV_SCRIPT_NEEDS_SHELL
-					    ? LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS : 0),
-			.outbound = true,
-			.label = LEV_PRIVATE,
-			.schema = schema,
-		};
-		int r = lev_tools_add(a->tools, &ti, err);
-
-		json_decref(schema);
-		if (r < 0)
-			return lev_err_wrap(err, "script tool '%s'", st->name);
-	}
-	return 0;
+	return lev_script_tools_add(a->tools, a->bp->script_tools, a->bp->n_script_tools, err);
 }
 
 /* The offer inside a script: the stage's, and the built-in tools the header asked for. */

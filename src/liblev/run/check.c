@@ -18,6 +18,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/policy/taintgate.h"
+#include "liblev/tools/script.h"
 #include "liblev/tools/tools.h"
 #include "liblev/tools/tools-fs.h"
 #include "liblev/base/util.h"
@@ -187,6 +188,10 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	if (r < 0)
 		goto out;
 	r = lev_tools_new(&tools, err);
+	if (r < 0)
+		goto out;
+	/* the blueprint's script tools, registered as the run registers them */
+	r = lev_script_tools_add(tools, bp->script_tools, bp->n_script_tools, err);
 	if (r < 0)
 		goto out;
 	offered = lev_gatechain_offered(tools, st, !o->no_terminal, &offered_list, NULL);

@@ -874,6 +874,7 @@ void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url
 	memset(d, 0, sizeof(*d));
 	d->verdict = LEV_ALLOW;
 	d->taint_level = chain_level(env);
+	d->integrity = chain_integrity(env);
 	c.name = d->canon = lev_tooltable_name(LEV_OP_WEB_FETCH);
 	d->tool = (env->tools ? lev_tools_find(env->tools, d->canon) : NULL);
 	if (!d->tool || !args) {
@@ -929,7 +930,9 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 
 	memset(d, 0, sizeof(*d));
 	d->verdict = LEV_ALLOW;
+	/* the context as decided under, whichever gate decides (a refusal's record too) */
 	d->taint_level = chain_level(env);
+	d->integrity = chain_integrity(env);
 	d->canon = c->name ? lev_tool_canonical(c->name) : "";
 	d->tool = (env->tools ? lev_tools_find(env->tools, d->canon) : NULL);
 	if (d->tool)
