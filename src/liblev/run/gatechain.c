@@ -909,6 +909,41 @@ void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url
 	json_decref(args);
 }
 
+int lev_gatechain_flow(const struct lev_gatechain_env *env, const char *tool, const json_t *args,
+		       char *const *targets, bool targets_given, bool integrity,
+		       struct lev_gate_decision *td, struct lev_integrity_decision *id,
+		       struct lev_err *err)
+{
+	enum lev_level level = chain_level(env);
+	const struct lev_tool_desc *known = lev_tooltable_find(tool);
+	struct lev_gate_call gc = {
+		.tool = tool,
+		.args = args,
+		.targets_given = targets_given,
+		.targets = targets,
+		.ctx = env->labelled && env->taint_ctx && lev_taint_current(env->taint_ctx) >= level
+			       ? env->taint_ctx : NULL,
+		.taint = level,
+	};
+	struct lev_integrity_call ic = { .tool = lev_tool_canonical(tool), .args = args };
+	char **untrusted = NULL;
+	int r;
+
+	r = lev_gate_check(env->taint, &gc, td, err);
+	if (r < 0 || !integrity)
+		return r;
+	chain_untrusted_args(env, args, &untrusted);
+	ic.consequential = lev_integrity_tool_consequential(known, !known, 0);
+	ic.integrity = chain_integrity(env);
+	ic.taint = td->taint;
+	ic.targets = td->targets;
+	ic.untrusted_args = untrusted;
+	ic.path_rel = arg_str(args, "path");
+	lev_integrity_check(env->taint, &ic, id);
+	lev_strv_free(untrusted);
+	return 0;
+}
+
 /* A shell call's line, parsed into its keys once for every gate. */
 static LEV_NOINLINE void parse_line(const struct lev_gatechain_call *c,
 				    struct lev_gatechain_decision *d)

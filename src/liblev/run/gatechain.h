@@ -311,6 +311,21 @@ void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url
 			    bool url_untrusted, struct lev_gatechain_decision *out);
 
 /*
+ * The flow gates alone on a call of TOOL (any name: one lev does not know
+ * is judged as a run-time tool, outbound and consequential) with ARGS (an
+ * object, or NULL) in ENV's context, as `lev policy test` asks them: the
+ * taint gate into *TD (TARGETS instead of the arguments' when
+ * TARGETS_GIVEN) and, when INTEGRITY, the integrity gate into *ID (release
+ * both).  The context (its taint, integrity and untrusted arguments) is
+ * the chain's own reading of ENV.  Returns 0, or a negative code when the
+ * taint gate failed.
+ */
+int lev_gatechain_flow(const struct lev_gatechain_env *env, const char *tool, const json_t *args,
+		       char *const *targets, bool targets_given, bool integrity,
+		       struct lev_gate_decision *td, struct lev_integrity_decision *id,
+		       struct lev_err *err);
+
+/*
  * The canonical names STAGE offers from TOOLS (a strv; *LIST "a, b").
  * ask_user_* only when CAN_ASK; submit_output always in output stages.
  * Names lev does not provide, or that nobody could answer, are skipped and
