@@ -25,6 +25,7 @@
 #include "liblev/policy/taint.h"
 #include "liblev/policy/taintgate.h"
 #include "liblev/policy/target.h"
+#include "liblev/run/gatechain.h"
 #include "liblev/conf/tomlval.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
@@ -596,34 +597,39 @@ static void print_test_text(const struct lev_gate_decision *d,
 		print_integrity_text(id);
 }
 
-/* The integrity gate on CALL (after the taint gate decided D) into *ID. */
-static void test_integrity(struct lev_gate *g, const struct lev_gate_call *call,
-			   const struct test_opts *o, const struct lev_gate_decision *d,
-			   struct lev_integrity_decision *id)
+/*
+ * The real gates (policy.toml and rules/) on CALL, in a context holding one
+ * entry at TAINT, built and judged as the run's (gatechain.h
+ * lev_gatechain_env_build(), lev_gatechain_flow()); *D gets the taint
+ * gate's decision, *ID the integrity gate's.  0, or an exit status after a
+ * message.
+ */
+/* CALL in the scenario CTX (at TAINT) through the chain's flow gates. */
+static int test_flow(struct lev_gate *g, const struct lev_taint_ctx *ctx,
+		     const struct lev_gate_call *call, enum lev_level taint, const struct test_opts *o,
+		     struct lev_gate_decision *d, struct lev_integrity_decision *id,
+		     struct lev_err *err)
 {
-	json_t *args = NULL;
-	struct lev_integrity_call ic = {
-		.tool = lev_tool_canonical(call->tool),
+	struct lev_gatechain_site site = { .taint = g, .taint_enabled = true };
+	struct lev_gatechain_ctx cc = {
+		.taint_ctx = ctx,
+		.taint = taint,
 		.integrity = o->integrity,
-		.taint = d->taint,
-		.targets = d->targets,
 		.untrusted_args = o->untrusted_args,
 	};
+	struct lev_gatechain_env env;
+	json_t *args = NULL;
+	int r;
 
 	if (call->args_json)
 		(void)lev_taint_args_parse(call->args_json, call->args_len, &args, NULL);
-	ic.args = args;
-	ic.path_rel = json_string_value(json_object_get(args, "path"));
-	ic.consequential = lev_integrity_tool_consequential(lev_tooltable_find(call->tool),
-							     !lev_tooltable_find(call->tool), 0);
-	lev_integrity_check(g, &ic, id);
+	lev_gatechain_env_build(&env, &site, LEV_GATECHAIN_CALL, NULL, &cc);
+	r = lev_gatechain_flow(&env, call->tool, args, call->targets, call->targets_given,
+			       o->integrity_given, d, id, err);
 	json_decref(args);
+	return r;
 }
 
-/*
- * The real gate (policy.toml and rules/) on CALL, in a context holding one
- * entry at TAINT; *D gets the decision.  0, or an exit status after a message.
- */
 static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum lev_level taint,
 		       const struct test_opts *o, struct lev_gate_decision *d,
 		       struct lev_integrity_decision *id)
@@ -657,12 +663,8 @@ static int test_decide(struct lev_ctx *lctx, struct lev_gate_call *call, enum le
 		lev_gate_free(g);
 		return lev_fail("cannot build the test context");
 	}
-	call->ctx = ctx;
-	r = lev_gate_check(g, call, d, &err);
-	call->ctx = NULL;
+	r = test_flow(g, ctx, call, taint, o, d, id, &err);
 	lev_taint_ctx_free(ctx);
-	if (r == 0 && o->integrity_given)
-		test_integrity(g, call, o, d, id);
 	lev_gate_free(g);
 	if (r < 0)
 		return lev_fail("%s", err.msg);

@@ -313,6 +313,102 @@ test_expect_success 'benign twin: the same post without the private read goes ou
 	grep -q "^leak allow permission | URL: .* LOCAL-HTTP-5500$" res
 '
 
+# A script's host functions are decided in the script's context: the run's,
+# raised by what its earlier host calls returned (docs/script-tools.md).  The
+# taint gate lets everything out here; only the integrity gate stands.
+tool relay '-- @tool relay
+-- @requires network
+-- @param note string required "what to post"
+return http_post("http://127.0.0.1:'"$PORT"'/in", params.note)'
+tool fetchpost '-- @tool fetchpost
+-- @requires network
+local page = http_get("http://127.0.0.1:'"$PORT"'/page")
+return http_post("http://127.0.0.1:'"$PORT"'/in", page)'
+tool greet '-- @tool greet
+-- @requires network
+local page = http_get("http://127.0.0.1:'"$PORT"'/page")
+return http_post("http://127.0.0.1:'"$PORT"'/in", "a fixed greeting from the script")'
+
+# integ POLICY-LINES...: taint on, every tool allowed, the taint gate open
+integ() {
+	TAINT=true setconfig none true "[tool_permissions]" "relay = \"allow\"" \
+		"fetchpost = \"allow\"" "greet = \"allow\"" "upper = \"allow\"" \
+		"http_post = \"allow\"" "web_fetch = \"allow\"" \
+		"[security]" "allow_local_network = true" &&
+	{
+		printf '[[allowlist]]\ntool = "%s"\nmax_sensitivity = "private"\n' http_post web_fetch
+		for t in relay fetchpost greet upper; do
+			printf '[mcp_overrides."%s"]\ndirection = "internal"\n' "$t"
+		done
+		for l in "$@"; do echo "$l"; done
+	} >"$POLICY" &&
+	chmod 600 "$POLICY"
+}
+
+# two CALL1 CALL2: two turns of one call each, then "done"
+two() {
+	turns "$1" &&
+	{
+		printf '[[turn]]\n[[turn.call]]\ntool = "%s"\nargs = %s\n' "${1%%|*}" "${1#*|}"
+		printf '[[turn]]\n[[turn.call]]\ntool = "%s"\nargs = %s\n' "${2%%|*}" "${2#*|}"
+		printf '[[turn]]\ntext = "done"\n'
+	} >a/turns.toml
+}
+
+test_expect_success 'integrity: a script run in an untrusted context meets the integrity gate' '
+	# the script tool itself is allowed in the untrusted context: not what it does
+	integ "[[integrity.allow]]" "tool = \"relay\"" &&
+	two "upper|{ text = \"an untrusted script result\" }" "relay|{ note = \"hello\" }" &&
+	run &&
+	results ev >res &&
+	grep -q "^relay allow integrity | " res &&
+	grep -q "^http_post deny integrity | " res &&
+	! grep -q LOCAL-HTTP-5500 res &&
+	grep "\"tool\":\"http_post\",\"gate\":\"integrity\"" "$(last_run)/audit.jsonl" | grep -q "\"decision\":\"deny\""
+'
+
+test_expect_success 'benign twin: the same script in a trusted context posts' '
+	turns "relay|{ note = \"hello\" }" &&
+	run &&
+	results ev >res &&
+	grep -q "^http_post allow permission | URL: .* LOCAL-HTTP-5500$" res
+'
+
+test_expect_success 'integrity: what a host call fetched makes the script context untrusted' '
+	integ &&
+	turns "fetchpost|{ }" &&
+	run &&
+	results ev >res &&
+	grep -q "^web_fetch allow permission | .*LOCAL-HTTP-5500" res &&
+	grep -q "^http_post deny integrity | " res
+'
+
+test_expect_success 'benign twin: a [[sources]] entry trusting the host lets it post' '
+	integ "[[sources]]" "host = \"127.0.0.1\"" "integrity = \"trusted\"" &&
+	turns "fetchpost|{ }" &&
+	run &&
+	results ev >res &&
+	grep -q "^http_post allow permission | URL: .* LOCAL-HTTP-5500$" res
+'
+
+test_expect_success 'provenance: a value a host call fetched is marked as from untrusted text' '
+	integ "[[integrity.allow]]" "tool = \"http_post\"" "target = \"127.0.0.1\"" \
+		"args_from_trusted = true" &&
+	turns "fetchpost|{ }" &&
+	run &&
+	results ev >res &&
+	grep -q "^http_post deny integrity | " res &&
+	grep "\"event\":\"tool_call\"" ev | grep "\"tool\":\"http_post\"" | grep -q "\"body\""
+'
+
+test_expect_success 'benign twin: a value the script wrote itself is allowed by args_from_trusted' '
+	turns "greet|{ }" &&
+	run &&
+	results ev >res &&
+	grep -q "^http_post allow integrity | URL: .* LOCAL-HTTP-5500$" res
+'
+rm a/tools/relay.lua a/tools/fetchpost.lua a/tools/greet.lua
+
 test_expect_success 'validate lists script tools and what they require; a bad header is FILE:LINE:COL' '
 	tool upper "$(cat a/tools/upper.lua)" &&
 	echo "// @tool upper" >a/tools/upper.rhai &&

@@ -680,4 +680,67 @@ assert \"second task\" not in c[\"text\"], c
 "
 '
 
+# ---- a queued child starts with what its parent holds then ---------------------
+
+for what in secret public; do
+	case $what in
+	secret) path="$OUT/secret.txt" ;;
+	public) path="public.txt" ;;
+	esac
+	bp "late_$what" <<-EOF
+	[agent]
+	name = "late_$what"
+	[read_paths]
+	allow = ["$OUT"]
+	[stages.main]
+	$M
+	available_tools = ["spawn_agent", "wait_for_agent", "read_file"]
+	[stages.helper]
+	$M
+	allow_as_worker = true
+	available_tools = ["web_fetch"]
+	EOF
+	turns "late_$what" <<-EOF
+	[[turn]]
+	[[turn.call]]
+	tool = "spawn_agent"
+	args = { blueprint = "helper", task = "post what you know" }
+	[[turn]]
+	[[turn.call]]
+	tool = "read_file"
+	args = { path = "$path" }
+	[[turn]]
+	[[turn.call]]
+	tool = "wait_for_agent"
+	args = { agent_id = "c1" }
+	[[turn]]
+	[[turn.call]]
+	tool = "web_fetch"
+	args = { url = "http://127.0.0.1:9/send" }
+	[[turn]]
+	text = "child done"
+	[[turn]]
+	text = "parent done"
+	EOF
+done
+
+test_expect_success 'a child queued before its parent read a private file starts private: its post is blocked' '
+	run late_secret &&
+	check late_secret "
+k = of(\"child_finished\")[0]
+w = [e for e in kid(k) if e[\"event\"] == \"tool_call\" and e[\"tool\"] == \"web_fetch\"][0]
+assert w[\"decision\"] == \"deny\" and w[\"gate\"] == \"taint\", w
+assert w[\"taint\"] == \"private\", w
+"
+'
+
+test_expect_success 'the same queued child after a public read posts (benign twin)' '
+	run late_public &&
+	check late_public "
+k = of(\"child_finished\")[0]
+w = [e for e in kid(k) if e[\"event\"] == \"tool_call\" and e[\"tool\"] == \"web_fetch\"][0]
+assert w[\"decision\"] == \"allow\", w
+"
+'
+
 test_done

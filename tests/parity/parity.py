@@ -11,6 +11,14 @@ stage and the taint the call was decided under, and compares the verdict,
 gate, rule and reason.  Allowed calls included: both name the gate that
 approved.
 
+Nested callers too: stage one offers a Lua script tool ("host") whose host
+functions (read_file, write_file, shell, http_get, http_post) make the
+generated calls from inside the script; each host call is a tool_call of
+its own, decided in the script's context, and `lev check` must give it the
+same answer as a model's call in that context (the script tool's own call
+too).  And a host call's context is never lower than the script tool call's
+it runs in (taint and integrity): the script holds everything its caller saw.
+
 Usage: parity.py --lev LEV --dir SCRATCH [--kinds none,namespace] [--tap]
 Prints one TAP line per configuration and a summary line:
 "# parity: N calls, M mismatches".
@@ -44,6 +52,38 @@ SHELL_LINES = [
     "echo done &", "cat /etc/hostname", "exec echo hi", "source /dev/null", ". /dev/null",
     "time ls", "nohup true", "echo x | xargs echo", "ls -- -x 2>/dev/null", "",
 ]
+
+
+HOST_LUA = """-- @tool host
+-- @description make one host call
+-- @requires network, shell
+-- @param fn string required "read_file, write_file, shell, http_get or http_post"
+-- @param a string optional "first argument"
+-- @param b string optional "second argument"
+local f = ({ read_file = read_file, write_file = write_file, shell = shell,
+             http_get = http_get, http_post = http_post })[params.fn]
+local ok, r = pcall(f, params.a, params.b)
+return tostring(r)
+"""
+
+# the built-in tool each host function is
+HOST_FNS = {"read_file": "read_file", "write_file": "write_file", "shell": "shell",
+            "http_get": "web_fetch", "http_post": "http_post"}
+
+
+def host_call(rng, t, i):
+    """A script tool call making one generated call through a host function."""
+    fn = rng.choice(sorted(HOST_FNS))
+    _, args = gen_call(rng, [HOST_FNS[fn]], t, i)
+    while not all(isinstance(v, str) for v in args.values()):
+        _, args = gen_call(rng, [HOST_FNS[fn]], t, i)
+    vals = list(args.values())
+    out = {"fn": fn}
+    if vals:
+        out["a"] = vals[0]
+    if len(vals) > 1:
+        out["b"] = vals[1]
+    return "host", out
 
 
 def read_paths(t):
@@ -147,6 +187,7 @@ def write_config(kind, network, grant, t):
     os.makedirs(d, mode=0o700, exist_ok=True)
     cfg = ['taint_tracking = true', '[sandbox]', 'kind = "%s"' % kind,
            'network = %s' % ("true" if network else "false"), 'on_unavailable = "error"']
+    cfg += ['[tool_permissions]', 'host = "allow"']
     if grant:
         cfg += ['[agent_read_paths.par]', 'allow = [%s]' % toml_str(t["shared"])]
     p = os.path.join(d, "config.toml")
@@ -156,12 +197,17 @@ def write_config(kind, network, grant, t):
     p = os.path.join(d, "policy.toml")
     with open(p, "w") as f:
         f.write('[[allowlist]]\ntool = "http_post"\nto = ["10.9.9.9"]\n'
-                'max_sensitivity = "internal"\n')
+                'max_sensitivity = "internal"\n'
+                # the script tool itself passes; its host calls meet every gate
+                '[mcp_overrides."host"]\ndirection = "internal"\n'
+                '[[integrity.allow]]\ntool = "host"\n')
     os.chmod(p, 0o600)
 
 
 def write_blueprint(bp, t, rng, n_one, n_two):
-    os.makedirs(bp, exist_ok=True)
+    os.makedirs(os.path.join(bp, "tools"), exist_ok=True)
+    with open(os.path.join(bp, "tools", "host.lua"), "w") as f:
+        f.write(HOST_LUA)
     with open(os.path.join(bp, "agent.leviath"), "w") as f:
         f.write("""[agent]
 name = "par"
@@ -191,7 +237,7 @@ max_iterations = 20
 [stages.two.tool_permissions]
 read_file = "ask"
 web_fetch = "deny"
-""" % (toml_str(t["shared"]), ", ".join(toml_str(x) for x in TOOLS_ONE),
+""" % (toml_str(t["shared"]), ", ".join(toml_str(x) for x in TOOLS_ONE + ["host"]),
             ", ".join(toml_str(x) for x in TOOLS_TWO)))
     lines = []
     i = 0
@@ -200,7 +246,10 @@ web_fetch = "deny"
         while left > 0:
             lines.append("[[turn]]")
             for _ in range(min(left, 100)):
-                tool, args = gen_call(rng, tools, t, i)
+                if tools is TOOLS_ONE and rng.random() < 0.25:
+                    tool, args = host_call(rng, t, i)
+                else:
+                    tool, args = gen_call(rng, tools, t, i)
                 i += 1
                 lines.append("[[turn.call]]")
                 lines.append("tool = %s" % toml_str(tool))
@@ -222,7 +271,7 @@ def main():
 
     root = a.dir
     t = write_tree(root)
-    total = mismatches = n = 0
+    total = mismatches = n = nested_total = 0
     failed = False
     seen = {}
     for kind in a.kinds.split(","):
@@ -252,6 +301,7 @@ def main():
                                          text=True)
                     events = [json.loads(l) for l in run.stdout.splitlines() if l.startswith("{")]
                     calls = [e for e in events if e.get("event") == "tool_call"]
+                    n_nested = sum(1 for e in calls if "." in str(e.get("id")))
                     if run.returncode != 0 or not calls:
                         print("not ok %d - %s: the run failed (exit %d): %s" %
                               (n, name, run.returncode, run.stderr.strip()[-400:]))
@@ -271,6 +321,18 @@ def main():
                         o = json.loads(l)
                         answers[o.get("id")] = o
                     bad = []
+                    rank = {"public": 0, "internal": 1, "private": 2, "trusted": 0,
+                            "untrusted": 1}
+                    by_id = {str(e.get("id")): e for e in calls}
+                    for e in calls:
+                        parent = by_id.get(str(e.get("id")).rsplit(".", 1)[0])
+                        if "." not in str(e.get("id")) or not parent:
+                            continue
+                        for key in ("taint", "integrity"):
+                            if rank[e[key]] < rank[parent[key]]:
+                                bad.append((e["tool"], e["args"], e["stage"], e["taint"],
+                                            "%s %s" % (key, e[key]),
+                                            "below its script's %s" % parent[key]))
                     for k, e in enumerate(calls):
                         c = answers.get(k, {"error": "no answer"})
                         got_run = (e["verdict"], e["gate"], e["rule"], e["reason"])
@@ -283,6 +345,11 @@ def main():
                         key = "%s/%s taint=%s" % (e["verdict"], e["gate"], e["taint"])
                         seen[key] = seen.get(key, 0) + 1
                     total += len(calls)
+                    nested_total += n_nested
+                    if not n_nested:
+                        failed = True
+                        print("not ok %d - %s: no host function call was made" % (n, name))
+                        continue
                     mismatches += len(bad)
                     if bad:
                         failed = True
@@ -292,12 +359,13 @@ def main():
                             print("#   %s %s stage=%s taint=%s\n#     run:   %s\n#     check: %s"
                                   % (b[0], json.dumps(b[1])[:200], b[2], b[3], b[4], b[5]))
                     else:
-                        print("ok %d - %s: %d calls agree" % (n, name, len(calls)))
+                        print("ok %d - %s: %d calls agree (%d from a script's host functions)"
+                              % (n, name, len(calls), n_nested))
                     sys.stdout.flush()
     for k in sorted(seen):
         print("#   %5d %s" % (seen[k], k))
     print("1..%d" % n)
-    print("# parity: %d calls, %d mismatches" % (total, mismatches))
+    print("# parity: %d calls (%d nested), %d mismatches" % (total, nested_total, mismatches))
     return 1 if failed else 0
 
 

@@ -110,27 +110,103 @@ char *lev_provenance_normalise(const char *s, size_t len, bool value, size_t *ou
 	return out;
 }
 
-void lev_provenance_add(struct lev_provenance *p, enum lev_integrity i, const char *text,
-			size_t len)
+/* Room in C for LEN more bytes and a separator; false when it overflows. */
+static bool corpus_room(struct corpus *c, size_t len)
 {
-	struct corpus *c;
 	size_t need;
 
-	if (!p || !text)
-		return;
-	c = &p->c[i == LEV_TRUSTED ? LEV_TRUSTED : LEV_UNTRUSTED];
 	if (c->overflow)
-		return;
+		return false;
 	if (len > LEV_PROVENANCE_TEXT_MAX - c->len) {
 		c->overflow = true;
-		return;
+		return false;
 	}
 	need = c->len + len + 2;
 	if (need > c->alloc) {
 		c->alloc = need > 2 * c->alloc ? need : 2 * c->alloc;
 		c->text = xrealloc(c->text, c->alloc);
 	}
+	return true;
+}
+
+void lev_provenance_add(struct lev_provenance *p, enum lev_integrity i, const char *text,
+			size_t len)
+{
+	struct corpus *c;
+
+	if (!p || !text)
+		return;
+	c = &p->c[i == LEV_TRUSTED ? LEV_TRUSTED : LEV_UNTRUSTED];
+	if (!corpus_room(c, len))
+		return;
 	c->len += fold(text, len, c->text + c->len);
+	c->text[c->len++] = '\n';
+	c->text[c->len] = '\0';
+}
+
+/* Is C a byte that separates the words of an argument (space, quotes, shell and query syntax)? */
+static bool word_break(char c)
+{
+	return c == ' ' || (c && strchr("'\"`;|&<>()=,:/?#", c));
+}
+
+/* Cut every occurrence of W (N bytes) out of TEXT (LEN bytes): each becomes separators. */
+static void cut_word(char *text, size_t len, const char *w, size_t n)
+{
+	char *at = text;
+
+	if (n < LEV_PROVENANCE_MIN)
+		return;
+	while ((at = memmem(at, len - (size_t)(at - text), w, n)) != NULL)
+		memset(at, '\n', n);
+}
+
+/* Cut V (a JSON value) out of TEXT: each string whole, and each of its words. */
+static void cut_value(char *text, size_t len, const json_t *v, int depth)
+{
+	const char *k;
+	json_t *e;
+	size_t i;
+
+	if (depth > 32)
+		return;
+	if (json_is_array(v)) {
+		json_array_foreach((json_t *)v, i, e)
+			cut_value(text, len, e, depth + 1);
+	} else if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, k, e)
+			cut_value(text, len, e, depth + 1);
+	} else if (json_is_string(v) && json_string_length(v) <= LEV_PROVENANCE_VALUE_MAX) {
+		_cleanup_free_ char *f = xmalloc(json_string_length(v) + 1);
+		size_t n = fold(json_string_value(v), json_string_length(v), f), w;
+
+		cut_word(text, len, f, n);
+		for (size_t s = 0; s < n; s += w + 1) {
+			for (w = 0; s + w < n && !word_break(f[s + w]); w++)
+				;
+			cut_word(text, len, f + s, w);
+		}
+	}
+}
+
+void lev_provenance_add_reply(struct lev_provenance *p, enum lev_integrity i, const char *text,
+			      size_t len, const json_t *args, enum lev_integrity model)
+{
+	struct corpus *c = p ? &p->c[LEV_TRUSTED] : NULL;
+	size_t n;
+
+	if (!p || !text)
+		return;
+	if (i != LEV_TRUSTED || model == LEV_TRUSTED || !args) {
+		lev_provenance_add(p, i, text, len);
+		return;
+	}
+	if (!corpus_room(c, len))
+		return;
+	n = fold(text, len, c->text + c->len);
+	/* the model's words, echoed: as trusted as the model, so no evidence at all */
+	cut_value(c->text + c->len, n, args, 0);
+	c->len += n;
 	c->text[c->len++] = '\n';
 	c->text[c->len] = '\0';
 }

@@ -40,6 +40,20 @@ struct lev_provenance *lev_provenance_free(struct lev_provenance *p);
 void lev_provenance_add(struct lev_provenance *p, enum lev_integrity i, const char *text,
 			size_t len);
 
+/*
+ * Feed a tool's reply: LEN bytes of TEXT with integrity I, for a call with
+ * the arguments ARGS (a JSON object) the model wrote with integrity MODEL.
+ * What lev and the tool write around an argument (an error quoting a path,
+ * an echo, a confirmation) is the model's text, not the source's: with I
+ * trusted and MODEL untrusted, every string of ARGS, and each of its words
+ * (split at spaces, quotes and shell and URL punctuation) of at least
+ * LEV_PROVENANCE_MIN bytes, is cut out of TEXT before it counts as
+ * trusted, so a value from untrusted text cannot be laundered by passing
+ * it to a tool that repeats it.  Otherwise as lev_provenance_add().
+ */
+void lev_provenance_add_reply(struct lev_provenance *p, enum lev_integrity i, const char *text,
+			      size_t len, const struct json_t *args, enum lev_integrity model);
+
 /* True when some untrusted text has been fed. */
 bool lev_provenance_has_untrusted(const struct lev_provenance *p);
 

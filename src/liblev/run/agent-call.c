@@ -126,43 +126,51 @@ struct call_state {
 	char **hops;			/* a network tool: every URL it requested (strv) */
 };
 
-/* The chain's environment for the current stage. */
+/*
+ * The chain's environment for the current stage: the run's side of
+ * lev_gatechain_env_build(), for every call the run decides (the model's,
+ * a script tool's host function, an MCP tool, a sub-agent's, a redirect
+ * hop, a seed).  A script tool's host function is decided in the script's
+ * context: the run's, raised by what its earlier host calls returned.
+ */
 void agent_chain_env(struct lev_agent *a, enum lev_gatechain_mode mode, const char *home,
 		      struct lev_gatechain_env *env)
 {
 	const struct stage_rt *s = &a->stages[a->cur];
+	const struct lev_gatechain_site site = {
+		.tools = a->tools,
+		.stage = s->st->name,
+		.offered = a->nested ? a->nested->offered : s->offered,
+		.offered_list = s->offered_list,
+		.perm = &a->perms[a->cur].in,
+		.safe_only = &a->safe_only,
+		.ceilings = a->ceilings,
+		.grants = &a->grants,
+		.fs = a->fs,
+		.eff = &s->eff,
+		.sb = s->sb,
+		.landlock = a->landlock,
+		.taint = a->gate,
+		.taint_enabled = a->taint_enabled,
+		.seed_commands = a->cfg->allow_seed_commands && !a->o.no_seed_commands,
+		.seed_off_why = a->o.no_seed_commands ? "--no-seed-commands"
+						      : "[security] allow_seed_commands = false",
+	};
+	struct lev_gatechain_ctx ctx = {
+		.taint_ctx = lev_context_taint(a->ctx),
+		.taint = lev_context_taint_level(a->ctx),
+		.integrity = LEV_TRUSTED,	/* beyond what the run's context holds */
+		.provenance = a->prov,
+	};
 
-	memset(env, 0, sizeof(*env));
-	env->tools = a->tools;
-	env->stage = s->st->name;
-	env->offered = s->offered;
-	env->offered_list = s->offered_list;
-	env->mode = mode;
-	env->seed_commands = a->cfg->allow_seed_commands && !a->o.no_seed_commands;
-	env->seed_off_why = a->o.no_seed_commands ? "--no-seed-commands"
-						  : "[security] allow_seed_commands = false";
-	env->perm = mode == LEV_GATECHAIN_COMMAND_SEED ? &a->safe_only : &a->perms[a->cur].in;
-	env->grants = mode == LEV_GATECHAIN_COMMAND_SEED ? NULL : &a->grants;
-	env->ceilings = a->ceilings;
-	env->fs = a->fs;
-	env->home = home;
-	env->kind = s->eff.kind;
-	env->network = s->eff.network;
-	env->shell_offline = lev_gatechain_shell_offline(&s->eff, s->sb);
-	env->landlock = a->landlock;
-	/* the write fence: what the stage's sandbox actually has in force */
-	env->fenced = lev_gatechain_fenced(&s->eff, s->sb);
-	env->taint = a->gate;
-	env->taint_enabled = a->taint_enabled;
-	env->taint_ctx = lev_context_taint(a->ctx);
-	env->taint_level = lev_context_taint_level(a->ctx);
-	env->provenance = a->prov;
 	if (a->nested) {
-		/* a script tool's host function (agent-script.c) */
-		env->offered = a->nested->offered;
-		env->taint_ctx = NULL;
-		env->taint_level = lev_level_max(env->taint_level, a->nested->level);
+		ctx.taint = lev_level_max(ctx.taint, a->nested->level);
+		ctx.integrity = a->nested->integrity;
 	}
+	/* an MCP server's tool descriptions are in the request: its text, as trusted as it is */
+	if (lev_unlikely(s->mcp_servers != NULL) && agent_mcp_untrusted(a, s->mcp_servers))
+		ctx.integrity = LEV_UNTRUSTED;
+	lev_gatechain_env_build(env, &site, mode, home, &ctx);
 }
 
 /* One audit line per gate the chain ran (asks are recorded with their answer). */
@@ -325,109 +333,6 @@ static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 	lev_buf_release(&desc);
 }
 
-static char *gate_rule_name(const struct lev_gate_decision *d)
-{
-	switch (d->source) {
-	case LEV_GATE_SRC_ALLOWLIST:
-		return xasprintf("allowlist #%zu", d->rule_index);
-	case LEV_GATE_SRC_RULE:
-		return xasprintf("rule %s", d->rule_name ? d->rule_name : "?");
-	default:
-		return xstrdup(lev_gate_source_name(d->source));
-	}
-}
-
-static char *joined_targets(char *const *targets)
-{
-	struct lev_buf b = LEV_BUF_INIT;
-
-	for (char *const *t = targets; t && *t; t++) {
-		if (b.len)
-			(void)lev_buf_adds(&b, ", ");
-		(void)lev_buf_adds(&b, *t);
-	}
-	return b.len ? lev_buf_detach(&b, NULL) : (lev_buf_release(&b), NULL);
-}
-
-/*
- * Put one outbound call (GATE_TOOL with ARGS_JSON) to the taint gate,
- * asking the user when the gate would ask, and record the decision under
- * the taint gate.  REDIRECT is the URL of a redirect hop the call is about
- * to follow, or NULL for the call itself; it shapes the prompt and the
- * audit reason.  Returns 0 with *D filled (release it) and *RULE (free it),
- * or a negative code with ERR set when the gate failed (recorded too).
- */
-static int taint_decide(struct lev_agent *a, struct call_state *cs, const char *gate_tool,
-			const char *args_json, const char *redirect, struct lev_gate_decision *d,
-			char **rule, struct lev_err *err)
-{
-	struct lev_gate_call gc = {
-		.tool = gate_tool,
-		.args_json = args_json,
-		.args_len = args_json ? strlen(args_json) : 0,
-		.ctx = a->nested ? NULL : lev_context_taint(a->ctx),
-		.taint = a->nested ? lev_level_max(lev_context_taint_level(a->ctx), a->nested->level)
-				   : lev_context_taint_level(a->ctx),
-	};
-	_cleanup_free_ char *targets = NULL;
-	_cleanup_free_ char *reason = NULL;
-	enum lev_ask_answer ans = LEV_ANSWER_NONE;
-	bool asked = false;
-	int r;
-
-	memset(d, 0, sizeof(*d));
-	r = lev_gate_check(a->gate, &gc, d, err);
-	if (r < 0) {
-		agent_audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool,
-					       .gate = lev_gate_id_name(LEV_GATE_TAINT),
-					       .rule = lev_gate_reason_name(LEV_REASON_TAINT_ERROR),
-					       .target = redirect, .reason = err ? err->msg : NULL });
-		return r;
-	}
-	targets = joined_targets(d->targets);
-	if (d->result == LEV_GATE_NEEDS_USER) {
-		struct lev_buf desc = LEV_BUF_INIT;
-		_cleanup_free_ char *prompt = NULL;
-		_cleanup_free_ char *detail = NULL;
-		struct lev_ask q = { 0 };
-
-		(void)lev_gate_describe(d, &desc);
-		prompt = redirect ? xasprintf("%s was redirected: %s. Allow it?", cs->tool, desc.buf)
-				  : xasprintf("%s. Allow it?", desc.buf);
-		detail = redirect ? xstrdup(redirect)
-			 : targets ? xasprintf("target: %s", targets)
-				   : NULL;
-		q.kind = LEV_ASK_TAINT;
-		q.stage = a->stages[a->cur].st->name;
-		q.tool = cs->tool;
-		q.prompt = prompt;
-		q.detail = detail;
-		q.run_label = "Allow for this run";
-		ans = ask(a, &q, cs->call, cs->tool, redirect);
-		asked = ans != LEV_ANSWER_NONE;
-		(void)lev_gate_answer(a->gate, d,
-				      ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE
-					      ? LEV_GATE_ANSWER_ONCE
-				      : ans == LEV_ANSWER_RUN  ? LEV_GATE_ANSWER_RUN
-				      : ans == LEV_ANSWER_DENY ? LEV_GATE_ANSWER_DENY
-							       : LEV_GATE_ANSWER_NONE);
-		lev_buf_release(&desc);
-	}
-	if (redirect)
-		reason = xasprintf("redirect to '%.300s'%s%s", redirect, d->target_error ? ": " : "",
-				   d->target_error ? d->target_error : "");
-	*rule = gate_rule_name(d);
-	cs->dec->asked = cs->dec->asked || asked;
-	agent_audit(a, &(struct audit_line){ .call_id = cs->call->id, .tool = cs->tool, .gate = lev_gate_id_name(LEV_GATE_TAINT),
-				       .rule = *rule, .allowed = d->result == LEV_GATE_ALLOWED,
-				       .asked = asked,
-				       .answer = asked ? lev_ask_answer_name(ans) : NULL,
-				       .target = targets, .has_clearance = true,
-				       .clearance = d->clearance,
-				       .reason = redirect ? reason : d->target_error });
-	return 0;
-}
-
 /* ---- execution ----------------------------------------------------------- */
 
 struct redirect_ctx {
@@ -436,95 +341,95 @@ struct redirect_ctx {
 	char *from;		/* owned: the URL that answered with the redirect */
 };
 
-/*
- * The integrity gate on a redirect hop to URL (lev_gatechain_redirect()):
- * asks when it would ask; every hop is one audit.jsonl line under the
- * integrity gate.  Returns 0 when the hop may be followed.
- */
-static int redirect_integrity(struct redirect_ctx *rc, const char *url, struct lev_err *err)
+/* A hop's question: PROMPT about URL; the answer (NONE when nobody is asked). */
+static enum lev_ask_answer redirect_ask(struct redirect_ctx *rc, const char *prompt,
+					const char *url)
 {
 	struct lev_agent *a = rc->a;
-	struct lev_gatechain_decision gd;
-	struct lev_gatechain_env env;
+	struct lev_ask q = { 0 };
+	enum lev_ask_answer ans;
+
+	q.kind = LEV_ASK_TAINT;
+	q.stage = a->stages[a->cur].st->name;
+	q.tool = rc->cs->tool;
+	q.prompt = prompt;
+	q.detail = url;
+	q.run_label = "Allow for this run";
+	ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q, rc->cs->call, rc->cs->tool, url);
+	rc->cs->dec->asked = rc->cs->dec->asked || ans != LEV_ANSWER_NONE;
+	return ans;
+}
+
+/* The answer to a hop's question, one audit line under GATE. */
+static void redirect_audit_answer(struct redirect_ctx *rc, enum lev_gate_id gate, bool allowed,
+				  enum lev_ask_answer ans, const char *url)
+{
 	_cleanup_free_ char *reason = xasprintf("redirect to '%.300s'", url);
-	enum lev_ask_answer ans = LEV_ANSWER_NONE;
+
+	agent_audit(rc->a, &(struct audit_line){
+		.call_id = rc->cs->call->id, .tool = rc->cs->tool, .gate = lev_gate_id_name(gate),
+		.rule = allowed || ans == LEV_ANSWER_DENY ? "user" : "no answer",
+		.allowed = allowed, .asked = ans != LEV_ANSWER_NONE,
+		.answer = lev_ask_answer_name(ans), .target = url, .reason = reason });
+}
+
+/* GATE (taint or integrity) asked about the hop GD judged: ask; 0 when the answer allows it. */
+static int redirect_hop_ask(struct redirect_ctx *rc, struct lev_gatechain_decision *gd,
+			    enum lev_gate_id gate, const char *url, struct lev_err *err)
+{
+	bool taint = gate == LEV_GATE_TAINT;
+	struct lev_buf desc = LEV_BUF_INIT;
+	_cleanup_free_ char *prompt = NULL;
+	enum lev_ask_answer ans;
+	bool allowed;
 	int r = 0;
 
-	agent_chain_env(a, LEV_GATECHAIN_CALL, NULL, &env);
-	lev_gatechain_redirect(&env, url, agent_hop_untrusted(a, rc->from), &gd);
-	agent_audit_steps(a, rc->cs->call->id, rc->cs->tool, &gd, url);
-	if (gd.verdict == LEV_ASK) {
-		struct lev_buf desc = LEV_BUF_INIT;
-		_cleanup_free_ char *prompt = NULL;
-		struct lev_ask q = { 0 };
-
-		(void)lev_integrity_describe(gd.canon, &gd.integ, &desc);
-		prompt = xasprintf("%s was redirected: %s. Allow it?", rc->cs->tool, desc.buf);
-		q.kind = LEV_ASK_TAINT;
-		q.stage = a->stages[a->cur].st->name;
-		q.tool = rc->cs->tool;
-		q.prompt = prompt;
-		q.detail = url;
-		q.run_label = "Allow for this run";
-		ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q, rc->cs->call, rc->cs->tool, url);
-		rc->cs->dec->asked = rc->cs->dec->asked || ans != LEV_ANSWER_NONE;
-		(void)lev_integrity_answer(a->gate, gd.canon, &gd.integ, taint_answer(ans));
-		agent_audit(a, &(struct audit_line){
-			.call_id = rc->cs->call->id, .tool = rc->cs->tool,
-			.gate = lev_gate_id_name(LEV_GATE_INTEGRITY),
-			.rule = gd.integ.result == LEV_GATE_ALLOWED ? "user"
-				: ans == LEV_ANSWER_DENY ? "user" : "no answer",
-			.allowed = gd.integ.result == LEV_GATE_ALLOWED,
-			.asked = ans != LEV_ANSWER_NONE, .answer = lev_ask_answer_name(ans),
-			.target = url, .reason = reason });
-		if (gd.integ.result != LEV_GATE_ALLOWED)
-			r = lev_err_set(err, LEV_EDENIED, "the integrity gate refuses it (%s); call "
-					"the tool with that URL if you need it", desc.buf);
-		lev_buf_release(&desc);
-	} else if (gd.verdict == LEV_DENY) {
-		r = lev_err_set(err, LEV_EDENIED, "the integrity gate refuses it (%s)", gd.reason);
-	}
-	lev_gatechain_decision_release(&gd);
+	if (taint)
+		(void)lev_gate_describe(&gd->taint, &desc);
+	else
+		(void)lev_integrity_describe(gd->canon, &gd->integ, &desc);
+	prompt = xasprintf("%s was redirected: %s. Allow it?", rc->cs->tool, desc.buf);
+	ans = redirect_ask(rc, prompt, url);
+	if (taint)
+		(void)lev_gate_answer(rc->a->gate, &gd->taint, taint_answer(ans));
+	else
+		(void)lev_integrity_answer(rc->a->gate, gd->canon, &gd->integ, taint_answer(ans));
+	allowed = (taint ? gd->taint.result : gd->integ.result) == LEV_GATE_ALLOWED;
+	redirect_audit_answer(rc, gate, allowed, ans, url);
+	if (!allowed)
+		r = lev_err_set(err, LEV_EDENIED, "the %s gate refuses it (%s); call the tool "
+				"with that URL if you need it", lev_gate_id_name(gate), desc.buf);
+	lev_buf_release(&desc);
 	return r;
 }
 
 /*
- * A network tool is about to follow a redirect to URL: the taint gate
- * judges the new target as it would judge a web_fetch of URL now (the
- * hop is a GET of it), asking when it would ask.  Every hop is one line
- * of audit.jsonl under the taint gate.
+ * A network tool is about to follow a redirect to URL: the chain judges
+ * the hop as a web_fetch of URL in the call's own environment
+ * (agent_chain_env(), lev_gatechain_redirect(): the taint and integrity
+ * gates), asking when a gate would ask.  Every hop's gates are lines of
+ * audit.jsonl.  Returns 0 when the hop may be followed.
  */
 static int redirect_gate(void *data, const char *tool, const char *url, struct lev_err *err)
 {
 	struct redirect_ctx *rc = data;
-	struct lev_gate_decision d;
-	struct lev_err gerr = LEV_ERR_INIT;
-	_cleanup_free_ char *args_json = NULL;
-	_cleanup_free_ char *rule = NULL;
-	json_t *args;
-	int r;
+	struct lev_agent *a = rc->a;
+	struct lev_gatechain_decision gd;
+	struct lev_gatechain_env env;
+	int r = 0;
 
-	(void)tool;	/* the call's own tool; the gate judges the hop as a GET */
-	if (!rc->a->taint_enabled)
-		return 0;
-	args = json_pack("{s:s}", "url", url);
-	args_json = args ? json_dumps(args, JSON_COMPACT) : NULL;
-	json_decref(args);
-	if (taint_decide(rc->a, rc->cs, lev_tooltable_name(LEV_OP_WEB_FETCH), args_json, url, &d,
-			 &rule, &gerr) < 0)
-		return lev_err_set(err, LEV_EDENIED, "the taint gate failed: %s", gerr.msg);
-	if (d.result != LEV_GATE_ALLOWED) {
-		struct lev_buf desc = LEV_BUF_INIT;
-
-		(void)lev_gate_describe(&d, &desc);
-		r = lev_err_set(err, LEV_EDENIED, "the taint gate refuses it (%s); call the "
-				"tool with that URL if you need it", desc.buf);
-		lev_buf_release(&desc);
-		lev_gate_decision_release(&d);
-		return r;
-	}
-	lev_gate_decision_release(&d);
-	r = redirect_integrity(rc, url, err);
+	(void)tool;	/* the call's own tool; the gates judge the hop as a GET */
+	agent_chain_env(a, LEV_GATECHAIN_CALL, NULL, &env);
+	lev_gatechain_redirect(&env, url, agent_hop_untrusted(a, rc->from), &gd);
+	agent_audit_steps(a, rc->cs->call->id, rc->cs->tool, &gd, url);
+	if (gd.verdict == LEV_DENY)
+		r = lev_err_set(err, LEV_EDENIED, "the %s gate refuses it (%s)",
+				lev_gate_id_name(gd.gate), gd.reason);
+	if (!r && gd.ask_taint)
+		r = redirect_hop_ask(rc, &gd, LEV_GATE_TAINT, url, err);
+	if (!r && gd.ask_integrity)
+		r = redirect_hop_ask(rc, &gd, LEV_GATE_INTEGRITY, url, err);
+	lev_gatechain_decision_release(&gd);
 	free(rc->from);
 	rc->from = xstrdup(url);
 	return r;

@@ -86,6 +86,13 @@ bool agent_hop_untrusted(struct lev_agent *a, const char *from)
 	return !(s && s->has_integrity && s->integrity == LEV_TRUSTED);
 }
 
+bool agent_server_trusted(struct lev_agent *a, const char *server)
+{
+	const struct lev_source_label *s = lev_integrity_source(ipol(a), NULL, NULL, NULL, server);
+
+	return s && s->has_integrity && s->integrity == LEV_TRUSTED;
+}
+
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l)
 {
@@ -175,9 +182,10 @@ enum lev_integrity agent_result_integrity(struct lev_agent *a, const struct lev_
 void agent_integrity_result(struct lev_agent *a, const char *tool, const json_t *args,
 			    enum lev_integrity i, const char *text, size_t len, bool source)
 {
-	/* a refusal quotes what the model wrote: it is nobody's evidence */
+	/* a refusal quotes what the model wrote: it is nobody's evidence; nor is an echo */
 	if (text && source)
-		lev_provenance_add(a->prov, i, text, len);
+		lev_provenance_add_reply(a->prov, i, text, len, args,
+					 lev_taint_model_integrity(lev_context_taint(a->ctx)));
 	if (i != LEV_UNTRUSTED)
 		return;
 	lev_context_mark_untrusted(a->ctx);

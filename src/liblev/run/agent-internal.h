@@ -46,6 +46,7 @@ struct stage_rt {
 	size_t alt;			/* the entry in use */
 	char **offered;			/* canonical tool names offered */
 	char *offered_list;		/* "a, b" for messages */
+	char **mcp_servers;		/* the MCP servers whose tools it offers (NULL: none) */
 	unsigned visits;
 };
 
@@ -89,6 +90,7 @@ struct agent_nested {
 	unsigned n;			/* host calls so far */
 	char **offered;			/* the stage's offer and what the header asked for */
 	enum lev_level level;		/* the highest label the script has seen */
+	enum lev_integrity integrity;	/* untrusted once a host call returned untrusted text */
 };
 
 struct lev_agent {
@@ -239,6 +241,13 @@ void agent_mcp_free(struct lev_agent *a);
 /* Run an allowed call to the MCP tool TI (a failure is an error result). */
 void agent_mcp_call(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
 		    struct lev_tool_output *out);
+/*
+ * The MCP servers whose tools OFFERED holds (strv, NULL: none): their
+ * descriptions and schemas are in every request of the stage.
+ */
+char **agent_mcp_offering(struct lev_agent *a, char *const *offered);
+/* True when one of SERVERS is trusted by no [[sources]] entry: its tools' texts are untrusted. */
+bool agent_mcp_untrusted(struct lev_agent *a, char *const *servers);
 
 /*
  * agent-route.c: add CALL's result OUT (labelled LABEL) where the stage's
@@ -371,6 +380,8 @@ enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path);
 /* Is a redirect's Location from FROM (the URL that answered) untrusted text?  True unless a
  * [[sources]] entry labels FROM's host trusted. */
 bool agent_hop_untrusted(struct lev_agent *a, const char *from);
+/* True when a [[sources]] entry labels MCP server SERVER trusted. */
+bool agent_server_trusted(struct lev_agent *a, const char *server);
 /* A [[sources]] sensitivity for a network or MCP result, raising L. */
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l);

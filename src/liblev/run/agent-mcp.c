@@ -13,6 +13,12 @@
  * network setting), or, when the user's config says sandbox = "none" for
  * that server, on the host.  A server that cannot start is a warning and
  * its tools are absent: a call to them is refused like any unknown tool.
+ *
+ * A server's tool descriptions and input schemas are its text, in every
+ * request of a stage that offers them: unless a [[sources]] entry labels
+ * the server trusted, they feed argument provenance as untrusted text, and
+ * every call of such a stage is decided in an untrusted context
+ * (agent_chain_env(); docs/mcp.md).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -196,6 +202,24 @@ static int register_tools(struct lev_agent *a, struct lev_err *err)
 	return 0;
 }
 
+/* Every tool's description and schema, as the server's text (untrusted unless a source trusts it). */
+static void feed_descriptions(struct lev_agent *a)
+{
+	struct agent_mcp *mc = a->mcp;
+
+	for (size_t i = 0; i < mc->n_tools; i++) {
+		const struct lev_mcp_tool *t = mc->tools[i].t;
+		enum lev_integrity in = agent_server_trusted(a, mc->v[mc->tools[i].server].conf->name)
+						? LEV_TRUSTED : LEV_UNTRUSTED;
+		_cleanup_free_ char *schema = t->schema ? json_dumps(t->schema, JSON_COMPACT) : NULL;
+
+		if (t->description)
+			lev_provenance_add(a->prov, in, t->description, strlen(t->description));
+		if (schema)
+			lev_provenance_add(a->prov, in, schema, strlen(schema));
+	}
+}
+
 int agent_mcp_start(struct lev_agent *a, struct lev_err *err)
 {
 	const struct lev_config *cfg = a->cfg;
@@ -217,7 +241,29 @@ int agent_mcp_start(struct lev_agent *a, struct lev_err *err)
 		if (!mc->v[i].srv && !mc->v[i].own_sb)
 			start_one(a, &a->stages[0], &mc->v[i]);
 	name_tools(a);
+	feed_descriptions(a);
 	return register_tools(a, err);
+}
+
+char **agent_mcp_offering(struct lev_agent *a, char *const *offered)
+{
+	char **v = NULL;
+
+	for (char *const *t = offered; a->mcp && t && *t; t++) {
+		const struct lev_tool_info *ti = lev_tools_find(a->tools, *t);
+
+		if (ti && ti->kind == LEV_TOOL_MCP && ti->group && !lev_strv_contains(v, ti->group))
+			v = lev_strv_push(v, ti->group);
+	}
+	return v;
+}
+
+bool agent_mcp_untrusted(struct lev_agent *a, char *const *servers)
+{
+	for (char *const *s = servers; s && *s; s++)
+		if (!agent_server_trusted(a, *s))
+			return true;
+	return false;
 }
 
 void agent_mcp_free(struct lev_agent *a)

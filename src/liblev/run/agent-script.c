@@ -13,11 +13,15 @@
  * nested call of the built-in tool with the id "<call>.<n>", dispatched
  * through lev_agent_dispatch(): the one gate chain, with the stage of the
  * script tool's call, asks, audit lines and events, the stage's sandbox.
- * While a script runs, the chain's environment differs in two ways only
- * (agent_chain_env()): the offer is the stage's plus the built-in tools the
- * script's header asked for, and the taint is the context's raised by what
- * the script's earlier host calls returned (their results are not in the
- * context, but the script holds them).
+ * While a script runs, the chain's environment (agent_chain_env(), built
+ * by lev_gatechain_env_build() as for every caller) differs in two ways
+ * only: the offer is the stage's plus the built-in tools the script's
+ * header asked for, and the context is the run's raised by what the
+ * script's earlier host calls returned (their results are not in the
+ * context, but the script holds them): their highest label, untrusted once
+ * one of them was.  Their texts feed argument provenance as a result the
+ * model read would, so a value the script copies from a fetched page into
+ * http_post() is marked as from untrusted text.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/run/agent-internal.h"
+#include "liblev/run/context.h"
 #include "liblev/tools/script.h"
 
 static const struct lev_script_tool *script_of(const struct lev_agent *a, const char *name)
@@ -39,29 +44,7 @@ static const struct lev_script_tool *script_of(const struct lev_agent *a, const 
 
 int agent_script_start(struct lev_agent *a, struct lev_err *err)
 {
-	for (size_t i = 0; i < a->bp->n_script_tools; i++) {
-		const struct lev_script_tool *st = &a->bp->script_tools[i];
-		json_t *schema = lev_script_schema(st);
-		struct lev_tool_info ti = {
-			.name = st->name,
-			.description = *st->description ? st->description : st->name,
-			.kind = LEV_TOOL_SCRIPT,
-			.op = LEV_OP_NONE,
-			.touches = LEV_TOUCH_READS | LEV_TOUCH_WRITES |
-				   (st->needs & LEV_SCRIPT_NEEDS_NETWORK ? LEV_TOUCH_NETWORK : 0) |
-				   (st->needs & LEV_SCRIPT_NEEDS_SHELL
-					    ? LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS : 0),
-			.outbound = true,
-			.label = LEV_PRIVATE,
-			.schema = schema,
-		};
-		int r = lev_tools_add(a->tools, &ti, err);
-
-		json_decref(schema);
-		if (r < 0)
-			return lev_err_wrap(err, "script tool '%s'", st->name);
-	}
-	return 0;
+	return lev_script_tools_add(a->tools, a->bp->script_tools, a->bp->n_script_tools, err);
 }
 
 /* The offer inside a script: the stage's, and the built-in tools the header asked for. */
@@ -137,6 +120,14 @@ static void host_call(void *data, enum lev_tool_op op, const json_t *args,
 		lev_tool_output_set(out, "[error] internal error", true);
 	/* what the script now holds: the result, or a refusal's text */
 	ns->level = lev_level_max(ns->level, dec.label);
+	if (dec.integrity == LEV_UNTRUSTED)
+		ns->integrity = LEV_UNTRUSTED;
+	/* a result is evidence of where later arguments came from; a refusal is lev's text */
+	if (dec.allowed && out->text)
+		lev_provenance_add_reply(a->prov, dec.integrity, out->text, out->len, args,
+					 ns->integrity == LEV_UNTRUSTED
+						 ? LEV_UNTRUSTED
+						 : lev_taint_model_integrity(lev_context_taint(a->ctx)));
 	agent_result_event(a, &call, out, &dec, dec.label, false);
 	lev_call_decision_release(&dec);
 }
@@ -146,7 +137,8 @@ enum lev_level agent_script_call(struct lev_agent *a, const char *call_id,
 				 struct lev_tool_output *out)
 {
 	const struct lev_script_tool *st = script_of(a, ti->name);
-	struct agent_nested ns = { .a = a, .parent_id = call_id, .level = LEV_PUBLIC };
+	struct agent_nested ns = { .a = a, .parent_id = call_id, .level = LEV_PUBLIC,
+				   .integrity = LEV_TRUSTED };
 	struct lev_script_host host = { host_call, &ns };
 	struct agent_nested *outer = a->nested;
 

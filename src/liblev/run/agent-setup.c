@@ -229,6 +229,7 @@ static void build_offered(struct lev_agent *a, struct stage_rt *s)
 	/* the gate chain's own offer: `lev check` computes the same one */
 	s->offered = lev_gatechain_offered(a->tools, s->st, a->o.hooks.question != NULL,
 					   &s->offered_list, &skipped);
+	s->mcp_servers = agent_mcp_offering(a, s->offered);
 	for (char **k = skipped; k && *k; k++) {
 		char *tab = strchr(*k, '\t');
 
@@ -652,6 +653,7 @@ struct lev_agent *lev_agent_free(struct lev_agent *a)
 		lev_sandbox_free(a->stages[i].sb);
 		lev_sandbox_spec_release(&a->stages[i].eff);
 		lev_strv_free(a->stages[i].offered);
+		lev_strv_free(a->stages[i].mcp_servers);
 		free(a->stages[i].offered_list);
 		free(a->stages[i].alts);
 	}

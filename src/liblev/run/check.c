@@ -18,6 +18,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/policy/taintgate.h"
+#include "liblev/tools/script.h"
 #include "liblev/tools/tools.h"
 #include "liblev/tools/tools-fs.h"
 #include "liblev/base/util.h"
@@ -37,30 +38,21 @@ void lev_check_result_release(struct lev_check_result *r)
 }
 
 /*
- * What the stage's sandbox gives a command, as the run would have it: its
- * shell's network and the write fence.  A namespace sandbox is built to see
- * its layers (the same functions the run asks, on the same kind of object).
+ * The stage's sandbox as the run would set it up (a namespace sandbox is
+ * built to see its layers; one that cannot be set up is NULL, and fences
+ * nothing, as the run would not run the shell either).  Caller frees.
  */
-static void check_sandbox(const struct lev_sandbox_spec *eff, const char *workdir, bool *offline,
-			  bool *fenced)
+static struct lev_sandbox *check_sandbox(const struct lev_sandbox_spec *eff, const char *workdir)
 {
 	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
 	struct lev_sandbox *sb = NULL;
 
-	if (eff->kind == LEV_SANDBOX_NAMESPACE) {
-		so.workdir = workdir;
-		if (lev_sandbox_new(eff, &so, &sb, NULL) < 0)
-			sb = NULL;
-	}
-	if (eff->kind == LEV_SANDBOX_NAMESPACE && !sb) {
-		/* it could not be set up: the run would not run the shell either */
-		*offline = false;
-		*fenced = false;
-		return;
-	}
-	*offline = lev_gatechain_shell_offline(eff, sb);
-	*fenced = lev_gatechain_fenced(eff, sb);
-	lev_sandbox_free(sb);
+	if (eff->kind != LEV_SANDBOX_NAMESPACE)
+		return NULL;
+	so.workdir = workdir;
+	if (lev_sandbox_new(eff, &so, &sb, NULL) < 0)
+		return NULL;
+	return sb;
 }
 
 /* O's tool, workdir and --args, checked; the arguments into *ARGS_OUT. */
@@ -170,7 +162,8 @@ static void check_result(struct lev_gatechain_decision *d, char *const *warnings
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		  const struct lev_check_opts *o, struct lev_check_result *out, struct lev_err *err)
 {
-	struct lev_gatechain_env env = { 0 };
+	struct lev_gatechain_env env;
+	struct lev_gatechain_site site = { 0 };
 	struct lev_gatechain_call call = { 0 };
 	struct lev_gatechain_decision d = { 0 };
 	struct lev_perm_setup ps;
@@ -179,6 +172,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	struct lev_fs_ctx *fs = NULL;
 	struct lev_tools *tools = NULL;
 	struct lev_gate *tg = NULL;
+	struct lev_sandbox *sb = NULL;
 	char **grants = NULL, **offered = NULL;
 	_cleanup_free_ char *offered_list = NULL, *own_home = NULL;
 	const char *home = o->home;
@@ -196,6 +190,10 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	r = lev_tools_new(&tools, err);
 	if (r < 0)
 		goto out;
+	/* the blueprint's script tools, registered as the run registers them */
+	r = lev_script_tools_add(tools, bp->script_tools, bp->n_script_tools, err);
+	if (r < 0)
+		goto out;
 	offered = lev_gatechain_offered(tools, st, !o->no_terminal, &offered_list, NULL);
 
 	/* the workdir: the file tools and the redirect gate both need it */
@@ -210,26 +208,25 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	if (!o->home && lev_home_dir(&own_home, NULL) == 0)
 		home = own_home;
 	lev_sandbox_resolve(&cfg->sandbox, &bp->sandbox, &st->sandbox, &eff);
-	r = check_taint_gate(cfg, bp, o, &tg, &env.taint_enabled, err);
+	r = check_taint_gate(cfg, bp, o, &tg, &site.taint_enabled, err);
 	if (r < 0)
 		goto out;
-	env.tools = tools;
-	env.stage = st->name;
-	env.offered = offered;
-	env.offered_list = offered_list;
-	env.mode = LEV_GATECHAIN_CALL;
-	env.perm = &ps.in;
-	env.fs = fs;
-	env.home = home;
-	env.real_paths = true;
-	env.kind = eff.kind;
-	env.network = eff.network;
-	check_sandbox(&eff, lev_fs_ctx_workdir(fs), &env.shell_offline, &env.fenced);
-	env.landlock = lev_landlock_abi() >= 1;
-	env.taint = tg;
-	env.taint_level = o->taint;
-	env.integrity = o->integrity;
-	env.untrusted_args = o->untrusted_args;
+	sb = check_sandbox(&eff, lev_fs_ctx_workdir(fs));
+	site.tools = tools;
+	site.stage = st->name;
+	site.offered = offered;
+	site.offered_list = offered_list;
+	site.perm = &ps.in;
+	site.fs = fs;
+	site.real_paths = true;
+	site.eff = &eff;
+	site.sb = sb;
+	site.landlock = lev_landlock_abi() >= 1;
+	site.taint = tg;
+	lev_gatechain_env_build(&env, &site, LEV_GATECHAIN_CALL, home,
+				&(struct lev_gatechain_ctx){ .taint = o->taint,
+							     .integrity = o->integrity,
+							     .untrusted_args = o->untrusted_args });
 	call.name = o->tool;
 	call.args = args;
 	r = lev_gatechain_decide(&env, &call, &d, err);
@@ -242,6 +239,7 @@ out:
 		lev_check_result_release(out);
 	lev_gatechain_decision_release(&d);
 	lev_gate_free(tg);
+	lev_sandbox_free(sb);
 	lev_strv_free(offered);
 	if (have_ps)
 		lev_perm_setup_release(&ps);

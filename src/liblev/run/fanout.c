@@ -511,6 +511,9 @@ static void kid_run(struct lev_agent *a, struct agent_kid *k)
 {
 	if (k->state != KID_QUEUED)
 		return;
+	/* it starts now: with what its parent holds now, not when it was queued */
+	k->task_label = lev_level_max(k->task_label, parent_level(a));
+	k->task_untrusted = k->task_untrusted || any_ancestor_untrusted(a);
 	run_child(a, k->id, k->own_bp ? k->own_bp : a->bp, k->entry, k->task, k->depth_limit,
 		  k->task_label, k->task_untrusted, &k->res);
 	k->state = k->res.ok ? KID_DONE : KID_FAILED;

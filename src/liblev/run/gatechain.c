@@ -247,8 +247,10 @@ static LEV_COLD void gate_seed(const struct lev_gatechain_env *env, const char *
 		       NULL);
 		return;
 	}
-	lev_perm_decide(env->perm, lev_tooltable_name(LEV_OP_SHELL), d->have_sk ? &d->sk : NULL, NULL, &pd);
-	if (pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
+	if (env->perm)
+		lev_perm_decide(env->perm, lev_tooltable_name(LEV_OP_SHELL),
+				d->have_sk ? &d->sk : NULL, NULL, &pd);
+	if (!env->perm || pd.verdict != LEV_ALLOW || pd.why != LEV_PERM_WHY_COVERED) {
 		refuse(d, LEV_GATE_SEED, R(SAFE_LIST),
 		       d->have_sk && d->sk.grantable && d->sk.keys
 			       ? xasprintf("seed command '%s' is not pre-approved: a seed runs before "
@@ -296,6 +298,12 @@ static LEV_NOINLINE int gate_redirect(const struct lev_gatechain_env *env,
 	if (!d->sk.writes && !d->sk.unlocatable_write && !d->sk.write_targets)
 		return 0;
 	rule = d->sk.unlocatable_write ? R(UNLOCATABLE_WRITE) : R(WORKDIR);
+	if (lev_unlikely(!env->fs)) {
+		refuse(d, LEV_GATE_REDIRECT, rule,
+		       xstrdup("[denied] the line writes a file, and this call has no working "
+			       "directory"), NULL);
+		return 0;
+	}
 	r = lev_perm_redirect_check(lev_fs_ctx_root_fd(env->fs), lev_fs_ctx_workdir(env->fs),
 				    env->home, &d->sk, &rd, &e);
 	(void)err;
@@ -391,6 +399,11 @@ static void gate_permission(const struct lev_gatechain_env *env, struct lev_gate
 	struct lev_buf why = LEV_BUF_INIT;
 	const char *rule;
 
+	if (lev_unlikely(!env->perm)) {
+		/* nothing says what this caller may do: the person decides */
+		permission_not_allowed(d, LEV_ASK, "no permission input");
+		return;
+	}
 	lev_perm_decide(env->perm, d->canon, d->have_sk ? &d->sk : NULL, env->grants, &pd);
 	/* room for the usual account at once ("built-in default read_file = \"allow\"") */
 	(void)lev_buf_grow(&why, 80);
@@ -443,6 +456,11 @@ static void gate_paths(const struct lev_gatechain_env *env, const struct lev_gat
 	struct lev_err e = LEV_ERR_INIT;
 	enum lev_gate_id gate;
 
+	if (lev_unlikely(!env->fs)) {
+		lev_err_set(&e, -EINVAL, "this call has no working directory");
+		refuse_path(d, LEV_GATE_WORKDIR, NULL, &e);
+		return;
+	}
 	if (lev_unlikely(lev_fs_decide(env->fs, d->canon, c->args, env->real_paths, &fd, &d->fs,
 				       &e) < 0)) {
 		refuse_path(d, LEV_GATE_WORKDIR, NULL, &e);
@@ -481,6 +499,50 @@ static LEV_NOINLINE void gate_network(const struct lev_gatechain_env *env,
 	/* the network gate never approves a call: its reason is not formatted */
 	step(d, LEV_GATE_NETWORK, LEV_ALLOW, R(NETWORK_ON), "the stage runs with network = true",
 	     target);
+}
+
+/* ---- the context ---------------------------------------------------------- */
+
+/* The context's taint: the run's context raised by the caller's floor (unlabelled: private). */
+static enum lev_level chain_level(const struct lev_gatechain_env *env)
+{
+	enum lev_level l = env->taint_level;
+
+	if (lev_unlikely(!env->labelled))
+		return LEV_PRIVATE;
+	if (env->taint_ctx)
+		l = lev_level_max(l, lev_taint_current(env->taint_ctx));
+	return l;
+}
+
+/* The context's integrity, the same way (unlabelled: untrusted). */
+static enum lev_integrity chain_integrity(const struct lev_gatechain_env *env)
+{
+	if (lev_unlikely(!env->labelled))
+		return LEV_UNTRUSTED;
+	if (env->taint_ctx && lev_taint_integrity(env->taint_ctx) == LEV_UNTRUSTED)
+		return LEV_UNTRUSTED;
+	return env->integrity;
+}
+
+/* The names of ARGS' arguments from untrusted text (unlabelled: every one) into *OUT. */
+static void chain_untrusted_args(const struct lev_gatechain_env *env, const json_t *args,
+				 char ***out)
+{
+	const char *k;
+	json_t *v;
+
+	*out = NULL;
+	if (!env->labelled) {
+		json_object_foreach((json_t *)args, k, v)
+			*out = lev_strv_push(*out, k);
+		return;
+	}
+	if (env->provenance)
+		lev_provenance_untrusted_args(env->provenance, args, out);
+	for (char *const *a = env->untrusted_args; a && *a; a++)
+		if (!lev_strv_contains(*out, *a))
+			*out = lev_strv_push(*out, *a);
 }
 
 /* ---- taint ---------------------------------------------------------------- */
@@ -528,11 +590,14 @@ static LEV_NOINLINE int taint_outbound(const struct lev_gatechain_env *env,
 				       struct lev_gatechain_decision *d, bool *approved,
 				       struct lev_err *err)
 {
+	enum lev_level level = chain_level(env);
 	struct lev_gate_call gc = {
 		.tool = d->canon,
 		.args = c->args,
-		.ctx = env->taint_ctx,
-		.taint = env->taint_level,
+		/* the run's context names its contributors, unless the caller's floor is higher */
+		.ctx = env->labelled && env->taint_ctx && lev_taint_current(env->taint_ctx) >= level
+			       ? env->taint_ctx : NULL,
+		.taint = level,
 	};
 	const char *rule;
 	int r;
@@ -580,14 +645,27 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 {
 	struct lev_tool_class cls;
 
-	if (d->tool->kind == LEV_TOOL_SHELL && env->taint_enabled && env->shell_offline) {
+	if (d->tool->kind == LEV_TOOL_SHELL && !env->taint_off && env->shell_offline) {
 		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(OFFLINE),
 		     "taint: not outbound: the stage's sandbox has no network", NULL);
 		return 0;
 	}
-	if (!env->taint_enabled || !env->taint) {
+	if (env->taint_off) {
 		step(d, LEV_GATE_TAINT, LEV_ALLOW, R(TAINT_DISABLED),
 		     "taint: taint tracking is off for this agent", NULL);
+		return 0;
+	}
+	if (lev_unlikely(!env->taint)) {
+		/* tracked, and nothing to judge an outbound call by: refused */
+		if (!d->tool->outbound && d->tool->kind != LEV_TOOL_SHELL &&
+		    d->tool->kind != LEV_TOOL_NET) {
+			step(d, LEV_GATE_TAINT, LEV_ALLOW, R(NOT_OUTBOUND),
+			     "taint: the tool is not outbound", NULL);
+			return 0;
+		}
+		refuse(d, LEV_GATE_TAINT, R(TAINT_ERROR),
+		       xasprintf("[blocked] '%s' is outbound and no taint gate can judge it",
+				 d->canon), NULL);
 		return 0;
 	}
 	lev_gate_classify(env->taint, d->canon, &cls);
@@ -600,11 +678,6 @@ static int gate_taint(const struct lev_gatechain_env *env, const struct lev_gate
 }
 
 /* ---- integrity ------------------------------------------------------------ */
-
-static enum lev_integrity chain_integrity(const struct lev_gatechain_env *env)
-{
-	return env->taint_ctx ? lev_taint_integrity(env->taint_ctx) : env->integrity;
-}
 
 static bool call_consequential(const struct lev_gatechain_decision *d)
 {
@@ -671,16 +744,13 @@ static LEV_NOINLINE void integrity_untrusted(const struct lev_gatechain_env *env
 		.args = c->args,
 		.consequential = consequential,
 		.integrity = d->integrity,
-		.taint = env->taint_ctx ? lev_taint_current(env->taint_ctx) : env->taint_level,
+		.taint = chain_level(env),
 		.targets = targets,
 	};
 	struct lev_buf desc = LEV_BUF_INIT;
 	const char *rule;
 
-	if (env->provenance)
-		lev_provenance_untrusted_args(env->provenance, c->args, &d->untrusted_args);
-	else
-		d->untrusted_args = lev_strv_copy(env->untrusted_args);
+	chain_untrusted_args(env, c->args, &d->untrusted_args);
 	ic.untrusted_args = d->untrusted_args;
 	call_paths(env, d, &ic.path_rel, &ic.path_abs);
 	lev_integrity_check(env->taint, &ic, &d->integ);
@@ -709,7 +779,7 @@ gate_integrity(const struct lev_gatechain_env *env, const struct lev_gatechain_c
 	bool consequential;
 
 	d->integrity = chain_integrity(env);
-	if (!env->taint_enabled || !env->taint) {
+	if (env->taint_off) {
 		step(d, LEV_GATE_INTEGRITY, LEV_ALLOW, "integrity_disabled",
 		     "integrity: taint tracking is off for this agent", NULL);
 		return;
@@ -783,11 +853,12 @@ static void conclude(struct lev_gatechain_decision *d, enum lev_gate_id approver
 }
 
 /*
- * A redirect hop of an allowed network call: the integrity gate judges it as
- * a web_fetch of URL (the hop is a GET of it), so an [[integrity.allow]]
- * entry or a rule for the first host does not carry over to wherever that
- * host sends the call.  URL_UNTRUSTED: the hop's URL came from a reply no
- * source label trusts (the Location header), so "url" counts as untrusted.
+ * A redirect hop of an allowed network call: the taint and integrity gates
+ * judge it as a web_fetch of URL (the hop is a GET of it) in the same
+ * environment as the call, so an allowlist entry, [[integrity.allow]] entry
+ * or rule for the first host does not carry over to wherever that host
+ * sends the call.  URL_UNTRUSTED: the hop's URL came from a reply no source
+ * label trusts (the Location header), so "url" counts as untrusted.
  */
 void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url,
 			    bool url_untrusted, struct lev_gatechain_decision *d)
@@ -796,12 +867,16 @@ void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url
 	struct lev_gatechain_env e = *env;
 	json_t *args = json_pack("{s:s}", "url", url ? url : "");
 	struct lev_gatechain_call c = { .args = args };
+	enum lev_gate_id approver = LEV_GATE_INTEGRITY;
+	struct lev_err err = LEV_ERR_INIT;
 	bool ok = false;
 
 	memset(d, 0, sizeof(*d));
 	d->verdict = LEV_ALLOW;
+	d->taint_level = chain_level(env);
+	d->integrity = chain_integrity(env);
 	c.name = d->canon = lev_tooltable_name(LEV_OP_WEB_FETCH);
-	d->tool = lev_tools_find(env->tools, d->canon);
+	d->tool = (env->tools ? lev_tools_find(env->tools, d->canon) : NULL);
 	if (!d->tool || !args) {
 		/* no web_fetch entry to judge the hop by: refuse it */
 		step(d, LEV_GATE_INTEGRITY, LEV_DENY, "none", "integrity: the hop cannot be judged",
@@ -818,9 +893,55 @@ void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url
 		e.provenance = NULL;
 		e.untrusted_args = url_arg;
 	}
+	if (gate_taint(&e, &c, d, &ok, &err) < 0 || d->verdict == LEV_DENY) {
+		d->rule = d->steps[d->gate].rule;
+		d->reason = d->steps[d->gate].reason ? d->steps[d->gate].reason : "refused";
+		json_decref(args);
+		return;
+	}
+	if (ok)
+		approver = LEV_GATE_TAINT;
+	ok = false;
 	gate_integrity(&e, &c, d, &ok);
-	conclude(d, LEV_GATE_INTEGRITY);
+	if (ok)
+		approver = LEV_GATE_INTEGRITY;
+	conclude(d, approver);
 	json_decref(args);
+}
+
+int lev_gatechain_flow(const struct lev_gatechain_env *env, const char *tool, const json_t *args,
+		       char *const *targets, bool targets_given, bool integrity,
+		       struct lev_gate_decision *td, struct lev_integrity_decision *id,
+		       struct lev_err *err)
+{
+	enum lev_level level = chain_level(env);
+	const struct lev_tool_desc *known = lev_tooltable_find(tool);
+	struct lev_gate_call gc = {
+		.tool = tool,
+		.args = args,
+		.targets_given = targets_given,
+		.targets = targets,
+		.ctx = env->labelled && env->taint_ctx && lev_taint_current(env->taint_ctx) >= level
+			       ? env->taint_ctx : NULL,
+		.taint = level,
+	};
+	struct lev_integrity_call ic = { .tool = lev_tool_canonical(tool), .args = args };
+	char **untrusted = NULL;
+	int r;
+
+	r = lev_gate_check(env->taint, &gc, td, err);
+	if (r < 0 || !integrity)
+		return r;
+	chain_untrusted_args(env, args, &untrusted);
+	ic.consequential = lev_integrity_tool_consequential(known, !known, 0);
+	ic.integrity = chain_integrity(env);
+	ic.taint = td->taint;
+	ic.targets = td->targets;
+	ic.untrusted_args = untrusted;
+	ic.path_rel = arg_str(args, "path");
+	lev_integrity_check(env->taint, &ic, id);
+	lev_strv_free(untrusted);
+	return 0;
 }
 
 /* A shell call's line, parsed into its keys once for every gate. */
@@ -844,9 +965,11 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 
 	memset(d, 0, sizeof(*d));
 	d->verdict = LEV_ALLOW;
-	d->taint_level = env->taint_level;
+	/* the context as decided under, whichever gate decides (a refusal's record too) */
+	d->taint_level = chain_level(env);
+	d->integrity = chain_integrity(env);
 	d->canon = c->name ? lev_tool_canonical(c->name) : "";
-	d->tool = lev_tools_find(env->tools, d->canon);
+	d->tool = (env->tools ? lev_tools_find(env->tools, d->canon) : NULL);
 	if (d->tool)
 		d->canon = d->tool->name;
 
@@ -973,4 +1096,49 @@ bool lev_gatechain_fenced(const struct lev_sandbox_spec *eff, const struct lev_s
 		return eff->kind != LEV_SANDBOX_NONE;
 	return (lev_sandbox_layers(sb) & (LEV_LAYER_MOUNTNS | LEV_LAYER_LANDLOCK |
 					  LEV_LAYER_CONTAINER)) != 0;
+}
+
+/* ---- the one builder of the chain's inputs -------------------------------- */
+
+void lev_gatechain_env_build(struct lev_gatechain_env *env, const struct lev_gatechain_site *site,
+			     enum lev_gatechain_mode mode, const char *home,
+			     const struct lev_gatechain_ctx *ctx)
+{
+	bool seed = mode == LEV_GATECHAIN_COMMAND_SEED;
+
+	memset(env, 0, sizeof(*env));
+	env->tools = site->tools;
+	env->stage = site->stage;
+	env->offered = site->offered;
+	env->offered_list = site->offered_list;
+	env->mode = mode;
+	env->seed_commands = site->seed_commands;
+	env->seed_off_why = site->seed_off_why;
+	/* a command seed answers to the safe lists alone, with no grants */
+	env->perm = seed ? site->safe_only : site->perm;
+	env->grants = seed ? NULL : site->grants;
+	env->ceilings = site->ceilings;
+	env->fs = site->fs;
+	env->home = home;
+	env->real_paths = site->real_paths;
+	if (site->eff) {
+		env->kind = site->eff->kind;
+		env->network = site->eff->network;
+		/* what the sandbox actually has in force; one that could not be set up, nothing */
+		if (site->sb || site->eff->kind != LEV_SANDBOX_NAMESPACE) {
+			env->shell_offline = lev_gatechain_shell_offline(site->eff, site->sb);
+			env->fenced = lev_gatechain_fenced(site->eff, site->sb);
+		}
+	}
+	env->landlock = site->landlock;
+	env->taint = site->taint;
+	env->taint_off = !site->taint_enabled;
+	if (!ctx)
+		return;	/* nobody said what the context holds: private and untrusted */
+	env->labelled = true;
+	env->taint_ctx = ctx->taint_ctx;
+	env->taint_level = ctx->taint;
+	env->integrity = ctx->integrity;
+	env->provenance = ctx->provenance;
+	env->untrusted_args = ctx->untrusted_args;
 }

@@ -128,6 +128,16 @@ enum lev_gatechain_mode {
 	LEV_GATECHAIN_COMMAND_SEED,	/* a command seed: the safe lists alone */
 };
 
+/*
+ * The chain's inputs.  Never filled by hand: lev_gatechain_env_build() makes
+ * one for every caller (a model's call, a script tool's host function, an
+ * MCP call, a sub-agent's, a redirect hop, a seed, `lev check`, `lev policy
+ * test`).  Its zero value is the most restrictive one: nothing offered, no
+ * network, no fence, no Landlock, taint tracked with no gate to clear an
+ * outbound call, no permission input (every call asks), no workdir (every
+ * path refused) and, unless LABELLED, a context that is private and
+ * untrusted with every argument counted as from untrusted text.
+ */
 struct lev_gatechain_env {
 	const struct lev_tools *tools;
 	const char *stage;			/* the stage's name (messages) */
@@ -136,12 +146,13 @@ struct lev_gatechain_env {
 	enum lev_gatechain_mode mode;
 	bool seed_commands;			/* command seeds are enabled */
 	const char *seed_off_why;		/* why not, for the message */
-	const struct lev_perm_input *perm;	/* the stage's permission input */
+	const struct lev_perm_input *perm;	/* the stage's permission input (NULL: ask) */
 	const struct lev_perm_input *const *ceilings;	/* a sub-agent: each ancestor's
 							 * input, NULL-terminated; the
 							 * strictest verdict wins (NULL: none) */
 	const struct lev_grants *grants;	/* grants made in this run (NULL: none) */
-	struct lev_fs_ctx *fs;			/* the file tools' workdir and [read_paths] */
+	struct lev_fs_ctx *fs;			/* the file tools' workdir and [read_paths]
+						 * (NULL: every path is refused) */
 	const char *home;			/* for the redirect gate (NULL: none) */
 	bool real_paths;			/* read back real paths inside the workdir too
 						 * (the record's path; no decision depends on it) */
@@ -152,14 +163,66 @@ struct lev_gatechain_env {
 	bool fenced;				/* the stage's sandbox keeps a command's writes
 						 * in the workdir (mount namespace, Landlock or
 						 * container): the write fence (perm.h) */
-	struct lev_gate *taint;			/* the taint gate */
-	bool taint_enabled;
-	const struct lev_taint_ctx *taint_ctx;	/* the run's context (NULL: TAINT_LEVEL) */
-	enum lev_level taint_level;
-	enum lev_integrity integrity;		/* with TAINT_CTX NULL: the context's integrity */
-	const struct lev_provenance *provenance; /* what was fed to the run (NULL: UNTRUSTED_ARGS) */
-	char *const *untrusted_args;		/* with PROVENANCE NULL: the marked arguments */
+	struct lev_gate *taint;			/* the taint gate (NULL with tracking on: an
+						 * outbound call is refused) */
+	bool taint_off;				/* taint tracking is off for this agent */
+
+	/* the context (lev_gatechain_ctx); without LABELLED: private, untrusted, every
+	 * argument from untrusted text */
+	bool labelled;
+	const struct lev_taint_ctx *taint_ctx;	/* the run's context, or NULL */
+	enum lev_level taint_level;		/* the context's taint, at least */
+	enum lev_integrity integrity;		/* the context's integrity, at least */
+	const struct lev_provenance *provenance; /* what was fed to the run, or NULL */
+	char *const *untrusted_args;		/* marked as from untrusted text as well */
 };
+
+/*
+ * Where a call is decided: the stage's pieces as a run, or `lev check`,
+ * has them.  Everything borrowed.
+ */
+struct lev_gatechain_site {
+	const struct lev_tools *tools;
+	const char *stage;
+	char *const *offered;
+	const char *offered_list;
+	const struct lev_perm_input *perm;	/* the stage's */
+	const struct lev_perm_input *safe_only;	/* the safe lists alone (command seeds) */
+	const struct lev_perm_input *const *ceilings;
+	const struct lev_grants *grants;
+	struct lev_fs_ctx *fs;
+	const struct lev_sandbox_spec *eff;	/* the stage's sandbox, resolved */
+	const struct lev_sandbox *sb;		/* as set up (NULL: none could be; a namespace
+						 * sandbox then fences nothing) */
+	bool landlock;
+	struct lev_gate *taint;
+	bool taint_enabled;
+	bool seed_commands;
+	const char *seed_off_why;
+	bool real_paths;
+};
+
+/*
+ * What the context a call is decided in holds.  A caller that runs inside
+ * another (a script tool's host function) raises TAINT and INTEGRITY by
+ * what it has seen; the chain takes the higher of them and TAINT_CTX's.
+ */
+struct lev_gatechain_ctx {
+	const struct lev_taint_ctx *taint_ctx;	/* NULL: TAINT and INTEGRITY alone */
+	enum lev_level taint;
+	enum lev_integrity integrity;
+	const struct lev_provenance *provenance;
+	char *const *untrusted_args;
+};
+
+/*
+ * The one builder of the chain's inputs: SITE's stage in MODE (HOME for the
+ * redirect gate), in context CTX.  CTX NULL: the context counts as private
+ * and untrusted, every argument as from untrusted text (fail closed).
+ */
+void lev_gatechain_env_build(struct lev_gatechain_env *env, const struct lev_gatechain_site *site,
+			     enum lev_gatechain_mode mode, const char *home,
+			     const struct lev_gatechain_ctx *ctx);
 
 /* A call as the model sent it. */
 struct lev_gatechain_call {
@@ -246,6 +309,21 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
  */
 void lev_gatechain_redirect(const struct lev_gatechain_env *env, const char *url,
 			    bool url_untrusted, struct lev_gatechain_decision *out);
+
+/*
+ * The flow gates alone on a call of TOOL (any name: one lev does not know
+ * is judged as a run-time tool, outbound and consequential) with ARGS (an
+ * object, or NULL) in ENV's context, as `lev policy test` asks them: the
+ * taint gate into *TD (TARGETS instead of the arguments' when
+ * TARGETS_GIVEN) and, when INTEGRITY, the integrity gate into *ID (release
+ * both).  The context (its taint, integrity and untrusted arguments) is
+ * the chain's own reading of ENV.  Returns 0, or a negative code when the
+ * taint gate failed.
+ */
+int lev_gatechain_flow(const struct lev_gatechain_env *env, const char *tool, const json_t *args,
+		       char *const *targets, bool targets_given, bool integrity,
+		       struct lev_gate_decision *td, struct lev_integrity_decision *id,
+		       struct lev_err *err);
 
 /*
  * The canonical names STAGE offers from TOOLS (a strv; *LIST "a, b").

@@ -59,6 +59,34 @@ struct script_call {
 static const char *const host_names[] = { "read_file", "write_file", "shell", "http_get",
 					   "http_post" };
 
+int lev_script_tools_add(struct lev_tools *tools, const struct lev_script_tool *v, size_t n,
+			 struct lev_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct lev_script_tool *st = &v[i];
+		json_t *schema = lev_script_schema(st);
+		struct lev_tool_info ti = {
+			.name = st->name,
+			.description = *st->description ? st->description : st->name,
+			.kind = LEV_TOOL_SCRIPT,
+			.op = LEV_OP_NONE,
+			.touches = LEV_TOUCH_READS | LEV_TOUCH_WRITES |
+				   (st->needs & LEV_SCRIPT_NEEDS_NETWORK ? LEV_TOUCH_NETWORK : 0) |
+				   (st->needs & LEV_SCRIPT_NEEDS_SHELL
+					    ? LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS : 0),
+			.outbound = true,
+			.label = LEV_PRIVATE,
+			.schema = schema,
+		};
+		int r = lev_tools_add(tools, &ti, err);
+
+		json_decref(schema);
+		if (r < 0)
+			return lev_err_wrap(err, "script tool '%s'", st->name);
+	}
+	return 0;
+}
+
 static enum lev_tool_op host_op(int which)
 {
 	static const enum lev_tool_op ops[] = { LEV_OP_READ_FILE, LEV_OP_WRITE_FILE, LEV_OP_SHELL,

@@ -62,6 +62,14 @@ struct lev_script_host {
 /* The tool's argument schema from its @param lines (a new reference). */
 json_t *lev_script_schema(const struct lev_script_tool *st);
 
+/*
+ * Add the N script tools V to the registry TOOLS: run-time entries like an
+ * MCP tool's (outbound, results private, touching what the header asks
+ * for).  The run and `lev check` both register them this way.
+ */
+int lev_script_tools_add(struct lev_tools *tools, const struct lev_script_tool *v, size_t n,
+			 struct lev_err *err);
+
 /* Run ST for one call with ARGS (an object, or NULL); the result goes to OUT. */
 void lev_script_run(const struct lev_script_tool *st, const json_t *args,
 		    const struct lev_script_limits *lim, const struct lev_script_host *host,
