@@ -467,10 +467,66 @@ static void add_read_tree(struct lev_sbx_nsplan *pl, const char *tree, char *con
 		add_rule(pl, tree, LEV_LL_FS_READ);
 }
 
+#define PATH_LINKS_MAX 4096	/* entries of one PATH directory looked at for links */
+
+/*
+ * The programs DIR (a directory on PATH) links to elsewhere (~/.local/bin/x
+ * -> ~/.local/share/x/bin/x): each target file itself, so that the line can
+ * run what its PATH names, and nothing else beside that file.
+ */
+static void add_path_links(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
+			   const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+	size_t seen = 0;
+
+	if (!dp)
+		return;
+	while ((de = readdir(dp)) && ++seen <= PATH_LINKS_MAX) {
+		_cleanup_free_ char *link = NULL;
+		char real[PATH_MAX];
+		struct stat st;
+
+		if (de->d_type != DT_LNK)
+			continue;
+		link = lev_path_join(dir, de->d_name);
+		if (!realpath(link, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    is_masked(real, sb->masks) || above_a_mask(real, sb->masks))
+			continue;
+		add_rule(pl, real, LEV_LL_FS_READ);
+	}
+	closedir(dp);
+}
+
+/*
+ * The directories on PATH a pre-approved host command may also read and
+ * run programs from (~/.cargo/bin, a tool's own bin directory), and the
+ * programs their links name: absolute
+ * ones only, and never one that is the root, the home or above it (a PATH
+ * naming ~ would otherwise open the whole home to a confined line).
+ */
+static void add_path_dirs(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *copy = path ? xstrdup(path) : NULL;
+	char *save = NULL;
+
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+		char real[PATH_MAX];
+
+		if (d[0] != '/' || !realpath(d, real) || !strcmp(real, "/") ||
+		    (sb->home && lev_path_under(sb->home, real)))
+			continue;
+		add_read_tree(pl, real, sb->masks);
+		add_path_links(pl, sb, real);
+	}
+}
+
 /*
  * The read rules of the host fence, planned once per sandbox (the walk
  * around the masks is the costly part) and kept in sb->fence[CONFINED]:
- * everywhere but the masks, or (CONFINED) the system trees, the workdir,
+ * everywhere but the masks, or (CONFINED) the system trees, the directories on PATH, the workdir,
  * [sandbox] writable and the granted read paths.  The root directory
  * itself is listable in both (a shell stats its way down from it).
  */
@@ -491,6 +547,7 @@ static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, boo
 			add_read_tree(scratch, system_trees[i], sb->masks);
 		for (char *const *r = sb->read_paths; r && *r; r++)
 			add_read_tree(scratch, *r, sb->masks);
+		add_path_dirs(scratch, sb);
 	}
 	f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
 				  sizeof(*f->access));
