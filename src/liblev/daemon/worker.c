@@ -277,12 +277,22 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	}
 }
 
-/* The run's policy as it stands goes to the daemon, for lev.db (effective.h). */
+/*
+ * The run's policy as it stands goes to the daemon, for lev.db
+ * (effective.h).  One a frame cannot carry is sent as incomplete: a resume
+ * then refuses rather than run looser.
+ */
 static void send_policy(struct worker *w)
 {
-	json_t *m = lev_proto_request("policy");
+	json_t *m = lev_proto_request("policy"), *snap = lev_effective_snapshot(&w->eff);
+	char *text = json_dumps(snap, JSON_COMPACT);
 
-	json_object_set_new(m, "snapshot", lev_effective_snapshot(&w->eff));
+	if (!text || strlen(text) > LEV_PROTO_MAX - 4096) {
+		json_decref(snap);
+		snap = json_pack("{s:i, s:[], s:b}", "v", 1, "policies", "incomplete", 1);
+	}
+	free(text);
+	json_object_set_new(m, "snapshot", snap);
 	w_send(w, m);
 }
 

@@ -336,8 +336,9 @@ int lev_effective_restore(struct lev_effective *e, const json_t *snap, struct le
 		return lev_err_set(err, -EINVAL, "the run's policy snapshot cannot be read");
 	if (json_is_true(json_object_get(snap, "incomplete")))
 		return lev_err_set(err, -EINVAL, "the run's policy snapshot lost some of the "
-						 "policy files the run saw; it cannot be resumed "
-						 "under them");
+						 "policy it had (more policy files, or larger, "
+						 "than it keeps); it cannot be resumed under "
+						 "another");
 	lev_config_init(&c);
 	r = json_config(json_object_get(snap, "config"), &c);
 	if (r < 0) {

@@ -14,7 +14,8 @@
  * lev.db for the run: the config's policy fields as they stand (never
  * a provider, key or server: nothing secret) and the text of every
  * distinct policy.toml / Leviath policy.toml pair the run has seen (at most
- * LEV_EFFECTIVE_GENS_MAX).  A run resumed after a crash loads the files as
+ * LEV_EFFECTIVE_GENS_MAX; past that, or past what the daemon's frame
+ * carries, the snapshot says "incomplete" and a resume refuses).  A run resumed after a crash loads the files as
  * they are now and takes the tighter of that and its snapshot
  * (lev_effective_restore()), so a config loosened while the daemon was
  * down does not reach it.
