@@ -165,8 +165,13 @@ int lev_daemon_start(bool quiet, unsigned idle_exit_secs)
 	json_t *ping = NULL;
 	char msg[LEV_ERR_MSG_MAX + 1];
 	ssize_t n;
+	int r = lev_client_ping_err(&ping, &err);
 
-	if (lev_client_ping(&ping)) {
+	/* a data root, socket or listener another user controls: never start over it */
+	if (r == -EPERM)
+		return lev_fail("%s", err.msg);
+	lev_err_clear(&err);
+	if (r == 0) {
 		if (!quiet)
 			printf("lev: a daemon is already running (pid %lld)\n",
 			       (long long)json_integer_value(json_object_get(ping, "pid")));

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "liblev/base/buf.h"
 #include "liblev/base/strv.h"
+#include "liblev/policy/effective.h"
 #include "liblev/policy/integrity.h"
 #include "liblev/policy/tighter.h"
 
@@ -369,6 +371,131 @@ static void test_policy_sources_tighter(void **state)
 	lev_policy_free(p);
 }
 
+
+/* [agent_tool_permissions.X] added mid-run reaches X, and only X (the twin). */
+static void test_agent_table_tighter(void **state)
+{
+	struct lev_config run;
+	struct lev_tool_perms x, y;
+	char **gx, **gy;
+
+	(void)state;
+	tighten("[tool_permissions]\nshell = \"allow\"\n[security]\nread_paths = [\"/a\", \"/b\"]\n",
+		"[tool_permissions]\nshell = \"allow\"\n[security]\nread_paths = [\"/b\"]\n"
+		"[agent_tool_permissions.x]\nshell = \"deny\"\n"
+		"[agent_read_paths.y]\nallow = [\"/a\"]\n",
+		&run);
+	lev_config_permissions_for_agent(&run, "x", &x);
+	lev_config_permissions_for_agent(&run, "y", &y);
+	assert_int_equal(verdict_of(&(struct lev_config){ .tool_permissions = x }, "shell"),
+			 LEV_DENY);
+	assert_int_equal(verdict_of(&(struct lev_config){ .tool_permissions = y }, "shell"),
+			 LEV_ALLOW);
+	/* /a was granted to everyone, now only to y: y keeps it, x does not */
+	gx = lev_config_read_path_grants_for_agent(&run, "x");
+	gy = lev_config_read_path_grants_for_agent(&run, "y");
+	assert_false(lev_strv_contains(gx, "/a"));
+	assert_true(lev_strv_contains(gy, "/a"));
+	assert_true(lev_strv_contains(gx, "/b"));
+	lev_strv_free(gx);
+	lev_strv_free(gy);
+	lev_tool_perms_release(&x);
+	lev_tool_perms_release(&y);
+	lev_config_release(&run);
+}
+
+static unsigned long rnd_state = 12345;
+
+static unsigned rnd(unsigned n)
+{
+	rnd_state = rnd_state * 6364136223846793005UL + 1442695040888963407UL;
+	return (unsigned)(rnd_state >> 33) % n;
+}
+
+/* A config of random policy fields (and a provider key, which no snapshot keeps). */
+static void random_config(struct lev_buf *b)
+{
+	static const char *const tools[] = { "shell", "read_file", "write_file", "web_fetch" };
+	static const char *const verdicts[] = { "allow", "ask", "deny" };
+	static const char *const envs[] = { "filtered", "strict", "inherit" };
+	static const char *const paths[] = { "\"/a\"", "\"/b\"", "\"/c\"" };
+	static const char *const agents[] = { "x", "y" };
+
+	lev_buf_reset(b);
+	lev_buf_addf(b, "taint_tracking = %s\nopenai_api_key = \"sk-never-kept\"\n",
+		     rnd(2) ? "true" : "false");
+	lev_buf_addf(b, "[security]\nshell_env = \"%s\"\nallow_local_network = %s\n",
+		     envs[rnd(3)], rnd(2) ? "true" : "false");
+	lev_buf_addf(b, "read_paths = [%s, %s]\n", paths[rnd(3)], paths[rnd(3)]);
+	lev_buf_addf(b, "[limits]\nshell_timeout_secs = %u\n", 1 + rnd(100));
+	lev_buf_adds(b, "[tool_permissions]\n");
+	for (size_t i = 0; i < 4; i++)
+		if (rnd(2))
+			lev_buf_addf(b, "%s = \"%s\"\n", tools[i], verdicts[rnd(3)]);
+	for (size_t a = 0; a < 2; a++) {
+		if (rnd(2)) {
+			lev_buf_addf(b, "[agent_tool_permissions.%s]\n%s = \"%s\"\n", agents[a],
+				     tools[rnd(4)], verdicts[rnd(3)]);
+		}
+		if (rnd(2))
+			lev_buf_addf(b, "[agent_read_paths.%s]\nallow = [%s]\n", agents[a],
+				     paths[rnd(3)]);
+	}
+}
+
+static json_t *snapshot_of(struct lev_config *c)
+{
+	struct lev_effective e = { .cfg = *c, .gens = json_array() };
+	json_t *s = lev_effective_snapshot(&e);
+
+	json_decref(e.gens);
+	return s;
+}
+
+/*
+ * The snapshot lev.db keeps carries everything the tighter reads: for
+ * random files-now N and run configs R, restoring R's snapshot over N gives
+ * exactly tighter(N, R); and the snapshot holds no key.
+ */
+static void test_snapshot_restore_is_tighter(void **state)
+{
+	struct lev_buf bn = LEV_BUF_INIT, br = LEV_BUF_INIT;
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)state;
+	for (int i = 0; i < 2000; i++) {
+		struct lev_effective n = { .gens = json_array() };
+		struct lev_config want, r;
+		json_t *snap, *got, *exp;
+		char *text;
+
+		random_config(&bn);
+		random_config(&br);
+		assert_int_equal(lev_config_parse(bn.buf, bn.len, "n.toml", &n.cfg, &err), 0);
+		assert_int_equal(lev_config_parse(bn.buf, bn.len, "n.toml", &want, &err), 0);
+		assert_int_equal(lev_config_parse(br.buf, br.len, "r.toml", &r, &err), 0);
+		n.pol = lev_policy_new_empty("p");
+		snap = snapshot_of(&r);
+		text = json_dumps(snap, JSON_COMPACT);
+		assert_null(strstr(text, "sk-never-kept"));
+		free(text);
+		assert_int_equal(lev_effective_restore(&n, snap, &err), 0);
+		lev_policy_tighter(&want, &r);
+		got = snapshot_of(&n.cfg);
+		exp = snapshot_of(&want);
+		if (!json_equal(got, exp))
+			fail_msg("case %d:\n--- files now\n%s--- run\n%s", i, bn.buf, br.buf);
+		json_decref(snap);
+		json_decref(got);
+		json_decref(exp);
+		lev_config_release(&want);
+		lev_config_release(&r);
+		lev_effective_release(&n);
+	}
+	lev_buf_release(&bn);
+	lev_buf_release(&br);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +511,8 @@ int main(void)
 		cmocka_unit_test(test_policy_overrides_tighter),
 		cmocka_unit_test(test_policy_integrity_tighter),
 		cmocka_unit_test(test_policy_sources_tighter),
+		cmocka_unit_test(test_agent_table_tighter),
+		cmocka_unit_test(test_snapshot_restore_is_tighter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

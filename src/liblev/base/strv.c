@@ -1,6 +1,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "liblev/base/strv.h"
 #include "liblev/base/xalloc.h"
 
@@ -53,4 +55,16 @@ char **lev_strv_free(char **v)
 		free(*p);
 	free(v);
 	return NULL;
+}
+
+char **lev_strv_from_json(const json_t *arr)
+{
+	char **v = NULL;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(arr, i, e)
+		if (json_is_string(e))
+			v = lev_strv_push(v, json_string_value(e));
+	return v;
 }

@@ -24,3 +24,7 @@ static inline void lev_strv_freep(char ***p)
 }
 /* A strv freed when it goes out of scope. */
 #define _cleanup_strv_ __attribute__((cleanup(lev_strv_freep)))
+
+/* The strings of the JSON array ARR, in order (other elements skipped); fresh, NULL when none. */
+struct json_t;
+char **lev_strv_from_json(const struct json_t *arr);

@@ -107,17 +107,22 @@ int lev_client_call_raw(const json_t *req, char **ok_body, size_t *len, struct l
 	return 0;
 }
 
-bool lev_client_ping(json_t **reply)
+int lev_client_ping_err(json_t **reply, struct lev_err *err)
 {
 	json_t *req = lev_proto_request("ping"), *m = NULL;
-	int r = lev_client_call(req, &m, NULL);
+	int r = lev_client_call(req, &m, err);
 
 	json_decref(req);
 	if (r < 0)
-		return false;
+		return r;
 	if (reply)
 		*reply = m;
 	else
 		json_decref(m);
-	return true;
+	return 0;
+}
+
+bool lev_client_ping(json_t **reply)
+{
+	return lev_client_ping_err(reply, NULL) == 0;
 }

@@ -31,5 +31,13 @@ int lev_client_open(const json_t *req, int *fd, json_t **reply, struct lev_err *
  */
 int lev_client_call_raw(const json_t *req, char **body, size_t *len, struct lev_err *err);
 
+/*
+ * Before anything is sent, the data root and the socket are checked and,
+ * once connected, the peer (sock.h lev_sock_connect()): a path or a peer
+ * another user could control is -EPERM with one line saying which.
+ */
+
 /* Whether a daemon answers a ping here; *reply (may be NULL) is its answer. */
 bool lev_client_ping(json_t **reply);
+/* As lev_client_ping(): 0, or why not (-EPERM: a path or peer that is not ours). */
+int lev_client_ping_err(json_t **reply, struct lev_err *err);

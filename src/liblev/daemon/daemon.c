@@ -769,12 +769,37 @@ static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int
 
 /* ---- hot reload ------------------------------------------------------------ */
 
-/* A file on disk is broken: a new run starts from the last good copy. */
-static void reload_start_paths(struct daemon *d, json_t *start)
+/* The config REQ's client named (LEVIATH_CONFIG_PATH), or NULL: the daemon's own. */
+static const char *request_config_path(const json_t *req)
 {
-	const char *config = NULL, *policy = NULL, *leviath = NULL;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(json_object_get(req, "env"), i, e) {
+		const char *s = json_string_value(e);
+
+		size_t n = strlen("LEVIATH_CONFIG_PATH=");
+
+		if (s && !strncmp(s, "LEVIATH_CONFIG_PATH=", n) && s[n])
+			return s + n;
+	}
+	return NULL;
+}
+
+/*
+ * A file on disk is broken: a new run starts from the last good copy.  A
+ * run submitted with a config of its own never runs under another file:
+ * its own is watched, and the daemon's good copy is not handed to it.
+ */
+static void reload_start_paths(struct daemon *d, json_t *start, const json_t *req)
+{
+	const char *config = NULL, *policy = NULL, *leviath = NULL,
+		   *own = request_config_path(req);
 
 	lev_reload_good_paths(d->rl, &config, &policy, &leviath);
+	if (own && !lev_reload_is_config(d->rl, own))
+		config = NULL;
+	lev_reload_watch_config(d->rl, own);
 	if (config)
 		json_object_set_new(start, "config_path", json_string(config));
 	if (policy)
@@ -831,7 +856,7 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	json_object_set(start, "request", (json_t *)req);
 	if (recover)
 		json_object_set_new(start, "recover", json_true());
-	reload_start_paths(d, start);
+	reload_start_paths(d, start, req);
 	run_send(d, r, start);
 }
 
@@ -1081,6 +1106,21 @@ static void journal_turn(struct daemon *d, struct run *r, const json_t *m)
 }
 
 /*
+ * The run's effective policy as it stands (policy/effective.h), committed
+ * at once: a run resumed after a crash is never looser than it was.
+ */
+static void store_policy(struct daemon *d, struct run *r, const json_t *m)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	const json_t *snap = json_object_get(m, "snapshot");
+
+	if (!json_is_object(snap) || lev_store_policy_put(d->st, r->id, snap, &err) < 0)
+		dlog(d, "run %s: cannot keep its policy snapshot: %s", r->id,
+		     err.msg[0] ? err.msg : "none sent");
+	flush_runs(d, false);
+}
+
+/*
  * The events worker_event() acts on (the journal's, the status's, the
  * progress's): any other goes to the followers as it came, undecoded.
  */
@@ -1150,6 +1190,8 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 		parts_add(r, m);
 	} else if (lev_streq(op, "turn")) {
 		journal_turn(d, r, m);
+	} else if (lev_streq(op, "policy")) {
+		store_policy(d, r, m);
 	} else if (lev_streq(op, "reloaded")) {
 		if (lev_json_str(m, "error"))
 			dlog(d, "run %s: cannot take the new config: %s", r->id,

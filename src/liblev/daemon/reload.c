@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/config.h"
@@ -28,6 +29,8 @@ struct lev_reload {
 	char *leviath;			/* Leviath's policy.toml, merged into ours by runs */
 	char *root;
 	char *good_config, *good_policy, *good_leviath;	/* <root>/daemon-good/... */
+	char **run_configs;		/* other runs' own config files (LEVIATH_CONFIG_PATH) */
+	char **dirs;			/* every directory to watch, existing or not */
 	bool config_bad, policy_bad, leviath_bad;
 	char *error;
 };
@@ -39,10 +42,36 @@ static char *dir_of(const char *path)
 	return xstrdup(dirname(copy));
 }
 
+/*
+ * Watch DIR, or while it does not exist the nearest parent that does: a
+ * directory made later (~/.config/leviath/ for Leviath's policy) is seen
+ * as it appears, and watched from then on (rewatch()).
+ */
+static void watch_one(struct lev_reload *rl, const char *dir)
+{
+	_cleanup_free_ char *d = xstrdup(dir);
+
+	while (inotify_add_watch(rl->fd, d, WATCH_MASK | IN_ONLYDIR) < 0 && errno == ENOENT) {
+		char *slash = strrchr(d, '/');
+
+		if (!slash || slash == d)
+			break;
+		*slash = '\0';
+	}
+}
+
 static void watch(struct lev_reload *rl, const char *dir)
 {
-	/* a directory that does not exist yet is seen when its parent is */
-	(void)inotify_add_watch(rl->fd, dir, WATCH_MASK | IN_ONLYDIR);
+	if (!lev_strv_contains(rl->dirs, dir))
+		rl->dirs = lev_strv_push(rl->dirs, dir);
+	watch_one(rl, dir);
+}
+
+/* After a change: a directory that appeared is watched itself (inotify adds no twice). */
+static void rewatch(struct lev_reload *rl)
+{
+	for (char **d = rl->dirs; d && *d; d++)
+		watch_one(rl, *d);
 }
 
 int lev_reload_open(struct lev_reload **out, struct lev_err *err)
@@ -96,6 +125,8 @@ struct lev_reload *lev_reload_free(struct lev_reload *rl)
 	free(rl->good_policy);
 	free(rl->good_leviath);
 	free(rl->error);
+	lev_strv_free(rl->run_configs);
+	lev_strv_free(rl->dirs);
 	free(rl);
 	return NULL;
 }
@@ -105,14 +136,56 @@ int lev_reload_fd(const struct lev_reload *rl)
 	return rl ? rl->fd : -1;
 }
 
-static bool is_watched(const struct lev_reload *rl, const char *name)
+static bool base_is(const char *path, const char *name)
+{
+	const char *b = strrchr(path, '/');
+
+	return b && !strcmp(name, b + 1);
+}
+
+/* A directory named NAME is one of those watched, or on the way to one. */
+static bool leads_to_watched(const struct lev_reload *rl, const char *name)
 {
 	size_t n = strlen(name);
-	const char *c = strrchr(rl->config, '/'), *p = strrchr(rl->policy, '/'),
-		   *r = strrchr(rl->rules, '/');
 
-	return (c && !strcmp(name, c + 1)) || (p && !strcmp(name, p + 1)) ||
-	       (r && !strcmp(name, r + 1)) || (n > 4 && !strcmp(name + n - 4, ".lua"));
+	for (char **d = rl->dirs; d && *d; d++)
+		for (const char *p = strchr(*d, '/'); p; p = strchr(p + 1, '/'))
+			if (!strncmp(p + 1, name, n) && (p[1 + n] == '/' || !p[1 + n]))
+				return true;
+	return false;
+}
+
+/* EV names a watched file, or a directory that may lead to one. */
+static bool is_watched(const struct lev_reload *rl, const struct inotify_event *ev)
+{
+	const char *name = ev->name;
+	size_t n = strlen(name);
+
+	if (ev->mask & IN_ISDIR)
+		return leads_to_watched(rl, name);
+	for (char **c = rl->run_configs; c && *c; c++)
+		if (base_is(*c, name))
+			return true;
+	return base_is(rl->config, name) || base_is(rl->policy, name) ||
+	       base_is(rl->rules, name) || base_is(rl->leviath, name) ||
+	       (n > 4 && !strcmp(name + n - 4, ".lua"));
+}
+
+void lev_reload_watch_config(struct lev_reload *rl, const char *path)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	if (!rl || !path || lev_reload_is_config(rl, path) ||
+	    lev_strv_contains(rl->run_configs, path))
+		return;
+	rl->run_configs = lev_strv_push(rl->run_configs, path);
+	dir = dir_of(path);
+	watch(rl, dir);
+}
+
+bool lev_reload_is_config(const struct lev_reload *rl, const char *path)
+{
+	return rl && path && !strcmp(path, rl->config);
 }
 
 bool lev_reload_pending(struct lev_reload *rl)
@@ -127,14 +200,14 @@ bool lev_reload_pending(struct lev_reload *rl)
 
 			if (ev->mask & IN_Q_OVERFLOW)
 				changed = true;
-			else if (ev->len && is_watched(rl, ev->name))
+			else if (ev->len && is_watched(rl, ev))
 				changed = true;
 			p += sizeof(*ev) + ev->len;
 		}
 	}
-	/* the rules directory may have just been made */
+	/* a directory may have just been made (the rules', Leviath's) */
 	if (changed)
-		watch(rl, rl->rules);
+		rewatch(rl);
 	return changed;
 }
 

@@ -26,6 +26,16 @@ int lev_reload_open(struct lev_reload **out, struct lev_err *err);
 /* NULL-safe; returns NULL. */
 struct lev_reload *lev_reload_free(struct lev_reload *rl);
 
+/*
+ * Watch PATH too: the config a run was submitted with (LEVIATH_CONFIG_PATH)
+ * when it is not the daemon's own; a change to it is a change (each run
+ * reloads its own file).  A directory that does not exist is watched
+ * through its nearest existing parent until it appears.
+ */
+void lev_reload_watch_config(struct lev_reload *rl, const char *path);
+/* Whether PATH is the daemon's own config.toml. */
+bool lev_reload_is_config(const struct lev_reload *rl, const char *path);
+
 /* The inotify fd to poll (readable after a change). */
 int lev_reload_fd(const struct lev_reload *rl);
 /* Read what the fd holds; true when a watched file changed. */

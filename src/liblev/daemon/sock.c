@@ -140,13 +140,86 @@ int lev_sock_listen(const char *path, int *out, struct lev_err *err)
 	return 0;
 }
 
+/* Whether UID may own a directory on the way to the socket: us or root. */
+static bool uid_trusted(uid_t uid)
+{
+	return uid == getuid() || uid == 0;
+}
+
+/*
+ * Every directory above the data root DIR (a real path): owned by us or
+ * root, and not writable by group or others unless sticky (as /tmp), so
+ * nobody else can rename the data root away and put theirs in its place.
+ */
+static int check_parents(const char *dir, struct lev_err *err)
+{
+	_cleanup_free_ char *p = xstrdup(dir);
+	char *slash = p;
+	struct stat st;
+
+	while ((slash = strrchr(p, '/'))) {
+		slash[slash == p ? 1 : 0] = '\0';
+		if (stat(p, &st) < 0)
+			return lev_err_errno(err, -errno, "cannot stat '%s'", p);
+		if (!uid_trusted(st.st_uid))
+			return lev_err_set(err, -EPERM, "refusing to talk to the daemon: '%s', above "
+					   "the data root '%s', belongs to another user (uid %u)",
+					   p, dir, (unsigned)st.st_uid);
+		if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+			return lev_err_set(err, -EPERM, "refusing to talk to the daemon: '%s', above "
+					   "the data root '%s', is writable by other users (mode %03o)",
+					   p, dir, (unsigned)(st.st_mode & 0777));
+		if (slash == p)
+			break;
+	}
+	return 0;
+}
+
+int lev_sock_check_path(const char *path, struct lev_err *err)
+{
+	_cleanup_free_ char *dir = xstrdup(path), *real = NULL;
+	char *slash = strrchr(dir, '/');
+	struct stat st;
+	int r;
+
+	if (slash && slash != dir)
+		*slash = '\0';
+	real = realpath(dir, NULL);
+	if (!real)
+		return lev_err_errno(err, -errno, "cannot reach the daemon at '%s'", path);
+	r = check_parents(real, err);
+	if (r < 0)
+		return r;
+	if (stat(real, &st) < 0)
+		return lev_err_errno(err, -errno, "cannot stat '%s'", real);
+	if (st.st_uid != getuid())
+		return lev_err_set(err, -EPERM, "refusing to talk to the daemon: the data root '%s' "
+				   "belongs to another user (uid %u)", dir, (unsigned)st.st_uid);
+	if (st.st_mode & 077)
+		return lev_err_set(err, -EPERM, "refusing to talk to the daemon: the data root '%s' "
+				   "is open to other users (mode %03o); it must be yours alone: "
+				   "chmod 700 '%s'", dir, (unsigned)(st.st_mode & 0777), dir);
+	if (lstat(path, &st) < 0)
+		return lev_err_errno(err, -errno, "cannot reach the daemon at '%s'", path);
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077))
+		return lev_err_set(err, -EPERM, "refusing to talk to the daemon: '%s' is not a "
+				   "socket of yours alone (uid %u, mode %03o)",
+				   path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+	return 0;
+}
+
 int lev_sock_connect(const char *path, int *out, struct lev_err *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct sockaddr_un sa;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
 	int r;
 
 	r = sock_addr(path, &sa, err);
+	if (r < 0)
+		return r;
+	r = lev_sock_check_path(path, err);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -156,6 +229,13 @@ int lev_sock_connect(const char *path, int *out, struct lev_err *err)
 		;
 	if (r < 0)
 		return lev_err_errno(err, -errno, "cannot reach the daemon at '%s'", path);
+	/* the path may have changed hands since it was checked: the peer decides */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || len != sizeof(cr))
+		return lev_err_errno(err, -errno, "cannot tell who listens at '%s'", path);
+	if (!uid_trusted(cr.uid))
+		return lev_err_set(err, -EPERM, "refusing to talk to the daemon: '%s' is answered by "
+				   "another user (uid %u, pid %d), not by your daemon",
+				   path, (unsigned)cr.uid, (int)cr.pid);
 	*out = TAKE_FD(fd);
 	return 0;
 }

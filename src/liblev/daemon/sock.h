@@ -38,7 +38,19 @@ pid_t lev_sock_lock_owner(const char *lock_path);
  */
 int lev_sock_listen(const char *path, int *out, struct lev_err *err);
 
-/* Connect to PATH; -ENOENT / -ECONNREFUSED when no daemon answers. */
+/*
+ * Whether the socket PATH can be trusted with what a client sends (API
+ * keys among it): the data root (PATH's directory) is ours with no access
+ * for group or others; every directory above it is ours or root's and
+ * not writable by others unless sticky; PATH is a socket of ours, 0600.
+ * -EPERM with one line saying which and why; -ENOENT when it is missing.
+ */
+int lev_sock_check_path(const char *path, struct lev_err *err);
+/*
+ * Connect to PATH after lev_sock_check_path(), and before anything is sent
+ * check the peer (SO_PEERCRED): our uid or root, else -EPERM.  -ENOENT /
+ * -ECONNREFUSED when no daemon answers.
+ */
 int lev_sock_connect(const char *path, int *out, struct lev_err *err);
 
 /*

@@ -49,7 +49,8 @@ static const char schema[] =
 	" PRIMARY KEY (run, seq));"
 	"CREATE TABLE IF NOT EXISTS turns ("
 	" run TEXT NOT NULL, seq INTEGER NOT NULL, turn TEXT NOT NULL, PRIMARY KEY (run, seq));"
-	"CREATE TABLE IF NOT EXISTS requests (run TEXT PRIMARY KEY, request TEXT NOT NULL);";
+	"CREATE TABLE IF NOT EXISTS requests (run TEXT PRIMARY KEY, request TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS policies (run TEXT PRIMARY KEY, snapshot TEXT NOT NULL);";
 
 /*
  * The first daemon's journal was keyed by (run, call_id), which a model
@@ -533,7 +534,10 @@ int lev_store_request_put(struct lev_store *st, const char *run, const json_t *r
 
 int lev_store_request_drop(struct lev_store *st, const char *run, struct lev_err *err)
 {
-	return exec_run(st, "DELETE FROM requests WHERE run = ?1", run, NULL, err);
+	int r = exec_run(st, "DELETE FROM requests WHERE run = ?1", run, NULL, err);
+
+	/* the policy snapshot goes with it: an ended run is never resumed */
+	return r < 0 ? r : exec_run(st, "DELETE FROM policies WHERE run = ?1", run, NULL, err);
 }
 
 /* Each row of SQL (binding ?1 to RUN) as JSON from ROW, appended to ARR. */
@@ -626,6 +630,31 @@ int lev_store_request_get(struct lev_store *st, const char *run, json_t **out,
 		r = lev_err_set(err, -ENOENT, "the daemon's database holds no request for run '%s'",
 				run);
 	if (r == 0)
+		*out = json_incref(json_array_get(arr, 0));
+	json_decref(arr);
+	return r;
+}
+
+int lev_store_policy_put(struct lev_store *st, const char *run, const json_t *snapshot,
+			 struct lev_err *err)
+{
+	_cleanup_free_ char *t = json_dumps(snapshot, JSON_COMPACT);
+
+	if (!t)
+		return lev_err_set(err, -EINVAL, "cannot encode a policy snapshot");
+	return exec_run(st, "INSERT OR REPLACE INTO policies (run, snapshot) VALUES (?1, ?2)", run,
+			t, err);
+}
+
+int lev_store_policy_get(struct lev_store *st, const char *run, json_t **out,
+			 struct lev_err *err)
+{
+	json_t *arr = json_array();
+	int r = load_rows(st, "SELECT snapshot FROM policies WHERE run = ?1", run, arr,
+			  row_request, err);
+
+	*out = NULL;
+	if (r == 0 && json_is_object(json_array_get(arr, 0)))
 		*out = json_incref(json_array_get(arr, 0));
 	json_decref(arr);
 	return r;

@@ -62,6 +62,15 @@ int lev_store_runs_load(struct lev_store *st, const char *const *final, double s
 			struct lev_err *err);
 
 /* Run ID's doc (fresh, in *out): 0, 1 when there is no such run, or < 0. */
+/*
+ * A run's effective policy snapshot (policy/effective.h), kept so a run
+ * resumed after a crash is never looser than it was; *out is NULL when
+ * none was kept.
+ */
+int lev_store_policy_put(struct lev_store *st, const char *run, const json_t *snapshot,
+			 struct lev_err *err);
+int lev_store_policy_get(struct lev_store *st, const char *run, json_t **out,
+			 struct lev_err *err);
 int lev_store_run_get(struct lev_store *st, const char *id, json_t **out, struct lev_err *err);
 
 /*

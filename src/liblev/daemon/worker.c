@@ -24,8 +24,8 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
+#include "liblev/policy/effective.h"
 #include "liblev/policy/lint.h"
-#include "liblev/policy/tighter.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/replay.h"
 
@@ -50,9 +50,9 @@ struct worker {
 	struct lev_replay *replay;	/* a run resumed from the journal, or NULL */
 	const char *run;		/* a resumed run: the daemon's id of it (borrowed) */
 	long live_turns;	/* model turns taken from the provider */
-	struct lev_config *cfg;	/* the run's config (the agent borrows it) */
+	struct lev_effective eff;	/* the run's one policy (the agent borrows its config) */
+	bool eff_loaded;
 	bool reload;		/* the daemon said the config changed */
-	const char *policy_path;	/* policy.toml as the daemon watches it */
 	bool paused;		/* lev pause: hold at the next step boundary */
 	char **msgs;		/* lev msg: for the conversation before the next turn */
 	struct lev_buf out;	/* event frames not sent yet (w_flush()) */
@@ -281,32 +281,46 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 }
 
 /*
- * The config or the policy changed (the daemon checked them): the run
- * takes, field by field, the tighter of its config and the new one, and of
- * its policy.toml and the new one, from its next decision on.  The daemon
- * hears how it went.
+ * The run's policy as it stands goes to the daemon, for lev.db
+ * (effective.h).  One a frame cannot carry is sent as incomplete: a resume
+ * then refuses rather than run looser.
+ */
+static void send_policy(struct worker *w)
+{
+	json_t *m = lev_proto_request("policy"), *snap = lev_effective_snapshot(&w->eff);
+	char *text = json_dumps(snap, JSON_COMPACT);
+
+	if (!text || strlen(text) > LEV_PROTO_MAX - 4096) {
+		json_decref(snap);
+		snap = json_pack("{s:i, s:[], s:b}", "v", 1, "policies", "incomplete", 1);
+	}
+	free(text);
+	json_object_set_new(m, "snapshot", snap);
+	w_send(w, m);
+}
+
+/*
+ * The config or the policy changed (the daemon checked them): the run's
+ * effective policy becomes, whole, the tighter of itself and the files
+ * now (its own config: LEVIATH_CONFIG_PATH; policy.toml, Leviath's), from
+ * its next decision on, and the daemon keeps the result.  A file that
+ * does not load changes nothing.  The daemon hears how it went.
  */
 static void apply_reload(struct worker *w, struct lev_agent *a)
 {
+	static const struct lev_effective_paths now = { NULL, NULL, NULL };
 	json_t *m = lev_proto_request("reloaded");
 	struct lev_err e = LEV_ERR_INIT;
-	struct lev_policy *pol = NULL;
-	struct lev_config next;
-	char *leviath = NULL;
+	struct lev_effective next;
 
 	w->reload = false;
-	if (lev_config_load(&next, &e) == 0) {
-		lev_policy_tighter(w->cfg, &next);
-		lev_config_release(&next);
+	if (lev_effective_load(&next, &now, &e) == 0) {
+		lev_effective_tighten(&w->eff, &next);
+		lev_effective_release(&next);
 		(void)lev_agent_config_changed(a, &e);
+		lev_agent_policy_changed(a, w->eff.pol);
+		send_policy(w);
 	}
-	/* ours and Leviath's, merged as the run loaded them (taintgate.c) */
-	if (!e.msg[0] && lev_datadir_leviath_policy_path(&leviath, &e) == 0 &&
-	    lev_policy_load_both(w->policy_path, leviath, &pol, NULL, NULL, &e) == 0) {
-		lev_agent_policy_changed(a, pol);
-		lev_policy_free(pol);
-	}
-	free(leviath);
 	if (e.msg[0])
 		json_object_set_new(m, "error", json_string(e.msg));
 	w_send(w, m);
@@ -464,18 +478,6 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 	return 0;
 }
 
-static char **strv_of(const json_t *arr)
-{
-	char **v = NULL;
-	size_t i;
-	json_t *e;
-
-	json_array_foreach(arr, i, e)
-		if (json_is_string(e))
-			v = lev_strv_push(v, json_string_value(e));
-	return v;
-}
-
 static void send_done(struct worker *w, const char *status, const char *output, const char *error)
 {
 	json_t *m = lev_proto_request("done");
@@ -521,22 +523,28 @@ static void send_info(struct worker *w, const struct lev_blueprint *bp,
 
 /*
  * A run the daemon resumes after a restart: its replay log from the
- * journal in <ROOT>/lev.db (read here: it may be larger than a frame).
+ * journal in <ROOT>/lev.db (read here: it may be larger than a frame),
+ * and its policy the tighter of its snapshot there and the files now.
  */
 static int load_replay(struct worker *w, const char *root, const char *run, struct lev_err *err)
 {
 	_cleanup_free_ char *db = lev_path_join(root, LEV_DATADIR_DB);
 	struct lev_store *st = NULL;
-	json_t *log = NULL;
+	json_t *log = NULL, *snap = NULL;
 	int r;
 
 	r = lev_store_open(db, &st, err);
 	if (r == 0)
 		r = lev_store_replay_load(st, run, &log, err);
+	if (r == 0)
+		r = lev_store_policy_get(st, run, &snap, err);
 	lev_store_close(st);
+	if (r == 0 && snap)
+		r = lev_effective_restore(&w->eff, snap, err);
 	if (r == 0)
 		r = lev_replay_new(log, &w->replay, err);
 	json_decref(log);
+	json_decref(snap);
 	return r < 0 ? lev_err_wrap(err, "cannot resume run '%s'", run) : 0;
 }
 
@@ -668,8 +676,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	struct lev_agent_opts o = { .cancel_fd = -1 };
 	struct lev_blueprint *bp = NULL;
 	struct lev_agent *agent = NULL;
-	struct lev_config cfg;
-	bool cfg_loaded = false;
+	struct lev_effective_paths paths;
 	json_t *start = NULL, *req;
 	char **allow = NULL, **env = NULL, **inputs = NULL;
 	_cleanup_free_ char *home = NULL, *root = NULL, *runs = NULL, *policy = NULL,
@@ -700,21 +707,15 @@ int lev_worker_main(int fd, struct lev_err *err)
 		goto out;
 	}
 	lev_agentstore_bind(bp);
-	/* a broken config.toml: the daemon hands the last good copy */
-	if ((lev_json_str(start, "config_path")
-		     ? lev_config_load_file(lev_json_str(start, "config_path"), &cfg, &e)
-		     : lev_config_load(&cfg, &e)) < 0) {
+	/* a broken file: the daemon hands the last good copy (NULL: the data root's) */
+	paths.config = lev_json_str(start, "config_path");
+	paths.policy = lev_json_str(start, "policy_path");
+	paths.leviath = lev_json_str(start, "leviath_policy_path");
+	if (lev_effective_load(&w.eff, &paths, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
-	cfg_loaded = true;
-	w.cfg = &cfg;
-	if (cfg.limits.interaction_timeout_secs)
-		w.timeout_ms = cfg.limits.interaction_timeout_secs > INT_MAX / 1000
-				       ? INT_MAX
-				       : (int)cfg.limits.interaction_timeout_secs * 1000;
-	else
-		w.timeout_ms = 3600 * 1000;
+	w.eff_loaded = true;
 	if (lev_home_dir(&home, NULL) < 0)
 		home = NULL;
 	if (lev_datadir_root(&root, &e) < 0 || lev_datadir_runs_dir(&runs, &e) < 0 ||
@@ -729,13 +730,19 @@ int lev_worker_main(int fd, struct lev_err *err)
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
-	send_info(&w, bp, &cfg, workdir, home);
+	if (w.eff.cfg.limits.interaction_timeout_secs)
+		w.timeout_ms = w.eff.cfg.limits.interaction_timeout_secs > INT_MAX / 1000
+				       ? INT_MAX
+				       : (int)w.eff.cfg.limits.interaction_timeout_secs * 1000;
+	else
+		w.timeout_ms = 3600 * 1000;
+	send_info(&w, bp, &w.eff.cfg, workdir, home);
 
-	allow = strv_of(json_object_get(req, "allow"));
-	inputs = strv_of(json_object_get(req, "inputs"));
-	env = strv_of(json_object_get(req, "env"));
+	allow = lev_strv_from_json(json_object_get(req, "allow"));
+	inputs = lev_strv_from_json(json_object_get(req, "inputs"));
+	env = lev_strv_from_json(json_object_get(req, "env"));
 	o.bp = bp;
-	o.cfg = &cfg;
+	o.cfg = &w.eff.cfg;
 	o.workdir = workdir;
 	o.task = lev_json_str(req, "task");
 	o.inputs = inputs;
@@ -752,7 +759,6 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.leviath_policy_path = lev_json_str(start, "leviath_policy_path");
 	o.rules_dir = rules;
 	o.policy_fixed = true;	/* changes come as reload frames, the tighter */
-	w.policy_path = policy;
 	o.credentials_path = creds;
 	o.config_path = cfg_path;
 	o.home = home;
@@ -769,6 +775,9 @@ int lev_worker_main(int fd, struct lev_err *err)
 		goto out;
 	}
 	wipe_secret_env(req, env);
+	/* the run's policy is its snapshot's too (a resumed run: the tighter of both) */
+	lev_agent_policy_changed(agent, w.eff.pol);
+	send_policy(&w);
 	{
 		json_t *m = lev_proto_request("info");
 
@@ -791,8 +800,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 	}
 out:
 	lev_agent_free(agent);
-	if (cfg_loaded)
-		lev_config_release(&cfg);
+	if (w.eff_loaded)
+		lev_effective_release(&w.eff);
 	lev_blueprint_free(bp);
 	lev_strv_free(allow);
 	lev_strv_free(inputs);

@@ -214,6 +214,11 @@ static void maybe_reload(struct lev_gate *g)
 	}
 }
 
+void lev_gate_enable(struct lev_gate *g)
+{
+	g->enabled = true;
+}
+
 bool lev_gate_enabled(const struct lev_gate *g)
 {
 	return g->enabled;

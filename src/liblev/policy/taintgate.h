@@ -179,6 +179,8 @@ int lev_gate_answer(struct lev_gate *g, struct lev_gate_decision *d, enum lev_ga
 
 /* Taint tracking is on (the integrity gate runs only then). */
 bool lev_gate_enabled(const struct lev_gate *g);
+/* Turn the gate on (a reload that turns taint_tracking on); never off. */
+void lev_gate_enable(struct lev_gate *g);
 /* Asks nobody answers are allowed (--yolo with yolo_allows_flow). */
 bool lev_gate_yolo(const struct lev_gate *g);
 /* The integrity gate's "allow for this run": TOOL was allowed, or allow it from now on. */

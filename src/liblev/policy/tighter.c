@@ -137,9 +137,134 @@ static void limits_tighter(struct lev_limits *run, const struct lev_limits *next
 	limit_lower(&run->max_iterations, next->max_iterations);
 }
 
+/* Every agent either side names in a per-agent table (a fresh strv). */
+static char **agents_named(const struct lev_config *run, const struct lev_config *next)
+{
+	const struct lev_config *sides[] = { run, next };
+	char **names = NULL;
+
+	for (size_t s = 0; s < 2; s++) {
+		const struct lev_config *c = sides[s];
+		const char *n;
+
+		for (size_t i = 0; i < c->n_agent_tool_permissions; i++)
+			if (!lev_strv_contains(names, (n = c->agent_tool_permissions[i].agent)))
+				names = lev_strv_push(names, n);
+		for (size_t i = 0; i < c->n_agent_read_paths; i++)
+			if (!lev_strv_contains(names, (n = c->agent_read_paths[i].agent)))
+				names = lev_strv_push(names, n);
+		for (size_t i = 0; i < c->n_agent_safe_commands; i++)
+			if (!lev_strv_contains(names, (n = c->agent_safe_commands[i].agent)))
+				names = lev_strv_push(names, n);
+	}
+	return names;
+}
+
+static void agent_perms_set(struct lev_config *c, const char *agent, struct lev_tool_perms *p)
+{
+	struct lev_agent_tool_perms *e = NULL;
+
+	for (size_t i = 0; i < c->n_agent_tool_permissions && !e; i++)
+		if (!strcmp(c->agent_tool_permissions[i].agent, agent))
+			e = &c->agent_tool_permissions[i];
+	if (!e) {
+		c->agent_tool_permissions = xreallocarray(c->agent_tool_permissions,
+							  c->n_agent_tool_permissions + 1,
+							  sizeof(*e));
+		e = &c->agent_tool_permissions[c->n_agent_tool_permissions++];
+		e->agent = xstrdup(agent);
+	} else {
+		lev_tool_perms_release(&e->perms);
+	}
+	e->perms = *p;
+}
+
+static void agent_reads_set(struct lev_config *c, const char *agent, char **allow)
+{
+	struct lev_agent_read_paths *e = NULL;
+
+	for (size_t i = 0; i < c->n_agent_read_paths && !e; i++)
+		if (!strcmp(c->agent_read_paths[i].agent, agent))
+			e = &c->agent_read_paths[i];
+	if (!e) {
+		c->agent_read_paths = xreallocarray(c->agent_read_paths, c->n_agent_read_paths + 1,
+						    sizeof(*e));
+		e = &c->agent_read_paths[c->n_agent_read_paths++];
+		e->agent = xstrdup(agent);
+	} else {
+		lev_strv_free(e->allow);
+	}
+	e->allow = allow;
+}
+
+static struct lev_agent_safe_commands *agent_safe_entry(struct lev_config *c, const char *agent)
+{
+	struct lev_agent_safe_commands *e = NULL;
+
+	for (size_t i = 0; i < c->n_agent_safe_commands && !e; i++)
+		if (!strcmp(c->agent_safe_commands[i].agent, agent))
+			e = &c->agent_safe_commands[i];
+	if (!e) {
+		c->agent_safe_commands = xreallocarray(c->agent_safe_commands,
+						       c->n_agent_safe_commands + 1, sizeof(*e));
+		e = &c->agent_safe_commands[c->n_agent_safe_commands++];
+		memset(e, 0, sizeof(*e));
+		e->agent = xstrdup(agent);
+	}
+	return e;
+}
+
+/*
+ * The per-agent tables, before the machine-wide fields change: for each
+ * agent either side names, its table becomes the tighter of what each
+ * side gives that agent (its own entries over the machine-wide ones), so
+ * [agent_tool_permissions.X] shell = "deny" added mid-run reaches X, and a
+ * read grant or safe command either side lacks is gone for X.
+ */
+static void agents_tighter(struct lev_config *run, const struct lev_config *next)
+{
+	_cleanup_strv_ char **names = agents_named(run, next);
+
+	for (char **a = names; a && *a; a++) {
+		struct lev_tool_perms pr, pn;
+		bool dr, dn;
+		char **rt, **rs, **nt, **ns, **gr, **gn;
+		struct lev_agent_safe_commands *sc;
+		bool honour = lev_config_honours_blueprint_safe_commands(run, *a) &&
+			      lev_config_honours_blueprint_safe_commands(next, *a);
+
+		lev_config_permissions_for_agent(run, *a, &pr);
+		lev_config_permissions_for_agent(next, *a, &pn);
+		perms_tighter(&pr, &pn);
+		lev_tool_perms_release(&pn);
+		agent_perms_set(run, *a, &pr);
+
+		gr = lev_config_read_path_grants_for_agent(run, *a);
+		gn = lev_config_read_path_grants_for_agent(next, *a);
+		strv_intersect(&gr, gn);
+		lev_strv_free(gn);
+		agent_reads_set(run, *a, gr);
+
+		lev_config_safe_commands_for_agent(run, *a, NULL, NULL, &dr, &rt, &rs);
+		lev_config_safe_commands_for_agent(next, *a, NULL, NULL, &dn, &nt, &ns);
+		strv_intersect(&rt, nt);
+		strv_intersect(&rs, ns);
+		lev_strv_free(nt);
+		lev_strv_free(ns);
+		sc = agent_safe_entry(run, *a);
+		lev_strv_free(sc->tools);
+		lev_strv_free(sc->shell);
+		sc->tools = rt;
+		sc->shell = rs;
+		sc->allow_blueprint = honour;
+	}
+}
+
 void lev_policy_tighter(struct lev_config *run, const struct lev_config *next)
 {
+	agents_tighter(run, next);
 	run->taint_tracking = run->taint_tracking || next->taint_tracking;
+	run->yolo_allows_flow = run->yolo_allows_flow && next->yolo_allows_flow;
 	strv_intersect(&run->allowed_workdirs, next->allowed_workdirs);
 	run->allow_seed_commands = run->allow_seed_commands && next->allow_seed_commands;
 	run->allow_local_network = run->allow_local_network && next->allow_local_network;

@@ -22,7 +22,14 @@
  *	[sandbox] network	off wins
  *	[limits]		lower wins (0, "no limit", loses to any)
  *
- * Per-agent tables, providers and mounts keep the run's values.
+ *	yolo_allows_flow	off wins
+ *	[agent_tool_permissions.X], [agent_read_paths.X],
+ *	[agent_safe_commands.X]	for each agent either side names, the
+ *				tighter of what each side gives X (its entries
+ *				laid over the machine-wide ones), taken before
+ *				those change
+ *
+ * Providers and mounts keep the run's values.
  */
 #pragma once
 

@@ -267,6 +267,22 @@ static void build_env(struct lev_agent *a)
 	}
 }
 
+/* The sandboxes' options from the run's config as it stands. */
+static void sandbox_opts(const struct lev_agent *a, struct lev_sandbox_opts *so)
+{
+	so->workdir = a->workdir;
+	so->home = a->o.home;
+	so->data_root = a->o.data_root;
+	so->engine_args = a->cfg->sandbox_engine_args;
+	so->oci_helper = a->o.oci_helper;
+	so->pool = a->pool;
+	so->env.mode = a->cfg->shell_env;
+	so->env.withhold = a->cfg->shell_env_withhold;
+	so->env.allow = a->cfg->allow_env_vars;
+	so->limits.timeout_ms = a->cfg->limits.shell_timeout_secs * 1000;
+	so->limits.output_max = a->cfg->limits.max_tool_output_bytes;
+}
+
 static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 {
 	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
@@ -276,17 +292,7 @@ static int build_sandboxes(struct lev_agent *a, struct lev_err *err)
 		a->parent ? &a->parent->stages[a->parent->cur].eff : &a->cfg->sandbox;
 	int r;
 
-	so.workdir = a->workdir;
-	so.home = a->o.home;
-	so.data_root = a->o.data_root;
-	so.engine_args = a->cfg->sandbox_engine_args;
-	so.oci_helper = a->o.oci_helper;
-	so.pool = a->pool;
-	so.env.mode = a->cfg->shell_env;
-	so.env.withhold = a->cfg->shell_env_withhold;
-	so.env.allow = a->cfg->allow_env_vars;
-	so.limits.timeout_ms = a->cfg->limits.shell_timeout_secs * 1000;
-	so.limits.output_max = a->cfg->limits.max_tool_output_bytes;
+	sandbox_opts(a, &so);
 	grants = lev_config_read_path_grants_for_agent(a->cfg, lev_blueprint_grant_name(a->bp));
 	so.read_paths = grants;
 
@@ -420,24 +426,55 @@ static int build_perms(struct lev_agent *a, struct lev_perm_setup **out, struct 
 	return 0;
 }
 
+/*
+ * What the run built from its config besides the permissions, from the
+ * config as it stands (only ever tighter): the read grants, the taint
+ * switch (on, never off), the commands' environment filter and limits.
+ */
+static int config_rebuild(struct lev_agent *a, struct lev_err *err)
+{
+	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
+	char **grants;
+	int r = 0;
+
+	if (!a->fs_borrowed) {
+		grants = lev_config_read_path_grants_for_agent(a->cfg,
+							       lev_blueprint_grant_name(a->bp));
+		r = lev_fs_ctx_regrant(a->fs, grants, a->cfg->allow_blueprint_read_paths, err);
+		lev_strv_free(grants);
+	}
+	if (!a->taint_enabled && lev_taint_enabled(a->cfg->taint_tracking,
+						   lev_blueprint_wants_taint(a->bp))) {
+		a->taint_enabled = true;
+		lev_gate_enable(a->gate);
+	}
+	sandbox_opts(a, &so);
+	for (size_t i = 0; i < a->n_stages; i++)
+		if (a->stages[i].sb)
+			lev_sandbox_update(a->stages[i].sb, &so);
+	return r;
+}
+
 int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err)
 {
 	struct lev_perm_setup *p = NULL;
-	int r = build_perms(a, &p, err);
+	int r = build_perms(a, &p, err), r2;
 
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < a->n_stages; i++)
-		lev_perm_setup_release(&a->perms[i]);
-	free(a->perms);
-	a->perms = p;
-	a->safe_only.safe = a->perms[0].in.safe;
-	a->safe_only.n_safe = a->perms[0].in.n_safe;
+	if (r == 0) {
+		for (size_t i = 0; i < a->n_stages; i++)
+			lev_perm_setup_release(&a->perms[i]);
+		free(a->perms);
+		a->perms = p;
+		a->safe_only.safe = a->perms[0].in.safe;
+		a->safe_only.n_safe = a->perms[0].in.n_safe;
+	}
 	/* network off holds for the network tools from the next call on */
 	for (size_t i = 0; i < a->n_stages; i++)
 		if (a->cfg->sandbox.has_network && !a->cfg->sandbox.network)
 			a->stages[i].eff.network = false;
-	return 0;
+	/* each part only ever tightens: one that fails leaves the others applied */
+	r2 = config_rebuild(a, r < 0 ? NULL : err);
+	return r < 0 ? r : r2;
 }
 
 void lev_agent_policy_changed(struct lev_agent *a, const struct lev_policy *next)

@@ -225,11 +225,13 @@ int lev_agent_run(struct lev_agent *a, struct lev_err *err);
 /*
  * The config the run borrows (opts.cfg) was changed by its owner, between
  * steps (a hot reload: the daemon's worker makes it the tighter of old and
- * new with lev_policy_tighter()).  Rebuilds what the run derived from it:
- * each stage's permission input, and the network tools' switch.  The
- * stages' sandboxes, the Lua rules and the providers stay as the run
- * started.  Call it from a hook (hooks.step).  On failure the run keeps
- * what it had.
+ * new, policy/effective.h).  Rebuilds what the run derived from it: each
+ * stage's permission input, the read grants, the taint switch (on, never
+ * off), the commands' environment filter, timeout and output cap, and the
+ * network tools' switch.  The stages' sandbox kinds, the Lua rules and the
+ * providers stay as the run started.  Call it from a hook (hooks.step).
+ * Each part only tightens, so a part that fails leaves the others applied
+ * (the error names the first that failed).
  */
 int lev_agent_config_changed(struct lev_agent *a, struct lev_err *err);
 

@@ -763,6 +763,21 @@ static int host_network_fence(struct lev_sandbox *sb, struct lev_err *err)
 	return 0;
 }
 
+void lev_sandbox_update(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts)
+{
+	lev_strv_free(sb->env_withhold);
+	lev_strv_free(sb->env_allow);
+	sb->env_withhold = lev_strv_copy(opts->env.withhold);
+	sb->env_allow = lev_strv_copy(opts->env.allow);
+	sb->env.mode = opts->env.mode;
+	sb->env.withhold = sb->env_withhold;
+	sb->env.allow = sb->env_allow;
+	if (opts->limits.timeout_ms && opts->limits.timeout_ms < sb->limits.timeout_ms)
+		sb->limits.timeout_ms = opts->limits.timeout_ms;
+	if (opts->limits.output_max && opts->limits.output_max < sb->limits.output_max)
+		sb->limits.output_max = opts->limits.output_max;
+}
+
 int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbox_opts *opts,
 		    struct lev_sandbox **out, struct lev_err *err)
 {

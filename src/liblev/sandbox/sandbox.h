@@ -191,6 +191,12 @@ struct lev_sandbox;
  */
 int lev_sandbox_new(const struct lev_sandbox_spec *spec, const struct lev_sandbox_opts *opts,
 		    struct lev_sandbox **out, struct lev_err *err);
+/*
+ * A reload (the run's effective policy, only ever tighter): SB takes the
+ * environment filter of OPTS, and its timeout and output cap when lower,
+ * for its next command.
+ */
+void lev_sandbox_update(struct lev_sandbox *sb, const struct lev_sandbox_opts *opts);
 struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb);
 
 /* The kind that actually runs (none after a warn fallback to the host). */

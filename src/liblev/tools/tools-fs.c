@@ -907,6 +907,21 @@ fail:
 	return r;
 }
 
+int lev_fs_ctx_regrant(struct lev_fs_ctx *c, char *const *grants, bool allow_blueprint,
+		       struct lev_err *err)
+{
+	struct lev_readpaths *g = NULL;
+	int r = lev_readpaths_new(grants, c->root_real, c->home, &g, err);
+
+	if (r < 0)
+		return lev_err_wrap(err, "read_paths grant in %s",
+				    c->config_path ? c->config_path : "your config.toml");
+	lev_readpaths_free(c->grants);
+	c->grants = g;
+	c->allow_blueprint = c->allow_blueprint && allow_blueprint;
+	return 0;
+}
+
 struct lev_fs_ctx *lev_fs_ctx_free(struct lev_fs_ctx *c)
 {
 	if (!c)

@@ -71,6 +71,13 @@ struct lev_fs_ctx;
  * Free *OUT with lev_fs_ctx_free().
  */
 int lev_fs_ctx_new(const struct lev_fs_opts *opts, struct lev_fs_ctx **out, struct lev_err *err);
+/*
+ * A reload (the run's effective policy, only ever tighter): CTX's read
+ * grants become GRANTS, and allow_blueprint_read_paths stays only when
+ * ALLOW_BLUEPRINT says so too, from the next call on.
+ */
+int lev_fs_ctx_regrant(struct lev_fs_ctx *ctx, char *const *grants, bool allow_blueprint,
+		       struct lev_err *err);
 struct lev_fs_ctx *lev_fs_ctx_free(struct lev_fs_ctx *ctx);
 
 /* The workdir's real path, as read back from its fd (borrowed). */
