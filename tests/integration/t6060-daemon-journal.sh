@@ -1,9 +1,9 @@
 #!/bin/bash
 # The daemon's journal is batched (one commit per turn of its loop), yet a
-# call with effects is committed before it runs: the command itself finds
-# its own row in lev.db.  Reads do not wait for their row, and every one is
-# in the journal all the same while the daemon goes on.  ps --json (passed
-# through unparsed) lists every run.
+# call with effects is committed before it runs: while the command is held
+# running, its own row is in lev.db, dispatched.  Reads do not wait for
+# their row, and every one is in the journal all the same while the daemon
+# goes on.  ps --json (passed through unparsed) lists every run.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
@@ -20,7 +20,11 @@ chmod 600 "$ROOT/config.toml"
 
 mkdir -p work looker reader
 echo "hello" >work/hello.txt
-# kind none: the command runs as the user and can read lev.db (docs/daemon.md)
+# kind none: the command runs inside the host fence, which masks lev's data
+# root and so lev.db (docs/sandbox.md); the test reads the journal from
+# outside while the command is held running: it says it started, then waits
+# on the fifo 'gate' until the test has looked
+mkfifo work/gate
 cat >looker/agent.leviath <<'EOF'
 [agent]
 name = "looker"
@@ -38,7 +42,7 @@ args = { path = "hello.txt" }
 [[turn.call]]
 id = "look-1"
 tool = "shell"
-args = { command = "python3 '$TRASH/state.py' '$ROOT/lev.db' call_2 >>seen.txt" }
+args = { command = "echo started >started.txt && read -r go <gate && echo \"\$go\" >released.txt" }
 [[turn]]
 text = "done"
 EOF
@@ -77,11 +81,15 @@ journal() {
 	PY
 }
 
-test_expect_success 'a shell call finds its own journal row, committed before it ran' '
+test_expect_success 'a shell call has its journal row committed before it runs (read while it is held)' '
 	"$LEV" daemon start >/dev/null &&
 	setsid -w "$LEV" run looker --workdir work --detach >id 2>/dev/null &&
+	wait_for test -s work/started.txt &&
+	{ python3 state.py "$ROOT/lev.db" call_2 >seen.txt; seen=$?; echo go >work/gate; } &&
+	test $seen = 0 &&
+	test "$(cat seen.txt)" = "shell dispatched" &&
 	wait_for status_is "$(cat id)" complete &&
-	test "$(cat work/seen.txt)" = "shell dispatched" &&
+	test "$(cat work/released.txt)" = go &&
 	journal "$(cat id)" >rows &&
 	printf "read_file done 1\nshell done 1\n" >expect &&
 	test_cmp expect rows
