@@ -186,6 +186,21 @@ test_expect_success 'benign twin: strings @list.rsp naming a workdir file reads 
 	results | grep -q "WORKDIR-STRING-LINE"
 '
 
+test_expect_success 'a pre-approved line reads /etc, ~/.gitconfig and ~/.config/git/config, never /etc/shadow or git'"'"'s credential store' '
+	mkdir -p "$HOME/.config/git" &&
+	printf "[user]\n\tname = GITCONFIG-HOME-LINE\n" >"$HOME/.gitconfig" &&
+	printf "[core]\n\tpager = GITCONFIG-XDG-LINE\n" >"$HOME/.config/git/config" &&
+	echo "https://u:CREDSTORE-SECRET-LINE@example.com" >"$HOME/.config/git/credentials" &&
+	printf "%s\n" /etc/passwd /etc/shadow "$HOME/.gitconfig" "$HOME/.config/git/config" \
+		"$HOME/.config/git/credentials" >"$WD/list.rsp" &&
+	turns "strings @list.rsp" && run &&
+	results | grep -q "^root:x:0:0:" &&
+	! results | grep -q "^root:[^x]" &&
+	results | grep -q GITCONFIG-HOME-LINE &&
+	results | grep -q GITCONFIG-XDG-LINE &&
+	! results | grep -q CREDSTORE-SECRET-LINE
+'
+
 test_expect_success 'a granted read path stays readable to a pre-approved line' '
 	printf "[security]\nread_paths = [\"~/docs/**\"]\n" | config &&
 	echo "$HOME/docs/secret" >"$WD/list.rsp" &&

@@ -9,9 +9,11 @@
 # pagemap, cmdline, status -- and looks for the key, under every sandbox
 # kind available, as root and as an unprivileged user.  The key must appear
 # nowhere; lev's private entries must be refused.  Controls: the same probe
-# finds a marker in the environment of an ordinary process of the same user
-# (so the probe can read what the kernel lets it), and sees PATH and HOME
-# in its own environment.
+# finds a marker in the environment of its own child, an ordinary process
+# inside the command's fence (so the probe can read what the kernel lets
+# it), and sees PATH and HOME in its own environment.  Under kind none the
+# test's own marked processes, of the same user but outside the host fence,
+# stay unreadable (Landlock's ptrace scoping).
 . "$SRC_DIR/tests/lib.sh"
 
 if ! command -v setpriv >/dev/null; then
@@ -66,6 +68,24 @@ while [ -n "$pid" ] && [ "$pid" != 0 ]; do
 	pid=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$pid/status 2>/dev/null)
 done
 pids="$pids $(cat control.pids 2>/dev/null)"
+# the control inside the command's own fence: a child of the probe with the
+# marker in its environment, which holds it once it has executed sh (a
+# busybox applet run without execve, as env may, would not show it).  Only
+# where /proc shows the probe's own PID namespace (a container's command
+# runs in a namespace below the one its /proc shows).
+own=
+if tr '\0' ' ' <"/proc/$$/cmdline" 2>/dev/null | grep -q ' probe\.sh '; then
+	LEVTEST_CONTROL="$ctl" sh -c 'exec sleep 600' </dev/null >/dev/null 2>&1 &
+	own=$!
+	i=0
+	until tr '\0' ' ' <"/proc/$own/cmdline" 2>/dev/null | grep -q -e '^sh -c ' -e '^sleep ' ||
+		[ ! -d "/proc/$own" ] || [ $i -ge 1200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "own $own" >>"$out"
+	pids="$pids $own"
+fi
 for pid in $pids; do
 	d=/proc/$pid
 	[ -d "$d" ] || continue
@@ -93,6 +113,7 @@ for pid in $pids; do
 	done
 done
 rm -f "$tmp"
+[ -n "$own" ] && kill "$own" 2>/dev/null
 echo done >>"$out"
 # hold the call open until the test has looked at lev from outside
 echo ready >probe.ready
@@ -218,11 +239,22 @@ check_probe() {
 			assert_file_has_content "$d/work/probe.out" "^lev-$f refused$" || return 1
 		done
 	fi &&
+	# the control: the probe reads the environment of its own child, a
+	# process inside the same fence (so a refusal above is lev's, not a
+	# probe that cannot read; a container's /proc is not its command's)
+	if [ "$kind" != container ]; then
+		own=$(sed -n 's/^own //p' "$d/work/probe.out") &&
+		assert_file_has_content "$d/work/probe.out" "^control $own/environ\$"
+	fi &&
 	if [ "$kind" = none ]; then
 		# lev itself is visible to a kind-none command ...
 		grep -q "^lev $(cat "$d/levpid")\$" "$d/work/probe.out" &&
-		# ... and so is the control, a process of the same user, readable
-		assert_file_has_content "$d/work/probe.out" '^control [0-9]*/environ$'
+		# ... and so are the test's controls, processes of the same user
+		# outside the host fence, whose environment Landlock keeps from a
+		# fenced command (it reads only its own domain's private entries)
+		for c in $CONTROLS; do
+			assert_not_file_has_content "$d/work/probe.out" "^control $c/" || return 1
+		done
 	fi
 }
 

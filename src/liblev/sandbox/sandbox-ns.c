@@ -453,16 +453,22 @@ static const char *const system_trees[] = {
 	"/proc", "/sys", "/dev",
 };
 
-/* Read TREE, walking around the masks beneath it; nothing when it is masked. */
+/*
+ * Read TREE, walking around the masks beneath it (or beneath what it
+ * resolves to); nothing when it, or what it resolves to, is masked.  A tree
+ * that holds a mask (/etc holds /etc/shadow) is walked, never dropped.
+ */
 static void add_read_tree(struct lev_sbx_nsplan *pl, const char *tree, char *const *masks)
 {
 	char real[PATH_MAX];
+	const char *r = realpath(tree, real) ? real : tree;
 
-	if (is_masked(tree, masks) ||
-	    (realpath(tree, real) && (is_masked(real, masks) || above_a_mask(real, masks))))
+	if (is_masked(tree, masks) || is_masked(r, masks))
 		return;
 	if (above_a_mask(tree, masks))
 		plan_read_except(pl, tree, masks, 0);
+	else if (above_a_mask(r, masks))
+		plan_read_except(pl, r, masks, 0);
 	else
 		add_rule(pl, tree, LEV_LL_FS_READ);
 }
@@ -523,10 +529,45 @@ static void add_path_dirs(struct lev_sbx_nsplan *pl, const struct lev_sandbox *s
 	}
 }
 
+/* The user's git configuration files, under ~/.config/git or $XDG_CONFIG_HOME/git. */
+static const char *const git_config_files[] = { "config", "attributes", "ignore" };
+
+/*
+ * What git reads of the user's own (~/.gitconfig, and the files above under
+ * ~/.config/git and $XDG_CONFIG_HOME/git), so that a pre-approved git line
+ * behaves as it does outside lev: each file only, never its directory (git's
+ * credential store may sit beside them, $XDG_CONFIG_HOME/git/credentials),
+ * and never a masked one (a link into lev's own files or a secret).
+ */
+static void add_git_config(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	_cleanup_free_ char *user = NULL, *home_dir = NULL, *xdg_dir = NULL;
+	size_t i;
+
+	if (sb->home) {
+		user = lev_path_join(sb->home, ".gitconfig");
+		add_read_tree(pl, user, sb->masks);
+		home_dir = lev_path_join(sb->home, ".config/git");
+	}
+	if (xdg && xdg[0] == '/')
+		xdg_dir = lev_path_join(xdg, "git");
+	for (i = 0; i < ARRAY_SIZE(git_config_files); i++) {
+		_cleanup_free_ char *a = home_dir ? lev_path_join(home_dir, git_config_files[i]) : NULL;
+		_cleanup_free_ char *b = xdg_dir ? lev_path_join(xdg_dir, git_config_files[i]) : NULL;
+
+		if (a)
+			add_read_tree(pl, a, sb->masks);
+		if (b)
+			add_read_tree(pl, b, sb->masks);
+	}
+}
+
 /*
  * The read rules of the host fence, planned once per sandbox (the walk
  * around the masks is the costly part) and kept in sb->fence[CONFINED]:
- * everywhere but the masks, or (CONFINED) the system trees, the directories on PATH, the workdir,
+ * everywhere but the masks, or (CONFINED) the system trees, the directories on PATH, the
+ * user's git configuration files, the workdir,
  * [sandbox] writable and the granted read paths.  The root directory
  * itself is listable in both (a shell stats its way down from it).
  */
@@ -548,6 +589,7 @@ static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, boo
 		for (char *const *r = sb->read_paths; r && *r; r++)
 			add_read_tree(scratch, *r, sb->masks);
 		add_path_dirs(scratch, sb);
+		add_git_config(scratch, sb);
 	}
 	f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
 				  sizeof(*f->access));
