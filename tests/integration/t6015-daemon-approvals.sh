@@ -33,6 +33,13 @@ print(r[0][sys.argv[2]])
 ' "$1" "$2"
 }
 
+# asks_call RUN CALL: RUN's open request is for CALL (a wait_for probe: it
+# asks again each time, where "$(req_field ...)" is read once, before the
+# answered request is gone and the next asked)
+asks_call() {
+	test "$(req_field "$1" call_id)" = "$2"
+}
+
 mkdir -p work multi twice
 cat >multi/agent.leviath <<'EOF'
 [agent]
@@ -148,7 +155,7 @@ test_expect_success 'a stale digest (the call approved before) is refused; then 
 	test "$(req_field "$(cat id2)" call_id)" = call_1 &&
 	req_field "$(cat id2)" digest >d1 &&
 	"$LEV" respond "$(req_field "$(cat id2)" id)" --approve >/dev/null &&
-	wait_for test "$(req_field "$(cat id2)" call_id)" = call_2 &&
+	wait_for asks_call "$(cat id2)" call_2 &&
 	last_q >before &&
 	q=$(req_field "$(cat id2)" id) &&
 	test_must_fail "$LEV" respond "$q" --approve --digest "$(cat d1)" 2>err &&
@@ -174,7 +181,7 @@ test_expect_success 'attack: the journalled call changed behind lev, its answer 
 	setsid -w "$LEV" run twice --workdir work --detach >id3 2>/dev/null &&
 	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
 	"$LEV" respond "$(req_field "$(cat id3)" id)" --approve >/dev/null &&
-	wait_for test "$(req_field "$(cat id3)" call_id)" = call_2 &&
+	wait_for asks_call "$(cat id3)" call_2 &&
 	crash "$(cat id3)" &&
 	python3 - "$ROOT/lev.db" "$(cat id3)" <<-PY &&
 	import json, sqlite3, sys
@@ -194,7 +201,7 @@ test_expect_success 'attack: the journalled call changed behind lev, its answer 
 	req_field "$(cat id3)" call >call &&
 	grep -q "echo EVIL" call &&
 	"$LEV" respond "$(req_field "$(cat id3)" id)" --deny >/dev/null &&
-	wait_for test "$(req_field "$(cat id3)" call_id)" = call_2 &&
+	wait_for asks_call "$(cat id3)" call_2 &&
 	test "$(cat work/t.txt)" = benign
 '
 
@@ -379,7 +386,7 @@ test_expect_success 'lev respond and --json show every byte of 12 generated call
 	rm -f work/gen*.txt &&
 	setsid -w "$LEV" run gen --workdir work --detach >idg 2>/dev/null &&
 	for i in $(seq 0 11); do
-		wait_for test "$(req_field "$(cat idg)" call_id)" = "call_$((i + 1))" &&
+		wait_for asks_call "$(cat idg)" "call_$((i + 1))" &&
 		"$LEV" respond --json >q.json && "$LEV" respond >q.txt &&
 		python3 decode.py gen.json $i q.json q.txt "$(cat idg)" &&
 		"$LEV" respond "$(req_field "$(cat idg)" id)" --deny >/dev/null || return 1

@@ -34,12 +34,14 @@ edit() {
 took() {
 	test "$(grep -c "run $1: took the tighter" "$ROOT/daemon.log")" -ge "${2:-1}"
 }
+# decision RUN ID: the decision on RUN's call the script named ID (its
+# label: lev numbers the calls itself, call_N)
 decision() {
 	python3 - "$ROOT/runs/$1/events.jsonl" "$2" <<-PY
 	import json, sys
 	for l in open(sys.argv[1]):
 	    e = json.loads(l)
-	    if e["event"] == "tool_call" and e["id"] == sys.argv[2]:
+	    if e["event"] == "tool_call" and e.get("label") == sys.argv[2]:
 	        print(e["decision"])
 	PY
 }
