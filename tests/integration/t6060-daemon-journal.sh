@@ -95,10 +95,15 @@ test_expect_success 'a shell call has its journal row committed before it runs (
 	test_cmp expect rows
 '
 
+# RUN has N read_file rows journalled done (asked again at every try of wait_for)
+reads_done() {
+	test "$(journal "$1" | grep -c "^read_file done 1$")" = "$2"
+}
+
 test_expect_success 'forty reads: every one journalled done while the daemon runs on' '
 	setsid -w "$LEV" run reader --workdir work --detach >id2 2>/dev/null &&
 	wait_for status_is "$(cat id2)" complete &&
-	wait_for test "$(journal "$(cat id2)" | grep -c "^read_file done 1$")" = 40 &&
+	wait_for reads_done "$(cat id2)" 40 &&
 	test "$(journal "$(cat id2)" | wc -l)" = 40 &&
 	test "$(field "$(cat id2)" tools)" = 40 &&
 	"$LEV" daemon status >/dev/null
