@@ -175,7 +175,13 @@ EOF
 
 test_expect_success 'taint: a private file-server result cannot flow to an outbound MCP tool' '
 	TAINT=1 setconfig &&
+	# both servers trusted (their descriptions and results are their text,
+	# mcp.md#integrity), so only the taint gate stands between them
+	printf "[[sources]]\nserver = \"fs\"\nintegrity = \"trusted\"\n[[sources]]\nserver = \"ev\"\nintegrity = \"trusted\"\n" \
+		>"$HOME/.leviath/policy.toml" &&
+	chmod 600 "$HOME/.leviath/policy.toml" &&
 	lev run taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
+	rm -f "$HOME/.leviath/policy.toml" &&
 	results ev >res &&
 	grep -q "^fs__read_text_file allow permission | hello from the workdir" res &&
 	grep -q "^ev__echo deny taint" res &&
@@ -184,8 +190,8 @@ test_expect_success 'taint: a private file-server result cannot flow to an outbo
 
 test_expect_success 'benign twin: the file server classified public flows to the same tool' '
 	TAINT=1 setconfig &&
-	# public, and trusted: an MCP result is untrusted unless [[sources]] says so (integrity.md)
-	printf "[mcp_overrides.\"fs\"]\nsensitivity = \"public\"\n[[sources]]\nserver = \"fs\"\nintegrity = \"trusted\"\n" \
+	# public, and both servers trusted: MCP text is untrusted unless [[sources]] says so (mcp.md)
+	printf "[mcp_overrides.\"fs\"]\nsensitivity = \"public\"\n[[sources]]\nserver = \"fs\"\nintegrity = \"trusted\"\n[[sources]]\nserver = \"ev\"\nintegrity = \"trusted\"\n" \
 		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
 	lev run taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
