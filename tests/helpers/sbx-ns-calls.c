@@ -12,10 +12,12 @@
  * in order.  Each call's stdout is passed on, then a line "rc=N warm=W"
  * (W: 1 when it ran in a cell of the warm helper), and "timed-out" when it
  * was killed at the timeout.  Exit 0 when every call could be made.
+ * Like lev (lev_credentials_protect_process()), it is not dumpable.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +68,7 @@ int main(int argc, char **argv)
 	struct lev_err err = LEV_ERR_INIT;
 	int i, a = 1, nbg = 0, rc = 0;
 
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "--cold")) {
 		o.cold = true;
 		a++;

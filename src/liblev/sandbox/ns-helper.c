@@ -3,10 +3,10 @@
  * fast path does with lev-oci-helper, for lev's own namespaces.
  *
  * The first command of a sandbox starts its helper: lev clones it into new
- * user, mount, PID, IPC and UTS namespaces (and network, when network =
- * false), writes its uid/gid maps, and it runs every mount step of the cold
- * plan once (read-only root, private /run and /dev, the workdir, the masks),
- * sets the hostname, empties the capability bounding set and, with Landlock
+ * mount, PID, IPC and UTS namespaces (and network, when network = false) in
+ * lev's user namespace (lev_sbx_ns_clone(): never dumpable), and it runs
+ * every mount step of the cold plan once (read-only root, private /run and
+ * /dev, the workdir, the masks), sets the hostname, empties the capability bounding set and, with Landlock
  * in force, installs the seccomp filter every cell and command inherits
  * (LEV_SCFILTER_CELLS: without the few calls a cell sets itself up with,
  * which need the CAP_SYS_ADMIN a cell drops before any command runs; a
@@ -402,7 +402,7 @@ static __attribute__((noreturn)) void cell_run(const struct helper *h, char *con
 static __attribute__((noreturn)) void cell_main(const struct helper *h, int taken_wr)
 {
 	const struct lev_sbx_nsplan *pl = h->pl;
-	struct lev_sbx_childfds f = { -1, -1, -1, -1, -1, -1, -1 };
+	struct lev_sbx_childfds f = { -1, -1, -1, -1, -1, -1 };
 	struct warm_req req;
 	int fds[WARM_NFDS], idx = -1, ll_fd = -1, phase = LEV_SBX_PH_NONE, e = 0, r;
 	const char *cwd;
@@ -641,13 +641,13 @@ static __attribute__((noreturn)) void helper_loop(const struct helper *h)
 }
 
 struct helper_fds {
-	int ready_wr, sync_rd, rep_wr, sock;
+	int sync_rd, rep_wr, sock;
 };
 
 static __attribute__((noreturn)) void helper_main(const struct lev_sbx_nsplan *pl,
 						  struct helper_fds *fd)
 {
-	int keep[4] = { fd->ready_wr, fd->sync_rd, fd->rep_wr, fd->sock };
+	int keep[3] = { fd->sync_rd, fd->rep_wr, fd->sock };
 	struct sigaction ign;
 	struct helper h = { pl, fd->sock, NULL, NULL, NULL };
 	int idx = -1, phase = LEV_SBX_PH_NONE, r, null;
@@ -655,12 +655,10 @@ static __attribute__((noreturn)) void helper_main(const struct lev_sbx_nsplan *p
 	ssize_t n;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	keep_only(keep, 4);	/* nothing of lev's stays open here */
-	lev_sbx_maps_ready(fd->ready_wr);
+	keep_only(keep, 3);	/* nothing of lev's stays open here */
 	do
 		n = read(fd->sync_rd, &go, 1);
 	while (n < 0 && errno == EINTR);
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (n != 1) {
 		lev_sbx_report(fd->rep_wr, LEV_SBX_PH_SYNC, 0, EPIPE);
 		_exit(125);
@@ -749,36 +747,33 @@ static int warm_wait_ready(const struct lev_sbx_warm *w, int rep_rd, struct lev_
 
 static int warm_start(struct lev_sbx_warm *w, struct lev_err *err)
 {
-	int sv[2] = { -1, -1 }, ready[2] = { -1, -1 }, sync[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	int sv[2] = { -1, -1 }, sync[2] = { -1, -1 }, rep[2] = { -1, -1 };
 	int pidfd = -1, r;
 	char go = 'g';
 	long pid;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    pipe2(ready, O_CLOEXEC) < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+	    pipe2(sync, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
 		r = lev_err_errno(err, -errno, "cannot start the warm helper");
 		goto out;
 	}
-	pid = syscall(SYS_clone, w->plan->clone_flags | CLONE_PIDFD | SIGCHLD, 0, &pidfd, NULL, 0);
+	pid = lev_sbx_ns_clone(w->plan->clone_flags, &pidfd);
 	if (pid < 0) {
-		r = lev_err_errno(err, -errno, "cannot create the sandbox namespaces");
+		r = lev_err_errno(err, (int)pid, "cannot create the sandbox namespaces");
 		goto out;
 	}
 	if (pid == 0) {
-		struct helper_fds hf = { ready[1], sync[0], rep[1], sv[1] };
+		struct helper_fds hf = { sync[0], rep[1], sv[1] };
 
 		helper_main(w->plan, &hf);
 	}
-	close(TAKE_FD(ready[1]));
 	close(TAKE_FD(sync[0]));
 	close(TAKE_FD(rep[1]));
 	close(TAKE_FD(sv[1]));
 	w->pidfd = pidfd;
 	w->sock = TAKE_FD(sv[0]);
-	r = lev_sbx_maps_wait(ready[0], err);
-	if (r == 0)
-		r = lev_sbx_write_maps((pid_t)pid, w->plan->uid, w->plan->gid, err);
-	if (r == 0 && write(sync[1], &go, 1) != 1)
+	r = 0;
+	if (write(sync[1], &go, 1) != 1)
 		r = lev_err_errno(err, -errno, "cannot start the warm helper");
 	close(TAKE_FD(sync[1]));
 	if (r == 0)
@@ -789,8 +784,6 @@ out:
 	for (int i = 0; i < 2; i++) {
 		if (sv[i] >= 0)
 			close(sv[i]);
-		if (ready[i] >= 0)
-			close(ready[i]);
 		if (sync[i] >= 0)
 			close(sync[i]);
 		if (rep[i] >= 0)

@@ -76,7 +76,6 @@ struct lev_sbx_nsplan {
 
 /* The descriptors a namespace child works with (-1: none). */
 struct lev_sbx_childfds {
-	int ready_wr;
 	int sync_rd;
 	int report_wr;
 	int status_wr;

@@ -195,15 +195,24 @@ struct lev_sbx_kernel {
 int lev_sbx_write_maps(pid_t pid, uid_t uid, gid_t gid, struct lev_err *err);
 
 /*
- * The map handshake.  lev is not dumpable, so a child it forks starts with
- * /proc/<pid>/uid_map owned by root: in the child, lev_sbx_maps_ready()
- * makes it dumpable (when lev is not root) and writes one byte on READY_WR
- * (then closes it); the child makes itself non-dumpable again once it has
- * read its go-ahead.  In the parent, lev_sbx_maps_wait() waits for that
- * byte before lev_sbx_write_maps().  Async-signal-safe in the child.
+ * lev's user namespace, made once per process (its fd, or -errno): no
+ * namespace child is ever dumpable, so none could have its maps written
+ * (a process that is not dumpable has root's /proc files); they are
+ * written instead on a process that is no copy of lev: a child cloned into
+ * a new user namespace that executes lev's program under ptrace and is
+ * stopped before that program's first instruction, then killed.  Needs
+ * PTRACE_TRACEME (Yama's ptrace_scope 3 refuses it: then no user namespace).
  */
-void lev_sbx_maps_ready(int ready_wr);
-int lev_sbx_maps_wait(int ready_rd, struct lev_err *err);
+int lev_sbx_userns(void);
+/*
+ * Fork a process in new namespaces (FLAGS: CLONE_NEW*; CLONE_NEWUSER is
+ * implied) inside lev's user namespace, as fork() does: 0 in the child, its
+ * pid in the parent with *PIDFD set, or -errno.  A short-lived intermediate
+ * (a plain fork) joins the user namespace and clones the child as lev's own
+ * (CLONE_PARENT).  The child inherits lev's dumpable flag (off) and keeps it;
+ * it must stay async-signal-safe (lev may have threads).
+ */
+long lev_sbx_ns_clone(unsigned long flags, int *pidfd);
 const struct lev_sbx_kernel *lev_sbx_kernel(void);
 
 /*

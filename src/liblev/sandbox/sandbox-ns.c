@@ -4,9 +4,9 @@
  *
  * The parent builds a plan (plain data: mount steps, Landlock rules, the
  * seccomp program, rlimits, the environment, exec candidates), then clones
- * a child into new user, mount, PID, IPC and UTS namespaces (+ network when
- * network = false), writes its uid/gid maps and lets it go.  The child is
- * PID 1 of the new PID namespace.  It only makes system calls (the parent
+ * a child into new mount, PID, IPC and UTS namespaces (+ network when
+ * network = false) in lev's user namespace (below) and lets it go.  The
+ * child is PID 1 of the new PID namespace.  It only makes system calls (the parent
  * may have threads, so nothing that allocates or locks):
  *
  *   1. mounts: the workdir and device nodes are cloned (open_tree) while
@@ -36,10 +36,10 @@
  * but no_new_privs and no capabilities.
  *
  * lev itself is not dumpable (lev_credentials_protect_process()), and a
- * forked child inherits that, which would make its /proc/<pid>/uid_map
- * root's.  So the namespace child becomes dumpable just long enough for the
- * parent to write its maps (lev_sbx_maps_ready/lev_sbx_maps_wait), and not
- * dumpable again before it does anything else.
+ * forked child inherits that and keeps it: being a copy of lev's memory, it
+ * is never made dumpable.  Its user namespace is lev's, made once with its
+ * maps written on a process that holds nothing of lev's (lev_sbx_userns()),
+ * and lev_sbx_ns_clone() creates the child in it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1097,11 +1097,9 @@ static __attribute__((noreturn)) void ns_init(const struct lev_sbx_nsplan *pl,
 	int st;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	lev_sbx_maps_ready(f->ready_wr);
 	do
 		n = read(f->sync_rd, &go, 1);
 	while (n < 0 && errno == EINTR);
-	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (n != 1) {
 		lev_sbx_report(f->report_wr, LEV_SBX_PH_SYNC, 0, EPIPE);
 		_exit(125);
@@ -1214,14 +1212,14 @@ static void closep2(int p[2])
 	p[0] = p[1] = -1;
 }
 
-/* The pipes between lev and a command it starts (sync, status, ready: namespace only). */
+/* The pipes between lev and a command it starts (sync, status: namespace only). */
 struct spawn_pipes {
 	int rep[2], out[2], err[2];
-	int sync[2], stat[2], ready[2];
+	int sync[2], stat[2];
 };
 
 #define SPAWN_PIPES_INIT                                                        \
-	{ { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } }
+	{ { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 }, { -1, -1 } }
 
 static void spawn_pipes_close(struct spawn_pipes *sp)
 {
@@ -1230,7 +1228,6 @@ static void spawn_pipes_close(struct spawn_pipes *sp)
 	closep2(sp->err);
 	closep2(sp->sync);
 	closep2(sp->stat);
-	closep2(sp->ready);
 }
 
 static int spawn_pipes_open(const struct lev_sbx_nsplan *pl, struct spawn_pipes *sp,
@@ -1239,8 +1236,7 @@ static int spawn_pipes_open(const struct lev_sbx_nsplan *pl, struct spawn_pipes 
 	if (pipe2(sp->rep, O_CLOEXEC) < 0 || pipe2(sp->out, O_CLOEXEC) < 0 ||
 	    pipe2(sp->err, O_CLOEXEC) < 0 ||
 	    (pl->mode == LEV_SBX_NS && (pipe2(sp->sync, O_CLOEXEC) < 0 ||
-					pipe2(sp->stat, O_CLOEXEC) < 0 ||
-					pipe2(sp->ready, O_CLOEXEC) < 0)))
+					pipe2(sp->stat, O_CLOEXEC) < 0)))
 		return lev_err_errno(err, -errno, "cannot create pipes");
 	return 0;
 }
@@ -1260,24 +1256,18 @@ static void spawn_pipes_parent(struct spawn_pipes *sp)
 	close_end(&sp->err[1]);
 	close_end(&sp->sync[0]);
 	close_end(&sp->stat[1]);
-	close_end(&sp->ready[1]);
 }
 
 /*
- * The namespace child waits for its uid and gid maps: write them and let
- * it go.  On failure the child is killed and reaped.
+ * The namespace child waits for lev's go-ahead (so it does nothing once lev
+ * is gone): let it go.  On failure the child is killed and reaped.
  */
-static int release_ns_child(const struct lev_sbx_nsplan *pl, pid_t pid, int pidfd,
-			    struct spawn_pipes *sp, struct lev_err *err)
+static int release_ns_child(pid_t pid, int pidfd, struct spawn_pipes *sp, struct lev_err *err)
 {
 	char go = 'g';
-	int r, st;
+	int r = 0, st;
 
-	r = lev_sbx_maps_wait(sp->ready[0], err);
-	closep2(sp->ready);
-	if (r == 0)
-		r = lev_sbx_write_maps(pid, pl->uid, pl->gid, err);
-	if (r == 0 && write(sp->sync[1], &go, 1) != 1)
+	if (write(sp->sync[1], &go, 1) != 1)
 		r = lev_err_errno(err, -errno, "cannot start the sandbox");
 	closep2(sp->sync);
 	if (r == 0)
@@ -1343,7 +1333,6 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 		}
 		own_in = true;
 	}
-	f.ready_wr = sp.ready[1];
 	f.sync_rd = sp.sync[0];
 	f.report_wr = sp.rep[1];
 	f.status_wr = sp.stat[1];
@@ -1351,9 +1340,12 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 	f.out = sp.out[1];
 	f.err = sp.err[1];
 
-	pid = syscall(SYS_clone, pl->clone_flags | CLONE_PIDFD | SIGCHLD, 0, &pidfd, NULL, 0);
+	if (pl->mode == LEV_SBX_NS)
+		pid = lev_sbx_ns_clone(pl->clone_flags, &pidfd);
+	else if ((pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, 0, &pidfd, NULL, 0)) < 0)
+		pid = -errno;
 	if (pid < 0) {
-		r = -errno;
+		r = (int)pid;
 		if (pl->mode == LEV_SBX_NS)
 			r = lev_err_errno(err, r, "cannot create the sandbox namespaces");
 		else
@@ -1371,7 +1363,7 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 		close(in);
 	spawn_pipes_parent(&sp);
 	if (pl->mode == LEV_SBX_NS) {
-		r = release_ns_child(pl, (pid_t)pid, pidfd, &sp, err);
+		r = release_ns_child((pid_t)pid, pidfd, &sp, err);
 		if (r < 0) {
 			close(pidfd);
 			spawn_pipes_close(&sp);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -285,30 +286,156 @@ int lev_sbx_drop_caps(bool bounding)
 	return 0;
 }
 
-void lev_sbx_maps_ready(int ready_wr)
-{
-	ssize_t n;
+/* ---- lev's user namespace ---- */
 
-	if (geteuid() != 0)
-		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	do
-		n = write(ready_wr, "r", 1);
-	while (n < 0 && errno == EINTR);
-	close(ready_wr);
+static int userns_fd = -1;	/* or -errno */
+static pthread_once_t userns_once = PTHREAD_ONCE_INIT;
+
+/* Wait for PID, our child: its status, or -errno. */
+static int wait_child(pid_t pid, int *st)
+{
+	while (waitpid(pid, st, __WALL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
 }
 
-int lev_sbx_maps_wait(int ready_rd, struct lev_err *err)
+/*
+ * The process whose user namespace lev takes: a child cloned into a new
+ * user namespace that asks to be traced and executes lev's own program, so
+ * it stops (SIGTRAP) after the exec, before its first instruction.  Its
+ * memory is then the program's image, fresh from the file, nothing of
+ * lev's, and it is dumpable: lev may write its maps.  PID, or -errno.
+ */
+static long userns_holder(void)
 {
-	char c;
+	char *const argv[] = { (char *)"lev-userns", NULL };
+	char *const envp[] = { NULL };
+	int p[2], e = EIO, st, tries;
+	ssize_t n;
+	long pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, NULL, NULL, 0);
+	if (pid == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+			(void)execve("/proc/self/exe", argv, envp);
+		e = errno;
+		(void)!write(p[1], &e, sizeof(e));
+		_exit(127);
+	}
+	if (pid < 0) {
+		e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	close(p[1]);
+	/* a signal before the exec stops it too: pass it on (a few times) */
+	for (tries = 0; tries < 8; tries++) {
+		if (wait_child((pid_t)pid, &st) < 0 || !WIFSTOPPED(st))
+			break;
+		if (WSTOPSIG(st) == SIGTRAP) {
+			close(p[0]);
+			return pid;
+		}
+		(void)ptrace(PTRACE_CONT, (pid_t)pid, NULL, (void *)(long)WSTOPSIG(st));
+	}
+	do
+		n = read(p[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	(void)kill((pid_t)pid, SIGKILL);
+	if (!WIFEXITED(st) && !WIFSIGNALED(st))
+		(void)wait_child((pid_t)pid, &st);
+	return n == (ssize_t)sizeof(e) && e > 0 ? -e : -EIO;
+}
+
+static void make_userns(void)
+{
+	char path[64];
+	long pid = userns_holder();
+	int st, r = 0;
+
+	if (pid < 0) {
+		userns_fd = (int)pid;
+		return;
+	}
+	r = lev_sbx_write_maps((pid_t)pid, getuid(), getgid(), NULL);
+	if (r == 0) {
+		snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
+		r = open(path, O_RDONLY | O_CLOEXEC);
+		if (r < 0)
+			r = -errno;
+	}
+	(void)kill((pid_t)pid, SIGKILL);
+	(void)wait_child((pid_t)pid, &st);
+	userns_fd = r;
+}
+
+int lev_sbx_userns(void)
+{
+	pthread_once(&userns_once, make_userns);
+	return userns_fd;
+}
+
+long lev_sbx_ns_clone(unsigned long flags, int *pidfd)
+{
+	int ns = lev_sbx_userns(), p[2], st, e;
+	long mid, pid = -EIO;
 	ssize_t n;
 
+	if (ns < 0)
+		return ns;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	mid = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+	if (mid == 0) {
+		long c = -EIO;
+
+		close(p[0]);
+		if (setns(ns, CLONE_NEWUSER) < 0) {
+			c = -errno;
+		} else {
+			c = syscall(SYS_clone, CLONE_PARENT | (flags & ~(CLONE_NEWUSER | 0xffUL)),
+				    0, NULL, NULL, 0);
+			if (c == 0) {
+				close(p[1]);
+				close(ns);
+				return 0;
+			}
+			if (c < 0)
+				c = -errno;
+		}
+		(void)!write(p[1], &c, sizeof(c));
+		_exit(0);
+	}
+	if (mid < 0) {
+		e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	close(p[1]);
 	do
-		n = read(ready_rd, &c, 1);
+		n = read(p[0], &pid, sizeof(pid));
 	while (n < 0 && errno == EINTR);
-	if (n != 1)
-		return lev_err_errno(err, n < 0 ? -errno : -EPIPE,
-				     "the sandbox child died before its uid map was written");
-	return 0;
+	close(p[0]);
+	(void)wait_child((pid_t)mid, &st);
+	if (n != (ssize_t)sizeof(pid))
+		return -EIO;
+	if (pid < 0)
+		return pid;
+	*pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (*pidfd < 0) {
+		e = errno;
+		(void)kill((pid_t)pid, SIGKILL);
+		(void)wait_child((pid_t)pid, &st);
+		return -e;
+	}
+	return pid;
 }
 
 /* ---- the kernel probe, once per process ---- */
@@ -357,7 +484,7 @@ static int probe_child_pidmax(void)
 
 static void probe_kernel(void)
 {
-	int pidfd = -1, status = 0, syncp[2], resp[2], readyp[2];
+	int pidfd = -1, status = 0, resp[2];
 	int res[2] = { EIO, EIO };
 	long pid;
 
@@ -365,75 +492,40 @@ static void probe_kernel(void)
 	kernel.seccomp = lev_scfilter_probe();
 	kernel.pidmax_ns = -EIO;
 
-	if (pipe2(syncp, O_CLOEXEC) < 0) {
-		kernel.userns = kernel.mount_api = -errno;
+	kernel.userns = lev_sbx_userns();
+	if (kernel.userns >= 0)
+		kernel.userns = 0;
+	if (kernel.userns < 0) {
+		kernel.mount_api = kernel.pidmax_ns = kernel.userns;
 		return;
 	}
 	if (pipe2(resp, O_CLOEXEC) < 0) {
-		kernel.userns = kernel.mount_api = -errno;
-		close(syncp[0]);
-		close(syncp[1]);
+		kernel.mount_api = -errno;
 		return;
 	}
-	if (pipe2(readyp, O_CLOEXEC) < 0) {
-		kernel.userns = kernel.mount_api = -errno;
-		close(syncp[0]);
-		close(syncp[1]);
-		close(resp[0]);
-		close(resp[1]);
-		return;
-	}
-	pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-			  CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD,
-		      0, &pidfd, 0, 0);
-	if (pid < 0) {
-		kernel.userns = -errno;
-		kernel.mount_api = kernel.userns;
-		kernel.pidmax_ns = kernel.userns;
-		goto out;
-	}
+	pid = lev_sbx_ns_clone(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+			       CLONE_NEWNET, &pidfd);
 	if (pid == 0) {
-		char go;
 		int r[2];
 
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		lev_sbx_maps_ready(readyp[1]);
-		if (read(syncp[0], &go, 1) != 1)
-			_exit(1);
-		(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 		r[0] = probe_child_mounts();
 		r[1] = probe_child_pidmax();
 		_exit(write(resp[1], r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 1);
 	}
-	kernel.userns = 0;
 	close(resp[1]);
-	resp[1] = -1;
-	close(readyp[1]);
-	readyp[1] = -1;
-	if (lev_sbx_maps_wait(readyp[0], NULL) == 0 &&
-	    lev_sbx_write_maps((pid_t)pid, getuid(), getgid(), NULL) == 0)
-		(void)!write(syncp[1], "g", 1);
-	close(syncp[1]);
-	syncp[1] = -1;
-	if (read(resp[0], res, sizeof(res)) != (ssize_t)sizeof(res)) {
-		res[0] = res[1] = EIO;
+	if (pid < 0) {
+		kernel.userns = kernel.mount_api = kernel.pidmax_ns = (int)pid;
+		close(resp[0]);
+		return;
 	}
-	while (waitpid((pid_t)pid, &status, __WALL) < 0 && errno == EINTR)
-		;
-	if (pidfd >= 0)
-		close(pidfd);
+	if (read(resp[0], res, sizeof(res)) != (ssize_t)sizeof(res))
+		res[0] = res[1] = EIO;
+	close(resp[0]);
+	(void)wait_child((pid_t)pid, &status);
+	close(pidfd);
 	kernel.mount_api = -res[0];
 	kernel.pidmax_ns = -res[1];
-out:
-	close(readyp[0]);
-	if (readyp[1] >= 0)
-		close(readyp[1]);
-	close(syncp[0]);
-	if (syncp[1] >= 0)
-		close(syncp[1]);
-	close(resp[0]);
-	if (resp[1] >= 0)
-		close(resp[1]);
 }
 
 const struct lev_sbx_kernel *lev_sbx_kernel(void)
