@@ -829,6 +829,22 @@ static enum lev_provider_error classify(struct lev_provider *p, int r,
 	return LEV_PERR_REQUEST;
 }
 
+/*
+ * "NAME: KEY" in one allocation of its exact size: never through
+ * xasprintf(), whose vasprintf() formats into a larger buffer and frees it
+ * unwiped (a copy of the key left in freed heap, which a sandbox child
+ * cloned from lev then holds).  free_secret_strv() wipes it.
+ */
+static char *secret_header(const char *name, const char *key)
+{
+	size_t n = strlen(name), k = strlen(key);
+	char *h = xmalloc(n + k + 1);
+
+	memcpy(h, name, n);
+	memcpy(h + n, key, k + 1);
+	return h;
+}
+
 static int build_headers(const struct lev_provider *p, char ***out)
 {
 	char **h = NULL;
@@ -841,9 +857,9 @@ static int build_headers(const struct lev_provider *p, char ***out)
 							    ? p->spec.anthropic_version
 							    : "2023-06-01"));
 		if (p->key)
-			h = lev_strv_push_take(h, xasprintf("x-api-key: %s", p->key));
+			h = lev_strv_push_take(h, secret_header("x-api-key: ", p->key));
 	} else if (p->key) {
-		h = lev_strv_push_take(h, xasprintf("Authorization: Bearer %s", p->key));
+		h = lev_strv_push_take(h, secret_header("Authorization: Bearer ", p->key));
 	}
 	*out = h;
 	return 0;
