@@ -56,6 +56,13 @@ if [ $? = 125 ]; then
 	exit $?
 fi
 
+# LeakSanitizer makes every process of a sanitized build dumpable as it exits
+# (its tracer must attach to it to look for leaks): the runtime's doing, not
+# lev's, so the watched tree of such a build runs without leak detection.
+if ldd "$LEV" 2>/dev/null | grep -q libasan; then
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+fi
+
 # watched OUT EXE CMD...: CMD as the unprivileged user, watched
 watched() {
 	local out=$1 exe=$2
