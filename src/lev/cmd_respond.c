@@ -8,18 +8,22 @@
 
 #include "lev/cmd.h"
 #include "liblev/base/buf.h"
+#include "liblev/base/cleanup.h"
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/run/callshow.h"
 
 const char lev_usage_respond[] =
 	"usage: lev respond [REQUEST_ID [VALUE]] [--approve|--deny] [--stage|--session]\n"
 	"                   [--choice N] [--text TEXT] [--digest HEX] [--json]\n"
+	"   or: lev respond [--page N] [--json]\n"
 	"\n"
 	"Answer a question a run is waiting on.  With no REQUEST_ID, list the open\n"
-	"ones (with --json: {\"requests\": [...]}).  A tool approval shows the whole\n"
-	"call first, and the answer is bound to the call as shown.\n"
+	"ones, every one in full (with --json: {\"requests\": [...]}), asked for\n"
+	"in pages.  A tool approval shows the whole call first, and an approval is\n"
+	"bound to the call as shown; a deny is taken whatever the call is.\n"
 	"\n"
 	"  --approve        approve a tool call (once), or say yes to a confirm question\n"
 	"  --deny           deny it, or say no\n"
@@ -29,7 +33,10 @@ const char lev_usage_respond[] =
 	"  --choice N       pick option N (counted from 0) of a multiple-choice question\n"
 	"  --text TEXT      a free-text answer (VALUE is the same)\n"
 	"  --digest HEX     approve the call whose digest (from --json) is HEX: the\n"
-	"                   run refuses the answer when it asks about another call\n"
+	"                   run refuses the approval when it asks about another call\n"
+	"                   (a deny needs no digest)\n"
+	"  --page N         requests per page of the list (default 500; a page also\n"
+	"                   stops at half a frame, since a call may be long)\n"
 	"  --json           list the open requests as JSON\n";
 
 static void show(const char *s)
@@ -64,64 +71,105 @@ static void show_call(const json_t *q)
 	lev_buf_release(&b);
 }
 
-static int list(bool json)
+static void print_request(const json_t *q)
 {
-	json_t *reply = NULL, *q;
-	const json_t *reqs;
-	size_t i;
+	const char *kind = lev_json_str(q, "kind");
+	const json_t *choices = json_object_get(q, "choices");
 
-	if (lev_daemon_call(lev_proto_request("requests"), &reply) != LEV_EXIT_OK)
-		return LEV_EXIT_FAIL;
-	reqs = json_object_get(reply, "requests");
+	printf("%s  run %s (agent '", lev_json_str(q, "id"), lev_json_str(q, "run"));
+	show(lev_json_str(q, "agent") ? lev_json_str(q, "agent") : "?");
+	printf("'), stage '");
+	show(lev_json_str(q, "stage") ? lev_json_str(q, "stage") : "");
+	printf("'\n  %s: ", lev_streq(kind, "taint")	    ? "taint gate"
+			    : lev_streq(kind, "question") ? "the agent asks"
+							  : "tool approval");
+	show(lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "");
+	putchar('\n');
+	if (lev_json_str(q, "detail")) {
+		printf("  ");
+		show(lev_json_str(q, "detail"));
+		putchar('\n');
+	}
+	show_call(q);
+	for (size_t k = 0; k < json_array_size(choices); k++) {
+		printf("    %zu) ", k);
+		show(json_string_value(json_array_get(choices, k)));
+		putchar('\n');
+	}
+	if (lev_streq(kind, "permission"))
+		printf("  answer: lev respond %s --approve [--stage|--session] | --deny\n",
+		       lev_json_str(q, "id"));
+	else if (lev_streq(kind, "taint"))
+		printf("  answer: lev respond %s --approve [--session] | --deny\n",
+		       lev_json_str(q, "id"));
+	else if (lev_streq(lev_json_str(q, "question_kind"), "choice"))
+		printf("  answer: lev respond %s --choice N\n", lev_json_str(q, "id"));
+	else if (lev_streq(lev_json_str(q, "question_kind"), "confirm"))
+		printf("  answer: lev respond %s --approve | --deny\n", lev_json_str(q, "id"));
+	else
+		printf("  answer: lev respond %s --text TEXT\n", lev_json_str(q, "id"));
+}
+
+/* The number of request id "qN" (0: not one). */
+static unsigned long request_num(const char *id)
+{
+	return id && id[0] == 'q' ? strtoul(id + 1, NULL, 10) : 0;
+}
+
+/*
+ * Every open request, asked for in pages of PAGE (each after the last id of
+ * the page before, as lev ps --all does): printed as each page comes, or
+ * with JSON joined into one {"requests": [...]}.  A cursor that does not
+ * move on is the daemon's error, never a loop.
+ */
+static int list(bool json, long page)
+{
+	_cleanup_free_ char *after = NULL;
+	json_t *all = json_array(), *q;
+	size_t shown = 0, i;
+
+	for (;;) {
+		json_t *req = lev_proto_request("requests"), *reply = NULL;
+		const char *next;
+
+		json_object_set_new(req, "limit", json_integer(page));
+		if (after)
+			json_object_set_new(req, "after", json_string(after));
+		if (lev_daemon_call(req, &reply) != LEV_EXIT_OK) {
+			json_decref(all);
+			return LEV_EXIT_FAIL;
+		}
+		json_array_foreach(json_object_get(reply, "requests"), i, q) {
+			if (json)
+				json_array_append(all, q);
+			else
+				print_request(q);
+			shown++;
+		}
+		fflush(stdout);
+		next = lev_json_str(reply, "next");
+		if (next && request_num(next) <= request_num(after)) {
+			json_decref(reply);
+			json_decref(all);
+			return lev_fail("the daemon's pages of requests do not move on (after '%s')",
+					after ? after : "");
+		}
+		free(after);
+		after = next ? xstrdup(next) : NULL;
+		json_decref(reply);
+		if (!after)
+			break;
+	}
 	if (json) {
-		json_t *out = json_pack("{s:O}", "requests", reqs);
+		json_t *out = json_pack("{s:O}", "requests", all);
 
 		json_dumpf(out, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(out);
-		json_decref(reply);
-		return LEV_EXIT_OK;
-	}
-	if (!json_array_size(reqs))
+	} else if (!shown) {
 		printf("no open requests\n");
-	json_array_foreach(reqs, i, q) {
-		const char *kind = lev_json_str(q, "kind");
-		const json_t *choices = json_object_get(q, "choices");
-
-		printf("%s  run %s (agent '", lev_json_str(q, "id"), lev_json_str(q, "run"));
-		show(lev_json_str(q, "agent") ? lev_json_str(q, "agent") : "?");
-		printf("'), stage '");
-		show(lev_json_str(q, "stage") ? lev_json_str(q, "stage") : "");
-		printf("'\n  %s: ", lev_streq(kind, "taint")	    ? "taint gate"
-				    : lev_streq(kind, "question") ? "the agent asks"
-								  : "tool approval");
-		show(lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "");
-		putchar('\n');
-		if (lev_json_str(q, "detail")) {
-			printf("  ");
-			show(lev_json_str(q, "detail"));
-			putchar('\n');
-		}
-		show_call(q);
-		for (size_t k = 0; k < json_array_size(choices); k++) {
-			printf("    %zu) ", k);
-			show(json_string_value(json_array_get(choices, k)));
-			putchar('\n');
-		}
-		if (lev_streq(kind, "permission"))
-			printf("  answer: lev respond %s --approve [--stage|--session] | --deny\n",
-			       lev_json_str(q, "id"));
-		else if (lev_streq(kind, "taint"))
-			printf("  answer: lev respond %s --approve [--session] | --deny\n",
-			       lev_json_str(q, "id"));
-		else if (lev_streq(lev_json_str(q, "question_kind"), "choice"))
-			printf("  answer: lev respond %s --choice N\n", lev_json_str(q, "id"));
-		else if (lev_streq(lev_json_str(q, "question_kind"), "confirm"))
-			printf("  answer: lev respond %s --approve | --deny\n", lev_json_str(q, "id"));
-		else
-			printf("  answer: lev respond %s --text TEXT\n", lev_json_str(q, "id"));
 	}
-	json_decref(reply);
+	json_decref(all);
 	return LEV_EXIT_OK;
 }
 
@@ -136,7 +184,10 @@ static int show_request(const char *id, const char *digest, json_t *req)
 	char d[LEV_SHA256_HEX_LEN + 1];
 	size_t i;
 
-	if (lev_daemon_call(lev_proto_request("requests"), &reply) != LEV_EXIT_OK)
+	json_t *ask = lev_proto_request("requests");
+
+	json_object_set_new(ask, "id", json_string(id));
+	if (lev_daemon_call(ask, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	json_array_foreach(json_object_get(reply, "requests"), i, q)
 		if (lev_streq(lev_json_str(q, "id"), id))
@@ -170,11 +221,12 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 		{ "text", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "digest", required_argument, NULL, 'D' },
+		{ "page", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *answer = NULL, *scope = NULL, *text = NULL, *digest = NULL;
-	bool json = false, have_choice = false;
-	uint64_t choice = 0;
+	bool json = false, have_choice = false, have_page = false;
+	uint64_t choice = 0, page = 500;
 	json_t *req, *reply = NULL;
 	int c;
 
@@ -207,6 +259,11 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 		case 'j':
 			json = true;
 			break;
+		case 'p':
+			if (lev_parse_u64(optarg, &page) < 0 || !page || page > 5000)
+				return lev_usage_error("respond", "--page takes a number from 1 to 5000");
+			have_page = true;
+			break;
 		case 'D':
 			if (strlen(optarg) != LEV_SHA256_HEX_LEN ||
 			    strspn(optarg, "0123456789abcdef") != LEV_SHA256_HEX_LEN)
@@ -216,7 +273,7 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 			digest = optarg;
 			break;
 		default:
-			if (optopt == 'c' || optopt == 't' || optopt == 'D')
+			if (optopt == 'c' || optopt == 't' || optopt == 'D' || optopt == 'p')
 				return lev_usage_error("respond", "option '%s' needs a value",
 						       argv[optind - 1]);
 			return lev_usage_error("respond", "unknown option '%s'", argv[optind - 1]);
@@ -225,8 +282,10 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 	if (optind >= argc) {
 		if (answer || scope || text || have_choice || digest)
 			return lev_usage_error("respond", "which request? give its REQUEST_ID");
-		return list(json);
+		return list(json, (long)page);
 	}
+	if (have_page)
+		return lev_usage_error("respond", "--page goes with the list (no REQUEST_ID)");
 	if (optind + 2 < argc)
 		return lev_usage_error("respond", "unexpected argument '%s'", argv[optind + 2]);
 	if (optind + 1 < argc) {

@@ -3,7 +3,9 @@
 # daemon run (lev respond, its --json, the answer itself) shows the whole
 # call: every line of a shell command, its control and bidi characters made
 # visible.  The answer carries the digest of the call as shown; the daemon
-# refuses one bound to another call.  After a restart an answer is replayed
+# refuses an approval bound to another call (a deny is taken whatever its
+# digest).  The list of open requests comes in pages and is never cut, however
+# long the calls.  After a restart an answer is replayed
 # only to the call it approved (same run, same place, same digest): a call
 # changed behind lev's back is asked again.  Question ids are never reused.
 . "$SRC_DIR/tests/lib.sh"
@@ -393,6 +395,86 @@ test_expect_success 'lev respond and --json show every byte of 12 generated call
 	done &&
 	wait_for status_is "$(cat idg)" complete &&
 	! ls work/gen*.txt 2>/dev/null
+'
+
+test_expect_success 'a deny needs no matching digest: one sent with another call'"'"'s is taken' '
+	rm -f work/ml.txt &&
+	setsid -w "$LEV" run multi --workdir work --detach >idd 2>/dev/null &&
+	wait_for status_is "$(cat idd)" "waiting: tool approval" &&
+	q=$(req_field "$(cat idd)" id) &&
+	"$LEV" respond "$q" --deny \
+		--digest 0000000000000000000000000000000000000000000000000000000000000000 >/dev/null &&
+	wait_for status_is "$(cat idd)" complete &&
+	test ! -e work/ml.txt
+'
+
+test_expect_success 'its twin: an approval with that digest is still refused' '
+	setsid -w "$LEV" run multi --workdir work --detach >ida 2>/dev/null &&
+	wait_for status_is "$(cat ida)" "waiting: tool approval" &&
+	q=$(req_field "$(cat ida)" id) &&
+	test_must_fail "$LEV" respond "$q" --approve \
+		--digest 0000000000000000000000000000000000000000000000000000000000000000 2>err &&
+	grep -q "another call than the one the run asks about" err &&
+	"$LEV" respond "$q" --deny >/dev/null &&
+	wait_for status_is "$(cat ida)" complete &&
+	test ! -e work/ml.txt
+'
+
+# Three runs each asking about a 400 kB file write: together more than one
+# frame (1 MiB), which the list sent whole in one reply could not carry.
+mkdir -p big
+cat >big/agent.leviath <<'AGENT'
+[agent]
+name = "big"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["write_file"]
+AGENT
+python3 -c '
+import sys
+open(sys.argv[1], "w").write("[[turn]]\n[[turn.call]]\ntool = \"write_file\"\n"
+    "args = { path = \"big.txt\", content = \"%s\" }\n[[turn]]\ntext = \"done\"\n"
+    % ("x" * 400000))
+' big/turns.toml
+
+test_expect_success 'lev respond lists every open request in full, in pages, past one frame' '
+	for i in 1 2 3; do
+		setsid -w "$LEV" run big --workdir work --detach >idb$i 2>/dev/null || return 1
+	done &&
+	for i in 1 2 3; do
+		wait_for status_is "$(cat idb$i)" "waiting: tool approval" || return 1
+	done &&
+	"$LEV" respond >biglist &&
+	"$LEV" respond --json >big.json &&
+	"$LEV" respond --json --page 1 >big1.json &&
+	for i in 1 2 3; do
+		grep -q "run $(cat idb$i) (agent" biglist || return 1
+	done &&
+	test "$(awk "length > 400000" biglist | wc -l)" = 3 &&
+	python3 -c "
+import json, sys
+for f in sys.argv[1:3]:
+    qs = json.load(open(f))[\"requests\"]
+    ids = [int(q[\"id\"][1:]) for q in qs]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids), ids
+    big = [q for q in qs if q[\"run\"] in sys.argv[3:6]]
+    assert sorted(q[\"run\"] for q in big) == sorted(sys.argv[3:6]), (f, qs)
+    assert all(\"x\" * 400000 in q[\"call\"] for q in big), f
+" big.json big1.json "$(cat idb1)" "$(cat idb2)" "$(cat idb3)"
+'
+
+test_expect_success 'its twin: answered, they leave the list; --page goes with the list only' '
+	for i in 1 2 3; do
+		"$LEV" respond "$(req_field "$(cat idb$i)" id)" --deny >/dev/null || return 1
+	done &&
+	for i in 1 2 3; do
+		wait_for status_is "$(cat idb$i)" complete || return 1
+	done &&
+	test ! -e work/big.txt &&
+	"$LEV" respond >after &&
+	assert_not_file_has_content after "(agent .big.)" &&
+	test_expect_code 2 "$LEV" respond q1 --deny --page 2 2>err &&
+	assert_file_has_content err "page goes with the list"
 '
 
 test_expect_success 'question ids are never reused across restarts' '

@@ -1502,13 +1502,59 @@ static json_t *op_get(struct daemon *d, const json_t *msg)
 	return with_doc(lev_proto_ok(), r);
 }
 
-static json_t *op_requests(struct daemon *d)
+/* The number of question id "qN" (0: not one). */
+static unsigned long question_num(const char *id)
 {
-	json_t *ok = lev_proto_ok(), *arr = json_array();
+	return id && id[0] == 'q' ? strtoul(id + 1, NULL, 10) : 0;
+}
 
-	for (size_t i = 0; i < d->n_runs; i++)
-		if (d->runs[i]->question)
-			json_array_append(arr, d->runs[i]->question);
+/* The open question numbered lowest above AFTER (only ID's, when given), or NULL. */
+static json_t *question_after(struct daemon *d, unsigned long after, const char *id)
+{
+	json_t *best = NULL;
+	unsigned long bn = 0;
+
+	for (size_t i = 0; i < d->n_runs; i++) {
+		json_t *q = d->runs[i]->question;
+		unsigned long k = q ? question_num(lev_json_str(q, "id")) : 0;
+
+		if (!q || (id && !lev_streq(lev_json_str(q, "id"), id)))
+			continue;
+		if (k > after && (!best || k < bn)) {
+			best = q;
+			bn = k;
+		}
+	}
+	return best;
+}
+
+/*
+ * The open questions, oldest first, in pages: those numbered after "after"
+ * (a question id), at most "limit" of them (0 or none: no count) and never
+ * more than half a frame of them (a call may be long), at least one; "next"
+ * names the last one given when more remain.  With "id": that one alone.
+ */
+static json_t *op_requests(struct daemon *d, const json_t *msg)
+{
+	json_t *ok = lev_proto_ok(), *arr = json_array(), *q;
+	unsigned long last = question_num(lev_json_str(msg, "after"));
+	json_int_t limit = json_integer_value(json_object_get(msg, "limit"));
+	size_t bytes = 0, n = 0;
+
+	while ((q = question_after(d, last, lev_json_str(msg, "id")))) {
+		char *t = json_dumps(q, JSON_COMPACT);
+		size_t len = t ? strlen(t) : 0;
+
+		free(t);
+		if (n && ((limit > 0 && (json_int_t)n >= limit) || bytes + len > LEV_PROTO_MAX / 2)) {
+			json_object_set_new(ok, "next", json_sprintf("q%lu", last));
+			break;
+		}
+		json_array_append(arr, q);
+		bytes += len;
+		n++;
+		last = question_num(lev_json_str(q, "id"));
+	}
 	json_object_set_new(ok, "requests", arr);
 	return ok;
 }
@@ -1612,14 +1658,15 @@ static json_t *answer_of(const json_t *q, const json_t *msg, char **why)
 
 /*
  * An answer approves what was shown: a question that carries the digest of
- * its call (callshow.h) takes only an answer sent with that digest, the
- * one the client computed from the call it displayed.
+ * its call (callshow.h) takes an approval only when sent with that digest,
+ * the one the client computed from the call it displayed.  A deny needs
+ * none: refusing a call is safe whatever the call is.
  */
 static bool answer_shown(const json_t *q, const json_t *msg, char **why)
 {
 	const char *want = lev_json_str(q, "digest"), *got = lev_json_str(msg, "digest");
 
-	if (!want || lev_streq(want, got))
+	if (!want || lev_streq(want, got) || lev_streq(lev_json_str(msg, "answer"), "deny"))
 		return true;
 	*why = xstrdup(got ? "the answer was given to another call than the one the run "
 			     "asks about (its digest does not match); list it again with "
@@ -1784,7 +1831,7 @@ static json_t *handle(struct daemon *d, struct conn *c, const json_t *msg, const
 	if (!strcmp(op, "get"))
 		return op_get(d, msg);
 	if (!strcmp(op, "requests"))
-		return op_requests(d);
+		return op_requests(d, msg);
 	if (!strcmp(op, "respond"))
 		return op_respond(d, msg);
 	if (!strcmp(op, "cancel"))
