@@ -18,7 +18,7 @@ const char lev_usage_respond[] =
 	"                   [--choice N] [--text TEXT] [--digest HEX] [--json]\n"
 	"\n"
 	"Answer a question a run is waiting on.  With no REQUEST_ID, list the open\n"
-	"ones (with --json: {\"requests\": [...]}).  A tool approval shows the whole\n"
+	"ones (with --json: an array, as Leviath lists them).  A tool approval shows the whole\n"
 	"call first, and the answer is bound to the call as shown.\n"
 	"\n"
 	"  --approve        approve a tool call (once), or say yes to a confirm question\n"
@@ -64,6 +64,34 @@ static void show_call(const json_t *q)
 	lev_buf_release(&b);
 }
 
+/*
+ * Leviath's kind of the open request Q: tool_approval, free_text,
+ * multiple_choice or confirm (lev's own word stays as lev_kind).
+ */
+static const char *leviath_kind(const json_t *q)
+{
+	const char *qk = lev_json_str(q, "question_kind");
+
+	if (!lev_streq(lev_json_str(q, "kind"), "question"))
+		return "tool_approval";
+	return lev_streq(qk, "choice") ? "multiple_choice" : lev_streq(qk, "confirm") ? "confirm"
+										      : "free_text";
+}
+
+/* Request Q as `lev respond --json` lists it: lev's fields and Leviath's names (new reference). */
+static json_t *leviath_request(const json_t *q)
+{
+	json_t *o = json_copy((json_t *)q);
+
+	json_object_set(o, "lev_kind", json_object_get(q, "kind"));
+	json_object_set_new(o, "kind", json_string(leviath_kind(q)));
+	json_object_set(o, "agent_id", json_object_get(q, "run"));
+	json_object_set(o, "stage_name", json_object_get(q, "stage"));
+	if (!json_object_get(o, "body"))
+		json_object_set_new(o, "body", json_null());
+	return o;
+}
+
 static int list(bool json)
 {
 	json_t *reply = NULL, *q;
@@ -74,8 +102,10 @@ static int list(bool json)
 		return LEV_EXIT_FAIL;
 	reqs = json_object_get(reply, "requests");
 	if (json) {
-		json_t *out = json_pack("{s:O}", "requests", reqs);
+		json_t *out = json_array();
 
+		json_array_foreach(reqs, i, q)
+			json_array_append_new(out, leviath_request(q));
 		json_dumpf(out, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
 		json_decref(out);
@@ -264,5 +294,6 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	json_decref(reply);
+	printf("answered\n");
 	return LEV_EXIT_OK;
 }

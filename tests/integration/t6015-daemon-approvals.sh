@@ -27,7 +27,7 @@ crash() {
 req_field() {
 	"$LEV" respond --json | python3 -c '
 import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
+r = [q for q in json.load(sys.stdin) if q["run"] == sys.argv[1]]
 assert len(r) == 1, r
 print(r[0][sys.argv[2]])
 ' "$1" "$2"
@@ -74,7 +74,7 @@ test_expect_success '--json carries the whole call and the digest of it' '
 	"$LEV" respond --json >json &&
 	python3 - json <<-PY
 	import hashlib, json, sys
-	q = json.load(open(sys.argv[1]))["requests"][0]
+	q = json.load(open(sys.argv[1]))[0]
 	assert "echo second-line-ran" in q["call"], q
 	assert q["digest"] == hashlib.sha256(("lev-call-v1\n" + q["call"]).encode()).hexdigest(), q
 	assert q["call_id"] == "call_1", q
@@ -335,7 +335,7 @@ EOF
 cat >decode.py <<'EOF'
 import hashlib, json, re, sys
 want = json.load(open(sys.argv[1]))[int(sys.argv[2])]
-q = [r for r in json.load(open(sys.argv[3]))["requests"] if r["run"] == sys.argv[5]][0]
+q = [r for r in json.load(open(sys.argv[3])) if r["run"] == sys.argv[5]][0]
 listing = open(sys.argv[4]).read()
 text = q["call"]
 assert q["digest"] == hashlib.sha256(("lev-call-v1\n" + text).encode()).hexdigest()
