@@ -1,7 +1,8 @@
 /*
- * cmd_run.c - lev run NAME|PATH --task TEXT|@FILE [--workdir DIR] [--yolo]
- *             [--allow TOOL]... [--model [PROVIDER/]MODEL] [--no-seed-commands]
- *             [--json] [--detach | --foreground]
+ * cmd_run.c - lev run NAME|PATH -t TEXT|FILE [--workdir DIR] [--yolo]
+ *             [--allow TOOL]... [-m [PROVIDER/]MODEL] [--no-seed-commands]
+ *             [--max-depth N] [--output-format|--output-instructions|--output-schema X]
+ *             [--json] [--count N] [--follow | --foreground | --detach]
  *
  * Runs an agent.  On stderr: the progress (stages, each tool call with its
  * decision and the gate that made it, a spinner while the model thinks
@@ -9,11 +10,11 @@
  * final output goes to stdout.  With --json, stdout carries one JSON object
  * per event instead.  Exit 0 complete, 1 error, 130 interrupted.
  *
- * By default the run is the daemon's and this process follows it (the
+ * By default the run is spawned in the daemon and lev run returns, as
+ * Leviath's does (spawn()).  With --follow this process follows it (the
  * daemon's frames drive the same front end; answers go back as `lev
  * respond` sends them; Ctrl-C detaches, exit 0).  --foreground runs it
- * here; --detach hands it over and returns.  lev attach follows a run
- * through the same code (lev_run_attach()).
+ * here.  lev attach follows a run through the same code (lev_run_attach()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,16 +62,21 @@ extern char **environ;
 #define RUN_COUNT_MAX 10000
 
 const char lev_usage_run[] =
-	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
-	"               [--model [PROVIDER/]MODEL] [--no-seed-commands] [--json]\n"
-	"               [--detach | --foreground]\n"
+	"usage: lev run NAME|PATH [-t TEXT|FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
+	"               [-m [PROVIDER/]MODEL] [--no-seed-commands] [--max-depth N]\n"
+	"               [--output-format LABEL] [--output-instructions TEXT]\n"
+	"               [--output-schema JSON|@FILE] [--json] [--count N]\n"
+	"               [--follow | --foreground | --detach]\n"
 	"\n"
 	"Run an agent: every tool call passes permission, paths, the network switch\n"
-	"and the taint gate, and runs in the stage's sandbox.  The run is the\n"
-	"daemon's (started when none runs), followed here; Ctrl-C detaches and the run\n"
-	"goes on ('lev attach RUN' follows it again).\n"
+	"and the taint gate, and runs in the stage's sandbox.  The run is spawned in\n"
+	"the daemon (started when none runs) and lev run returns, as Leviath's does:\n"
+	"the run's id on stdout; see 'lev ps', 'lev respond', 'lev result RUN' and\n"
+	"<data root>/runs/RUN/meta.json.  --follow follows it here.\n"
 	"\n"
-	"  --task TEXT|@FILE     the task (from FILE with @)\n"
+	"  -t, --task TEXT|FILE|@FILE\n"
+	"                        the task: a file that exists is read; a value that looks\n"
+	"                        like a path with no file is an error\n"
 	"  --input KEY=TEXT|@FILE, --KEY TEXT|@FILE\n"
 	"                        an input of the agent other than the task (a region\n"
 	"                        seeded with seed = \"KEY\"; KEY may be the region's name)\n"
@@ -80,17 +86,25 @@ const char lev_usage_run[] =
 	"  --yolo-flow           with --yolo: allow taint and integrity asks too (no\n"
 	"                        information-flow defence: docs/integrity.md)\n"
 	"  --allow TOOL          allow TOOL without asking (repeatable; deny still holds)\n"
-	"  --model [PROV/]MODEL  use this model for every stage (a bare id keeps the stage's provider)\n"
+	"  -m, --model [PROV/]MODEL\n"
+	"                        use this model for every stage (a bare id keeps the stage's provider)\n"
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
-	"  --json                one JSON object per event on stdout\n"
-	"  --detach              hand the run to the daemon (started when none runs),\n"
-	"                        print its id and return; see 'lev ps', 'lev respond'\n"	"  --foreground          run it in this process, no daemon (Ctrl-C stops it)\n"
+	"  --max-depth N         how deep sub-agents may nest (over max_child_depth)\n"
+	"  --output-format LABEL, --output-instructions TEXT, --output-schema JSON|@FILE\n"
+	"                        the final output's shape, over the blueprint's\n"
+	"  --json                the spawn object {run_id, blueprint_path, workdir, yolo};\n"
+	"                        with --follow: one JSON object per event on stdout\n"
+	"  --count N             spawn N runs (--json: an array when N > 1)\n"
+	"  -f, --follow          follow the run here: progress, questions, output, exit\n"
+	"                        status; Ctrl-C detaches ('lev attach RUN' follows again)\n"
+	"  --foreground          run it in this process, no daemon (Ctrl-C stops it)\n"
+	"  --detach              spawn and return (what lev run does without --follow)\n"
 	"\n"
-	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
-	"an answer is denied and the agent's own questions (ask_user_*) are not\n"
-	"offered.  The run record is kept in <data root>/runs/<id>/.\n"
-	"Exit status: 0 complete (or detached), 1 error, 2 usage, 130 interrupted\n"
-	"(--foreground) or cancelled.\n";
+	"Questions are asked on the terminal (/dev/tty) when followed; with none, a\n"
+	"call that needs an answer is denied and the agent's own questions (ask_user_*)\n"
+	"are not offered.  The run record is kept in <data root>/runs/<id>/.\n"
+	"Exit status: 0 spawned (--follow, --foreground: complete, or detached), 1 error,\n"
+	"2 usage, 130 interrupted (--foreground) or cancelled.\n";
 
 /* ---- signals -------------------------------------------------------------- */
 

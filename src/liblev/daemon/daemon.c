@@ -108,6 +108,9 @@ struct run {
 	char *dump;		/* doc as JSON text, for ps (doc_text()); owned */
 	size_t dump_len;
 	double dump_updated, dump_moved;	/* doc's "updated" and "moved" when dumped */
+	unsigned kids;		/* its sub-agents going (child_started, not finished) */
+	bool kids_workers;	/* the last that started is a fan_out worker */
+	char going[48];		/* going_status()'s text */
 };
 
 struct daemon {
@@ -1137,7 +1140,7 @@ static bool event_acted_on(const char *name, size_t n)
 {
 	static const char *const acted[] = { "tool_call", "tool_result", "run_started",
 					     "stage_started", "model_request", "model_response",
-					     NULL };
+					     "child_started", "child_finished", NULL };
 
 	for (int i = 0; acted[i]; i++)
 		if (strlen(acted[i]) == n && !memcmp(acted[i], name, n))
@@ -1156,6 +1159,33 @@ static void add_tokens(json_t *doc, const json_t *ev, const char *key)
 						 json_integer_value(v)));
 }
 
+/*
+ * What a run that is not held says: active, or, while its sub-agents run,
+ * Leviath's "waiting: workers(N)" (fan_out) or "waiting: children(N)"
+ * (spawn_agent).  Borrowed from R.
+ */
+static const char *going_status(struct run *r)
+{
+	if (!r->kids)
+		return "active";
+	snprintf(r->going, sizeof(r->going), "waiting: %s(%u)",
+		 r->kids_workers ? "workers" : "children", r->kids);
+	return r->going;
+}
+
+/* A sub-agent of R started (UP) or finished: its status says what it waits on. */
+static void kids_moved(struct daemon *d, struct run *r, const json_t *ev, bool up)
+{
+	if (up) {
+		r->kids++;
+		r->kids_workers = lev_streq(lev_json_str(ev, "role"), "worker");
+	} else if (r->kids) {
+		r->kids--;
+	}
+	if (!r->paused && !r->question && !status_final(run_status(r)))
+		run_set_status(d, r, going_status(r));
+}
+
 static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 {
 	const char *name = lev_json_str(ev, "event");
@@ -1163,6 +1193,10 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	journal_event(d, r, ev);
 	if (lev_streq(name, "run_started")) {
 		run_set_status(d, r, "active");
+		return;
+	}
+	if (lev_streq(name, "child_started") || lev_streq(name, "child_finished")) {
+		kids_moved(d, r, ev, lev_streq(name, "child_started"));
 		return;
 	}
 	if (lev_streq(name, "stage_started") && lev_json_str(ev, "stage")) {
@@ -1185,10 +1219,14 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	r->dirty = true;	/* ps reads the doc; the database gets it in flush_runs() */
 }
 
-static const char *ask_status(const char *kind)
+static const char *ask_status(const json_t *q)
 {
+	const char *kind = lev_json_str(q, "kind");
+
 	if (lev_streq(kind, "taint"))
 		return "waiting: taint gate";
+	if (json_is_true(json_object_get(q, "point")))
+		return "waiting: checkpoint";
 	if (lev_streq(kind, "question"))
 		return "waiting: user prompt";
 	return "waiting: tool approval";
@@ -1251,7 +1289,7 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 		r->question = q;
 		if (lev_store_question_put(d->st, id, r->id, q, &err) < 0)
 			dlog(d, "run %s: %s", r->id, err.msg);
-		run_set_status(d, r, ask_status(lev_json_str(q, "kind")));
+		run_set_status(d, r, ask_status(q));
 		dlog(d, "run %s: waiting for an answer to %s", r->id, id);
 		free(id);
 		{
@@ -1701,7 +1739,7 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	if (json_string_value(shown))
 		json_object_set_new(told, "answer", json_string(json_string_value(shown)));
 	run_send(d, r, a);
-	run_set_status(d, r, "active");
+	run_set_status(d, r, going_status(r));
 	follow_push(d, r, told, false);
 	return lev_proto_ok();
 }
@@ -1774,8 +1812,7 @@ static json_t *op_resume(struct daemon *d, const json_t *msg)
 	}
 	run_send(d, r, lev_proto_request("resume"));
 	if (lev_streq(run_status(r), "paused"))
-		run_set_status(d, r, r->question ? ask_status(lev_json_str(r->question, "kind"))
-						 : "active");
+		run_set_status(d, r, r->question ? ask_status(r->question) : going_status(r));
 	follow_push(d, r, lev_proto_request("resumed"), false);
 	dlog(d, "run %s: resumed", r->id);
 	return lev_proto_ok();
