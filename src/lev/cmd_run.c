@@ -1378,8 +1378,12 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		return lev_usage_error("run", "which agent? give a NAME or PATH");
 	if (optind + 1 < argc)
 		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
-	if (a->detach + a->foreground + a->follow > 1)
-		return lev_usage_error("run", "--detach, --follow and --foreground do not go together");
+	/* --foreground follows too, in this process: --follow adds nothing to it */
+	if (a->detach + (a->foreground || a->follow) > 1)
+		return lev_usage_error("run", "--detach does not go with --%s",
+				       a->foreground ? "foreground" : "follow");
+	if (a->foreground)
+		a->follow = false;
 	if (a->count > 1 && (a->follow || a->foreground))
 		return lev_usage_error("run", "--count spawns runs and returns: it does not go with "
 				       "--%s", a->follow ? "follow" : "foreground");

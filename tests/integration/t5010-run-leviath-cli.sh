@@ -135,6 +135,14 @@ test_expect_success 'lev run --detach is still accepted: the id, and it returns'
 	assert_one_line id && wait_for meta_ended "$(cat id)"
 '
 
+test_expect_success '--detach with --follow or --foreground is a usage error; --follow --foreground runs here' '
+	test_expect_code 2 lev run ./ag -t go --detach --follow --workdir work 2>err &&
+	grep -q "detach does not go with --follow" err &&
+	test_expect_code 2 lev run ./ag -t go --detach --foreground --workdir work 2>err &&
+	lev run ./ag -t go --follow --foreground --workdir work >out 2>err &&
+	grep -q "all done" out
+'
+
 test_expect_success '--output-format, --output-instructions, --output-schema JSON|@FILE are taken' '
 	lev run ./ag -t go --output-format json --output-instructions "one object" \
 		--output-schema "{\"type\": \"object\"}" --json --workdir work >out &&
