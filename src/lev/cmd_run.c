@@ -1380,7 +1380,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
 	/* --foreground follows too, in this process: --follow adds nothing to it */
 	if (a->detach + (a->foreground || a->follow) > 1)
-		return lev_usage_error("run", "--detach does not go with --%s",
+		return lev_usage_error("run", "--detach and --%s do not go together",
 				       a->foreground ? "foreground" : "follow");
 	if (a->foreground)
 		a->follow = false;

@@ -137,7 +137,7 @@ test_expect_success 'lev run --detach is still accepted: the id, and it returns'
 
 test_expect_success '--detach with --follow or --foreground is a usage error; --follow --foreground runs here' '
 	test_expect_code 2 lev run ./ag -t go --detach --follow --workdir work 2>err &&
-	grep -q "detach does not go with --follow" err &&
+	grep -q "detach and --follow do not go together" err &&
 	test_expect_code 2 lev run ./ag -t go --detach --foreground --workdir work 2>err &&
 	lev run ./ag -t go --follow --foreground --workdir work >out 2>err &&
 	grep -q "all done" out
