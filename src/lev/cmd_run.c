@@ -1528,6 +1528,26 @@ int lev_run_attach(const char *run, bool json)
 	return rc;
 }
 
+/*
+ * What A asks over BP's own output and depth, into *LO (borrowing A and
+ * *SCHEMA, which gets --output-schema's text), applied to BP: 0, or the
+ * exit code of an error it printed.
+ */
+static int launch_override(const struct run_args *a, struct lev_blueprint *bp, char **schema,
+			   struct lev_launch_override *lo)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	*schema = NULL;
+	if (a->output_schema && load_text("--output-schema", a->output_schema, schema) != 0)
+		return LEV_EXIT_FAIL;
+	*lo = (struct lev_launch_override){ a->output_format, a->output_instructions, *schema,
+					    a->max_depth };
+	if (lev_blueprint_launch_override(bp, lo, &err) < 0)
+		return lev_fail("%s", err.msg);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct run_args a = { 0 };
@@ -1538,7 +1558,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_agent *agent = NULL;
 	const struct lev_config *cfg = &ctx->cfg;
 	_cleanup_free_ char *task = NULL, *schema = NULL;
-	struct lev_launch_override lo = { .max_depth = -1 };
+	struct lev_launch_override lo;
 	char **inputs = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *home = NULL;
@@ -1554,21 +1574,15 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	f.json = a.json;
 	if (a.task_arg && load_task(a.task_arg, &task) != 0)
 		goto out;
-	if (a.output_schema && load_text("--output-schema", a.output_schema, &schema) != 0)
-		goto out;
-	lo = (struct lev_launch_override){ a.output_format, a.output_instructions, schema,
-					   a.max_depth };
 
-	/* the blueprint and the config */
+	/* the blueprint (with what the launch asks over it) and the config */
 	if (lev_agentstore_resolve(a.agent, &path, &err) < 0 ||
 	    lev_blueprint_load(path, &bp, &err) < 0) {
 		lev_fail("%s", err.msg);
 		goto out;
 	}
-	if (lev_blueprint_launch_override(bp, &lo, &err) < 0) {
-		lev_fail("%s", err.msg);
+	if (launch_override(&a, bp, &schema, &lo) != 0)
 		goto out;
-	}
 	rc = load_inputs(bp, a.inputs, &inputs);
 	if (rc != 0)
 		goto out;
