@@ -110,7 +110,7 @@ if command -v script >/dev/null 2>&1; then
 
 	test_expect_success 'a followed daemon run asks with both lines; its answer carries the digest' '
 		rm -f work/ml.txt &&
-		printf "1\n" | script -qec "$LEV run multi --workdir work" /dev/null >tty2.out &&
+		printf "1\n" | script -qec "$LEV run --follow multi --workdir work" /dev/null >tty2.out &&
 		grep -q "^      | echo first >> ml.txt" tty2.out &&
 		grep -q "^      | echo second-line-ran" tty2.out &&
 		test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
