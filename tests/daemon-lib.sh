@@ -56,7 +56,7 @@ status_is() {
 request_of() {
 	"$LEV" respond --json | python3 -c '
 import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
+r = [q for q in json.load(sys.stdin) if q["run"] == sys.argv[1]]
 assert len(r) == 1, r
 print(r[0]["id"])
 ' "$1"

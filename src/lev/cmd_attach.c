@@ -8,12 +8,12 @@
 const char lev_usage_attach[] =
 	"usage: lev attach RUN [--json]\n"
 	"\n"
-	"Follow a run the daemon holds, as 'lev run' follows the run it starts: its\n"
+	"Follow a run the daemon holds, as 'lev run --follow' follows the run it starts: its\n"
 	"latest progress, then everything as it happens, its questions on the\n"
 	"terminal (/dev/tty; 'lev respond' from anywhere may answer first), and how it\n"
 	"ended.  With --json, one JSON object per event on stdout.  Ctrl-C detaches:\n"
 	"the run goes on.\n"
-	"Exit status: as 'lev run' (0 complete, 1 error, 130 cancelled); 0 when\n"
+	"Exit status: as 'lev run --follow' (0 complete, 1 error, 130 cancelled); 0 when\n"
 	"detached; 1 when the daemon has no such run; 2 usage.\n";
 
 int cmd_attach(int argc, char **argv, struct lev_ctx *ctx)

@@ -21,9 +21,9 @@ const char lev_usage_respond[] =
 	"   or: lev respond [--page N] [--json]\n"
 	"\n"
 	"Answer a question a run is waiting on.  With no REQUEST_ID, list the open\n"
-	"ones, every one in full (with --json: {\"requests\": [...]}), asked for\n"
-	"in pages.  A tool approval shows the whole call first, and an approval is\n"
-	"bound to the call as shown; a deny is taken whatever the call is.\n"
+	"ones, every one in full (with --json: an array, as Leviath lists them),\n"
+	"asked for in pages.  A tool approval shows the whole call first, and an\n"
+	"approval is bound to the call as shown; a deny is taken whatever the call is.\n"
 	"\n"
 	"  --approve        approve a tool call (once), or say yes to a confirm question\n"
 	"  --deny           deny it, or say no\n"
@@ -69,6 +69,34 @@ static void show_call(const json_t *q)
 		(void)lev_buf_addf(&b, "  --session: %s\n", lev_json_str(q, "run_label"));
 	show(b.buf);
 	lev_buf_release(&b);
+}
+
+/*
+ * Leviath's kind of the open request Q: tool_approval, free_text,
+ * multiple_choice or confirm (lev's own word stays as lev_kind).
+ */
+static const char *leviath_kind(const json_t *q)
+{
+	const char *qk = lev_json_str(q, "question_kind");
+
+	if (!lev_streq(lev_json_str(q, "kind"), "question"))
+		return "tool_approval";
+	return lev_streq(qk, "choice") ? "multiple_choice" : lev_streq(qk, "confirm") ? "confirm"
+										      : "free_text";
+}
+
+/* Request Q as `lev respond --json` lists it: lev's fields and Leviath's names (new reference). */
+static json_t *leviath_request(const json_t *q)
+{
+	json_t *o = json_copy((json_t *)q);
+
+	json_object_set(o, "lev_kind", json_object_get(q, "kind"));
+	json_object_set_new(o, "kind", json_string(leviath_kind(q)));
+	json_object_set(o, "agent_id", json_object_get(q, "run"));
+	json_object_set(o, "stage_name", json_object_get(q, "stage"));
+	if (!json_object_get(o, "body"))
+		json_object_set_new(o, "body", json_null());
+	return o;
 }
 
 static void print_request(const json_t *q)
@@ -141,7 +169,7 @@ static int list(bool json, long page)
 		}
 		json_array_foreach(json_object_get(reply, "requests"), i, q) {
 			if (json)
-				json_array_append(all, q);
+				json_array_append_new(all, leviath_request(q));
 			else
 				print_request(q);
 			shown++;
@@ -161,11 +189,8 @@ static int list(bool json, long page)
 			break;
 	}
 	if (json) {
-		json_t *out = json_pack("{s:O}", "requests", all);
-
-		json_dumpf(out, stdout, JSON_COMPACT);
+		json_dumpf(all, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
-		json_decref(out);
 	} else if (!shown) {
 		printf("no open requests\n");
 	}
@@ -323,5 +348,6 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	json_decref(reply);
+	printf("answered\n");
 	return LEV_EXIT_OK;
 }

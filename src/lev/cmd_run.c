@@ -1,7 +1,8 @@
 /*
- * cmd_run.c - lev run NAME|PATH --task TEXT|@FILE [--workdir DIR] [--yolo]
- *             [--allow TOOL]... [--model [PROVIDER/]MODEL] [--no-seed-commands]
- *             [--json] [--detach | --foreground]
+ * cmd_run.c - lev run NAME|PATH -t TEXT|FILE [--workdir DIR] [--yolo]
+ *             [--allow TOOL]... [-m [PROVIDER/]MODEL] [--no-seed-commands]
+ *             [--max-depth N] [--output-format|--output-instructions|--output-schema X]
+ *             [--json] [--count N] [--follow | --foreground | --detach]
  *
  * Runs an agent.  On stderr: the progress (stages, each tool call with its
  * decision and the gate that made it, a spinner while the model thinks
@@ -9,11 +10,11 @@
  * final output goes to stdout.  With --json, stdout carries one JSON object
  * per event instead.  Exit 0 complete, 1 error, 130 interrupted.
  *
- * By default the run is the daemon's and this process follows it (the
+ * By default the run is spawned in the daemon and lev run returns, as
+ * Leviath's does (spawn()).  With --follow this process follows it (the
  * daemon's frames drive the same front end; answers go back as `lev
  * respond` sends them; Ctrl-C detaches, exit 0).  --foreground runs it
- * here; --detach hands it over and returns.  lev attach follows a run
- * through the same code (lev_run_attach()).
+ * here.  lev attach follows a run through the same code (lev_run_attach()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,18 +59,24 @@ extern char **environ;
 
 #define EXIT_INTERRUPTED 130
 #define TASK_FILE_MAX ((size_t)1 << 20)
+#define RUN_COUNT_MAX 10000
 
 const char lev_usage_run[] =
-	"usage: lev run NAME|PATH [--task TEXT|@FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
-	"               [--model [PROVIDER/]MODEL] [--no-seed-commands] [--json]\n"
-	"               [--detach | --foreground]\n"
+	"usage: lev run NAME|PATH [-t TEXT|FILE] [--workdir DIR] [--yolo] [--allow TOOL]...\n"
+	"               [-m [PROVIDER/]MODEL] [--no-seed-commands] [--max-depth N]\n"
+	"               [--output-format LABEL] [--output-instructions TEXT]\n"
+	"               [--output-schema JSON|@FILE] [--json] [--count N]\n"
+	"               [--follow | --foreground | --detach]\n"
 	"\n"
 	"Run an agent: every tool call passes permission, paths, the network switch\n"
-	"and the taint gate, and runs in the stage's sandbox.  The run is the\n"
-	"daemon's (started when none runs), followed here; Ctrl-C detaches and the run\n"
-	"goes on ('lev attach RUN' follows it again).\n"
+	"and the taint gate, and runs in the stage's sandbox.  The run is spawned in\n"
+	"the daemon (started when none runs) and lev run returns, as Leviath's does:\n"
+	"the run's id on stdout; see 'lev ps', 'lev respond', 'lev result RUN' and\n"
+	"<data root>/runs/RUN/meta.json.  --follow follows it here.\n"
 	"\n"
-	"  --task TEXT|@FILE     the task (from FILE with @)\n"
+	"  -t, --task TEXT|FILE|@FILE\n"
+	"                        the task: a file that exists is read; a value that looks\n"
+	"                        like a path with no file is an error\n"
 	"  --input KEY=TEXT|@FILE, --KEY TEXT|@FILE\n"
 	"                        an input of the agent other than the task (a region\n"
 	"                        seeded with seed = \"KEY\"; KEY may be the region's name)\n"
@@ -79,17 +86,25 @@ const char lev_usage_run[] =
 	"  --yolo-flow           with --yolo: allow taint and integrity asks too (no\n"
 	"                        information-flow defence: docs/integrity.md)\n"
 	"  --allow TOOL          allow TOOL without asking (repeatable; deny still holds)\n"
-	"  --model [PROV/]MODEL  use this model for every stage (a bare id keeps the stage's provider)\n"
+	"  -m, --model [PROV/]MODEL\n"
+	"                        use this model for every stage (a bare id keeps the stage's provider)\n"
 	"  --no-seed-commands    refuse the blueprint's command seeds\n"
-	"  --json                one JSON object per event on stdout\n"
-	"  --detach              hand the run to the daemon (started when none runs),\n"
-	"                        print its id and return; see 'lev ps', 'lev respond'\n"	"  --foreground          run it in this process, no daemon (Ctrl-C stops it)\n"
+	"  --max-depth N         how deep sub-agents may nest (over max_child_depth)\n"
+	"  --output-format LABEL, --output-instructions TEXT, --output-schema JSON|@FILE\n"
+	"                        the final output's shape, over the blueprint's\n"
+	"  --json                the spawn object {run_id, blueprint_path, workdir, yolo};\n"
+	"                        with --follow: one JSON object per event on stdout\n"
+	"  --count N             spawn N runs (--json: an array when N > 1)\n"
+	"  -f, --follow          follow the run here: progress, questions, output, exit\n"
+	"                        status; Ctrl-C detaches ('lev attach RUN' follows again)\n"
+	"  --foreground          run it in this process, no daemon (Ctrl-C stops it)\n"
+	"  --detach              spawn and return (what lev run does without --follow)\n"
 	"\n"
-	"Questions are asked on the terminal (/dev/tty); with none, a call that needs\n"
-	"an answer is denied and the agent's own questions (ask_user_*) are not\n"
-	"offered.  The run record is kept in <data root>/runs/<id>/.\n"
-	"Exit status: 0 complete (or detached), 1 error, 2 usage, 130 interrupted\n"
-	"(--foreground) or cancelled.\n";
+	"Questions are asked on the terminal (/dev/tty) when followed; with none, a\n"
+	"call that needs an answer is denied and the agent's own questions (ask_user_*)\n"
+	"are not offered.  The run record is kept in <data root>/runs/<id>/.\n"
+	"Exit status: 0 spawned (--follow, --foreground: complete, or detached), 1 error,\n"
+	"2 usage, 130 interrupted (--foreground) or cancelled.\n";
 
 /* ---- signals -------------------------------------------------------------- */
 
@@ -579,9 +594,34 @@ static int load_text(const char *what, const char *arg, char **out)
 	return 0;
 }
 
+/*
+ * Leviath's -t: a value naming a file that exists is read from it; one that
+ * looks like a path (no space, and a '/', a '\\' or a leading '~') with no
+ * file behind it is an error, so a mistyped file name never becomes the
+ * prompt; anything else is the task itself.  lev's @FILE reads FILE.
+ */
 static int load_task(const char *arg, char **out)
 {
-	return load_text("--task", arg, out);
+	_cleanup_free_ char *home = NULL, *at = NULL;
+	bool pathlike = !strchr(arg, ' ') && (strchr(arg, '/') || strchr(arg, '\\') ||
+					       arg[0] == '~');
+	const char *file = arg;
+	struct stat st;
+
+	if (arg[0] == '@' || !*arg)
+		return load_text("--task", arg, out);
+	if (arg[0] == '~' && arg[1] == '/' && lev_home_dir(&home, NULL) == 0)
+		file = at = lev_path_join(home, arg + 2);
+	if (stat(file, &st) == 0 && S_ISREG(st.st_mode)) {
+		_cleanup_free_ char *ref = xasprintf("@%s", file);
+
+		return load_text("--task", ref, out);
+	}
+	if (pathlike)
+		return lev_fail("--task: '%s' looks like a file name and there is no such file (give "
+				"the task text, or the path of a file that exists)", arg);
+	*out = xstrdup(arg);
+	return 0;
 }
 
 /*
@@ -771,7 +811,8 @@ static json_t *secret_env(char *const *secret)
 }
 
 /* The daemon's submit request for this run (a new reference), or NULL. */
-static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
+static json_t *submit_request(const struct lev_agent_opts *o, const char *path,
+			      const struct lev_launch_override *lo)
 {
 	json_t *req = lev_proto_request("submit"), *r = json_object(), *allow = json_array();
 	_cleanup_strv_ char **secret = lev_config_secret_vars(o->cfg);
@@ -806,6 +847,14 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 	json_object_set_new(r, "yolo_flow", json_boolean(o->yolo_flow));
 	json_object_set_new(r, "no_seed_commands", json_boolean(o->no_seed_commands));
 	json_object_set_new(r, "allow", allow);
+	if (lo->output_format)
+		json_object_set_new(r, "output_format", json_string(lo->output_format));
+	if (lo->output_instructions)
+		json_object_set_new(r, "output_instructions", json_string(lo->output_instructions));
+	if (lo->output_schema)
+		json_object_set_new(r, "output_schema", json_string(lo->output_schema));
+	if (lo->max_depth >= 0)
+		json_object_set_new(r, "max_depth", json_integer(lo->max_depth));
 	json_object_set_new(r, "env", detach_env(o->cfg, secret));
 	json_object_set_new(r, "secret_env", secret_env(secret));
 	json_object_set_new(req, "request", r);
@@ -822,25 +871,57 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 	return req;
 }
 
-/* Hand the run to the daemon; print its id. */
-static int detach(const struct lev_agent_opts *o, const char *path, bool json)
+/* Leviath's spawn object for run ID of REQ (a new reference). */
+static json_t *spawn_object(const char *id, const json_t *req)
 {
-	json_t *req = submit_request(o, path), *reply = NULL;
-	const char *id;
+	const json_t *r = json_object_get(req, "request");
 
-	if (!req || lev_daemon_call(req, &reply) != LEV_EXIT_OK)
-		return LEV_EXIT_FAIL;
-	id = lev_json_str(reply, "run");
-	if (json) {
-		printf("{\"run\":\"%s\"}\n", id);
-	} else {
-		printf("%s\n", id);
+	return json_pack("{s:s, s:s?, s:s?, s:b}", "run_id", id, "blueprint_path",
+			 lev_json_str(r, "blueprint"), "workdir", lev_json_str(r, "workdir"), "yolo",
+			 json_is_true(json_object_get(r, "yolo")));
+}
+
+/*
+ * Spawn COUNT runs of REQ (taken) in the daemon and return, as Leviath's lev
+ * run does: each run's id on stdout (its spawn object with JSON: an array
+ * when COUNT is above 1).  The runs spawned before one fails stay, and are
+ * printed.
+ */
+static int spawn(json_t *req, unsigned long count, bool json)
+{
+	json_t *all = json_array();
+	int rc = LEV_EXIT_OK;
+
+	for (unsigned long i = 0; i < (count ? count : 1); i++) {
+		json_t *reply = NULL;
+		const char *id;
+
+		if (lev_daemon_call(json_incref(req), &reply) != LEV_EXIT_OK) {
+			rc = LEV_EXIT_FAIL;
+			break;
+		}
+		id = lev_json_str(reply, "run") ? lev_json_str(reply, "run") : "-";
+		json_array_append_new(all, spawn_object(id, req));
+		if (!json)
+			printf("%s\n", id);
+		json_decref(reply);
+	}
+	if (json && json_array_size(all)) {
+		char *text = json_dumps(count > 1 ? all : json_array_get(all, 0), JSON_COMPACT);
+
+		puts(text ? text : "{}");
+		free(text);
+	} else if (!json && json_array_size(all) == 1) {
+		const char *id = lev_json_str(json_array_get(all, 0), "run_id");
+
 		fprintf(stderr, "lev: run %s handed to the daemon; see 'lev ps', 'lev attach %s', "
 				"'lev result %s'\n",
 			id, id, id);
 	}
-	json_decref(reply);
-	return LEV_EXIT_OK;
+	fflush(stdout);
+	json_decref(all);
+	json_decref(req);
+	return rc;
 }
 
 /* ---- following a daemon run ------------------------------------------------ */
@@ -1049,10 +1130,11 @@ static int follow(struct front *f, int fd, const char *run)
 }
 
 /* Submit the run to the daemon and follow it. */
-static int submit_follow(struct front *f, const struct lev_agent_opts *o, const char *path)
+static int submit_follow(struct front *f, const struct lev_agent_opts *o, const char *path,
+			 const struct lev_launch_override *lo)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	json_t *req = submit_request(o, path), *reply = NULL;
+	json_t *req = submit_request(o, path, lo), *reply = NULL;
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *id = NULL;
 
@@ -1077,6 +1159,11 @@ static int submit_follow(struct front *f, const struct lev_agent_opts *o, const 
 /* What the command line asked for. */
 struct run_args {
 	char *task_arg;
+	char *output_format;	/* --output-format LABEL */
+	char *output_instructions;	/* --output-instructions TEXT */
+	char *output_schema;	/* --output-schema JSON|@FILE, as given */
+	long max_depth;		/* --max-depth N; -1: the blueprint's */
+	unsigned long count;	/* --count N: spawn N runs; 0: one */
 	char **inputs;		/* --input KEY=VALUE and --KEY VALUE, as "KEY=VALUE" */
 	char *workdir;
 	char *model;
@@ -1087,12 +1174,16 @@ struct run_args {
 	bool no_seed_commands;
 	bool json;
 	bool detach;
+	bool follow;		/* --follow: follow the run here until it ends */
 	bool foreground;
 };
 
 static void run_args_release(struct run_args *a)
 {
 	free(a->task_arg);
+	free(a->output_format);
+	free(a->output_instructions);
+	free(a->output_schema);
 	lev_strv_free(a->inputs);
 	free(a->workdir);
 	free(a->model);
@@ -1162,6 +1253,37 @@ static int take_inputs(int argc, char **argv, const struct option *longopts, str
 	return 0;
 }
 
+/* The options Leviath's lev run has beside lev's: 0 taken, -1 not one of them, else a usage exit. */
+static int parse_leviath_arg(int c, struct run_args *a)
+{
+	char **dst = c == 'O' ? &a->output_format : c == 'I' ? &a->output_instructions
+		   : c == 'C' ? &a->output_schema : NULL;
+	uint64_t n;
+
+	if (dst) {
+		free(*dst);
+		*dst = xstrdup(optarg);
+		return 0;
+	}
+	if (c == 'f') {
+		a->follow = true;
+		return 0;
+	}
+	if (c == 'n' || c == 'M') {
+		if (lev_parse_u64(optarg, &n) < 0 || (c == 'n' && (n < 1 || n > RUN_COUNT_MAX)) ||
+		    n > INT_MAX)
+			return lev_usage_error("run", "--%s takes a number%s, got '%s'",
+					       c == 'n' ? "count" : "max-depth",
+					       c == 'n' ? " from 1 to 10000" : "", optarg);
+		if (c == 'n')
+			a->count = (unsigned long)n;
+		else
+			a->max_depth = (long)n;
+		return 0;
+	}
+	return -1;
+}
+
 /* Parse the command line into A: 0, or the usage error's exit code. */
 static int parse_run_args(int argc, char **argv, struct run_args *a)
 {
@@ -1177,6 +1299,12 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		{ "json", no_argument, NULL, 'j' },
 		{ "detach", no_argument, NULL, 'D' },
 		{ "foreground", no_argument, NULL, 'F' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "output-format", required_argument, NULL, 'O' },
+		{ "output-instructions", required_argument, NULL, 'I' },
+		{ "output-schema", required_argument, NULL, 'C' },
+		{ "max-depth", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	_cleanup_free_ char **rest = NULL;
@@ -1188,7 +1316,13 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 	argv = rest;
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "t:w:m:", longopts, NULL)) != -1) {
+	a->max_depth = -1;
+	while ((c = getopt_long(argc, argv, "t:w:m:f", longopts, NULL)) != -1) {
+		r = parse_leviath_arg(c, a);
+		if (r > 0)
+			return r;
+		if (r == 0)
+			continue;
 		switch (c) {
 		case 't':
 			free(a->task_arg);
@@ -1235,7 +1369,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 			a->foreground = true;
 			break;
 		default:
-			if (optopt && strchr("twm", optopt))
+			if (optopt && strchr("twmnOICM", optopt) && optopt > ' ')
 				return lev_usage_error("run", "option '-%c' needs a value", optopt);
 			return lev_usage_error("run", "unknown option '%s'", argv[optind - 1]);
 		}
@@ -1244,8 +1378,15 @@ static int parse_run_args(int argc, char **argv, struct run_args *a)
 		return lev_usage_error("run", "which agent? give a NAME or PATH");
 	if (optind + 1 < argc)
 		return lev_usage_error("run", "unexpected argument '%s'", argv[optind + 1]);
-	if (a->detach && a->foreground)
-		return lev_usage_error("run", "--detach and --foreground do not go together");
+	/* --foreground follows too, in this process: --follow adds nothing to it */
+	if (a->detach + (a->foreground || a->follow) > 1)
+		return lev_usage_error("run", "--detach and --%s do not go together",
+				       a->foreground ? "foreground" : "follow");
+	if (a->foreground)
+		a->follow = false;
+	if (a->count > 1 && (a->follow || a->foreground))
+		return lev_usage_error("run", "--count spawns runs and returns: it does not go with "
+				       "--%s", a->follow ? "follow" : "foreground");
 	if (a->model && (!a->model[0] || a->model[0] == '/'))
 		return lev_usage_error("run", "--model takes PROVIDER/MODEL or a model id, got '%s'",
 				       a->model);
@@ -1387,6 +1528,26 @@ int lev_run_attach(const char *run, bool json)
 	return rc;
 }
 
+/*
+ * What A asks over BP's own output and depth, into *LO (borrowing A and
+ * *SCHEMA, which gets --output-schema's text), applied to BP: 0, or the
+ * exit code of an error it printed.
+ */
+static int launch_override(const struct run_args *a, struct lev_blueprint *bp, char **schema,
+			   struct lev_launch_override *lo)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	*schema = NULL;
+	if (a->output_schema && load_text("--output-schema", a->output_schema, schema) != 0)
+		return LEV_EXIT_FAIL;
+	*lo = (struct lev_launch_override){ a->output_format, a->output_instructions, *schema,
+					    a->max_depth };
+	if (lev_blueprint_launch_override(bp, lo, &err) < 0)
+		return lev_fail("%s", err.msg);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct run_args a = { 0 };
@@ -1396,7 +1557,8 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	struct lev_blueprint *bp = NULL;
 	struct lev_agent *agent = NULL;
 	const struct lev_config *cfg = &ctx->cfg;
-	_cleanup_free_ char *task = NULL;
+	_cleanup_free_ char *task = NULL, *schema = NULL;
+	struct lev_launch_override lo;
 	char **inputs = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *home = NULL;
@@ -1413,12 +1575,14 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	if (a.task_arg && load_task(a.task_arg, &task) != 0)
 		goto out;
 
-	/* the blueprint and the config */
+	/* the blueprint (with what the launch asks over it) and the config */
 	if (lev_agentstore_resolve(a.agent, &path, &err) < 0 ||
 	    lev_blueprint_load(path, &bp, &err) < 0) {
 		lev_fail("%s", err.msg);
 		goto out;
 	}
+	if (launch_override(&a, bp, &schema, &lo) != 0)
+		goto out;
 	rc = load_inputs(bp, a.inputs, &inputs);
 	if (rc != 0)
 		goto out;
@@ -1463,13 +1627,15 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	o.yolo_flow = a.yolo_flow;
 	o.no_seed_commands = a.no_seed_commands;
 	o.oci_helper = ctx->oci_helper;
-	if (a.detach) {
-		rc = detach(&o, path, f.json);
+	if (a.follow) {
+		spinner_start(&f);
+		rc = submit_follow(&f, &o, path, &lo);
 		goto out;
 	}
 	if (!a.foreground) {
-		spinner_start(&f);
-		rc = submit_follow(&f, &o, path);
+		json_t *req = submit_request(&o, path, &lo);
+
+		rc = req ? spawn(req, a.count, f.json) : LEV_EXIT_FAIL;
 		goto out;
 	}
 	o.home = home;

@@ -159,7 +159,7 @@ for mode in daemon foreground; do
 		unset MOCKOA_KEY;
 		printf "%s\n" "$KEY" | lev auth set mockoa >/dev/null &&
 		lev_start_mock_model conversation.json && run_config &&
-		setsid -w "$LEV" run $fg agent --task t --workdir work --json >ev 2>err;
+		setsid -w "$LEV" run --follow $fg agent --task t --workdir work --json >ev 2>err;
 		rc=$?; lev_stop_mock_model; test $rc = 0 &&
 		tail -n 1 ev | grep -q "\"status\":\"complete\"" &&
 		test "$(wc -l <requests.jsonl)" = 2 &&

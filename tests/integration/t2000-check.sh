@@ -473,7 +473,7 @@ same_write "$HOME/.ssh/authorized_keys"
 same_write "$WD/abs-inside.txt"
 same_write dangling
 
-# ---- no data root: refuse, as lev run does (never answer without policy.toml) -------
+# ---- no data root: refuse, as lev run --follow does (never answer without policy.toml) -------
 
 test_expect_success 'with no usable data root lev check refuses' '
 	(cd "$WD" && test_must_fail --code 1 env LEVIATH_HOME=rel LEVIATH_CONFIG_PATH="$CFG" \

@@ -128,7 +128,7 @@ args = { command = "eval \"echo pwned $(printf '\\076\\076') ~/.bashrc\"" }
 text = "done"
 EOF
 
-test_expect_success 'lev run --yolo with kind none: the eval line does not touch ~/.bashrc' '
+test_expect_success 'lev run --follow --yolo with kind none: the eval line does not touch ~/.bashrc' '
 	echo original >"$HOME/.bashrc" &&
 	lev run --foreground "$BP/none" --yolo --workdir "$WD" --json >ev 2>err &&
 	test "$(cat "$HOME/.bashrc")" = original &&

@@ -152,7 +152,7 @@ shell = "allow"
 [safe_commands]
 shell = ["lev-probe connect"]'
 	fi
-	test_expect_success HOSTWEB "lev run ($how): kind none, network = false holds for a seed and a call" '
+	test_expect_success HOSTWEB "lev run --follow ($how): kind none, network = false holds for a seed and a call" '
 		printf "[sandbox]\nkind = \"none\"\nnetwork = false\n%s\n" "$grant" | config &&
 		w=$(run_words) && echo "$w" &&
 		test "$w" = "seed=EPERM call=EPERM"

@@ -234,7 +234,7 @@ test_expect_success '11: under warn the plan, the warning and the probe name the
 	grep -q "^  container .*without: seccomp, pidns" probe
 '
 
-# the run record: a lev run against a mock model on loopback
+# the run record: a lev run --follow against a mock model on loopback
 MOCK="$BUILD_DIR/tests/helpers/mock-model"
 mkdir -p "$TRASH/agent11"
 cat >"$TRASH/agent11/agent.leviath" <<'EOT'

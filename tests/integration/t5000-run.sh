@@ -1,5 +1,5 @@
 #!/bin/bash
-# lev run with the script provider: every call through every gate, --json
+# lev run --follow with the script provider: every call through every gate, --json
 # events, the run record (also when the run is killed), exit codes, keys.
 . "$SRC_DIR/tests/lib.sh"
 
@@ -601,7 +601,7 @@ if command -v script >/dev/null 2>&1; then
 		text = "done"
 		EOF
 		rm -f work/asked1.txt work/asked2.txt &&
-		printf "1\n4\n" | script -qec "$LEV run asker --workdir work --json" /dev/null >tty.out &&
+		printf "1\n4\n" | script -qec "$LEV run --follow asker --workdir work --json" /dev/null >tty.out &&
 		test -e work/asked1.txt && test ! -e work/asked2.txt &&
 		grep -q "Allow tool call: .write_file. - .asked1.txt." tty.out &&
 		tr -d "\r" <tty.out | grep "{" | sed "s/^[^{]*//" >ev &&
@@ -703,7 +703,7 @@ if command -v script >/dev/null 2>&1; then
 		[[turn]]
 		text = "bye\u001b[2J"
 		EOF
-		printf "4\n" | script -qec "$LEV run painter --workdir work" /dev/null >tty.out &&
+		printf "4\n" | script -qec "$LEV run --follow painter --workdir work" /dev/null >tty.out &&
 		! grep -q "PWNED-TITLE$(printf "\007")" tty.out &&
 		! grep -q "$(printf "\033")\]0;PWNED" tty.out &&
 		grep -q "hi\\\\x1b\]0;PWNED-TITLE\\\\x07 \\\\u202etxt.exe" tty.out &&
@@ -762,7 +762,7 @@ PY
 if command -v script >/dev/null 2>&1; then
 	test_expect_success 'on a terminal, ask_user_* put the question and return the answer' '
 		printf "blue\n7\n2\nmaybe\ny\n" |
-			script -qec "$LEV run asks --workdir work --json" /dev/null >tty.out &&
+			script -qec "$LEV run --follow asks --workdir work --json" /dev/null >tty.out &&
 		grep -q "Which colour?\\\\x1b\[2J" tty.out &&
 		! grep -q "$(printf "\033")\[2J" tty.out &&
 		grep -q "please answer a number from 1 to 3" tty.out &&
@@ -786,7 +786,7 @@ if command -v script >/dev/null 2>&1; then
 		ask_user_text = "deny"
 		EOF
 		printf "blue\n2\ny\n" |
-			script -qec "$LEV run asks --workdir work --json" /dev/null >tty.out &&
+			script -qec "$LEV run --follow asks --workdir work --json" /dev/null >tty.out &&
 		rm -f "$CONFIG" &&
 		! grep -q "^  Which colour" tty.out &&
 		tr -d "\r" <tty.out | grep "{" | sed "s/^[^{]*//" >ev &&

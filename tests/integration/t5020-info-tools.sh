@@ -65,7 +65,7 @@ results() {
 
 test_expect_success 'the run calls each information tool without asking anyone' '
 	LANG=de_CH.UTF-8 LC_ALL= LEV_SECRET_VALUE=hunter2-value OPENAI_API_KEY=sk-info-0123456789 \
-		lev run info --workdir work --json </dev/null >ev 2>err &&
+		lev run --follow info --workdir work --json </dev/null >ev 2>err &&
 	results && test -s r9
 '
 
@@ -103,7 +103,7 @@ test_expect_success 'runtime_info and context_list describe this run' '
 
 test_expect_success 'a deny in the config holds for them too (benign twin: the run above)' '
 	printf "[tool_permissions]\nsystem_info = \"deny\"\n" >"$CONFIG" && chmod 600 "$CONFIG" &&
-	lev run info --workdir work --json </dev/null >ev 2>err;
+	lev run --follow info --workdir work --json </dev/null >ev 2>err;
 	rm -f "$CONFIG" &&
 	results && grep -q "^False" ok5 && grep -q "^\[denied\]" r5 && ! grep -q "^os:" r5 &&
 	grep -q "^True" ok4

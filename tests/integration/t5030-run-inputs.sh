@@ -1,6 +1,6 @@
 #!/bin/bash
 # Caller inputs other than the task: a region seeded with seed = "KEY" (or
-# Leviath's { caller = "KEY" }) takes its text from `lev run --KEY TEXT`,
+# Leviath's { caller = "KEY" }) takes its text from `lev run --follow --KEY TEXT`,
 # `--KEY=TEXT` or `--input KEY=TEXT`, @FILE reading a file (Leviath's
 # `--<input>` flags, e.g. its reviewer's --diff).  A flag that names no
 # input of the agent is an unknown option; a required input not given
@@ -84,7 +84,7 @@ test_expect_success 'an input the file of @FILE cannot give fails, naming the fl
 '
 
 test_expect_success 'a daemon run gets its inputs too' '
-	(cd work && lev run ../rev --task review --diff "+daemon") >out 2>&1 &&
+	(cd work && lev run --follow ../rev --task review --diff "+daemon") >out 2>&1 &&
 	test "$(seeded diff)" = "True 7" &&
 	"$LEV" daemon stop >/dev/null
 '

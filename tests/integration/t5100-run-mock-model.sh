@@ -1,5 +1,5 @@
 #!/bin/bash
-# lev run against a mock model server on loopback: the real HTTP client
+# lev run --follow against a mock model server on loopback: the real HTTP client
 # path, both wire formats, and malformed model output (invalid JSON
 # arguments, unknown tools, tools not offered, a 10 MB response, HTTP 500
 # then success, a timeout, a dropped connection).  Each becomes an error

@@ -126,7 +126,7 @@ test_expect_success 'a call goes through and is audited with its gate and rule' 
 	[[turn]]
 	text = "done"
 	EOF
-	lev run echo --task t --workdir work --json >ev 2>err &&
+	lev run --follow echo --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | hello mcp$" res &&
 	grep -q "\"tool\":\"h__echo\",\"gate\":\"permission\",\"rule\":\"\[tool_permissions\] h__echo = \\\\\"allow\\\\\"\",\"decision\":\"allow\"" "$(last_run)/audit.jsonl" &&
@@ -142,17 +142,17 @@ test_expect_success 'ask holds without --allow; --allow lets the same call throu
 	[[turn]]
 	text = "done"
 	EOF
-	lev run send --task t --workdir work --json >ev 2>err &&
+	lev run --follow send --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__send deny permission | \[denied\]" res &&
-	lev run send --task t --workdir work --json --allow h__send >ev 2>err &&
+	lev run --follow send --task t --workdir work --json --allow h__send >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__send allow permission | sent to a@example.com$" res
 '
 
 test_expect_success 'the server cannot read ~/.ssh or reach the network from its sandbox' '
 	setconfig echo &&
-	lev run probe --task t --workdir work --json >ev 2>err &&
+	lev run --follow probe --task t --workdir work --json >ev 2>err &&
 	cp_dbg &&
 	results ev >res &&
 	grep -q "^h__probe allow permission | ssh: refused" res &&
@@ -164,7 +164,7 @@ test_expect_success 'benign twin: on the host (kind none, sandbox = "none") it r
 	setconfig echo "sandbox = \"none\"" "[security]" "allow_local_network = true" &&
 	sed -i "s/kind = \"namespace\"/kind = \"none\"/" "$CONFIG" &&
 	sed -i "s/network = false/network = true/" "$CONFIG" &&
-	lev run probe --task t --workdir work --json >ev 2>err &&
+	lev run --follow probe --task t --workdir work --json >ev 2>err &&
 	cp_dbg &&
 	results ev >res &&
 	grep -q "ssh: read SECRET-SSH-KEY-5400" res &&
@@ -207,7 +207,7 @@ EOF
 
 test_expect_success 'a description changed after approval (rug pull) refuses that tool only' '
 	setconfig rugpull &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | one$" res &&
 	grep -q "^h__echo allow permission | \[changed\] MCP server .h. changed tool .echo. since lev listed it: its description changed" res &&
@@ -217,7 +217,7 @@ test_expect_success 'a description changed after approval (rug pull) refuses tha
 
 test_expect_success 'list_changed right after initialize with nothing changed costs nothing' '
 	setconfig listchanged &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | one$" res &&
 	grep -q "^h__echo allow permission | two$" res
@@ -225,7 +225,7 @@ test_expect_success 'list_changed right after initialize with nothing changed co
 
 test_expect_success 'a 100 MiB answer fails that call; the next call works' '
 	setconfig big &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[error\] MCP server .h. answered .tools/call. with more than 1048576 bytes (max_result_bytes)" res &&
 	grep -q "^h__echo allow permission | two$" res &&
@@ -234,7 +234,7 @@ test_expect_success 'a 100 MiB answer fails that call; the next call works' '
 
 test_expect_success 'malformed JSON fails that call; the next call works' '
 	setconfig garbage &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[error\] MCP server .h. sent a line that is not a JSON-RPC message" res &&
 	grep -q "^h__echo allow permission | two$" res
@@ -243,7 +243,7 @@ test_expect_success 'malformed JSON fails that call; the next call works' '
 test_expect_success 'a server that never answers costs each call its timeout, not the run' '
 	setconfig hang "timeout_secs = 1" &&
 	sed -i "/^timeout_secs = 5$/d" "$CONFIG" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[timed out\] MCP server .h. did not answer .tools/call. within 1 s" res &&
 	grep -q "\"event\":\"run_finished\".*\"status\":\"complete\"" ev
@@ -251,7 +251,7 @@ test_expect_success 'a server that never answers costs each call its timeout, no
 
 test_expect_success 'a server that crashes costs that call an error; the run completes' '
 	setconfig crash &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[error\] MCP server .h. exited with code 3" res &&
 	grep -q "\"event\":\"run_finished\".*\"status\":\"complete\"" ev
@@ -266,7 +266,7 @@ test_expect_success 'terminal escapes in a result reach the model and the termin
 	[[turn]]
 	text = "done"
 	EOF
-	lev run esc --task t --workdir work --json >ev 2>err &&
+	lev run --follow esc --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | a\\\\x1b\]0;pwned\\\\x07b$" res &&
 	! grep -q "$(printf "\033")" ev
@@ -289,7 +289,7 @@ test_expect_success 'taint: a private MCP result cannot flow to an outbound MCP 
 	printf "[[sources]]\nserver = \"h\"\nintegrity = \"trusted\"\n" \
 		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
-	lev run taint --task t --workdir work --json --allow h__send >ev 2>err &&
+	lev run --follow taint --task t --workdir work --json --allow h__send >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&
 	results ev >res &&
 	grep -q "^h__send deny taint" res &&
@@ -302,7 +302,7 @@ test_expect_success 'benign twin: a server classified public flows to the same t
 	printf "[mcp_overrides.\"h\"]\nsensitivity = \"public\"\n[[sources]]\nserver = \"h\"\nintegrity = \"trusted\"\n" \
 		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
-	lev run taint --task t --workdir work --json --allow h__send >ev 2>err &&
+	lev run --follow taint --task t --workdir work --json --allow h__send >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&
 	results ev >res &&
 	grep -q "^h__send allow permission | sent to a@example.com$" res
@@ -332,7 +332,7 @@ test_expect_success 'a blueprint cannot start a server: its [[mcp_servers]] is a
 	printf "[[mcp_servers]]\nname = \"fs\"\ncommand = \"touch\"\nargs = [\"pwned\"]\n" >>req/agent.leviath &&
 	lev validate req >out 2>&1 &&
 	grep -q "the blueprint.s own MCP server .fs." out &&
-	lev run req --task t --workdir work --json >ev 2>err &&
+	lev run --follow req --task t --workdir work --json >ev 2>err &&
 	! test -e work/pwned && ! test -e pwned
 '
 
@@ -341,12 +341,12 @@ PINS="$HOME/.leviath/mcp-pins/h.json"
 
 test_expect_success 'pins: the first run records each tool, 0600, and says so' '
 	setconfig echo &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h.: its first use; lev recorded its 3 tools as approved" ev &&
 	test "$(stat -c %a "$PINS")" = 600 &&
 	python3 -c "import json,sys; t=json.load(open(sys.argv[1]))[\"tools\"]; assert sorted(t)==[\"echo\",\"probe\",\"send\"], t" "$PINS" &&
 	KEEP_PINS=1 setconfig echo &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	! grep -q "first use" ev &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | two$" res
@@ -354,7 +354,7 @@ test_expect_success 'pins: the first run records each tool, 0600, and says so' '
 
 test_expect_success 'pins: a description changed since an earlier run is not offered; the rest is' '
 	KEEP_PINS=1 setconfig desc2 &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h.: tool .echo. is not offered: its description changed since you approved server .h.; .lev mcp approve h. approves it" ev &&
 	! grep -q "evil@example.com" ev "$(last_run)/events.jsonl" &&
 	results ev >res &&
@@ -364,7 +364,7 @@ test_expect_success 'pins: a description changed since an earlier run is not off
 
 test_expect_success 'pins: a changed input schema, a new tool and a removed one are named' '
 	KEEP_PINS=1 setconfig schema2 &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	grep -q "tool .echo. is not offered: its input schema changed since you approved" ev &&
 	results ev >res && grep -q "^h__echo deny offered" res &&
 	KEEP_PINS=1 setconfig extra &&
@@ -376,13 +376,13 @@ test_expect_success 'pins: a changed input schema, a new tool and a removed one 
 	[[turn]]
 	text = "done"
 	EOF
-	lev run extra --task t --workdir work --json --allow h__extra >ev 2>err &&
+	lev run --follow extra --task t --workdir work --json --allow h__extra >ev 2>err &&
 	grep -q "tool .extra. is not offered: it is new since you approved server .h." ev &&
 	results ev >res &&
 	grep -q "^h__extra deny offered" res &&
 	grep -q "^h__echo allow permission | same$" res &&
 	KEEP_PINS=1 setconfig noprobe &&
-	lev run echo --task t --workdir work --json >ev 2>err &&
+	lev run --follow echo --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h.: tool .probe. you approved is gone (removed)" ev &&
 	results ev >res && grep -q "^h__echo allow permission | hello mcp$" res
 '
@@ -390,7 +390,7 @@ test_expect_success 'pins: a changed input schema, a new tool and a removed one 
 test_expect_success 'pins: a record lev cannot read keeps the server from starting' '
 	KEEP_PINS=1 setconfig echo &&
 	echo "not json" >"$PINS" &&
-	lev run echo --task t --workdir work --json >ev 2>err &&
+	lev run --follow echo --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h. is not available: .*is not a record of approved MCP tools" ev &&
 	results ev >res && grep -q "^h__echo deny offered" res
 '
@@ -431,7 +431,7 @@ test_expect_success 'integrity: a text from an MCP tool description is untrusted
 	descpolicy &&
 	mkdesc "Send text to someone." &&
 	rm -f work/notes.txt &&
-	lev run desc --task "note what you read" --workdir work --json --allow write_file >ev 2>err &&
+	lev run --follow desc --task "note what you read" --workdir work --json --allow write_file >ev 2>err &&
 	results ev >res &&
 	grep -q "^write_file deny integrity | " res &&
 	grep "\"event\":\"tool_call\"" ev | grep -q "\"integrity\":\"untrusted\"" &&
@@ -440,7 +440,7 @@ test_expect_success 'integrity: a text from an MCP tool description is untrusted
 
 test_expect_success 'benign twin: a text from the task is written' '
 	mkdesc "remember the milk" &&
-	lev run desc --task "note: remember the milk" --workdir work --json --allow write_file \
+	lev run --follow desc --task "note: remember the milk" --workdir work --json --allow write_file \
 		>ev 2>err &&
 	results ev >res &&
 	grep -q "^write_file allow integrity | " res &&
@@ -450,7 +450,7 @@ test_expect_success 'benign twin: a text from the task is written' '
 test_expect_success 'benign twin: a [[sources]] entry trusting the server trusts its descriptions' '
 	descpolicy "[[sources]]" "server = \"h\"" "integrity = \"trusted\"" &&
 	mkdesc "Send text to someone." &&
-	lev run desc --task "note what you read" --workdir work --json --allow write_file >ev 2>err &&
+	lev run --follow desc --task "note what you read" --workdir work --json --allow write_file >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&
 	results ev >res &&
 	grep -q "^write_file allow permission | " res &&

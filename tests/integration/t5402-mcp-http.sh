@@ -88,7 +88,7 @@ results() {
 startsrv echo
 test_expect_success 'a loopback server is refused by the network guard; it never gets a request' '
 	setconfig "http://127.0.0.1:$PORT/mcp" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h. is not available: MCP server .h.: .127.0.0.1. is 127.0.0.1 (a loopback address); set allow_local_network = true" ev &&
 	results ev >res &&
 	grep -q "^h__echo deny offered" res &&
@@ -97,7 +97,7 @@ test_expect_success 'a loopback server is refused by the network guard; it never
 
 test_expect_success 'benign twin: allow_local_network = true; session, version and ${VAR} header carried' '
 	setconfig "http://127.0.0.1:$PORT/mcp" "allow_local_network = true" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | one$" res &&
 	grep -q "^h__echo allow permission | two$" res &&
@@ -110,21 +110,21 @@ test_expect_success 'benign twin: allow_local_network = true; session, version a
 
 test_expect_success 'a cloud metadata address is refused even with allow_local_network' '
 	setconfig "http://169.254.169.254/mcp" "allow_local_network = true" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h. is not available: .*(a cloud metadata address); cloud metadata addresses are always refused" ev
 '
 
 test_expect_success 'a ${VAR} that is not set keeps the server from starting' '
 	setconfig "http://127.0.0.1:$PORT/mcp" "allow_local_network = true" &&
 	sed -i "s/T5402_HDR/T5402_UNSET_VAR/" "$CONFIG" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	grep -q "MCP server .h. is not available: MCP server .h.: a header names \${T5402_UNSET_VAR}, which is not set" ev
 '
 
 startsrv rugpull
 test_expect_success 'server-sent events: answers and a rug pull in the stream' '
 	setconfig "http://127.0.0.1:$PORT/mcp" "allow_local_network = true" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | one$" res &&
 	grep -q "^h__echo allow permission | \[changed\] MCP server .h. changed tool .echo. since lev listed it: its description changed" res &&
@@ -135,7 +135,7 @@ startsrv big
 test_expect_success 'a 100 MiB answer fails that call; the next call works' '
 	setconfig "http://127.0.0.1:$PORT/mcp" "allow_local_network = true" "timeout_secs = 60" &&
 	sed -i "/^timeout_secs = 5$/d" "$CONFIG" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[error\] MCP server .h. answered .tools/call. with more than 1048576 bytes (max_result_bytes)" res &&
 	grep -q "^h__echo allow permission | two$" res &&
@@ -145,7 +145,7 @@ test_expect_success 'a 100 MiB answer fails that call; the next call works' '
 startsrv garbage
 test_expect_success 'an answer that is not JSON fails that call; the next call works' '
 	setconfig "http://127.0.0.1:$PORT/mcp" "allow_local_network = true" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[error\] MCP server .h. answered with a body that is not JSON-RPC" res &&
 	grep -q "^h__echo allow permission | two$" res
@@ -155,7 +155,7 @@ startsrv hang
 test_expect_success 'a server that never answers costs each call its timeout, not the run' '
 	setconfig "http://127.0.0.1:$PORT/mcp" "allow_local_network = true" "timeout_secs = 1" &&
 	sed -i "/^timeout_secs = 5$/d" "$CONFIG" &&
-	lev run twice --task t --workdir work --json >ev 2>err &&
+	lev run --follow twice --task t --workdir work --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^h__echo allow permission | \[timed out\] MCP server .h. did not answer .tools/call. within 1 s" res &&
 	grep -q "\"event\":\"run_finished\".*\"status\":\"complete\"" ev

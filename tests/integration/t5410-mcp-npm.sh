@@ -115,7 +115,7 @@ EOF
 
 test_expect_success 'a call to the real file server goes through and is audited' '
 	setconfig &&
-	lev run read --task t --workdir "$W" --json >ev 2>err &&
+	lev run --follow read --task t --workdir "$W" --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^fs__read_text_file allow permission | hello from the workdir" res &&
 	grep -q "\"tool\":\"fs__read_text_file\",\"gate\":\"permission\".*\"decision\":\"allow\"" "$(last_run)/audit.jsonl"
@@ -131,7 +131,7 @@ EOF
 
 test_expect_success 'a file outside the workdir but inside the server root: lev refuses it' '
 	setconfig &&
-	lev run secret --task t --workdir "$W" --json >ev 2>err &&
+	lev run --follow secret --task t --workdir "$W" --json >ev 2>err &&
 	results ev >res &&
 	grep -q "^fs__read_text_file allow permission | " res &&
 	! grep -q SECRET-SSH-KEY ev "$(last_run)/events.jsonl" "$(last_run)/audit.jsonl"
@@ -148,7 +148,7 @@ EOF
 
 test_expect_success 'ask holds without --allow: nothing is written' '
 	setconfig &&
-	lev run write --task t --workdir "$W" --json >ev 2>err &&
+	lev run --follow write --task t --workdir "$W" --json >ev 2>err &&
 	results ev >res &&
 	test $(grep -c "^fs__write_file deny permission" res) = 2 &&
 	! test -e "$W/ok.txt" && ! test -e "$HOME/pwned.txt"
@@ -156,7 +156,7 @@ test_expect_success 'ask holds without --allow: nothing is written' '
 
 test_expect_success 'with --allow: the workdir write lands, the one outside it does not' '
 	setconfig &&
-	lev run write --task t --workdir "$W" --json --allow fs__write_file >ev 2>err &&
+	lev run --follow write --task t --workdir "$W" --json --allow fs__write_file >ev 2>err &&
 	results ev >res &&
 	test "$(cat "$W/ok.txt")" = fine &&
 	! test -e "$HOME/pwned.txt"
@@ -180,7 +180,7 @@ test_expect_success 'taint: a private file-server result cannot flow to an outbo
 	printf "[[sources]]\nserver = \"fs\"\nintegrity = \"trusted\"\n[[sources]]\nserver = \"ev\"\nintegrity = \"trusted\"\n" \
 		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
-	lev run taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
+	lev run --follow taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&
 	results ev >res &&
 	grep -q "^fs__read_text_file allow permission | hello from the workdir" res &&
@@ -194,7 +194,7 @@ test_expect_success 'benign twin: the file server classified public flows to the
 	printf "[mcp_overrides.\"fs\"]\nsensitivity = \"public\"\n[[sources]]\nserver = \"fs\"\nintegrity = \"trusted\"\n[[sources]]\nserver = \"ev\"\nintegrity = \"trusted\"\n" \
 		>"$HOME/.leviath/policy.toml" &&
 	chmod 600 "$HOME/.leviath/policy.toml" &&
-	lev run taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
+	lev run --follow taint --task t --workdir "$W" --json --allow ev__echo >ev 2>err &&
 	rm -f "$HOME/.leviath/policy.toml" &&
 	results ev >res &&
 	grep -q "^ev__echo allow permission | Echo: hello from the workdir$" res

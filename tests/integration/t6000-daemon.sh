@@ -125,7 +125,7 @@ test_expect_success DAEMON 'respond from a second process lists the request and 
 	grep -q "^q[0-9]*  run $id (agent .asker.), stage .main.$" list &&
 	grep -q "tool approval: Allow tool call: .shell." list &&
 	q=$(sed -n "s/^\(q[0-9]*\) .*/\1/p" list) &&
-	"$LEV" respond --json | python3 -c "import json,sys; r=json.load(sys.stdin)[\"requests\"]; assert len(r)==1 and r[0][\"kind\"]==\"permission\", r" &&
+	"$LEV" respond --json | python3 -c "import json,sys; r=json.load(sys.stdin); assert len(r)==1 and r[0][\"lev_kind\"]==\"permission\" and r[0][\"kind\"]==\"tool_approval\", r" &&
 	test_must_fail "$LEV" respond "$q" --choice 1 2>err &&
 	grep -q "a tool approval takes --approve or --deny" err &&
 	"$LEV" respond "$q" --approve &&
@@ -167,7 +167,7 @@ test_expect_success DAEMON 'a denial through respond: the command never runs' '
 	lev run asker --task go --workdir work --detach >id2 2>/dev/null &&
 	id=$(cat id2) &&
 	wait_for status_is "$id" "waiting: tool approval" &&
-	q=$("$LEV" respond --json | python3 -c "import json,sys; print(json.load(sys.stdin)[\"requests\"][0][\"id\"])") &&
+	q=$("$LEV" respond --json | python3 -c "import json,sys; print(json.load(sys.stdin)[0][\"id\"])") &&
 	"$LEV" respond "$q" --deny &&
 	wait_for status_is "$id" complete &&
 	test ! -e work/appended.txt &&

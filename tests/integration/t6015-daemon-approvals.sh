@@ -29,7 +29,7 @@ crash() {
 req_field() {
 	"$LEV" respond --json | python3 -c '
 import json, sys
-r = [q for q in json.load(sys.stdin)["requests"] if q["run"] == sys.argv[1]]
+r = [q for q in json.load(sys.stdin) if q["run"] == sys.argv[1]]
 assert len(r) == 1, r
 print(r[0][sys.argv[2]])
 ' "$1" "$2"
@@ -76,7 +76,7 @@ test_expect_success '--json carries the whole call and the digest of it' '
 	"$LEV" respond --json >json &&
 	python3 - json <<-PY
 	import hashlib, json, sys
-	q = json.load(open(sys.argv[1]))["requests"][0]
+	q = json.load(open(sys.argv[1]))[0]
 	assert "echo second-line-ran" in q["call"], q
 	assert q["digest"] == hashlib.sha256(("lev-call-v1\n" + q["call"]).encode()).hexdigest(), q
 	assert q["call_id"] == "call_1", q
@@ -112,7 +112,7 @@ if command -v script >/dev/null 2>&1; then
 
 	test_expect_success 'a followed daemon run asks with both lines; its answer carries the digest' '
 		rm -f work/ml.txt &&
-		printf "1\n" | script -qec "$LEV run multi --workdir work" /dev/null >tty2.out &&
+		printf "1\n" | script -qec "$LEV run --follow multi --workdir work" /dev/null >tty2.out &&
 		grep -q "^      | echo first >> ml.txt" tty2.out &&
 		grep -q "^      | echo second-line-ran" tty2.out &&
 		test "$(cat work/ml.txt)" = "$(printf "first\nsecond-line-ran")"
@@ -337,7 +337,7 @@ EOF
 cat >decode.py <<'EOF'
 import hashlib, json, re, sys
 want = json.load(open(sys.argv[1]))[int(sys.argv[2])]
-q = [r for r in json.load(open(sys.argv[3]))["requests"] if r["run"] == sys.argv[5]][0]
+q = [r for r in json.load(open(sys.argv[3])) if r["run"] == sys.argv[5]][0]
 listing = open(sys.argv[4]).read()
 text = q["call"]
 assert q["digest"] == hashlib.sha256(("lev-call-v1\n" + text).encode()).hexdigest()
@@ -454,7 +454,7 @@ test_expect_success 'lev respond lists every open request in full, in pages, pas
 	python3 -c "
 import json, sys
 for f in sys.argv[1:3]:
-    qs = json.load(open(f))[\"requests\"]
+    qs = json.load(open(f))
     ids = [int(q[\"id\"][1:]) for q in qs]
     assert ids == sorted(ids) and len(set(ids)) == len(ids), ids
     big = [q for q in qs if q[\"run\"] in sys.argv[3:6]]

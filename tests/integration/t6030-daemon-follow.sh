@@ -1,5 +1,5 @@
 #!/bin/bash
-# lev run follows a daemon run: the progress, output and exit codes of
+# lev run --follow follows a daemon run: the progress, output and exit codes of
 # `lev run --foreground`; prompts on the terminal (a pseudo-terminal here),
 # answered there or by `lev respond` from a second process; Ctrl-C detaches
 # and the run goes on; lev attach; a cancelled run exits 130.
@@ -18,7 +18,7 @@ norm() {
 open_request() {
 	"$LEV" respond --json | python3 -c '
 import json, sys
-r = json.load(sys.stdin)["requests"]
+r = json.load(sys.stdin)
 assert len(r) == 1, r
 print(r[0]["id"])
 '
@@ -86,7 +86,7 @@ EOF2
 
 test_expect_success 'lev run follows a daemon run: the same progress and output as --foreground' '
 	setsid -w "$LEV" run --foreground ./basic --workdir work >fg.out 2>fg.err &&
-	setsid -w "$LEV" run ./basic --workdir work >d.out 2>d.err &&
+	setsid -w "$LEV" run --follow ./basic --workdir work >d.out 2>d.err &&
 	test_cmp fg.out d.out &&
 	norm fg.err >fg.n && norm d.err >d.n &&
 	test_cmp fg.n d.n &&
@@ -99,7 +99,7 @@ test_expect_success 'lev run follows a daemon run: the same progress and output 
 
 test_expect_success 'lev run --json through the daemon: the same events as --foreground' '
 	setsid -w "$LEV" run --foreground ./basic --workdir work --json >fg.ev 2>/dev/null &&
-	setsid -w "$LEV" run ./basic --workdir work --json >d.ev 2>/dev/null &&
+	setsid -w "$LEV" run --follow ./basic --workdir work --json >d.ev 2>/dev/null &&
 	python3 -c "
 import json, sys
 a, b = ([json.loads(l)[\"event\"] for l in open(f)] for f in sys.argv[1:])
@@ -109,7 +109,7 @@ assert a == b and a, (a, b)
 
 test_expect_success 'a failing run exits 1 with the same message either way' '
 	test_must_fail --code 1 setsid -w "$LEV" run --foreground ./loop --workdir work >/dev/null 2>fg.err &&
-	test_must_fail --code 1 setsid -w "$LEV" run ./loop --workdir work >/dev/null 2>d.err &&
+	test_must_fail --code 1 setsid -w "$LEV" run --follow ./loop --workdir work >/dev/null 2>d.err &&
 	norm fg.err >fg.n && norm d.err >d.n &&
 	test_cmp fg.n d.n &&
 	grep -q "failed: stage .main. reached max_iterations" d.err
@@ -117,7 +117,7 @@ test_expect_success 'a failing run exits 1 with the same message either way' '
 
 test_expect_success 'without a terminal a call that needs an answer is denied at once, as --foreground' '
 	setsid -w "$LEV" run --foreground ./asker --workdir work >fg.out 2>fg.err &&
-	setsid -w "$LEV" run ./asker --workdir work >d.out 2>d.err &&
+	setsid -w "$LEV" run --follow ./asker --workdir work >d.out 2>d.err &&
 	norm fg.err >fg.n && norm d.err >d.n &&
 	test_cmp fg.n d.n &&
 	grep -q "DENIED by permission" d.err &&
@@ -125,7 +125,7 @@ test_expect_success 'without a terminal a call that needs an answer is denied at
 '
 
 test_expect_success 'the prompt is on the terminal; answering it there runs the call' '
-	python3 "$ON_PTY" "answer [1-4" 1 -- "$LEV" run ./asker --workdir work >pty.out &&
+	python3 "$ON_PTY" "answer [1-4" 1 -- "$LEV" run --follow ./asker --workdir work >pty.out &&
 	grep -q "? Allow tool call: .shell. - .echo ran >> f.txt.?" pty.out &&
 	grep -q "^asker done" pty.out &&
 	test "$(cat work/f.txt)" = ran
@@ -133,13 +133,13 @@ test_expect_success 'the prompt is on the terminal; answering it there runs the 
 
 test_expect_success 'benign twin: answering deny there refuses the call' '
 	rm -f work/f.txt &&
-	python3 "$ON_PTY" "answer [1-4" 4 -- "$LEV" run ./asker --workdir work >pty.out &&
+	python3 "$ON_PTY" "answer [1-4" 4 -- "$LEV" run --follow ./asker --workdir work >pty.out &&
 	grep -q "DENIED by permission" pty.out &&
 	test ! -e work/f.txt
 '
 
 test_expect_success 'lev respond from a second process answers first; the prompt says so' '
-	{ python3 "$ON_PTY" "answer [1-4" - -- "$LEV" run ./asker --workdir work >pty.out & pid=$!; } &&
+	{ python3 "$ON_PTY" "answer [1-4" - -- "$LEV" run --follow ./asker --workdir work >pty.out & pid=$!; } &&
 	wait_for has_request &&
 	"$LEV" respond "$(open_request)" --approve &&
 	wait $pid &&
@@ -150,7 +150,7 @@ test_expect_success 'lev respond from a second process answers first; the prompt
 
 test_expect_success 'Ctrl-C detaches: exit 0, the run goes on and lev result has its output' '
 	rm -f work/f.txt &&
-	python3 "$ON_PTY" "answer [1-4" ^C -- "$LEV" run ./asker --workdir work >pty.out &&
+	python3 "$ON_PTY" "answer [1-4" ^C -- "$LEV" run --follow ./asker --workdir work >pty.out &&
 	grep -q "detached from run .*, which goes on; follow it again with .lev attach " pty.out &&
 	id=$(sed -n "s/^lev: detached from run \([^,]*\),.*/\1/p" pty.out) &&
 	status_is "$id" "waiting: tool approval" &&
@@ -198,7 +198,7 @@ text = "woke"
 EOF2
 
 test_expect_success 'a followed run that is cancelled exits 130, as an interrupted one' '
-	{ setsid -w "$LEV" run ./sleeper --workdir work --allow shell >out 2>err & pid=$!; } &&
+	{ setsid -w "$LEV" run --follow ./sleeper --workdir work --allow shell >out 2>err & pid=$!; } &&
 	wait_for grep -q "\[1\] shell sleep 60" err &&
 	id=$(sed -n "s/^lev: run \([^:]*\): agent .*/\1/p" err) &&
 	"$LEV" cancel "$id" >/dev/null &&

@@ -13,7 +13,7 @@ export SOCK
 open_request() {
 	"$LEV" respond --json | python3 -c '
 import json, sys
-r = json.load(sys.stdin)["requests"]
+r = json.load(sys.stdin)
 assert len(r) == 1, r
 print(r[0]["id"])
 '

@@ -130,7 +130,7 @@ test_expect_success 'a broken edit is reported and kept out; a running run goes 
 	test "$(decision "$(cat b)" after)" = allow
 '
 
-test_expect_success 'while it is broken, lev run refuses, naming FILE:LINE:COL' '
+test_expect_success 'while it is broken, lev run --follow refuses, naming FILE:LINE:COL' '
 	! (cd work && "$LEV" run ../waiter --detach >../g 2>../err) &&
 	grep -q "config.toml:1:[0-9]*: " err
 '

@@ -11,7 +11,7 @@
 # api_key_env or an MCP server's ${VAR} names it, not because of its name
 # (OPENAI_CREDS, MCP_HDR).  A hostile model echoes both keys into a tool's
 # arguments, its own text and (through the command) a tool result: no 8
-# bytes of either reach any exit (lev run --json through the daemon and in
+# bytes of either reach any exit (lev run --follow --json through the daemon and in
 # the foreground, the terminal, events.jsonl, audit.jsonl, result.json,
 # lev.db as sqlite3 dumps it and its files, daemon.log), the command's
 # environment lacks both (even with allow_env_vars naming them), and the
@@ -192,14 +192,14 @@ text = "the keys are $ROLEKEY and Bearer $HDRKEY"
 EOF
 
 test_expect_success 'secret by role: a hostile model echoes the keys (daemon, --json)' '
-	(cd work2 && "$LEV" run ../hostile --json >../json.out 2>../json.err;
+	(cd work2 && "$LEV" run --follow ../hostile --json >../json.out 2>../json.err;
 	 test -s ../json.out) &&
 	grep -q "\"event\": *\"tool_result\"" json.out &&
 	grep -q "\[redacted\]" json.out
 '
 
 test_expect_success 'secret by role: the terminal, and the foreground run' '
-	(cd work2 && "$LEV" run ../hostile >../term.out 2>../term.err;
+	(cd work2 && "$LEV" run --follow ../hostile >../term.out 2>../term.err;
 	 "$LEV" run --foreground ../hostile --json >../fg.out 2>../fg.err;
 	 "$LEV" run --foreground ../hostile >../fgterm.out 2>../fgterm.err;
 	 test -s ../fg.out) &&

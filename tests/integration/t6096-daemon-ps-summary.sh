@@ -53,8 +53,8 @@ d = json.load(sys.stdin)
 assert d[\"status\"] == \"complete\" and len(d[\"result\"]) == 2 << 20, d[\"status\"]"
 '
 
-test_expect_success 'lev run follows it to the end and prints the whole output' '
-	(cd work && setsid -w "$LEV" run ../huge --task "TASK-HUGE" >../followed 2>../followed.err) &&
+test_expect_success 'lev run --follow follows it to the end and prints the whole output' '
+	(cd work && setsid -w "$LEV" run --follow ../huge --task "TASK-HUGE" >../followed 2>../followed.err) &&
 	test "$(tr -d "\n" <followed | wc -c)" = $((2 << 20))
 '
 

@@ -146,7 +146,7 @@ test_expect_success 'a socket of ours answered by the neighbour is refused by SO
 
 test_expect_success 'benign twin: our own data root and daemon work' '
 	"$LEV" daemon start >out && grep -q "daemon started" out &&
-	lev run hello --task go --workdir work >out 2>err &&
+	lev run --follow hello --task go --workdir work >out 2>err &&
 	grep -q "all done" out
 '
 
@@ -154,7 +154,7 @@ test_expect_success 'benign twin: a data root under a sticky directory others ma
 	mkdir -p "$TRASH/sticky/h/.leviath" && chmod 700 "$TRASH/sticky/h/.leviath" &&
 	chmod 1777 "$TRASH/sticky" &&
 	LEVIATH_HOME="$TRASH/sticky/h" "$LEV" daemon start >out && grep -q "daemon started" out &&
-	LEVIATH_HOME="$TRASH/sticky/h" setsid -w "$LEV" run hello --task go --workdir work >out 2>err;
+	LEVIATH_HOME="$TRASH/sticky/h" setsid -w "$LEV" run --follow hello --task go --workdir work >out 2>err;
 	rc=$?; LEVIATH_HOME="$TRASH/sticky/h" "$LEV" daemon stop >/dev/null 2>&1;
 	test $rc = 0 && grep -q "all done" out
 '

@@ -24,7 +24,7 @@ config() {
 
 # run BLUEPRINT_DIR: one run against the mock; prints the models asked for, then the warnings
 run_models() {
-	setsid -w "$LEV" run "$1" --task t --workdir work --json >ev 2>err
+	setsid -w "$LEV" run --follow "$1" --task t --workdir work --json >ev 2>err
 	rc=$?
 	lev_stop_mock_model
 	test $rc = 0 || { cat err; return 1; }

@@ -41,7 +41,7 @@ test_expect_success 'the blueprint validates with no finding for the keys lev ru
 '
 
 test_expect_success 'a routed run completes' '
-	lev run "$COMPAT/context" --task t --workdir work --json </dev/null >ev 2>err &&
+	lev run --follow "$COMPAT/context" --task t --workdir work --json </dev/null >ev 2>err &&
 	results ev
 '
 
@@ -72,7 +72,7 @@ test_expect_success 'without tool_routing the same calls stay in the conversatio
 		>plain/agent.leviath &&
 	cp "$COMPAT/context/turns.toml" plain/ &&
 	! grep -q "^\[stages.main.tool_routing" plain/agent.leviath &&
-	lev run plain --task t --workdir work --json </dev/null >ev2 2>err &&
+	lev run --follow plain --task t --workdir work --json </dev/null >ev2 2>err &&
 	results ev2 &&
 	! test -s p1 && ! test -s p3 &&
 	grep -q "^line 199 of the big file" r1 &&
@@ -105,7 +105,7 @@ BP
 
 test_expect_success 'a required region (no seed) keeps the stage going until it is filled' '
 	lev validate req >out && grep -q "0 error(s), 0 warning(s)" out &&
-	lev run req --task t --workdir work --json </dev/null >ev3 2>err &&
+	lev run --follow req --task t --workdir work --json </dev/null >ev3 2>err &&
 	grep -q "required region .findings. empty; the model was asked to fill it (1 of 3)" ev3 &&
 	test "$(grep -c "\"event\":\"model_request\"" ev3)" = 3 &&
 	tail -n 1 ev3 | grep -q "\"output\":\"Now I am done.\""
@@ -114,7 +114,7 @@ test_expect_success 'a required region (no seed) keeps the stage going until it 
 test_expect_success 'without required the first answer ends the stage (benign twin)' '
 	mkdir -p noreq && cp req/turns.toml noreq/ &&
 	sed "s/required = true, //" req/agent.leviath >noreq/agent.leviath &&
-	lev run noreq --task t --workdir work --json </dev/null >ev4 2>err &&
+	lev run --follow noreq --task t --workdir work --json </dev/null >ev4 2>err &&
 	! grep -q "asked to fill" ev4 &&
 	test "$(grep -c "\"event\":\"model_request\"" ev4)" = 1
 '
@@ -179,7 +179,7 @@ BP
 
 test_expect_success 'todo_add / todo_done / todo_note keep a checklist, open items first' '
 	lev validate todo >out && grep -q "0 error(s), 0 warning(s)" out &&
-	lev run todo --task t --workdir work --json </dev/null >ev5 2>err &&
+	lev run --follow todo --task t --workdir work --json </dev/null >ev5 2>err &&
 	results ev5 &&
 	grep -qx "\[ok\] item #1 added to .todos." r1 &&
 	grep -qx "\[ok\] item #2 added to .todos." r2 &&
@@ -237,7 +237,7 @@ BP
 
 test_expect_success 'repetition_detection: the same call three times gets a note, so does a read-only streak' '
 	lev validate watch >out && grep -q "0 error(s), 0 warning(s)" out &&
-	lev run watch --task t --workdir work --json </dev/null >ev6 2>err &&
+	lev run --follow watch --task t --workdir work --json </dev/null >ev6 2>err &&
 	results ev6 &&
 	grep -q "\"message\":\"repetition: You have made the same call (.read_file., same arguments) 3 times in a row" ev6 &&
 	grep -q "\"message\":\"repetition: You have made 4 read-only calls in a row" ev6
@@ -250,7 +250,7 @@ test_expect_success 'file_tracking lists each file read once in its region' '
 test_expect_success 'without [repetition_detection] the same calls get no note (benign twin)' '
 	mkdir -p nowatch && cp watch/turns.toml nowatch/ &&
 	sed "/^\[repetition_detection\]/,\$d" watch/agent.leviath >nowatch/agent.leviath &&
-	lev run nowatch --task t --workdir work --json </dev/null >ev7 2>err &&
+	lev run --follow nowatch --task t --workdir work --json </dev/null >ev7 2>err &&
 	! grep -q "repetition:" ev7
 '
 
@@ -296,7 +296,7 @@ BP
 
 test_expect_success 'a compacting region past its budget is summarised by a model call' '
 	lev validate compact >out && grep -q "0 error(s), 0 warning(s)" out &&
-	lev run compact --task t --workdir work --json </dev/null >ev8 2>err &&
+	lev run --follow compact --task t --workdir work --json </dev/null >ev8 2>err &&
 	results ev8 &&
 	grep -q "\"event\":\"context_compacted\"" ev8 &&
 	printf "%s\n\n%s\n" "SUMMARY: files a and b were read" \
@@ -320,7 +320,7 @@ test_expect_success 'with strategy per_item the oldest entry is dropped, nothing
 	sed "s/kind = \"compacting\", /kind = \"temporary\", strategy = \"per_item\", /" \
 		compact/agent.leviath >percall/agent.leviath &&
 	grep -q "per_item" percall/agent.leviath &&
-	lev run percall --task t --workdir work --json </dev/null >ev9 2>err &&
+	lev run --follow percall --task t --workdir work --json </dev/null >ev9 2>err &&
 	! grep -q "context_compacted" ev9 &&
 	grep -q "\"event\":\"context_evicted\"" ev9 &&
 	tail -n 1 ev9 | grep -q "SUMMARY: files a and b were read"
@@ -363,7 +363,7 @@ BP
 
 test_expect_success 'a region declared in a stage exists for the stages that list it only' '
 	lev validate staged >out && grep -q "0 error(s), 0 warning(s)" out &&
-	lev run staged --task t --workdir work --json </dev/null >ev10 2>err &&
+	lev run --follow staged --task t --workdir work --json </dev/null >ev10 2>err &&
 	results ev10 &&
 	grep -qx "\[ok\] region .scratch. updated" r1 &&
 	grep -qx "\[error\] there is no context region .scratch." r2
@@ -373,7 +373,7 @@ test_expect_success 'a stage without its own context sees every region (benign t
 	mkdir -p unstaged && cp staged/turns.toml unstaged/ &&
 	sed "/^\[stages.b.context.regions\]/,/^notes/d" staged/agent.leviath >unstaged/agent.leviath &&
 	! grep -q "stages.b.context" unstaged/agent.leviath &&
-	lev run unstaged --task t --workdir work --json </dev/null >ev11 2>err &&
+	lev run --follow unstaged --task t --workdir work --json </dev/null >ev11 2>err &&
 	results ev11 &&
 	test "$(cat r2)" = "stage a scratch"
 '
@@ -419,7 +419,7 @@ text = "done"
 BP
 
 test_expect_success 'persist = false: the stage'"'"'s routed results leave with it' '
-	lev run persist --task t --workdir work --json </dev/null >ev12 2>err &&
+	lev run --follow persist --task t --workdir work --json </dev/null >ev12 2>err &&
 	results ev12 &&
 	grep -q "is in context region .codebase." p1 &&
 	grep -q "^codebase (temporary): 0 entries" r2
@@ -428,7 +428,7 @@ test_expect_success 'persist = false: the stage'"'"'s routed results leave with 
 test_expect_success 'persist = true keeps them for the next stage (benign twin)' '
 	mkdir -p persisting && cp persist/turns.toml persisting/ &&
 	sed "s/persist = false/persist = true/" persist/agent.leviath >persisting/agent.leviath &&
-	lev run persisting --task t --workdir work --json </dev/null >ev13 2>err &&
+	lev run --follow persisting --task t --workdir work --json </dev/null >ev13 2>err &&
 	results ev13 &&
 	grep -q "^codebase (temporary): 1 entries" r2
 '

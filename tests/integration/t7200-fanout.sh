@@ -602,13 +602,13 @@ EOF
 if command -v script >/dev/null 2>&1; then
 	test_expect_success 'a worker ask is the run prompt on the terminal (daemon run): allowed once, it writes' '
 		chmod 700 "$HOME/.leviath" && rm -f work/asked.txt &&
-		printf "1\n" | script -qec "$LEV run ./wask --workdir work --json" /dev/null >tty.out &&
+		printf "1\n" | script -qec "$LEV run --follow ./wask --workdir work --json" /dev/null >tty.out &&
 		grep -q "Allow tool call: .write_file. - .asked.txt." tty.out &&
 		test "$(cat work/asked.txt)" = one
 	'
 	test_expect_success 'the same ask answered deny: nothing is written (benign twin)' '
 		rm -f work/asked.txt &&
-		printf "4\n" | script -qec "$LEV run ./wask --workdir work --json" /dev/null >tty.out &&
+		printf "4\n" | script -qec "$LEV run --follow ./wask --workdir work --json" /dev/null >tty.out &&
 		grep -q "Allow tool call: .write_file. - .asked.txt." tty.out &&
 		test ! -e work/asked.txt
 	'

@@ -6,6 +6,7 @@
  * points.  Each value is checked as Leviath's schema has it; a bad one is an
  * error at FILE:LINE:COL.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -567,4 +568,56 @@ void lev__bp_points_release(struct lev_stage *st)
 	free(st->points);
 	st->points = NULL;
 	st->n_points = 0;
+}
+
+static void override_stage(struct lev_output_spec *o, const struct lev_launch_override *lo)
+{
+	o->present = true;
+	if (lo->output_format) {
+		free(o->format);
+		o->format = xstrdup(lo->output_format);
+		/* a check written for one shape says nothing about another */
+		if (!lo->output_schema) {
+			free(o->schema_json);
+			o->schema_json = NULL;
+		}
+	}
+	if (lo->output_instructions) {
+		free(o->instructions);
+		o->instructions = xstrdup(lo->output_instructions);
+	}
+	if (lo->output_schema) {
+		free(o->schema_json);
+		o->schema_json = xstrdup(lo->output_schema);
+	}
+}
+
+int lev_blueprint_launch_override(struct lev_blueprint *bp, const struct lev_launch_override *lo,
+				  struct lev_err *err)
+{
+	bool any = false;
+
+	if (lo->output_schema) {
+		json_t *j = json_loads(lo->output_schema, JSON_REJECT_DUPLICATES, NULL);
+		bool ok = json_is_object(j);
+
+		json_decref(j);
+		if (!ok)
+			return lev_err_set(err, -EINVAL, "--output-schema: not a JSON object");
+	}
+	if (lo->max_depth >= 0) {
+		bp->has_max_child_depth = true;
+		bp->max_child_depth = (uint64_t)lo->max_depth;
+	}
+	if (!lo->output_format && !lo->output_instructions && !lo->output_schema)
+		return 0;
+	for (size_t i = 0; i < bp->n_stages; i++)
+		any = any || bp->stages[i].output.present || bp->stages[i].require_output;
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		struct lev_stage *st = &bp->stages[i];
+
+		if (!any || st->output.present || st->require_output)
+			override_stage(&st->output, lo);
+	}
+	return 0;
 }

@@ -523,6 +523,28 @@ void lev_blueprint_route(const struct lev_stage *stage, const char *tool, const 
 /* max_child_depth as written, else LEV_CHILD_DEPTH_DEFAULT. */
 unsigned lev_blueprint_child_depth(const struct lev_blueprint *bp);
 
+/*
+ * What the caller of a run asked for at launch (`lev run --output-format
+ * --output-instructions --output-schema --max-depth`), over the blueprint's
+ * own: NULL / a negative max_depth leave a field as written.
+ */
+struct lev_launch_override {
+	const char *output_format;
+	const char *output_instructions;
+	const char *output_schema;	/* a JSON Schema, as JSON text */
+	long max_depth;
+};
+
+/*
+ * Apply LO to BP, as Leviath combines them: the launch request wins per
+ * field, in every stage that produces an output (mode = "output",
+ * require_output, an output block), or every stage when none does; a format
+ * with no schema drops the blueprint's schema.  -EINVAL when the schema is
+ * not a JSON object.
+ */
+int lev_blueprint_launch_override(struct lev_blueprint *bp, const struct lev_launch_override *lo,
+				  struct lev_err *err);
+
 const char *lev_stage_mode_name(enum lev_stage_mode m);
 const char *lev_volatility_name(enum lev_volatility v);
 const char *lev_region_kind_name(enum lev_region_kind k);

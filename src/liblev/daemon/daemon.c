@@ -31,6 +31,7 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/reload.h"
 #include "liblev/daemon/sock.h"
+#include "liblev/daemon/meta.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/policy/envfilter.h"
@@ -107,6 +108,9 @@ struct run {
 	char *dump;		/* doc as JSON text, for ps (doc_text()); owned */
 	size_t dump_len;
 	double dump_updated, dump_moved;	/* doc's "updated" and "moved" when dumped */
+	unsigned kids;		/* its sub-agents going (child_started, not finished) */
+	bool kids_workers;	/* the last that started is a fan_out worker */
+	char going[48];		/* going_status()'s text */
 };
 
 struct daemon {
@@ -126,6 +130,7 @@ struct daemon {
 	double last_evict;	/* when runs_evict() last looked */
 	bool trim_due;		/* a run ended: give the heap back once none is left */
 	double old_deadline;	/* when the previous daemon's workers get SIGKILL */
+	char *runs_dir;		/* <data root>/runs: each run's meta.json (meta.h) */
 };
 
 static double now(void)
@@ -176,6 +181,10 @@ static void run_save(struct daemon *d, struct run *r)
 	json_object_set_new(r->doc, "updated", json_real(now()));
 	r->dirty = false;
 	if (lev_store_run_put(d->st, r->doc, &err) < 0)
+		dlog(d, "run %s: %s", r->id, err.msg);
+	lev_err_clear(&err);
+	/* what Leviath's harnesses poll, as the run goes */
+	if (lev_meta_write(d->runs_dir, r->doc, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 }
 
@@ -933,10 +942,13 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 		free(id);
 		id = lev_run_id_new();
 	} while (run_find(d, id));
-	doc = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:i, s:s}", "id", id,
-			"agent", lev_json_str(req, "agent") ? lev_json_str(req, "agent") : "?",
+	doc = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:i, s:s, s:s, s:b, s:s?}", "id",
+			id, "agent", lev_json_str(req, "agent") ? lev_json_str(req, "agent") : "?",
 			"status", "idle", "stage", "", "iteration", 0, "tools", 0, "created", now(),
-			"moved", now(), "pid", (int)pid, "workdir", lev_json_str(req, "workdir"));
+			"moved", now(), "pid", (int)pid, "workdir", lev_json_str(req, "workdir"),
+			"blueprint_path", lev_json_str(req, "blueprint"), "yolo",
+			json_is_true(json_object_get(req, "yolo")), "model",
+			lev_json_str(req, "model"));
 	r = run_add(d, id, doc);
 	r->pid = pid;
 	r->fd = fd;
@@ -1127,12 +1139,51 @@ static void store_policy(struct daemon *d, struct run *r, const json_t *m)
 static bool event_acted_on(const char *name, size_t n)
 {
 	static const char *const acted[] = { "tool_call", "tool_result", "run_started",
-					     "stage_started", "model_request", NULL };
+					     "stage_started", "model_request", "model_response",
+					     "child_started", "child_finished", NULL };
 
 	for (int i = 0; acted[i]; i++)
 		if (strlen(acted[i]) == n && !memcmp(acted[i], name, n))
 			return true;
 	return false;
+}
+
+/* Add EV's token count KEY to DOC's running total (meta.json's). */
+static void add_tokens(json_t *doc, const json_t *ev, const char *key)
+{
+	const json_t *v = json_object_get(ev, key);
+
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		json_object_set_new(doc, key,
+				    json_integer(json_integer_value(json_object_get(doc, key)) +
+						 json_integer_value(v)));
+}
+
+/*
+ * What a run that is not held says: active, or, while its sub-agents run,
+ * Leviath's "waiting: workers(N)" (fan_out) or "waiting: children(N)"
+ * (spawn_agent).  Borrowed from R.
+ */
+static const char *going_status(struct run *r)
+{
+	if (!r->kids)
+		return "active";
+	snprintf(r->going, sizeof(r->going), "waiting: %s(%u)",
+		 r->kids_workers ? "workers" : "children", r->kids);
+	return r->going;
+}
+
+/* A sub-agent of R started (UP) or finished: its status says what it waits on. */
+static void kids_moved(struct daemon *d, struct run *r, const json_t *ev, bool up)
+{
+	if (up) {
+		r->kids++;
+		r->kids_workers = lev_streq(lev_json_str(ev, "role"), "worker");
+	} else if (r->kids) {
+		r->kids--;
+	}
+	if (!r->paused && !r->question && !status_final(run_status(r)))
+		run_set_status(d, r, going_status(r));
 }
 
 static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
@@ -1144,6 +1195,10 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 		run_set_status(d, r, "active");
 		return;
 	}
+	if (lev_streq(name, "child_started") || lev_streq(name, "child_finished")) {
+		kids_moved(d, r, ev, lev_streq(name, "child_started"));
+		return;
+	}
 	if (lev_streq(name, "stage_started") && lev_json_str(ev, "stage")) {
 		json_object_set_new(r->doc, "stage", json_string(lev_json_str(ev, "stage")));
 	} else if (lev_streq(name, "model_request") && json_object_get(ev, "iteration")) {
@@ -1152,6 +1207,11 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 		json_int_t n = json_integer_value(json_object_get(r->doc, "tools"));
 
 		json_object_set_new(r->doc, "tools", json_integer(n + 1));
+	} else if (lev_streq(name, "model_response")) {
+		add_tokens(r->doc, ev, "prompt_tokens");
+		add_tokens(r->doc, ev, "completion_tokens");
+		r->dirty = true;
+		return;	/* tokens are not progress */
 	} else {
 		return;
 	}
@@ -1159,10 +1219,14 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	r->dirty = true;	/* ps reads the doc; the database gets it in flush_runs() */
 }
 
-static const char *ask_status(const char *kind)
+static const char *ask_status(const json_t *q)
 {
+	const char *kind = lev_json_str(q, "kind");
+
 	if (lev_streq(kind, "taint"))
 		return "waiting: taint gate";
+	if (json_is_true(json_object_get(q, "point")))
+		return "waiting: checkpoint";
 	if (lev_streq(kind, "question"))
 		return "waiting: user prompt";
 	return "waiting: tool approval";
@@ -1225,7 +1289,7 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 		r->question = q;
 		if (lev_store_question_put(d->st, id, r->id, q, &err) < 0)
 			dlog(d, "run %s: %s", r->id, err.msg);
-		run_set_status(d, r, ask_status(lev_json_str(q, "kind")));
+		run_set_status(d, r, ask_status(q));
 		dlog(d, "run %s: waiting for an answer to %s", r->id, id);
 		free(id);
 		{
@@ -1308,12 +1372,29 @@ static json_t *op_ping(struct daemon *d)
  * so no run's size reaches ps and one run cannot crowd out the others.
  * The JSON text, malloc'ed (NULL only when DOC cannot be encoded).
  */
+/*
+ * Leviath's names beside lev's in a run of `lev ps --json`: run_id,
+ * tool_calls, last_progress_at (whole seconds), title (lev gives runs
+ * none), wait_reason (what "waiting: REASON" waits on).
+ */
+static void leviath_names(json_t *sum)
+{
+	json_t *m = lev_meta_of(sum);
+	const char *keys[] = { "run_id", "tool_calls", "last_progress_at", "title",
+			       "wait_reason", NULL };
+
+	for (size_t i = 0; keys[i]; i++)
+		json_object_set(sum, keys[i], json_object_get(m, keys[i]));
+	json_decref(m);
+}
+
 static char *ps_summary(const json_t *doc)
 {
 	json_t *sum = json_copy((json_t *)doc), *e = json_object_get(sum, "error");
 	char *text;
 
 	json_object_del(sum, "result");
+	leviath_names(sum);
 	if (json_is_string(e) && json_string_length(e) > PS_ERROR_MAX) {
 		const char *s = json_string_value(e);
 		size_t n = PS_ERROR_MAX;
@@ -1705,7 +1786,7 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	if (json_string_value(shown))
 		json_object_set_new(told, "answer", json_string(json_string_value(shown)));
 	run_send(d, r, a);
-	run_set_status(d, r, "active");
+	run_set_status(d, r, going_status(r));
 	follow_push(d, r, told, false);
 	return lev_proto_ok();
 }
@@ -1778,8 +1859,7 @@ static json_t *op_resume(struct daemon *d, const json_t *msg)
 	}
 	run_send(d, r, lev_proto_request("resume"));
 	if (lev_streq(run_status(r), "paused"))
-		run_set_status(d, r, r->question ? ask_status(lev_json_str(r->question, "kind"))
-						 : "active");
+		run_set_status(d, r, r->question ? ask_status(r->question) : going_status(r));
 	follow_push(d, r, lev_proto_request("resumed"), false);
 	dlog(d, "run %s: resumed", r->id);
 	return lev_proto_ok();
@@ -2277,7 +2357,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 {
 	struct daemon d = { .o = o };
-	_cleanup_free_ char *root = NULL, *sock = NULL, *lock = NULL, *db = NULL;
+	_cleanup_free_ char *root = NULL, *sock = NULL, *lock = NULL, *db = NULL, *pidfile = NULL;
 	_cleanup_close_ int lockfd = -1, lfd = -1, sfd = -1;
 	sigset_t chld, old;
 	int r;
@@ -2289,6 +2369,15 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	r = lev_sock_lock(lock, &lockfd, err);
 	if (r < 0)
 		return r;
+	if (lev_datadir_runs_dir(&d.runs_dir, err) < 0)
+		return err ? err->code : -EINVAL;
+	pidfile = lev_path_join(root, LEV_DAEMON_PIDFILE);
+	{
+		struct lev_err e = LEV_ERR_INIT;
+
+		if (lev_meta_pidfile(pidfile, &e) < 0)
+			dlog(&d, "%s", e.msg);
+	}
 	r = lev_store_open(db, &d.st, err);
 	if (r < 0)
 		return r;
@@ -2346,5 +2435,8 @@ out:
 	free(d.runs);
 	lev_store_close(d.st);
 	lev_reload_free(d.rl);
+	/* the lock is still ours: the pid file names this daemon, nobody else's */
+	(void)unlink(pidfile);
+	free(d.runs_dir);
 	return r;
 }

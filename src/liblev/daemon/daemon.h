@@ -73,3 +73,6 @@ int lev_daemon_serve(const struct lev_daemon_opts *opts, struct lev_err *err);
 
 /* The hidden command the worker binary serves runs with. */
 #define LEV_DAEMON_WORKER_CMD "__worker"
+
+/* The running daemon's pid, beneath the data root (Leviath's file). */
+#define LEV_DAEMON_PIDFILE "daemon.pid"

@@ -466,6 +466,8 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 	for (char *const *c = q->choices; c && *c; c++)
 		json_array_append_new(choices, json_string(*c));
 	json_object_set_new(m, "choices", choices);
+	if (q->point)
+		json_object_set_new(m, "point", json_true());
 	w_send(w, m);
 	reply = w_wait(w, "answer", w->timeout_ms);
 	t = lev_json_str(reply, "text");
@@ -670,6 +672,20 @@ static char *resume_error(const json_t *req, const char *e)
 	return xstrdup(e);
 }
 
+/* The launch request's output and depth over the blueprint's (lev run --output-*, --max-depth). */
+static int launch_override(struct lev_blueprint *bp, const json_t *req, struct lev_err *err)
+{
+	const json_t *md = json_object_get(req, "max_depth");
+	struct lev_launch_override lo = {
+		.output_format = lev_json_str(req, "output_format"),
+		.output_instructions = lev_json_str(req, "output_instructions"),
+		.output_schema = lev_json_str(req, "output_schema"),
+		.max_depth = json_is_integer(md) ? (long)json_integer_value(md) : -1,
+	};
+
+	return lev_blueprint_launch_override(bp, &lo, err);
+}
+
 int lev_worker_main(int fd, struct lev_err *err)
 {
 	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT };
@@ -702,7 +718,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 		send_done(&w, "error", NULL, "the request names no blueprint or workdir");
 		goto out;
 	}
-	if (lev_blueprint_load(path, &bp, &e) < 0) {
+	if (lev_blueprint_load(path, &bp, &e) < 0 || launch_override(bp, req, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}

@@ -122,6 +122,8 @@ struct lev_question {
 	const char *call_id;
 	const char *question;		/* the model's words: show them as text, never raw */
 	char *const *choices;		/* LEV_QUESTION_CHOICE: 2..20 answers */
+	bool point;			/* a stage's interaction point (Leviath's checkpoint),
+					 * not the agent's own question */
 };
 
 struct lev_agent;

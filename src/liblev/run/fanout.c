@@ -174,7 +174,7 @@ static enum lev_level parent_level(struct lev_agent *a)
 	return lev_level_max(a->seen, lev_context_taint_level(a->ctx));
 }
 
-static void child_event(struct lev_agent *a, const char *name, const char *id,
+static void child_event(struct lev_agent *a, const char *name, const char *role, const char *id,
 			const struct lev_blueprint *bp, const char *entry,
 			const struct child_result *res)
 {
@@ -182,6 +182,7 @@ static void child_event(struct lev_agent *a, const char *name, const char *id,
 
 	json_object_set_new(ev, "stage", agent_jtext(a->stages[a->cur].st->name));
 	json_object_set_new(ev, "child", agent_jtext(id));
+	json_object_set_new(ev, "role", json_string(role));	/* "worker" (fan_out) or "child" */
 	json_object_set_new(ev, "agent", agent_jtext(bp->name));
 	if (entry)
 		json_object_set_new(ev, "entry_stage", agent_jtext(entry));
@@ -203,7 +204,8 @@ static void child_event(struct lev_agent *a, const char *name, const char *id,
  * fails as a call: a child that cannot be built or does not finish is a
  * failed result saying why.
  */
-static void run_child(struct lev_agent *a, const char *id, const struct lev_blueprint *bp,
+static void run_child(struct lev_agent *a, const char *role, const char *id,
+		      const struct lev_blueprint *bp,
 		      const char *entry, const char *task, unsigned depth_limit,
 		      enum lev_level task_label, bool task_untrusted, struct child_result *res)
 {
@@ -236,10 +238,10 @@ static void run_child(struct lev_agent *a, const char *id, const struct lev_blue
 	o.hooks.turn = NULL;
 	o.hooks.step = NULL;
 	o.hooks.boundary = NULL;
-	child_event(a, "child_started", id, bp, entry, NULL);
+	child_event(a, "child_started", role, id, bp, entry, NULL);
 	if (agent_new_child(&o, &cs, &c, &err) < 0) {
 		res->error = xasprintf("the sub-agent could not start: %s", err.msg);
-		child_event(a, "child_finished", id, bp, entry, res);
+		child_event(a, "child_finished", role, id, bp, entry, res);
 		return;
 	}
 	/* its calls' ids say where they were made: "c1/call_2" */
@@ -261,7 +263,7 @@ static void run_child(struct lev_agent *a, const char *id, const struct lev_blue
 		res->answer = xstrdup(out);
 	}
 	lev_agent_free(c);
-	child_event(a, "child_finished", id, bp, entry, res);
+	child_event(a, "child_finished", role, id, bp, entry, res);
 }
 
 /* The depth a child of A may not exceed, or a refusal in *why. */
@@ -410,7 +412,7 @@ static void fanout_workers(struct lev_agent *a, const struct fanout_plan *p, con
 		if (!have_worker)
 			r.error = xasprintf("no worker: %s", why_not);
 		else
-			run_child(a, tag, bp, entry, task, limit, task_label, task_untrusted, &r);
+			run_child(a, "worker", tag, bp, entry, task, limit, task_label, task_untrusted, &r);
 		fr->label = lev_level_max(fr->label, r.label);
 		fr->untrusted = fr->untrusted || r.untrusted;
 		if (r.ok)
@@ -514,7 +516,7 @@ static void kid_run(struct lev_agent *a, struct agent_kid *k)
 	/* it starts now: with what its parent holds now, not when it was queued */
 	k->task_label = lev_level_max(k->task_label, parent_level(a));
 	k->task_untrusted = k->task_untrusted || any_ancestor_untrusted(a);
-	run_child(a, k->id, k->own_bp ? k->own_bp : a->bp, k->entry, k->task, k->depth_limit,
+	run_child(a, "child", k->id, k->own_bp ? k->own_bp : a->bp, k->entry, k->task, k->depth_limit,
 		  k->task_label, k->task_untrusted, &k->res);
 	k->state = k->res.ok ? KID_DONE : KID_FAILED;
 }
