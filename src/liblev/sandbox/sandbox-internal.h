@@ -73,6 +73,7 @@ struct lev_sandbox {
  */
 struct lev_sbx_fence {
 	bool ready;
+	char *path_env;		/* [1]: the PATH its directories were read from */
 	char **paths;
 	uint64_t *access;
 	size_t n;
