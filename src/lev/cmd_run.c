@@ -559,10 +559,16 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 
 /* ---- setup helpers --------------------------------------------------------- */
 
-/* The text of ARG (from the file after '@'), for the option WHAT. */
-static int load_text(const char *what, const char *arg, char **out)
+/*
+ * The text of ARG (from the file after '@'), for the option WHAT; a file's
+ * absolute path is added to *FILES as "KEY=PATH", for the run to label the
+ * text as read_file of it would be (lev_agent_opts.input_files).
+ */
+static int load_text(const char *what, const char *key, const char *arg, char **out,
+		     char ***files)
 {
 	struct lev_err err = LEV_ERR_INIT;
+	char real[PATH_MAX];
 	size_t len = 0;
 
 	if (arg[0] != '@') {
@@ -576,12 +582,18 @@ static int load_text(const char *what, const char *arg, char **out)
 		*out = NULL;
 		return lev_fail("%s: '%s' holds a NUL byte; it must be text", what, arg + 1);
 	}
+	if (!realpath(arg + 1, real)) {
+		free(*out);
+		*out = NULL;
+		return lev_fail("%s: cannot resolve '%s': %s", what, arg + 1, strerror(errno));
+	}
+	*files = lev_strv_push_take(*files, xasprintf("%s=%s", key, real));
 	return 0;
 }
 
-static int load_task(const char *arg, char **out)
+static int load_task(const char *arg, char **out, char ***files)
 {
-	return load_text("--task", arg, out);
+	return load_text("--task", "task", arg, out, files);
 }
 
 /*
@@ -589,7 +601,7 @@ static int load_task(const char *arg, char **out)
  * must name an input of BP (lev_blueprint_caller_input()), else nothing
  * would read it.
  */
-static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out)
+static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out, char ***files)
 {
 	char **v = NULL;
 
@@ -607,7 +619,7 @@ static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out)
 					       "'%s' (a region seeded by it)", key,
 					       bp->name ? bp->name : "?", key);
 		}
-		if (load_text(what, eq + 1, &text) != 0) {
+		if (load_text(what, key, eq + 1, &text, files) != 0) {
 			lev_strv_free(v);
 			return LEV_EXIT_FAIL;
 		}
@@ -797,6 +809,13 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path)
 		for (char *const *i = o->inputs; *i; i++)
 			json_array_append_new(in, json_string(*i));
 		json_object_set_new(r, "inputs", in);
+	}
+	if (o->input_files) {
+		json_t *in = json_array();
+
+		for (char *const *i = o->input_files; *i; i++)
+			json_array_append_new(in, json_string(*i));
+		json_object_set_new(r, "input_files", in);
 	}
 	if (o->model)
 		json_object_set_new(r, "model", json_string(o->model));
@@ -1398,6 +1417,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	const struct lev_config *cfg = &ctx->cfg;
 	_cleanup_free_ char *task = NULL;
 	char **inputs = NULL;
+	_cleanup_strv_ char **input_files = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *home = NULL;
 	char real[PATH_MAX];
@@ -1410,7 +1430,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	rc = LEV_EXIT_FAIL;
 	f.json = a.json;
-	if (a.task_arg && load_task(a.task_arg, &task) != 0)
+	if (a.task_arg && load_task(a.task_arg, &task, &input_files) != 0)
 		goto out;
 
 	/* the blueprint and the config */
@@ -1419,7 +1439,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		lev_fail("%s", err.msg);
 		goto out;
 	}
-	rc = load_inputs(bp, a.inputs, &inputs);
+	rc = load_inputs(bp, a.inputs, &inputs, &input_files);
 	if (rc != 0)
 		goto out;
 	rc = LEV_EXIT_FAIL;
@@ -1457,6 +1477,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	o.workdir = real;
 	o.task = task;
 	o.inputs = inputs;
+	o.input_files = input_files;
 	o.allow = a.allow;
 	o.model = a.model;
 	o.yolo = a.yolo;
