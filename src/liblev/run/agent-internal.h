@@ -405,6 +405,8 @@ void agent_label_free(struct lev_agent *a);
  */
 bool agent_label_fs(struct lev_agent *a, const struct lev_fs_targets *fs, enum lev_level *level,
 		    enum lev_integrity *integ);
+/* The [integrity] protected globs a shell line decided under INTEGRITY keeps read-only, or NULL. */
+char *const *agent_shell_protects(const struct lev_agent *a, enum lev_integrity integrity);
 /*
  * The caller input KEY ("task" for the task) read from a file (opts
  * input_files): labelled as read_file of that file would be, *INTEG set

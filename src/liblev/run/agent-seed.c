@@ -168,6 +168,7 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 		return;
 	}
 	so.read_fence = gd.read_fence;
+	so.protect = agent_shell_protects(a, gd.integrity);
 	so.git_hooks_off = gd.git_hooks_off;
 	lev_gatechain_decision_release(&gd);
 	(void)lev_tool_shell(&so, command, &out, NULL);

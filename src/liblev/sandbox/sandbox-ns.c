@@ -660,6 +660,23 @@ static int find_protected(const char *dir, const char *rel, char *const *globs, 
 	return r;
 }
 
+int lev_sbx_protected_files(const char *workdir, char *const *globs, char ***out,
+			    struct lev_err *err)
+{
+	size_t seen = 0;
+
+	*out = NULL;
+	if (!globs || !globs[0])
+		return 0;
+	if (find_protected(workdir, NULL, globs, out, &seen, 0) < 0) {
+		*out = lev_strv_free(*out);
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "the workdir holds more than %d entries, too many to keep its "
+				   "protected files read-only", PROTECT_WALK_MAX);
+	}
+	return 0;
+}
+
 /*
  * The workdir's write grant.  With files [integrity] protects in it
  * (lev_sandbox_limits.protect), Landlock (which only grants) gets the grant
@@ -674,13 +691,9 @@ static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
 			       char *const *protect, struct lev_err *err)
 {
 	_cleanup_strv_ char **files = NULL;
-	size_t seen = 0;
 
-	if (protect && protect[0] &&
-	    find_protected(workdir, NULL, protect, &files, &seen, 0) < 0)
-		return lev_err_set(err, LEV_EUNSUPP,
-				   "the workdir holds more than %d entries, too many to keep its "
-				   "protected files read-only", PROTECT_WALK_MAX);
+	if (lev_sbx_protected_files(workdir, protect, &files, err) < 0)
+		return err ? err->code : LEV_EUNSUPP;
 	if (!files) {
 		add_rule(pl, workdir, LEV_LL_FS_ALL);
 		return 0;
@@ -709,14 +722,10 @@ static int plan_protect_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandb
 			       char *const *protect, struct lev_err *err)
 {
 	_cleanup_strv_ char **files = NULL, **dirs = NULL;
-	size_t seen = 0, wl = strlen(sb->workdir);
+	size_t wl = strlen(sb->workdir);
 
-	if (!protect || !protect[0])
-		return 0;
-	if (find_protected(sb->workdir, NULL, protect, &files, &seen, 0) < 0)
-		return lev_err_set(err, LEV_EUNSUPP,
-				   "the workdir holds more than %d entries, too many to keep its "
-				   "protected files read-only", PROTECT_WALK_MAX);
+	if (lev_sbx_protected_files(sb->workdir, protect, &files, err) < 0)
+		return err ? err->code : LEV_EUNSUPP;
 	if (!files)
 		return 0;
 	if (pl->mode != LEV_SBX_NS && !pl->use_ll)
