@@ -5,7 +5,7 @@
 # and each directory between it and the workdir onto itself (a mount point
 # is neither replaced nor renamed); without user namespaces Landlock splits
 # the workdir's write grant; with neither the line is refused.  Container:
-# see t4345.  Every writer is hidden from the key parser (code in a
+# t4346; its fallback to the host: t4345.  Every writer is hidden from the key parser (code in a
 # variable's value) and run under --yolo, so only the kernel stands in the
 # way.  Twins: the same lines with only trusted content live go through,
 # and the workdir's other files stay writable while untrusted content is.
