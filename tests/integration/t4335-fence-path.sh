@@ -2,11 +2,13 @@
 # The confined reads of a pre-approved host line (kind none) open the
 # directories on PATH, so that the line can run what its PATH names: the
 # PATH of the environment the command is spawned with, never lev's own
-# (issue 27, stand-in fix).  Under the daemon the two differ: the daemon
-# kept the PATH it was started with, the run carries its caller's.  A
-# program in a directory only the caller's PATH names runs (the twin of
-# t4330's confined-read attacks); a directory on the daemon's PATH alone is
-# not opened to the line.
+# (issue 27, stand-in fix).  Under the daemon a run's commands carry its
+# caller's PATH, not the one the daemon was started with: a program in a
+# directory only the caller's PATH names runs, and a directory on the
+# daemon's PATH alone is not opened to the line.  (The daemon's worker is
+# exec'd with its caller's environment, so lev's own PATH and the
+# command's agree today and this test also passes with the old getenv();
+# it holds the behaviour, not the stand-in.)
 . "$SRC_DIR/tests/lib.sh"
 
 if ! "$LEV" sandbox probe --json 2>/dev/null | grep -q '"landlock_abi": [1-9]'; then
