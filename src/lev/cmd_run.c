@@ -574,10 +574,16 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 
 /* ---- setup helpers --------------------------------------------------------- */
 
-/* The text of ARG (from the file after '@'), for the option WHAT. */
-static int load_text(const char *what, const char *arg, char **out)
+/*
+ * The text of ARG (from the file after '@'), for the option WHAT; a file's
+ * absolute path is added to *FILES as "KEY=PATH", for the run to label the
+ * text as read_file of it would be (lev_agent_opts.input_files).
+ */
+static int load_text(const char *what, const char *key, const char *arg, char **out,
+		     char ***files)
 {
 	struct lev_err err = LEV_ERR_INIT;
+	char real[PATH_MAX];
 	size_t len = 0;
 
 	if (arg[0] != '@') {
@@ -591,6 +597,12 @@ static int load_text(const char *what, const char *arg, char **out)
 		*out = NULL;
 		return lev_fail("%s: '%s' holds a NUL byte; it must be text", what, arg + 1);
 	}
+	if (!realpath(arg + 1, real)) {
+		free(*out);
+		*out = NULL;
+		return lev_fail("%s: cannot resolve '%s': %s", what, arg + 1, strerror(errno));
+	}
+	*files = lev_strv_push_take(*files, xasprintf("%s=%s", key, real));
 	return 0;
 }
 
@@ -600,7 +612,7 @@ static int load_text(const char *what, const char *arg, char **out)
  * file behind it is an error, so a mistyped file name never becomes the
  * prompt; anything else is the task itself.  lev's @FILE reads FILE.
  */
-static int load_task(const char *arg, char **out)
+static int load_task(const char *arg, char **out, char ***files)
 {
 	_cleanup_free_ char *home = NULL, *at = NULL;
 	bool pathlike = !strchr(arg, ' ') && (strchr(arg, '/') || strchr(arg, '\\') ||
@@ -609,13 +621,13 @@ static int load_task(const char *arg, char **out)
 	struct stat st;
 
 	if (arg[0] == '@' || !*arg)
-		return load_text("--task", arg, out);
+		return load_text("--task", "task", arg, out, files);
 	if (arg[0] == '~' && arg[1] == '/' && lev_home_dir(&home, NULL) == 0)
 		file = at = lev_path_join(home, arg + 2);
 	if (stat(file, &st) == 0 && S_ISREG(st.st_mode)) {
 		_cleanup_free_ char *ref = xasprintf("@%s", file);
 
-		return load_text("--task", ref, out);
+		return load_text("--task", "task", ref, out, files);
 	}
 	if (pathlike)
 		return lev_fail("--task: '%s' looks like a file name and there is no such file (give "
@@ -629,7 +641,7 @@ static int load_task(const char *arg, char **out)
  * must name an input of BP (lev_blueprint_caller_input()), else nothing
  * would read it.
  */
-static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out)
+static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out, char ***files)
 {
 	char **v = NULL;
 
@@ -647,7 +659,7 @@ static int load_inputs(const struct lev_blueprint *bp, char **in, char ***out)
 					       "'%s' (a region seeded by it)", key,
 					       bp->name ? bp->name : "?", key);
 		}
-		if (load_text(what, eq + 1, &text) != 0) {
+		if (load_text(what, key, eq + 1, &text, files) != 0) {
 			lev_strv_free(v);
 			return LEV_EXIT_FAIL;
 		}
@@ -838,6 +850,13 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path,
 		for (char *const *i = o->inputs; *i; i++)
 			json_array_append_new(in, json_string(*i));
 		json_object_set_new(r, "inputs", in);
+	}
+	if (o->input_files) {
+		json_t *in = json_array();
+
+		for (char *const *i = o->input_files; *i; i++)
+			json_array_append_new(in, json_string(*i));
+		json_object_set_new(r, "input_files", in);
 	}
 	if (o->model)
 		json_object_set_new(r, "model", json_string(o->model));
@@ -1537,9 +1556,11 @@ static int launch_override(const struct run_args *a, struct lev_blueprint *bp, c
 			   struct lev_launch_override *lo)
 {
 	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_strv_ char **files = NULL;	/* a schema is not in the context: no label */
 
 	*schema = NULL;
-	if (a->output_schema && load_text("--output-schema", a->output_schema, schema) != 0)
+	if (a->output_schema &&
+	    load_text("--output-schema", "output_schema", a->output_schema, schema, &files) != 0)
 		return LEV_EXIT_FAIL;
 	*lo = (struct lev_launch_override){ a->output_format, a->output_instructions, *schema,
 					    a->max_depth };
@@ -1560,6 +1581,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	_cleanup_free_ char *task = NULL, *schema = NULL;
 	struct lev_launch_override lo;
 	char **inputs = NULL;
+	_cleanup_strv_ char **input_files = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *home = NULL;
 	char real[PATH_MAX];
@@ -1572,7 +1594,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	rc = LEV_EXIT_FAIL;
 	f.json = a.json;
-	if (a.task_arg && load_task(a.task_arg, &task) != 0)
+	if (a.task_arg && load_task(a.task_arg, &task, &input_files) != 0)
 		goto out;
 
 	/* the blueprint (with what the launch asks over it) and the config */
@@ -1583,7 +1605,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	if (launch_override(&a, bp, &schema, &lo) != 0)
 		goto out;
-	rc = load_inputs(bp, a.inputs, &inputs);
+	rc = load_inputs(bp, a.inputs, &inputs, &input_files);
 	if (rc != 0)
 		goto out;
 	rc = LEV_EXIT_FAIL;
@@ -1621,6 +1643,7 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 	o.workdir = real;
 	o.task = task;
 	o.inputs = inputs;
+	o.input_files = input_files;
 	o.allow = a.allow;
 	o.model = a.model;
 	o.yolo = a.yolo;

@@ -320,6 +320,65 @@ test_expect_success 'a file seed keeps the label; the twin seed stays trusted' '
 	test "$(seed_integrity ev notes)" = trusted
 '
 
+# --task @FILE and --input KEY=@FILE are labelled as read_file of FILE would
+# be: the ledger (TODO.md, written while the page was live), the [integrity]
+# globs (inbox/**); a plain user file (NOTES.md) stays trusted
+mkdir -p inp
+cat >inp/agent.leviath <<'EOF'
+[agent]
+name = "inp"
+
+[context.regions]
+task = { kind = "pinned", seed = "task" }
+notes = { kind = "pinned", seed = { caller = "notes" } }
+conversation = { kind = "sliding_window", max_items = 10 }
+
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["http_post"]
+EOF
+cat >inp/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "http_post"
+args = { url = "http://127.0.0.1:9/collect", body = "7731" }
+[[turn]]
+text = "done"
+EOF
+# inp ARGS...: run inp with ARGS; prints the post's verdict
+inp() {
+	lev run --foreground inp --workdir work --allow http_post --json "$@" >ev3 2>err3 &&
+	post_verdict ev3
+}
+
+test_expect_success '--input KEY=@FILE: a file written while untrusted content was live makes the post refused' '
+	test "$(inp --task t --input notes=@work/TODO.md)" = "deny integrity" &&
+	test "$(seed_integrity ev3 notes)" = untrusted &&
+	test "$(inp --task t --notes @work/inbox/page.html)" = "deny integrity"
+'
+
+test_expect_success 'benign twin: --input KEY=@FILE of a plain user file is trusted' '
+	test "$(inp --task t --input notes=@work/NOTES.md)" = "allow permission" &&
+	test "$(seed_integrity ev3 notes)" = trusted &&
+	test "$(inp --task t --input notes="post the code")" = "allow permission"
+'
+
+test_expect_success '--task @FILE: labelled from the ledger and the globs; the twin is trusted' '
+	test "$(inp --task @work/TODO.md --notes n)" = "deny integrity" &&
+	test "$(seed_integrity ev3 task)" = untrusted &&
+	test "$(inp --task @work/inbox/page.html --notes n)" = "deny integrity" &&
+	test "$(inp --task @work/NOTES.md --notes n)" = "allow permission"
+'
+
+test_expect_success 'the daemon labels an @FILE input as the foreground run does' '
+	setsid -w "$LEV" run inp --workdir work --allow http_post --json --task t \
+		--notes @work/TODO.md >ev4 2>err4;
+	test "$(post_verdict ev4)" = "deny integrity" &&
+	setsid -w "$LEV" run inp --workdir work --allow http_post --json --task t \
+		--notes @work/NOTES.md >ev4 2>err4;
+	test "$(post_verdict ev4)" = "allow permission"
+'
+
 test_expect_success 'lev label --clear makes the file trusted again' '
 	lev label --clear work/TODO.md >out &&
 	grep -q "^work/TODO.md: label cleared" out &&

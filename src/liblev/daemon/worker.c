@@ -695,6 +695,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	struct lev_effective_paths paths;
 	json_t *start = NULL, *req;
 	char **allow = NULL, **env = NULL, **inputs = NULL;
+	_cleanup_strv_ char **input_files = NULL;
 	_cleanup_free_ char *home = NULL, *root = NULL, *runs = NULL, *policy = NULL,
 			    *rules = NULL, *creds = NULL, *cfg_path = NULL;
 	struct lev_err e = LEV_ERR_INIT;
@@ -762,6 +763,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 	o.workdir = workdir;
 	o.task = lev_json_str(req, "task");
 	o.inputs = inputs;
+	input_files = lev_strv_from_json(json_object_get(req, "input_files"));
+	o.input_files = input_files;
 	o.yolo = json_is_true(json_object_get(req, "yolo"));
 	o.yolo_flow = json_is_true(json_object_get(req, "yolo_flow"));
 	o.allow = allow;

@@ -553,13 +553,14 @@ static void run_ask(struct lev_agent *a, struct call_state *cs)
 /*
  * While untrusted content is live, the files [integrity] protects are
  * read-only to the shell line (the host fence splits the workdir's write
- * grant around them): the globs, or NULL.
+ * grant around them; a namespace binds them read-only): the globs, or NULL.
+ * A model's call and a command seed alike (agent-internal.h).
  */
-static char *const *shell_protects(const struct lev_agent *a, const struct call_state *cs)
+char *const *agent_shell_protects(const struct lev_agent *a, enum lev_integrity integrity)
 {
 	const struct lev_integrity_policy *ip;
 
-	if (!a->gate || cs->gd.integrity == LEV_TRUSTED)
+	if (!a->gate || integrity == LEV_TRUSTED)
 		return NULL;
 	ip = lev_policy_integrity(lev_gate_policy(a->gate));
 	return ip ? ip->protected_files : NULL;
@@ -590,7 +591,7 @@ static void execute(struct lev_agent *a, struct call_state *cs)
 			.envp = a->envp,
 			.cancel_fd = a->o.cancel_fd,
 			.read_fence = cs->gd.read_fence,
-			.protect = shell_protects(a, cs),
+			.protect = agent_shell_protects(a, cs->gd.integrity),
 			.git_hooks_off = cs->gd.git_hooks_off,
 		};
 

@@ -405,6 +405,15 @@ void agent_label_free(struct lev_agent *a);
  */
 bool agent_label_fs(struct lev_agent *a, const struct lev_fs_targets *fs, enum lev_level *level,
 		    enum lev_integrity *integ);
+/* The [integrity] protected globs a shell line decided under INTEGRITY keeps read-only, or NULL. */
+char *const *agent_shell_protects(const struct lev_agent *a, enum lev_integrity integrity);
+/*
+ * The caller input KEY ("task" for the task) read from a file (opts
+ * input_files): labelled as read_file of that file would be, *INTEG set
+ * untrusted when it is, *LEVEL raised.  False: KEY came from no file.
+ */
+bool agent_label_input(struct lev_agent *a, const char *key, enum lev_level *level,
+		       enum lev_integrity *integ);
 /* A network result from every URL requested (HOPS): untrusted if any hop is; false: none. */
 bool agent_label_hops(struct lev_agent *a, char *const *hops, enum lev_level *level,
 		      enum lev_integrity *integ);

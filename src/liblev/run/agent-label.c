@@ -137,6 +137,46 @@ bool agent_label_fs(struct lev_agent *a, const struct lev_fs_targets *fs, enum l
 	return n > 0;
 }
 
+bool agent_label_input(struct lev_agent *a, const char *key, enum lev_level *level,
+		       enum lev_integrity *integ)
+{
+	size_t n = strlen(key);
+	enum lev_integrity i = LEV_TRUSTED;
+	bool any = false;
+
+	for (char *const *f = a->o.input_files; f && *f; f++) {
+		struct lev_fs_touched t = { .fd = -1 };
+		_cleanup_close_ int fd = -1;
+		char real[PATH_MAX];
+
+		if (strncmp(*f, key, n) != 0 || (*f)[n] != '=')
+			continue;
+		any = true;
+		_cleanup_free_ char *link = NULL;
+		ssize_t len = -1;
+
+		fd = open(*f + n + 1, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd >= 0) {
+			/* the real path of the object opened, not of the name */
+			link = xasprintf("/proc/self/fd/%d", fd);
+			len = readlink(link, real, sizeof(real) - 1);
+		}
+		if (len <= 0 || real[0] != '/') {
+			/* gone or moved since it was read: labelled as nothing vouches */
+			i = LEV_UNTRUSTED;
+			*level = lev_level_max(*level, LEV_PRIVATE);
+			continue;
+		}
+		real[len] = '\0';
+		t.fd = fd;
+		t.real = real;
+		object_label(a, &t, &i, level);
+	}
+	if (any)
+		*integ = i == LEV_UNTRUSTED ? LEV_UNTRUSTED : *integ;
+	return any;
+}
+
 bool agent_label_hops(struct lev_agent *a, char *const *hops, enum lev_level *level,
 		      enum lev_integrity *integ)
 {

@@ -168,6 +168,7 @@ static void seed_command(struct lev_agent *a, const char *region, const char *co
 		return;
 	}
 	so.read_fence = gd.read_fence;
+	so.protect = agent_shell_protects(a, gd.integrity);
 	so.git_hooks_off = gd.git_hooks_off;
 	lev_gatechain_decision_release(&gd);
 	(void)lev_tool_shell(&so, command, &out, NULL);
@@ -248,15 +249,21 @@ static void seed_tool(struct lev_agent *a, const struct lev_region *rg, struct s
 	free(call.parse_error);
 }
 
-/* The value of the caller input that seeds RG (lev_blueprint_caller_input()), or NULL. */
-static const char *caller_input(const struct lev_agent *a, const struct lev_region *rg)
+/*
+ * The value of the caller input that seeds RG (lev_blueprint_caller_input()),
+ * or NULL; *KEY (caller frees) the name it was given under.
+ */
+static const char *caller_input(const struct lev_agent *a, const struct lev_region *rg,
+				char **key_out)
 {
 	for (char *const *in = a->o.inputs; in && *in; in++) {
 		const char *eq = strchr(*in, '=');
 		_cleanup_free_ char *key = eq ? xstrndup(*in, (size_t)(eq - *in)) : NULL;
 
-		if (key && lev_blueprint_caller_input(a->bp, key) == rg)
+		if (key && lev_blueprint_caller_input(a->bp, key) == rg) {
+			*key_out = TAKE_PTR(key);
 			return eq + 1;
+		}
 	}
 	return NULL;
 }
@@ -283,14 +290,18 @@ int agent_run_seeds(struct lev_agent *a, struct lev_err *err)
 					sr.integrity = LEV_UNTRUSTED;
 				task_placed = true;
 			} else if (!lev_streq(rg->seed.value, "task")) {
-				const char *v = caller_input(a, rg);
+				_cleanup_free_ char *key = NULL;
+				const char *v = caller_input(a, rg, &key);
 
 				if (v) {
-					/* the user's own input, labelled as the task is */
+					/* the user's own input, labelled as the task is, and
+					 * one read from a file as read_file of it would be */
 					sr.text = xstrdup(v);
 					sr.label = a->task_label;
 					if (a->task_untrusted)
 						sr.integrity = LEV_UNTRUSTED;
+					(void)agent_label_input(a, key, &sr.label,
+								&sr.integrity);
 				} else {
 					sr.error = xasprintf("no input '%s' was given (lev run "
 							     "--%s VALUE)", rg->seed.value,

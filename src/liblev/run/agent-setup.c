@@ -580,6 +580,13 @@ static int setup(struct lev_agent *a, const char *entry, struct lev_err *err)
 	r = agent_fanout_check(a, err);
 	if (r < 0)
 		return r;
+	if (!a->parent) {
+		/* --task @FILE: labelled as read_file of FILE would be */
+		enum lev_integrity ti = LEV_TRUSTED;
+
+		if (agent_label_input(a, "task", &a->task_label, &ti) && ti == LEV_UNTRUSTED)
+			a->task_untrusted = true;
+	}
 	agent_integrity_setup(a);
 	a->landlock = lev_landlock_abi() >= 1;
 	for (size_t i = 0; i < a->n_stages; i++) {

@@ -176,6 +176,11 @@ struct lev_agent_opts {
 	const char *task;		/* --task text, or NULL */
 	char *const *inputs;		/* the other caller inputs, "KEY=VALUE" (strv, may
 					 * be NULL): `lev run --input KEY=VALUE`, `--KEY VALUE` */
+	char *const *input_files;	/* "KEY=PATH" ("task=PATH" for the task): the file
+					 * an input was read from (`--KEY @FILE`), whose text
+					 * is labelled as read_file of PATH would be: the
+					 * ledger, [[sources]] path entries, [integrity]
+					 * globs (strv, may be NULL) */
 	bool yolo;			/* --yolo: every permission ask becomes allow */
 	bool yolo_flow;			/* --yolo-flow: and taint and integrity asks too */
 	char *const *allow;		/* --allow TOOL... (strv, may be NULL) */

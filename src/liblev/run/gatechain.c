@@ -1122,7 +1122,8 @@ void lev_gatechain_env_build(struct lev_gatechain_env *env, const struct lev_gat
 	env->home = home;
 	env->real_paths = site->real_paths;
 	if (site->eff) {
-		env->kind = site->eff->kind;
+		/* the kind in force: a container that fell back to the host is kind none */
+		env->kind = site->sb ? lev_sandbox_kind(site->sb) : site->eff->kind;
 		env->network = site->eff->network;
 		/* what the sandbox actually has in force; one that could not be set up, nothing */
 		if (site->sb || site->eff->kind != LEV_SANDBOX_NAMESPACE) {

@@ -32,6 +32,8 @@ enum mop_kind {
 	MOP_SETRO,	/* make the mount at PATH read-only */
 	MOP_MASK_DIR,	/* an empty, unreadable, read-only directory over PATH */
 	MOP_MASK_FILE,	/* an empty, unreadable, read-only file over PATH */
+	MOP_BIND_SELF,	/* PATH bound onto itself (recursive): no longer renamed or removed */
+	MOP_RO_SELF,	/* PATH bound onto itself read-only: neither written nor replaced */
 };
 
 struct mop {

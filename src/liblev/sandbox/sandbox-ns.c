@@ -414,7 +414,16 @@ static void plan_read_except(struct lev_sbx_nsplan *pl, const char *dir, char *c
 	plan_except(pl, dir, masks, LEV_LL_FS_READ_DIR, LEV_LL_FS_READ, depth);
 }
 
-static void plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
+			       char *const *protect, struct lev_err *err);
+
+/*
+ * The Landlock rules of a namespace sandbox.  With a mount namespace the
+ * protected files (PROTECT) are read-only mounts (plan_protect_mounts());
+ * without one the workdir's write grant is split around them.
+ */
+static int plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
+			 char *const *protect, struct lev_err *err)
 {
 	size_t i;
 
@@ -442,9 +451,17 @@ static void plan_landlock(struct lev_sbx_nsplan *pl, const struct lev_sandbox *s
 		_cleanup_free_ char *p = xasprintf("/dev/%s", dev_nodes[i]);
 		add_rule(pl, p, DEV_RW);
 	}
-	add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	if (pl->mode == LEV_SBX_NS) {
+		add_rule(pl, sb->workdir, LEV_LL_FS_ALL);
+	} else {
+		int r = plan_workdir_writes(pl, sb->workdir, protect, err);
+
+		if (r < 0)
+			return r;
+	}
 	pl->ll.rules = pl->rules;
 	pl->ll.n_rules = pl->n_rules;
+	return 0;
 }
 
 /* The system trees a pre-approved host command may read (with the masks kept out). */
@@ -510,11 +527,13 @@ static void add_path_links(struct lev_sbx_nsplan *pl, const struct lev_sandbox *
  * run programs from (~/.cargo/bin, a tool's own bin directory), and the
  * programs their links name: absolute
  * ones only, and never one that is the root, the home or above it (a PATH
- * naming ~ would otherwise open the whole home to a confined line).
+ * naming ~ would otherwise open the whole home to a confined line).  PATH
+ * is the one of the environment the command is spawned with (what its
+ * shell looks programs up in), never lev's own.
  */
-static void add_path_dirs(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb)
+static void add_path_dirs(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
+			  const char *path)
 {
-	const char *path = getenv("PATH");
 	_cleanup_free_ char *copy = path ? xstrdup(path) : NULL;
 	char *save = NULL;
 
@@ -571,14 +590,20 @@ static void add_git_config(struct lev_sbx_nsplan *pl, const struct lev_sandbox *
  * [sandbox] writable and the granted read paths.  The root directory
  * itself is listable in both (a shell stats its way down from it).
  */
-static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, bool confined)
+static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, bool confined,
+					      const char *path_env)
 {
 	struct lev_sbx_fence *f = &sb->fence[confined];
 	struct lev_sbx_nsplan *scratch;
 	size_t i;
 
-	if (f->ready)
+	if (f->ready && (!confined || !strcmp(f->path_env, path_env)))
 		return f;
+	/* planned again for a command whose PATH differs */
+	f->paths = lev_strv_free(f->paths);
+	free(f->access);
+	free(f->path_env);
+	f->path_env = xstrdup(path_env);
 	scratch = xcalloc(1, sizeof(*scratch));
 	if (!confined) {
 		plan_read_except(scratch, "/", sb->masks, 0);
@@ -588,7 +613,7 @@ static const struct lev_sbx_fence *fence_reads(const struct lev_sandbox *sb, boo
 			add_read_tree(scratch, system_trees[i], sb->masks);
 		for (char *const *r = sb->read_paths; r && *r; r++)
 			add_read_tree(scratch, *r, sb->masks);
-		add_path_dirs(scratch, sb);
+		add_path_dirs(scratch, sb, path_env);
 		add_git_config(scratch, sb);
 	}
 	f->access = xreallocarray(NULL, scratch->n_rules ? scratch->n_rules : 1,
@@ -635,6 +660,23 @@ static int find_protected(const char *dir, const char *rel, char *const *globs, 
 	return r;
 }
 
+int lev_sbx_protected_files(const char *workdir, char *const *globs, char ***out,
+			    struct lev_err *err)
+{
+	size_t seen = 0;
+
+	*out = NULL;
+	if (!globs || !globs[0])
+		return 0;
+	if (find_protected(workdir, NULL, globs, out, &seen, 0) < 0) {
+		*out = lev_strv_free(*out);
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "the workdir holds more than %d entries, too many to keep its "
+				   "protected files read-only", PROTECT_WALK_MAX);
+	}
+	return 0;
+}
+
 /*
  * The workdir's write grant.  With files [integrity] protects in it
  * (lev_sandbox_limits.protect), Landlock (which only grants) gets the grant
@@ -649,13 +691,9 @@ static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
 			       char *const *protect, struct lev_err *err)
 {
 	_cleanup_strv_ char **files = NULL;
-	size_t seen = 0;
 
-	if (protect && protect[0] &&
-	    find_protected(workdir, NULL, protect, &files, &seen, 0) < 0)
-		return lev_err_set(err, LEV_EUNSUPP,
-				   "the workdir holds more than %d entries, too many to keep its "
-				   "protected files read-only", PROTECT_WALK_MAX);
+	if (lev_sbx_protected_files(workdir, protect, &files, err) < 0)
+		return err ? err->code : LEV_EUNSUPP;
 	if (!files) {
 		add_rule(pl, workdir, LEV_LL_FS_ALL);
 		return 0;
@@ -670,6 +708,58 @@ static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
 }
 
 /*
+ * The protected files of a namespace sandbox with a mount namespace: each
+ * bound onto itself read-only (so `>>`, `truncate` and `cp` over it meet a
+ * read-only file system, and `sed -i`, `mv`, `ln -sf` and `rm` a busy mount
+ * point), and every directory between the workdir and it bound onto itself
+ * (a mount point is not renamed either, so `mv sub elsewhere` cannot carry
+ * the file away and put another in its place).  Everything else in those
+ * directories stays writable.  Without a mount namespace Landlock splits
+ * the workdir's write grant (plan_workdir_writes()); with neither, a
+ * workdir that holds a protected file runs no command.
+ */
+static int plan_protect_mounts(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb,
+			       char *const *protect, struct lev_err *err)
+{
+	_cleanup_strv_ char **files = NULL, **dirs = NULL;
+	size_t wl = strlen(sb->workdir);
+
+	if (lev_sbx_protected_files(sb->workdir, protect, &files, err) < 0)
+		return err ? err->code : LEV_EUNSUPP;
+	if (!files)
+		return 0;
+	if (pl->mode != LEV_SBX_NS && !pl->use_ll)
+		return lev_err_set(err, LEV_EUNSUPP,
+				   "the workdir holds files [integrity] protects ('%s'), and this "
+				   "sandbox has neither a mount namespace nor Landlock to keep them "
+				   "read-only while untrusted content is live", files[0]);
+	if (pl->mode != LEV_SBX_NS)
+		return 0;	/* plan_landlock() split the write grant */
+	/* each directory after the ones above it: a bind carries what is below */
+	for (char **f = files; *f; f++)
+		for (const char *s = strchr(*f + wl + 1, '/'); s; s = strchr(s + 1, '/')) {
+			_cleanup_free_ char *d = xstrndup(*f, (size_t)(s - *f));
+
+			if (!lev_strv_contains(dirs, d))
+				dirs = lev_strv_push(dirs, d);
+		}
+	for (char **d = dirs; d && *d; d++)
+		add_op(pl, MOP_BIND_SELF, *d, NULL, -1, false);
+	for (char **f = files; *f; f++) {
+		struct stat st;
+
+		/* a mount lands on what a link names: the link itself could be replaced */
+		if (lstat(*f, &st) == 0 && S_ISLNK(st.st_mode))
+			return lev_err_set(err, LEV_EUNSUPP,
+					   "the protected file '%s' is a symbolic link, which a "
+					   "read-only mount cannot keep in place; while untrusted "
+					   "content is live no command runs beside it", *f);
+		add_op(pl, MOP_RO_SELF, *f, NULL, -1, false);
+	}
+	return 0;
+}
+
+/*
  * The host fence of kind none (lev_sandbox_limits.host_fence, read_fence):
  * Landlock under no_new_privs.  Writes: the workdir, the command's scratch
  * directory, [sandbox] writable and the harmless devices.  Reads: see
@@ -677,7 +767,7 @@ static int plan_workdir_writes(struct lev_sbx_nsplan *pl, const char *workdir,
  * granting a tree that holds it.
  */
 static int plan_host_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *sb, bool confined,
-			   char *const *protect, struct lev_err *err)
+			   char *const *protect, const char *path_env, struct lev_err *err)
 {
 	int abi = lev_landlock_abi();
 	const struct lev_sbx_fence *f;
@@ -692,7 +782,7 @@ static int plan_host_fence(struct lev_sbx_nsplan *pl, const struct lev_sandbox *
 	pl->use_ll = true;
 	pl->ll.abi = abi;
 	pl->ll.handled_fs = lev_landlock_fs_rights(abi);
-	f = fence_reads(sb, confined);
+	f = fence_reads(sb, confined, path_env);
 	for (i = 0; i < f->n; i++)
 		add_rule(pl, f->paths[i], f->access[i]);
 	for (i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
@@ -770,6 +860,8 @@ int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char 
 	}
 
 	if (sb->kind == LEV_SANDBOX_NAMESPACE) {
+		int r = 0;
+
 		pl->use_nnp = true;
 		pl->use_caps = true;
 		pl->use_rlimits = true;
@@ -783,7 +875,15 @@ int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char 
 		if (pl->mode == LEV_SBX_NS)
 			plan_mounts(pl, sb);
 		if (sb->layers & LEV_LAYER_LANDLOCK)
-			plan_landlock(pl, sb);
+			r = plan_landlock(pl, sb, limits->protect, err);
+		if (r == 0)
+			r = plan_protect_mounts(pl, sb, limits->protect, err);
+		if (r < 0) {
+			if (pl->tmpdir)
+				(void)rmdir(pl->tmpdir);
+			lev_sbx_nsplan_free(pl);
+			return r;
+		}
 		if (sb->have_sc) {
 			pl->use_sc = true;
 			pl->sc = &sb->sc;
@@ -803,15 +903,19 @@ int lev_sbx_ns_build_plan(const struct lev_sandbox *sb, char *const *argv, char 
 	if (sb->kind == LEV_SANDBOX_NONE && (limits->host_fence || limits->read_fence)) {
 		int r = plan_tmpdir(pl, make_tmpdir, err);
 
-		if (r == 0)
-			r = plan_host_fence(pl, sb, limits->read_fence, limits->protect, err);
+		if (r == 0) {
+			pl->envp = lev_sbx_ns_env(sb, envp, pl->tmpdir);
+			r = plan_host_fence(pl, sb, limits->read_fence, limits->protect,
+					    lev_sbx_env_path(pl->envp), err);
+		}
 		if (r < 0) {
 			lev_sbx_nsplan_free(pl);
 			return r;
 		}
 		tmp_env = pl->tmpdir;
 	}
-	pl->envp = lev_sbx_ns_env(sb, envp, tmp_env);
+	if (!pl->envp)
+		pl->envp = lev_sbx_ns_env(sb, envp, tmp_env);
 	pl->cands = lev_sbx_exec_candidates(argv[0], lev_sbx_env_path(pl->envp));
 	*out = pl;
 	return 0;
@@ -930,6 +1034,22 @@ static int run_op(const struct mop *m, int *slots, int *staging)
 	case MOP_SETRO:
 		a.attr_set = MOUNT_ATTR_RDONLY;
 		return mount_setattr(AT_FDCWD, m->path, 0, &a, sizeof(a));
+	case MOP_BIND_SELF:
+	case MOP_RO_SELF: {
+		int r;
+
+		fd = open_tree(AT_FDCWD, m->path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+		if (fd < 0)
+			return -1;
+		a.attr_set = MOUNT_ATTR_RDONLY;
+		r = m->kind == MOP_RO_SELF
+			    ? mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a))
+			    : 0;
+		if (r == 0)
+			r = move_mount(fd, "", AT_FDCWD, m->path, MOVE_MOUNT_F_EMPTY_PATH);
+		close(fd);
+		return r;
+	}
 	case MOP_MASK_DIR:
 	case MOP_MASK_FILE: {
 		int t, r;
@@ -1312,7 +1432,10 @@ int lev_sbx_ns_spawn(struct lev_sandbox *sb, char *const *argv, char *const *env
 	pid_t parent = getpid();
 	long pid;
 
-	if (sb->kind == LEV_SANDBOX_NAMESPACE && (sb->layers & LEV_LAYER_USERNS) && !sb->cold) {
+	/* a warm cell is fenced before its command comes: protected files
+	 * (lev_sandbox_limits.protect) are mounted read-only by a cold start */
+	if (sb->kind == LEV_SANDBOX_NAMESPACE && (sb->layers & LEV_LAYER_USERNS) && !sb->cold &&
+	    !(limits->protect && limits->protect[0])) {
 		r = lev_sbx_warm_spawn(sb, argv, envp, cwd, limits, io, out, err);
 		if (r != 1)
 			return r;
@@ -1432,6 +1555,12 @@ static void mop_desc(const struct mop *m, char *buf, size_t size)
 		break;
 	case MOP_MASK_FILE:
 		snprintf(buf, size, "mask file '%s'", m->path);
+		break;
+	case MOP_BIND_SELF:
+		snprintf(buf, size, "bind '%s' onto itself (it holds a protected file)", m->path);
+		break;
+	case MOP_RO_SELF:
+		snprintf(buf, size, "bind the protected file '%s' read-only", m->path);
 		break;
 	}
 }

@@ -1694,18 +1694,18 @@ static int connect_helper(const struct lev_sbx_ct *c, struct lev_err *err)
 	return s;
 }
 
-static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *allowed,
-		      const char *cwd, const struct lev_sandbox_limits *limits,
-		      const struct lev_sandbox_io *io, int outw, int errw, pid_t *pid_out,
-		      struct lev_err *err)
+static int spawn_exec(struct lev_sandbox *sb, const struct lev_sbx_ct *ct, char *const *argv,
+		      char *const *allowed, const char *cwd,
+		      const struct lev_sandbox_limits *limits, const struct lev_sandbox_io *io,
+		      int outw, int errw, pid_t *pid_out, struct lev_err *err)
 {
 	posix_spawn_file_actions_t fa;
 	char **v;
 	pid_t pid;
 	int rc;
 
-	v = lev_oci_exec_argv(sb->ct->engine, sb->ct->engine_args, sb->ct->name, cwd,
-			      io->stdin_fd >= 0, sb->oci_helper != NULL, sb->ct->seccomp,
+	v = lev_oci_exec_argv(ct->engine, ct->engine_args, ct->name, cwd,
+			      io->stdin_fd >= 0, sb->oci_helper != NULL, ct->seccomp,
 			      limits->timeout_ms, allowed, argv);
 	posix_spawn_file_actions_init(&fa);
 	if (io->stdin_fd >= 0)
@@ -1718,8 +1718,62 @@ static int spawn_exec(struct lev_sandbox *sb, char *const *argv, char *const *al
 	posix_spawn_file_actions_destroy(&fa);
 	lev_strv_free(v);
 	if (rc != 0)
-		return lev_err_errno(err, -rc, "cannot run '%s'", sb->ct->engine);
+		return lev_err_errno(err, -rc, "cannot run '%s'", ct->engine);
 	*pid_out = pid;
+	return 0;
+}
+
+/*
+ * The container a command runs in while untrusted content is live and the
+ * workdir holds the protected files PROT: the stage's own, with each of
+ * them bound read-only over the workdir (as [sandbox] mounts are), pooled
+ * by its signature like any container, so it starts once.  In it `>>`,
+ * `truncate` and `cp` over a protected file meet a read-only file system,
+ * `sed -i`, `mv`, `ln -sf` and `rm` a busy mount point.  A protected file
+ * in a subdirectory (which a command could rename away) or that is a
+ * symbolic link (a bind lands on what it names) is refused.
+ */
+static int ct_protected(struct lev_sandbox *sb, char **prot, struct lev_sbx_ct **out,
+			struct lev_err *err)
+{
+	_cleanup_buf_ struct lev_buf why = LEV_BUF_INIT_MAX(4096);
+	_cleanup_strv_ char **mounts = NULL;
+	size_t wl = strlen(sb->workdir), i;
+	struct lev_sbx_ct *c = NULL;
+	uint64_t sig;
+	int r;
+
+	for (char **f = prot; *f; f++) {
+		struct stat st;
+
+		if (strchr(*f + wl + 1, '/') || lstat(*f, &st) < 0 || S_ISLNK(st.st_mode))
+			return lev_err_set(err, LEV_EUNSUPP,
+					   "the protected file '%s' is a symbolic link or lies in a "
+					   "subdirectory of the workdir, which the container sandbox "
+					   "cannot hold in place: while untrusted content is live no "
+					   "command runs beside it (kind \"namespace\" can)", *f);
+	}
+	r = check_mounts(sb, &mounts, err);
+	if (r < 0)
+		return r;
+	for (char **f = prot; *f; f++)
+		mounts = lev_strv_push(mounts, *f);
+	sig = lev_oci_signature(sb->ct->engine, sb->engine_args, sb->spec.image, sb->spec.network,
+				mounts, sb->workdir);
+	for (i = 0; i < sb->pool->n; i++)
+		if (sb->pool->cts[i]->sig == sig && sb->pool->cts[i]->planned == sb->plan_only) {
+			*out = sb->pool->cts[i];
+			return 0;
+		}
+	r = start_container(sb, sb->ct->engine, mounts, sig, &c, &why, err);
+	if (r == LEV_EUNSUPP)
+		return lev_err_set(err, LEV_EUNSUPP, "cannot start the container that keeps the "
+				   "protected files read-only: %s", why.buf);
+	if (r < 0)
+		return r;
+	sb->pool->cts = xreallocarray(sb->pool->cts, sb->pool->n + 1, sizeof(*sb->pool->cts));
+	sb->pool->cts[sb->pool->n++] = c;
+	*out = c;
 	return 0;
 }
 
@@ -1779,10 +1833,22 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 {
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, in = -1, s = -1, r;
 	struct lev_sandbox_proc *p;
-	bool fast = sb->ct->sockpath != NULL;
-	_cleanup_strv_ char **allowed = allowed_env(sb, envp);
+	struct lev_sbx_ct *ct = sb->ct;
+	bool fast = ct->sockpath != NULL;
+	_cleanup_strv_ char **allowed = NULL, **prot = NULL;
 	struct timespec now;
 
+	/* while untrusted content is live (lev_sandbox_limits.protect), in the
+	 * container that has the protected files bound read-only */
+	if (lev_sbx_protected_files(sb->workdir, limits->protect, &prot, err) < 0)
+		return err ? err->code : LEV_EUNSUPP;
+	if (prot) {
+		r = ct_protected(sb, prot, &ct, err);
+		if (r < 0)
+			return r;
+		fast = ct->sockpath != NULL;
+	}
+	allowed = allowed_env(sb, envp);
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		r = lev_err_errno(err, -errno, "cannot create pipes");
 		goto fail;
@@ -1801,7 +1867,7 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 				goto fail;
 			}
 		}
-		s = connect_helper(sb->ct, err);
+		s = connect_helper(ct, err);
 		if (s < 0) {
 			r = s;
 			if (io->stdin_fd < 0)
@@ -1813,9 +1879,9 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 		fds[1] = outp[1];
 		fds[2] = errp[1];
 		{
-			char **env = command_env(sb->ct, allowed);
+			char **env = command_env(ct, allowed);
 
-			r = send_request(s, sb->ct, fds, cwd, argv, env, limits->timeout_ms);
+			r = send_request(s, ct, fds, cwd, argv, env, limits->timeout_ms);
 			lev_strv_free(env);
 		}
 		if (io->stdin_fd < 0)
@@ -1830,7 +1896,7 @@ int lev_sbx_oci_spawn(struct lev_sandbox *sb, char *const *argv, char *const *en
 	} else {
 		pid_t pid = -1;
 
-		r = spawn_exec(sb, argv, allowed, cwd, limits, io, outp[1], errp[1], &pid, err);
+		r = spawn_exec(sb, ct, argv, allowed, cwd, limits, io, outp[1], errp[1], &pid, err);
 		if (r < 0) {
 			free(p);
 			goto fail;

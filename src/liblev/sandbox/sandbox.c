@@ -980,6 +980,7 @@ struct lev_sandbox *lev_sandbox_free(struct lev_sandbox *sb)
 	for (size_t i = 0; sb->fence && i < 2; i++) {
 		lev_strv_free(sb->fence[i].paths);
 		free(sb->fence[i].access);
+		free(sb->fence[i].path_env);
 	}
 	free(sb->fence);
 	lev_strv_free(sb->masks);
