@@ -1,0 +1,79 @@
+#!/bin/bash
+# Tool arguments under the names Leviath's tools.md gives them (submit_output
+# content, ask_user_* prompt/options, edit_document content/prompt, web_search
+# count/freshness), lev's earlier names still accepted: a run's call is
+# decided and runs the same under either name, the schema the model reads
+# names Leviath's, and one argument sent under both names is refused.
+. "$SRC_DIR/tests/lib.sh"
+
+mkdir -p work "$HOME/.leviath"
+
+# bp DIR ARGS: an agent whose one turn calls submit_output with ARGS (TOML inline table)
+bp() {
+	mkdir -p "$1"
+	cat >"$1/agent.leviath" <<-EOF
+	[agent]
+	name = "$1"
+	[stages.a]
+	model = { provider = "script", script = "turns.toml" }
+	available_tools = ["submit_output", "ask_user_text", "ask_user_choice", "ask_user_confirm",
+	                   "edit_document", "web_search", "context_write", "context_read"]
+	[context.regions.notes]
+	kind = "clearable"
+	EOF
+	printf '[[turn]]\n[[turn.call]]\ntool = "submit_output"\nargs = %s\n' "$2" >"$1/turns.toml"
+}
+bp leviath '{ content = "the answer" }'
+bp levname '{ output = "the answer" }'
+bp both '{ content = "one", output = "two" }'
+
+# chk TOOL ARGS: lev check's decision on one call (JSON), and its exit status
+chk() {
+	lev check leviath --tool "$1" --args "$2" --workdir work --json
+	echo "exit $?"
+}
+
+test_expect_success 'submit_output content (Leviath) ends the run with that output' '
+	setsid -w "$LEV" run --foreground leviath --task t --workdir work >out 2>err &&
+	test "$(cat out)" = "the answer"
+'
+
+test_expect_success 'submit_output output (lev'"'"'s earlier name) still works, same output' '
+	setsid -w "$LEV" run --foreground levname --task t --workdir work >out 2>err &&
+	test "$(cat out)" = "the answer"
+'
+
+test_expect_success 'one argument under both names is refused by the schema gate, naming both' '
+	test_must_fail --code 1 lev check leviath --tool submit_output \
+		--args "{\"content\": \"a\", \"output\": \"b\"}" --workdir work >out &&
+	grep -q "deny (gate: schema)" out &&
+	grep -q "'"'"'output'"'"' and '"'"'content'"'"' are two names" out &&
+	{ setsid -w "$LEV" run --foreground both --task t --workdir work >out 2>err || :; } &&
+	grep -q "submit_output.*DENIED by schema" err &&
+	! grep -q "one\|two" out
+'
+
+# every Leviath spelling and its lev twin: the same decision, never a schema refusal
+while read -r tool leviath levname; do
+test_expect_success "$tool: Leviath's arguments and lev's earlier ones decide alike" '
+	chk '"$tool"' '"'$leviath'"' >a &&
+	chk '"$tool"' '"'$levname'"' >b &&
+	! grep -q "\"gate\": \"schema\"" a &&
+	test_cmp a b
+'
+done <<'EOF'
+ask_user_text {"prompt":"Ready?"} {"question":"Ready?"}
+ask_user_confirm {"prompt":"Ready?"} {"question":"Ready?"}
+ask_user_choice {"prompt":"Colour?","options":["red","blue"]} {"question":"Colour?","choices":["red","blue"]}
+edit_document {"content":"draft","prompt":"Fixit"} {"content":"draft","title":"Fixit"}
+web_search {"query":"lev","count":3,"freshness":"pw"} {"query":"lev","max_results":3,"freshness":"pw"}
+EOF
+
+test_expect_success 'web_search freshness outside pd/pw/pm/py is a schema refusal; pd is not' '
+	chk web_search "{\"query\": \"q\", \"freshness\": \"2024-01-01to2024-02-01\"}" >out &&
+	grep -q "\"gate\": \"schema\"" out && grep -q "^exit 1$" out &&
+	chk web_search "{\"query\": \"q\", \"freshness\": \"pd\"}" >out &&
+	grep -q "\"gate\": \"permission\"" out && grep -q "^exit 3$" out
+'
+
+test_done
