@@ -139,6 +139,13 @@ int cmd_logs(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_logs[];
 int cmd_cancel(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_cancel[];
+extern const char lev_usage_kill[];
+int cmd_tools(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_tools[];
+int cmd_update(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_update[];
+int cmd_approvals(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_approvals[];
 int cmd_attach(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_attach[];
 /* Follow daemon run RUN on this terminal (cmd_run.c); the exit code of lev attach. */

@@ -12,6 +12,11 @@ const char lev_usage_cancel[] =
 	"Cancel a run the daemon holds: its worker stops between steps (a running\n"
 	"command is killed) and the run ends 'cancelled'.\n";
 
+const char lev_usage_kill[] =
+	"usage: lev kill RUN\n"
+	"\n"
+	"Leviath's alias of 'lev cancel': see 'lev help cancel'.\n";
+
 int cmd_cancel(int argc, char **argv, struct lev_ctx *ctx)
 {
 	json_t *req, *reply = NULL;

@@ -59,6 +59,13 @@ const struct lev_cmd lev_cmds[] = {
 	{ "resume", cmd_resume, "let a paused run go on", lev_usage_resume, 0 },
 	{ "msg", cmd_msg, "send a message to a run's current stage", lev_usage_msg, 0 },
 	{ "daemon", cmd_daemon, "run the daemon, or start, stop or ask it", lev_usage_daemon, 0 },
+	{ "kill", cmd_cancel, "cancel a run (Leviath's alias of cancel)", lev_usage_kill, 0 },
+	{ "tools", cmd_tools, "list the built-in tools, their defaults and arguments",
+	  lev_usage_tools, 0 },
+	{ "update", cmd_update, "say how lev is updated (it never replaces itself)",
+	  lev_usage_update, 0 },
+	{ "approvals", cmd_approvals, "show what runs without a prompt, and which file says so",
+	  lev_usage_approvals, CMD_NEEDS_CONFIG },
 	{ NULL, NULL, NULL, NULL, 0 },
 };
 

@@ -76,4 +76,22 @@ test_expect_success 'web_search freshness outside pd/pw/pm/py is a schema refusa
 	grep -q "\"gate\": \"permission\"" out && grep -q "^exit 3$" out
 '
 
+test_expect_success 'the model reads Leviath'"'"'s argument names in the schemas' '
+	lev tools --json >tools.json &&
+	python3 - <<-PY
+	import json
+	t = {x["name"]: x for x in json.load(open("tools.json"))["tools"]}
+	def props(n): return set(t[n]["parameters"]["properties"])
+	assert props("submit_output") == {"content"}, props("submit_output")
+	assert props("ask_user_text") == {"prompt"}
+	assert props("ask_user_confirm") == {"prompt"}
+	assert props("ask_user_choice") == {"prompt", "options"}
+	assert props("edit_document") == {"content", "prompt"}
+	assert {"query", "count", "freshness"} <= props("web_search")
+	assert "max_results" not in props("web_search")
+	assert t["submit_output"]["argument_aliases"] == {"output": "content"}
+	assert t["shell"]["aliases"] == ["bash"] and t["shell"]["default"] == "ask"
+	PY
+'
+
 test_done
