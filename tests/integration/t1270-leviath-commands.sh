@@ -94,4 +94,49 @@ test_expect_success 'approvals: only safe exists, and a usage error says so' '
 	test_must_fail --code 2 lev approvals safe --agent
 '
 
+test_expect_success 'list -f/--filter: agents and all list the installed agents; blueprints none' '
+	lev list >plain &&
+	lev list -f agents >a && test_cmp plain a &&
+	lev list --filter all >b && test_cmp plain b &&
+	lev list --filter=agents >c && test_cmp plain c &&
+	lev list -f blueprints >d && grep -q "bundles no blueprints" d &&
+	lev list -f blueprints --json | python3 -c "import json,sys; assert json.load(sys.stdin) == {\"agents\": []}"
+'
+
+test_expect_success 'list --filter: an unknown value is a usage error, never ignored' '
+	test_must_fail --code 2 lev list --filter bogus 2>err &&
+	grep -q "unknown filter .bogus." err &&
+	test_must_fail --code 2 lev list -f 2>err
+'
+
+# the [[mcp_servers]] entry NAME as JSON (config.toml read by python)
+mcp_entry() {
+	python3 -c "
+import json, sys, tomllib
+c = tomllib.load(open(sys.argv[1], \"rb\"))
+e = [m for m in c[\"mcp_servers\"] if m[\"name\"] == sys.argv[2]][0]
+del e[\"name\"]
+print(json.dumps(e, sort_keys=True))
+" "$HOME/.leviath/config.toml" "$1"
+}
+
+test_expect_success 'mcp add --command --arg --env --no-login writes what -- CMD ARGS writes' '
+	rm -f "$HOME/.leviath/config.toml" &&
+	lev mcp add lv --command python3 --arg server.py --arg "two words" --env LOG=warn --no-login >out &&
+	grep -q "added MCP server .lv." out &&
+	lev mcp add dash --env LOG=warn -- python3 server.py "two words" &&
+	mcp_entry lv >a && mcp_entry dash >b && test_cmp a b &&
+	grep -q "\"args\": \[\"server.py\", \"two words\"\]" a
+'
+
+test_expect_success 'mcp add --url --header --no-login; --arg without --command, two commands: usage' '
+	lev mcp add web --url https://mcp.example.com/mcp --header "X-Team=a b" --no-login &&
+	mcp_entry web | grep -q "https://mcp.example.com/mcp" &&
+	test_must_fail --code 2 lev mcp add x --arg a --url https://e.example/mcp 2>err &&
+	grep -q "arg is an argument of --command" err &&
+	test_must_fail --code 2 lev mcp add y --command a -- b 2>err &&
+	grep -q "command once" err &&
+	! grep -q "name = \"[xy]\"" "$HOME/.leviath/config.toml"
+'
+
 test_done
