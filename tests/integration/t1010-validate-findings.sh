@@ -100,4 +100,56 @@ assert \"read_text_file\" in u[\"warning\"] and \"nosrv__x\" in u[\"error\"], u
 "
 '
 
+# ---- --graph, --width ------------------------------------------------------
+
+mkdir -p flow
+cat >flow/agent.leviath <<'EOF'
+[agent]
+name = "flow"
+[stages.a]
+model = { provider = "openai", model = "m" }
+[stages.a.transitions.b]
+hint = "more sources are needed before anything can be written, and this hint is long"
+[stages.a.transitions.c]
+hint = "ready"
+[stages.b]
+model = { provider = "openai", model = "m" }
+next = "c"
+[stages.c]
+model = { provider = "openai", model = "m" }
+EOF
+
+test_expect_success 'validate --graph draws every stage and edge after the report' '
+	rm -f "$CONFIG" &&
+	lev validate flow --graph >out &&
+	sed -n "/^stage graph:/,\$p" out >g &&
+	cat >want <<-EOF &&
+	stage graph:
+	  a (entry)
+	    -> b  [done]  "more sources are needed before anything can be written, and this hint is long"
+	    -> c  [done]  "ready"
+	  b
+	    -> c  [next]
+	  c
+	    -> (end of run)
+	EOF
+	test_cmp want g &&
+	lev validate flow >plain && ! grep -q "stage graph" plain
+'
+
+test_expect_success 'validate --graph --width cuts longer lines to that many columns' '
+	lev validate flow --graph --width 40 >out &&
+	sed -n "/^stage graph:/,\$p" out >g &&
+	grep -q "^    -> b  \[done\]  \"more sources.*\.\.\.$" g &&
+	! awk "length > 40" g | grep -q . &&
+	grep -q "^    -> c  \[done\]  \"ready\"$" g
+'
+
+test_expect_success 'validate --graph is ignored with --json; --width outside 20..1000 is usage' '
+	lev validate flow --graph --json >j &&
+	python3 -c "import json; json.load(open(\"j\"))" &&
+	test_must_fail --code 2 lev validate flow --graph --width 5 &&
+	test_must_fail --code 2 lev validate flow --width
+'
+
 test_done
