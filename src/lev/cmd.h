@@ -142,6 +142,8 @@ extern const char lev_usage_cancel[];
 extern const char lev_usage_kill[];
 int cmd_stages(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_stages[];
+int cmd_context(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_context[];
 int cmd_tools(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_tools[];
 int cmd_update(int argc, char **argv, struct lev_ctx *ctx);

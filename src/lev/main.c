@@ -66,6 +66,8 @@ const struct lev_cmd lev_cmds[] = {
 	  lev_usage_update, 0 },
 	{ "stages", cmd_stages, "a run's per-stage token ledger, from its record",
 	  lev_usage_stages, CMD_NEEDS_DATA_ROOT },
+	{ "context", cmd_context, "how a run's context window went, from its record",
+	  lev_usage_context, CMD_NEEDS_DATA_ROOT },
 	{ "approvals", cmd_approvals, "show what runs without a prompt, and which file says so",
 	  lev_usage_approvals, CMD_NEEDS_CONFIG },
 	{ NULL, NULL, NULL, NULL, 0 },

@@ -1,6 +1,7 @@
 #!/bin/bash
-# lev stages RUN: the per-stage ledger of a finished run, read from its
-# record without a daemon: every stage entered, how it ended, its requests.
+# lev stages RUN and lev context RUN: the per-stage ledger of a finished run, read from its
+# record without a daemon: every stage entered, how it ended, its requests;
+# the context window of each request.
 . "$SRC_DIR/tests/lib.sh"
 
 mkdir -p work pick
@@ -61,6 +62,27 @@ test_expect_success 'stages: no such run, a path for a run id, no run at all: ea
 	test_must_fail --code 1 lev stages ../../etc 2>err &&
 	grep -q "not a run id" err &&
 	test_must_fail --code 2 lev stages
+'
+
+test_expect_success 'lev context: each stage and each request with its window, from the record' '
+	lev context "$(cat runid)" >ctx &&
+	sed -n 1p ctx | grep -q "^== stage .a.$" &&
+	test $(grep -c "^  request [0-9]*: window [0-9]* tokens (public)$" ctx) -eq 3 &&
+	grep -q "^== stage .c.$" ctx &&
+	lev context "$(cat runid)" --json >j &&
+	python3 -c "
+import json
+d = json.load(open(\"j\"))
+k = [e[\"event\"] for e in d[\"history\"]]
+assert k.count(\"model_request\") == 3 and k[0] == \"stage_started\", k
+assert \"tool_call\" not in k
+"
+'
+
+test_expect_success 'lev context --full is refused with the reason; no run id is usage' '
+	test_must_fail --code 2 lev context "$(cat runid)" --full 2>err &&
+	grep -q "keeps no region contents" err &&
+	test_must_fail --code 2 lev context
 '
 
 test_done
