@@ -68,6 +68,8 @@ const struct lev_cmd lev_cmds[] = {
 	  lev_usage_stages, CMD_NEEDS_DATA_ROOT },
 	{ "context", cmd_context, "how a run's context window went, from its record",
 	  lev_usage_context, CMD_NEEDS_DATA_ROOT },
+	{ "models", cmd_models, "list the providers a stage's model may name here",
+	  lev_usage_models, CMD_NEEDS_CONFIG },
 	{ "approvals", cmd_approvals, "show what runs without a prompt, and which file says so",
 	  lev_usage_approvals, CMD_NEEDS_CONFIG },
 	{ NULL, NULL, NULL, NULL, 0 },

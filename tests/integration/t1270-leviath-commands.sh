@@ -1,6 +1,7 @@
 #!/bin/bash
 # The commands a Leviath user types that lev answers on its own data: kill
-# (cancel's alias), tools, update, approvals safe.  Each documented invocation,
+# (cancel's alias), tools, update, approvals safe, models; Leviath's flags of
+# list and mcp add.  Each documented invocation,
 # its exit status and its output's shape.
 . "$SRC_DIR/tests/lib.sh"
 
@@ -137,6 +138,35 @@ test_expect_success 'mcp add --url --header --no-login; --arg without --command,
 	test_must_fail --code 2 lev mcp add y --command a -- b 2>err &&
 	grep -q "command once" err &&
 	! grep -q "name = \"[xy]\"" "$HOME/.leviath/config.toml"
+'
+
+test_expect_success 'models list: the built-in providers, and a config one marked default' '
+	cfg <<-EOF &&
+	default_provider = "local"
+	[providers.local]
+	kind = "openai"
+	base_url = "http://127.0.0.1:9/v1"
+	model = "small-1"
+	EOF
+	lev models list >out &&
+	sed -n 1p out | grep -q "^PROVIDER  *KIND  *SOURCE  *MODEL  *ENDPOINT$" &&
+	grep -q "^local  *openai  *config.toml  *small-1  *http://127.0.0.1:9/v1  \[default_provider\]$" out &&
+	grep -q "^anthropic  *anthropic  *built-in " out &&
+	lev models list -p local --json >j &&
+	python3 -c "
+import json
+p = json.load(open(\"j\"))[\"providers\"]
+assert [x[\"name\"] for x in p] == [\"local\"] and p[0][\"default\"] is True, p
+"
+'
+
+test_expect_success 'models: a provider nothing defines exits 1; --remote and show are refused' '
+	test_must_fail --code 1 lev models list -p nosuch 2>err &&
+	grep -q "no provider .nosuch." err &&
+	test_must_fail --code 2 lev models list --remote 2>err &&
+	grep -q "refused" err &&
+	test_must_fail --code 2 lev models show gpt-4o 2>err &&
+	grep -q "no model catalogue" err
 '
 
 test_done
