@@ -146,6 +146,8 @@ int cmd_context(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_context[];
 int cmd_models(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_models[];
+int cmd_setup(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_setup[];
 int cmd_tools(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_tools[];
 int cmd_update(int argc, char **argv, struct lev_ctx *ctx);

@@ -70,6 +70,8 @@ const struct lev_cmd lev_cmds[] = {
 	  lev_usage_context, CMD_NEEDS_DATA_ROOT },
 	{ "models", cmd_models, "list the providers a stage's model may name here",
 	  lev_usage_models, CMD_NEEDS_CONFIG },
+	{ "setup", cmd_setup, "say how lev is set up (keys never as arguments)", lev_usage_setup,
+	  0 },
 	{ "approvals", cmd_approvals, "show what runs without a prompt, and which file says so",
 	  lev_usage_approvals, CMD_NEEDS_CONFIG },
 	{ NULL, NULL, NULL, NULL, 0 },

@@ -169,4 +169,23 @@ test_expect_success 'models: a provider nothing defines exits 1; --remote and sh
 	grep -q "no model catalogue" err
 '
 
+test_expect_success 'setup prints the three steps; a key flag is refused and nothing written' '
+	rm -f "$HOME/.leviath/config.toml" &&
+	lev setup --non-interactive --no-verify >out &&
+	grep -q "lev auth set PROVIDER" out && grep -q "lev doctor" out &&
+	test_must_fail --code 2 lev setup --non-interactive --openai-key sk-test-1 2>err &&
+	grep -q "shell history" err &&
+	test_must_fail --code 2 lev setup --default-model m 2>err &&
+	grep -q "config.toml" err &&
+	test ! -e "$HOME/.leviath/config.toml" &&
+	! grep -rq "sk-test-1" "$HOME/.leviath" 2>/dev/null
+'
+
+test_expect_success 'daemon --socket is refused on every action, naming LEVIATH_HOME' '
+	test_must_fail --code 2 lev daemon status --socket /tmp/x.sock 2>err &&
+	grep -q "LEVIATH_HOME" err &&
+	test_must_fail --code 2 lev daemon --socket=x start 2>err &&
+	test ! -S "$HOME/.leviath/daemon.sock"
+'
+
 test_done
