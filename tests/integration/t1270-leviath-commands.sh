@@ -188,4 +188,10 @@ test_expect_success 'daemon --socket is refused on every action, naming LEVIATH_
 	test ! -S "$HOME/.leviath/daemon.sock"
 '
 
+test_expect_success 'pack and test are refused, each saying what lev does instead' '
+	test_must_fail --code 2 lev pack 2>err && grep -q "lev add DIR" err &&
+	test_must_fail --code 2 lev pack . -o x.leviath-bundle 2>err && test ! -e x.leviath-bundle &&
+	test_must_fail --code 2 lev test --dry-run 2>err && grep -q "lev check" err
+'
+
 test_done
