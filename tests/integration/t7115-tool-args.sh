@@ -1,7 +1,7 @@
 #!/bin/bash
 # Tool arguments under the names Leviath's tools.md gives them (submit_output
 # content, ask_user_* prompt/options, edit_document content/prompt, web_search
-# count/freshness), lev's earlier names still accepted: a run's call is
+# count/freshness, context_write/append/read key), lev's earlier names still accepted: a run's call is
 # decided and runs the same under either name, the schema the model reads
 # names Leviath's, and one argument sent under both names is refused.
 . "$SRC_DIR/tests/lib.sh"
@@ -92,6 +92,92 @@ test_expect_success 'the model reads Leviath'"'"'s argument names in the schemas
 	assert t["submit_output"]["argument_aliases"] == {"output": "content"}
 	assert t["shell"]["aliases"] == ["bash"] and t["shell"]["default"] == "ask"
 	PY
+'
+
+# kb DIR TURNS-FILE: an agent with a clearable notes region, its turns from the file
+kb() {
+	mkdir -p "$1"
+	cat >"$1/agent.leviath" <<-EOF
+	[agent]
+	name = "$1"
+	[context.regions.notes]
+	kind = "clearable"
+	[stages.a]
+	model = { provider = "script", script = "turns.toml" }
+	available_tools = ["context_write", "context_append", "context_read", "submit_output"]
+	EOF
+	cat >"$1/turns.toml"
+}
+# results DIR: each tool_result text of DIR's run, one JSON string a line
+results() {
+	rec=$(sed -n "s/.*(record: \(.*\))$/\1/p" "$1.err") &&
+	python3 -c "
+import json, sys
+for l in open(sys.argv[1] + \"/events.jsonl\"):
+    e = json.loads(l)
+    if e[\"event\"] == \"tool_result\":
+        print(json.dumps(e[\"text\"]))
+" "$rec"
+}
+kb keyed <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "context_write"
+args = { region = "notes", key = "a", content = "one" }
+[[turn.call]]
+tool = "context_append"
+args = { region = "notes", key = "b", content = "two" }
+[[turn.call]]
+tool = "context_write"
+args = { region = "notes", key = "a", content = "three" }
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "notes", key = "a" }
+[[turn.call]]
+tool = "context_read"
+args = { region = "notes" }
+[[turn.call]]
+tool = "context_read"
+args = { region = "notes", key = "zz" }
+[[turn]]
+[[turn.call]]
+tool = "submit_output"
+args = { content = "done" }
+EOF
+kb unkeyed <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "context_write"
+args = { region = "notes", content = "one" }
+[[turn.call]]
+tool = "context_append"
+args = { region = "notes", content = "two" }
+[[turn.call]]
+tool = "context_write"
+args = { region = "notes", content = "three" }
+[[turn]]
+[[turn.call]]
+tool = "context_read"
+args = { region = "notes" }
+[[turn]]
+[[turn.call]]
+tool = "submit_output"
+args = { content = "done" }
+EOF
+
+test_expect_success 'context_write with a key replaces that note alone; context_read with a key reads it' '
+	setsid -w "$LEV" run --foreground ./keyed --task t --workdir work >keyed.out 2>keyed.err &&
+	results keyed >r &&
+	sed -n 4p r | grep -qx "\"three\"" &&
+	sed -n 5p r | grep -qx "\"two\\\\n\\\\nthree\"" &&
+	sed -n 6p r | grep -q "no entry keyed .zz." 
+'
+
+test_expect_success 'the twin: without a key context_write still replaces the whole region' '
+	setsid -w "$LEV" run --foreground ./unkeyed --task t --workdir work >u.out 2>unkeyed.err &&
+	results unkeyed >r &&
+	sed -n 4p r | grep -qx "\"three\""
 '
 
 test_done

@@ -477,8 +477,17 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		return;
 	}
 	if (cs->ti->op == LEV_OP_CONTEXT_READ) {
-		char *text = lev_context_region_text(a->ctx, (size_t)idx);
+		const char *key = agent_arg_str(cs->args, "key");
+		char *text = key ? lev_context_keyed_text(a->ctx, (size_t)idx, key)
+				 : lev_context_region_text(a->ctx, (size_t)idx);
 
+		if (!text) {
+			_cleanup_free_ char *t = xasprintf("[error] region '%s' has no entry keyed "
+							   "'%s'", region, key);
+
+			lev_tool_output_set(cs->out, t, true);
+			return;
+		}
 		lev_tool_output_release(cs->out);
 		cs->out->text = text;
 		cs->out->len = strlen(text);
@@ -486,9 +495,12 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	}
 	{
 		const char *content = agent_arg_str(cs->args, "content");
-		int r = cs->ti->op == LEV_OP_CONTEXT_WRITE
-				? lev_context_write_note(a->ctx, (size_t)idx, content, strlen(content),
-							 a->seen, &err)
+		const char *key = agent_arg_str(cs->args, "key");
+		bool write = cs->ti->op == LEV_OP_CONTEXT_WRITE;
+		int r = key ? lev_context_keyed_note(a->ctx, (size_t)idx, key, content,
+						     strlen(content), write, a->seen, &err)
+			: write ? lev_context_write_note(a->ctx, (size_t)idx, content,
+							 strlen(content), a->seen, &err)
 				: lev_context_add_note(a->ctx, (size_t)idx, content, strlen(content),
 						       a->seen, &err);
 

@@ -43,6 +43,12 @@ static json_t *int_prop(const char *description, int minimum)
 			 1000000, "description", description);
 }
 
+static json_t *key_prop(const char *description)
+{
+	return json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength",
+			 200, "description", description);
+}
+
 static json_t *question_prop(const char *description)
 {
 	return json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength",
@@ -101,9 +107,13 @@ static json_t *schema_for(enum lev_tool_op op)
 		json_object_set_new(p, "region", str_prop("The name of a context region you keep "
 							  "notes in"));
 		json_object_set_new(p, "content", str_prop("The note to keep there"));
+		json_object_set_new(p, "key", key_prop("A name for the note: context_write "
+						       "replaces the note of that name (not the "
+						       "whole region); context_read reads it back"));
 		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
 	case LEV_OP_CONTEXT_READ:
 		json_object_set_new(p, "region", str_prop("The name of a context region"));
+		json_object_set_new(p, "key", key_prop("Read only the note of this name"));
 		return obj_schema(p, (const char *const[]){ "region", NULL });
 	case LEV_OP_ASK_TEXT:
 	case LEV_OP_ASK_CONFIRM:
