@@ -44,16 +44,19 @@ static json_t *row_of(json_t *rows, const char *stage)
 	return r;
 }
 
-/* A stage's end (run.md's stage_finished "end") as the ledger's status. */
+/*
+ * A stage's end (run.md's stage_finished "end") as the ledger's status: an
+ * end that is a failure shows as itself, every other end as "complete".
+ */
 static const char *end_status(const char *end)
 {
-	static const char *const done[] = { "answer", "submit_output", "transition", "fanned_out",
-					    "script_end", NULL };
+	static const char *const failed[] = { "error", "max_iterations", "stuck", "aborted",
+					      "cancelled", NULL };
 
-	for (size_t i = 0; end && done[i]; i++)
-		if (!strcmp(end, done[i]))
-			return "complete";
-	return end ? end : "finished";
+	for (size_t i = 0; end && failed[i]; i++)
+		if (!strcmp(end, failed[i]))
+			return failed[i];
+	return end ? "complete" : "finished";
 }
 
 static void add_int(json_t *o, const char *key, json_int_t v)
