@@ -104,7 +104,8 @@ kb() {
 	kind = "clearable"
 	[stages.a]
 	model = { provider = "script", script = "turns.toml" }
-	available_tools = ["context_write", "context_append", "context_read", "submit_output"]
+	available_tools = ["context_write", "context_append", "context_read", "context_delete",
+	                   "submit_output"]
 	EOF
 	cat >"$1/turns.toml"
 }
@@ -142,6 +143,13 @@ tool = "context_read"
 args = { region = "notes", key = "zz" }
 [[turn]]
 [[turn.call]]
+tool = "context_delete"
+args = { region = "notes", key = "b" }
+[[turn.call]]
+tool = "context_read"
+args = { region = "notes" }
+[[turn]]
+[[turn.call]]
 tool = "submit_output"
 args = { content = "done" }
 EOF
@@ -171,7 +179,9 @@ test_expect_success 'context_write with a key replaces that note alone; context_
 	results keyed >r &&
 	sed -n 4p r | grep -qx "\"three\"" &&
 	sed -n 5p r | grep -qx "\"two\\\\n\\\\nthree\"" &&
-	sed -n 6p r | grep -q "no entry keyed .zz." 
+	sed -n 6p r | grep -q "no entry keyed .zz." &&
+	sed -n 7p r | grep -q "released 1 entry" &&
+	sed -n 8p r | grep -qx "\"three\""
 '
 
 test_expect_success 'the twin: without a key context_write still replaces the whole region' '

@@ -727,6 +727,11 @@ int lev_context_keyed_note(struct lev_context *ctx, size_t region, const char *k
 	return add_note(ctx, region, text, len, key, before, err);
 }
 
+ssize_t lev_context_keyed_index(const struct lev_context *ctx, size_t region, const char *key)
+{
+	return region < ctx->n_regions ? keyed_at(&ctx->regions[region], key) : -1;
+}
+
 char *lev_context_keyed_text(const struct lev_context *ctx, size_t region, const char *key)
 {
 	const struct region *r;

@@ -159,7 +159,8 @@ static json_t *schema_for(enum lev_tool_op op)
 							 0));
 		json_object_set_new(p, "oldest", int_prop("How many of the oldest entries to "
 							  "release", 1));
-		json_object_set_new(p, "key", str_prop("Not supported: lev's entries have no keys"));
+		json_object_set_new(p, "key", key_prop("Release the note of this name (as "
+						       "context_write or context_append gave it)"));
 		return obj_schema(p, (const char *const[]){ "region", NULL });
 	case LEV_OP_TODO_ADD:
 		json_object_set_new(p, "region", str_prop("The checklist region"));
