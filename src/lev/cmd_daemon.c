@@ -52,7 +52,8 @@ const char lev_usage_daemon[] =
 	"  uninstall disable and stop it, and remove the unit\n"
 	"\n"
 	"The control socket is <data root>/daemon.sock (0600; the data root must be\n"
-	"0700).  Exit status: 0 ok (status: running), 1 failed (status: not running),\n"
+	"0700); Leviath's --socket is refused: LEVIATH_HOME=DIR moves the data root,\n"
+	"socket and all, for the daemon and every command alike.  Exit status: 0 ok (status: running), 1 failed (status: not running),\n"
 	"2 usage.\n";
 
 static volatile sig_atomic_t d_stop;
@@ -406,6 +407,13 @@ static int uninstall(void)
 int cmd_daemon(int argc, char **argv, struct lev_ctx *ctx)
 {
 	(void)ctx;
+	for (int k = 1; k < argc; k++)
+		if (!strcmp(argv[k], "--socket") || !strncmp(argv[k], "--socket=", 9))
+			return lev_usage_error("daemon", "--socket is refused: the control socket is "
+					       "<data root>/daemon.sock, in a directory lev checks is "
+					       "yours and 0700, and every command finds it there; "
+					       "LEVIATH_HOME=DIR gives the daemon and every command "
+					       "another data root and socket");
 	if (argc > 2)
 		return lev_usage_error("daemon", "unexpected argument '%s'", argv[2]);
 	if (argc == 1)

@@ -15,7 +15,7 @@
 #include "liblev/base/strv.h"
 
 const char lev_usage_list[] =
-	"usage: lev list [--json]\n"
+	"usage: lev list [--json] [-f|--filter all|agents|blueprints]\n"
 	"\n"
 	"List installed agents with their version, description, whether their files\n"
 	"still match the fingerprint 'lev add' recorded (per-agent grants in your\n"
@@ -24,7 +24,11 @@ const char lev_usage_list[] =
 	"\n"
 	"  --json   print {agents: [{name, version, description, path, files,\n"
 	"           files_note, read_paths: {declared, granted}, error}]}; files is\n"
-	"           verified, changed, no-record or unchecked\n";
+	"           verified, changed, no-record or unchecked\n"
+	"  -f, --filter all|agents|blueprints\n"
+	"           Leviath's listing filter: all and agents are the installed\n"
+	"           agents; blueprints are bundled ones, and lev bundles none (it\n"
+	"           lists nothing and says so); another value is a usage error\n";
 
 int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 {
@@ -33,17 +37,39 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 	_cleanup_free_ char *workdir = NULL;
 	_cleanup_free_ char *home = NULL;
 	json_t *arr = NULL;
-	bool json = false;
+	bool json = false, bundled_only = false;
 	size_t i, n = 0;
 	int k;
 
 	for (k = 1; k < argc; k++) {
+		const char *f = NULL;
+
 		if (!strcmp(argv[k], "--json"))
 			json = true;
+		else if (!strcmp(argv[k], "-f") || !strcmp(argv[k], "--filter")) {
+			if (++k >= argc)
+				return lev_usage_error("list", "%s needs all, agents or blueprints",
+						       argv[k - 1]);
+			f = argv[k];
+		} else if (!strncmp(argv[k], "--filter=", 9))
+			f = argv[k] + 9;
 		else if (argv[k][0] == '-')
 			return lev_usage_error("list", "unknown option '%s'", argv[k]);
 		else
 			return lev_usage_error("list", "unexpected argument '%s'", argv[k]);
+		if (f && strcmp(f, "all") && strcmp(f, "agents") && strcmp(f, "blueprints"))
+			return lev_usage_error("list", "unknown filter '%s' (all, agents or "
+					       "blueprints)", f);
+		if (f)
+			bundled_only = !strcmp(f, "blueprints");
+	}
+	if (bundled_only) {
+		/* lev ships no bundled blueprints: there is nothing of that kind to list */
+		if (json)
+			lev_report_print_json(json_pack("{s:[]}", "agents"));
+		else
+			printf("lev bundles no blueprints: install one with 'lev add DIR'\n");
+		return LEV_EXIT_OK;
 	}
 	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0)
 		return LEV_EXIT_FAIL;

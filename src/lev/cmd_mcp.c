@@ -28,6 +28,8 @@ extern char **environ;
 
 const char lev_usage_mcp[] =
 	"usage: lev mcp add NAME [--env K=V]... [--timeout SECS] [--sandbox none] -- CMD [ARGS...]\n"
+	"   or: lev mcp add NAME --command CMD [--arg A]... [--env K=V]... [--timeout SECS]\n"
+	"                        [--sandbox none]\n"
 	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS] [--allow-local-network]\n"
 	"   or: lev mcp list [--json] [--workdir DIR]\n"
 	"   or: lev mcp test NAME [--workdir DIR]\n"
@@ -38,6 +40,8 @@ const char lev_usage_mcp[] =
 	"\n"
 	"add      appends a server's entry to config.toml; the rest of the file is kept\n"
 	"         byte for byte, and nothing is written unless the result is valid.\n"
+	"         --command CMD --arg A... is Leviath's spelling of '-- CMD A...';\n"
+	"         --no-login is accepted: lev starts no OAuth login at add.\n"
 	"list     shows each server, its tools (it is started to list them) and whether\n"
 	"         each is the tool you approved.\n"
 	"test     starts one server in its sandbox, initializes it, lists its tools.\n"
@@ -75,13 +79,23 @@ static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf 
 		s->allow_local_network = true;
 		return 0;
 	}
+	/* Leviath's: lev starts no OAuth login at add, so this is what it always does */
+	if (!strcmp(o, "--no-login"))
+		return 0;
 	if (strcmp(o, "--url") && strcmp(o, "--header") && strcmp(o, "--env") &&
-	    strcmp(o, "--timeout") && strcmp(o, "--sandbox"))
+	    strcmp(o, "--timeout") && strcmp(o, "--sandbox") && strcmp(o, "--command") &&
+	    strcmp(o, "--arg"))
 		return usage("add: unknown option '%s'", o);
 	if (!v)
 		return usage("add: '%s' needs a value", o);
 	(*i)++;
-	if (!strcmp(o, "--url")) {
+	if (!strcmp(o, "--command")) {
+		if (s->command)
+			return usage("add: one command: --command once, or '-- CMD [ARGS...]'");
+		s->command = xstrdup(v);
+	} else if (!strcmp(o, "--arg")) {
+		s->args = lev_strv_push(s->args, v);
+	} else if (!strcmp(o, "--url")) {
 		free(s->url);
 		s->url = xstrdup(v);
 	} else if (!strcmp(o, "--header")) {
@@ -124,11 +138,17 @@ static int mcp_add(int argc, char **argv, struct lev_ctx *ctx)
 	for (i = 2; i < argc && r == 0 && strcmp(argv[i], "--"); i++)
 		r = add_option(argc, argv, &i, &s);
 	if (r == 0 && i < argc && ++i < argc) {
-		s.command = xstrdup(argv[i]);
-		while (++i < argc)
+		if (s.command || s.args)
+			r = usage("add: give the command once: '--command CMD --arg A...' or "
+				  "'-- CMD [ARGS...]'");
+		else
+			s.command = xstrdup(argv[i]);
+		while (r == 0 && ++i < argc)
 			s.args = lev_strv_push(s.args, argv[i]);
 	}
-	if (r == 0 && !s.command == !s.url)
+	if (r == 0 && s.args && !s.command)
+		r = usage("add: --arg is an argument of --command CMD");
+	else if (r == 0 && !s.command == !s.url)
 		r = usage("add: give either '-- CMD [ARGS...]' or '--url URL'");
 	else if (r == 0 && s.command && s.allow_local_network)
 		r = usage("add: --allow-local-network is for a --url, not a command");

@@ -13,13 +13,15 @@
 #include "liblev/run/runrecord.h"
 
 const char lev_usage_result[] =
-	"usage: lev result RUN [--json]\n"
+	"usage: lev result RUN [--json | --raw]\n"
 	"\n"
 	"Print the output of a run the daemon holds.  A run still going, or one\n"
 	"that ended without output, failed or was cancelled, says so on stderr and\n"
 	"exits 1, so 'lev result RUN > out.txt' never writes an empty answer quietly.\n"
 	"\n"
-	"  --json    {\"id\", \"agent\", \"status\", \"result\", \"error\", \"record\"}\n";
+	"  --json    {\"id\", \"agent\", \"status\", \"result\", \"error\", \"record\"}\n"
+	"  --raw     the answer alone, byte for byte as submitted (no newline added),\n"
+	"            for a pipeline; the failures above are the same\n";
 
 /* The record's result.json (its integrity and sources), or NULL. */
 static json_t *record_result(json_t *run)
@@ -50,10 +52,11 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "raw", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *status, *output, *id;
-	bool json = false;
+	bool json = false, raw = false;
 	json_t *req, *reply = NULL, *run, *res = NULL;
 	int c, rc = LEV_EXIT_FAIL;
 
@@ -61,10 +64,13 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (c != 'j')
+		if (c != 'j' && c != 'r')
 			return lev_usage_error("result", "unknown option '%s'", argv[optind - 1]);
-		json = true;
+		json = json || c == 'j';
+		raw = raw || c == 'r';
 	}
+	if (json && raw)
+		return lev_usage_error("result", "--json and --raw are two answers: give one");
 	if (optind >= argc)
 		return lev_usage_error("result", "which run? give its RUN id");
 	if (optind + 1 < argc)
@@ -103,7 +109,7 @@ int cmd_result(int argc, char **argv, struct lev_ctx *ctx)
 	} else if (lev_streq(status, "complete") && output && *output) {
 		say_untrusted(res);
 		fputs(output, stdout);
-		if (output[strlen(output) - 1] != '\n')
+		if (!raw && output[strlen(output) - 1] != '\n')
 			fputc('\n', stdout);
 		rc = LEV_EXIT_OK;
 	} else if (lev_streq(status, "complete")) {

@@ -5,7 +5,9 @@
  * with a summary and every finding (severity, code, fix).  Exit 0 valid,
  * 1 invalid (or warnings under --deny-warnings), 2 usage.
  */
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "liblev/conf/agentstore.h"
 #include "liblev/conf/blueprint.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/util.h"
 #include "liblev/conf/config.h"
 #include "liblev/policy/lint.h"
 #include "liblev/sandbox/sandbox.h"
@@ -113,8 +116,61 @@ static json_t *blueprint_json(const struct lev_config *cfg, const struct lev_blu
 	return o;
 }
 
+/* One line of the graph, cut to WIDTH columns (a cut line ends in "..."). */
+static void graph_line(unsigned width, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void graph_line(unsigned width, const char *fmt, ...)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t n, cut;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
+	va_end(ap);
+	if (!line)
+		return;
+	n = strlen(line);
+	if (n <= width) {
+		printf("%s\n", line);
+		return;
+	}
+	/* a character is never split: back up to a UTF-8 lead byte */
+	cut = width - 3;
+	while (cut > 0 && ((unsigned char)line[cut] & 0xc0) == 0x80)
+		cut--;
+	printf("%.*s...\n", (int)cut, line);
+}
+
+/*
+ * The stage graph as plain text: each stage, then its edges (when each is
+ * taken, its hint), escape edges (error, max_iterations, stuck, dead end)
+ * included, and where the run may end.
+ */
+static void print_graph(const struct lev_blueprint *bp, unsigned width)
+{
+	printf("stage graph:\n");
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+		bool entry = !strcmp(st->name, bp->entry_stage);
+
+		graph_line(width, "  %s%s", st->name, entry ? " (entry)" : "");
+		if (st->next)
+			graph_line(width, "    -> %s  [next]", st->next);
+		for (size_t j = 0; j < st->n_transitions; j++) {
+			const struct lev_transition *t = &st->transitions[j];
+
+			graph_line(width, "    -> %s  [%s%s]%s%s%s", t->target,
+				   lev_transition_when_name(t->when), t->always ? ", always" : "",
+				   t->hint ? "  \"" : "", t->hint ? t->hint : "", t->hint ? "\"" : "");
+		}
+		if (st->allow_complete || (!st->next && !st->n_transitions))
+			graph_line(width, "    -> (end of run)");
+	}
+}
+
 const char lev_usage_validate[] =
-	"usage: lev validate [PATH|NAME] [--json] [--deny-warnings]\n"
+	"usage: lev validate [PATH|NAME] [--json] [--deny-warnings] [--graph [--width COLS]]\n"
 	"\n"
 	"Check a blueprint against your config.toml and say what it asks for.  PATH is\n"
 	"a directory holding agent.leviath or the file itself; NAME an installed agent\n"
@@ -124,12 +180,18 @@ const char lev_usage_validate[] =
 	"  --json            print {valid, blueprint, error, findings} as JSON, also\n"
 	"                    when the blueprint or the config does not parse\n"
 	"  --deny-warnings   fail when there is any warning\n"
+	"  --graph           draw the stage graph after the report, as plain text:\n"
+	"                    every edge with when it is taken, escape edges too;\n"
+	"                    ignored with --json\n"
+	"  --width COLS      the columns --graph may use (default 120, 20 to 1000): a\n"
+	"                    longer line is cut, ending in '...'\n"
 	"\n"
 	"Exit status: 0 valid, 1 invalid (or a warning under --deny-warnings), 2 usage.\n";
 
 int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 {
-	bool json = false, deny_warnings = false, opts_done = false;
+	bool json = false, deny_warnings = false, opts_done = false, graph = false;
+	unsigned width = 120;
 	const char *arg = NULL;
 	_cleanup_free_ char *path = NULL;
 	_cleanup_free_ char *workdir = NULL;
@@ -143,6 +205,15 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 	for (i = 1; i < argc; i++) {
 		if (!opts_done && !strcmp(argv[i], "--json"))
 			json = true;
+		else if (!opts_done && !strcmp(argv[i], "--graph"))
+			graph = true;
+		else if (!opts_done && !strcmp(argv[i], "--width")) {
+			uint64_t w;
+
+			if (++i >= argc || lev_parse_u64(argv[i], &w) < 0 || w < 20 || w > 1000)
+				return lev_usage_error("validate", "--width wants 20 to 1000 columns");
+			width = (unsigned)w;
+		}
 		else if (!opts_done && !strcmp(argv[i], "--deny-warnings"))
 			deny_warnings = true;
 		else if (!opts_done && !strcmp(argv[i], "--"))
@@ -198,6 +269,8 @@ int cmd_validate(int argc, char **argv, struct lev_ctx *ctx)
 		lev_report_findings(stdout, &fs);
 		printf("  %zu error(s), %zu warning(s), %zu note(s)\n", errors, warnings,
 		       lev_findings_count(&fs, LEV_SEV_NOTE));
+		if (graph)
+			print_graph(bp, width);
 	}
 
 	rc = LEV_EXIT_OK;

@@ -137,6 +137,12 @@ def fix_up(doc, path):
         regions["files"] = regions["x"] = {"kind": "temporary"}
     if path == ["stages", "main", "required_tools"]:
         st["available_tools"] = ["x"]
+    # a tool and a provider that exist: naming none is an error of its own
+    for k in ("available_tools", "required_tools"):
+        if k in st:
+            st[k] = ["read_file"]
+    if path == ["stages", "main", "model", "provider"]:
+        st["model"]["provider"] = "openai"
     if path[:3] == ["stages", "main", "transitions"] and len(path) > 4:
         st["transitions"]["main"].setdefault("hint", "h")
 

@@ -189,9 +189,9 @@ test_expect_success 'todo_add / todo_done / todo_note keep a checklist, open ite
 	test_cmp want r11
 '
 
-test_expect_success 'context_delete releases one entry; keys and pinned regions are refused' '
+test_expect_success 'context_delete releases one entry; a key no note has and pinned regions are refused' '
 	grep -q "^\[ok\] released 1 entry of .notes." r8 &&
-	grep -q "have no keys" r9 && grep -q "^False" ok9 &&
+	grep -q "has no entry keyed .x." r9 && grep -q "^False" ok9 &&
 	grep -q "pinned: its entries cannot be released" r10 &&
 	test "$(cat r12)" = "second note"
 '

@@ -22,6 +22,8 @@
 #include <cmocka.h>
 
 #include "liblev/run/gatechain.h"
+#include "liblev/run/callshow.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -382,6 +384,118 @@ static void test_vocabulary(void **state)
 	assert_string_equal(lev_gate_id_name(LEV_GATE_READ_PATHS), "read_paths");
 }
 
+/* A value that fits the schema property PROP (a string, an integer, an array of strings). */
+static json_t *value_for(const json_t *prop)
+{
+	const char *t = json_string_value(json_object_get(prop, "type"));
+
+	if (t && !strcmp(t, "integer"))
+		return json_integer(3);
+	if (t && !strcmp(t, "array"))
+		return json_pack("[s,s]", "red", "blue");
+	return json_string("some text");
+}
+
+/*
+ * ARGS for TOOL (its schema's entry TI) with every aliased argument present,
+ * each sent under its alias when bit i of MASK is set, else under its name.
+ */
+static json_t *aliased_args(const struct lev_tool_info *ti, unsigned mask)
+{
+	const char *const *al = ti->desc->arg_aliases;
+	const json_t *props = json_object_get(ti->schema, "properties");
+	const json_t *req = json_object_get(ti->schema, "required"), *v;
+	json_t *args = json_object();
+	size_t i;
+
+	json_array_foreach(req, i, v)
+		json_object_set_new(args, json_string_value(v),
+				    value_for(json_object_get(props, json_string_value(v))));
+	for (i = 0; al[i]; i += 2) {
+		json_t *val = value_for(json_object_get(props, al[i + 1]));
+
+		assert_non_null(json_object_get(props, al[i + 1]));	/* the name is the schema's */
+		assert_null(json_object_get(props, al[i]));		/* the alias is not */
+		json_object_del(args, al[i + 1]);
+		json_object_set_new(args, (mask >> (i / 2)) & 1 ? al[i] : al[i + 1], val);
+	}
+	return args;
+}
+
+static void offer(struct fx *f, const char *tool)
+{
+	f->offered = lev_strv_push(f->offered, tool);
+	f->site.offered = f->offered;
+	lev_gatechain_env_build(&f->env, &f->site, LEV_GATECHAIN_CALL, f->dir,
+				&(struct lev_gatechain_ctx){ 0 });
+}
+
+/*
+ * Every argument alias in the tool table, in every combination: the gates
+ * decide on the same canonical arguments, and the call is shown (the text
+ * an approval's digest binds) the same, whichever names the model used.
+ * An alias sent beside its own name is refused by the schema gate.
+ */
+static void test_argument_aliases(void **state)
+{
+	struct fx *f = *state;
+	size_t n_tools = 0;
+
+	for (size_t t = 0; t < lev_tooltable_count(); t++) {
+		const struct lev_tool_desc *desc = lev_tooltable_at(t);
+		const struct lev_tool_info *ti = lev_tools_find(f->tools, desc->name);
+		struct lev_gatechain_decision base, d;
+		struct lev_gatechain_call c = { .name = desc->name };
+		size_t n_al = 0;
+		json_t *args;
+
+		if (!desc->arg_aliases || !ti)
+			continue;
+		n_tools++;
+		while (desc->arg_aliases[2 * n_al])
+			n_al++;
+		offer(f, desc->name);
+		c.args = args = aliased_args(ti, 0);
+		assert_int_equal(lev_gatechain_decide(&f->env, &c, &base, NULL), 0);
+		json_decref(args);
+		/* the benign twin: Leviath's names fit the schema */
+		assert_int_not_equal(base.gate, LEV_GATE_SCHEMA);
+		assert_non_null(base.args);
+		char *shown = lev_callshow_text(desc->name, base.args, "", NULL);
+
+		for (unsigned mask = 1; mask < (1u << n_al); mask++) {
+			c.args = args = aliased_args(ti, mask);
+			assert_int_equal(lev_gatechain_decide(&f->env, &c, &d, NULL), 0);
+			assert_true(json_equal(d.args, base.args));
+			assert_int_equal(d.verdict, base.verdict);
+			assert_int_equal(d.gate, base.gate);
+			char *s2 = lev_callshow_text(desc->name, d.args, "", NULL);
+
+			assert_string_equal(s2, shown);
+			free(s2);
+			lev_gatechain_decision_release(&d);
+			/* the alias beside its name: refused, not resolved either way */
+			for (size_t i = 0; i < n_al; i++) {
+				const char *const *al = desc->arg_aliases;
+
+				if (!((mask >> i) & 1))
+					continue;
+				json_object_set_new(args, al[2 * i + 1], json_string("other"));
+				assert_int_equal(lev_gatechain_decide(&f->env, &c, &d, NULL), 0);
+				assert_int_equal(d.verdict, LEV_DENY);
+				assert_int_equal(d.gate, LEV_GATE_SCHEMA);
+				assert_non_null(strstr(d.text, al[2 * i]));
+				lev_gatechain_decision_release(&d);
+				break;
+			}
+			json_decref(args);
+		}
+		free(shown);
+		lev_gatechain_decision_release(&base);
+	}
+	assert_true(n_tools >= 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +509,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_zeroed_fields_never_loosen, setup, teardown),
 		cmocka_unit_test(test_vocabulary),
+		cmocka_unit_test_setup_teardown(test_argument_aliases, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -387,7 +387,8 @@ static void test_web_search(void **state)
 	p.search_endpoint = endpoint;
 	/* the user's own endpoint may be local even without allow_local_network */
 	p.allow_local_network = false;
-	run("web_search", "{\"query\":\"fish & chips?\",\"max_results\":2}", &p, &r);
+	run("web_search", "{\"query\":\"fish & chips?\",\"count\":2,\"freshness\":\"pw\"}", &p,
+	    &r);
 	assert_false(r.is_error);
 	assert_string_equal(r.text, "Results for \"fish & chips?\":\n"
 				    "1. First\n   https://a.example/1\n   snippet one\n"
@@ -398,7 +399,21 @@ static void test_web_search(void **state)
 	q = json_object_get(json_array_get(rec, json_array_size(rec) - 1), "query");
 	assert_string_equal(json_string_value(json_object_get(q, "q")), "fish & chips?");
 	assert_string_equal(json_string_value(json_object_get(q, "format")), "json");
+	/* freshness pw: the past week, as SearXNG's time_range */
+	assert_string_equal(json_string_value(json_object_get(q, "time_range")), "week");
 	json_decref(rec);
+	/* the twin: no freshness, no time_range */
+	run("web_search", "{\"query\":\"x\",\"count\":1}", &p, &r);
+	assert_false(r.is_error);
+	lev_net_result_release(&r);
+	rec = mock_requests(&m);
+	q = json_object_get(json_array_get(rec, json_array_size(rec) - 1), "query");
+	assert_null(json_object_get(q, "time_range"));
+	json_decref(rec);
+	/* a date range: refused, nothing sent */
+	run("web_search", "{\"query\":\"x\",\"freshness\":\"2024-01-01to2024-02-01\"}", &p, &r);
+	assert_int_equal(r.outcome, LEV_NET_BAD_ARGS);
+	lev_net_result_release(&r);
 
 	run("web_search", "{\"query\":\"x\"}", &p, &r);
 	assert_non_null(strstr(r.text, "3. (untitled)\n   https://c.example/3"));
@@ -422,7 +437,7 @@ static void test_web_search(void **state)
 	run("web_search", "{\"query\":\"\"}", &p, &r);
 	assert_int_equal(r.outcome, LEV_NET_BAD_ARGS);
 	lev_net_result_release(&r);
-	run("web_search", "{\"query\":\"x\",\"max_results\":50}", &p, &r);
+	run("web_search", "{\"query\":\"x\",\"count\":50}", &p, &r);
 	assert_int_equal(r.outcome, LEV_NET_BAD_ARGS);
 	lev_net_result_release(&r);
 }

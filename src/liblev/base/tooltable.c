@@ -10,6 +10,13 @@
 
 static const char *const shell_aliases[] = { "bash", NULL };
 
+/* lev's earlier argument names, each before the name Leviath gives it */
+static const char *const submit_args[] = { "output", "content", NULL };
+static const char *const ask_args[] = { "question", "prompt", NULL };
+static const char *const choice_args[] = { "question", "prompt", "choices", "options", NULL };
+static const char *const edit_doc_args[] = { "title", "prompt", NULL };
+static const char *const search_args[] = { "max_results", "count", NULL };
+
 #define R LEV_TOUCH_READS
 #define W LEV_TOUCH_WRITES
 #define N LEV_TOUCH_NETWORK
@@ -65,10 +72,12 @@ static const struct lev_tool_desc table[] = {
 	{ .name = "web_search", .kind = LEV_TOOL_NET, .op = LEV_OP_WEB_SEARCH, .touches = N,
 	  .flags = CL | LEV_TOOLF_BLUEPRINT_ALLOW, PUBLIC_OUT, .detail_arg = "url",
 	  .detail_arg2 = "query",
+	  .arg_aliases = search_args,
 	  .description = "Search the web and return a short list of results (title, URL, "
 			 "snippet)." },
 	{ .name = "submit_output", .kind = LEV_TOOL_INLINE, .op = LEV_OP_SUBMIT_OUTPUT,
 	  .touches = LEV_TOUCH_RUN, .flags = DA | CL, INTERNAL_ONLY,
+	  .arg_aliases = submit_args,
 	  .description = "Submit the final output of this stage. The stage ends when you call "
 			 "it." },
 	/* ends the stage by one of its edges: run/flow.c checks the edge and its gate */
@@ -89,14 +98,17 @@ static const struct lev_tool_desc table[] = {
 	  .description = "Return the current content of a context region." },
 	{ .name = "ask_user_text", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_TEXT,
 	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .arg_aliases = ask_args,
 	  .description = "Ask the user a question and wait for a free-text answer. Use it only "
 			 "when you cannot go on without them." },
 	{ .name = "ask_user_choice", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CHOICE,
 	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .arg_aliases = choice_args,
 	  .description = "Ask the user to pick one of several answers; returns the chosen "
 			 "answer's text." },
 	{ .name = "ask_user_confirm", .kind = LEV_TOOL_ASK, .op = LEV_OP_ASK_CONFIRM,
 	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .arg_aliases = ask_args,
 	  .description = "Ask the user a yes/no question; returns \"yes\" or \"no\"." },
 	/* interactions (run/interact.c): the person sees a document and answers */
 	{ .name = "present_for_review", .kind = LEV_TOOL_ASK, .op = LEV_OP_PRESENT_FOR_REVIEW,
@@ -105,6 +117,7 @@ static const struct lev_tool_desc table[] = {
 			 "it (their text is returned) or abort the run." },
 	{ .name = "edit_document", .kind = LEV_TOOL_ASK, .op = LEV_OP_EDIT_DOCUMENT,
 	  .touches = LEV_TOUCH_USER, .flags = DA | CL, INTERNAL_ONLY,
+	  .arg_aliases = edit_doc_args,
 	  .description = "Hand the user a document to edit; returns their edited text." },
 	{ .name = "current_time", .kind = LEV_TOOL_INLINE, .op = LEV_OP_CURRENT_TIME,
 	  .flags = DA | CL, PUBLIC_IN,

@@ -148,6 +148,12 @@ struct lev_tool_desc {
 	enum lev_level label;
 	enum lev_direction direction;
 	enum lev_target_from target_from;
+	/*
+	 * other names of its arguments, NULL-terminated pairs { alias, canonical, ... }:
+	 * lev's earlier names beside Leviath's; the gate chain renames them once
+	 * (gatechain.c canon_args()), so every gate and the approval see one name
+	 */
+	const char *const *arg_aliases;
 };
 
 /* The entry for NAME under any spelling, or NULL for a name lev does not know. */

@@ -140,6 +140,7 @@ void lev_config_release(struct lev_config *c)
 	free(c->agent_tool_permissions);
 	lev_strv_free(c->safe_tools);
 	lev_strv_free(c->safe_shell);
+	lev_strv_free(c->script_providers);
 	for (i = 0; i < c->n_agent_safe_commands; i++) {
 		free(c->agent_safe_commands[i].agent);
 		lev_strv_free(c->agent_safe_commands[i].tools);
@@ -917,6 +918,13 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			return r;
 		if (r > 0)
 			continue;
+		if (lev_tomlval_key_is(root, i, "model_providers") &&
+		    v->type == LEV_TOML_TABLE) {
+			/* Leviath's Rhai script providers: lev runs none; lint names a stage using one */
+			for (size_t j = 0; j < lev_toml_table_len(v->u.table); j++)
+				cfg->script_providers = lev_strv_push(
+					cfg->script_providers, lev_toml_table_key(v->u.table, j, NULL));
+		}
 		if (lev_tomlval_key_is(root, i, "mcp_servers")) {
 			r = lev__mcp_servers_parse(c, v, cfg, err);
 			if (r < 0)

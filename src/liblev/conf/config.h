@@ -227,6 +227,9 @@ struct lev_config {
 	char *web_search_endpoint;
 
 	/* [[mcp_servers]], in file order */
+	/* the names of Leviath's [model_providers.NAME] (Rhai script providers lev does not run) */
+	char **script_providers;
+
 	struct lev_mcp_server_conf *mcp_servers;
 	size_t n_mcp_servers;
 

@@ -1640,6 +1640,8 @@ static json_t *op_requests(struct daemon *d, const json_t *msg)
 	return ok;
 }
 
+static bool pid_running(pid_t pid);
+
 static json_t *op_cancel(struct daemon *d, const json_t *msg)
 {
 	struct run *r = run_find(d, lev_json_str(msg, "run"));
@@ -1650,9 +1652,15 @@ static json_t *op_cancel(struct daemon *d, const json_t *msg)
 	if (status_final(run_status(r)))
 		return lev_proto_fail("run '%s' has already ended (%s)", r->id, run_status(r));
 	r->cancel_requested = true;
+	/* --force: the worker is killed, not asked; the run ends cancelled when it is reaped */
 	if (r->pid > 0)
-		kill(r->pid, SIGTERM);
-	else if (r->old_pid <= 0)
+		kill(r->pid, json_is_true(json_object_get(msg, "force")) ? SIGKILL : SIGTERM);
+	else if (r->old_pid > 0 && json_is_true(json_object_get(msg, "force")) &&
+		 pid_running(r->old_pid) && !r->old_killed) {
+		/* the previous daemon's worker: recovery sees it gone, and cancels the run */
+		kill(r->old_pid, SIGKILL);
+		r->old_killed = true;
+	} else if (r->old_pid <= 0)
 		/* no worker (a run held paused across a restart): nothing to wait for */
 		run_set_status(d, r, "cancelled");
 	dlog(d, "run %s: cancel requested", r->id);

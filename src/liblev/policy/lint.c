@@ -547,6 +547,96 @@ static void lint_model_lists(const struct lev_blueprint *bp, const struct lev_co
 	}
 }
 
+/* The one-line reason lev cannot run provider NAME. */
+static char *provider_why(const struct lev_config *cfg, const char *name)
+{
+	_cleanup_free_ char *t = lev_printable(name, strlen(name), 64);
+
+	if (cfg && lev_strv_contains(cfg->script_providers, name))
+		return xasprintf("its provider '%s' is a Rhai script provider ([model_providers.%s] "
+				 "in config.toml), which lev does not run", t, t);
+	return xasprintf("its provider '%s' is neither one of lev's nor a [providers.%s] table "
+			 "of your config", t, t);
+}
+
+/*
+ * A stage whose one provider lev cannot run (a model list is lint_model_lists'):
+ * the run would fail at its first request, so it is an error now.
+ */
+static void lint_providers(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			   struct lev_findings *out)
+{
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		const struct lev_model_ref *m = &bp->stages[i].model;
+		const char *p = m->provider;
+		_cleanup_free_ char *why = NULL;
+
+		if (m->n_choices)
+			continue;
+		if (!p && cfg && !m->no_user_default)
+			p = cfg->default_provider;
+		if (!p || provider_usable(cfg, p))
+			continue;
+		why = provider_why(cfg, p);
+		lev_findings_add(out, LEV_SEV_ERROR, "provider-not-run", bp->stages[i].name,
+				 "name a provider lev has (lev doctor lists them), add a "
+				 "[providers.NAME] table with kind = \"openai\" for an "
+				 "OpenAI-compatible API, or run with --model PROVIDER/MODEL",
+				 "the stage cannot run: %s", why);
+	}
+}
+
+/* Does the blueprint ship a script tool NAME lev runs (tools/NAME.lua)? */
+static bool lua_tool(const struct lev_blueprint *bp, const char *name)
+{
+	_cleanup_free_ char *f = xasprintf("%s/tools/%s.lua", bp->dir, name);
+	struct stat st;
+
+	return !strchr(name, '/') && stat(f, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * available_tools naming a tool nothing provides (Leviath's glob, grep, a
+ * Rhai script): the run would never offer it.  A <server>__<tool> name of a
+ * configured MCP server may exist; a bare name may be an MCP server's when
+ * servers are configured (a warning then), else it is an error.
+ */
+static void lint_unknown_tools(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			       struct lev_findings *out)
+{
+	bool servers = cfg && cfg->n_mcp_servers > 0;
+
+	for (size_t i = 0; i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+
+		for (char **t = st->available_tools; t && *t; t++) {
+			const struct lev_tool_desc *d = lev_tooltable_find(*t);
+			const char *sep = strstr(*t, "__");
+			_cleanup_free_ char *server = sep ? xstrndup(*t, (size_t)(sep - *t)) : NULL;
+			_cleanup_free_ char *n = NULL;
+
+			if ((d && !(d->flags & LEV_TOOLF_FOREIGN)) || lua_tool(bp, *t))
+				continue;
+			if (server && cfg && lev_config_mcp_server(cfg, server))
+				continue;
+			n = lev_printable(*t, strlen(*t), 64);
+			lev_findings_add(out, servers && !sep ? LEV_SEV_WARNING : LEV_SEV_ERROR,
+					 "unknown-tool", st->name,
+					 "remove it from available_tools, or use a tool 'lev tools' "
+					 "lists (shell runs grep and find), a tools/NAME.lua script "
+					 "tool, or an MCP server's <server>__<tool>",
+					 servers && !sep
+						 ? "available_tools names '%s', which is no tool of lev's "
+						   "or of this blueprint: offered only if one of your MCP "
+						   "servers has a tool of that name"
+						 : "available_tools names '%s', which no tool provides: "
+						   "lev has no such tool and the blueprint ships no "
+						   "script of that name",
+					 n);
+		}
+	}
+}
+
 /* An output schema outside argcheck's subset: the run refuses every submission. */
 static void lint_output_schemas(const struct lev_blueprint *bp, struct lev_findings *out)
 {
@@ -592,6 +682,8 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 				    bf->line, bf->col, bf->key, bf->message);
 	}
 	lint_model_lists(bp, cfg, out);
+	lint_providers(bp, cfg, out);
+	lint_unknown_tools(bp, cfg, out);
 	lint_output_schemas(bp, out);
 	lint_read_paths(bp, cfg, workdir, home, out);
 	lint_shell_policy(bp, out);

@@ -24,6 +24,10 @@
  *	ignored-setting		warning	something in the blueprint lev ignores
  *	model-entry-skipped	warning	a model-list entry names a provider lev does not have
  *	no-usable-model		error	no entry of a stage's model list is usable
+ *	provider-not-run	error	a stage's one provider is one lev cannot run (a
+ *				[model_providers] Rhai script provider, or unknown)
+ *	unknown-tool		error	available_tools names a tool nothing provides (a
+ *				warning for a bare name when MCP servers are configured)
  *	not-run-by-lev		warning	a key of Leviath's format lev checks but does not
  *				run (with file, line, col and key)
  *	config-unknown-key	warning	something in config.toml lev ignores

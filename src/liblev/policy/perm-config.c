@@ -135,6 +135,42 @@ char *lev_perm_withheld_grants(const struct lev_config *cfg, const struct lev_bl
 	return msg;
 }
 
+/*
+ * Every safe key in force for BP (NULL: no agent) under CFG, with its source:
+ * the built-in list, [safe_commands], [agent_safe_commands.<agent>], then the
+ * blueprint's [safe_commands] where the user honours it.
+ */
+static void add_safe_keys(struct lev_perm_setup *s, const struct lev_config *cfg,
+			  const struct lev_blueprint *bp, const char *grant_name)
+{
+	const struct lev_agent_safe_commands *asc =
+		bp ? lev_config_agent_safe_commands(cfg, grant_name) : NULL;
+	size_t n_safe = 0, cap_safe = 0, i;
+
+	if (cfg->safe_defaults)
+		for (i = 0; lev_safe_shell_default[i]; i++)
+			add_safe(s, &n_safe, &cap_safe,
+				 keep(s, xasprintf("shell:%s", lev_safe_shell_default[i])),
+				 "built-in list");
+	add_safe_lists(s, &n_safe, &cap_safe, cfg->safe_tools, cfg->safe_shell,
+		       "[safe_commands]");
+	if (asc)
+		add_safe_lists(s, &n_safe, &cap_safe, asc->tools, asc->shell,
+			       keep(s, xasprintf("[agent_safe_commands.%s]", bp->name)));
+	if (bp && lev_config_honours_blueprint_safe_commands(cfg, grant_name))
+		add_safe_lists(s, &n_safe, &cap_safe, bp->safe_tools, bp->safe_shell,
+			       "blueprint [safe_commands]");
+	s->in.safe = s->safe;
+	s->in.n_safe = n_safe;
+}
+
+void lev_perm_safe_init(struct lev_perm_setup *s, const struct lev_config *cfg,
+			const struct lev_blueprint *bp)
+{
+	memset(s, 0, sizeof(*s));
+	add_safe_keys(s, cfg, bp, bp ? lev_blueprint_grant_name(bp) : NULL);
+}
+
 int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 			const struct lev_blueprint *bp, const char *stage, bool yolo,
 			char *const *allow, struct lev_err *err)
@@ -142,10 +178,8 @@ int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 	const struct lev_tool_perms *agent_perms = agent_ceiling(cfg, bp->name);
 	/* loosening goes by the installed agent, tightening by the name */
 	const char *grant_name = lev_blueprint_grant_name(bp);
-	const struct lev_agent_safe_commands *asc =
-		lev_config_agent_safe_commands(cfg, grant_name);
 	const struct lev_stage *st;
-	size_t total, at = 0, n, n_safe = 0, cap_safe = 0, i;
+	size_t total, at = 0, n;
 
 	memset(s, 0, sizeof(*s));
 	st = lev_blueprint_stage(bp, stage ? stage : bp->entry_stage);
@@ -182,21 +216,7 @@ int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 	s->allow = lev_strv_copy(allow);
 	s->in.allow = (const char *const *)s->allow;
 
-	if (cfg->safe_defaults)
-		for (i = 0; lev_safe_shell_default[i]; i++)
-			add_safe(s, &n_safe, &cap_safe,
-				 keep(s, xasprintf("shell:%s", lev_safe_shell_default[i])),
-				 "built-in list");
-	add_safe_lists(s, &n_safe, &cap_safe, cfg->safe_tools, cfg->safe_shell,
-		       "[safe_commands]");
-	if (asc)
-		add_safe_lists(s, &n_safe, &cap_safe, asc->tools, asc->shell,
-			       keep(s, xasprintf("[agent_safe_commands.%s]", bp->name)));
-	if (lev_config_honours_blueprint_safe_commands(cfg, grant_name))
-		add_safe_lists(s, &n_safe, &cap_safe, bp->safe_tools, bp->safe_shell,
-			       "blueprint [safe_commands]");
-	s->in.safe = s->safe;
-	s->in.n_safe = n_safe;
+	add_safe_keys(s, cfg, bp, grant_name);
 	{
 		char *w = lev_perm_withheld_grants(cfg, bp);
 

@@ -52,6 +52,15 @@ int lev_perm_setup_init(struct lev_perm_setup *s, const struct lev_config *cfg,
 void lev_perm_setup_release(struct lev_perm_setup *s);
 
 /*
+ * Only the safe keys in force (S->in.safe, each with its source) under CFG,
+ * for the agent BP (NULL: none, so only the built-in list and
+ * [safe_commands]): what `lev approvals safe` shows.  Release with
+ * lev_perm_setup_release().
+ */
+void lev_perm_safe_init(struct lev_perm_setup *s, const struct lev_config *cfg,
+			const struct lev_blueprint *bp);
+
+/*
  * Per-agent grants follow identity: the user's loosening entries for an
  * agent (([agent_tool_permissions.X] entries looser than [tool_permissions],
  * [agent_read_paths.X], [agent_safe_commands.X]) apply only when

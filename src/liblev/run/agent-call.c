@@ -90,9 +90,12 @@ static void set_waiting(struct lev_agent *a, bool waiting)
  * the digest an answer is bound to (callshow.h).
  */
 static enum lev_ask_answer ask(struct lev_agent *a, struct lev_ask *q,
-			       const struct lev_tool_call *call, const char *tool, const char *hop)
+			       const struct lev_tool_call *call, const char *tool,
+			       const json_t *args, const char *hop)
 {
-	_cleanup_free_ char *shown = lev_callshow_text(tool ? tool : call->name, call->arguments,
+	/* ARGS: the call's arguments under their canonical names (the chain's record) */
+	_cleanup_free_ char *shown = lev_callshow_text(tool ? tool : call->name,
+							args ? args : call->arguments,
 							call->raw_arguments, hop);
 	char digest[LEV_SHA256_HEX_LEN + 1];
 	enum lev_ask_answer ans;
@@ -305,7 +308,7 @@ static LEV_COLD void ask_together(struct lev_agent *a, struct call_state *cs)
 	}
 	q.prompt = prompt;
 	q.detail = more;
-	ans = ask(a, &q, cs->call, cs->tool, NULL);
+	ans = ask(a, &q, cs->call, cs->tool, cs->args, NULL);
 	cs->dec->asked = ans != LEV_ANSWER_NONE;
 	cs->dec->answer = ans;
 	yes = ans == LEV_ANSWER_ONCE || ans == LEV_ANSWER_STAGE || ans == LEV_ANSWER_RUN;
@@ -355,7 +358,7 @@ static enum lev_ask_answer redirect_ask(struct redirect_ctx *rc, const char *pro
 	q.prompt = prompt;
 	q.detail = url;
 	q.run_label = "Allow for this run";
-	ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q, rc->cs->call, rc->cs->tool, url);
+	ans = a->seeding ? LEV_ANSWER_NONE : ask(a, &q, rc->cs->call, rc->cs->tool, rc->cs->args, url);
 	rc->cs->dec->asked = rc->cs->dec->asked || ans != LEV_ANSWER_NONE;
 	return ans;
 }
@@ -446,7 +449,7 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		return;
 	}
 	if (cs->ti->op == LEV_OP_SUBMIT_OUTPUT) {
-		const char *o = agent_arg_str(cs->args, "output");
+		const char *o = agent_arg_str(cs->args, "content");
 		_cleanup_free_ char *why = NULL;
 
 		if (agent_flow_check_output(a, o ? o : "", &why) < 0) {
@@ -474,8 +477,17 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 		return;
 	}
 	if (cs->ti->op == LEV_OP_CONTEXT_READ) {
-		char *text = lev_context_region_text(a->ctx, (size_t)idx);
+		const char *key = agent_arg_str(cs->args, "key");
+		char *text = key ? lev_context_keyed_text(a->ctx, (size_t)idx, key)
+				 : lev_context_region_text(a->ctx, (size_t)idx);
 
+		if (!text) {
+			_cleanup_free_ char *t = xasprintf("[error] region '%s' has no entry keyed "
+							   "'%s'", region, key);
+
+			lev_tool_output_set(cs->out, t, true);
+			return;
+		}
 		lev_tool_output_release(cs->out);
 		cs->out->text = text;
 		cs->out->len = strlen(text);
@@ -483,9 +495,12 @@ static void run_inline(struct lev_agent *a, struct call_state *cs)
 	}
 	{
 		const char *content = agent_arg_str(cs->args, "content");
-		int r = cs->ti->op == LEV_OP_CONTEXT_WRITE
-				? lev_context_write_note(a->ctx, (size_t)idx, content, strlen(content),
-							 a->seen, &err)
+		const char *key = agent_arg_str(cs->args, "key");
+		bool write = cs->ti->op == LEV_OP_CONTEXT_WRITE;
+		int r = key ? lev_context_keyed_note(a->ctx, (size_t)idx, key, content,
+						     strlen(content), write, a->seen, &err)
+			: write ? lev_context_write_note(a->ctx, (size_t)idx, content,
+							 strlen(content), a->seen, &err)
 				: lev_context_add_note(a->ctx, (size_t)idx, content, strlen(content),
 						       a->seen, &err);
 
@@ -518,14 +533,14 @@ int agent_question(struct lev_agent *a, const struct lev_question *q, char **ans
 /* ask_user_*: the question goes to the front end; its answer is the result. */
 static void run_ask(struct lev_agent *a, struct call_state *cs)
 {
-	const json_t *jc = json_object_get(cs->args, "choices");
+	const json_t *jc = json_object_get(cs->args, "options");
 	struct lev_question q = {
 		.kind = cs->ti->op == LEV_OP_ASK_CHOICE	   ? LEV_QUESTION_CHOICE
 			: cs->ti->op == LEV_OP_ASK_CONFIRM ? LEV_QUESTION_CONFIRM
 							   : LEV_QUESTION_TEXT,
 		.stage = a->stages[a->cur].st->name,
 		.call_id = cs->call->id,
-		.question = agent_arg_str(cs->args, "question"),
+		.question = agent_arg_str(cs->args, "prompt"),
 	};
 	_cleanup_strv_ char **choices = NULL;
 	_cleanup_free_ char *answer = NULL;
@@ -843,7 +858,7 @@ static void decide_and_run(struct lev_agent *a, struct call_state *cs)
 	(void)lev_gatechain_decide(&env, &gc, &cs->gd, &err);
 	cs->tool = cs->gd.canon;
 	cs->ti = cs->gd.tool;
-	cs->args = call->arguments;
+	cs->args = cs->gd.args ? cs->gd.args : call->arguments;
 	agent_audit_steps(a, call->id, cs->gd.tool ? cs->tool : call->name, &cs->gd, NULL);
 	if (cs->gd.verdict == LEV_ALLOW)
 		conclude(cs, true, NULL);

@@ -161,19 +161,23 @@ static char *delete_run(struct lev_agent *a, const char *region, size_t idx, con
 	uint64_t tokens = 0;
 	int r;
 
+	const char *key = agent_arg_str(args, "key");
+	ssize_t at = key ? lev_context_keyed_index(a->ctx, idx, key) : -1;
+
 	*is_error = true;
-	if (json_object_get(args, "key"))
-		return xasprintf("[error] lev's context entries have no keys: name one by 'index' "
-				 "(0 is the oldest) or release the 'oldest' N");
-	if (index && oldest)
-		return xasprintf("[error] give 'index' or 'oldest', not both");
-	if (!index && !oldest && lev_context_region_kind(a->ctx, idx) != LEV_REGION_CLEARABLE)
+	if (!!key + !!index + !!oldest > 1)
+		return xasprintf("[error] give one of 'key', 'index' or 'oldest'");
+	if (key && at < 0)
+		return xasprintf("[error] region '%s' has no entry keyed '%s'", region, key);
+	if (!key && !index && !oldest &&
+	    lev_context_region_kind(a->ctx, idx) != LEV_REGION_CLEARABLE)
 		return xasprintf("[error] region '%s' is not clearable: name an entry by 'index' "
 				 "or release the 'oldest' N",
 				 region);
-	r = lev_context_delete(a->ctx, idx, index ? (size_t)json_integer_value(index) : 0,
-			       index ? 1 : oldest ? (size_t)json_integer_value(oldest) : n, &tokens,
-			       &err);
+	r = lev_context_delete(a->ctx, idx,
+			       key ? (size_t)at : index ? (size_t)json_integer_value(index) : 0,
+			       key || index ? 1 : oldest ? (size_t)json_integer_value(oldest) : n,
+			       &tokens, &err);
 	if (r < 0)
 		return xasprintf("[error] %s", err.msg);
 	*is_error = false;

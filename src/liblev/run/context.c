@@ -33,6 +33,7 @@ struct item {
 	char *call_id;
 	bool is_error;
 	uint64_t tag;		/* lev_context_add_routed()'s TAG; 0: none */
+	char *key;		/* LEV_ITEM_NOTE: the key the model gave it, or NULL */
 };
 
 struct region {
@@ -76,6 +77,7 @@ struct lev_context {
 static void item_release(struct item *it)
 {
 	free(it->text);
+	free(it->key);
 	for (size_t i = 0; i < it->n_calls; i++) {
 		free(it->calls[i].id);
 		free(it->calls[i].name);
@@ -646,10 +648,11 @@ static int note_region_ok(const struct lev_context *ctx, size_t region, struct l
 }
 
 static int add_note(struct lev_context *ctx, size_t region, const char *text, size_t len,
-		    enum lev_level seen, struct lev_err *err)
+		    const char *key, enum lev_level seen, struct lev_err *err)
 {
 	struct region *r = &ctx->regions[region];
 	size_t cap = LEV_CONTEXT_ENTRY_MAX, n;
+	struct item *it = NULL;
 	bool cut;
 	char *t;
 	int ret;
@@ -661,9 +664,11 @@ static int add_note(struct lev_context *ctx, size_t region, const char *text, si
 		cap = LEV_CONTEXT_RESULT_FLOOR;
 	t = cut_text(text, len, cap, &n, &cut);
 	ret = add_item(ctx, region, LEV_ITEM_NOTE, t, n, lev_context_estimate(n), true, seen, 0,
-		       NULL, err);
+		       &it, err);
 	if (ret < 0)
 		return ret;
+	if (key)
+		it->key = xstrdup(key);
 	enforce(ctx, r);
 	return 0;
 }
@@ -675,7 +680,7 @@ int lev_context_add_note(struct lev_context *ctx, size_t region, const char *tex
 
 	if (r < 0)
 		return r;
-	return add_note(ctx, region, text, len, seen, err);
+	return add_note(ctx, region, text, len, NULL, seen, err);
 }
 
 int lev_context_write_note(struct lev_context *ctx, size_t region, const char *text, size_t len,
@@ -691,7 +696,53 @@ int lev_context_write_note(struct lev_context *ctx, size_t region, const char *t
 	/* a pinned region open to notes is the agent's: its notes are replaced */
 	if (ctx->regions[region].n)
 		remove_front(ctx, &ctx->regions[region], ctx->regions[region].n, false);
-	return add_note(ctx, region, text, len, before, err);
+	return add_note(ctx, region, text, len, NULL, before, err);
+}
+
+/* The index of REGION's newest note keyed KEY, or -1. */
+static ssize_t keyed_at(const struct region *r, const char *key)
+{
+	for (size_t i = r->n; i-- > 0;)
+		if (r->items[i].key && !strcmp(r->items[i].key, key))
+			return (ssize_t)i;
+	return -1;
+}
+
+int lev_context_keyed_note(struct lev_context *ctx, size_t region, const char *key,
+			   const char *text, size_t len, bool replace, enum lev_level seen,
+			   struct lev_err *err)
+{
+	enum lev_level before = seen;
+	ssize_t at;
+	int r = note_region_ok(ctx, region, err);
+
+	if (r < 0)
+		return r;
+	at = replace ? keyed_at(&ctx->regions[region], key) : -1;
+	if (at >= 0) {
+		/* the note may be a copy of what it replaces: keep its label */
+		before = lev_level_max(seen, lev_taint_current(ctx->taint));
+		remove_at(ctx, &ctx->regions[region], (size_t)at);
+	}
+	return add_note(ctx, region, text, len, key, before, err);
+}
+
+ssize_t lev_context_keyed_index(const struct lev_context *ctx, size_t region, const char *key)
+{
+	return region < ctx->n_regions ? keyed_at(&ctx->regions[region], key) : -1;
+}
+
+char *lev_context_keyed_text(const struct lev_context *ctx, size_t region, const char *key)
+{
+	const struct region *r;
+	ssize_t at;
+
+	if (region >= ctx->n_regions)
+		return NULL;
+	r = &ctx->regions[region];
+	at = keyed_at(r, key);
+	return at < 0 ? NULL : xstrndup(r->items[at].text ? r->items[at].text : "",
+					r->items[at].text ? r->items[at].len : 0);
 }
 
 int lev_context_clear(struct lev_context *ctx, size_t region, struct lev_err *err)

@@ -59,6 +59,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "liblev/conf/blueprint.h"
 #include "liblev/base/error.h"
@@ -168,6 +169,19 @@ int lev_context_add_note(struct lev_context *ctx, size_t region, const char *tex
  * cleared, then the note is added labelled max(SEEN, taint before the
  * clear), so clearing the sources cannot launder the note.
  */
+/*
+ * A note under KEY (context_write / context_append with a key): with
+ * REPLACE the region's newest note keyed KEY is replaced (else the note is
+ * added), without it the note is added beside any of that key.  Checked as
+ * lev_context_add_note() is.
+ */
+int lev_context_keyed_note(struct lev_context *ctx, size_t region, const char *key,
+			   const char *text, size_t len, bool replace, enum lev_level seen,
+			   struct lev_err *err);
+/* The index of REGION's newest note keyed KEY (0 the oldest entry), or -1. */
+ssize_t lev_context_keyed_index(const struct lev_context *ctx, size_t region, const char *key);
+/* The text of REGION's newest note keyed KEY (a fresh string), or NULL when none is. */
+char *lev_context_keyed_text(const struct lev_context *ctx, size_t region, const char *key);
 int lev_context_write_note(struct lev_context *ctx, size_t region, const char *text, size_t len,
 			   enum lev_level seen, struct lev_err *err);
 

@@ -87,6 +87,7 @@ void lev_gatechain_decision_release(struct lev_gatechain_decision *d)
 	lev_fs_targets_free(d->fs);
 	free(d->path);
 	free(d->host);
+	json_decref(d->args);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -220,6 +221,49 @@ static LEV_COLD bool refuse_schema(const struct lev_err *e, struct lev_gatechain
 	refuse(d, LEV_GATE_SCHEMA, R(SCHEMA),
 	       xasprintf("[error] invalid arguments for '%s': %s", d->canon, e->msg), NULL);
 	return false;
+}
+
+static LEV_COLD bool refuse_alias(const char *alias, const char *name,
+				  struct lev_gatechain_decision *d)
+{
+	refuse(d, LEV_GATE_SCHEMA, R(SCHEMA),
+	       xasprintf("[error] invalid arguments for '%s': '%s' and '%s' are two names of one "
+			 "argument; send it once, as '%s'", d->canon, alias, name, name),
+	       NULL);
+	return false;
+}
+
+/*
+ * The call's arguments under the names the tool's schema gives them, into
+ * d->args: an alias the tool table lists (an earlier lev name) is renamed,
+ * once, here, so every gate, the approval's digest and the tool see one
+ * spelling.  An alias sent beside its name is refused, never resolved.
+ */
+static bool canon_args(const struct lev_gatechain_call *c, struct lev_gatechain_decision *d)
+{
+	const char *const *al = d->tool->desc ? d->tool->desc->arg_aliases : NULL;
+	bool any = false;
+	json_t *v;
+
+	if (lev_unlikely(!c->args || !json_is_object(c->args)))
+		return refuse_json(c, d);
+	for (size_t i = 0; al && al[i]; i += 2)
+		any = any || json_object_get(c->args, al[i]);
+	if (lev_likely(!any)) {
+		d->args = json_incref((json_t *)c->args);
+		return true;
+	}
+	d->args = json_copy((json_t *)c->args);
+	for (size_t i = 0; al[i]; i += 2) {
+		v = json_object_get(d->args, al[i]);
+		if (!v)
+			continue;
+		if (json_object_get(d->args, al[i + 1]))
+			return refuse_alias(al[i], al[i + 1], d);
+		json_object_set(d->args, al[i + 1], v);
+		json_object_del(d->args, al[i]);
+	}
+	return true;
 }
 
 static bool gate_schema(const struct lev_gatechain_call *c, struct lev_gatechain_decision *d)
@@ -960,6 +1004,7 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 			 struct lev_gatechain_decision *d, struct lev_err *err)
 {
 	enum lev_gate_id approver = LEV_GATE_PERMISSION;
+	struct lev_gatechain_call canon = *c;
 	bool ok = false;
 	int r = 0;
 
@@ -974,7 +1019,12 @@ int lev_gatechain_decide(const struct lev_gatechain_env *env, const struct lev_g
 		d->canon = d->tool->name;
 
 	/* offered, then schema: nothing else can be asked of a call that fails them */
-	if (lev_unlikely(!gate_offered(env, c, d) || !gate_schema(c, d)))
+	if (lev_unlikely(!gate_offered(env, c, d) || !canon_args(c, d)))
+		goto done;
+	/* from here on every gate sees the arguments under their canonical names */
+	canon.args = d->args;
+	c = &canon;
+	if (lev_unlikely(!gate_schema(c, d)))
 		goto done;
 	if (d->tool->kind == LEV_TOOL_SHELL)
 		parse_line(c, d);

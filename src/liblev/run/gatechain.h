@@ -258,6 +258,12 @@ struct lev_gatechain_decision {
 						 * (with its "[denied] " style prefix) */
 	const struct lev_tool_info *tool;	/* the entry, or NULL (unknown tool) */
 	const char *canon;			/* the canonical name, or the name as sent */
+	/*
+	 * owned: the call's arguments under their canonical names (an alias the
+	 * tool table lists renamed), what every gate decided on and what the
+	 * call runs with and is shown as; NULL when the call's were not an object
+	 */
+	json_t *args;
 	struct lev_gatechain_step steps[_LEV_GATE_ID_MAX];
 
 	/* the asks (verdict ASK), to be put to the person together, once */

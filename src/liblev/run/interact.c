@@ -325,7 +325,7 @@ static void review(struct lev_agent *a, const json_t *args, struct lev_tool_outp
 static void edit_doc(struct lev_agent *a, const json_t *args, struct lev_tool_output *out)
 {
 	const char *content = agent_arg_str(args, "content");
-	const char *title = agent_arg_str(args, "title");
+	const char *title = agent_arg_str(args, "prompt");
 	_cleanup_free_ char *q = xasprintf("%s (your text replaces it)\n\n%s",
 					   title ? title : "Edit this document",
 					   content ? content : "");

@@ -714,11 +714,31 @@ int lev_tool_http_post(const json_t *args, const struct lev_net_policy *pol,
 	return 0;
 }
 
-static char *search_url(const char *endpoint, const char *query)
+static char *search_url(const char *endpoint, const char *query, const char *range)
 {
 	_cleanup_free_ char *q = lev_http_urlencode(query);
 
-	return xasprintf("%s%cq=%s&format=json", endpoint, strchr(endpoint, '?') ? '&' : '?', q);
+	return xasprintf("%s%cq=%s&format=json%s%s", endpoint, strchr(endpoint, '?') ? '&' : '?',
+			 q, range ? "&time_range=" : "", range ? range : "");
+}
+
+/* web_search's 'freshness' (Leviath's pd/pw/pm/py) as SearXNG's time_range into *RANGE. */
+static int search_range(const json_t *args, const char **range)
+{
+	static const char *const map[][2] = {
+		{ "pd", "day" }, { "pw", "week" }, { "pm", "month" }, { "py", "year" },
+	};
+	const json_t *f = json_object_get(args, "freshness");
+
+	*range = NULL;
+	if (!f || json_is_null(f))
+		return 0;
+	for (size_t i = 0; json_is_string(f) && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(json_string_value(f), map[i][0])) {
+			*range = map[i][1];
+			return 0;
+		}
+	return -EINVAL;
 }
 
 static void add_field(struct lev_buf *b, const char *prefix, const json_t *v, size_t max)
@@ -748,7 +768,7 @@ int lev_tool_web_search(const json_t *args, const struct lev_net_policy *pol,
 	const json_t *mr, *results, *item;
 	json_t *root;
 	json_int_t limit = 5;
-	const char *query;
+	const char *query, *range = NULL;
 	size_t qlen, i, shown = 0;
 	int r;
 
@@ -759,18 +779,23 @@ int lev_tool_web_search(const json_t *args, const struct lev_net_policy *pol,
 	if (r < 0 || qlen == 0 || qlen > MAX_QUERY || strlen(query) != qlen)
 		return result_error(out, LEV_NET_BAD_ARGS,
 				    "web_search: 'query' must be a string of 1..%d bytes", MAX_QUERY);
-	mr = json_object_get(args, "max_results");
+	mr = json_object_get(args, "count");
 	if (mr && !json_is_null(mr)) {
 		if (!json_is_integer(mr) || json_integer_value(mr) < 1 || json_integer_value(mr) > 20)
 			return result_error(out, LEV_NET_BAD_ARGS,
-					    "web_search: 'max_results' must be an integer from 1 to 20");
+					    "web_search: 'count' must be an integer from 1 to 20");
 		limit = json_integer_value(mr);
 	}
+	if (search_range(args, &range) < 0)
+		return result_error(out, LEV_NET_BAD_ARGS,
+				    "web_search: 'freshness' must be pd, pw, pm or py (past day, "
+				    "week, month, year); a date range is not supported by the "
+				    "SearXNG endpoint lev searches through");
 	if (!pol->search_endpoint || !*pol->search_endpoint)
 		return result_error(out, LEV_NET_NOT_CONFIGURED,
 				    "web_search is not configured: set [tools.web_search] endpoint "
 				    "(a SearXNG-compatible /search URL) in config.toml");
-	url = search_url(pol->search_endpoint, query);
+	url = search_url(pol->search_endpoint, query, range);
 	if (guarded_request(url, pol, &o, out, &resp) < 0)
 		return 0;
 	if (resp.status >= 300) {
@@ -896,12 +921,15 @@ json_t *lev_tool_net_parameters(enum lev_tool_op op)
 				 "The Content-Type of the body (default application/json)",
 				 "required", "url", "additionalProperties", 0);
 	case LEV_OP_WEB_SEARCH:
-		return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}}, s:[s], s:b}",
+		return json_pack("{s:s, s:{s:{s:s, s:s}, s:{s:s, s:i, s:i, s:s}, s:{s:s, s:[s,s,s,s], "
+				 "s:s}}, s:[s], s:b}",
 				 "type", "object", "properties", "query", "type", "string",
-				 "description", "What to search the web for", "max_results", "type",
+				 "description", "What to search the web for", "count", "type",
 				 "integer", "minimum", 1, "maximum", 20, "description",
-				 "How many results to return (default 5)", "required", "query",
-				 "additionalProperties", 0);
+				 "How many results to return (default 5)", "freshness", "type",
+				 "string", "enum", "pd", "pw", "pm", "py", "description",
+				 "Only results from the past day, week, month or year", "required",
+				 "query", "additionalProperties", 0);
 	default:
 		return NULL;
 	}

@@ -43,6 +43,12 @@ static json_t *int_prop(const char *description, int minimum)
 			 1000000, "description", description);
 }
 
+static json_t *key_prop(const char *description)
+{
+	return json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength",
+			 200, "description", description);
+}
+
 static json_t *question_prop(const char *description)
 {
 	return json_pack("{s:s, s:i, s:i, s:s}", "type", "string", "minLength", 1, "maxLength",
@@ -91,8 +97,8 @@ static json_t *schema_for(enum lev_tool_op op)
 		json_object_set_new(p, "command", str_prop("The shell command line to run"));
 		return obj_schema(p, (const char *const[]){ "command", NULL });
 	case LEV_OP_SUBMIT_OUTPUT:
-		json_object_set_new(p, "output", str_prop("The stage's final output"));
-		return obj_schema(p, (const char *const[]){ "output", NULL });
+		json_object_set_new(p, "content", str_prop("The stage's final output"));
+		return obj_schema(p, (const char *const[]){ "content", NULL });
 	case LEV_OP_TRANSITION:
 		json_object_set_new(p, "target", str_prop("The stage to go to, or DONE"));
 		return obj_schema(p, (const char *const[]){ "target", NULL });
@@ -101,31 +107,36 @@ static json_t *schema_for(enum lev_tool_op op)
 		json_object_set_new(p, "region", str_prop("The name of a context region you keep "
 							  "notes in"));
 		json_object_set_new(p, "content", str_prop("The note to keep there"));
+		json_object_set_new(p, "key", key_prop("A name for the note: context_write "
+						       "replaces the note of that name (not the "
+						       "whole region); context_read reads it back"));
 		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
 	case LEV_OP_CONTEXT_READ:
 		json_object_set_new(p, "region", str_prop("The name of a context region"));
+		json_object_set_new(p, "key", key_prop("Read only the note of this name"));
 		return obj_schema(p, (const char *const[]){ "region", NULL });
 	case LEV_OP_ASK_TEXT:
 	case LEV_OP_ASK_CONFIRM:
-		json_object_set_new(p, "question",
+		json_object_set_new(p, "prompt",
 				    question_prop("The question, in one or a few sentences"));
-		return obj_schema(p, (const char *const[]){ "question", NULL });
+		return obj_schema(p, (const char *const[]){ "prompt", NULL });
 	case LEV_OP_ASK_CHOICE:
-		json_object_set_new(p, "question", question_prop("The question"));
-		json_object_set_new(p, "choices",
+		json_object_set_new(p, "prompt", question_prop("The question"));
+		json_object_set_new(p, "options",
 				    json_pack("{s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:s}", "type",
 					      "array", "items", "type", "string", "minLength", 1,
 					      "maxLength", 200, "minItems", 2, "maxItems", 20,
 					      "description", "The answers to choose from"));
-		return obj_schema(p, (const char *const[]){ "question", "choices", NULL });
+		return obj_schema(p, (const char *const[]){ "prompt", "options", NULL });
 	case LEV_OP_PRESENT_FOR_REVIEW:
 		json_object_set_new(p, "title", question_prop("The document's title"));
 		json_object_set_new(p, "markdown", str_prop("The document (markdown); empty: the "
 							    "stage's document region"));
 		return obj_schema(p, (const char *const[]){ "title", NULL });
 	case LEV_OP_EDIT_DOCUMENT:
-		json_object_set_new(p, "title", question_prop("What the document is"));
 		json_object_set_new(p, "content", str_prop("The document to edit"));
+		json_object_set_new(p, "prompt", question_prop("What the document is, or what to "
+							       "do with it"));
 		return obj_schema(p, (const char *const[]){ "content", NULL });
 	case LEV_OP_CURRENT_TIME:
 	case LEV_OP_LOCALE_INFO:
@@ -148,7 +159,8 @@ static json_t *schema_for(enum lev_tool_op op)
 							 0));
 		json_object_set_new(p, "oldest", int_prop("How many of the oldest entries to "
 							  "release", 1));
-		json_object_set_new(p, "key", str_prop("Not supported: lev's entries have no keys"));
+		json_object_set_new(p, "key", key_prop("Release the note of this name (as "
+						       "context_write or context_append gave it)"));
 		return obj_schema(p, (const char *const[]){ "region", NULL });
 	case LEV_OP_TODO_ADD:
 		json_object_set_new(p, "region", str_prop("The checklist region"));
