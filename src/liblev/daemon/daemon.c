@@ -28,6 +28,7 @@
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/daemon.h"
+#include "liblev/daemon/pool.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/reload.h"
 #include "liblev/daemon/sock.h"
@@ -126,6 +127,7 @@ struct daemon {
 	double last_evict;	/* when runs_evict() last looked */
 	bool trim_due;		/* a run ended: give the heap back once none is left */
 	double old_deadline;	/* when the previous daemon's workers get SIGKILL */
+	struct lev_pool *pool;	/* [limits] max_concurrent_inferences (pool.h) */
 };
 
 static double now(void)
@@ -813,6 +815,8 @@ static void reload_start_paths(struct daemon *d, json_t *start, const json_t *re
  * health) and the last good copy stays in force; a good change is sent to
  * every running run, which takes the tighter of old and new (worker.h).
  */
+static void pool_set_max(struct daemon *d);
+
 static void reload_changed(struct daemon *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -822,6 +826,7 @@ static void reload_changed(struct daemon *d)
 		dlog(d, "config: %s; the last good copy stays in force", err.msg);
 		return;
 	}
+	pool_set_max(d);
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
 
@@ -831,6 +836,45 @@ static void reload_changed(struct daemon *d)
 		}
 	}
 	dlog(d, "config: reloaded; %zu running run(s) get the tighter of old and new", n);
+}
+
+/* ---- the inference pool (pool.h) ------------------------------------------ */
+
+static void pool_grant(struct daemon *d)
+{
+	const void *who;
+
+	while ((who = lev_pool_next(d->pool))) {
+		struct run *r = (struct run *)who;
+
+		run_send(d, r, lev_proto_request("infer_go"));
+		dlog(d, "run %s: model request let through (%zu in flight, %zu queued)", r->id,
+		     lev_pool_in_flight(d->pool), lev_pool_queued(d->pool));
+	}
+}
+
+/* Run R asks to make a model request ({"op":"infer"}, worker.h). */
+static void pool_ask(struct daemon *d, struct run *r)
+{
+	if (lev_pool_ask(d->pool, r)) {
+		run_send(d, r, lev_proto_request("infer_go"));
+		return;
+	}
+	dlog(d, "run %s: model request queued (%zu in flight, %zu queued)", r->id,
+	     lev_pool_in_flight(d->pool), lev_pool_queued(d->pool));
+}
+
+/* Run R's request is answered, or its worker is gone: its place goes to the next. */
+static void pool_leave(struct daemon *d, struct run *r)
+{
+	lev_pool_leave(d->pool, r);
+	pool_grant(d);
+}
+
+static void pool_set_max(struct daemon *d)
+{
+	lev_pool_set_max(d->pool, (size_t)lev_reload_max_inferences(d->rl));
+	pool_grant(d);
 }
 
 /* The daemon's health, as ping answers it and `lev ps --json` shows it. A new object. */
@@ -844,6 +888,10 @@ static json_t *health_json(struct daemon *d)
 
 	if (e)
 		json_object_set_new(o, "config_error", json_string(e));
+	json_object_set_new(o, "inferences",
+			    json_pack("{s:I, s:I, s:I}", "max", (json_int_t)lev_pool_max(d->pool),
+				      "in_flight", (json_int_t)lev_pool_in_flight(d->pool),
+				      "queued", (json_int_t)lev_pool_queued(d->pool)));
 	return o;
 }
 
@@ -856,6 +904,9 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	json_object_set(start, "request", (json_t *)req);
 	if (recover)
 		json_object_set_new(start, "recover", json_true());
+	/* a limit in force: the worker asks before each model request */
+	if (lev_pool_max(d->pool))
+		json_object_set_new(start, "infer_pool", json_true());
 	reload_start_paths(d, start, req);
 	run_send(d, r, start);
 }
@@ -965,8 +1016,11 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 static bool run_ended_in_record(struct daemon *d, struct run *r);
 
 /* Mark a run whose worker is gone; STATUS from waitpid. */
+static void pool_leave(struct daemon *d, struct run *r);
+
 static void run_reaped(struct daemon *d, struct run *r, int status)
 {
+	pool_leave(d, r);
 	r->pid = 0;
 	json_object_del(r->doc, "pid");
 	if (r->question) {
@@ -1186,6 +1240,10 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 			flush_runs(d, false);
 			run_send(d, r, lev_proto_request("ack"));
 		}
+	} else if (lev_streq(op, "infer")) {
+		pool_ask(d, r);
+	} else if (lev_streq(op, "infer_done")) {
+		pool_leave(d, r);
 	} else if (lev_streq(op, "part")) {
 		parts_add(r, m);
 	} else if (lev_streq(op, "turn")) {
@@ -2271,6 +2329,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		else if (lev_reload_check(d.rl, &e) < 0)
 			dlog(&d, "config: %s", e.msg);
 	}
+	d.pool = lev_pool_new((size_t)lev_reload_max_inferences(d.rl));
 	/* runs the previous daemon held: resumed, once SIGCHLD is ours */
 	recover(&d);
 	dlog(&d, "listening on '%s' (pid %d)", sock, (int)getpid());
@@ -2299,5 +2358,6 @@ out:
 	free(d.runs);
 	lev_store_close(d.st);
 	lev_reload_free(d.rl);
+	lev_pool_free(d.pool);
 	return r;
 }
