@@ -38,6 +38,7 @@ if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$top" -Dbench=true -Dtests=false -Dbuildtype=release >/dev/null
 fi
 ninja -C "$build" src/lev/lev >/dev/null
+build=$(cd "$build" && pwd)
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 ulimit -u "$(ulimit -Hu)" 2>/dev/null || true
