@@ -873,6 +873,48 @@ def sec_pools():
     srv.shutdown()
 
 
+def timed_cpu(argv, env, cwd):
+    """(wall ms, CPU ms of the process and its children) of one ARGV"""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    return (time.perf_counter() - t0) * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, status
+
+
+def sec_sbx():
+    """whole-process `lev sandbox exec --kind namespace /bin/true` against bubblewrap"""
+    root = new_root("sbx")
+    env = env_of(root)
+    lev_argv = [LEV, "sandbox", "exec", "--kind", "namespace", "/bin/true"]
+    bw = "/usr/bin/bwrap"
+    bw_argv = [bw, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-net", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
+               "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", WORK, WORK,
+               "--chdir", WORK, "/bin/true"]
+    have_bw = os.access(bw, os.X_OK)
+    lw, lc, bw_w, bw_c, bad = [], [], [], [], 0
+    for i in range(REPS * 2 + 2):
+        w, c, st = timed_cpu(lev_argv, env, WORK)
+        bad += st != 0
+        if have_bw:
+            bw_wall, bw_cpu, _ = timed_cpu(bw_argv, env, WORK)
+        if i >= 2:
+            lw.append(w)
+            lc.append(c)
+            if have_bw:
+                bw_w.append(bw_wall)
+                bw_c.append(bw_cpu)
+    if have_bw:
+        base = "bubblewrap (the same namespaces, no Landlock or seccomp) median %.1f ms, CPU %.1f ms" \
+               % (med(bw_w), med(bw_c))
+    else:
+        base = "bubblewrap not installed"
+    say("sbx: `lev sandbox exec --kind namespace /bin/true`, exec to exit, interleaved: median "
+        "%.1f ms (min %.1f), CPU %.1f ms%s; baseline %s  [goal <= bubblewrap]"
+        % (med(lw), min(lw), med(lc), "; %d failed" % bad if bad else "", base))
+
+
 def main():
     ps_root = None
     try:
@@ -881,7 +923,7 @@ def main():
                 ps_root = sec_runs()
             elif s == "ps":
                 sec_ps(ps_root)
-            elif s in ("boot", "cold", "submit", "idle", "calls", "kill9", "crash", "pause", "pools"):
+            elif s in ("boot", "cold", "submit", "idle", "calls", "kill9", "crash", "pause", "pools", "sbx"):
                 globals()["sec_" + s]()
             else:
                 raise SystemExit("unknown section '%s'" % s)

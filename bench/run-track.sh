@@ -17,6 +17,8 @@
 #   runs      memory at SIZES agents: PSS - LazyFree over the daemon and
 #             every process it owns, the spawn time, the drain time and the
 #             settled figure
+#   sbx       whole-process `lev sandbox exec --kind namespace /bin/true`
+#             against bubblewrap with the same namespaces, interleaved
 #   pools     BENCH_POOL_RUNS (200) runs of one model call each against a
 #             model taking BENCH_LATENCY_MS (200), at each [limits]
 #             max_concurrent_inferences of BENCH_POOLS (8,128): drain time
@@ -24,7 +26,7 @@
 #             saw at once
 #
 #   bench/run-track.sh [BUILD_DIR] [SECTIONS] [SIZES]
-#       defaults: build-bench, boot,cold,crash,pause,runs,pools, 10,100,1000
+#       defaults: build-bench, boot,cold,crash,pause,sbx,runs,pools, 10,100,1000
 #
 # 10,000 agents run only on request (SIZES 10000): about 2 GiB of memory
 # and some 10 minutes on 2 cores.  Nothing is asserted.  Needs python3.
@@ -32,7 +34,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build-bench}
-sections=${2:-boot,cold,crash,pause,runs,pools}
+sections=${2:-boot,cold,crash,pause,sbx,runs,pools}
 sizes=${3:-10,100,1000}
 if [ ! -f "$build/build.ninja" ]; then
 	meson setup "$build" "$top" -Dbench=true -Dtests=false -Dbuildtype=release >/dev/null

@@ -64,6 +64,14 @@
 #define PARTS_MAX ((size_t)256 << 20)
 /* How long the previous daemon's workers get to end before SIGKILL (recover()). */
 #define OLD_WORKER_GRACE_SECS 10
+/* How often the loop looks for them meanwhile (ms). */
+#define OLD_WORKER_POLL_MS 10
+/*
+ * Runs the loop resumes at each turn after a restart (recover()): the
+ * daemon answers between batches, so `lev daemon start` and every client
+ * wait for none of them.
+ */
+#define RECOVER_BATCH 8
 
 struct run;
 
@@ -99,6 +107,7 @@ struct run {
 	bool muted;		/* its worker stopped taking frames: read on to its end */
 	pid_t old_pid;		/* the previous daemon's worker, still going: recovery waits */
 	bool old_killed;	/* old_pid was sent SIGKILL */
+	bool recover_due;	/* held by the previous daemon: the loop resumes it (recover()) */
 	struct lev_buf parts;	/* a turn or an output sent in "part" frames (worker.h) */
 	bool parts_cut;		/* the parts went past PARTS_MAX: dropped */
 	struct frame *backlog;	/* its latest event frames, for followers */
@@ -2122,12 +2131,39 @@ static bool old_workers_check(struct daemon *d)
 }
 
 /*
+ * The runs recover() left to the loop, RECOVER_BATCH at a time, in the
+ * order lev.db lists them.  Whether any is left.
+ */
+static bool recover_some(struct daemon *d)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (!r->recover_due)
+			continue;
+		if (done == RECOVER_BATCH)
+			return true;
+		r->recover_due = false;
+		/* resumed meanwhile (lev resume of a paused run), or ended (lev cancel) */
+		if (r->pid > 0 || r->fd >= 0 || status_final(run_status(r)))
+			continue;
+		recover_one(d, r);
+		done++;
+	}
+	return false;
+}
+
+/*
  * The runs the previous daemon held.  Its workers were cancelled when it
  * died and may still be finishing (killing a command, closing a record):
  * the daemon does not wait for them (it serves at once); each such run
  * shows "idle" (or "paused") and is recovered by the loop once its old
  * worker is gone (old_workers_check()), SIGKILLed after
- * OLD_WORKER_GRACE_SECS.
+ * OLD_WORKER_GRACE_SECS.  The others are resumed by the loop too
+ * (recover_some()), a batch at each turn, so the daemon answers from its
+ * first turn however many runs it resumes.
  */
 static void recover(struct daemon *d)
 {
@@ -2163,7 +2199,8 @@ static void recover(struct daemon *d)
 			     r->id, (int)r->old_pid);
 			continue;
 		}
-		recover_one(d, r);
+		r->recover_due = true;
+		run_set_status(d, r, r->paused ? "paused" : "idle");
 	}
 	json_decref(arr);
 }
@@ -2204,15 +2241,18 @@ static int loop(struct daemon *d, int lfd, int sfd)
 	struct pollfd *p = NULL;
 	struct run **who = NULL;
 
-	bool old_waiting = true;
+	bool old_waiting = true, recovering = true;
 
 	while (!d->stopping && !(d->o->stop && *d->o->stop)) {
 		size_t n = 0, base;
 		int r, timeout = flush_due(d);
 
 		/* the previous daemon's workers are looked for until they are gone */
-		if (old_waiting && timeout > 50)
-			timeout = 50;
+		if (old_waiting && timeout > OLD_WORKER_POLL_MS)
+			timeout = OLD_WORKER_POLL_MS;
+		/* runs to resume: answer what is there, then go on with them */
+		if (recovering)
+			timeout = 0;
 
 		for (size_t i = d->n_conns; i-- > 0;)
 			if (d->conns[i].dead)
@@ -2268,6 +2308,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		}
 		reap(d);
 		old_waiting = old_workers_check(d);
+		recovering = recover_some(d);
 		runs_evict(d, now());
 		if (d->trim_due && !live_runs(d, NULL)) {
 			/* the runs' buffers are free: an idle daemon returns to its size */
