@@ -735,10 +735,11 @@ def crash_once(n):
     root = new_root("crash%d-%d" % (n, time.monotonic_ns()))
     pid = daemon_start(root)
     c = Conn(root)
-    busy = submit(c, root, LONG)["run"]
     waiting = [submit(c, root, LIVE)["run"] for _ in range(n - 1)]
-    c.close()
     wait_ping(root, lambda p: p and p["waiting"] >= n - 1, 60 + n * 0.2)
+    # the busy run last, so it is still going at the kill
+    busy = submit(c, root, LONG)["run"]
+    c.close()
     wait_tools(root, [busy], 4)
     os.kill(pid, signal.SIGKILL)
     pid_gone(pid)
@@ -822,18 +823,36 @@ class Slow(http.server.BaseHTTPRequestHandler):
     lock = threading.Lock()
     inflight = peak = served = 0
     latency = float(os.environ.get("BENCH_LATENCY_MS", "200")) / 1e3
+    calls = int(os.environ.get("BENCH_POOL_CALLS", "5"))   # model calls a run makes
     protocol_version = "HTTP/1.1"
 
     def do_POST(self):
         with Slow.lock:
             Slow.inflight += 1
             Slow.peak = max(Slow.peak, Slow.inflight)
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         time.sleep(Slow.latency)
         with Slow.lock:
             Slow.inflight -= 1
             Slow.served += 1
-        Mock.answer(self)
+        done = sum(1 for m in req.get("messages", []) if m.get("role") == "tool")
+        if done + 1 >= Slow.calls:
+            Mock.answer(self)
+            return
+        # a read_file call: the run asks again once it has the result
+        body = json.dumps({"id": "b", "object": "chat.completion", "model": "mock-1",
+                           "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                               "role": "assistant", "content": None, "tool_calls": [{
+                                   "id": "c%d" % done, "type": "function", "function": {
+                                       "name": "read_file",
+                                       "arguments": json.dumps({"path": "README.md"})}}]}}],
+                           "usage": {"prompt_tokens": 1, "completion_tokens": 1,
+                                     "total_tokens": 2}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def log_message(self, *a):
         pass
@@ -864,11 +883,11 @@ def sec_pools():
         t_drain = time.perf_counter() - t0
         cpu = sum(proc_cpu(pid)) - cpu0
         daemon_stop(root)
-        say("pools %d: %d runs of one model call each (%.0f ms a call): %d submitted in %.1f s, "
+        say("pools %d: %d runs of %d model calls each (%.0f ms a call): %d submitted in %.1f s, "
             "drained in %.2f s (ideal %.2f s: calls x latency / pool); most requests in flight "
             "%d; model requests served %d; CPU of the daemon and its workers %.0f ms%s"
-            % (width, n, Slow.latency * 1e3, n, t_sub, t_drain,
-               n * Slow.latency / min(width, n), Slow.peak, Slow.served, cpu,
+            % (width, n, Slow.calls, Slow.latency * 1e3, n, t_sub, t_drain,
+               n * Slow.calls * Slow.latency / min(width, n), Slow.peak, Slow.served, cpu,
                "" if p and p["runs"] == 0 else "; NOT drained"))
     srv.shutdown()
 

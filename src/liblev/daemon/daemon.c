@@ -2088,8 +2088,18 @@ static void recover_one(struct daemon *d, struct run *r)
 		run_set_status(d, r, "cancelled");
 		dlog(d, "run %s: cancelled before it was resumed", r->id);
 	} else if (r->paused) {
+		/*
+		 * A worker replays it from the journal and holds at its first step
+		 * boundary, as paused: lev resume lets it go on at once.
+		 */
+		if (resume_run(d, r)) {
+			run_send(d, r, lev_proto_request("pause"));
+			dlog(d, "run %s: paused; held by its worker, replayed from the journal",
+			     r->id);
+		} else {
+			dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
+		}
 		run_set_status(d, r, "paused");
-		dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
 	} else if (!resume_run(d, r)) {
 		json_object_set_new(r->doc, "error",
 				    json_string("the daemon stopped while the run was going"));
