@@ -310,10 +310,12 @@ class Mock(http.server.BaseHTTPRequestHandler):
         Mock.answer(self)
 
     @staticmethod
-    def answer(self):
+    def answer(self, message=None, finish="stop"):
+        """an OpenAI chat completion: MESSAGE, by default the text "done" """
+        message = message or {"role": "assistant", "content": "done"}
         body = json.dumps({"id": "b", "object": "chat.completion", "model": "mock-1",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "done"}}],
+                           "choices": [{"index": 0, "finish_reason": finish,
+                                        "message": message}],
                            "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                      "total_tokens": 2}}).encode()
         self.send_response(200)
@@ -840,19 +842,10 @@ class Slow(http.server.BaseHTTPRequestHandler):
             Mock.answer(self)
             return
         # a read_file call: the run asks again once it has the result
-        body = json.dumps({"id": "b", "object": "chat.completion", "model": "mock-1",
-                           "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                               "role": "assistant", "content": None, "tool_calls": [{
-                                   "id": "c%d" % done, "type": "function", "function": {
-                                       "name": "read_file",
-                                       "arguments": json.dumps({"path": "README.md"})}}]}}],
-                           "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                     "total_tokens": 2}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        Mock.answer(self, {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c%d" % done, "type": "function", "function": {
+                "name": "read_file", "arguments": json.dumps({"path": "README.md"})}}]},
+            "tool_calls")
 
     def log_message(self, *a):
         pass
