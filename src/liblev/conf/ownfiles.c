@@ -170,9 +170,13 @@ int lev_ownfiles_list(const struct lev_ownfiles_opts *o, struct lev_ownfiles *ou
 	/* the systemd unit: missing, its directory is masked (a planted unit would run) */
 	unit = got(lev_datadir_unit_path);
 	if (unit) {
-		const char *slash = strrchr(unit, '/');
+		char *slash;
 
-		unit_dir = xstrndup(unit, (size_t)(slash - unit));
+		/* cut in a copy: GCC 12 at -O3 took a pointer into UNIT for one into got()'s frame */
+		unit_dir = xstrdup(unit);
+		slash = strrchr(unit_dir, '/');
+		if (slash)
+			*slash = '\0';
 		add(&l, "the systemd unit", TAKE_PTR(unit), unit_dir, false);
 	}
 	memo_clear();
