@@ -44,6 +44,8 @@
  *   "fault": "drop"                   close the connection without an answer
  *            "drop_mid"               send headers and part of the body, then drop
  *            "slow"                   wait delay_ms (default 5000) first
+ *            "hold"                   wait until the file "until_file" exists
+ *                                     (at most two minutes) first
  *            "huge"                   a valid answer of huge_bytes (default
  *                                     10 MiB) of text (a route: that many 'x')
  *
@@ -389,6 +391,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	if (fault && strcmp(fault, "slow") == 0) {
 		json_int_t ms = json_integer_value(json_object_get(resp, "delay_ms"));
 		sleep_ms(ms > 0 ? (long)ms : 5000);
+	}
+	if (fault && strcmp(fault, "hold") == 0) {
+		const char *f = json_string_value(json_object_get(resp, "until_file"));
+
+		/* at most two minutes: a test that never makes the file still ends */
+		for (int i = 0; f && i < 2400 && access(f, F_OK) != 0; i++)
+			sleep_ms(50);
 	}
 	if (is_model) {
 		pthread_mutex_lock(&lock);

@@ -2,19 +2,19 @@
 # [limits] max_concurrent_inferences: at most N model requests at once
 # across the daemon, the rest queued in the order they asked (Leviath's
 # inference pool, daemon/pool.h).  Six runs against a model that holds each
-# request 300 ms, with N = 2: the model never sees more than two requests
-# at once (mock-model counts them as they arrive), the daemon lets the
-# queued through in the order they queued (its log), and `lev ps --json`
-# health reports the pool.  Benign twin: without the key the same runs all
-# complete and nothing is queued.
+# request until the test lets it go, with N = 2: two are in flight and four
+# queued (`lev ps --json` health), the model never sees more than two at once
+# (mock-model counts them as they arrive), and the daemon lets the queued
+# through in the order they queued (its log).  Benign twin: without the key
+# all six reach the model at once, every run completes, nothing is queued.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
 
 mkdir -p work slow
-cat >slow.json <<'EOF2'
-{"responses": [{"match": "TASK-POOL", "repeat": true, "fault": "slow", "delay_ms": 300,
-                "text": "pooled"}]}
+cat >slow.json <<EOF2
+{"responses": [{"match": "TASK-POOL", "repeat": true, "fault": "hold",
+                "until_file": "$TRASH/go", "text": "pooled"}]}
 EOF2
 cat >slow/agent.leviath <<'EOF2'
 [agent]
@@ -43,6 +43,19 @@ h = json.load(sys.stdin)[\"health\"][\"inferences\"]
 assert h == {\"max\": $1, \"in_flight\": 0, \"queued\": 0}, h"
 }
 
+# pool_is IN_FLIGHT QUEUED: what lev ps --json says now
+pool_is() {
+	"$LEV" ps --json | python3 -c "
+import json, sys
+h = json.load(sys.stdin)[\"health\"][\"inferences\"]
+assert (h[\"in_flight\"], h[\"queued\"]) == ($1, $2), h"
+}
+
+# arrived N: the model got N requests past the first $mark lines of its record
+arrived() {
+	test "$(($(wc -l <requests.jsonl) - mark))" = "$1"
+}
+
 all_complete() {
 	local id
 	for id in $(cat ids); do
@@ -65,7 +78,10 @@ test_expect_success 'with max_concurrent_inferences = 2 the model never sees mor
 	"$LEV" daemon start >/dev/null &&
 	health_is 2 &&
 	mark=$(cat requests.jsonl 2>/dev/null | wc -l) &&
+	rm -f go &&
 	submit_six &&
+	wait_for pool_is 2 4 &&
+	: >go &&
 	all_complete &&
 	peak "$mark" >got &&
 	read most count <got &&
@@ -89,11 +105,15 @@ test_expect_success 'benign twin: without the key every run completes, none is q
 	: >"$ROOT/daemon.log" &&
 	"$LEV" daemon start >/dev/null &&
 	mark=$(cat requests.jsonl 2>/dev/null | wc -l) &&
+	rm -f go &&
 	submit_six &&
+	wait_for arrived 6 &&
+	: >go &&
 	all_complete &&
 	peak "$mark" >got &&
 	read most count <got &&
 	test "$count" = 6 &&
+	test "$most" = 6 &&
 	! grep -q "model request queued" "$ROOT/daemon.log" &&
 	health_is 0
 '
