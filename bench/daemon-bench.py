@@ -293,8 +293,8 @@ def sec_boot():
             cpu.append(c)
             bare_cpu.append(exec_cpu(root, "version"))
     say("boot: exec of `lev daemon` until the socket answers a ping: median %.1f ms "
-        "(min %.1f, max %.1f); baseline exec of `lev version`: median %.1f ms  [target <= 20 ms]"
-        % (med(boot), min(boot), max(boot), med(bare)))
+        "(min %.1f, max %.1f); baseline exec of `lev version`: median %.1f ms%s"
+        % (med(boot), min(boot), max(boot), med(bare), vs("boot")))
     say("boot: CPU time (10 ms ticks) of the daemon when it first answers: median %.1f ms; "
         "`lev version` to its exit: median %.1f ms" % (med(cpu), med(bare_cpu)))
 
@@ -307,9 +307,15 @@ class Mock(http.server.BaseHTTPRequestHandler):
         Mock.arrivals.append(time.perf_counter())
         Mock.got.set()
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        Mock.answer(self)
+
+    @staticmethod
+    def answer(self, message=None, finish="stop"):
+        """an OpenAI chat completion: MESSAGE, by default the text "done" """
+        message = message or {"role": "assistant", "content": "done"}
         body = json.dumps({"id": "b", "object": "chat.completion", "model": "mock-1",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "done"}}],
+                           "choices": [{"index": 0, "finish_reason": finish,
+                                        "message": message}],
                            "usage": {"prompt_tokens": 1, "completion_tokens": 1,
                                      "total_tokens": 2}}).encode()
         self.send_response(200)
@@ -360,7 +366,7 @@ def sec_cold():
     say("cold: `lev run --detach`, no daemon running, exec until the first model request "
         "reaches the mock server: median %.1f ms (min %.1f, max %.1f); the same with a daemon "
         "running: median %.1f ms; baseline the same run in-process (`lev run`): median %.1f ms"
-        "  [target <= 50 ms]" % (med(cold), min(cold), max(cold), med(warm), med(inproc)))
+        "%s" % (med(cold), min(cold), max(cold), med(warm), med(inproc), vs("cold")))
 
 
 def sec_submit():
@@ -440,9 +446,9 @@ def sec_runs_one(n):
     say("runs %d: %d submitted in %.1f s, %d waiting on their question after %.1f s%s"
         % (n, sent, t_sub, waiting, t_all, "; stopped by: " + stopped if stopped else ""))
     say("runs %d: live memory %.1f MiB in %d processes (%.2f MiB a run over the idle "
-        "daemon's %.2f MiB; anon %.1f MiB; the daemon itself %.2f MiB)  [target <= 512 MiB at 1,000]"
+        "daemon's %.2f MiB; anon %.1f MiB; the daemon itself %.2f MiB)%s"
         % (n, mib(kib), procs, mib(kib - base) / max(sent, 1), mib(base), mib(anon),
-           mib(d_kib.get("Pss", 0) - d_kib.get("LazyFree", 0))))
+           mib(d_kib.get("Pss", 0) - d_kib.get("LazyFree", 0)), vs(n)))
     t0 = time.perf_counter()
     for q in range(1, sent + 1):
         c.call({"op": "respond", "id": "q%d" % q, "text": "yes"})
@@ -679,6 +685,248 @@ def sec_kill9():
            "none within 20 s (this daemon does not reload runs)"))
 
 
+# ---- Leviath's performance track (bench/run-track.sh) -----------------------------
+#
+# Leviath 0.2.0's published round (an Apple M3 Max, 16 cores; issue 31), printed
+# beside each figure, and lev's goal on this machine.
+LEVIATH = {"boot": "36.9 ms", "cold": "69.8 ms", "crash": "65.7 ms", "pause": "79.7 ms",
+           10: "34.3 MB", 100: "196.7 MB", 1000: "944.9 MB (1,000 spawns in 13.2 s)",
+           10000: "2,782 MB (drained in 714.5 s)"}
+GOAL = {"boot": "<= 20 ms", "cold": "<= 40 ms", "crash": "<= 30 ms", "pause": "<= 20 ms",
+        1000: "<= 0.45 MiB a run, 1,000 spawns <= 5 s", 10000: "<= 2 GiB"}
+
+
+def vs(key):
+    return "  [Leviath %s; goal %s]" % (LEVIATH.get(key, "-"), GOAL.get(key, "-"))
+
+
+def events_of(root, rid):
+    try:
+        with open(os.path.join(root, ".leviath", "runs", rid, "events.jsonl")) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def first_progress_after(root, rid, t):
+    """wall time (s) of RID's first tool_result or model_request after T, or None"""
+    for e in events_of(root, rid):
+        if e.get("event") in ("tool_result", "model_request", "question") and ts(e["ts"]) > t:
+            return ts(e["ts"])
+    return None
+
+
+def wait_tools(root, ids, least, secs=300):
+    c = Conn(root)
+    try:
+        deadline = time.time() + secs
+        while time.time() < deadline:
+            d = c.call({"op": "ps", "all": True})
+            runs = [r for r in d["runs"] + d["finished"] if r["id"] in ids]
+            if sum(1 for r in runs if r["tools"] >= least) >= len(ids):
+                return True
+            time.sleep(0.05)
+        return False
+    finally:
+        c.close()
+
+
+def crash_once(n):
+    """N runs going (one busy, N-1 waiting on a question), kill -9, `lev daemon start`:
+    (start ms, busy run's progress ms, last run's progress ms, runs back)"""
+    root = new_root("crash%d-%d" % (n, time.monotonic_ns()))
+    pid = daemon_start(root)
+    c = Conn(root)
+    waiting = [submit(c, root, LIVE)["run"] for _ in range(n - 1)]
+    wait_ping(root, lambda p: p and p["waiting"] >= n - 1, 60 + n * 0.2)
+    # the busy run last, so it is still going at the kill
+    busy = submit(c, root, LONG)["run"]
+    c.close()
+    wait_tools(root, [busy], 4)
+    os.kill(pid, signal.SIGKILL)
+    pid_gone(pid)
+    t_kill = time.time()
+    t0 = time.perf_counter()
+    lev(root, "daemon", "start")
+    t_up = (time.perf_counter() - t0) * 1e3
+    # events carry the wall clock; wait for every run to come back
+    deadline = time.time() + 30 + n * 0.1
+    firsts = {}
+    while time.time() < deadline and len(firsts) < n:
+        time.sleep(0.2)
+        for rid in [busy] + waiting:
+            if rid not in firsts:
+                f = first_progress_after(root, rid, t_kill)
+                if f:
+                    firsts[rid] = f
+    daemon_stop(root)
+    busy_ms = (firsts[busy] - t_kill) * 1e3 if busy in firsts else float("nan")
+    last_ms = (max(firsts.values()) - t_kill) * 1e3 if firsts else float("nan")
+    return t_up, busy_ms, last_ms, len(firsts)
+
+
+def sec_crash():
+    for n in [int(x) for x in os.environ.get("BENCH_CRASH_RUNS", "1,100").split(",")]:
+        reps = max(1, REPS // 4 if n == 1 else 1)
+        rows = [crash_once(n) for _ in range(reps)]
+        say("crash %d: kill -9 with %d run(s) going (1 busy, %d waiting on a question), then "
+            "`lev daemon start`: start to exit median %.1f ms; kill to the busy run's next "
+            "progress median %.1f ms (min %.1f); kill to the last run's progress median %.1f ms; "
+            "runs back %d of %d (%d rep(s))%s"
+            % (n, n, n - 1, med([r[0] for r in rows]), med([r[1] for r in rows]),
+               min(r[1] for r in rows), med([r[2] for r in rows]), min(r[3] for r in rows), n,
+               reps, vs("crash")))
+
+
+def pause_once(restart):
+    root = new_root("pause%d-%d" % (restart, time.monotonic_ns()))
+    pid = daemon_start(root)
+    c = Conn(root)
+    rid = submit(c, root, LONG)["run"]
+    c.close()
+    wait_tools(root, [rid], 4)
+    lev(root, "pause", rid)
+    for _ in range(3000):
+        r = call(root, {"op": "get", "run": rid})["run"]
+        if r["status"].startswith("paused"):
+            break
+        time.sleep(0.01)
+    if restart:
+        os.kill(pid, signal.SIGKILL)
+        pid_gone(pid)
+        lev(root, "daemon", "start")
+        time.sleep(0.5)
+    t0 = time.time()
+    lev(root, "resume", rid)
+    t = None
+    for _ in range(100):
+        t = first_progress_after(root, rid, t0)
+        if t:
+            break
+        time.sleep(0.1)
+    daemon_stop(root)
+    return (t - t0) * 1e3 if t else float("nan")
+
+
+def sec_pause():
+    reps = max(3, REPS // 4)
+    same, across = [], []
+    for _ in range(reps):
+        same.append(pause_once(False))
+        across.append(pause_once(True))
+    say("pause: `lev resume` exec until the run's next progress, after a kill -9 and `lev daemon "
+        "start` while it was paused: median %.1f ms (min %.1f); baseline the same within one "
+        "daemon: median %.1f ms (min %.1f)%s"
+        % (med(across), min(across), med(same), min(same), vs("pause")))
+
+
+class Slow(http.server.BaseHTTPRequestHandler):
+    """an OpenAI-shaped model that takes BENCH_LATENCY_MS a request and counts in-flight"""
+    lock = threading.Lock()
+    inflight = peak = served = 0
+    latency = float(os.environ.get("BENCH_LATENCY_MS", "200")) / 1e3
+    calls = int(os.environ.get("BENCH_POOL_CALLS", "5"))   # model calls a run makes
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        with Slow.lock:
+            Slow.inflight += 1
+            Slow.peak = max(Slow.peak, Slow.inflight)
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        time.sleep(Slow.latency)
+        with Slow.lock:
+            Slow.inflight -= 1
+            Slow.served += 1
+        done = sum(1 for m in req.get("messages", []) if m.get("role") == "tool")
+        if done + 1 >= Slow.calls:
+            Mock.answer(self)
+            return
+        # a read_file call: the run asks again once it has the result
+        Mock.answer(self, {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "c%d" % done, "type": "function", "function": {
+                "name": "read_file", "arguments": json.dumps({"path": "README.md"})}}]},
+            "tool_calls")
+
+    def log_message(self, *a):
+        pass
+
+
+def sec_pools():
+    n = int(os.environ.get("BENCH_POOL_RUNS", "200"))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    srv.request_queue_size = 1024
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    for width in [int(x) for x in os.environ.get("BENCH_POOLS", "8,128").split(",")]:
+        root = new_root("pool%d" % width)
+        write(os.path.join(root, ".leviath", "config.toml"),
+              '[limits]\nmax_concurrent_inferences = %d\n\n'
+              '[providers.mock]\nkind = "openai"\nbase_url = "http://127.0.0.1:%d/v1"\n'
+              'api_key_env = "MOCK_KEY"\nmodel = "mock-1"\ntimeout_secs = 120\n'
+              % (width, srv.server_address[1]), 0o600)
+        pid = daemon_start(root)
+        Slow.peak = Slow.served = 0
+        c = Conn(root)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            submit(c, root, MOCK)
+        t_sub = time.perf_counter() - t0
+        c.close()
+        cpu0 = sum(proc_cpu(pid))
+        p = wait_ping(root, lambda p: p and p["runs"] == 0, 120 + n)
+        t_drain = time.perf_counter() - t0
+        cpu = sum(proc_cpu(pid)) - cpu0
+        daemon_stop(root)
+        say("pools %d: %d runs of %d model calls each (%.0f ms a call): %d submitted in %.1f s, "
+            "drained in %.2f s (ideal %.2f s: calls x latency / pool); most requests in flight "
+            "%d; model requests served %d; CPU of the daemon and its workers %.0f ms%s"
+            % (width, n, Slow.calls, Slow.latency * 1e3, n, t_sub, t_drain,
+               n * Slow.calls * Slow.latency / min(width, n), Slow.peak, Slow.served, cpu,
+               "" if p and p["runs"] == 0 else "; NOT drained"))
+    srv.shutdown()
+
+
+def timed_cpu(argv, env, cwd):
+    """(wall ms, CPU ms of the process and its children) of one ARGV"""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    return (time.perf_counter() - t0) * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, status
+
+
+def sec_sbx():
+    """whole-process `lev sandbox exec --kind namespace /bin/true` against bubblewrap"""
+    root = new_root("sbx")
+    env = env_of(root)
+    lev_argv = [LEV, "sandbox", "exec", "--kind", "namespace", "/bin/true"]
+    bw = "/usr/bin/bwrap"
+    bw_argv = [bw, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+               "--unshare-net", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
+               "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", WORK, WORK,
+               "--chdir", WORK, "/bin/true"]
+    have_bw = os.access(bw, os.X_OK)
+    lw, lc, bw_w, bw_c, bad = [], [], [], [], 0
+    for i in range(REPS * 2 + 2):
+        w, c, st = timed_cpu(lev_argv, env, WORK)
+        bad += st != 0
+        if have_bw:
+            bw_wall, bw_cpu, _ = timed_cpu(bw_argv, env, WORK)
+        if i >= 2:
+            lw.append(w)
+            lc.append(c)
+            if have_bw:
+                bw_w.append(bw_wall)
+                bw_c.append(bw_cpu)
+    if have_bw:
+        base = "bubblewrap (the same namespaces, no Landlock or seccomp) median %.1f ms, CPU %.1f ms" \
+               % (med(bw_w), med(bw_c))
+    else:
+        base = "bubblewrap not installed"
+    say("sbx: `lev sandbox exec --kind namespace /bin/true`, exec to exit, interleaved: median "
+        "%.1f ms (min %.1f), CPU %.1f ms%s; baseline %s  [goal <= bubblewrap]"
+        % (med(lw), min(lw), med(lc), "; %d failed" % bad if bad else "", base))
+
+
 def main():
     ps_root = None
     try:
@@ -687,7 +935,7 @@ def main():
                 ps_root = sec_runs()
             elif s == "ps":
                 sec_ps(ps_root)
-            elif s in ("boot", "cold", "submit", "idle", "calls", "kill9"):
+            elif s in ("boot", "cold", "submit", "idle", "calls", "kill9", "crash", "pause", "pools", "sbx"):
                 globals()["sec_" + s]()
             else:
                 raise SystemExit("unknown section '%s'" % s)

@@ -44,13 +44,16 @@
  *   "fault": "drop"                   close the connection without an answer
  *            "drop_mid"               send headers and part of the body, then drop
  *            "slow"                   wait delay_ms (default 5000) first
+ *            "hold"                   wait until the file "until_file" exists
+ *                                     (at most two minutes) first
  *            "huge"                   a valid answer of huge_bytes (default
  *                                     10 MiB) of text (a route: that many 'x')
  *
  * When the responses run out, the model answers "(mock-model: no more
  * responses)" with no calls.  With --record, every request is appended to
  * FILE as one JSON line: {"n","method","path","query","headers":{...},
- * "body": <JSON or string>}.
+ * "body": <JSON or string>, "in_flight": N}, N the model requests being
+ * answered when this one arrived, itself included (held by "slow").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +76,7 @@
 static json_t *script;
 static unsigned char *used;	/* one flag per response */
 static unsigned request_count;
+static unsigned in_flight;	/* model requests arrived and not yet answered */
 static unsigned port;
 static FILE *record;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -121,7 +125,7 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 }
 
 static void record_request(struct MHD_Connection *c, const char *method, const char *url,
-			   const struct conn *cn, unsigned n)
+			   const struct conn *cn, unsigned n, unsigned busy)
 {
 	json_t *line, *headers = json_object(), *query = json_object(), *body;
 	char *s;
@@ -133,8 +137,9 @@ static void record_request(struct MHD_Connection *c, const char *method, const c
 	body = cn->len ? json_loadb(cn->body, cn->len, 0, NULL) : NULL;
 	if (!body)
 		body = json_stringn(cn->body ? cn->body : "", cn->len);
-	line = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o}", "n", (int)n, "method", method, "path",
-			 url, "query", query, "headers", headers, "body", body ? body : json_null());
+	line = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:i}", "n", (int)n, "method", method,
+			 "path", url, "query", query, "headers", headers, "body",
+			 body ? body : json_null(), "in_flight", (int)busy);
 	s = json_dumps(line, JSON_COMPACT);
 	fprintf(record, "%s\n", s);
 	fflush(record);
@@ -364,7 +369,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	is_model = anthropic || strcmp(url, "/v1/chat/completions") == 0;
 	pthread_mutex_lock(&lock);
 	n = ++request_count;
-	record_request(c, method, url, cn, n);
+	if (is_model)
+		in_flight++;
+	record_request(c, method, url, cn, n, in_flight);
 	if (is_model) {
 		resp = take_response(cn);
 	} else {
@@ -381,12 +388,24 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		return ret;
 	}
 	fault = json_string_value(json_object_get(resp, "fault"));
-	if (fault && strcmp(fault, "drop") == 0)
-		return MHD_NO;
 	if (fault && strcmp(fault, "slow") == 0) {
 		json_int_t ms = json_integer_value(json_object_get(resp, "delay_ms"));
 		sleep_ms(ms > 0 ? (long)ms : 5000);
 	}
+	if (fault && strcmp(fault, "hold") == 0) {
+		const char *f = json_string_value(json_object_get(resp, "until_file"));
+
+		/* at most two minutes: a test that never makes the file still ends */
+		for (int i = 0; f && i < 2400 && access(f, F_OK) != 0; i++)
+			sleep_ms(50);
+	}
+	if (is_model) {
+		pthread_mutex_lock(&lock);
+		in_flight--;
+		pthread_mutex_unlock(&lock);
+	}
+	if (fault && strcmp(fault, "drop") == 0)
+		return MHD_NO;
 	status = json_integer_value(json_object_get(resp, "status"));
 	if (status <= 0)
 		status = 200;

@@ -190,7 +190,6 @@ static const struct {
 	{ "", "model_capabilities", "[providers.NAME] context_window" },
 	{ "", "model_providers", "[providers.NAME] with kind = \"openai\" for an "
 				 "OpenAI-compatible API" },
-	{ "limits", "max_concurrent_inferences", LIMITS_INSTEAD },
 	{ "limits", "max_concurrent_tools", LIMITS_INSTEAD },
 	{ "limits", "exact_token_counting", LIMITS_INSTEAD },
 	{ "limits", "mcp_idle_disconnect_secs", LIMITS_INSTEAD },
@@ -453,6 +452,7 @@ static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 		{ "max_iterations", offsetof(struct lev_limits, max_iterations), 1, 100000 },
 		/* Leviath's name for the same limit */
 		{ "default_max_iterations", offsetof(struct lev_limits, max_iterations), 1, 100000 },
+		{ "max_concurrent_inferences", offsetof(struct lev_limits, max_concurrent_inferences), 1, 65536 },
 	};
 	size_t i, j, n = lev_toml_table_len(t);
 

@@ -165,6 +165,8 @@ struct lev_limits {
 	uint64_t max_run_write_bytes;		/* 0: unset */
 	uint64_t max_tool_output_bytes;		/* per stream; default 1 MiB */
 	uint64_t max_iterations;		/* per stage when the blueprint sets none; default 50 */
+	uint64_t max_concurrent_inferences;	/* model requests at once across the daemon
+						 * (daemon/pool.h); 0: unset, no limit */
 };
 
 struct lev_config {

@@ -13,20 +13,60 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/conf/ownfiles.h"
 
-/* P with its longest existing prefix resolved (symlinks, ".."); NULL when unknown */
+/*
+ * The directory the last real_prefix() resolved, and what it resolved to:
+ * lev's own files are mostly in one directory, whose components need not
+ * be read again for each (a one-shot `lev sandbox exec` lists them all).
+ */
+static _Thread_local char *memo_dir, *memo_real;
+
+static char *real_prefix(const char *p);
+
+/* The memo holds for one lev_ownfiles_list() only: files come and go between. */
+static void memo_clear(void)
+{
+	free(memo_dir);
+	free(memo_real);
+	memo_dir = memo_real = NULL;
+}
+
+/* DIR resolved as real_prefix() does, through the memo. A new string or NULL. */
+static char *real_dir(const char *dir)
+{
+	char *r;
+
+	if (memo_dir && !strcmp(memo_dir, dir))
+		return memo_real ? xstrdup(memo_real) : NULL;
+	r = real_prefix(dir);
+	free(memo_dir);
+	free(memo_real);
+	memo_dir = xstrdup(dir);
+	memo_real = r ? xstrdup(r) : NULL;
+	return r;
+}
+
+/*
+ * P with its longest existing prefix resolved (symlinks, ".."); NULL when
+ * unknown.  A last component that is a plain name and no symlink is joined
+ * to its resolved directory; only a symlink (or ".", "..") is resolved whole.
+ */
 static char *real_prefix(const char *p)
 {
 	_cleanup_free_ char *dir = NULL;
-	char *r = realpath(p, NULL);
-	const char *slash;
+	const char *slash = strrchr(p, '/');
+	const char *leaf = slash ? slash + 1 : p;
+	struct stat st;
+	bool exists = lstat(p, &st) == 0;
+	char *r;
 
-	if (r || p[0] != '/')
-		return r;
-	slash = strrchr(p, '/');
-	if (!slash || slash == p)
-		return NULL;
+	if (p[0] != '/' || slash == p || !*leaf || !strcmp(leaf, ".") || !strcmp(leaf, "..") ||
+	    (exists && S_ISLNK(st.st_mode))) {
+		r = realpath(p, NULL);
+		if (r || p[0] != '/' || slash == p)
+			return r;
+	}
 	dir = xstrndup(p, (size_t)(slash - p));
-	r = real_prefix(dir);
+	r = real_dir(dir);
 	if (!r)
 		return NULL;
 	{
@@ -109,6 +149,7 @@ int lev_ownfiles_list(const struct lev_ownfiles_opts *o, struct lev_ownfiles *ou
 	struct lev_ownfiles l = { 0 };
 	_cleanup_free_ char *root = NULL, *leviath = NULL, *unit = NULL, *unit_dir = NULL;
 
+	memo_clear();
 	if (o && o->data_root)
 		root = xstrdup(o->data_root);
 	else
@@ -129,11 +170,16 @@ int lev_ownfiles_list(const struct lev_ownfiles_opts *o, struct lev_ownfiles *ou
 	/* the systemd unit: missing, its directory is masked (a planted unit would run) */
 	unit = got(lev_datadir_unit_path);
 	if (unit) {
-		const char *slash = strrchr(unit, '/');
+		char *slash;
 
-		unit_dir = xstrndup(unit, (size_t)(slash - unit));
+		/* cut in a copy: GCC 12 at -O3 took a pointer into UNIT for one into got()'s frame */
+		unit_dir = xstrdup(unit);
+		slash = strrchr(unit_dir, '/');
+		if (slash)
+			*slash = '\0';
 		add(&l, "the systemd unit", TAKE_PTR(unit), unit_dir, false);
 	}
+	memo_clear();
 
 	if (!l.n)
 		return lev_err_set(err, -ENOENT,

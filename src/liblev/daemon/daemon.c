@@ -28,6 +28,7 @@
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/daemon.h"
+#include "liblev/daemon/pool.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/reload.h"
 #include "liblev/daemon/sock.h"
@@ -64,6 +65,14 @@
 #define PARTS_MAX ((size_t)256 << 20)
 /* How long the previous daemon's workers get to end before SIGKILL (recover()). */
 #define OLD_WORKER_GRACE_SECS 10
+/* How often the loop looks for them meanwhile (ms). */
+#define OLD_WORKER_POLL_MS 10
+/*
+ * Runs the loop resumes at each turn after a restart (recover()): the
+ * daemon answers between batches, so `lev daemon start` and every client
+ * wait for none of them.
+ */
+#define RECOVER_BATCH 8
 
 struct run;
 
@@ -99,6 +108,7 @@ struct run {
 	bool muted;		/* its worker stopped taking frames: read on to its end */
 	pid_t old_pid;		/* the previous daemon's worker, still going: recovery waits */
 	bool old_killed;	/* old_pid was sent SIGKILL */
+	bool recover_due;	/* held by the previous daemon: the loop resumes it (recover()) */
 	struct lev_buf parts;	/* a turn or an output sent in "part" frames (worker.h) */
 	bool parts_cut;		/* the parts went past PARTS_MAX: dropped */
 	struct frame *backlog;	/* its latest event frames, for followers */
@@ -131,6 +141,7 @@ struct daemon {
 	bool trim_due;		/* a run ended: give the heap back once none is left */
 	double old_deadline;	/* when the previous daemon's workers get SIGKILL */
 	char *runs_dir;		/* <data root>/runs: each run's meta.json (meta.h) */
+	struct lev_pool *pool;	/* [limits] max_concurrent_inferences (pool.h) */
 };
 
 static double now(void)
@@ -822,6 +833,8 @@ static void reload_start_paths(struct daemon *d, json_t *start, const json_t *re
  * health) and the last good copy stays in force; a good change is sent to
  * every running run, which takes the tighter of old and new (worker.h).
  */
+static void pool_set_max(struct daemon *d);
+
 static void reload_changed(struct daemon *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -831,6 +844,7 @@ static void reload_changed(struct daemon *d)
 		dlog(d, "config: %s; the last good copy stays in force", err.msg);
 		return;
 	}
+	pool_set_max(d);
 	for (size_t i = 0; i < d->n_runs; i++) {
 		struct run *r = d->runs[i];
 
@@ -840,6 +854,45 @@ static void reload_changed(struct daemon *d)
 		}
 	}
 	dlog(d, "config: reloaded; %zu running run(s) get the tighter of old and new", n);
+}
+
+/* ---- the inference pool (pool.h) ------------------------------------------ */
+
+static void pool_grant(struct daemon *d)
+{
+	const void *who;
+
+	while ((who = lev_pool_next(d->pool))) {
+		struct run *r = (struct run *)who;
+
+		run_send(d, r, lev_proto_request("infer_go"));
+		dlog(d, "run %s: model request let through (%zu in flight, %zu queued)", r->id,
+		     lev_pool_in_flight(d->pool), lev_pool_queued(d->pool));
+	}
+}
+
+/* Run R asks to make a model request ({"op":"infer"}, worker.h). */
+static void pool_ask(struct daemon *d, struct run *r)
+{
+	if (lev_pool_ask(d->pool, r)) {
+		run_send(d, r, lev_proto_request("infer_go"));
+		return;
+	}
+	dlog(d, "run %s: model request queued (%zu in flight, %zu queued)", r->id,
+	     lev_pool_in_flight(d->pool), lev_pool_queued(d->pool));
+}
+
+/* Run R's request is answered, or its worker is gone: its place goes to the next. */
+static void pool_leave(struct daemon *d, struct run *r)
+{
+	lev_pool_leave(d->pool, r);
+	pool_grant(d);
+}
+
+static void pool_set_max(struct daemon *d)
+{
+	lev_pool_set_max(d->pool, (size_t)lev_reload_max_inferences(d->rl));
+	pool_grant(d);
 }
 
 /* The daemon's health, as ping answers it and `lev ps --json` shows it. A new object. */
@@ -853,6 +906,10 @@ static json_t *health_json(struct daemon *d)
 
 	if (e)
 		json_object_set_new(o, "config_error", json_string(e));
+	json_object_set_new(o, "inferences",
+			    json_pack("{s:I, s:I, s:I}", "max", (json_int_t)lev_pool_max(d->pool),
+				      "in_flight", (json_int_t)lev_pool_in_flight(d->pool),
+				      "queued", (json_int_t)lev_pool_queued(d->pool)));
 	return o;
 }
 
@@ -865,6 +922,9 @@ static void run_start(struct daemon *d, struct run *r, const json_t *req, bool r
 	json_object_set(start, "request", (json_t *)req);
 	if (recover)
 		json_object_set_new(start, "recover", json_true());
+	/* a limit in force: the worker asks before each model request */
+	if (lev_pool_max(d->pool))
+		json_object_set_new(start, "infer_pool", json_true());
 	reload_start_paths(d, start, req);
 	run_send(d, r, start);
 }
@@ -977,8 +1037,11 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 static bool run_ended_in_record(struct daemon *d, struct run *r);
 
 /* Mark a run whose worker is gone; STATUS from waitpid. */
+static void pool_leave(struct daemon *d, struct run *r);
+
 static void run_reaped(struct daemon *d, struct run *r, int status)
 {
+	pool_leave(d, r);
 	r->pid = 0;
 	json_object_del(r->doc, "pid");
 	if (r->question) {
@@ -1250,6 +1313,10 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 			flush_runs(d, false);
 			run_send(d, r, lev_proto_request("ack"));
 		}
+	} else if (lev_streq(op, "infer")) {
+		pool_ask(d, r);
+	} else if (lev_streq(op, "infer_done")) {
+		pool_leave(d, r);
 	} else if (lev_streq(op, "part")) {
 		parts_add(r, m);
 	} else if (lev_streq(op, "turn")) {
@@ -2156,8 +2223,18 @@ static void recover_one(struct daemon *d, struct run *r)
 		run_set_status(d, r, "cancelled");
 		dlog(d, "run %s: cancelled before it was resumed", r->id);
 	} else if (r->paused) {
+		/*
+		 * A worker replays it from the journal and holds at its first step
+		 * boundary, as paused: lev resume lets it go on at once.
+		 */
+		if (resume_run(d, r)) {
+			run_send(d, r, lev_proto_request("pause"));
+			dlog(d, "run %s: paused; held by its worker, replayed from the journal",
+			     r->id);
+		} else {
+			dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
+		}
 		run_set_status(d, r, "paused");
-		dlog(d, "run %s: paused; resumed from the journal when it is resumed", r->id);
 	} else if (!resume_run(d, r)) {
 		json_object_set_new(r->doc, "error",
 				    json_string("the daemon stopped while the run was going"));
@@ -2199,12 +2276,39 @@ static bool old_workers_check(struct daemon *d)
 }
 
 /*
+ * The runs recover() left to the loop, RECOVER_BATCH at a time, in the
+ * order lev.db lists them.  Whether any is left.
+ */
+static bool recover_some(struct daemon *d)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (!r->recover_due)
+			continue;
+		if (done == RECOVER_BATCH)
+			return true;
+		r->recover_due = false;
+		/* resumed meanwhile (lev resume of a paused run), or ended (lev cancel) */
+		if (r->pid > 0 || r->fd >= 0 || status_final(run_status(r)))
+			continue;
+		recover_one(d, r);
+		done++;
+	}
+	return false;
+}
+
+/*
  * The runs the previous daemon held.  Its workers were cancelled when it
  * died and may still be finishing (killing a command, closing a record):
  * the daemon does not wait for them (it serves at once); each such run
  * shows "idle" (or "paused") and is recovered by the loop once its old
  * worker is gone (old_workers_check()), SIGKILLed after
- * OLD_WORKER_GRACE_SECS.
+ * OLD_WORKER_GRACE_SECS.  The others are resumed by the loop too
+ * (recover_some()), a batch at each turn, so the daemon answers from its
+ * first turn however many runs it resumes.
  */
 static void recover(struct daemon *d)
 {
@@ -2240,7 +2344,8 @@ static void recover(struct daemon *d)
 			     r->id, (int)r->old_pid);
 			continue;
 		}
-		recover_one(d, r);
+		r->recover_due = true;
+		run_set_status(d, r, r->paused ? "paused" : "idle");
 	}
 	json_decref(arr);
 }
@@ -2281,15 +2386,18 @@ static int loop(struct daemon *d, int lfd, int sfd)
 	struct pollfd *p = NULL;
 	struct run **who = NULL;
 
-	bool old_waiting = true;
+	bool old_waiting = true, recovering = true;
 
 	while (!d->stopping && !(d->o->stop && *d->o->stop)) {
 		size_t n = 0, base;
 		int r, timeout = flush_due(d);
 
 		/* the previous daemon's workers are looked for until they are gone */
-		if (old_waiting && timeout > 50)
-			timeout = 50;
+		if (old_waiting && timeout > OLD_WORKER_POLL_MS)
+			timeout = OLD_WORKER_POLL_MS;
+		/* runs to resume: answer what is there, then go on with them */
+		if (recovering)
+			timeout = 0;
 
 		for (size_t i = d->n_conns; i-- > 0;)
 			if (d->conns[i].dead)
@@ -2345,6 +2453,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		}
 		reap(d);
 		old_waiting = old_workers_check(d);
+		recovering = recover_some(d);
 		runs_evict(d, now());
 		if (d->trim_due && !live_runs(d, NULL)) {
 			/* the runs' buffers are free: an idle daemon returns to its size */
@@ -2415,6 +2524,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		else if (lev_reload_check(d.rl, &e) < 0)
 			dlog(&d, "config: %s", e.msg);
 	}
+	d.pool = lev_pool_new((size_t)lev_reload_max_inferences(d.rl));
 	/* runs the previous daemon held: resumed, once SIGCHLD is ours */
 	recover(&d);
 	dlog(&d, "listening on '%s' (pid %d)", sock, (int)getpid());
@@ -2446,5 +2556,6 @@ out:
 	/* the lock is still ours: the pid file names this daemon, nobody else's */
 	(void)unlink(pidfile);
 	free(d.runs_dir);
+	lev_pool_free(d.pool);
 	return r;
 }

@@ -33,6 +33,7 @@ struct lev_reload {
 	char **dirs;			/* every directory to watch, existing or not */
 	bool config_bad, policy_bad, leviath_bad;
 	char *error;
+	uint64_t max_inferences;	/* the last good config's [limits] max_concurrent_inferences */
 };
 
 static char *dir_of(const char *path)
@@ -266,6 +267,7 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 	rl->error = NULL;
 	rl->config_bad = lev_config_load_file(rl->config, &cfg, &e) < 0;
 	if (!rl->config_bad) {
+		rl->max_inferences = cfg.limits.max_concurrent_inferences;
 		lev_config_release(&cfg);
 		keep_good(rl->config, rl->good_config);
 	} else {
@@ -297,6 +299,11 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 		return 0;
 	r = lev_err_set(err, LEV_EPARSE, "%s", rl->error);
 	return r;
+}
+
+uint64_t lev_reload_max_inferences(const struct lev_reload *rl)
+{
+	return rl ? rl->max_inferences : 0;
 }
 
 const char *lev_reload_error(const struct lev_reload *rl)

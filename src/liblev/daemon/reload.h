@@ -16,6 +16,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "liblev/base/error.h"
 
@@ -47,6 +48,11 @@ bool lev_reload_pending(struct lev_reload *rl);
  * lev_reload_error().
  */
 int lev_reload_check(struct lev_reload *rl, struct lev_err *err);
+/*
+ * The last good config.toml's [limits] max_concurrent_inferences (0: none
+ * set, or no good config yet): the daemon's inference pool (pool.h).
+ */
+uint64_t lev_reload_max_inferences(const struct lev_reload *rl);
 /* The problem the last check found, or NULL (borrowed). */
 const char *lev_reload_error(const struct lev_reload *rl);
 /*

@@ -55,6 +55,8 @@ struct worker {
 	bool reload;		/* the daemon said the config changed */
 	bool paused;		/* lev pause: hold at the next step boundary */
 	char **msgs;		/* lev msg: for the conversation before the next turn */
+	bool pool;		/* the daemon limits model requests: ask first (pool.h) */
+	bool infer_held;	/* the daemon let this request through */
 	struct lev_buf out;	/* event frames not sent yet (w_flush()) */
 };
 
@@ -567,6 +569,32 @@ static int resume_setup(struct worker *w, const char *run, const char *root, con
 	return 0;
 }
 
+/*
+ * [limits] max_concurrent_inferences: before each model request the run
+ * asks the daemon for a place and waits its turn ({"op":"infer"}, answered
+ * {"op":"infer_go"} in the order asked); once the answer came it gives the
+ * place back ({"op":"infer_done"}).  Cancelled while waiting: no request
+ * (the agent sees the cancel first).
+ */
+static void hook_thinking(void *data, bool on)
+{
+	struct worker *w = data;
+	json_t *m;
+
+	if (!w->pool)
+		return;
+	if (!on) {
+		if (w->infer_held)
+			w_send(w, lev_proto_request("infer_done"));
+		w->infer_held = false;
+		return;
+	}
+	w_send(w, lev_proto_request("infer"));
+	m = w_wait(w, "infer_go", -1);
+	w->infer_held = m != NULL;
+	json_decref(m);
+}
+
 static void set_hooks(struct lev_agent_opts *o, struct worker *w, const json_t *req)
 {
 	/* a follower without a terminal: nobody to ask, as in lev run --foreground */
@@ -578,6 +606,7 @@ static void set_hooks(struct lev_agent_opts *o, struct worker *w, const json_t *
 	o->hooks.turn = hook_turn;
 	o->hooks.step = hook_step;
 	o->hooks.boundary = hook_boundary;
+	o->hooks.thinking = hook_thinking;
 	o->hooks.data = w;
 }
 
@@ -754,6 +783,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	else
 		w.timeout_ms = 3600 * 1000;
 	send_info(&w, bp, &w.eff.cfg, workdir, home);
+	w.pool = json_is_true(json_object_get(start, "infer_pool"));
 
 	allow = lev_strv_from_json(json_object_get(req, "allow"));
 	inputs = lev_strv_from_json(json_object_get(req, "inputs"));

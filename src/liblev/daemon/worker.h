@@ -29,6 +29,11 @@
  *		(policy/tighter.h) and answers
  *	-> {"op":"reloaded"} or {"op":"reloaded","error":E}
  *	-> {"op":"done","status":S,"output":O,"error":E}	(or "parts": true)
+ *	-> {"op":"infer"}			before each model request, when
+ *		the start frame says "infer_pool": true ([limits]
+ *		max_concurrent_inferences, pool.h); waits for {"op":"infer_go"},
+ *		given in the order asked
+ *	-> {"op":"infer_done"}			the request's answer came
  *
  * A start frame with "recover": true is a run the daemon resumes after a
  * restart: the worker reads the run's replay log from <data root>/lev.db

@@ -412,6 +412,12 @@ static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_i
 	}
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, true);
+	/* the hook may wait (the daemon's inference pool): a cancel meanwhile asks nothing */
+	if (agent_cancelled(a)) {
+		if (a->o.hooks.thinking)
+			a->o.hooks.thinking(a->o.hooks.data, false);
+		return lev_err_set(err, -ECANCELED, "the run was cancelled");
+	}
 	r = lev_provider_infer(s->prov, req, resp, err);
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, false);

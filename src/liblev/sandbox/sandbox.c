@@ -599,11 +599,14 @@ static void add_mask(struct lev_sandbox *sb, char ***all, const char *p)
 {
 	_cleanup_free_ char *norm = normalize_abs(p);
 	char real[PATH_MAX];
+	struct stat st;
 
-	if (!norm)
+	/* a mask named twice (the guard of several own files) is resolved once */
+	if (!norm || lev_strv_contains(*all, norm))
 		return;
 	*all = lev_strv_push(*all, norm);
-	if (realpath(norm, real) && strcmp(real, norm) != 0)
+	/* a path that is not there has no other name (and realpath() would read every component) */
+	if (lstat(norm, &st) == 0 && realpath(norm, real) && strcmp(real, norm) != 0)
 		*all = lev_strv_push(*all, real);
 	(void)sb;
 }
