@@ -120,82 +120,110 @@ static char *spawn_error(int fd)
 
 	if (lseek(fd, 0, SEEK_SET) < 0 || lev_read_fd(fd, "stderr", SPAWN_OUT_MAX, &out, &len,
 						     NULL) < 0)
-		return xstrdup("the run was not started");
+		return xstrdup("lev failed");
 	while (len && out[len - 1] == '\n')
 		out[--len] = '\0';
 	line = strrchr(out, '\n') ? strrchr(out, '\n') + 1 : out;
 	msg = strstr(line, ": error: ") ? strstr(line, ": error: ") + 9
 	      : strchr(line, ':')	  ? strchr(line, ':') + 2 : line;
-	msg = xasprintf("the run was not started: %s", *msg ? msg : "lev run failed");
+	msg = xstrdup(*msg ? msg : "lev failed");
 	free(out);
 	return msg;
 }
 
-static int spawn_wait(pid_t pid, int out, int errfd, char **run, struct lev_err *err)
+/*
+ * Run this lev with ARGV (TEXT, may be NULL, on its standard input, no
+ * terminal): 0, its exit status in *status and what it printed, parsed, in
+ * *out (a new reference, NULL when it was not one JSON object or array), *why (owned)
+ * the last error line it printed when it exited non-zero.
+ */
+static int run_lev(const struct serve *s, char **argv, const char *text, int *status,
+		   json_t **out, char **why, struct lev_err *err)
 {
-	char *text = NULL;
-	json_t *j;
+	_cleanup_close_ int in = -1, ofd = -1, efd = -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	char *o = NULL;
 	size_t len;
-	int st;
+	pid_t pid;
+	int r, st;
 
+	in = memfd_with("stdin", text ? text : "", text ? strlen(text) : 0);
+	ofd = memfd_with("stdout", NULL, 0);
+	efd = memfd_with("stderr", NULL, 0);
+	if (in < 0 || ofd < 0 || efd < 0 || lseek(in, 0, SEEK_SET) < 0)
+		return lev_err_set(err, -errno, "cannot start lev: %s", strerror(errno));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in, 0);
+	posix_spawn_file_actions_adddup2(&fa, ofd, 1);
+	posix_spawn_file_actions_adddup2(&fa, efd, 2);
+	posix_spawnattr_init(&at);
+	/* no terminal: lev asks nothing of anybody, its guards refuse */
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+	r = posix_spawn(&pid, s->self, &fa, &at, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (r)
+		return lev_err_set(err, -r, "cannot start lev: %s", strerror(r));
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
-			return lev_err_set(err, -errno, "lev run: %s", strerror(errno));
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		char *m = spawn_error(errfd);
-		int r = lev_err_set(err, WIFEXITED(st) ? LEV_EPARSE : -EIO, "%s", m);
-
-		free(m);
-		return r;
+			return lev_err_set(err, -errno, "lev: %s", strerror(errno));
+	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	*out = NULL;
+	if (lseek(ofd, 0, SEEK_SET) == 0 &&
+	    lev_read_fd(ofd, "stdout", SPAWN_OUT_MAX, &o, &len, NULL) == 0) {
+		*out = json_loadb(o, len, JSON_REJECT_DUPLICATES, NULL);
+		if (!json_is_object(*out) && !json_is_array(*out)) {
+			json_decref(*out);
+			*out = NULL;
+		}
+		free(o);
 	}
-	if (lseek(out, 0, SEEK_SET) < 0 ||
-	    lev_read_fd(out, "stdout", SPAWN_OUT_MAX, &text, &len, err) < 0)
-		return -EIO;
-	j = json_loads(text, 0, NULL);
-	free(text);
-	if (!lev_json_str(j, "run")) {
-		json_decref(j);
-		return lev_err_set(err, -EIO, "lev run said no run id");
-	}
-	*run = xstrdup(lev_json_str(j, "run"));
-	json_decref(j);
+	*why = *status ? spawn_error(efd) : NULL;
 	return 0;
 }
 
 static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *err)
 {
 	const struct serve *s = ctx;
-	const char *task = lev_json_str(body, "task"), *why = NULL;
-	_cleanup_close_ int in = -1, out = -1, errfd = -1;
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	char **argv = spawn_argv(s, body, &why);
-	pid_t pid;
-	int r;
+	const char *why = NULL;
+	char **argv = spawn_argv(s, body, &why), *msg = NULL;
+	json_t *out = NULL;
+	int st, r;
 
 	if (!argv)
 		return lev_err_set(err, LEV_EPARSE, "%s", why);
-	in = memfd_with("task", task ? task : "", task ? strlen(task) : 0);
-	out = memfd_with("out", NULL, 0);
-	errfd = memfd_with("err", NULL, 0);
-	if (in < 0 || out < 0 || errfd < 0 || lseek(in, 0, SEEK_SET) < 0) {
-		lev_strv_free(argv);
-		return lev_err_set(err, -errno, "cannot start lev run: %s", strerror(errno));
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in, 0);
-	posix_spawn_file_actions_adddup2(&fa, out, 1);
-	posix_spawn_file_actions_adddup2(&fa, errfd, 2);
-	posix_spawnattr_init(&at);
-	/* no terminal: `lev run` asks nothing of anybody, its guards refuse */
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
-	r = posix_spawn(&pid, s->self, &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
+	r = run_lev(s, argv, lev_json_str(body, "task"), &st, &out, &msg, err);
 	lev_strv_free(argv);
-	if (r)
-		return lev_err_set(err, -r, "cannot start lev run: %s", strerror(r));
-	return spawn_wait(pid, out, errfd, run, err);
+	if (r < 0)
+		return r;
+	if (st || !lev_json_str(out, "run")) {
+		r = lev_err_set(err, st && st < 128 ? LEV_EPARSE : -EIO, "the run was not started: %s",
+				msg ? msg : "lev run said no run id");
+		free(msg);
+		json_decref(out);
+		return r;
+	}
+	*run = xstrdup(lev_json_str(out, "run"));
+	json_decref(out);
+	return 0;
+}
+
+/* A read-only lev command's --json, for the routes that show what it shows. */
+static int lev_json(void *ctx, const char *const *args, json_t **out, struct lev_err *err)
+{
+	const struct serve *s = ctx;
+	char **argv = lev_strv_push(NULL, s->self), *msg = NULL;
+	int st, r;
+
+	for (; *args; args++)
+		argv = lev_strv_push(argv, *args);
+	r = run_lev(s, argv, NULL, &st, out, &msg, err);
+	lev_strv_free(argv);
+	if (r == 0 && !*out)
+		r = lev_err_set(err, -EIO, "%s", msg ? msg : "lev printed no JSON");
+	free(msg);
+	return r;
 }
 
 /* ---- one request ------------------------------------------------------------- */
@@ -636,6 +664,7 @@ int cmd_serve(int argc, char **argv, struct lev_ctx *ctx)
 	s.api.allow_admin = a.admin;
 	s.api.spawn = spawn_run;
 	s.api.spawn_ctx = &s;
+	s.api.lev_json = lev_json;
 	rc = serve_until_signal(&s, &a);
 	explicit_bzero(s.token, strlen(s.token));
 	free(s.token);

@@ -96,6 +96,20 @@ test_expect_success 'cancel, pause and resume reach the daemon: an ended run is 
 	test "$(api POST /api/agents/nosuchrun/pause)" = 404
 '
 
+test_expect_success 'blueprints, validate, doctor and MCP servers show what lev list, validate, doctor, mcp list show' '
+	test "$(api GET /api/blueprints)" = 200 &&
+	"$LEV" list --json >list.json 2>/dev/null &&
+	test "$(json out "sorted(j)")" = "$(json list.json "sorted(j)")" &&
+	test "$(api POST /api/blueprints/validate -d "{\"blueprint\": \"$TRASH/bp\"}")" = 200 &&
+	test "$(json out "j[\"valid\"]")" = True &&
+	test "$(api POST /api/blueprints/validate -d "{\"blueprint\": \"$TRASH/nosuch\"}")" = 200 &&
+	test "$(json out "j[\"valid\"]")" = False &&
+	test "$(api GET /api/doctor)" = 200 &&
+	json out "j[\"checks\"][0][\"name\"]" &&
+	test "$(api GET /api/mcp/servers)" = 200 &&
+	test "$(json out "j[\"servers\"]")" = "[]"
+'
+
 kill "$CURL" 2>/dev/null
 serve_start --cors https://console.example
 test_expect_success 'with --cors ORIGIN, only that origin gets the header' '

@@ -209,6 +209,72 @@ static unsigned h_spawn(const struct lev_api_opts *o, const struct route *rt, co
 	return 200;
 }
 
+/* ---- what lev's own commands show ------------------------------------------ */
+
+/* The route's command's --json (route.cmd, then ARG when it takes one). */
+static unsigned show_cmd(const struct lev_api_opts *o, const char *const *args, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	if (!o->lev_json)
+		return fail(reply, 501, "this server runs no lev command");
+	if (o->lev_json(o->spawn_ctx, args, reply, &err) < 0)
+		return fail(reply, 502, err.msg);
+	if (!json_is_object(*reply) && !json_is_array(*reply)) {
+		json_decref(*reply);
+		return fail(reply, 502, "lev printed no JSON");
+	}
+	return 200;
+}
+
+static unsigned h_blueprints(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	static const char *const args[] = { "list", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+static unsigned h_doctor(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "doctor", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		      const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "mcp", "list", "--json", NULL };
+	unsigned st;
+
+	(void)rt, (void)id, (void)body, (void)c;
+	st = show_cmd(o, args, reply);
+	if (st == 200 && json_is_array(*reply))
+		*reply = json_pack("{s:o}", "servers", *reply);
+	return st;
+}
+
+static const struct lev_apibody_field validate_fields[] = {
+	{ "blueprint", LEV_APIBODY_STRING, true },
+};
+
+static unsigned h_validate(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			   const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *bp = lev_json_str(body, "blueprint");
+	const char *args[] = { "validate", "--json", "--", bp, NULL };
+
+	(void)rt, (void)id, (void)c;
+	if (!*bp)
+		return fail(reply, 400, "field 'blueprint' must name an installed agent or a path");
+	return show_cmd(o, args, reply);
+}
+
 /* ---- interaction --------------------------------------------------------------- */
 
 /* The open question of run ID (a new reference), or NULL and the status. */
@@ -347,6 +413,14 @@ static const struct route routes[] = {
 	  "The question this run waits on, with the whole call and its digest" },
 	{ "POST", "/api/agents/{id}/interaction", LEV_API_JSON, false, BODY(answer_fields),
 	  h_answer, "Answer it, bound to the digest of the call shown, as 'lev respond' does" },
+	{ "GET", "/api/blueprints", LEV_API_JSON, false, NULL, 0, h_blueprints,
+	  "The installed agents, as 'lev list --json'" },
+	{ "POST", "/api/blueprints/validate", LEV_API_JSON, false, BODY(validate_fields),
+	  h_validate, "Check a blueprint, as 'lev validate --json'" },
+	{ "GET", "/api/doctor", LEV_API_JSON, false, NULL, 0, h_doctor,
+	  "The checks of 'lev doctor --json' (a failing check is a 200)" },
+	{ "GET", "/api/mcp/servers", LEV_API_JSON, false, NULL, 0, h_mcp,
+	  "The configured MCP servers, as 'lev mcp list --json'" },
 	{ "GET", "/api/interactions", LEV_API_JSON, false, NULL, 0, h_questions,
 	  "Every question a run waits on, as 'lev respond' lists them" },
 	{ "GET", "/api/runs/{id}/events", LEV_API_EVENTS, false, NULL, 0, NULL,

@@ -42,7 +42,13 @@ struct lev_api_opts {
 	 * checked spawn body; 0 and *run (owned) its id.
 	 */
 	int (*spawn)(void *ctx, const json_t *body, char **run, struct lev_err *err);
-	void *spawn_ctx;
+	void *spawn_ctx;	/* also lev_json()'s */
+	/*
+	 * What the lev command ARGS (NULL-terminated: "list", "--json") prints
+	 * with --json: 0 and *out (a new reference, an object or an array)
+	 * whatever its exit status.
+	 */
+	int (*lev_json)(void *ctx, const char *const *args, json_t **out, struct lev_err *err);
 };
 
 /*
