@@ -39,7 +39,8 @@ serve_start() {
 		kill -0 "$SERVE_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	URL="http://127.0.0.1:${SPORT:-1}"
+	URL=$(sed -n 's|^lev serve: listening on \(.*\)/$|\1|p' serve.log)
+	URL=${URL:-http://127.0.0.1:1}
 }
 
 api() {

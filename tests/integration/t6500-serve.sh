@@ -156,4 +156,23 @@ test_expect_success 'no token in the server log' '
 	grep -q "^lev serve: /api/runs\$" serve.log
 '
 
+test_expect_success '--tls-cert goes with --tls-key' '
+	test_expect_code 2 "$LEV" serve --token "$TOKEN" --tls-cert x.pem 2>err &&
+	grep -q "go together" err
+'
+
+if command -v openssl >/dev/null; then
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout key.pem -out cert.pem \
+		-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1
+	serve_start --tls-cert cert.pem --tls-key key.pem
+	test_expect_success 'with --tls-cert and --tls-key it serves HTTPS, the same routes' '
+		grep -q "^lev serve: listening on https://127.0.0.1:" serve.log &&
+		test "$(api GET /api/runs --cacert cert.pem)" = 200 &&
+		test "$(curl -s -o /dev/null -w "%{http_code}" --cacert cert.pem "$URL/api/runs")" = 401 &&
+		test_must_fail curl -s -o /dev/null "http://127.0.0.1:$SPORT/api/runs"
+	'
+else
+	test_skip 'with --tls-cert and --tls-key it serves HTTPS' 'openssl is not installed'
+fi
+
 test_done
