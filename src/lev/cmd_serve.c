@@ -143,6 +143,7 @@ static int run_lev(const struct serve *s, char **argv, const char *text, int *st
 	_cleanup_close_ int in = -1, ofd = -1, efd = -1;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
+	sigset_t none, all;
 	char *o = NULL;
 	size_t len;
 	pid_t pid;
@@ -158,8 +159,17 @@ static int run_lev(const struct serve *s, char **argv, const char *text, int *st
 	posix_spawn_file_actions_adddup2(&fa, ofd, 1);
 	posix_spawn_file_actions_adddup2(&fa, efd, 2);
 	posix_spawnattr_init(&at);
-	/* no terminal: lev asks nothing of anybody, its guards refuse */
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+	/*
+	 * No terminal: lev asks nothing of anybody, its guards refuse.  And
+	 * none of the signals this server blocks (a daemon `lev run` starts
+	 * would keep them blocked and never stop).
+	 */
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+				      POSIX_SPAWN_SETSIGDEF);
 	r = posix_spawn(&pid, s->self, &fa, &at, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);

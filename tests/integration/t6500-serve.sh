@@ -156,6 +156,20 @@ test_expect_success 'no token in the server log' '
 	grep -q "^lev serve: /api/runs\$" serve.log
 '
 
+test_expect_success 'a daemon a spawn starts blocks what one started by hand blocks, no more' '
+	"$LEV" daemon stop >/dev/null && "$LEV" daemon start >/dev/null &&
+	pid=$(daemon_pid) && test -n "$pid" &&
+	grep "^SigBlk:" /proc/$pid/status >blk.hand &&
+	"$LEV" daemon stop >/dev/null && wait_for gone "$pid" &&
+	test "$(api POST /api/agents -d "{\"blueprint\": \"$TRASH/bp\", \"workdir\": \"$TRASH/work\"}")" = 200 &&
+	pid=$(daemon_pid) && test -n "$pid" &&
+	grep "^SigBlk:" /proc/$pid/status >blk.serve &&
+	test_cmp blk.hand blk.serve &&
+	"$LEV" daemon stop >/dev/null &&
+	wait_for gone "$pid" &&
+	"$LEV" daemon start >/dev/null
+'
+
 test_expect_success '--tls-cert goes with --tls-key' '
 	test_expect_code 2 "$LEV" serve --token "$TOKEN" --tls-cert x.pem 2>err &&
 	grep -q "go together" err

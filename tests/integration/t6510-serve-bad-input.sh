@@ -85,6 +85,10 @@ test_expect_success 'a run id with a traversal or odd bytes matches no route (40
 	refused 404 "no such route" GET "/api/agents/.hidden"
 '
 
+test_expect_success 'the events of a run that does not exist: 404' '
+	refused 404 "no run .nosuchrun." GET /api/runs/nosuchrun/events
+'
+
 test_expect_success 'a method the path does not take is 405' '
 	refused 405 "method not allowed" PUT $I -d "{}"
 '
