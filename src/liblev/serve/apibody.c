@@ -76,14 +76,17 @@ int lev_apibody_parse(const char *body, size_t len, const struct lev_apibody_fie
 	json_object_foreach(j, key, v) {
 		const struct lev_apibody_field *f = find(fields, n, key);
 
-		if (!f) {
+		int r = 0;
+
+		/* KEY is J's: the message is made before J goes */
+		if (!f)
+			r = lev_err_set(err, LEV_EPARSE, "unknown field '%s'", key);
+		else if (!type_ok(v, f->type))
+			r = lev_err_set(err, LEV_EPARSE, "field '%s' must be %s", key,
+					type_name(f->type));
+		if (r < 0) {
 			json_decref(j);
-			return lev_err_set(err, LEV_EPARSE, "unknown field '%s'", key);
-		}
-		if (!type_ok(v, f->type)) {
-			json_decref(j);
-			return lev_err_set(err, LEV_EPARSE, "field '%s' must be %s", key,
-					   type_name(f->type));
+			return r;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
