@@ -172,5 +172,7 @@ int cmd_msg(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_msg[];
 int cmd_label(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_label[];
+int cmd_serve(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_serve[];
 /* Send REQ (consumed) to the daemon; 0 and *reply, or a message printed and LEV_EXIT_FAIL. */
 int lev_daemon_call(json_t *req, json_t **reply);

@@ -1,0 +1,604 @@
+/*
+ * api.c - lev serve's route table, its dispatch and its OpenAPI document.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "liblev/base/util.h"
+#include "liblev/base/xalloc.h"
+#include "liblev/daemon/client.h"
+#include "liblev/daemon/proto.h"
+#include "liblev/serve/api.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_MAX 1000
+
+struct route;
+typedef unsigned (*handler_fn)(const struct lev_api_opts *o, const struct route *rt,
+			       const char *id, const json_t *body, const struct lev_api_call *c,
+			       json_t **reply);
+
+struct route {
+	const char *method;
+	const char *pattern;	/* "{id}" matches one run or request id */
+	enum lev_api_kind kind;
+	bool admin;		/* mounted only with --allow-admin */
+	const struct lev_apibody_field *fields;	/* the body it takes; NULL: none */
+	size_t n_fields;
+	handler_fn fn;
+	const char *summary;
+};
+
+/* ---- replies ----------------------------------------------------------------- */
+
+static unsigned fail(json_t **reply, unsigned status, const char *msg)
+{
+	*reply = json_pack("{s:s}", "error", msg);
+	return status;
+}
+
+/* A daemon call's error as an HTTP status: who is at fault. */
+static unsigned daemon_fail(json_t **reply, int r, const struct lev_err *err)
+{
+	if (r == -EREMOTEIO && (lev_startswith(err->msg, "no run ") ||
+				lev_startswith(err->msg, "no open request ")))
+		return fail(reply, 404, err->msg);
+	if (r == -EREMOTEIO)
+		return fail(reply, 409, err->msg);
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		return fail(reply, 503, "no daemon answers: start one with 'lev daemon start'");
+	return fail(reply, 502, err->msg);
+}
+
+/* Send REQ (consumed); 0 and *out (may be NULL: dropped), or the failure's status. */
+static unsigned call_daemon(json_t *req, json_t **out, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *r = NULL;
+	int rc = lev_client_call(req, &r, &err);
+
+	json_decref(req);
+	if (rc < 0)
+		return daemon_fail(reply, rc, &err);
+	if (out)
+		*out = r;
+	else
+		json_decref(r);
+	return 0;
+}
+
+static json_t *run_request(const char *op, const char *id)
+{
+	json_t *req = lev_proto_request(op);
+
+	json_object_set_new(req, "run", json_string(id));
+	return req;
+}
+
+/* ---- runs ---------------------------------------------------------------------- */
+
+static unsigned h_list(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		       const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *cursor = c->query(c->qctx, "cursor"), *lim = c->query(c->qctx, "limit");
+	json_t *req = lev_proto_request("ps"), *ps = NULL, *items;
+	uint64_t limit = LIST_LIMIT_DEFAULT;
+	unsigned st;
+
+	(void)o, (void)rt, (void)id, (void)body;
+	if (lim && (lev_parse_u64(lim, &limit) < 0 || !limit || limit > LIST_LIMIT_MAX)) {
+		json_decref(req);
+		return fail(reply, 400, "query 'limit' must be a number from 1 to 1000");
+	}
+	json_object_set_new(req, "all", json_true());
+	json_object_set_new(req, "limit", json_integer((json_int_t)limit));
+	if (cursor)
+		json_object_set_new(req, "after", json_string(cursor));
+	st = call_daemon(req, &ps, reply);
+	if (st)
+		return st;
+	items = json_array();
+	json_array_extend(items, json_object_get(ps, "runs"));
+	json_array_extend(items, json_object_get(ps, "finished"));
+	*reply = json_pack("{s:o,s:O}", "items", items, "next_cursor",
+			   json_object_get(ps, "next") ? json_object_get(ps, "next") : json_null());
+	json_decref(ps);
+	return 200;
+}
+
+static unsigned h_get(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		      const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	json_t *r = NULL;
+	unsigned st;
+
+	(void)o, (void)rt, (void)body, (void)c;
+	st = call_daemon(run_request("get", id), &r, reply);
+	if (st)
+		return st;
+	*reply = json_incref(json_object_get(r, "run"));
+	json_decref(r);
+	if (!*reply)
+		return fail(reply, 502, "the daemon's reply holds no run");
+	return 200;
+}
+
+static unsigned h_result(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const keys[] = { "id", "status", "result", "error", "record",
+					    "result_in_record" };
+	json_t *run = NULL;
+	unsigned st = h_get(o, rt, id, body, c, &run);
+
+	if (st != 200) {
+		*reply = run;
+		return st;
+	}
+	*reply = json_object();
+	for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+		if (json_object_get(run, keys[i]))
+			json_object_set(*reply, keys[i], json_object_get(run, keys[i]));
+	json_decref(run);
+	return 200;
+}
+
+/* OP (cancel, pause, resume) on the run ID: the daemon's answer, as `lev OP` sends it. */
+static unsigned h_runop(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *op = lev_streq(rt->method, "DELETE") ? "cancel"
+			 : strrchr(rt->pattern, '/') + 1;
+	unsigned st;
+
+	(void)o, (void)body, (void)c;
+	st = call_daemon(run_request(op, id), NULL, reply);
+	if (st)
+		return st;
+	*reply = json_pack("{s:s,s:s}", "run", id, "done", op);
+	return 200;
+}
+
+static const struct lev_apibody_field message_fields[] = {
+	{ "text", LEV_APIBODY_STRING, true },
+};
+
+static unsigned h_message(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			  const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	json_t *req = run_request("msg", id);
+	unsigned st;
+
+	(void)o, (void)rt, (void)c;
+	json_object_set(req, "text", json_object_get(body, "text"));
+	st = call_daemon(req, NULL, reply);
+	if (st)
+		return st;
+	*reply = json_pack("{s:s,s:b}", "run", id, "queued", 1);
+	return 200;
+}
+
+static const struct lev_apibody_field spawn_fields[] = {
+	{ "blueprint", LEV_APIBODY_STRING, true },
+	{ "task", LEV_APIBODY_STRING, false },
+	{ "workdir", LEV_APIBODY_STRING, false },
+	{ "model", LEV_APIBODY_STRING, false },
+	{ "allow", LEV_APIBODY_STRINGS, false },
+	{ "no_seed_commands", LEV_APIBODY_BOOL, false },
+	{ "yolo", LEV_APIBODY_BOOL, false },
+};
+
+static unsigned h_spawn(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	char *run = NULL;
+
+	(void)rt, (void)id, (void)c;
+	if (json_is_true(json_object_get(body, "yolo")))
+		return fail(reply, 403, "field 'yolo': a run started over HTTP is never unattended; "
+					"answer its questions at /api/agents/{id}/interaction");
+	if (!o->spawn)
+		return fail(reply, 501, "this server does not start runs");
+	if (o->spawn(o->spawn_ctx, body, &run, &err) < 0)
+		return fail(reply, err.code == LEV_EPARSE ? 400 : 502, err.msg);
+	*reply = json_pack("{s:s,s:s}", "run_id", run, "agent_id", run);
+	free(run);
+	return 200;
+}
+
+/* ---- what lev's own commands show ------------------------------------------ */
+
+/* The route's command's --json (route.cmd, then ARG when it takes one). */
+static unsigned show_cmd(const struct lev_api_opts *o, const char *const *args, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	if (!o->lev_json)
+		return fail(reply, 501, "this server runs no lev command");
+	if (o->lev_json(o->spawn_ctx, args, reply, &err) < 0)
+		return fail(reply, 502, err.msg);
+	if (!json_is_object(*reply) && !json_is_array(*reply)) {
+		json_decref(*reply);
+		return fail(reply, 502, "lev printed no JSON");
+	}
+	return 200;
+}
+
+static unsigned h_blueprints(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	static const char *const args[] = { "list", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+static unsigned h_doctor(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "doctor", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		      const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "mcp", "list", "--json", NULL };
+	unsigned st;
+
+	(void)rt, (void)id, (void)body, (void)c;
+	st = show_cmd(o, args, reply);
+	if (st == 200 && json_is_array(*reply))
+		*reply = json_pack("{s:o}", "servers", *reply);
+	return st;
+}
+
+static const struct lev_apibody_field validate_fields[] = {
+	{ "blueprint", LEV_APIBODY_STRING, true },
+};
+
+static unsigned h_validate(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			   const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *bp = lev_json_str(body, "blueprint");
+	const char *args[] = { "validate", "--json", "--", bp, NULL };
+
+	(void)rt, (void)id, (void)c;
+	if (!*bp)
+		return fail(reply, 400, "field 'blueprint' must name an installed agent or a path");
+	return show_cmd(o, args, reply);
+}
+
+/* ---- interaction --------------------------------------------------------------- */
+
+/* The open question of run ID (a new reference), or NULL and the status. */
+static unsigned open_question(const char *id, json_t **q, json_t **reply)
+{
+	json_t *r = NULL, *e;
+	unsigned st = call_daemon(lev_proto_request("requests"), &r, reply);
+	size_t i;
+
+	*q = NULL;
+	if (st)
+		return st;
+	json_array_foreach(json_object_get(r, "requests"), i, e)
+		if (lev_streq(lev_json_str(e, "run"), id))
+			*q = json_incref(e);
+	json_decref(r);
+	return 0;
+}
+
+static unsigned h_question(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			   const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	json_t *q;
+	unsigned st = open_question(id, &q, reply);
+
+	(void)o, (void)rt, (void)body, (void)c;
+	if (st)
+		return st;
+	*reply = json_pack("{s:s,s:o}", "run", id, "pending", q ? q : json_null());
+	return 200;
+}
+
+static unsigned h_questions(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			    const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	json_t *r = NULL;
+	unsigned st = call_daemon(lev_proto_request("requests"), &r, reply);
+
+	(void)o, (void)rt, (void)id, (void)body, (void)c;
+	if (st)
+		return st;
+	*reply = json_pack("{s:O}", "requests", json_object_get(r, "requests"));
+	json_decref(r);
+	return 200;
+}
+
+static const struct lev_apibody_field answer_fields[] = {
+	{ "request", LEV_APIBODY_STRING, true },
+	{ "answer", LEV_APIBODY_STRING, false },
+	{ "scope", LEV_APIBODY_STRING, false },
+	{ "choice", LEV_APIBODY_UINT, false },
+	{ "text", LEV_APIBODY_STRING, false },
+	{ "digest", LEV_APIBODY_STRING, false },
+};
+
+/* The answer's own shape: what `lev respond` checks of its flags, nothing of the call. */
+static const char *answer_shape(const json_t *b)
+{
+	const char *answer = lev_json_str(b, "answer"), *scope = lev_json_str(b, "scope");
+
+	if (answer && !lev_streq(answer, "approve") && !lev_streq(answer, "deny"))
+		return "field 'answer' must be \"approve\" or \"deny\"";
+	if (scope && !lev_streq(scope, "once") && !lev_streq(scope, "stage") &&
+	    !lev_streq(scope, "run"))
+		return "field 'scope' must be \"once\", \"stage\" or \"run\"";
+	if (scope && !lev_streq(answer, "approve"))
+		return "field 'scope' goes with \"answer\": \"approve\"";
+	if (!answer && !json_object_get(b, "text") && !json_object_get(b, "choice"))
+		return "no answer: give 'answer', 'choice' or 'text'";
+	return NULL;
+}
+
+static unsigned h_answer(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const keys[] = { "answer", "scope", "choice", "text", "digest" };
+	const char *why = answer_shape(body), *kind;
+	json_t *q = NULL, *req;
+	unsigned st;
+
+	(void)o, (void)rt, (void)c;
+	if (why)
+		return fail(reply, 400, why);
+	st = open_question(id, &q, reply);
+	if (st)
+		return st;
+	if (!q || !lev_streq(lev_json_str(q, "id"), lev_json_str(body, "request"))) {
+		json_decref(q);
+		return fail(reply, 409, "that question is no longer open: read the run's "
+					"interaction again");
+	}
+	kind = lev_json_str(q, "kind");
+	/* a call is approved only as it was shown: the client says which it saw */
+	if (!lev_streq(kind, "question") && !json_object_get(body, "digest")) {
+		json_decref(q);
+		return fail(reply, 400, "field 'digest' is required: the digest of the call you "
+					"were shown (the question's 'digest')");
+	}
+	json_decref(q);
+	req = lev_proto_request("respond");
+	json_object_set(req, "id", json_object_get(body, "request"));
+	for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+		if (json_object_get(body, keys[i]))
+			json_object_set(req, keys[i], json_object_get(body, keys[i]));
+	/* the daemon decides, as for `lev respond`: a digest of another call is refused */
+	st = call_daemon(req, NULL, reply);
+	if (st)
+		return st;
+	*reply = json_pack("{s:s,s:O}", "run", id, "answered", json_object_get(body, "request"));
+	return 200;
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+
+#define BODY(f) f, ARRAY_LEN(f)
+
+static const struct route routes[] = {
+	{ "GET", "/api/runs", LEV_API_JSON, false, NULL, 0, h_list,
+	  "List runs (the daemon's, live and ended), paged by 'cursor' and 'limit'" },
+	{ "GET", "/api/agents", LEV_API_JSON, false, NULL, 0, h_list,
+	  "List runs (Leviath's older path; as /api/runs)" },
+	{ "POST", "/api/agents", LEV_API_JSON, false, BODY(spawn_fields), h_spawn,
+	  "Spawn a run, as 'lev run --detach' does" },
+	{ "GET", "/api/agents/{id}", LEV_API_JSON, false, NULL, 0, h_get, "One run" },
+	{ "DELETE", "/api/agents/{id}", LEV_API_JSON, false, NULL, 0, h_runop,
+	  "Cancel a run, as 'lev cancel' does (its record stays)" },
+	{ "GET", "/api/agents/{id}/result", LEV_API_JSON, false, NULL, 0, h_result,
+	  "The run's status, output and error" },
+	{ "POST", "/api/agents/{id}/pause", LEV_API_JSON, false, NULL, 0, h_runop,
+	  "Pause a run at its next step" },
+	{ "POST", "/api/agents/{id}/resume", LEV_API_JSON, false, NULL, 0, h_runop,
+	  "Resume a paused run" },
+	{ "POST", "/api/agents/{id}/message", LEV_API_JSON, false, BODY(message_fields), h_message,
+	  "Steer a running agent, as 'lev msg' does" },
+	{ "GET", "/api/agents/{id}/interaction", LEV_API_JSON, false, NULL, 0, h_question,
+	  "The question this run waits on, with the whole call and its digest" },
+	{ "POST", "/api/agents/{id}/interaction", LEV_API_JSON, false, BODY(answer_fields),
+	  h_answer, "Answer it, bound to the digest of the call shown, as 'lev respond' does" },
+	{ "GET", "/api/blueprints", LEV_API_JSON, false, NULL, 0, h_blueprints,
+	  "The installed agents, as 'lev list --json'" },
+	{ "POST", "/api/blueprints/validate", LEV_API_JSON, false, BODY(validate_fields),
+	  h_validate, "Check a blueprint, as 'lev validate --json'" },
+	{ "GET", "/api/doctor", LEV_API_JSON, false, NULL, 0, h_doctor,
+	  "The checks of 'lev doctor --json' (a failing check is a 200)" },
+	{ "GET", "/api/mcp/servers", LEV_API_JSON, false, NULL, 0, h_mcp,
+	  "The configured MCP servers, as 'lev mcp list --json'" },
+	{ "GET", "/api/interactions", LEV_API_JSON, false, NULL, 0, h_questions,
+	  "Every question a run waits on, as 'lev respond' lists them" },
+	{ "GET", "/api/runs/{id}/events", LEV_API_EVENTS, false, NULL, 0, NULL,
+	  "The run's live events as server-sent events, as 'lev attach' follows them" },
+	{ "GET", "/api/openapi.json", LEV_API_OPENAPI, false, NULL, 0, NULL,
+	  "This document" },
+};
+
+/* ID is one run or request id: no '/', no dot first, no control or odd byte. */
+static bool id_ok(const char *s, size_t n)
+{
+	if (!n || n > 128 || s[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]))
+			return false;
+	return true;
+}
+
+/* Whether PATH matches PATTERN; *id (owned) the segment "{id}" matched. */
+static bool match(const char *pattern, const char *path, char **id)
+{
+	const char *p = pattern, *s = path;
+
+	*id = NULL;
+	while (*p && *s) {
+		if (!strncmp(p, "{id}", 4)) {
+			size_t n = strcspn(s, "/");
+
+			if (!id_ok(s, n)) {
+				free(*id);
+				*id = NULL;
+				return false;
+			}
+			free(*id);
+			*id = xstrndup(s, n);
+			p += 4;
+			s += n;
+			continue;
+		}
+		if (*p++ != *s++)
+			break;
+		if (!*p && !*s)
+			return true;
+	}
+	if (!*p && !*s)
+		return true;
+	free(*id);
+	*id = NULL;
+	return false;
+}
+
+static bool mounted(const struct lev_api_opts *o, const struct route *rt)
+{
+	return !rt->admin || o->allow_admin;
+}
+
+unsigned lev_api_dispatch(const struct lev_api_opts *o, const struct lev_api_call *call,
+			  enum lev_api_kind *kind, char **run, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	bool path_known = false;
+	json_t *body = NULL;
+	unsigned st;
+
+	*kind = LEV_API_JSON;
+	*run = NULL;
+	*reply = NULL;
+	for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+		const struct route *rt = &routes[i];
+		char *id = NULL;
+
+		if (!mounted(o, rt) || !match(rt->pattern, call->path, &id))
+			continue;
+		path_known = true;
+		if (strcmp(rt->method, call->method)) {
+			free(id);
+			continue;
+		}
+		if (!rt->fields && call->len) {
+			free(id);
+			return fail(reply, 400, "this route takes no body");
+		}
+		if (rt->fields && lev_apibody_parse(call->body, call->len, rt->fields, rt->n_fields,
+						    &body, &err) < 0) {
+			free(id);
+			return fail(reply, err.code == -EMSGSIZE ? 413 : 400, err.msg);
+		}
+		*kind = rt->kind;
+		if (rt->kind != LEV_API_JSON) {
+			*run = id;
+			return 200;
+		}
+		st = rt->fn(o, rt, id, body, call, reply);
+		json_decref(body);
+		free(id);
+		return st;
+	}
+	if (path_known)
+		return fail(reply, 405, "method not allowed on this path");
+	return fail(reply, 404, "no such route");
+}
+
+/* ---- OpenAPI ------------------------------------------------------------------ */
+
+static const char *schema_type(enum lev_apibody_type t)
+{
+	return t == LEV_APIBODY_STRING ? "string" : t == LEV_APIBODY_BOOL ? "boolean"
+					: t == LEV_APIBODY_UINT ? "integer" : "array";
+}
+
+static json_t *body_schema(const struct route *rt)
+{
+	json_t *props = json_object(), *req = json_array();
+
+	for (size_t i = 0; i < rt->n_fields; i++) {
+		const struct lev_apibody_field *f = &rt->fields[i];
+		json_t *p = json_pack("{s:s}", "type", schema_type(f->type));
+
+		if (f->type == LEV_APIBODY_UINT)
+			json_object_set_new(p, "minimum", json_integer(0));
+		if (f->type == LEV_APIBODY_STRINGS)
+			json_object_set_new(p, "items", json_pack("{s:s}", "type", "string"));
+		json_object_set_new(props, f->name, p);
+		if (f->required)
+			json_array_append_new(req, json_string(f->name));
+	}
+	return json_pack("{s:b,s:{s:{s:{s:s,s:o,s:o,s:b}}}}", "required", 1, "content",
+			 "application/json", "schema", "type", "object", "properties", props,
+			 "required", req, "additionalProperties", 0);
+}
+
+static json_t *operation(const struct route *rt)
+{
+	json_t *op = json_pack("{s:s,s:s,s:{s:{s:s},s:{s:s},s:{s:s}}}", "summary", rt->summary,
+			       "operationId", "", "responses", "200", "description", "ok", "400",
+			       "description", "bad request (the error names the field)", "401",
+			       "description", "no or wrong bearer token");
+	char *opid = xasprintf("%s %s", rt->method, rt->pattern);
+
+	json_object_set_new(op, "operationId", json_string(opid));
+	free(opid);
+	if (strstr(rt->pattern, "{id}"))
+		json_object_set_new(op, "parameters",
+				    json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
+					      "required", 1, "schema", "type", "string"));
+	if (rt->fields)
+		json_object_set_new(op, "requestBody", body_schema(rt));
+	if (rt->kind == LEV_API_EVENTS)
+		json_object_set_new(json_object_get(json_object_get(op, "responses"), "200"),
+				    "content", json_pack("{s:{}}", "text/event-stream"));
+	return op;
+}
+
+json_t *lev_api_openapi(const struct lev_api_opts *o)
+{
+	json_t *paths = json_object();
+
+	for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
+		const struct route *rt = &routes[i];
+		json_t *item = json_object_get(paths, rt->pattern);
+		char *m = xstrdup(rt->method);
+
+		if (!mounted(o, rt)) {
+			free(m);
+			continue;
+		}
+		if (!item) {
+			item = json_object();
+			json_object_set_new(paths, rt->pattern, item);
+		}
+		for (char *p = m; *p; p++)
+			*p = (char)(*p - 'A' + 'a');
+		json_object_set_new(item, m, operation(rt));
+		free(m);
+	}
+	return json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:{s:{s:s,s:s}}},s:[{s:[]}]}", "openapi", "3.0.3",
+			 "info", "title", "lev serve", "version", "1", "paths", paths,
+			 "components", "securitySchemes", "bearer", "type", "http", "scheme",
+			 "bearer", "security", "bearer");
+}
