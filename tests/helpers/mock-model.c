@@ -41,6 +41,12 @@
  *   "content_type": "text/html"       (default application/json)
  *   "headers": {"Retry-After": "2"}   extra headers; "${PORT}" in a value is
  *                                     replaced by the listening port
+ *   "hold_until": 4                   hold the answer until that many model
+ *                                     requests are in flight at once (all of
+ *                                     them are then answered), or hold_ms
+ *                                     (default 20000) passed: concurrency
+ *                                     proven from outside, without timing
+ *   "delay_ms": 1000                  (without "fault") answer that much later
  *   "fault": "drop"                   close the connection without an answer
  *            "drop_mid"               send headers and part of the body, then drop
  *            "slow"                   wait delay_ms (default 5000) first
@@ -50,7 +56,8 @@
  * When the responses run out, the model answers "(mock-model: no more
  * responses)" with no calls.  With --record, every request is appended to
  * FILE as one JSON line: {"n","method","path","query","headers":{...},
- * "body": <JSON or string>}.
+ * "body": <JSON or string>, "inflight": N}, N the model requests in flight
+ * (this one included) when it came.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +83,9 @@ static unsigned request_count;
 static unsigned port;
 static FILE *record;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t moved = PTHREAD_COND_INITIALIZER;
+static unsigned inflight;	/* model requests being answered */
+static unsigned released;	/* hold_until releases so far */
 
 struct conn {
 	char *body;
@@ -121,7 +131,7 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 }
 
 static void record_request(struct MHD_Connection *c, const char *method, const char *url,
-			   const struct conn *cn, unsigned n)
+			   const struct conn *cn, unsigned n, unsigned now_inflight)
 {
 	json_t *line, *headers = json_object(), *query = json_object(), *body;
 	char *s;
@@ -133,8 +143,9 @@ static void record_request(struct MHD_Connection *c, const char *method, const c
 	body = cn->len ? json_loadb(cn->body, cn->len, 0, NULL) : NULL;
 	if (!body)
 		body = json_stringn(cn->body ? cn->body : "", cn->len);
-	line = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o}", "n", (int)n, "method", method, "path",
-			 url, "query", query, "headers", headers, "body", body ? body : json_null());
+	line = json_pack("{s:i, s:s, s:s, s:o, s:o, s:o, s:i}", "n", (int)n, "method", method,
+			 "path", url, "query", query, "headers", headers, "body",
+			 body ? body : json_null(), "inflight", (int)now_inflight);
 	s = json_dumps(line, JSON_COMPACT);
 	fprintf(record, "%s\n", s);
 	fflush(record);
@@ -320,6 +331,28 @@ static void partial_free(void *cls)
 	free(p);
 }
 
+/* "hold_until": wait (LOCK held) until that many model requests are in flight. */
+static void hold(const json_t *resp)
+{
+	json_int_t want = json_integer_value(json_object_get(resp, "hold_until"));
+	json_int_t ms = json_integer_value(json_object_get(resp, "hold_ms"));
+	unsigned gen = released;
+	struct timespec until;
+
+	if (want <= 0)
+		return;
+	if (inflight >= (unsigned)want) {
+		released++;
+		pthread_cond_broadcast(&moved);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (ms > 0 ? ms : 20000) / 1000;
+	while (released == gen)
+		if (pthread_cond_timedwait(&moved, &lock, &until) != 0)
+			break;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **con_cls)
@@ -364,12 +397,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	is_model = anthropic || strcmp(url, "/v1/chat/completions") == 0;
 	pthread_mutex_lock(&lock);
 	n = ++request_count;
-	record_request(c, method, url, cn, n);
+	if (is_model)
+		inflight++;
+	record_request(c, method, url, cn, n, is_model ? inflight : 0);
 	if (is_model) {
 		resp = take_response(cn);
 	} else {
 		resp = json_object_get(json_object_get(script, "routes"), url);
 	}
+	if (is_model)
+		hold(resp);
 	pthread_mutex_unlock(&lock);
 
 	if (!resp && !is_model) {
@@ -381,6 +418,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		return ret;
 	}
 	fault = json_string_value(json_object_get(resp, "fault"));
+	if (!fault && json_integer_value(json_object_get(resp, "delay_ms")) > 0)
+		sleep_ms((long)json_integer_value(json_object_get(resp, "delay_ms")));
+	if (is_model) {
+		pthread_mutex_lock(&lock);
+		inflight--;
+		pthread_mutex_unlock(&lock);
+	}
 	if (fault && strcmp(fault, "drop") == 0)
 		return MHD_NO;
 	if (fault && strcmp(fault, "slow") == 0) {
