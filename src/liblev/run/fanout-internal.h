@@ -33,6 +33,7 @@ struct child_job {
 	unsigned depth_limit;
 	enum lev_level task_label;
 	bool task_untrusted;
+	bool worker;			/* a fan_out worker (else a spawn_agent child) */
 	const char *no_start;		/* set: it fails with this reason without running */
 	/* filled by the runner */
 	bool started, ended;

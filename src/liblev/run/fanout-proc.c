@@ -76,6 +76,7 @@ static void child_event(struct lev_agent *a, const char *name, const struct chil
 
 	json_object_set_new(ev, "stage", agent_jtext(a->stages[a->cur].st->name));
 	json_object_set_new(ev, "child", agent_jtext(j->id));
+	json_object_set_new(ev, "kind", json_string(j->worker ? "worker" : "child"));
 	json_object_set_new(ev, "agent", agent_jtext(j->bp->name));
 	if (j->entry)
 		json_object_set_new(ev, "entry_stage", agent_jtext(j->entry));
@@ -238,6 +239,7 @@ static json_t *frame_recv(int fd)
 /* ---- the child's side ------------------------------------------------------ */
 
 static volatile sig_atomic_t kid_cancel;
+static volatile sig_atomic_t *kid_flag = &kid_cancel;
 static int kid_cancel_wr = -1;
 
 static void kid_on_signal(int sig)
@@ -245,7 +247,7 @@ static void kid_on_signal(int sig)
 	int saved = errno;
 
 	(void)sig;
-	kid_cancel = 1;
+	*kid_flag = 1;
 	if (kid_cancel_wr >= 0)
 		(void)!write(kid_cancel_wr, "x", 1);
 	errno = saved;
@@ -310,6 +312,12 @@ static _Noreturn void kid_main(struct lev_agent *a, struct child_job *j, pid_t p
 	if (pipe2(cp, O_CLOEXEC | O_NONBLOCK) < 0)
 		_exit(1);
 	kid_cancel_wr = cp[1];
+	/*
+	 * the flag the run's providers were built to watch (they are the root
+	 * run's, shared: agent-setup.c), this process's copy of it
+	 */
+	if (a->o.cancel)
+		kid_flag = a->o.cancel;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -318,8 +326,8 @@ static _Noreturn void kid_main(struct lev_agent *a, struct child_job *j, pid_t p
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	/* the parent's cancel is its own: this run is cancelled by its signal */
-	o.cancel = &kid_cancel;
+	/* this process's cancel: its signal sets it, the parent's fd is not watched */
+	o.cancel = kid_flag;
 	o.cancel_fd = cp[0];
 	o.hooks.ask = a->o.hooks.ask ? relay_ask : NULL;
 	o.hooks.question = a->o.hooks.question ? relay_question : NULL;

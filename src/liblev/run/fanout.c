@@ -334,6 +334,7 @@ static void fanout_workers(struct lev_agent *a, const struct fanout_plan *p, con
 			.depth_limit = child_limit(a, bp, UINT32_MAX),
 			.task_label = parent_level(a),
 			.task_untrusted = any_ancestor_untrusted(a),
+			.worker = true,
 			.no_start = why_not,
 			.up = -1,
 			.down = -1,
@@ -409,7 +410,8 @@ static void fan_out(struct lev_agent *a, const json_t *args, struct lev_tool_out
 	lev_tool_output_set(out, report.buf, fr.fail_why != NULL);
 	*label = lev_level_max(*label, fr.label);
 	*untrusted = *untrusted || fr.untrusted;
-	if (st->mode == LEV_MODE_FAN_OUT) {
+	/* a cancelled run ends as cancelled at its next check, not by the stage's edges */
+	if (st->mode == LEV_MODE_FAN_OUT && !agent_cancelled(a)) {
 		/* the stage's one job is done: its report is its output */
 		free(a->stage_output);
 		a->stage_output = lev_buf_detach(&report, NULL);
