@@ -3,9 +3,9 @@
  * report), spawn_agent, check_agent, wait_for_agent and kill_agent, and a
  * fan-out stage's own steps (docs/sub-agents.md).
  *
- * A sub-agent is a run of its own (agent_new_child()) inside this process:
- * its own context, stages and gate chain, built under its parent's policy
- * or tighter, never looser:
+ * A sub-agent is a run of its own (agent_new_child(), in a process of its
+ * own: fanout-proc.c): its own context, stages and gate chain, built
+ * under its parent's policy or tighter, never looser:
  *	config		the same config, the same --allow / --yolo
  *	permissions	each call is decided by its own stage's input AND by
  *			each ancestor's (gatechain.c ceiling_permission())
@@ -18,11 +18,12 @@
  *			child saw, untrusted when it saw untrusted content
  *	asks		the parent's hooks: the same prompt, the same lev respond
  *	record		a sub-record under the parent's record (children/<id>),
- *			named by the parent's worker_started / worker_finished
+ *			named by the parent's child_started / child_finished
  *			events
- * Workers and children run one at a time, each to its end: max_workers is
- * read and honoured trivially.  spawn_agent with wait = false queues the
- * child; it runs when check_agent or wait_for_agent first asks for it.
+ * Workers and children run in parallel, at most max_workers at once
+ * (fanout-proc.c); with a script model, one after another here, and a
+ * spawn_agent child without wait then runs when check_agent or
+ * wait_for_agent first asks for it.
  */
 #include "liblev/run/fanout-internal.h"
 
