@@ -218,21 +218,26 @@ lev_stop_mock_model
 
 # ---- spawn_agent children run beside each other ------------------------------------
 
-mkdir -p kids
-cat >kids/agent.leviath <<'EOF'
-[agent]
-name = "kids"
-[stages.main]
-model = { provider = "mock", model = "mock-1" }
-system_prompt = "PARENT-HERE"
-available_tools = ["spawn_agent", "wait_for_agent", "check_agent"]
-[stages.one]
-model = { provider = "mock", model = "mock-1" }
-allow_as_worker = true
-available_tools = ["submit_output"]
-require_output = true
-max_iterations = 2
-EOF
+# kidbp NAME TOOLS [MAIN-KEYS]: main (PARENT-HERE) offers TOOLS; `one` is the child
+kidbp() {
+	mkdir -p "$1"
+	cat >"$1/agent.leviath" <<-EOF
+	[agent]
+	name = "$1"
+	[stages.main]
+	model = { provider = "mock", model = "mock-1" }
+	system_prompt = "PARENT-HERE"
+	available_tools = [$2]
+	${3:-}
+	[stages.one]
+	model = { provider = "mock", model = "mock-1" }
+	allow_as_worker = true
+	available_tools = ["submit_output"]
+	require_output = true
+	max_iterations = 2
+	EOF
+}
+kidbp kids '"spawn_agent", "wait_for_agent", "check_agent"'
 python3 - <<'PY'
 import json
 sp = lambda i, t: {"name": "spawn_agent", "id": "s%d" % i,
@@ -260,6 +265,48 @@ test_expect_success 'two spawn_agent children without wait run at once; wait_for
 	assert "running" in res[0] and "running" in res[1], res
 	assert res[2] == "answer-A" and res[3] == "answer-B", res
 	PY
+'
+lev_stop_mock_model
+
+# ---- requires_children -------------------------------------------------------------
+
+for rc in true false; do
+	kidbp "rc_$rc" '"spawn_agent"' "requires_children = $rc"
+done
+# the child's answer is held 15 s: the parent has long said it is done
+python3 - <<'PY'
+import json
+r = [{"match": "PARENT-HERE", "calls": [{"name": "spawn_agent", "id": "s1",
+      "arguments": {"blueprint": "one", "task": "CHILD-A"}}]},
+     {"match": "PARENT-HERE", "text": "parent done", "repeat": True},
+     {"match": "CHILD-A", "hold_until": 99, "hold_ms": 15000, "calls": [{"name": "submit_output",
+      "id": "o", "arguments": {"output": "answer-A"}}]}]
+json.dump({"responses": r}, open("rc.json", "w"))
+PY
+start rc.json
+test_expect_success 'requires_children holds the stage until its running child has ended' '
+	run rc_true &&
+	check rc_true "
+assert end[\"status\"] == \"complete\", end
+names = [e[\"event\"] for e in ev]
+assert names.index(\"child_finished\") < names.index(\"stage_finished\"), names
+assert of(\"child_finished\")[0][\"ok\"], of(\"child_finished\")
+"
+'
+lev_stop_mock_model
+start rc.json
+test_expect_success 'without it the stage ends at once and the child is cancelled with the run (twin)' '
+	run rc_false &&
+	check rc_false "
+assert end[\"status\"] == \"complete\", end
+assert not of(\"child_finished\"), of(\"child_finished\")
+pid = of(\"child_started\")[0][\"pid\"]
+try:
+    os.kill(pid, 0)
+    raise AssertionError(\"child %d is left\" % pid)
+except ProcessLookupError:
+    pass
+"
 '
 lev_stop_mock_model
 

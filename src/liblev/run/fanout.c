@@ -665,6 +665,20 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 	}
 }
 
+void agent_children_pump(struct lev_agent *a)
+{
+	if (a->kids && a->kids->n)
+		kids_pump(a);
+}
+
+void agent_children_settle(struct lev_agent *a)
+{
+	if (!a->stages[a->cur].st->requires_children)
+		return;
+	for (size_t i = 0; a->kids && i < a->kids->n; i++)
+		kid_run(a, &a->kids->v[i]);
+}
+
 void agent_children_tool(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
 			 struct lev_tool_output *out, enum lev_level *label, bool *untrusted)
 {
