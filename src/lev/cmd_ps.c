@@ -32,7 +32,9 @@ const char lev_usage_ps[] =
 	"\n"
 	"STATUS is active, idle (started, not yet running), waiting: tool approval,\n"
 	"waiting: taint gate, waiting: user prompt, waiting: checkpoint (answer with\n"
-	"'lev respond'), waiting: workers(N) or children(N) (its sub-agents run),\n"
+	"'lev respond'),\n"
+	"waiting: workers(N) / children(N) (its sub-agents are running: each is\n"
+	"listed under it, with its pid),\n"
 	"complete, cancelled or error: WHY.  READS is granted/declared [read_paths];\n"
 	"AGE is how long since the run last moved.\n";
 
@@ -108,26 +110,54 @@ static void row_of(const json_t *r, char **row)
 	row[7] = age(json_number_value(json_object_get(r, "moved")));
 }
 
+/* A worker or child of a run, in a row under it: its id, agent, pid and stage. */
+static void row_of_worker(const json_t *k, char **row)
+{
+	_cleanup_free_ char *id = xasprintf("  %s", lev_json_str(k, "child") ? lev_json_str(k, "child")
+									  : "?");
+	_cleanup_free_ char *st = xasprintf("running (%s, pid %lld)",
+					    lev_streq(lev_json_str(k, "kind"), "worker") ? "worker"
+											 : "child",
+					    (long long)json_integer_value(json_object_get(k, "pid")));
+
+	row[0] = cell(id);
+	row[1] = cell(lev_json_str(k, "agent"));
+	row[2] = cell(st);
+	row[3] = cell(lev_json_str(k, "stage") ? lev_json_str(k, "stage") : "-");
+	for (int c = 4; c < NCOLS; c++)
+		row[c] = xstrdup("-");
+}
+
 static void print_table(const json_t *runs, const json_t *fin)
 {
 	static const char *const head[NCOLS] = { "RUN",	  "AGENT", "STATUS", "STAGE",
 						 "ITER", "TOOLS", "READS",  "AGE" };
-	size_t n = json_array_size(runs) + json_array_size(fin), w[NCOLS];
-	char *(*rows)[NCOLS] = xcalloc(n + 1, sizeof(*rows));
+	size_t n = 0, w[NCOLS], nr = json_array_size(runs), i, k;
+	char *(*rows)[NCOLS];
+	const json_t *r, *x;
 
+	json_array_foreach(runs, i, r)
+		n += 1 + json_array_size(json_object_get(r, "workers"));
+	n += json_array_size(fin);
+	rows = xcalloc(n + 1, sizeof(*rows));
 	for (int c = 0; c < NCOLS; c++) {
 		rows[0][c] = xstrdup(head[c]);
 		w[c] = strlen(head[c]);
 	}
-	for (size_t i = 0; i < n; i++) {
-		size_t nr = json_array_size(runs);
-
-		row_of(i < nr ? json_array_get(runs, i) : json_array_get(fin, i - nr), rows[i + 1]);
-		for (int c = 0; c < NCOLS; c++)
-			if (width(rows[i + 1][c]) > w[c])
-				w[c] = width(rows[i + 1][c]);
+	n = 0;
+	for (i = 0; i < nr + json_array_size(fin); i++) {
+		r = i < nr ? json_array_get(runs, i) : json_array_get(fin, i - nr);
+		row_of(r, rows[++n]);
+		/* its workers and children, each a process of its own, under it */
+		json_array_foreach(json_object_get(r, "workers"), k, x)
+			if (i < nr)
+				row_of_worker(x, rows[++n]);
 	}
-	for (size_t i = 0; i <= n; i++) {
+	for (i = 1; i <= n; i++)
+		for (int c = 0; c < NCOLS; c++)
+			if (width(rows[i][c]) > w[c])
+				w[c] = width(rows[i][c]);
+	for (i = 0; i <= n; i++) {
 		for (int c = 0; c < NCOLS; c++) {
 			if (c == NCOLS - 1)
 				printf("%s\n", rows[i][c]);
@@ -283,7 +313,9 @@ int cmd_ps(int argc, char **argv, struct lev_ctx *ctx)
 	print_table(runs, fin);
 	json_array_foreach(runs, i, r)
 		if (lev_startswith(lev_json_str(r, "status") ? lev_json_str(r, "status") : "",
-				   "waiting: "))
+				   "waiting: ") &&
+		    !lev_startswith(lev_json_str(r, "status"), "waiting: workers(") &&
+		    !lev_startswith(lev_json_str(r, "status"), "waiting: children("))
 			waiting++;
 	if (waiting)
 		printf("\n%zu run%s an answer: lev respond\n", waiting,

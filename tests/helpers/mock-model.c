@@ -41,6 +41,12 @@
  *   "content_type": "text/html"       (default application/json)
  *   "headers": {"Retry-After": "2"}   extra headers; "${PORT}" in a value is
  *                                     replaced by the listening port
+ *   "hold_until": 4                   hold the answer until that many model
+ *                                     requests are in flight at once (all of
+ *                                     them are then answered), or hold_ms
+ *                                     (default 20000) passed: concurrency
+ *                                     proven from outside, without timing
+ *   "delay_ms": 1000                  (without "fault") answer that much later
  *   "fault": "drop"                   close the connection without an answer
  *            "drop_mid"               send headers and part of the body, then drop
  *            "slow"                   wait delay_ms (default 5000) first
@@ -80,6 +86,8 @@ static unsigned in_flight;	/* model requests arrived and not yet answered */
 static unsigned port;
 static FILE *record;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t moved = PTHREAD_COND_INITIALIZER;
+static unsigned released;	/* hold_until releases so far */
 
 struct conn {
 	char *body;
@@ -325,6 +333,28 @@ static void partial_free(void *cls)
 	free(p);
 }
 
+/* "hold_until": wait (LOCK held) until that many model requests are in flight. */
+static void hold(const json_t *resp)
+{
+	json_int_t want = json_integer_value(json_object_get(resp, "hold_until"));
+	json_int_t ms = json_integer_value(json_object_get(resp, "hold_ms"));
+	unsigned gen = released;
+	struct timespec until;
+
+	if (want <= 0)
+		return;
+	if (in_flight >= (unsigned)want) {
+		released++;
+		pthread_cond_broadcast(&moved);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (ms > 0 ? ms : 20000) / 1000;
+	while (released == gen)
+		if (pthread_cond_timedwait(&moved, &lock, &until) != 0)
+			break;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *upload,
 			      size_t *upload_size, void **con_cls)
@@ -371,12 +401,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	n = ++request_count;
 	if (is_model)
 		in_flight++;
-	record_request(c, method, url, cn, n, in_flight);
+	record_request(c, method, url, cn, n, is_model ? in_flight : 0);
 	if (is_model) {
 		resp = take_response(cn);
 	} else {
 		resp = json_object_get(json_object_get(script, "routes"), url);
 	}
+	if (is_model)
+		hold(resp);
 	pthread_mutex_unlock(&lock);
 
 	if (!resp && !is_model) {
@@ -388,6 +420,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		return ret;
 	}
 	fault = json_string_value(json_object_get(resp, "fault"));
+	if (!fault && json_integer_value(json_object_get(resp, "delay_ms")) > 0)
+		sleep_ms((long)json_integer_value(json_object_get(resp, "delay_ms")));
 	if (fault && strcmp(fault, "slow") == 0) {
 		json_int_t ms = json_integer_value(json_object_get(resp, "delay_ms"));
 		sleep_ms(ms > 0 ? (long)ms : 5000);

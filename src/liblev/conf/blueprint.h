@@ -339,7 +339,7 @@ struct lev_stage {
 	size_t n_points;
 	struct lev_fanout_spec fanout;	/* mode = "fan_out" (its keys are read on any stage) */
 	bool allow_as_worker;	/* a fan-out's worker_stage must say so */
-	bool requires_children;	/* Leviath's: read, and kept (a stage spawning children) */
+	bool requires_children;	/* hold the stage until its children have ended (fanout.c) */
 };
 
 /* [repetition_detection] (Leviath's agents.md): nudges, never stops a run */

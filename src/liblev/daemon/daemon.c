@@ -118,9 +118,6 @@ struct run {
 	char *dump;		/* doc as JSON text, for ps (doc_text()); owned */
 	size_t dump_len;
 	double dump_updated, dump_moved;	/* doc's "updated" and "moved" when dumped */
-	unsigned kids;		/* its sub-agents going (child_started, not finished) */
-	bool kids_workers;	/* the last that started is a fan_out worker */
-	char going[48];		/* going_status()'s text */
 };
 
 struct daemon {
@@ -254,6 +251,7 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 	json_object_set_new(r->doc, "moved", json_real(now()));
 	if (status_final(status)) {
 		json_object_set_new(r->doc, "finished", json_real(now()));
+		json_object_del(r->doc, "workers");	/* they ended with it */
 		d->last_busy = now();
 		/* nothing will resume it: its request (and the keys in it) goes */
 		(void)lev_store_request_drop(d->st, r->id, NULL);
@@ -1223,30 +1221,55 @@ static void add_tokens(json_t *doc, const json_t *ev, const char *key)
 }
 
 /*
- * What a run that is not held says: active, or, while its sub-agents run,
- * Leviath's "waiting: workers(N)" (fan_out) or "waiting: children(N)"
- * (spawn_agent).  Borrowed from R.
+ * What a run with no open question is doing: "waiting: workers(N)" while N
+ * fan-out workers run (each a process of the run's worker, listed in the
+ * doc's "workers"), "children(N)" for spawn_agent children, else "active".
  */
-static const char *going_status(struct run *r)
+static const char *run_busy_status(const struct run *r)
 {
-	if (!r->kids)
-		return "active";
-	snprintf(r->going, sizeof(r->going), "waiting: %s(%u)",
-		 r->kids_workers ? "workers" : "children", r->kids);
-	return r->going;
+	static char busy[96];
+	const json_t *ws = json_object_get(r->doc, "workers"), *x;
+	size_t nw = 0, nc = 0, i;
+
+	json_array_foreach(ws, i, x)
+		if (lev_streq(lev_json_str(x, "kind"), "worker"))
+			nw++;
+		else
+			nc++;
+	if (nw && nc)
+		snprintf(busy, sizeof(busy), "waiting: workers(%zu), children(%zu)", nw, nc);
+	else if (nw || nc)
+		snprintf(busy, sizeof(busy), "waiting: %s(%zu)", nw ? "workers" : "children",
+			 nw ? nw : nc);
+	else
+		snprintf(busy, sizeof(busy), "active");
+	return busy;
 }
 
-/* A sub-agent of R started (UP) or finished: its status says what it waits on. */
-static void kids_moved(struct daemon *d, struct run *r, const json_t *ev, bool up)
+/* A worker or child of R started or finished: the doc lists those running. */
+static void child_moved(struct daemon *d, struct run *r, const json_t *ev, bool started)
 {
-	if (up) {
-		r->kids++;
-		r->kids_workers = lev_streq(lev_json_str(ev, "role"), "worker");
-	} else if (r->kids) {
-		r->kids--;
+	json_t *ws = json_object_get(r->doc, "workers"), *x;
+	const char *id = lev_json_str(ev, "child");
+	size_t i;
+
+	if (!json_is_array(ws)) {
+		ws = json_array();
+		json_object_set_new(r->doc, "workers", ws);
 	}
-	if (!r->paused && !r->question && !status_final(run_status(r)))
-		run_set_status(d, r, going_status(r));
+	json_array_foreach(ws, i, x)
+		if (lev_streq(lev_json_str(x, "child"), id)) {
+			json_array_remove(ws, i);
+			break;
+		}
+	if (started)
+		json_array_append_new(ws, json_pack("{s:s?, s:s?, s:s?, s:s?, s:O?}", "child", id,
+						    "kind", lev_json_str(ev, "kind"), "agent",
+						    lev_json_str(ev, "agent"), "stage",
+						    lev_json_str(ev, "entry_stage"), "pid",
+						    json_object_get(ev, "pid")));
+	if (!r->question && !status_final(run_status(r)) && !r->paused)
+		run_set_status(d, r, run_busy_status(r));
 }
 
 static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
@@ -1259,7 +1282,7 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 		return;
 	}
 	if (lev_streq(name, "child_started") || lev_streq(name, "child_finished")) {
-		kids_moved(d, r, ev, lev_streq(name, "child_started"));
+		child_moved(d, r, ev, lev_streq(name, "child_started"));
 		return;
 	}
 	if (lev_streq(name, "stage_started") && lev_json_str(ev, "stage")) {
@@ -1861,7 +1884,7 @@ static json_t *op_respond(struct daemon *d, const json_t *msg)
 	if (json_string_value(shown))
 		json_object_set_new(told, "answer", json_string(json_string_value(shown)));
 	run_send(d, r, a);
-	run_set_status(d, r, going_status(r));
+	run_set_status(d, r, run_busy_status(r));
 	follow_push(d, r, told, false);
 	return lev_proto_ok();
 }
@@ -1934,7 +1957,7 @@ static json_t *op_resume(struct daemon *d, const json_t *msg)
 	}
 	run_send(d, r, lev_proto_request("resume"));
 	if (lev_streq(run_status(r), "paused"))
-		run_set_status(d, r, r->question ? ask_status(r->question) : going_status(r));
+		run_set_status(d, r, r->question ? ask_status(r->question) : run_busy_status(r));
 	follow_push(d, r, lev_proto_request("resumed"), false);
 	dlog(d, "run %s: resumed", r->id);
 	return lev_proto_ok();

@@ -356,6 +356,14 @@ struct lev_agent *agent_root(struct lev_agent *a);
  */
 void agent_children_tool(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
 			 struct lev_tool_output *out, enum lev_level *label, bool *untrusted);
+/*
+ * fanout.c: serve the run's spawn_agent children between steps: relay what
+ * they asked, take what they answered, start queued ones as slots free.
+ * Does nothing when the run has none.
+ */
+void agent_children_pump(struct lev_agent *a);
+/* fanout.c: a stage with requires_children is held here until every child has ended. */
+void agent_children_settle(struct lev_agent *a);
 /* Every fan-out stage's worker_agent is installed (a run does not start without). */
 int agent_fanout_check(struct lev_agent *a, struct lev_err *err);
 /* A fan-out stage's turn ended without fan_out: nudge (false) or give up (true, *why). */

@@ -473,6 +473,7 @@ static bool stage_may_end(struct lev_agent *a, char **why, enum stage_end *end)
 {
 	switch (agent_flow_may_end(a)) {
 	case FLOW_END:
+		agent_children_settle(a);	/* requires_children: every child has ended */
 		*end = END_DONE;
 		return true;
 	case FLOW_FAIL:
@@ -518,6 +519,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_ERROR;
 		if (agent_cancelled(a))
 			return END_CANCELLED;
+		agent_children_pump(a);		/* the children running beside it */
 		if (a->o.hooks.step)
 			a->o.hooks.step(a->o.hooks.data, a);
 		/* a fan-out stage is bounded by max_attempts, not max_iterations */

@@ -3,9 +3,9 @@
  * report), spawn_agent, check_agent, wait_for_agent and kill_agent, and a
  * fan-out stage's own steps (docs/sub-agents.md).
  *
- * A sub-agent is a run of its own (agent_new_child()) inside this process:
- * its own context, stages and gate chain, built under its parent's policy
- * or tighter, never looser:
+ * A sub-agent is a run of its own (agent_new_child(), in a process of its
+ * own: fanout-proc.c): its own context, stages and gate chain, built
+ * under its parent's policy or tighter, never looser:
  *	config		the same config, the same --allow / --yolo
  *	permissions	each call is decided by its own stage's input AND by
  *			each ancestor's (gatechain.c ceiling_permission())
@@ -18,19 +18,23 @@
  *			child saw, untrusted when it saw untrusted content
  *	asks		the parent's hooks: the same prompt, the same lev respond
  *	record		a sub-record under the parent's record (children/<id>),
- *			named by the parent's worker_started / worker_finished
+ *			named by the parent's child_started / child_finished
  *			events
- * Workers and children run one at a time, each to its end: max_workers is
- * read and honoured trivially.  spawn_agent with wait = false queues the
- * child; it runs when check_agent or wait_for_agent first asks for it.
+ * Workers and children run in parallel, at most max_workers at once
+ * (fanout-proc.c); with a script model, one after another here, and a
+ * spawn_agent child without wait then runs when check_agent or
+ * wait_for_agent first asks for it.
  */
-#include "liblev/run/agent-internal.h"
+#include "liblev/run/fanout-internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
@@ -48,19 +52,10 @@
 
 enum kid_state {
 	KID_QUEUED,
+	KID_RUNNING,			/* in a process of its own */
 	KID_DONE,
 	KID_FAILED,
 	KID_KILLED,
-};
-
-/* What one child handed back. */
-struct child_result {
-	bool ok;
-	char *answer;		/* its output (ok) */
-	char *error;		/* why it failed (!ok) */
-	enum lev_level label;
-	bool untrusted;
-	char *record;		/* its sub-record, or NULL */
 };
 
 struct agent_kid {
@@ -72,7 +67,7 @@ struct agent_kid {
 	enum lev_level task_label;
 	bool task_untrusted;
 	enum kid_state state;
-	struct child_result res;
+	struct child_job job;		/* its run, once started */
 };
 
 struct agent_kids {
@@ -80,14 +75,6 @@ struct agent_kids {
 	size_t n;
 	unsigned workers;		/* fan_out workers started, for their ids */
 };
-
-static void result_release(struct child_result *r)
-{
-	free(r->answer);
-	free(r->error);
-	free(r->record);
-	memset(r, 0, sizeof(*r));
-}
 
 void agent_children_free(struct lev_agent *a)
 {
@@ -100,7 +87,18 @@ void agent_children_free(struct lev_agent *a)
 		free(k->task);
 		free(k->entry);
 		lev_blueprint_free(k->own_bp);
-		result_release(&k->res);
+		/* a child still running when its parent ends is cancelled with it */
+		if (k->job.pid > 0) {
+			kill(k->job.pid, SIGTERM);
+			while (waitpid(k->job.pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		if (k->job.up >= 0)
+			close(k->job.up);
+		if (k->job.down >= 0)
+			close(k->job.down);
+		lev_buf_release(&k->job.in);
+		child_result_release(&k->job.res);
 	}
 	free(a->kids->v);
 	free(a->kids);
@@ -172,98 +170,6 @@ static bool any_ancestor_untrusted(struct lev_agent *a)
 static enum lev_level parent_level(struct lev_agent *a)
 {
 	return lev_level_max(a->seen, lev_context_taint_level(a->ctx));
-}
-
-static void child_event(struct lev_agent *a, const char *name, const char *role, const char *id,
-			const struct lev_blueprint *bp, const char *entry,
-			const struct child_result *res)
-{
-	json_t *ev = agent_event_new(name);
-
-	json_object_set_new(ev, "stage", agent_jtext(a->stages[a->cur].st->name));
-	json_object_set_new(ev, "child", agent_jtext(id));
-	json_object_set_new(ev, "role", json_string(role));	/* "worker" (fan_out) or "child" */
-	json_object_set_new(ev, "agent", agent_jtext(bp->name));
-	if (entry)
-		json_object_set_new(ev, "entry_stage", agent_jtext(entry));
-	json_object_set_new(ev, "depth", json_integer(a->depth + 1));
-	if (res) {
-		json_object_set_new(ev, "ok", json_boolean(res->ok));
-		json_object_set_new(ev, "error", agent_jtext(res->error));
-		json_object_set_new(ev, "label", json_string(lev_level_name(res->label)));
-		json_object_set_new(ev, "integrity", json_string(res->untrusted ? "untrusted"
-										: "trusted"));
-		json_object_set_new(ev, "record", agent_jtext(res->record));
-		json_object_set_new(ev, "output", agent_jtext_capped(res->answer));
-	}
-	agent_emit(a, ev);
-}
-
-/*
- * Run a child of A from BP (starting in ENTRY) on TASK to its end.  Never
- * fails as a call: a child that cannot be built or does not finish is a
- * failed result saying why.
- */
-static void run_child(struct lev_agent *a, const char *role, const char *id,
-		      const struct lev_blueprint *bp,
-		      const char *entry, const char *task, unsigned depth_limit,
-		      enum lev_level task_label, bool task_untrusted, struct child_result *res)
-{
-	struct lev_agent_opts o = a->o;
-	struct agent_child_spec cs = {
-		.parent = a,
-		.entry = entry,
-		.depth_limit = depth_limit,
-		.task_label = task_label,
-		.task_untrusted = task_untrusted,
-	};
-	_cleanup_free_ char *runs = NULL;
-	struct lev_err err = LEV_ERR_INIT;
-	struct lev_agent *c = NULL;
-	const char *out;
-
-	memset(res, 0, sizeof(*res));
-	res->label = task_label;
-	res->untrusted = task_untrusted;
-	if (a->rec)
-		runs = lev_path_join(lev_runrecord_dir(a->rec), "children");
-	o.bp = bp;
-	o.task = task;
-	o.runs_dir = runs;
-	o.run_id = NULL;
-	o.resume = false;
-	o.replay = NULL;
-	/* asks and questions reach the same person; progress and the journal stay the parent's */
-	o.hooks.event = NULL;
-	o.hooks.turn = NULL;
-	o.hooks.step = NULL;
-	o.hooks.boundary = NULL;
-	child_event(a, "child_started", role, id, bp, entry, NULL);
-	if (agent_new_child(&o, &cs, &c, &err) < 0) {
-		res->error = xasprintf("the sub-agent could not start: %s", err.msg);
-		child_event(a, "child_finished", role, id, bp, entry, res);
-		return;
-	}
-	/* its calls' ids say where they were made: "c1/call_2" */
-	c->call_prefix = xasprintf("%s%s/", a->call_prefix ? a->call_prefix : "", id);
-	(void)lev_agent_run(c, &err);
-	out = lev_agent_output(c);
-	res->label = lev_level_max(res->label, c->peak);
-	res->untrusted = res->untrusted || c->ever_untrusted;
-	res->record = lev_agent_record_dir(c) ? xstrdup(lev_agent_record_dir(c)) : NULL;
-	if (lev_agent_status(c) != LEV_RUN_COMPLETE)
-		res->error = xasprintf("the sub-agent %s: %s",
-				       lev_agent_status(c) == LEV_RUN_CANCELLED ? "was cancelled"
-										: "failed",
-				       lev_agent_error(c) ? lev_agent_error(c) : "no reason given");
-	else if (!out || !out[0])
-		res->error = xstrdup("the sub-agent finished without an output");
-	else {
-		res->ok = true;
-		res->answer = xstrdup(out);
-	}
-	lev_agent_free(c);
-	child_event(a, "child_finished", role, id, bp, entry, res);
 }
 
 /* The depth a child of A may not exceed, or a refusal in *why. */
@@ -381,64 +287,86 @@ struct fanout_run {
 	char *fail_why;
 };
 
+/* Put worker J's answer (item ID) into the results region, or its section into SECTIONS. */
+static void fanout_result(struct lev_agent *a, int region, const char *id,
+			  const struct child_result *r, struct lev_buf *sections)
+{
+	struct lev_buf one = LEV_BUF_INIT;
+
+	if (region < 0) {
+		add_section(sections, id, r);
+		return;
+	}
+	add_section(&one, id, r);
+	(void)lev_context_add_text(a->ctx, (size_t)region, one.buf + 2, one.len - 2, r->label,
+				   NULL);
+	if (r->untrusted)
+		lev_context_mark_untrusted(a->ctx);
+	lev_buf_release(&one);
+	(void)lev_buf_addf(sections, "\n- %s: %s", id, r->ok ? "done" : "FAILED");
+}
+
 static void fanout_workers(struct lev_agent *a, const struct fanout_plan *p, const json_t *items,
-			   size_t n, struct lev_buf *report, struct lev_buf *sections,
-			   struct fanout_run *fr)
+			   size_t n, struct lev_buf *sections, struct fanout_run *fr)
 {
 	struct lev_blueprint *own = NULL;
 	struct lev_err err = LEV_ERR_INIT;
 	const struct lev_blueprint *bp;
 	const char *entry = NULL;
-	enum lev_level task_label = parent_level(a);
-	bool task_untrusted = any_ancestor_untrusted(a);
 	int region = p->region ? lev_context_region_find(a->ctx, p->region) : -1;
 	bool have_worker = resolve_worker(a, p->stage, p->agent, &own, &entry, &err) == 0;
-	_cleanup_free_ char *why_not = have_worker ? NULL : xstrdup(err.msg);
-	unsigned limit;
+	_cleanup_free_ char *why_not = have_worker ? NULL : xasprintf("no worker: %s", err.msg);
+	_cleanup_free_ struct child_job *jobs = xcalloc(n ? n : 1, sizeof(*jobs));
+	char **ids = xcalloc(n + 1, sizeof(*ids)), **tags = xcalloc(n + 1, sizeof(*tags));
+	char **tasks = xcalloc(n + 1, sizeof(*tasks));
 
 	bp = own ? own : a->bp;
-	limit = child_limit(a, bp, UINT32_MAX);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *item = json_array_get(items, i);
-		_cleanup_free_ char *id = item_id(item, i), *task = item_task(id, item);
-		_cleanup_free_ char *tag = NULL;
-		struct child_result r = { .label = task_label };
 
-		if (fr->fail_why) {
+		ids[i] = item_id(item, i);
+		tasks[i] = item_task(ids[i], item);
+		tags[i] = xasprintf("w%u", ++kids(a)->workers);
+		jobs[i] = (struct child_job){
+			.id = tags[i],
+			.bp = bp,
+			.entry = entry,
+			.task = tasks[i],
+			.depth_limit = child_limit(a, bp, UINT32_MAX),
+			.task_label = parent_level(a),
+			.task_untrusted = any_ancestor_untrusted(a),
+			.worker = true,
+			.no_start = why_not,
+			.up = -1,
+			.down = -1,
+		};
+	}
+	agent_kids_run(a, jobs, n, (unsigned)a->stages[a->cur].st->fanout.max_workers,
+		       p->on_failure == LEV_WORKERS_FAIL);
+	/* in the order of the items, whatever order they ended in */
+	for (size_t i = 0; i < n; i++) {
+		struct child_result *r = &jobs[i].res;
+
+		if (!jobs[i].started) {
 			fr->not_run++;
 			continue;
 		}
-		tag = xasprintf("w%u", ++kids(a)->workers);
-		if (!have_worker)
-			r.error = xasprintf("no worker: %s", why_not);
-		else
-			run_child(a, "worker", tag, bp, entry, task, limit, task_label, task_untrusted, &r);
-		fr->label = lev_level_max(fr->label, r.label);
-		fr->untrusted = fr->untrusted || r.untrusted;
-		if (r.ok)
+		fr->label = lev_level_max(fr->label, r->label);
+		fr->untrusted = fr->untrusted || r->untrusted;
+		if (r->ok)
 			fr->ok++;
 		else
 			fr->failed++;
-		if (region >= 0) {
-			struct lev_buf one = LEV_BUF_INIT;
-
-			add_section(&one, id, &r);
-			(void)lev_context_add_text(a->ctx, (size_t)region, one.buf + 2, one.len - 2,
-						   r.label, NULL);
-			if (r.untrusted)
-				lev_context_mark_untrusted(a->ctx);
-			lev_buf_release(&one);
-			(void)lev_buf_addf(sections, "\n- %s: %s", id, r.ok ? "done" : "FAILED");
-		} else {
-			add_section(sections, id, &r);
-		}
-		if (!r.ok && p->on_failure == LEV_WORKERS_FAIL)
+		fanout_result(a, region, ids[i], r, sections);
+		if (!r->ok && p->on_failure == LEV_WORKERS_FAIL && !fr->fail_why)
 			fr->fail_why = xasprintf("worker '%s' failed (on_worker_failure = \"fail\"): %s",
-						 id, r.error);
-		result_release(&r);
+						 ids[i], r->error);
+		child_result_release(r);
 	}
+	lev_strv_free(ids);
+	lev_strv_free(tags);
+	lev_strv_free(tasks);
 	lev_blueprint_free(own);
-	(void)report;
 }
 
 static void fan_out(struct lev_agent *a, const json_t *args, struct lev_tool_output *out,
@@ -465,7 +393,7 @@ static void fan_out(struct lev_agent *a, const json_t *args, struct lev_tool_out
 	}
 	if (p.max_items && run > p.max_items)
 		run = (size_t)p.max_items;
-	fanout_workers(a, &p, items, run, &report, &sections, &fr);
+	fanout_workers(a, &p, items, run, &sections, &fr);
 	fr.not_run += n - run;
 	(void)lev_buf_addf(&report, "[fan_out results: %zu succeeded, %zu failed]", fr.ok,
 			   fr.failed);
@@ -483,7 +411,8 @@ static void fan_out(struct lev_agent *a, const json_t *args, struct lev_tool_out
 	lev_tool_output_set(out, report.buf, fr.fail_why != NULL);
 	*label = lev_level_max(*label, fr.label);
 	*untrusted = *untrusted || fr.untrusted;
-	if (st->mode == LEV_MODE_FAN_OUT) {
+	/* a cancelled run ends as cancelled at its next check, not by the stage's edges */
+	if (st->mode == LEV_MODE_FAN_OUT && !agent_cancelled(a)) {
 		/* the stage's one job is done: its report is its output */
 		free(a->stage_output);
 		a->stage_output = lev_buf_detach(&report, NULL);
@@ -509,16 +438,66 @@ static struct agent_kid *kid_find(struct lev_agent *a, const char *id)
 	return NULL;
 }
 
-static void kid_run(struct lev_agent *a, struct agent_kid *k)
+/* The kid's state once its job has ended. */
+static void kid_settle(struct agent_kid *k)
+{
+	if (k->state == KID_RUNNING && k->job.ended && k->job.pid <= 0)
+		k->state = k->job.res.ok ? KID_DONE : KID_FAILED;
+}
+
+/* Start queued kid K now; *waits for it when it cannot run beside its parent. */
+static void kid_start(struct lev_agent *a, struct agent_kid *k)
 {
 	if (k->state != KID_QUEUED)
 		return;
 	/* it starts now: with what its parent holds now, not when it was queued */
 	k->task_label = lev_level_max(k->task_label, parent_level(a));
 	k->task_untrusted = k->task_untrusted || any_ancestor_untrusted(a);
-	run_child(a, "child", k->id, k->own_bp ? k->own_bp : a->bp, k->entry, k->task, k->depth_limit,
-		  k->task_label, k->task_untrusted, &k->res);
-	k->state = k->res.ok ? KID_DONE : KID_FAILED;
+	k->job = (struct child_job){
+		.id = k->id,
+		.bp = k->own_bp ? k->own_bp : a->bp,
+		.entry = k->entry,
+		.task = k->task,
+		.depth_limit = k->depth_limit,
+		.task_label = k->task_label,
+		.task_untrusted = k->task_untrusted,
+		.up = -1,
+		.down = -1,
+	};
+	k->state = KID_RUNNING;
+	(void)agent_kid_start(a, &k->job);
+	kid_settle(k);
+}
+
+/* Take what the running kids sent; start queued ones while fewer than max_workers run. */
+static void kids_pump(struct lev_agent *a)
+{
+	uint64_t cap = a->stages[a->cur].st->fanout.max_workers, running = 0;
+
+	for (size_t i = 0; a->kids && i < a->kids->n; i++) {
+		struct agent_kid *k = &a->kids->v[i];
+
+		agent_kid_poll(a, &k->job);
+		kid_settle(k);
+		running += k->state == KID_RUNNING;
+	}
+	for (size_t i = 0; a->kids && i < a->kids->n && agent_kids_forked(a); i++) {
+		if (cap && running >= cap)
+			break;
+		if (a->kids->v[i].state == KID_QUEUED) {
+			kid_start(a, &a->kids->v[i]);
+			running += a->kids->v[i].state == KID_RUNNING;
+		}
+	}
+}
+
+/* Run kid K to its end (start it when queued). */
+static void kid_run(struct lev_agent *a, struct agent_kid *k)
+{
+	kid_start(a, k);
+	if (k->state == KID_RUNNING)
+		agent_kid_wait(a, &k->job);
+	kid_settle(k);
 }
 
 /* The kid's answer as a tool result (its label and integrity raise the call's). */
@@ -527,16 +506,17 @@ static void kid_answer(const struct agent_kid *k, bool status, struct lev_tool_o
 {
 	_cleanup_free_ char *t = NULL;
 
-	*label = lev_level_max(*label, k->res.label);
-	*untrusted = *untrusted || k->res.untrusted;
+	*label = lev_level_max(*label, k->job.res.label);
+	*untrusted = *untrusted || k->job.res.untrusted;
 	if (k->state == KID_KILLED)
-		t = xasprintf("[error] sub-agent '%s' was killed before it ran", k->id);
+		t = xasprintf("[error] sub-agent '%s' was killed %s", k->id,
+			      k->job.started ? "while it ran" : "before it ran");
 	else if (k->state == KID_FAILED)
-		t = xasprintf("[error] sub-agent '%s' failed: %s", k->id, k->res.error);
+		t = xasprintf("[error] sub-agent '%s' failed: %s", k->id, k->job.res.error);
 	else if (status)
-		t = xasprintf("sub-agent '%s': done\n\n%s", k->id, k->res.answer);
+		t = xasprintf("sub-agent '%s': done\n\n%s", k->id, k->job.res.answer);
 	else
-		t = xstrdup(k->res.answer);
+		t = xstrdup(k->job.res.answer);
 	lev_tool_output_set(out, t, k->state != KID_DONE);
 }
 
@@ -606,8 +586,16 @@ static void spawn(struct lev_agent *a, const json_t *args, struct lev_tool_outpu
 		kid_answer(k, false, out, label, untrusted);
 		return;
 	}
-	t = xasprintf("spawned sub-agent '%s' (queued: lev runs sub-agents one at a time, so it "
-		      "runs when check_agent or wait_for_agent first asks for it)", k->id);
+	kids_pump(a);
+	if (k->state == KID_QUEUED && !agent_kids_forked(a))
+		t = xasprintf("spawned sub-agent '%s' (queued: with a script model lev runs "
+			      "sub-agents one at a time, so it runs when check_agent or "
+			      "wait_for_agent first asks for it)", k->id);
+	else if (k->state == KID_QUEUED)
+		t = xasprintf("spawned sub-agent '%s' (queued: max_workers sub-agents are running; "
+			      "it starts when one ends)", k->id);
+	else
+		t = xasprintf("spawned sub-agent '%s' (running)", k->id);
 	lev_tool_output_set(out, t, false);
 }
 
@@ -623,11 +611,16 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 		lev_tool_output_set(out, t, true);
 		return;
 	}
+	kids_pump(a);
 	switch (op) {
 	case LEV_OP_KILL_AGENT:
 		if (k->state == KID_QUEUED) {
 			k->state = KID_KILLED;
 			t = xasprintf("sub-agent '%s' killed (it had not started)", k->id);
+		} else if (k->state == KID_RUNNING) {
+			agent_kid_cancel(a, &k->job);
+			k->state = KID_KILLED;
+			t = xasprintf("sub-agent '%s' killed (it was running)", k->id);
 		} else {
 			t = xasprintf("sub-agent '%s' has already finished (%s)", k->id,
 				      k->state == KID_DONE ? "done" : k->state == KID_KILLED
@@ -637,9 +630,9 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 		return;
 	case LEV_OP_SEND_TO_AGENT:
 		if (k->state != KID_QUEUED) {
-			t = xasprintf("[error] sub-agent '%s' has already run; lev runs sub-agents "
-				      "one at a time, so a message reaches one only before it starts",
-				      k->id);
+			t = xasprintf("[error] sub-agent '%s' has already %s; a message "
+				      "reaches a sub-agent only before it starts", k->id,
+				      k->state == KID_RUNNING ? "started" : "run");
 			lev_tool_output_set(out, t, true);
 			return;
 		}
@@ -654,6 +647,14 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 		lev_tool_output_set(out, t, false);
 		return;
 	case LEV_OP_CHECK_AGENT:
+		if (k->state == KID_RUNNING || (k->state == KID_QUEUED && agent_kids_forked(a))) {
+			t = xasprintf("sub-agent '%s': %s", k->id, k->state == KID_RUNNING
+						 ? "running" : "queued");
+			lev_tool_output_set(out, t, false);
+			return;
+		}
+		/* a script model's queued child runs now */
+		__attribute__((fallthrough));
 	case LEV_OP_WAIT_FOR_AGENT:
 		kid_run(a, k);
 		kid_answer(k, op == LEV_OP_CHECK_AGENT, out, label, untrusted);
@@ -662,6 +663,20 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 		lev_tool_output_set(out, "[error] not a sub-agent tool", true);
 		return;
 	}
+}
+
+void agent_children_pump(struct lev_agent *a)
+{
+	if (a->kids && a->kids->n)
+		kids_pump(a);
+}
+
+void agent_children_settle(struct lev_agent *a)
+{
+	if (!a->stages[a->cur].st->requires_children)
+		return;
+	for (size_t i = 0; a->kids && i < a->kids->n; i++)
+		kid_run(a, &a->kids->v[i]);
 }
 
 void agent_children_tool(struct lev_agent *a, const struct lev_tool_info *ti, const json_t *args,
