@@ -148,6 +148,7 @@ name = "$d"
 [stages.impl]
 $M
 available_tools = ["write_file"]
+nudge = { enabled = false }	# the gate's refusals alone
 [stages.impl.transitions.review]
 hint = "implemented"
 gate = { require_modifications = true, max_attempts = 2, message = "Write the change first." }
@@ -372,6 +373,7 @@ name = "$d"
 $M
 available_tools = ["current_time"]
 required_tools = ["current_time"]
+nudge = { enabled = false }	# required_tools' reminders alone
 EOF
 done
 turns req <<'EOF'
@@ -463,6 +465,7 @@ conversation = { kind = "sliding_window", max_tokens = 20000 }
 [stages.a]
 $M
 available_tools = ["which_command"]
+nudge = { enabled = false }
 [stages.a.transitions.b]
 hint = "go on"
 transform = "custom"

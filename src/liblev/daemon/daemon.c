@@ -1758,7 +1758,7 @@ static json_t *op_msg(struct daemon *d, const json_t *msg)
 		ok = ok || lev_streq(json_string_value(st), stage);
 	if (!ok)
 		return lev_proto_fail("stage '%s' of run '%s' does not accept messages (its "
-				      "blueprint sets no 'accepts_messages = true')",
+				      "blueprint sets 'accepts_messages = false')",
 				      stage, r->id);
 	m = lev_proto_request("msg");
 	json_object_set_new(m, "text", json_string(text));

@@ -27,6 +27,7 @@
 #define CHOICE_ASKS_MAX 3	/* transition prompts before the first edge is taken */
 #define REQUIRED_ASKS_MAX 3	/* reminders of required_tools before the stage fails */
 #define OUTPUT_ATTEMPTS_MAX 3	/* refused submissions before the stage fails */
+#define OUTPUT_NUDGES_MAX 3	/* reminders to submit before the stage ends without output */
 #define NUDGE_MAX_DEFAULT 3
 #define SUMMARY_MAX_TOKENS 2048
 
@@ -294,25 +295,73 @@ static char *nudge_text(const struct lev_agent *a, const char *tmpl)
 	return lev_buf_detach(&b, NULL);
 }
 
+/* Does the stage offer a tool for its work (not only lev's flow tools)? */
+static bool has_work_tools(const struct lev_agent *a)
+{
+	for (char **t = a->stages[a->cur].offered; t && *t; t++)
+		if (!lev_tooltable_is(*t, LEV_OP_TRANSITION) &&
+		    !lev_tooltable_is(*t, LEV_OP_SUBMIT_OUTPUT))
+			return true;
+	return false;
+}
+
 bool agent_flow_nudge(struct lev_agent *a)
 {
 	const struct lev_stage *st = cur_st(a);
 	const struct lev_nudge *n = &st->nudge;
-	uint64_t max = n->has_max ? n->max : NUDGE_MAX_DEFAULT;
-	bool on = n->has_enabled ? n->enabled : st->n_points == 0;
+	const struct lev_nudge *g = &a->cfg->nudge;	/* [nudge] of the config */
+	uint64_t max = n->has_max ? n->max : g->has_max ? g->max : NUDGE_MAX_DEFAULT;
+	bool on = n->has_enabled ? n->enabled : g->has_enabled ? g->enabled : st->n_points == 0;
+	const char *tmpl = n->text ? n->text : g->text ? g->text : default_nudge;
 	_cleanup_free_ char *text = NULL;
 	char num[24];
 
-	/* lev nudges only where a blueprint asks for it ([agent] or stage nudge) */
-	if (!n->present || !on || st->mode != LEV_MODE_AUTONOMOUS || a->flow.calls ||
+	/*
+	 * on by default, as in Leviath; a stage offered no tool for its work is
+	 * not told to use its tools (it has none), nor is a stage whose output
+	 * is reviewed (n_points)
+	 */
+	if (!on || st->mode != LEV_MODE_AUTONOMOUS || !has_work_tools(a) || a->flow.calls ||
 	    a->flow.choosing || a->flow.nudges >= max)
 		return false;
 	a->flow.nudges++;
-	text = nudge_text(a, n->text ? n->text : default_nudge);
+	text = nudge_text(a, tmpl);
 	tell(a, text);
 	snprintf(num, sizeof(num), "%u", a->flow.nudges);
 	flow_event(a, "nudge", "text", text, "count", num);
 	return true;
+}
+
+/*
+ * A text-only turn in a stage that owes an output: the model is told to
+ * submit it, at most OUTPUT_NUDGES_MAX times a visit (Leviath's output
+ * re-entry cap); then the stage ends without one (output_forced), and the
+ * run moves on rather than spend every iteration on a model that will not.
+ */
+void agent_flow_owes_output(struct lev_agent *a)
+{
+	_cleanup_free_ char *text = NULL;
+	char num[24];
+
+	if (a->flow.output_nudges >= OUTPUT_NUDGES_MAX) {
+		agent_warn(a, "stage '%s' never submitted its output (%u reminders); it ends "
+			   "without one", cur_st(a)->name, a->flow.output_nudges);
+		flow_event(a, "output_forced", NULL, NULL, NULL, NULL);
+		free(a->stage_output);
+		a->stage_output = NULL;
+		a->stage_done = true;
+		a->stage_end = "output_forced";
+		return;
+	}
+	a->flow.output_nudges++;
+	text = xasprintf("[System] This stage is not finished: you have not called %s. Whatever "
+			 "you wrote to files or to context is not what the caller receives, only "
+			 "the output is. Call %s now with your answer.",
+			 lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT),
+			 lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT));
+	tell(a, text);
+	snprintf(num, sizeof(num), "%u", a->flow.output_nudges);
+	flow_event(a, "output_nudge", "count", num, NULL, NULL);
 }
 
 bool agent_flow_choosing(const struct lev_agent *a)
