@@ -31,7 +31,8 @@ const char lev_usage_ps[] =
 	"Each run is a summary: its output is 'lev result RUN'.\n"
 	"\n"
 	"STATUS is active, idle (started, not yet running), waiting: tool approval,\n"
-	"waiting: taint gate, waiting: user prompt (answer with 'lev respond'),\n"
+	"waiting: taint gate, waiting: user prompt, waiting: checkpoint (an\n"
+	"interaction point; both answered with 'lev respond'),\n"
 	"complete, cancelled or error: WHY.  READS is granted/declared [read_paths];\n"
 	"AGE is how long since the run last moved.\n";
 

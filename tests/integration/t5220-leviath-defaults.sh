@@ -245,13 +245,118 @@ test_expect_success '--yolo --detach: no ask_user_* tool offered, the point is a
 	"$LEV" logs "$(cat id)" | grep -q "auto_approved"
 '
 
-test_expect_success 'without --yolo a daemon run is offered ask_user_confirm and waits at its point (twin)' '
+test_expect_success 'without --yolo a daemon run is offered ask_user_confirm and shows waiting: checkpoint at its point (twin)' '
 	cfg ask.json &&
 	setsid -w "$LEV" run ./asker --workdir work --task t --detach >id 2>/dev/null &&
-	wait_for status_is "$(cat id)" "waiting" &&
+	wait_for status_is "$(cat id)" "waiting: checkpoint" &&
 	body_tools 0 >tools && grep -q ask_user_confirm tools &&
 	"$LEV" cancel "$(cat id)" >/dev/null;
 	lev_stop_mock_model
+'
+
+# ---- choosing the next stage --------------------------------------------------------
+
+bp route <<EOF
+[agent]
+name = "route"
+[stages.a]
+$M
+available_tools = ["read_file"]
+nudge = { enabled = false }
+[stages.a.transitions.b]
+hint = "more sources are needed"
+[stages.a.transitions.c]
+hint = "ready to write"
+[stages.b]
+$M
+[stages.c]
+$M
+EOF
+cat >route.json <<'EOF'
+{ "responses": [
+  { "text": "analysed" },
+  { "text": "Thinking it over, there is enough.\n\nc" },
+  { "text": "written in c" }
+] }
+EOF
+cat >noroute.json <<'EOF'
+{ "responses": [
+  { "text": "analysed" },
+  { "text": "I cannot decide yet, there is a lot to weigh" },
+  { "text": "gathered in b" }
+] }
+EOF
+
+test_expect_success 'the next stage is asked for in a request of its own, with no tools (Leviath)' '
+	run route route.json &&
+	check route "
+assert [e[\"stage\"] for e in of(\"stage_started\")] == [\"a\", \"c\"], ev
+r = reqs[1]
+assert \"tools\" not in r or not r[\"tools\"], r.get(\"tools\")
+assert r.get(\"temperature\") == 0, r.get(\"temperature\")
+assert 256 in [v for k, v in r.items() if \"max\" in k], r
+last = json.dumps(r[\"messages\"][-1])
+assert \"Available next stages\" in last and \"- b: more sources are needed\" in last, last
+assert \"Respond with ONLY the stage name\" in last, last
+assert tools(reqs[0]), reqs[0]
+assert of(\"transition_answer\")[0][\"text\"].endswith(\"c\"), of(\"transition_answer\")
+assert end[\"output\"] == \"written in c\", end
+"
+'
+
+test_expect_success 'an answer naming no stage takes the first open edge (twin)' '
+	run route noroute.json &&
+	check route "
+assert [e[\"stage\"] for e in of(\"stage_started\")] == [\"a\", \"b\"], ev
+assert of(\"transition_chosen\")[0][\"how\"] == \"default\"
+"
+'
+
+# ---- a compact edge is summarised by the [compaction] model -----------------------
+
+for d in cedge cedge_stage; do
+bp $d <<EOF
+[agent]
+name = "$d"
+$([ $d = cedge ] && printf '[compaction]\nmodel = "summary-model"')
+[stages.a]
+$M
+[stages.a.transitions.b]
+transform = "compact"
+[stages.b]
+$M
+EOF
+done
+cat >cedge.json <<'EOF'
+{ "responses": [
+  { "match": "You summarise one part", "repeat": true, "text": "SUMMARY: notes taken" },
+  { "text": "notes taken" },
+  { "text": "done in b" }
+] }
+EOF
+
+# models_of: "summary" or "stage", and the model each request asked for
+models_of() {
+	python3 -c '
+import json
+for l in open("requests.jsonl"):
+    b = json.loads(l)["body"]
+    kind = "summary" if "You summarise one part" in json.dumps(b.get("messages", [])[:1]) else "stage"
+    print(kind, b["model"])
+'
+}
+
+test_expect_success 'a compact edge asks the [compaction] model for its summary' '
+	run cedge cedge.json &&
+	models_of >models &&
+	grep -q "^summary summary-model$" models && ! grep -q "^stage summary-model$" models &&
+	check cedge "assert [e for e in of(\"transform\") if e[\"op\"] == \"compact\"], ev"
+'
+
+test_expect_success 'without [compaction] the summary is the stage model (twin)' '
+	run cedge_stage cedge.json &&
+	models_of >models &&
+	grep -q "^summary mock-1$" models && ! grep -q "summary-model" models
 '
 
 test_done

@@ -1159,10 +1159,15 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	r->dirty = true;	/* ps reads the doc; the database gets it in flush_runs() */
 }
 
-static const char *ask_status(const char *kind)
+/* Why a run waits on question Q: Leviath's words (an interaction point: checkpoint). */
+static const char *ask_status(const json_t *q)
 {
+	const char *kind = lev_json_str(q, "kind");
+
 	if (lev_streq(kind, "taint"))
 		return "waiting: taint gate";
+	if (lev_streq(kind, "question") && json_is_true(json_object_get(q, "checkpoint")))
+		return "waiting: checkpoint";
 	if (lev_streq(kind, "question"))
 		return "waiting: user prompt";
 	return "waiting: tool approval";
@@ -1225,7 +1230,7 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 		r->question = q;
 		if (lev_store_question_put(d->st, id, r->id, q, &err) < 0)
 			dlog(d, "run %s: %s", r->id, err.msg);
-		run_set_status(d, r, ask_status(lev_json_str(q, "kind")));
+		run_set_status(d, r, ask_status(q));
 		dlog(d, "run %s: waiting for an answer to %s", r->id, id);
 		free(id);
 		{
@@ -1731,7 +1736,7 @@ static json_t *op_resume(struct daemon *d, const json_t *msg)
 	}
 	run_send(d, r, lev_proto_request("resume"));
 	if (lev_streq(run_status(r), "paused"))
-		run_set_status(d, r, r->question ? ask_status(lev_json_str(r->question, "kind"))
+		run_set_status(d, r, r->question ? ask_status(r->question)
 						 : "active");
 	follow_push(d, r, lev_proto_request("resumed"), false);
 	dlog(d, "run %s: resumed", r->id);

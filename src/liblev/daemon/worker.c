@@ -459,6 +459,9 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 	const char *t;
 
 	json_object_set_new(m, "kind", json_string("question"));
+	/* an interaction point's: the run shows Leviath's "waiting: checkpoint" */
+	if (q->checkpoint)
+		json_object_set_new(m, "checkpoint", json_true());
 	json_object_set_new(m, "question_kind", json_string(kinds[q->kind]));
 	json_object_set_new(m, "stage", json_string(q->stage ? q->stage : ""));
 	json_object_set_new(m, "call_id", json_string(q->call_id ? q->call_id : ""));

@@ -293,6 +293,12 @@ void agent_watch_free(struct lev_agent *a);
 
 /* compact.c: summarise the compacting regions that are due (before a request) */
 void agent_compact_regions(struct lev_agent *a);
+/*
+ * The provider a summary is asked of ([compaction] provider, else the
+ * stage's), with REQ's model set to [compaction] model where it names one
+ * of the stage's provider.  Compacting regions and compact edges alike.
+ */
+struct lev_provider *agent_compaction_provider(struct lev_agent *a, struct lev_infer_request *req);
 
 /* flow.c: transitions, gates, stuck triggers, nudges, output checks */
 void agent_flow_enter(struct lev_agent *a);

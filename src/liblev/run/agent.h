@@ -122,6 +122,7 @@ struct lev_question {
 	const char *call_id;
 	const char *question;		/* the model's words: show them as text, never raw */
 	char *const *choices;		/* LEV_QUESTION_CHOICE: 2..20 answers */
+	bool checkpoint;		/* an interaction point's, not a tool call's */
 };
 
 struct lev_agent;

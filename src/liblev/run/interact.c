@@ -99,6 +99,7 @@ static int ask_point(struct lev_agent *a, const struct lev_interaction_point *ip
 		.call_id = name,
 		.question = text,
 		.choices = kind == LEV_QUESTION_CHOICE ? ip->options : NULL,
+		.checkpoint = true,
 	};
 
 	*answer = NULL;
