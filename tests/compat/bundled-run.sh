@@ -27,7 +27,12 @@ export BUNDLED_KEY=sk-mock-7Qz4Kp9Xw2Lr5Vn8
 # then given up): the stage moves down its model list to openai.
 bundled_config() {
 	{
+		# the scripted conversations answer each text stage once: Leviath's
+		# default nudge (a text answer before any tool call is asked again)
+		# is turned off the way a Leviath user would, in the config
 		cat <<-EOF
+		[nudge]
+		enabled = false
 		[security]
 		allow_local_network = true
 		[tools.web_search]

@@ -223,6 +223,7 @@ name = "stages"
 model = { provider = "script", script = "turns.toml" }
 available_tools = ["read_file"]
 next = "second"
+nudge = { enabled = false }	# its text answer is its output (nudges are on by default)
 
 [stages.second]
 mode = "output"

@@ -76,6 +76,8 @@ name = "mocked"
 model = { provider = "mockoa", model = "mock-1" }
 available_tools = ["read_file", "shell"]
 system_prompt = "You are tested."
+# a text answer ends the stage (nudges are on by default, as in Leviath)
+nudge = { enabled = false }
 EOF
 
 cat >conversation.json <<'EOF'

@@ -1,7 +1,7 @@
 #!/bin/bash
 # lev pause / lev resume hold a daemon run at its next step boundary (never
 # inside a call) and let it go on; lev msg reaches the model as a user
-# message, for a stage with accepts_messages = true only.
+# message, for a stage that does not set accepts_messages = false.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
@@ -102,7 +102,7 @@ for a in talk quiet; do
 	[stages.chat]
 	model = { provider = "mockoa", model = "mock-1" }
 	available_tools = ["ask_user_confirm"]
-	$([ $a = talk ] && echo "accepts_messages = true")
+	$([ $a = quiet ] && echo "accepts_messages = false")
 	EOF2
 done
 cat >conversation.json <<'EOF2'
@@ -126,7 +126,7 @@ start_mock() {
 	chmod 600 "$CONFIG"
 }
 
-test_expect_success 'lev msg to a stage with accepts_messages: the model gets it as a user message' '
+test_expect_success 'lev msg to a stage (accepts_messages is true by default): the model gets it as a user message' '
 	start_mock &&
 	setsid -w "$LEV" run ./talk --workdir work --task t --detach >id 2>/dev/null &&
 	id=$(cat id) &&
@@ -148,7 +148,7 @@ assert \"also check the tests\" not in json.dumps(reqs[0]), reqs[0]
 	"$LEV" logs "$id" | grep -q "\"event\":\"user_message\""
 '
 
-test_expect_success 'lev msg to a stage without accepts_messages is refused, naming the stage' '
+test_expect_success 'lev msg to a stage with accepts_messages = false is refused, naming the stage' '
 	start_mock &&
 	setsid -w "$LEV" run ./quiet --workdir work --task t --detach >id 2>/dev/null &&
 	id=$(cat id) &&

@@ -131,11 +131,26 @@ assert end[\"status\"] == \"complete\" and end[\"output\"] == \"the answer is 42
 
 test_expect_success 'a name that is no choice is refused by the transition tool' '
 	bp badpick <pick/agent.leviath && sed -i "s/\"pick\"/\"badpick\"/" badpick/agent.leviath &&
-	sed "s/target = \"c\"/target = \"nowhere\"/" pick/turns.toml >badpick/turns.toml &&
+	printf "%s\n" "[[turn]]" "[[turn.call]]" "tool = \"transition\"" \
+		"args = { target = \"nowhere\" }" "[[turn]]" "text = \"analysed\"" \
+		"[[turn]]" "text = \"c\"" "[[turn]]" "text = \"written in c\"" >badpick/turns.toml &&
 	run badpick;
 	check badpick "
 r = [e for e in of(\"tool_result\") if e[\"tool\"] == \"transition\"][0]
 assert not r[\"ok\"] and \"is not one of this stage\" in r[\"text\"], r
+assert stages == [\"a\", \"c\"], stages
+"
+'
+
+test_expect_success 'an answer to the transition prompt naming no choice takes the first edge (Leviath)' '
+	bp nopick <pick/agent.leviath && sed -i "s/\"pick\"/\"nopick\"/" nopick/agent.leviath &&
+	printf "%s\n" "[[turn]]" "text = \"analysed\"" "[[turn]]" \
+		"text = \"I cannot decide yet\"" \
+		"[[turn]]" "text = \"gathered\"" >nopick/turns.toml &&
+	run nopick &&
+	check nopick "
+assert stages == [\"a\", \"b\"], stages
+assert of(\"transition_chosen\")[0][\"how\"] == \"default\", of(\"transition_chosen\")
 "
 '
 
@@ -148,6 +163,7 @@ name = "$d"
 [stages.impl]
 $M
 available_tools = ["write_file"]
+nudge = { enabled = false }	# the gate's refusals alone
 [stages.impl.transitions.review]
 hint = "implemented"
 gate = { require_modifications = true, max_attempts = 2, message = "Write the change first." }
@@ -372,6 +388,7 @@ name = "$d"
 $M
 available_tools = ["current_time"]
 required_tools = ["current_time"]
+nudge = { enabled = false }	# required_tools' reminders alone
 EOF
 done
 turns req <<'EOF'
@@ -463,6 +480,7 @@ conversation = { kind = "sliding_window", max_tokens = 20000 }
 [stages.a]
 $M
 available_tools = ["which_command"]
+nudge = { enabled = false }
 [stages.a.transitions.b]
 hint = "go on"
 transform = "custom"

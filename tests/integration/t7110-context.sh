@@ -89,6 +89,7 @@ name = "required"
 model = { provider = "script", script = "turns.toml" }
 max_iterations = 10
 available_tools = ["context_write"]
+nudge = { enabled = false }	# the required region's reminder alone
 [context.regions]
 findings = { kind = "clearable", required = true, required_message = "Write {region} first." }
 BP

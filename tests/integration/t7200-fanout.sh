@@ -422,6 +422,7 @@ for depth in 1 2; do
 	$M
 	allow_as_worker = true
 	available_tools = ["spawn_agent"]
+	nudge = { enabled = false }
 	EOF
 done
 turns deep1 <<'EOF'

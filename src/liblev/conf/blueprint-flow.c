@@ -236,21 +236,9 @@ static int parse_nudge(const struct lev_tomlval_ctx *c, const struct lev_toml_va
 	if (r < 0)
 		return r;
 	nd->present = true;
-	for (size_t i = 0, n = lev_toml_table_len(t); i < n && r == 0; i++) {
-		const struct lev_toml_value *e = lev_toml_table_value(t, i);
-		_cleanup_free_ char *p = lev_tomlval_key_path(path, t, i);
-
-		if (lev_tomlval_key_is(t, i, "enabled")) {
-			r = lev_tomlval_bool(c, e, p, &nd->enabled, err);
-			nd->has_enabled = true;
-		} else if (lev_tomlval_key_is(t, i, "max")) {
-			r = lev_tomlval_u64(c, e, p, 0, 100, &nd->max, err);
-			nd->has_max = true;
-		} else if (lev_tomlval_key_is(t, i, "text"))
-			r = lev_tomlval_set_str(c, e, p, &nd->text, err);
-		else
+	for (size_t i = 0, n = lev_toml_table_len(t); i < n && r == 0; i++)
+		if ((r = lev_config_nudge_key(c, t, i, path, nd, err)) == 1)
 			r = unknown_key(c, t, i, path, "enabled, max, text", err);
-	}
 	return r;
 }
 

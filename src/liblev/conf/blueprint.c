@@ -901,6 +901,7 @@ static int parse_stage(const struct lev_tomlval_ctx *c, const char *name,
 		return r;
 	st->name = xstrdup(name);
 	st->mode = LEV_MODE_AUTONOMOUS;
+	st->accepts_messages = true;	/* Leviath's default: lev msg reaches every stage */
 	lev__bp_fanout_init(st);
 	for (i = 0; i < n; i++) {
 		const struct lev_toml_value *v = lev_toml_table_value(t, i);

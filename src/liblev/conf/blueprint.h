@@ -211,15 +211,6 @@ struct lev_output_spec {
 };
 
 /* nudge = { enabled, max, text }: a stage block over the [agent] one */
-struct lev_nudge {
-	bool present;
-	bool has_enabled;
-	bool enabled;
-	bool has_max;
-	uint64_t max;
-	char *text;		/* NULL: the built-in text; {stage} is replaced */
-};
-
 enum lev_ip_style {
 	LEV_IP_FREE_TEXT,
 	LEV_IP_MULTIPLE_CHOICE,
@@ -322,7 +313,8 @@ struct lev_stage {
 	bool allow_complete;	/* the model may finish the run from this stage */
 	bool require_output;	/* set by mode = "output" or require_output = true
 				 * (either adds submit_output to the tools) */
-	bool accepts_messages;	/* lev msg reaches a run in this stage (daemon runs) */
+	bool accepts_messages;	/* lev msg reaches a run in this stage (daemon runs);
+				 * true unless written false */
 	bool has_max_revisits;	/* max_revisits was written */
 	uint64_t max_revisits;	/* re-entries allowed after the first visit */
 	struct lev_tool_routing routing;	/* tool_routing */

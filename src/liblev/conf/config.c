@@ -121,6 +121,7 @@ void lev_config_release(struct lev_config *c)
 
 	free(c->path);
 	free(c->web_search_endpoint);
+	free(c->nudge.text);
 	lev_strv_free(c->allowed_workdirs);
 	lev_strv_free(c->allow_env_vars);
 	lev_strv_free(c->shell_env_withhold);
@@ -184,7 +185,6 @@ static const struct {
 	{ "", "shell_hint", "lev's own tool descriptions" },
 	{ "", "webhook", "lev run --json, which streams every event" },
 	{ "", "observability", "the run record (events.jsonl, audit.jsonl)" },
-	{ "", "nudge", "a stage's system_prompt and max_iterations" },
 	{ "", "title", "the agent's name" },
 	{ "", "rate_limits", "the provider's own limits" },
 	{ "", "model_capabilities", "[providers.NAME] context_window" },
@@ -433,6 +433,38 @@ static int parse_safe(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			return r;
 	}
 	return 0;
+}
+
+int lev_config_nudge_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 size_t i, const char *path, struct lev_nudge *nd, struct lev_err *err)
+{
+	const struct lev_toml_value *v = lev_toml_table_value(t, i);
+	_cleanup_free_ char *p = lev_tomlval_key_path(path, t, i);
+
+	nd->present = true;
+	if (lev_tomlval_key_is(t, i, "enabled")) {
+		nd->has_enabled = true;
+		return lev_tomlval_bool(c, v, p, &nd->enabled, err);
+	}
+	if (lev_tomlval_key_is(t, i, "max")) {
+		nd->has_max = true;
+		return lev_tomlval_u64(c, v, p, 0, 100, &nd->max, err);
+	}
+	if (lev_tomlval_key_is(t, i, "text"))
+		return lev_tomlval_set_str(c, v, p, &nd->text, err);
+	return 1;
+}
+
+/* [nudge] (Leviath's): every blueprint's default; an unknown key is a warning */
+static int parse_nudge(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		       struct lev_nudge *nd, struct lev_err *err)
+{
+	int r = 0;
+
+	for (size_t i = 0, n = lev_toml_table_len(t); i < n && r >= 0; i++)
+		if ((r = lev_config_nudge_key(c, t, i, "nudge", nd, err)) == 1)
+			warn_unknown(c, t, i, "nudge");
+	return r < 0 ? r : 0;
 }
 
 static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
@@ -940,6 +972,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		    lev_tomlval_key_is(root, i, "safe_commands") ||
 		    lev_tomlval_key_is(root, i, "agent_safe_commands") ||
 		    lev_tomlval_key_is(root, i, "limits") ||
+		    lev_tomlval_key_is(root, i, "nudge") ||
 		    lev_tomlval_key_is(root, i, "tools") ||
 		    lev_tomlval_key_is(root, i, "providers")) {
 			r = lev_tomlval_table(c, v, p, &t, err);
@@ -970,6 +1003,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = per_agent(c, t, "agent_safe_commands", agent_safe_fn, cfg, err);
 		else if (lev_tomlval_key_is(root, i, "limits"))
 			r = parse_limits(c, t, &cfg->limits, err);
+		else if (lev_tomlval_key_is(root, i, "nudge"))
+			r = parse_nudge(c, t, &cfg->nudge, err);
 		else if (lev_tomlval_key_is(root, i, "tools"))
 			r = parse_tools(c, t, cfg, err);
 		else

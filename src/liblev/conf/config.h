@@ -169,6 +169,29 @@ struct lev_limits {
 						 * (daemon/pool.h); 0: unset, no limit */
 };
 
+/*
+ * A nudge: the config's [nudge] (every blueprint's default), a blueprint's
+ * [agent] nudge or a stage's own; each key cascades on its own.
+ */
+struct lev_nudge {
+	bool present;
+	bool has_enabled;
+	bool enabled;
+	bool has_max;
+	uint64_t max;
+	char *text;		/* NULL: the built-in text; {stage} is replaced */
+};
+
+struct lev_tomlval_ctx;
+struct lev_toml_table;
+/*
+ * Key I of the nudge table T (at PATH) into ND: 0, 1 when it is not one of
+ * enabled, max, text (the caller decides: a warning or an error), or a
+ * negative code.
+ */
+int lev_config_nudge_key(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 size_t i, const char *path, struct lev_nudge *nd, struct lev_err *err);
+
 struct lev_config {
 	char *path;		/* the file read, NULL when none existed */
 
@@ -211,6 +234,7 @@ struct lev_config {
 	size_t n_agent_safe_commands;
 
 	struct lev_limits limits;
+	struct lev_nudge nudge;
 
 	struct lev_provider_conf *providers;
 	size_t n_providers;

@@ -1305,6 +1305,7 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	r->dirty = true;	/* ps reads the doc; the database gets it in flush_runs() */
 }
 
+/* Why a run waits on question Q: Leviath's words (an interaction point: checkpoint). */
 static const char *ask_status(const json_t *q)
 {
 	const char *kind = lev_json_str(q, "kind");
@@ -1983,7 +1984,7 @@ static json_t *op_msg(struct daemon *d, const json_t *msg)
 		ok = ok || lev_streq(json_string_value(st), stage);
 	if (!ok)
 		return lev_proto_fail("stage '%s' of run '%s' does not accept messages (its "
-				      "blueprint sets no 'accepts_messages = true')",
+				      "blueprint sets 'accepts_messages = false')",
 				      stage, r->id);
 	m = lev_proto_request("msg");
 	json_object_set_new(m, "text", json_string(text));

@@ -468,6 +468,7 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 	for (char *const *c = q->choices; c && *c; c++)
 		json_array_append_new(choices, json_string(*c));
 	json_object_set_new(m, "choices", choices);
+	/* an interaction point's: the run shows Leviath's "waiting: checkpoint" */
 	if (q->point)
 		json_object_set_new(m, "point", json_true());
 	w_send(w, m);

@@ -67,6 +67,7 @@ struct flow_state {
 	unsigned *refusals;		/* per edge: gate refusals in this visit */
 	char **entry_texts;		/* per edge: its require_region_updated region at entry */
 	unsigned choice_asks, required_asks, nudges, output_attempts, ip_rounds;
+	unsigned output_nudges;		/* reminders to call submit_output in this visit */
 	char *fail_why;			/* the stage fails with this (attempts spent) */
 	char *abort_why;		/* an interaction point aborted the run */
 	char *handoff_extra;		/* answers and follow-ups for the next stage */
@@ -261,9 +262,11 @@ int agent_route_result(struct lev_agent *a, const struct lev_tool_call *call,
 void agent_route_stage_end(struct lev_agent *a);
 /*
  * The model answered to end the stage: when a region with Leviath's
- * `required` (no seed) is still empty, ask it to fill it instead (a user
- * turn with required_message) and return true; at most REQUIRED_NUDGES_MAX
- * times a stage, then the stage ends anyway.
+ * `required` (no seed) that the stage sees is still empty, and the stage
+ * can write context (context_write or context_append offered), ask it to
+ * fill it instead (a user turn with required_message) and return true; at
+ * most the stage's max_revisits (else REQUIRED_NUDGES_MAX) times a visit,
+ * then the stage ends anyway with a warning.
  */
 #define REQUIRED_NUDGES_MAX 3
 bool agent_required_nudge(struct lev_agent *a);
@@ -290,6 +293,12 @@ void agent_watch_free(struct lev_agent *a);
 
 /* compact.c: summarise the compacting regions that are due (before a request) */
 void agent_compact_regions(struct lev_agent *a);
+/*
+ * The provider a summary is asked of ([compaction] provider, else the
+ * stage's), with REQ's model set to [compaction] model where it names one
+ * of the stage's provider.  Compacting regions and compact edges alike.
+ */
+struct lev_provider *agent_compaction_provider(struct lev_agent *a, struct lev_infer_request *req);
 
 /* flow.c: transitions, gates, stuck triggers, nudges, output checks */
 void agent_flow_enter(struct lev_agent *a);
@@ -300,6 +309,8 @@ void agent_flow_kick(struct lev_agent *a, struct lev_buf *kick);
 void agent_flow_after_call(struct lev_agent *a, const struct lev_tool_call *call, bool ok);
 /* The model answered with no call: nudge it (true), or let the stage end (false). */
 bool agent_flow_nudge(struct lev_agent *a);
+/* The model answered with no call in a stage owing an output: remind it, or end (forced). */
+void agent_flow_owes_output(struct lev_agent *a);
 /* The model is picking an edge: its text answers that, not the stage. */
 bool agent_flow_choosing(const struct lev_agent *a);
 /* submit_output's value: 0 when valid, else the reason for the model in *why. */

@@ -15,6 +15,8 @@
 #include "liblev/run/agent-internal.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/strv.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/run/context.h"
@@ -104,33 +106,69 @@ static char *fill_message(const char *msg, const char *name)
 	return lev_buf_detach(&b, NULL);
 }
 
+/* Can the stage fill a region itself (context_write or context_append offered)? */
+static bool can_write_context(const struct lev_agent *a)
+{
+	char **offered = a->stages[a->cur].offered;
+
+	return lev_strv_contains(offered, lev_tooltable_name(LEV_OP_CONTEXT_WRITE)) ||
+	       lev_strv_contains(offered, lev_tooltable_name(LEV_OP_CONTEXT_APPEND));
+}
+
+/* Region RG is empty, required of the agent, and one this stage sees. */
+static bool unmet(struct lev_agent *a, const struct lev_region *rg)
+{
+	const struct lev_stage *st = a->stages[a->cur].st;
+	int idx = lev_context_region_find(a->ctx, rg->name);
+
+	return rg->required_fill && idx >= 0 && !lev_context_region_items(a->ctx, (size_t)idx) &&
+	       (!st->has_context || lev_strv_contains(st->context_regions, rg->name));
+}
+
 bool agent_required_nudge(struct lev_agent *a)
 {
+	const struct lev_stage *st = a->stages[a->cur].st;
 	struct lev_err err = LEV_ERR_INIT;
+	uint64_t cap = st->has_max_revisits ? st->max_revisits : REQUIRED_NUDGES_MAX;
+	struct lev_buf names = LEV_BUF_INIT;
 
-	if (a->required_nudges >= REQUIRED_NUDGES_MAX)
+	/* as Leviath: a stage that cannot write context is never nagged */
+	if (!can_write_context(a))
 		return false;
 	for (size_t i = 0; i < a->bp->n_regions; i++) {
 		const struct lev_region *rg = &a->bp->regions[i];
-		int idx = lev_context_region_find(a->ctx, rg->name);
 		_cleanup_free_ char *m = NULL;
 
-		if (!rg->required_fill || idx < 0 || lev_context_region_items(a->ctx, (size_t)idx))
+		if (!unmet(a, rg))
 			continue;
+		if (a->required_nudges >= cap) {
+			/* the round is spent: the stage ends with the region empty */
+			(void)lev_buf_addf(&names, "%s'%s'", names.len ? ", " : "", rg->name);
+			continue;
+		}
 		m = rg->required_message
 			    ? fill_message(rg->required_message, rg->name)
 			    : xasprintf("Context region '%s' is required and still empty: fill it "
-					"before you finish this stage.",
+					"(%s with region=\"%s\") before you finish this stage.",
+					rg->name, lev_tooltable_name(LEV_OP_CONTEXT_WRITE),
 					rg->name);
 		if (lev_context_add_text(a->ctx, lev_context_conversation(a->ctx), m, strlen(m),
 					 LEV_PUBLIC, &err) < 0)
-			return false;
-		a->required_nudges++;
-		agent_warn(a, "stage '%s' tried to end with required region '%s' empty; the model "
-			   "was asked to fill it (%u of %d)",
-			   a->stages[a->cur].st->name, rg->name, a->required_nudges,
-			   REQUIRED_NUDGES_MAX);
-		return true;
+			break;
+		(void)lev_buf_addf(&names, "%s'%s'", names.len ? ", " : "", rg->name);
 	}
-	return false;
+	if (!names.len)
+		return false;
+	if (a->required_nudges >= cap) {
+		agent_warn(a, "stage '%s' ends with required region %s still empty after %u "
+			   "reminder(s)", st->name, names.buf, a->required_nudges);
+		lev_buf_release(&names);
+		return false;
+	}
+	a->required_nudges++;
+	agent_warn(a, "stage '%s' tried to end with required region %s empty; the model was "
+		   "asked to fill it (%u of %llu)",
+		   st->name, names.buf, a->required_nudges, (unsigned long long)cap);
+	lev_buf_release(&names);
+	return true;
 }

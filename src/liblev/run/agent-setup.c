@@ -228,7 +228,7 @@ static void build_offered(struct lev_agent *a, struct stage_rt *s)
 
 	/* the gate chain's own offer: `lev check` computes the same one */
 	s->offered = lev_gatechain_offered(a->tools, s->st, a->o.hooks.question != NULL,
-					   &s->offered_list, &skipped);
+					   a->o.yolo, &s->offered_list, &skipped);
 	s->mcp_servers = agent_mcp_offering(a, s->offered);
 	for (char **k = skipped; k && *k; k++) {
 		char *tab = strchr(*k, '\t');

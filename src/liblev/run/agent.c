@@ -590,12 +590,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 					return END_ERROR;
 				}
 			} else if (st->require_output || st->mode == LEV_MODE_OUTPUT) {
-				static const char nudge[] =
-					"This stage ends only through submit_output: call it with "
-					"the stage's output.";
-
-				r = lev_context_add_text(a->ctx, lev_context_conversation(a->ctx),
-							 nudge, strlen(nudge), LEV_PUBLIC, &err);
+				agent_flow_owes_output(a);
 			} else if (!agent_flow_nudge(a) && !agent_required_nudge(a)) {
 				free(a->stage_output);
 				a->stage_output = xstrdup(resp.text ? resp.text : "");

@@ -194,7 +194,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	r = lev_script_tools_add(tools, bp->script_tools, bp->n_script_tools, err);
 	if (r < 0)
 		goto out;
-	offered = lev_gatechain_offered(tools, st, !o->no_terminal, &offered_list, NULL);
+	offered = lev_gatechain_offered(tools, st, !o->no_terminal, o->yolo, &offered_list, NULL);
 
 	/* the workdir: the file tools and the redirect gate both need it */
 	grants = lev_config_read_path_grants_for_agent(cfg, lev_blueprint_grant_name(bp));

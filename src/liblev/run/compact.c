@@ -28,10 +28,26 @@ static const char default_prompt[] =
 	"that will keep working from your summary alone: keep facts, names, paths, numbers, "
 	"decisions and open questions; drop repetition. Answer with the summary only.";
 
+struct lev_provider *agent_compaction_provider(struct lev_agent *a, struct lev_infer_request *req)
+{
+	const struct lev_compaction *cp = &a->bp->compaction;
+
+	/*
+	 * [compaction] model names a model of [compaction] provider (its
+	 * provider was built with it); without a provider of its own it is the
+	 * model asked of the stage's provider
+	 */
+	if (cp->model && !a->compactor && !cp->provider) {
+		free(req->model);
+		req->model = xstrdup(cp->model);
+	}
+	return a->compactor ? a->compactor : a->stages[a->cur].prov;
+}
+
 static int summarise(struct lev_agent *a, const char *text, char **out, struct lev_err *err)
 {
 	const struct lev_compaction *cp = &a->bp->compaction;
-	struct lev_provider *prov = a->compactor ? a->compactor : a->stages[a->cur].prov;
+	struct lev_provider *prov;
 	struct lev_infer_request req;
 	struct lev_infer_response resp;
 	struct lev_message *m;
@@ -41,13 +57,7 @@ static int summarise(struct lev_agent *a, const char *text, char **out, struct l
 	lev_request_set_system(&req, cp->system_prompt ? cp->system_prompt : default_prompt);
 	m = lev_request_add_message(&req, LEV_ROLE_USER);
 	lev_message_add_text(m, text);
-	/*
-	 * [compaction] model names a model of [compaction] provider (its
-	 * provider was built with it); without a provider of its own it is the
-	 * model asked of the stage's provider
-	 */
-	if (cp->model && !a->compactor && !cp->provider)
-		req.model = xstrdup(cp->model);
+	prov = agent_compaction_provider(a, &req);
 	req.max_tokens = (unsigned)(cp->max_summary_tokens ? cp->max_summary_tokens : 2000);
 	req.has_temperature = true;
 	req.temperature = cp->max_summary_tokens ? cp->temperature : 0.2;

@@ -27,6 +27,7 @@
 #define CHOICE_ASKS_MAX 3	/* transition prompts before the first edge is taken */
 #define REQUIRED_ASKS_MAX 3	/* reminders of required_tools before the stage fails */
 #define OUTPUT_ATTEMPTS_MAX 3	/* refused submissions before the stage fails */
+#define OUTPUT_NUDGES_MAX 3	/* reminders to submit before the stage ends without output */
 #define NUDGE_MAX_DEFAULT 3
 #define SUMMARY_MAX_TOKENS 2048
 
@@ -294,25 +295,73 @@ static char *nudge_text(const struct lev_agent *a, const char *tmpl)
 	return lev_buf_detach(&b, NULL);
 }
 
+/* Does the stage offer a tool for its work (not only lev's flow tools)? */
+static bool has_work_tools(const struct lev_agent *a)
+{
+	for (char **t = a->stages[a->cur].offered; t && *t; t++)
+		if (!lev_tooltable_is(*t, LEV_OP_TRANSITION) &&
+		    !lev_tooltable_is(*t, LEV_OP_SUBMIT_OUTPUT))
+			return true;
+	return false;
+}
+
 bool agent_flow_nudge(struct lev_agent *a)
 {
 	const struct lev_stage *st = cur_st(a);
 	const struct lev_nudge *n = &st->nudge;
-	uint64_t max = n->has_max ? n->max : NUDGE_MAX_DEFAULT;
-	bool on = n->has_enabled ? n->enabled : st->n_points == 0;
+	const struct lev_nudge *g = &a->cfg->nudge;	/* [nudge] of the config */
+	uint64_t max = n->has_max ? n->max : g->has_max ? g->max : NUDGE_MAX_DEFAULT;
+	bool on = n->has_enabled ? n->enabled : g->has_enabled ? g->enabled : st->n_points == 0;
+	const char *tmpl = n->text ? n->text : g->text ? g->text : default_nudge;
 	_cleanup_free_ char *text = NULL;
 	char num[24];
 
-	/* lev nudges only where a blueprint asks for it ([agent] or stage nudge) */
-	if (!n->present || !on || st->mode != LEV_MODE_AUTONOMOUS || a->flow.calls ||
+	/*
+	 * on by default, as in Leviath; a stage offered no tool for its work is
+	 * not told to use its tools (it has none), nor is a stage whose output
+	 * is reviewed (n_points)
+	 */
+	if (!on || st->mode != LEV_MODE_AUTONOMOUS || !has_work_tools(a) || a->flow.calls ||
 	    a->flow.choosing || a->flow.nudges >= max)
 		return false;
 	a->flow.nudges++;
-	text = nudge_text(a, n->text ? n->text : default_nudge);
+	text = nudge_text(a, tmpl);
 	tell(a, text);
 	snprintf(num, sizeof(num), "%u", a->flow.nudges);
 	flow_event(a, "nudge", "text", text, "count", num);
 	return true;
+}
+
+/*
+ * A text-only turn in a stage that owes an output: the model is told to
+ * submit it, at most OUTPUT_NUDGES_MAX times a visit (Leviath's output
+ * re-entry cap); then the stage ends without one (output_forced), and the
+ * run moves on rather than spend every iteration on a model that will not.
+ */
+void agent_flow_owes_output(struct lev_agent *a)
+{
+	_cleanup_free_ char *text = NULL;
+	char num[24];
+
+	if (a->flow.output_nudges >= OUTPUT_NUDGES_MAX) {
+		agent_warn(a, "stage '%s' never submitted its output (%u reminders); it ends "
+			   "without one", cur_st(a)->name, a->flow.output_nudges);
+		flow_event(a, "output_forced", NULL, NULL, NULL, NULL);
+		free(a->stage_output);
+		a->stage_output = NULL;
+		a->stage_done = true;
+		a->stage_end = "output_forced";
+		return;
+	}
+	a->flow.output_nudges++;
+	text = xasprintf("[System] This stage is not finished: you have not called %s. Whatever "
+			 "you wrote to files or to context is not what the caller receives, only "
+			 "the output is. Call %s now with your answer.",
+			 lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT),
+			 lev_tooltable_name(LEV_OP_SUBMIT_OUTPUT));
+	tell(a, text);
+	snprintf(num, sizeof(num), "%u", a->flow.output_nudges);
+	flow_event(a, "output_nudge", "count", num, NULL, NULL);
 }
 
 bool agent_flow_choosing(const struct lev_agent *a)
@@ -565,25 +614,72 @@ bool agent_flow_stuck(struct lev_agent *a, char **why)
 
 /* ---- the end of a stage -------------------------------------------------- */
 
-/* The model's answer to the transition prompt: the whole of it, or its last word. */
+static bool word_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '-';
+}
+
+/* LINE (LEN bytes)'s first word that names an open choice or DONE: its choice, or -1. */
+static int line_choice(const struct lev_agent *a, const char *line, size_t len)
+{
+	for (size_t k = 0; k < len;) {
+		size_t e = k;
+		int c;
+
+		while (e < len && word_char(line[e]))
+			e++;
+		if (e > k && (c = find_choice(a, line + k, e - k)) != -1)
+			return c;
+		k = e + 1;
+	}
+	return -1;
+}
+
+static size_t words_in(const char *line, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < len; k++)
+		n += word_char(line[k]) && (k == 0 || !word_char(line[k - 1]));
+	return n;
+}
+
+/*
+ * The model's answer to the routing request, matched as Leviath matches it:
+ * a whole word of its first non-empty line, else of its last one when that
+ * is short (3 words at most) and not the first, naming an open choice (or
+ * DONE); -1 when none does.  A stage name mentioned in passing in a
+ * paragraph does not route the run.
+ */
 static int parse_choice(const struct lev_agent *a, const char *text)
 {
-	const char *e, *b;
+	const char *first = NULL, *last = NULL;
+	size_t first_len = 0, last_len = 0;
 	int c;
 
-	if (!text)
-		return -1;
-	while (*text && (isspace((unsigned char)*text) || *text == '`' || *text == '*'))
-		text++;
-	e = text + strlen(text);
-	while (e > text && (isspace((unsigned char)e[-1]) || strchr("`*.!'\"", e[-1])))
-		e--;
-	c = find_choice(a, text, (size_t)(e - text));
-	if (c != -1)
+	for (const char *p = text ? text : ""; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		size_t lead = 0;
+
+		while (lead < len && isspace((unsigned char)p[lead]))
+			lead++;
+		if (lead < len) {
+			if (!first) {
+				first = p + lead;
+				first_len = len - lead;
+			} else {
+				last = p + lead;
+				last_len = len - lead;
+			}
+		}
+		p = nl ? nl + 1 : p + len;
+	}
+	if (first && (c = line_choice(a, first, first_len)) != -1)
 		return c;
-	for (b = e; b > text && (isalnum((unsigned char)b[-1]) || b[-1] == '_' || b[-1] == '-');)
-		b--;
-	return b < e ? find_choice(a, b, (size_t)(e - b)) : -1;
+	if (last && words_in(last, last_len) <= 3)
+		return line_choice(a, last, last_len);
+	return -1;
 }
 
 static char *missing_required(const struct lev_agent *a)
@@ -616,24 +712,95 @@ static int default_edge(const struct lev_agent *a)
 	return -1;
 }
 
-static enum flow_verdict ask_choice(struct lev_agent *a)
+/* Leviath's transition prompt: the choices, then how to answer. */
+static char *choice_prompt(const struct lev_agent *a)
 {
 	const struct lev_stage *st = cur_st(a);
 	struct lev_buf b = LEV_BUF_INIT_MAX(64 << 10);
 
+	if (st->transition_prompt)
+		(void)lev_buf_addf(&b, "%s\n\nAvailable transitions:", st->transition_prompt);
+	else
+		(void)lev_buf_addf(&b, "Stage '%s' is complete. Available next stages:", st->name);
+	list_choices(a, &b);
+	if (st->allow_complete)
+		(void)lev_buf_adds(&b, "\n\nWhich stage should run next? Respond with ONLY the stage "
+				       "name, or ONLY the word DONE if no further stage is needed "
+				       "and the run should end here.");
+	else
+		(void)lev_buf_adds(&b, "\n\nWhich stage should run next? Respond with ONLY the stage "
+				       "name.");
+	return lev_buf_detach(&b, NULL);
+}
+
+/* The answer's choice: a transition call's target (a scripted turn), else its text. */
+static int answer_choice(const struct lev_agent *a, const struct lev_infer_response *resp,
+			 const char **how)
+{
+	*how = "answer";
+	for (size_t i = 0; i < resp->n_calls; i++) {
+		const char *t = resp->calls[i].arguments
+					? agent_arg_str(resp->calls[i].arguments, "target")
+					: NULL;
+
+		if (lev_tooltable_is(resp->calls[i].name, LEV_OP_TRANSITION) && t) {
+			*how = "transition tool";
+			return find_choice(a, t, strlen(t));
+		}
+	}
+	return parse_choice(a, resp->text);
+}
+
+/*
+ * Ask for the next stage as Leviath does: the transition prompt joins the
+ * conversation, and one request with no tools (at most 256 tokens,
+ * temperature 0) answers it; "Transitioning to: ANSWER" is the model's
+ * turn.  An answer naming no choice ends the run where the stage may
+ * (allow_complete), else takes the first open edge.
+ */
+static enum flow_verdict ask_choice(struct lev_agent *a, char **msg)
+{
+	_cleanup_free_ char *prompt = choice_prompt(a);
+	_cleanup_free_ char *said = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_infer_request req;
+	struct lev_infer_response resp, turn;
+	const char *how;
+	int r, c;
+
 	a->flow.choice_asks++;
 	a->flow.choosing = true;
-	if (st->transition_prompt)
-		(void)lev_buf_addf(&b, "%s\n\nThe choices:", st->transition_prompt);
-	else
-		(void)lev_buf_addf(&b, "Stage '%s' is done. Decide where the run goes next, and "
-				       "call %s with it (or answer with its name alone). The "
-				       "choices:",
-				   st->name, lev_tooltable_name(LEV_OP_TRANSITION));
-	list_choices(a, &b);
-	tell(a, b.buf);
-	flow_event(a, "transition_prompt", "text", b.buf, NULL, NULL);
-	lev_buf_release(&b);
+	tell(a, prompt);
+	flow_event(a, "transition_prompt", "text", prompt, NULL, NULL);
+	lev_context_set_view(a->ctx, cur_st(a)->has_context ? cur_st(a)->context_regions : NULL);
+	lev_request_init(&req);
+	lev_context_render(a->ctx, cur_st(a)->system_prompt, &req);
+	req.max_tokens = 256;
+	req.has_temperature = true;
+	req.temperature = 0.0;
+	memset(&resp, 0, sizeof(resp));
+	r = lev_provider_infer(cur(a)->prov, &req, &resp, &err);
+	lev_request_release(&req);
+	a->flow.choosing = false;
+	if (r < 0) {
+		free(a->flow.fail_why);
+		a->flow.fail_why = xasprintf("stage '%s': the request for the next stage failed: %s",
+					     cur_st(a)->name, err.msg);
+		return FLOW_FAIL;
+	}
+	c = answer_choice(a, &resp, &how);
+	if (c == -1) {
+		how = "default";
+		c = cur_st(a)->allow_complete ? -2 : default_edge(a);
+	}
+	said = xasprintf("Transitioning to: %s", resp.text ? resp.text : "");
+	flow_event(a, "transition_answer", "text", resp.text ? resp.text : "", NULL, NULL);
+	memset(&turn, 0, sizeof(turn));
+	turn.text = said;
+	(void)lev_context_add_assistant(a->ctx, &turn, lev_context_taint_level(a->ctx), &err);
+	lev_response_release(&resp);
+	if (c == -1 || choose(a, c, how, msg))
+		return FLOW_END;
 	return FLOW_GO_ON;
 }
 
@@ -657,11 +824,6 @@ enum flow_verdict agent_flow_may_end(struct lev_agent *a)
 		return FLOW_ABORT;
 	if (f->fail_why)
 		return FLOW_FAIL;
-	if (f->choosing && f->chosen < 0 && !f->complete) {
-		c = parse_choice(a, a->last_text);
-		if (c != -1 && !choose(a, c, "answer", &msg))
-			return refused(a, msg);
-	}
 	if ((missing = missing_required(a))) {
 		if (f->required_asks >= REQUIRED_ASKS_MAX) {
 			f->fail_why = xasprintf("stage '%s' ended without calling its required "
@@ -684,10 +846,16 @@ enum flow_verdict agent_flow_may_end(struct lev_agent *a)
 		f->points_done = true;
 	}
 	if (f->chosen < 0 && !f->complete && model_chooses(a)) {
-		if (f->choice_asks < CHOICE_ASKS_MAX)
-			return ask_choice(a);
-		agent_warn(a, "stage '%s': the model named no next stage after %u prompts; the "
-			   "first open edge is taken", cur_st(a)->name, f->choice_asks);
+		enum flow_verdict v = f->choice_asks < CHOICE_ASKS_MAX ? ask_choice(a, &msg)
+									: FLOW_END;
+
+		if (v == FLOW_GO_ON)
+			return refused(a, msg);
+		if (v != FLOW_END)
+			return v;
+		if (f->chosen < 0 && !f->complete)
+			agent_warn(a, "stage '%s': no next stage after %u requests; the first open "
+				   "edge is taken", cur_st(a)->name, f->choice_asks);
 	}
 	if (f->chosen < 0 && !f->complete && (c = default_edge(a)) >= 0) {
 		if (!gate_pass(a, (size_t)c, &msg))
@@ -796,7 +964,8 @@ static char *summarise(struct lev_agent *a, size_t region, const char *prompt,
 	lev_request_add_user_text(&req, user);
 	req.max_tokens = SUMMARY_MAX_TOKENS;
 	memset(&resp, 0, sizeof(resp));
-	if (lev_provider_infer(cur(a)->prov, &req, &resp, err) == 0 &&
+	/* a compact edge's summary is the [compaction] model's, as Leviath's */
+	if (lev_provider_infer(agent_compaction_provider(a, &req), &req, &resp, err) == 0 &&
 	    resp.finish != LEV_FINISH_SCRIPT_END && resp.text && resp.text[0])
 		out = xstrdup(resp.text);
 	else if (!err->msg[0])

@@ -1088,7 +1088,7 @@ done:
 /* ---- the stage's offer, the shell's network ------------------------------- */
 
 char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_stage *st,
-			     bool can_ask, char **list, char ***skipped)
+			     bool can_ask, bool unattended, char **list, char ***skipped)
 {
 	struct lev_buf b = LEV_BUF_INIT;
 	char **offered = NULL;
@@ -1107,6 +1107,14 @@ char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_sta
 				*skipped = lev_strv_push_take(
 					*skipped, xasprintf("%s\tbut nobody can answer a question in "
 							    "this run (no terminal)", *t));
+			continue;
+		}
+		if (ti->kind == LEV_TOOL_ASK && unattended &&
+		    !lev_strv_contains(st->required_tools, ti->name)) {
+			if (skipped)
+				*skipped = lev_strv_push_take(
+					*skipped, xasprintf("%s\tbut the run is unattended (--yolo): "
+							    "nobody is watching", *t));
 			continue;
 		}
 		if (!lev_strv_contains(offered, ti->name))

@@ -333,12 +333,14 @@ int lev_gatechain_flow(const struct lev_gatechain_env *env, const char *tool, co
 
 /*
  * The canonical names STAGE offers from TOOLS (a strv; *LIST "a, b").
- * ask_user_* only when CAN_ASK; submit_output always in output stages.
- * Names lev does not provide, or that nobody could answer, are skipped and
- * reported through *SKIPPED (a strv of "name\twhy", may be NULL).
+ * ask_user_* only when CAN_ASK, and in an UNATTENDED run (--yolo, as
+ * Leviath) only those the stage names in required_tools; submit_output
+ * always in output stages.  Names lev does not provide, or that nobody could
+ * answer, are skipped and reported through *SKIPPED (a strv of "name\twhy",
+ * may be NULL).
  */
 char **lev_gatechain_offered(const struct lev_tools *tools, const struct lev_stage *st,
-			     bool can_ask, char **list, char ***skipped);
+			     bool can_ask, bool unattended, char **list, char ***skipped);
 
 /*
  * True when a shell in SB (the stage's sandbox, resolved as EFF) has no
