@@ -371,10 +371,10 @@ test_expect_success '--task @FILE: labelled from the ledger and the globs; the t
 '
 
 test_expect_success 'the daemon labels an @FILE input as the foreground run does' '
-	setsid -w "$LEV" run inp --workdir work --allow http_post --json --task t \
+	setsid -w "$LEV" run --follow inp --workdir work --allow http_post --json --task t \
 		--notes @work/TODO.md >ev4 2>err4;
 	test "$(post_verdict ev4)" = "deny integrity" &&
-	setsid -w "$LEV" run inp --workdir work --allow http_post --json --task t \
+	setsid -w "$LEV" run --follow inp --workdir work --allow http_post --json --task t \
 		--notes @work/NOTES.md >ev4 2>err4;
 	test "$(post_verdict ev4)" = "allow permission"
 '

@@ -56,7 +56,7 @@ test_expect_success 'the daemon starts with a PATH of its own' '
 
 test_expect_success 'a pre-approved program on the caller'"'"'s PATH runs under the daemon' '
 	turns "mytool" &&
-	PATH="$TRASH/callerbin:/usr/local/bin:/usr/bin:/bin" setsid -w "$LEV" run "$BP" \
+	PATH="$TRASH/callerbin:/usr/local/bin:/usr/bin:/bin" setsid -w "$LEV" run --follow "$BP" \
 		--workdir "$WD" --json >ev 2>err &&
 	jq -r "select(.event == \"tool_call\") | .gate" ev | grep -q permission &&
 	results | grep -q "^MYTOOL-RAN$"
@@ -65,7 +65,7 @@ test_expect_success 'a pre-approved program on the caller'"'"'s PATH runs under 
 test_expect_success 'a directory on the daemon'"'"'s PATH alone is not opened to a pre-approved line' '
 	echo "$TRASH/daemonbin/notes" >"$WD/list.rsp" &&
 	turns "strings @list.rsp" &&
-	PATH="$TRASH/callerbin:/usr/local/bin:/usr/bin:/bin" setsid -w "$LEV" run "$BP" \
+	PATH="$TRASH/callerbin:/usr/local/bin:/usr/bin:/bin" setsid -w "$LEV" run --follow "$BP" \
 		--workdir "$WD" --json >ev 2>err &&
 	jq -r "select(.event == \"tool_call\") | .verdict" ev | grep -q "^allow$" &&
 	! results | grep -q DAEMON-DIR-SECRET
