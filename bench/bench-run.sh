@@ -111,7 +111,7 @@ with open(os.path.join(scratch, "big", "turns.toml"), "w") as f:
     f.write('[[turn]]\ntext = "done"\n')
 PY
 if [ -x /usr/bin/time ]; then
-	/usr/bin/time -f "%M" -o "$scratch/rss.run" setsid -w "$lev" run "$scratch/big" \
+	/usr/bin/time -f "%M" -o "$scratch/rss.run" setsid -w "$lev" run --foreground "$scratch/big" \
 		--task "read all parts" --workdir "$scratch/work" --json >"$scratch/big.events" 2>/dev/null
 	/usr/bin/time -f "%M" -o "$scratch/rss.bare" setsid -w "$lev" version >/dev/null
 	tokens=$(grep '"event":"model_request"' "$scratch/big.events" | tail -n 1 |
