@@ -30,6 +30,29 @@ const char lev_usage_list[] =
 	"           agents; blueprints are bundled ones, and lev bundles none (it\n"
 	"           lists nothing and says so); another value is a usage error\n";
 
+/* Agent A as --json lists it; GRANT_ERR set: its grants could not be told. */
+static json_t *agent_json(const struct lev_agent_info *a, size_t declared, size_t granted,
+			  const char *grant_err)
+{
+	json_t *o = json_object();
+	json_t *rp = json_object();
+
+	json_object_set_new(o, "name", json_string(a->name));
+	json_object_set_new(o, "version", a->bp ? lev_report_jstr(a->bp->version) : json_null());
+	json_object_set_new(o, "description",
+			    a->bp ? lev_report_jstr(a->bp->description) : json_null());
+	json_object_set_new(o, "path", lev_report_jstr(a->dir));
+	json_object_set_new(o, "files", json_string(lev_agent_identity_name(a->identity)));
+	json_object_set_new(o, "files_note", lev_report_jstr(a->identity_note));
+	json_object_set_new(rp, "declared", json_integer((json_int_t)declared));
+	json_object_set_new(rp, "granted",
+			    grant_err ? json_null() : json_integer((json_int_t)granted));
+	json_object_set_new(o, "read_paths", rp);
+	json_object_set_new(o, "error", a->bp ? (grant_err ? lev_report_jstr(grant_err) : json_null())
+					      : lev_report_jstr(a->error));
+	return o;
+}
+
 int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct lev_agent_info *agents = NULL;
@@ -94,26 +117,8 @@ int cmd_list(int argc, char **argv, struct lev_ctx *ctx)
 							  &rerr) == 0;
 		}
 		if (json) {
-			json_t *o = json_object();
-			json_t *rp = json_object();
-
-			json_object_set_new(o, "name", json_string(a->name));
-			json_object_set_new(o, "version",
-					    a->bp ? lev_report_jstr(a->bp->version) : json_null());
-			json_object_set_new(o, "description",
-					    a->bp ? lev_report_jstr(a->bp->description) : json_null());
-			json_object_set_new(o, "path", lev_report_jstr(a->dir));
-			json_object_set_new(o, "files",
-					    json_string(lev_agent_identity_name(a->identity)));
-			json_object_set_new(o, "files_note", lev_report_jstr(a->identity_note));
-			json_object_set_new(rp, "declared", json_integer((json_int_t)declared));
-			json_object_set_new(rp, "granted", report_ok ? json_integer((json_int_t)granted)
-								     : json_null());
-			json_object_set_new(o, "read_paths", rp);
-			json_object_set_new(o, "error", a->bp ? (report_ok ? json_null()
-									  : lev_report_jstr(rerr.msg))
-							      : lev_report_jstr(a->error));
-			json_array_append_new(arr, o);
+			json_array_append_new(arr, agent_json(a, declared, granted,
+							      report_ok ? NULL : rerr.msg));
 			continue;
 		}
 		if (!a->bp) {

@@ -1037,6 +1037,43 @@ json_t *lev__bp_toml_to_json(const struct lev_toml_value *v)
 	}
 }
 
+/* A seed { tool = E, args = ARGS } at PATH (P: PATH.tool) into S. */
+static int parse_seed_tool(const struct lev_tomlval_ctx *c, const struct lev_toml_value *e,
+			   const struct lev_toml_value *args, const char *path, const char *p,
+			   struct lev_seed *s, struct lev_err *err)
+{
+	int r;
+
+	r = lev_tomlval_string(c, e, p, &s->value, err);
+	if (r < 0)
+		return r;
+	if (!tool_name_ok(s->value))
+		return lev_tomlval_fail(c, e->line, e->col, err, "'%s' is not a tool name",
+					p);
+	if (args) {
+		_cleanup_free_ char *ap = xasprintf("%s.args", path);
+		json_t *j;
+
+		r = lev_tomlval_type(c, args, LEV_TOML_TABLE, ap, err);
+		if (r < 0)
+			return r;
+		j = lev__bp_toml_to_json(args);
+		if (!j)
+			return lev_tomlval_fail(c, args->line, args->col, err,
+						"'%s' holds a value with no JSON form "
+						"(a date, a time, inf or nan)",
+						ap);
+		s->args_json = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(j);
+		if (!s->args_json)
+			return lev_tomlval_fail(c, args->line, args->col, err,
+						"'%s' cannot be encoded as JSON", ap);
+	} else {
+		s->args_json = xstrdup("{}");
+	}
+	return 0;
+}
+
 static int parse_seed(const struct lev_tomlval_ctx *c, const struct lev_toml_value *v,
 		      const char *path, struct lev_seed *s, struct lev_err *err)
 {
@@ -1122,34 +1159,7 @@ static int parse_seed(const struct lev_tomlval_ctx *c, const struct lev_toml_val
 			r = lev_tomlval_fail(c, e->line, e->col, err, "'%s' is empty", p);
 		return r;
 	case LEV_SEED_TOOL:
-		r = lev_tomlval_string(c, e, p, &s->value, err);
-		if (r < 0)
-			return r;
-		if (!tool_name_ok(s->value))
-			return lev_tomlval_fail(c, e->line, e->col, err, "'%s' is not a tool name",
-						p);
-		if (args) {
-			_cleanup_free_ char *ap = xasprintf("%s.args", path);
-			json_t *j;
-
-			r = lev_tomlval_type(c, args, LEV_TOML_TABLE, ap, err);
-			if (r < 0)
-				return r;
-			j = lev__bp_toml_to_json(args);
-			if (!j)
-				return lev_tomlval_fail(c, args->line, args->col, err,
-							"'%s' holds a value with no JSON form "
-							"(a date, a time, inf or nan)",
-							ap);
-			s->args_json = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-			json_decref(j);
-			if (!s->args_json)
-				return lev_tomlval_fail(c, args->line, args->col, err,
-							"'%s' cannot be encoded as JSON", ap);
-		} else {
-			s->args_json = xstrdup("{}");
-		}
-		return 0;
+		return parse_seed_tool(c, e, args, path, p, s, err);
 	default:
 		r = lev_tomlval_string(c, e, p, &s->value, err);
 		if (r == 0 && !s->value[0])

@@ -716,6 +716,67 @@ static int launch_override(struct lev_blueprint *bp, const json_t *req, struct l
 	return lev_blueprint_launch_override(bp, &lo, err);
 }
 
+/* The data root's paths a run needs, each owned by the caller. */
+static int data_paths(char **root, char **runs, char **policy, char **rules, char **creds,
+		      char **cfg_path, struct lev_err *e)
+{
+	if (lev_datadir_root(root, e) < 0 || lev_datadir_runs_dir(runs, e) < 0 ||
+	    lev_datadir_policy_path(policy, e) < 0 || lev_datadir_rules_dir(rules, e) < 0 ||
+	    lev_datadir_credentials_path(creds, e) < 0 || lev_datadir_config_path(cfg_path, e) < 0)
+		return -1;
+	return 0;
+}
+
+/* How long a question waits for its answer: [limits] interaction_timeout_secs, else an hour. */
+static int answer_timeout_ms(const struct lev_config *cfg)
+{
+	if (!cfg->limits.interaction_timeout_secs)
+		return 3600 * 1000;
+	return cfg->limits.interaction_timeout_secs > INT_MAX / 1000
+		       ? INT_MAX
+		       : (int)cfg->limits.interaction_timeout_secs * 1000;
+}
+
+/* Tell the daemon where the run's record is. */
+static void send_record(struct worker *w, struct lev_agent *agent)
+{
+	json_t *m = lev_proto_request("info");
+
+	if (lev_agent_record_dir(agent))
+		json_object_set_new(m, "record", json_string(lev_agent_record_dir(agent)));
+	w_send(w, m);
+}
+
+/* What the launch request REQ says of the run into O (borrowing REQ). */
+static void opts_from_request(struct lev_agent_opts *o, const json_t *req)
+{
+	o->task = lev_json_str(req, "task");
+	o->yolo = json_is_true(json_object_get(req, "yolo"));
+	o->yolo_flow = json_is_true(json_object_get(req, "yolo_flow"));
+	o->model = lev_json_str(req, "model");
+	o->no_seed_commands = json_is_true(json_object_get(req, "no_seed_commands"));
+	o->oci_helper = lev_json_str(req, "oci_helper");
+}
+
+/* What the daemon's start frame START says of the run into O (borrowing START). */
+static void opts_from_start(struct lev_agent_opts *o, const json_t *start)
+{
+	o->run_id = lev_json_str(start, "run");	/* the record is named as the daemon's run */
+	if (lev_json_str(start, "policy_path"))
+		o->policy_path = lev_json_str(start, "policy_path");
+	o->leviath_policy_path = lev_json_str(start, "leviath_policy_path");
+}
+
+/* The run AGENT ended: its status, output and why (REPLAY: said as a resumed run's). */
+static void send_end(struct worker *w, struct lev_agent *agent, const json_t *req, bool replay)
+{
+	const char *why = lev_agent_error(agent);
+	_cleanup_free_ char *msg = why && replay ? resume_error(req, why) : NULL;
+
+	send_done(w, lev_run_status_name(lev_agent_status(agent)), lev_agent_output(agent),
+		  msg ? msg : why);
+}
+
 int lev_worker_main(int fd, struct lev_err *err)
 {
 	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT };
@@ -765,10 +826,7 @@ int lev_worker_main(int fd, struct lev_err *err)
 	w.eff_loaded = true;
 	if (lev_home_dir(&home, NULL) < 0)
 		home = NULL;
-	if (lev_datadir_root(&root, &e) < 0 || lev_datadir_runs_dir(&runs, &e) < 0 ||
-	    lev_datadir_policy_path(&policy, &e) < 0 || lev_datadir_rules_dir(&rules, &e) < 0 ||
-	    lev_datadir_credentials_path(&creds, &e) < 0 ||
-	    lev_datadir_config_path(&cfg_path, &e) < 0) {
+	if (data_paths(&root, &runs, &policy, &rules, &creds, &cfg_path, &e) < 0) {
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
@@ -777,42 +835,30 @@ int lev_worker_main(int fd, struct lev_err *err)
 		send_done(&w, "error", NULL, e.msg);
 		goto out;
 	}
-	if (w.eff.cfg.limits.interaction_timeout_secs)
-		w.timeout_ms = w.eff.cfg.limits.interaction_timeout_secs > INT_MAX / 1000
-				       ? INT_MAX
-				       : (int)w.eff.cfg.limits.interaction_timeout_secs * 1000;
-	else
-		w.timeout_ms = 3600 * 1000;
+	w.timeout_ms = answer_timeout_ms(&w.eff.cfg);
 	send_info(&w, bp, &w.eff.cfg, workdir, home);
 	w.pool = json_is_true(json_object_get(start, "infer_pool"));
 
 	allow = lev_strv_from_json(json_object_get(req, "allow"));
 	inputs = lev_strv_from_json(json_object_get(req, "inputs"));
 	env = lev_strv_from_json(json_object_get(req, "env"));
+	input_files = lev_strv_from_json(json_object_get(req, "input_files"));
 	o.bp = bp;
 	o.cfg = &w.eff.cfg;
 	o.workdir = workdir;
-	o.task = lev_json_str(req, "task");
 	o.inputs = inputs;
-	input_files = lev_strv_from_json(json_object_get(req, "input_files"));
 	o.input_files = input_files;
-	o.yolo = json_is_true(json_object_get(req, "yolo"));
-	o.yolo_flow = json_is_true(json_object_get(req, "yolo_flow"));
 	o.allow = allow;
-	o.model = lev_json_str(req, "model");
-	o.no_seed_commands = json_is_true(json_object_get(req, "no_seed_commands"));
 	o.runs_dir = runs;
-	o.run_id = lev_json_str(start, "run");	/* the record is named as the daemon's run */
+	opts_from_request(&o, req);
 	o.data_root = root;
-	o.policy_path = lev_json_str(start, "policy_path") ? lev_json_str(start, "policy_path")
-							    : policy;
-	o.leviath_policy_path = lev_json_str(start, "leviath_policy_path");
+	o.policy_path = policy;
+	opts_from_start(&o, start);
 	o.rules_dir = rules;
 	o.policy_fixed = true;	/* changes come as reload frames, the tighter */
 	o.credentials_path = creds;
 	o.config_path = cfg_path;
 	o.home = home;
-	o.oci_helper = lev_json_str(req, "oci_helper");
 	o.envp = env;
 	o.cancel = &w_cancel;
 	o.cancel_fd = w_pipe[0];
@@ -828,26 +874,14 @@ int lev_worker_main(int fd, struct lev_err *err)
 	/* the run's policy is its snapshot's too (a resumed run: the tighter of both) */
 	lev_agent_policy_changed(agent, w.eff.pol);
 	send_policy(&w);
-	{
-		json_t *m = lev_proto_request("info");
-
-		if (lev_agent_record_dir(agent))
-			json_object_set_new(m, "record", json_string(lev_agent_record_dir(agent)));
-		w_send(&w, m);
-	}
+	send_record(&w, agent);
 	if (lev_agent_run(agent, &e) < 0) {
 		_cleanup_free_ char *msg = o.replay ? resume_error(req, e.msg) : xstrdup(e.msg);
 
 		send_done(&w, "error", NULL, msg);
 		goto out;
 	}
-	{
-		const char *why = lev_agent_error(agent);
-		_cleanup_free_ char *msg = why && o.replay ? resume_error(req, why) : NULL;
-
-		send_done(&w, lev_run_status_name(lev_agent_status(agent)),
-			  lev_agent_output(agent), msg ? msg : why);
-	}
+	send_end(&w, agent, req, o.replay != NULL);
 out:
 	lev_agent_free(agent);
 	if (w.eff_loaded)

@@ -491,6 +491,42 @@ static bool stage_may_end(struct lev_agent *a, char **why, enum stage_end *end)
 	return false;
 }
 
+/*
+ * The next model request of A's stage S into REQ: the context (compacted,
+ * seen through the stage's view), its tools and settings; the labels the
+ * model now sees are noted and the request announced.
+ */
+static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_infer_request *req)
+{
+	const struct lev_stage *st = s->st;
+	json_t *ev;
+
+	agent_compact_regions(a);
+	lev_context_set_view(a->ctx, st->has_context ? st->context_regions : NULL);
+	lev_request_init(req);
+	lev_context_render(a->ctx, st->system_prompt, req);
+	lev_tools_offer(a->tools, s->offered, req);
+	if (st->model.max_tokens)
+		req->max_tokens = (unsigned)(st->model.max_tokens > 1000000
+						    ? 1000000 : st->model.max_tokens);
+	if (st->model.has_temperature) {
+		req->has_temperature = true;
+		req->temperature = st->model.temperature;
+	}
+	a->seen = lev_context_taint_level(a->ctx);
+	a->peak = lev_level_max(a->peak, a->seen);
+	if (lev_taint_model_integrity(lev_context_taint(a->ctx)) == LEV_UNTRUSTED)
+		a->ever_untrusted = true;
+	lev_taint_mark_seen(lev_context_taint(a->ctx));
+	ev = agent_event_new("model_request");
+	json_object_set_new(ev, "stage", agent_jtext(st->name));
+	json_object_set_new(ev, "iteration", json_integer(a->iteration));
+	json_object_set_new(ev, "context_tokens",
+			    json_integer((json_int_t)lev_context_tokens(a->ctx)));
+	json_object_set_new(ev, "taint", json_string(lev_level_name(a->seen)));
+	agent_emit(a, ev);
+}
+
 static enum stage_end run_stage(struct lev_agent *a, char **why)
 {
 	struct stage_rt *s = &a->stages[a->cur];
@@ -501,7 +537,6 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 	for (;;) {
 		struct lev_infer_request req;
 		struct lev_infer_response resp;
-		json_t *ev;
 		int r;
 
 		if (a->stage_done && a->fanout_fail) {
@@ -527,30 +562,7 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			return END_MAX_ITERATIONS;
 		a->iteration++;
 
-		agent_compact_regions(a);
-		lev_context_set_view(a->ctx, st->has_context ? st->context_regions : NULL);
-		lev_request_init(&req);
-		lev_context_render(a->ctx, st->system_prompt, &req);
-		lev_tools_offer(a->tools, s->offered, &req);
-		if (st->model.max_tokens)
-			req.max_tokens = (unsigned)(st->model.max_tokens > 1000000
-							    ? 1000000 : st->model.max_tokens);
-		if (st->model.has_temperature) {
-			req.has_temperature = true;
-			req.temperature = st->model.temperature;
-		}
-		a->seen = lev_context_taint_level(a->ctx);
-		a->peak = lev_level_max(a->peak, a->seen);
-		if (lev_taint_model_integrity(lev_context_taint(a->ctx)) == LEV_UNTRUSTED)
-			a->ever_untrusted = true;
-		lev_taint_mark_seen(lev_context_taint(a->ctx));
-		ev = agent_event_new("model_request");
-		json_object_set_new(ev, "stage", agent_jtext(st->name));
-		json_object_set_new(ev, "iteration", json_integer(a->iteration));
-		json_object_set_new(ev, "context_tokens",
-				    json_integer((json_int_t)lev_context_tokens(a->ctx)));
-		json_object_set_new(ev, "taint", json_string(lev_level_name(a->seen)));
-		agent_emit(a, ev);
+		build_request(a, s, &req);
 
 		memset(&resp, 0, sizeof(resp));
 		lev_err_clear(&err);

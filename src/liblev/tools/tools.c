@@ -55,89 +55,10 @@ static json_t *question_prop(const char *description)
 			 4000, "description", description);
 }
 
-/* The argument schema of the tool that OP runs (network tools: tools-net.c). */
-static json_t *schema_for(enum lev_tool_op op)
+/* schema_for() of the information, checklist, sub-agent and network tools, into P. */
+static json_t *schema_rest(enum lev_tool_op op, json_t *p)
 {
-	json_t *p = json_object();
-
 	switch (op) {
-	case LEV_OP_READ_FILE:
-		json_object_set_new(p, "path", str_prop("The file to read, relative to the working "
-							"directory"));
-		json_object_set_new(p, "offset",
-				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
-					      "description", "1-based number of the first line to "
-							     "return (default 1)"));
-		json_object_set_new(p, "limit",
-				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
-					      "description", "Most lines to return (default: all)"));
-		return obj_schema(p, (const char *const[]){ "path", NULL });
-	case LEV_OP_READ_FILES:
-		json_object_set_new(p, "paths",
-				    json_pack("{s:s, s:{s:s}, s:i, s:i, s:s}", "type", "array",
-					      "items", "type", "string", "minItems", 1, "maxItems",
-					      64, "description", "The files to read"));
-		return obj_schema(p, (const char *const[]){ "paths", NULL });
-	case LEV_OP_LIST_DIR:
-		json_object_set_new(p, "path", str_prop("The directory to list (default: the "
-							"working directory)"));
-		return obj_schema(p, NULL);
-	case LEV_OP_WRITE_FILE:
-		json_object_set_new(p, "path", str_prop("The file to create or replace, inside the "
-							"working directory"));
-		json_object_set_new(p, "content", str_prop("The complete new content"));
-		return obj_schema(p, (const char *const[]){ "path", "content", NULL });
-	case LEV_OP_EDIT_FILE:
-		json_object_set_new(p, "path", str_prop("The file to edit"));
-		json_object_set_new(p, "old_str", str_prop("Text that occurs exactly once in the "
-							   "file"));
-		json_object_set_new(p, "new_str", str_prop("The replacement text"));
-		return obj_schema(p, (const char *const[]){ "path", "old_str", "new_str", NULL });
-	case LEV_OP_SHELL:
-		json_object_set_new(p, "command", str_prop("The shell command line to run"));
-		return obj_schema(p, (const char *const[]){ "command", NULL });
-	case LEV_OP_SUBMIT_OUTPUT:
-		json_object_set_new(p, "content", str_prop("The stage's final output"));
-		return obj_schema(p, (const char *const[]){ "content", NULL });
-	case LEV_OP_TRANSITION:
-		json_object_set_new(p, "target", str_prop("The stage to go to, or DONE"));
-		return obj_schema(p, (const char *const[]){ "target", NULL });
-	case LEV_OP_CONTEXT_WRITE:
-	case LEV_OP_CONTEXT_APPEND:
-		json_object_set_new(p, "region", str_prop("The name of a context region you keep "
-							  "notes in"));
-		json_object_set_new(p, "content", str_prop("The note to keep there"));
-		json_object_set_new(p, "key", key_prop("A name for the note: context_write "
-						       "replaces the note of that name (not the "
-						       "whole region); context_read reads it back"));
-		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
-	case LEV_OP_CONTEXT_READ:
-		json_object_set_new(p, "region", str_prop("The name of a context region"));
-		json_object_set_new(p, "key", key_prop("Read only the note of this name"));
-		return obj_schema(p, (const char *const[]){ "region", NULL });
-	case LEV_OP_ASK_TEXT:
-	case LEV_OP_ASK_CONFIRM:
-		json_object_set_new(p, "prompt",
-				    question_prop("The question, in one or a few sentences"));
-		return obj_schema(p, (const char *const[]){ "prompt", NULL });
-	case LEV_OP_ASK_CHOICE:
-		json_object_set_new(p, "prompt", question_prop("The question"));
-		json_object_set_new(p, "options",
-				    json_pack("{s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:s}", "type",
-					      "array", "items", "type", "string", "minLength", 1,
-					      "maxLength", 200, "minItems", 2, "maxItems", 20,
-					      "description", "The answers to choose from"));
-		return obj_schema(p, (const char *const[]){ "prompt", "options", NULL });
-	case LEV_OP_PRESENT_FOR_REVIEW:
-		json_object_set_new(p, "title", question_prop("The document's title"));
-		json_object_set_new(p, "markdown", str_prop("The document (markdown); empty: the "
-							    "stage's document region"));
-		return obj_schema(p, (const char *const[]){ "title", NULL });
-	case LEV_OP_EDIT_DOCUMENT:
-		json_object_set_new(p, "content", str_prop("The document to edit"));
-		json_object_set_new(p, "prompt", question_prop("What the document is, or what to "
-							       "do with it"));
-		return obj_schema(p, (const char *const[]){ "content", NULL });
 	case LEV_OP_CURRENT_TIME:
 	case LEV_OP_LOCALE_INFO:
 	case LEV_OP_SYSTEM_INFO:
@@ -224,12 +145,100 @@ static json_t *schema_for(enum lev_tool_op op)
 	case LEV_OP_WEB_SEARCH:
 		json_decref(p);
 		return lev_tool_net_parameters(op);
-	case LEV_OP_NONE:
-	case _LEV_OP_MAX:
+	default:
 		break;
 	}
 	json_decref(p);
 	return NULL;
+}
+
+/* The argument schema of the tool that OP runs (network tools: tools-net.c). */
+static json_t *schema_for(enum lev_tool_op op)
+{
+	json_t *p = json_object();
+
+	switch (op) {
+	case LEV_OP_READ_FILE:
+		json_object_set_new(p, "path", str_prop("The file to read, relative to the working "
+							"directory"));
+		json_object_set_new(p, "offset",
+				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
+					      "description", "1-based number of the first line to "
+							     "return (default 1)"));
+		json_object_set_new(p, "limit",
+				    json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 0,
+					      "description", "Most lines to return (default: all)"));
+		return obj_schema(p, (const char *const[]){ "path", NULL });
+	case LEV_OP_READ_FILES:
+		json_object_set_new(p, "paths",
+				    json_pack("{s:s, s:{s:s}, s:i, s:i, s:s}", "type", "array",
+					      "items", "type", "string", "minItems", 1, "maxItems",
+					      64, "description", "The files to read"));
+		return obj_schema(p, (const char *const[]){ "paths", NULL });
+	case LEV_OP_LIST_DIR:
+		json_object_set_new(p, "path", str_prop("The directory to list (default: the "
+							"working directory)"));
+		return obj_schema(p, NULL);
+	case LEV_OP_WRITE_FILE:
+		json_object_set_new(p, "path", str_prop("The file to create or replace, inside the "
+							"working directory"));
+		json_object_set_new(p, "content", str_prop("The complete new content"));
+		return obj_schema(p, (const char *const[]){ "path", "content", NULL });
+	case LEV_OP_EDIT_FILE:
+		json_object_set_new(p, "path", str_prop("The file to edit"));
+		json_object_set_new(p, "old_str", str_prop("Text that occurs exactly once in the "
+							   "file"));
+		json_object_set_new(p, "new_str", str_prop("The replacement text"));
+		return obj_schema(p, (const char *const[]){ "path", "old_str", "new_str", NULL });
+	case LEV_OP_SHELL:
+		json_object_set_new(p, "command", str_prop("The shell command line to run"));
+		return obj_schema(p, (const char *const[]){ "command", NULL });
+	case LEV_OP_SUBMIT_OUTPUT:
+		json_object_set_new(p, "content", str_prop("The stage's final output"));
+		return obj_schema(p, (const char *const[]){ "content", NULL });
+	case LEV_OP_TRANSITION:
+		json_object_set_new(p, "target", str_prop("The stage to go to, or DONE"));
+		return obj_schema(p, (const char *const[]){ "target", NULL });
+	case LEV_OP_CONTEXT_WRITE:
+	case LEV_OP_CONTEXT_APPEND:
+		json_object_set_new(p, "region", str_prop("The name of a context region you keep "
+							  "notes in"));
+		json_object_set_new(p, "content", str_prop("The note to keep there"));
+		json_object_set_new(p, "key", key_prop("A name for the note: context_write "
+						       "replaces the note of that name (not the "
+						       "whole region); context_read reads it back"));
+		return obj_schema(p, (const char *const[]){ "region", "content", NULL });
+	case LEV_OP_CONTEXT_READ:
+		json_object_set_new(p, "region", str_prop("The name of a context region"));
+		json_object_set_new(p, "key", key_prop("Read only the note of this name"));
+		return obj_schema(p, (const char *const[]){ "region", NULL });
+	case LEV_OP_ASK_TEXT:
+	case LEV_OP_ASK_CONFIRM:
+		json_object_set_new(p, "prompt",
+				    question_prop("The question, in one or a few sentences"));
+		return obj_schema(p, (const char *const[]){ "prompt", NULL });
+	case LEV_OP_ASK_CHOICE:
+		json_object_set_new(p, "prompt", question_prop("The question"));
+		json_object_set_new(p, "options",
+				    json_pack("{s:s, s:{s:s, s:i, s:i}, s:i, s:i, s:s}", "type",
+					      "array", "items", "type", "string", "minLength", 1,
+					      "maxLength", 200, "minItems", 2, "maxItems", 20,
+					      "description", "The answers to choose from"));
+		return obj_schema(p, (const char *const[]){ "prompt", "options", NULL });
+	case LEV_OP_PRESENT_FOR_REVIEW:
+		json_object_set_new(p, "title", question_prop("The document's title"));
+		json_object_set_new(p, "markdown", str_prop("The document (markdown); empty: the "
+							    "stage's document region"));
+		return obj_schema(p, (const char *const[]){ "title", NULL });
+	case LEV_OP_EDIT_DOCUMENT:
+		json_object_set_new(p, "content", str_prop("The document to edit"));
+		json_object_set_new(p, "prompt", question_prop("What the document is, or what to "
+							       "do with it"));
+		return obj_schema(p, (const char *const[]){ "content", NULL });
+	default:
+		break;
+	}
+	return schema_rest(op, p);
 }
 
 /* The registry entry of the tool table's entry D. */
