@@ -584,6 +584,7 @@ static int load_text(const char *what, const char *key, const char *arg, char **
 {
 	struct lev_err err = LEV_ERR_INIT;
 	char real[PATH_MAX];
+	struct stat st;
 	size_t len = 0;
 
 	if (arg[0] != '@') {
@@ -597,6 +598,13 @@ static int load_text(const char *what, const char *key, const char *arg, char **
 		*out = NULL;
 		return lev_fail("%s: '%s' holds a NUL byte; it must be text", what, arg + 1);
 	}
+	/*
+	 * A pipe, a terminal or a file with no name left (lev serve hands the
+	 * task in a memfd as @/dev/stdin) is what the caller gave: there is no
+	 * file to label it by.
+	 */
+	if (stat(arg + 1, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink == 0))
+		return 0;
 	if (!realpath(arg + 1, real)) {
 		free(*out);
 		*out = NULL;

@@ -207,14 +207,15 @@ static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *
 	lev_strv_free(argv);
 	if (r < 0)
 		return r;
-	if (st || !lev_json_str(out, "run")) {
+	/* lev run --detach --json prints Leviath's spawn object: {"run_id", ...} */
+	if (st || !lev_json_str(out, "run_id")) {
 		r = lev_err_set(err, st && st < 128 ? LEV_EPARSE : -EIO, "the run was not started: %s",
 				msg ? msg : "lev run said no run id");
 		free(msg);
 		json_decref(out);
 		return r;
 	}
-	*run = xstrdup(lev_json_str(out, "run"));
+	*run = xstrdup(lev_json_str(out, "run_id"));
 	json_decref(out);
 	return 0;
 }

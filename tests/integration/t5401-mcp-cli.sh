@@ -139,7 +139,7 @@ test_expect_success 'benign twin: the server works there; --workdir DIR is still
 test_expect_success 'a server that does not start: test fails and says why' '
 	"$LEV" mcp add nope -- /nonexistent/server >out &&
 	test_must_fail "$LEV" mcp test nope 2>err &&
-	grep -q "MCP server .nope. did not start" err &&
+	{ grep -q "MCP server .nope. did not start" err || { cat err; false; }; } &&
 	"$LEV" mcp remove nope >out
 '
 else

@@ -411,6 +411,7 @@ rm a/tools/relay.lua a/tools/fetchpost.lua a/tools/greet.lua
 
 test_expect_success 'validate lists script tools and what they require; a bad header is FILE:LINE:COL' '
 	tool upper "$(cat a/tools/upper.lua)" &&
+	turns &&	# available_tools: the scripts there now (a name no tool provides is an error)
 	echo "// @tool upper" >a/tools/upper.rhai &&
 	lev validate a >out 2>&1 &&
 	grep -q "^    leak (tools/leak.lua): requires network$" out &&
