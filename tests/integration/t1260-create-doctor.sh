@@ -41,7 +41,7 @@ test_expect_success 'the coder template has its three stages and validates too' 
 
 test_expect_success 'a created agent runs end to end (the mock model answers)' '
 	lev_start_mock_model pong.json &&
-	# the mock answers once, in text: Leviath's nudge (on by default) would
+	# the mock answers once, in text: the nudge of Leviath (on by default) would
 	# ask it again for a tool call it has no answer for
 	{ mock_providers && printf "[nudge]\nenabled = false\n"; } >"$CONFIG" && chmod 600 "$CONFIG" &&
 	setsid -w "$LEV" run --follow mine --model mock/mock-1 --task "say pong" --workdir work --json >ev 2>err;

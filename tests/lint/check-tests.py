@@ -15,6 +15,7 @@ reason a user's machine does not share:
 """
 import os
 import re
+import subprocess
 import sys
 
 RULES = [
@@ -33,7 +34,7 @@ def main():
         for root, _, names in os.walk(os.path.join(src, d)):
             files += [os.path.join(root, n) for n in sorted(names)
                       if n.endswith((".sh", ".py", ".toml", ".leviath")) or n in ("setup",)]
-    print("1..%d" % len(RULES))
+    print("1..%d" % (len(RULES) + 1))
     failed = 0
     for i, (what, pat) in enumerate(RULES, 1):
         hits = []
@@ -48,6 +49,24 @@ def main():
                 print("#   " + h)
         else:
             print("ok %d - %s (%d files)" % (i, what, len(files)))
+    # a test file that does not parse (an apostrophe closing a test body's
+    # quotes) dies before its first check and reports nothing it could fail
+    shells = [p for p in files if p.endswith(".sh")] + \
+        [os.path.join(src, "tests", n) for n in sorted(os.listdir(os.path.join(src, "tests")))
+         if n.endswith(".sh")]
+    bad = []
+    for p in shells:
+        r = subprocess.run(["bash", "-n", p], capture_output=True, text=True)
+        if r.returncode != 0:
+            bad.append(r.stderr.strip().splitlines()[0] if r.stderr.strip() else p)
+    n = len(RULES) + 1
+    if bad:
+        failed += 1
+        print("not ok %d - every test script parses (bash -n)" % n)
+        for b in bad:
+            print("#   " + b)
+    else:
+        print("ok %d - every test script parses (bash -n) (%d files)" % (n, len(shells)))
     return 1 if failed else 0
 
 
