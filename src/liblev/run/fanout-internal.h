@@ -37,6 +37,7 @@ struct child_job {
 	const char *no_start;		/* set: it fails with this reason without running */
 	/* filled by the runner */
 	bool started, ended;
+	bool stop_cause;		/* its failure stopped the others (on_worker_failure = "fail") */
 	struct child_result res;
 	pid_t pid;
 	int up, down;			/* frames from it, answers to it */

@@ -621,16 +621,16 @@ void agent_kids_run(struct lev_agent *a, struct child_job *jobs, size_t n, unsig
 			if (agent_kid_start(a, &jobs[next]))
 				live++;
 			else if (fail_stop && !jobs[next].res.ok)
-				stop = true;
+				stop = jobs[next].stop_cause = true;
 			next++;
 		}
 		if (!live)
 			break;
 		live -= serve(a, jobs, next, -1, &signalled);
 		if (fail_stop && !stop) {
-			for (size_t i = 0; i < next; i++)
+			for (size_t i = 0; i < next && !stop; i++)
 				if (jobs[i].ended && !jobs[i].res.ok)
-					stop = true;
+					stop = jobs[i].stop_cause = true;
 			/* on_worker_failure = "fail": the ones still running are stopped */
 			for (size_t i = 0; stop && i < next; i++)
 				if (jobs[i].pid > 0)

@@ -343,6 +343,11 @@ static void fanout_workers(struct lev_agent *a, const struct fanout_plan *p, con
 	}
 	agent_kids_run(a, jobs, n, (unsigned)a->stages[a->cur].st->fanout.max_workers,
 		       p->on_failure == LEV_WORKERS_FAIL);
+	/* the worker whose failure stopped the rest is named, not one stopped because of it */
+	for (size_t i = 0; i < n && p->on_failure == LEV_WORKERS_FAIL; i++)
+		if (jobs[i].stop_cause && !fr->fail_why)
+			fr->fail_why = xasprintf("worker '%s' failed (on_worker_failure = \"fail\"): %s",
+						 ids[i], jobs[i].res.error);
 	/* in the order of the items, whatever order they ended in */
 	for (size_t i = 0; i < n; i++) {
 		struct child_result *r = &jobs[i].res;
