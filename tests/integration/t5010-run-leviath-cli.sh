@@ -75,7 +75,8 @@ test_expect_success 'lev run AGENT -t TEXT --json: one spawn object, and it retu
 test_expect_success 'lev run AGENT -t TEXT: the run id on stdout, one line, exit 0' '
 	lev run ./ag -t "find the note" --workdir work >id 2>err &&
 	assert_one_line id &&
-	test -d "$ROOT/runs/$(cat id)" &&
+	# the record (and meta.json in it) is made by the worker of the run, after the spawn returns
+	wait_for test -d "$ROOT/runs/$(cat id)" &&
 	grep -q "handed to the daemon" err &&
 	wait_for meta_ended "$(cat id)"
 '
