@@ -7,13 +7,14 @@
 #include <string.h>
 
 #include "lev/cmd.h"
+#include "lev/respond.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
+#include "liblev/base/sha256.h"
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/daemon/proto.h"
-#include "liblev/run/callshow.h"
 
 const char lev_usage_respond[] =
 	"usage: lev respond [REQUEST_ID [VALUE]] [--approve|--deny] [--stage|--session]\n"
@@ -49,29 +50,6 @@ static void show(const char *s)
 }
 
 /*
- * A tool approval's call, in full (callshow.h), and what --stage and
- * --session would allow beyond it.
- */
-static void show_call(const json_t *q)
-{
-	struct lev_buf b = LEV_BUF_INIT;
-	const char *kind = lev_json_str(q, "kind");
-
-	if (lev_streq(kind, "question"))
-		return;
-	(void)lev_buf_adds(&b, "  the call, in full:\n");
-	lev_callshow_indent(&b, lev_json_str(q, "call") ? lev_json_str(q, "call")
-						       : "(not shown: nothing to approve)\n",
-			    "    ");
-	if (lev_streq(kind, "permission") && lev_json_str(q, "stage_label"))
-		(void)lev_buf_addf(&b, "  --stage: %s\n", lev_json_str(q, "stage_label"));
-	if (lev_json_str(q, "run_label"))
-		(void)lev_buf_addf(&b, "  --session: %s\n", lev_json_str(q, "run_label"));
-	show(b.buf);
-	lev_buf_release(&b);
-}
-
-/*
  * Leviath's kind of the open request Q: tool_approval, free_text,
  * multiple_choice or confirm (lev's own word stays as lev_kind).
  */
@@ -101,41 +79,11 @@ static json_t *leviath_request(const json_t *q)
 
 static void print_request(const json_t *q)
 {
-	const char *kind = lev_json_str(q, "kind");
-	const json_t *choices = json_object_get(q, "choices");
+	struct lev_buf b = LEV_BUF_INIT;
 
-	printf("%s  run %s (agent '", lev_json_str(q, "id"), lev_json_str(q, "run"));
-	show(lev_json_str(q, "agent") ? lev_json_str(q, "agent") : "?");
-	printf("'), stage '");
-	show(lev_json_str(q, "stage") ? lev_json_str(q, "stage") : "");
-	printf("'\n  %s: ", lev_streq(kind, "taint")	    ? "taint gate"
-			    : lev_streq(kind, "question") ? "the agent asks"
-							  : "tool approval");
-	show(lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "");
-	putchar('\n');
-	if (lev_json_str(q, "detail")) {
-		printf("  ");
-		show(lev_json_str(q, "detail"));
-		putchar('\n');
-	}
-	show_call(q);
-	for (size_t k = 0; k < json_array_size(choices); k++) {
-		printf("    %zu) ", k);
-		show(json_string_value(json_array_get(choices, k)));
-		putchar('\n');
-	}
-	if (lev_streq(kind, "permission"))
-		printf("  answer: lev respond %s --approve [--stage|--session] | --deny\n",
-		       lev_json_str(q, "id"));
-	else if (lev_streq(kind, "taint"))
-		printf("  answer: lev respond %s --approve [--session] | --deny\n",
-		       lev_json_str(q, "id"));
-	else if (lev_streq(lev_json_str(q, "question_kind"), "choice"))
-		printf("  answer: lev respond %s --choice N\n", lev_json_str(q, "id"));
-	else if (lev_streq(lev_json_str(q, "question_kind"), "confirm"))
-		printf("  answer: lev respond %s --approve | --deny\n", lev_json_str(q, "id"));
-	else
-		printf("  answer: lev respond %s --text TEXT\n", lev_json_str(q, "id"));
+	lev_respond_format(&b, q);
+	fputs(b.buf, stdout);
+	lev_buf_release(&b);
 }
 
 /* The number of request id "qN" (0: not one). */
@@ -199,14 +147,14 @@ static int list(bool json, long page)
 }
 
 /*
- * Show the open request ID as it is now and put into REQ the digest of the
- * call shown (DIGEST, when given, instead: the caller showed it from
- * --json).  A request no longer open is an error.
+ * Show the open request ID as it is now and make *REQ, its respond
+ * request bound to the digest of the call shown (DIGEST, when given,
+ * instead: the caller showed it from --json).  A request no longer open is
+ * an error.
  */
-static int show_request(const char *id, const char *digest, json_t *req)
+static int show_request(const char *id, const char *digest, json_t **req)
 {
 	json_t *reply = NULL, *q, *found = NULL;
-	char d[LEV_SHA256_HEX_LEN + 1];
 	size_t i;
 
 	json_t *ask = lev_proto_request("requests");
@@ -223,13 +171,16 @@ static int show_request(const char *id, const char *digest, json_t *req)
 		return LEV_EXIT_FAIL;
 	}
 	if (!lev_streq(lev_json_str(found, "kind"), "question")) {
+		struct lev_buf b = LEV_BUF_INIT;
+
 		printf("%s: ", id);
 		show(lev_json_str(found, "prompt") ? lev_json_str(found, "prompt") : "");
 		putchar('\n');
-		show_call(found);
-		lev_callshow_digest(lev_json_str(found, "call"), d);
-		json_object_set_new(req, "digest", json_string(digest ? digest : d));
+		lev_respond_format_call(&b, found);
+		fputs(b.buf, stdout);
+		lev_buf_release(&b);
 	}
+	*req = lev_respond_request(found, digest);
 	json_decref(reply);
 	return LEV_EXIT_OK;
 }
@@ -331,8 +282,8 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 	if (!answer && !text && !have_choice)
 		return lev_usage_error("respond", "no answer: give --approve, --deny, --choice N or "
 						  "--text TEXT");
-	req = lev_proto_request("respond");
-	json_object_set_new(req, "id", json_string(argv[optind]));
+	if (show_request(argv[optind], digest, &req) != LEV_EXIT_OK)
+		return LEV_EXIT_FAIL;
 	if (answer)
 		json_object_set_new(req, "answer", json_string(answer));
 	if (scope)
@@ -341,10 +292,6 @@ int cmd_respond(int argc, char **argv, struct lev_ctx *ctx)
 		json_object_set_new(req, "text", json_string(text));
 	if (have_choice)
 		json_object_set_new(req, "choice", json_integer((json_int_t)choice));
-	if (show_request(argv[optind], digest, req) != LEV_EXIT_OK) {
-		json_decref(req);
-		return LEV_EXIT_FAIL;
-	}
 	if (lev_daemon_call(req, &reply) != LEV_EXIT_OK)
 		return LEV_EXIT_FAIL;
 	json_decref(reply);
