@@ -131,6 +131,12 @@ int lev_daemon_start(bool quiet, unsigned idle_exit_secs);
 int cmd_worker(int argc, char **argv, struct lev_ctx *ctx);
 int cmd_ps(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_ps[];
+/*
+ * Run R (a ps summary) as a row of lev ps: RUN AGENT STATUS STAGE ITER
+ * TOOLS READS AGE, each cell fresh, one terminal-safe line (lev dash too).
+ */
+#define LEV_PS_NCOLS 8
+void lev_ps_row(const json_t *r, char *row[LEV_PS_NCOLS]);
 int cmd_respond(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_respond[];
 int cmd_result(int argc, char **argv, struct lev_ctx *ctx);
@@ -174,5 +180,7 @@ int cmd_label(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_label[];
 int cmd_serve(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_serve[];
+int cmd_dash(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_dash[];
 /* Send REQ (consumed) to the daemon; 0 and *reply, or a message printed and LEV_EXIT_FAIL. */
 int lev_daemon_call(json_t *req, json_t **reply);

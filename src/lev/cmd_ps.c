@@ -39,7 +39,7 @@ const char lev_usage_ps[] =
 	"AGE is how long since the run last moved.\n";
 
 #define CELL_MAX 60
-#define NCOLS 8
+#define NCOLS LEV_PS_NCOLS
 
 /* S as one terminal-safe line of at most CELL_MAX characters (fresh). */
 static char *cell(const char *s)
@@ -85,7 +85,7 @@ static char *age(double since)
 	return xasprintf("%.0fd", floor(d / 86400));
 }
 
-static void row_of(const json_t *r, char **row)
+void lev_ps_row(const json_t *r, char *row[LEV_PS_NCOLS])
 {
 	const json_t *rp = json_object_get(r, "read_paths");
 	const char *status = lev_json_str(r, "status");
@@ -147,7 +147,7 @@ static void print_table(const json_t *runs, const json_t *fin)
 	n = 0;
 	for (i = 0; i < nr + json_array_size(fin); i++) {
 		r = i < nr ? json_array_get(runs, i) : json_array_get(fin, i - nr);
-		row_of(r, rows[++n]);
+		lev_ps_row(r, rows[++n]);
 		/* its workers and children, each a process of its own, under it */
 		json_array_foreach(json_object_get(r, "workers"), k, x)
 			if (i < nr)

@@ -1,0 +1,195 @@
+#!/bin/bash
+# lev dash, driven under tmux (send-keys in, capture-pane out): the runs
+# with their status; a waiting run's question showing the whole call as
+# lev respond shows it; an approval from the dashboard lets the call run
+# and the run finish, a deny in the twin run keeps the call from running
+# (both checked from outside, with lev ps and the work directory); a run
+# whose output holds escape sequences cannot clear the pane or set its
+# title; the daemon going away and coming back; a resize; quit exits 0.
+. "$SRC_DIR/tests/lib.sh"
+
+. "$SRC_DIR/tests/daemon-lib.sh"
+
+if ! command -v tmux >/dev/null 2>&1; then
+	test_skip 'lev dash under tmux' 'tmux is not installed (scripts/install-deps installs it)'
+	test_done
+fi
+
+TMUX_SOCK="$TRASH/tmux.sock"
+tm() {
+	tmux -S "$TMUX_SOCK" "$@"
+}
+stop_all() {
+	tm kill-server >/dev/null 2>&1
+	stop_daemon
+	_lev_cleanup
+}
+trap stop_all EXIT
+
+# the pane as text
+screen() {
+	tm capture-pane -p -t dash
+}
+# on_screen TEXT: the pane shows TEXT (a fixed string)
+on_screen() {
+	screen | grep -qF -- "$1"
+}
+# not_on_screen TEXT
+not_on_screen() {
+	! screen | grep -qF -- "$1"
+}
+keys() {
+	tm send-keys -t dash "$@"
+}
+# show_run RUN: filter the list down to RUN (Esc first clears any filter)
+show_run() {
+	keys Escape && keys / && keys -l "$1" && keys Enter &&
+	wait_for row_shown "$1"
+}
+row_shown() {
+	screen | grep -q "^ *$1 "
+}
+dump() {
+	echo "--- the pane:" >&2
+	screen >&2
+	return 1
+}
+
+mkdir -p asks esc work1 work2 work3 work4
+cat >asks/agent.leviath <<'EOF'
+[agent]
+name = "asks"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+cat >asks/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "shell"
+args = { command = "echo first-line >> ran.txt\necho second-line-ran >> ran.txt" }
+[[turn]]
+text = "done"
+EOF
+cat >esc/agent.leviath <<'EOF'
+[agent]
+name = "esc"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+EOF
+cat >esc/turns.toml <<'EOF'
+[[turn]]
+text = "before-the-escapes\u001b[2J\u001b[H\u001b]0;PWNED-TITLE\u0007after-the-escapes"
+EOF
+
+test_expect_success 'not on a terminal: one line and a failure' '
+	test_must_fail "$LEV" dash >out 2>err </dev/null &&
+	test "$(wc -l <err)" = 1 &&
+	grep -q "^lev: error: lev dash draws on a terminal" err &&
+	test ! -s out
+'
+
+test_expect_success 'set-up: a daemon, two runs that ask, one whose output holds escapes' '
+	"$LEV" daemon start >/dev/null &&
+	setsid -w "$LEV" run asks --workdir work1 --detach >id1 2>/dev/null &&
+	setsid -w "$LEV" run asks --workdir work2 --detach >id2 2>/dev/null &&
+	setsid -w "$LEV" run esc --workdir work3 --detach >id3 2>/dev/null &&
+	setsid -w "$LEV" run asks --workdir work4 --detach >id4 2>/dev/null &&
+	wait_for status_is "$(cat id1)" "waiting: tool approval" &&
+	wait_for status_is "$(cat id2)" "waiting: tool approval" &&
+	wait_for status_is "$(cat id4)" "waiting: tool approval" &&
+	wait_for status_is "$(cat id3)" complete
+'
+
+test_expect_success 'the dashboard lists the runs with their status' '
+	tm new-session -d -s dash -x 160 -y 40 \
+		"\"$LEV\" dash; echo \$? >\"$TRASH/dash.rc\"" &&
+	wait_for on_screen "lev dash" &&
+	wait_for row_shown "$(cat id1)" &&
+	screen | grep "^ *$(cat id1) " | grep -q "asks  *waiting: tool approval  *main" &&
+	screen | grep "^ *$(cat id2) " | grep -q "waiting: tool approval" &&
+	screen | grep "^ *$(cat id3) " | grep -q "esc  *complete" &&
+	on_screen "3 waiting for an answer" || dump
+'
+
+test_expect_success 'opening a waiting run shows the whole call, as lev respond shows it' '
+	show_run "$(cat id1)" && keys Enter &&
+	wait_for on_screen "status: waiting: tool approval" &&
+	keys i &&
+	wait_for on_screen "the call, in full:" &&
+	"$LEV" respond >list &&
+	for l in "tool approval:" "command: (2 lines)" "| echo first-line >> ran.txt" \
+		"| echo second-line-ran >> ran.txt" "--stage: " "answer: lev respond"; do
+		on_screen "$l" && grep -qF -- "$l" list || return 1
+	done || dump
+'
+
+test_expect_success 'approving it from the dashboard runs the call and the run finishes' '
+	keys a &&
+	wait_for on_screen "answered" &&
+	wait_for status_is "$(cat id1)" complete &&
+	test "$(field "$(cat id1)" status)" = complete &&
+	test "$(cat work1/ran.txt)" = "$(printf "first-line\nsecond-line-ran")" &&
+	"$LEV" result "$(cat id1)" | grep -q done || dump
+'
+
+test_expect_success 'the twin: denying it from the dashboard, the call never runs' '
+	keys Escape && wait_for on_screen "Enter open" &&
+	show_run "$(cat id2)" && keys i &&
+	wait_for on_screen "the call, in full:" &&
+	keys d &&
+	wait_for on_screen "answered" &&
+	wait_for status_is "$(cat id2)" complete &&
+	test ! -e work2/ran.txt &&
+	"$LEV" logs "$(cat id2)" | grep "\"event\":\"tool_call\"" | grep -q "\"decision\":\"deny\"" ||
+	dump
+'
+
+test_expect_success 'a question answered elsewhere while shown: the view says so, leaves it' '
+	keys Escape && wait_for on_screen "Enter open" &&
+	show_run "$(cat id4)" && keys i &&
+	wait_for on_screen "the call, in full:" &&
+	"$LEV" respond "$(request_of "$(cat id4)")" --deny >/dev/null &&
+	wait_for on_screen "the question was answered elsewhere" &&
+	not_on_screen "the call, in full:" &&
+	wait_for status_is "$(cat id4)" complete &&
+	test ! -e work4/ran.txt || dump
+'
+
+test_expect_success 'a run whose output holds escapes shows them as text: the pane is intact' '
+	title=$(tm display-message -p -t dash "#{pane_title}") &&
+	keys Escape && wait_for on_screen "Enter open" &&
+	show_run "$(cat id3)" && keys Enter &&
+	wait_for on_screen "after-the-escapes" &&
+	on_screen "before-the-escapes\\x1b[2J\\x1b[H\\x1b]0;PWNED-TITLE\\x07after-the-escapes" &&
+	screen | head -1 | grep -q "lev dash" &&
+	on_screen "run $(cat id3)   agent esc" &&
+	on_screen "status: complete" &&
+	test "$(tm display-message -p -t dash "#{pane_title}")" = "$title" &&
+	test "$title" != PWNED-TITLE || dump
+'
+
+test_expect_success 'the daemon going away is shown, and its coming back' '
+	"$LEV" daemon stop >/dev/null &&
+	wait_for on_screen "daemon not answering" &&
+	"$LEV" daemon start >/dev/null &&
+	wait_for not_on_screen "daemon not answering" || dump
+'
+
+test_expect_success 'a resize redraws at the new size' '
+	tm resize-window -t dash -x 90 -y 20 &&
+	wait_for on_screen "lev dash" &&
+	test "$(screen | wc -l)" -le 20 &&
+	keys Escape && wait_for on_screen "Enter open" &&
+	screen | head -1 | grep -q "lev dash" || dump
+'
+
+test_expect_success 'help, then q quits with status 0' '
+	keys "?" && wait_for on_screen "lev dash: keys" &&
+	keys x && wait_for not_on_screen "lev dash: keys" &&
+	keys Escape && keys q &&
+	wait_for test -s "$TRASH/dash.rc" &&
+	test "$(cat "$TRASH/dash.rc")" = 0
+'
+
+test_done
