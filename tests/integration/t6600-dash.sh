@@ -46,8 +46,14 @@ show_run() {
 	keys Escape && keys / && keys -l "$1" && keys Enter &&
 	wait_for row_shown "$1"
 }
+row_says() {
+	screen | grep "^ *$1 " | grep -q "$2"
+}
 row_shown() {
 	screen | grep -q "^ *$1 "
+}
+test_no_session() {
+	! tm has-session -t dash 2>/dev/null
 }
 dump() {
 	echo "--- the pane:" >&2
@@ -55,7 +61,7 @@ dump() {
 	return 1
 }
 
-mkdir -p asks esc work1 work2 work3 work4
+mkdir -p asks esc work1 work2 work3 work4 work5
 cat >asks/agent.leviath <<'EOF'
 [agent]
 name = "asks"
@@ -89,12 +95,21 @@ test_expect_success 'not on a terminal: one line and a failure' '
 	test ! -s out
 '
 
-test_expect_success 'set-up: a daemon, two runs that ask, one whose output holds escapes' '
+test_expect_success 'no runs: the list says so' '
 	"$LEV" daemon start >/dev/null &&
+	tm new-session -d -s dash -x 160 -y 40 "\"$LEV\" dash" &&
+	wait_for on_screen "(no runs: start one with" &&
+	on_screen "lev dash   0 runs, 0 waiting for an answer" &&
+	keys q && wait_for test_no_session || dump
+'
+
+test_expect_success 'set-up: runs that ask, one whose output holds escapes' '
 	setsid -w "$LEV" run asks --workdir work1 --detach >id1 2>/dev/null &&
 	setsid -w "$LEV" run asks --workdir work2 --detach >id2 2>/dev/null &&
 	setsid -w "$LEV" run esc --workdir work3 --detach >id3 2>/dev/null &&
 	setsid -w "$LEV" run asks --workdir work4 --detach >id4 2>/dev/null &&
+	setsid -w "$LEV" run asks --workdir work5 --detach >id5 2>/dev/null &&
+	wait_for status_is "$(cat id5)" "waiting: tool approval" &&
 	wait_for status_is "$(cat id1)" "waiting: tool approval" &&
 	wait_for status_is "$(cat id2)" "waiting: tool approval" &&
 	wait_for status_is "$(cat id4)" "waiting: tool approval" &&
@@ -109,7 +124,7 @@ test_expect_success 'the dashboard lists the runs with their status' '
 	screen | grep "^ *$(cat id1) " | grep -q "asks  *waiting: tool approval  *main" &&
 	screen | grep "^ *$(cat id2) " | grep -q "waiting: tool approval" &&
 	screen | grep "^ *$(cat id3) " | grep -q "esc  *complete" &&
-	on_screen "3 waiting for an answer" || dump
+	on_screen "4 waiting for an answer" || dump
 '
 
 test_expect_success 'opening a waiting run shows the whole call, as lev respond shows it' '
@@ -167,6 +182,18 @@ test_expect_success 'a run whose output holds escapes shows them as text: the pa
 	on_screen "status: complete" &&
 	test "$(tm display-message -p -t dash "#{pane_title}")" = "$title" &&
 	test "$title" != PWNED-TITLE || dump
+'
+
+test_expect_success 'x cancels a run after asking; any other key keeps it' '
+	keys Escape && wait_for on_screen "Enter open" &&
+	show_run "$(cat id5)" &&
+	keys x && wait_for on_screen "cancel run $(cat id5)? y: cancel it" &&
+	keys n && wait_for on_screen "not cancelled" &&
+	status_is "$(cat id5)" "waiting: tool approval" &&
+	keys x && wait_for on_screen "cancel run $(cat id5)? y: cancel it" &&
+	keys y && wait_for status_is "$(cat id5)" cancelled &&
+	wait_for row_says "$(cat id5)" cancelled &&
+	test ! -e work5/ran.txt || dump
 '
 
 test_expect_success 'the daemon going away is shown, and its coming back' '
