@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include <curses.h>
 
@@ -49,6 +50,7 @@ enum prompt { PROMPT_NONE, PROMPT_FILTER, PROMPT_TEXT, PROMPT_CANCEL };
 struct lines {
 	char **v;		/* owned, each terminal-safe, one screen line */
 	size_t n;
+	size_t max;		/* keep the newest MAX (0: keep them all) */
 };
 
 struct dash {
@@ -67,7 +69,9 @@ struct dash {
 	off_t ev_off;
 	bool ev_skip;		/* inside a line too long to show */
 	json_t *question;	/* the open request being answered, as shown (owned) */
-	struct lines shown;	/* its text, as lines */
+	char *shown_text;	/* its text, as lev respond shows it (owned) */
+	struct lines shown;	/* that text in rows of shown_cols columns */
+	int shown_cols;
 	size_t scroll;		/* first line shown of the detail / answer pane */
 	bool follow;		/* the detail pane sticks to the newest line */
 	char filter[128];
@@ -102,6 +106,30 @@ static char *safe_cell(const char *s)
 	return out;
 }
 
+/*
+ * The bytes of S (terminal-safe UTF-8) that fill at most COLS columns: a
+ * wide character takes two, so a row never wraps onto the next.
+ */
+static int fit(const char *s, int cols)
+{
+	size_t len = strlen(s), i = 0;
+	int used = 0;
+
+	while (i < len) {
+		uint32_t cp = (unsigned char)s[i];
+		size_t n = cp < 0x80 ? 1 : lev_utf8_decode(s + i, len - i, &cp);
+		int w = n ? wcwidth((wchar_t)cp) : 1;
+
+		if (w < 0)
+			w = 1;
+		if (used + w > cols)
+			break;
+		used += w;
+		i += n ? n : 1;
+	}
+	return (int)i;
+}
+
 static void lines_clear(struct lines *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -111,40 +139,51 @@ static void lines_clear(struct lines *l)
 	l->n = 0;
 }
 
-/* Add TEXT (untrusted) to L, one entry per line, PREFIX before the first. */
-static void lines_add(struct lines *l, const char *prefix, const char *text)
+/* Add S (owned) to L, dropping the oldest line of a full L. */
+static void lines_push(struct lines *l, char *s)
 {
-	_cleanup_free_ char *all = NULL;
+	if (l->max && l->n == l->max) {
+		free(l->v[0]);
+		memmove(l->v, l->v + 1, (l->n - 1) * sizeof(*l->v));
+		l->n--;
+	}
+	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	l->v[l->n++] = s;
+}
+
+/*
+ * Add TEXT (untrusted) to L: terminal-safe, PREFIX before its first line
+ * and an indent before the others, each line cut into rows of COLS columns
+ * (a long line is wrapped as a terminal would, never cut off).
+ */
+static void lines_add(struct lines *l, const char *prefix, const char *text, int cols)
+{
 	_cleanup_free_ char *safe = safe_text(text);
+	_cleanup_free_ char *all = xasprintf("%s%s", prefix, safe);
 	char *p, *nl;
 
-	all = xasprintf("%s%s", prefix, safe);
+	if (cols < 8)
+		cols = 8;
 	for (p = all;; p = nl + 1) {
+		_cleanup_free_ char *line = NULL;
+		size_t off = 0, len;
+
 		nl = strchr(p, '\n');
 		if (nl)
 			*nl = '\0';
-		if (l->n == EVENT_LINES_MAX) {
-			free(l->v[0]);
-			memmove(l->v, l->v + 1, (l->n - 1) * sizeof(*l->v));
-			l->n--;
-		}
-		l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
-		l->v[l->n++] = xasprintf("%s%s", p == all ? "" : "    ", p);
+		line = xasprintf("%s%s", p == all || !*prefix ? "" : "    ", p);
+		len = strlen(line);
+		do {
+			int n = fit(line + off, cols);
+
+			if (n == 0)
+				n = 1;	/* a character wider than the pane */
+			lines_push(l, xstrndup(line + off, (size_t)n));
+			off += (size_t)n;
+		} while (off < len);
 		if (!nl)
 			break;
 	}
-}
-
-/* The bytes of the first COLS characters of S (UTF-8). */
-static int fit(const char *s, int cols)
-{
-	int n = 0, i = 0;
-
-	for (; s[i]; i++) {
-		if (((unsigned char)s[i] & 0xc0) != 0x80 && n++ == cols)
-			break;
-	}
-	return i;
 }
 
 /* Put terminal-safe S at Y, X, cut at the right edge. */
@@ -341,7 +380,7 @@ static void event_lines(struct lines *l, const json_t *ev)
 			      lev_json_str(ev, "end") ? lev_json_str(ev, "end") : "-");
 	} else if (lev_streq(name, "model_response")) {
 		if (text && *text)
-			lines_add(l, "model: ", text);
+			lines_add(l, "model: ", text, COLS - 2);
 		return;
 	} else if (lev_streq(name, "tool_call")) {
 		_cleanup_free_ char *a = args_text(ev);
@@ -353,7 +392,7 @@ static void event_lines(struct lines *l, const json_t *ev)
 									 : "-");
 	} else if (lev_streq(name, "tool_result")) {
 		lines_add(l, json_is_true(json_object_get(ev, "ok")) ? "  = " : "  ! ",
-			  text ? text : "");
+			  text ? text : "", COLS - 2);
 		return;
 	} else if (lev_streq(name, "model_request")) {
 		return;	/* the model's answer says more */
@@ -363,7 +402,7 @@ static void event_lines(struct lines *l, const json_t *ev)
 	} else {
 		s = xstrdup(name ? name : "?");
 	}
-	lines_add(l, "", s);
+	lines_add(l, "", s, COLS - 2);
 }
 
 /* Read what the run's events.jsonl holds beyond what was read. */
@@ -410,7 +449,8 @@ static void read_events(struct dash *d)
 		if (keep == 0 && n < (ssize_t)sizeof(buf) - 1)
 			return;	/* a line still being written */
 		if (keep == 0) {
-			lines_add(&d->events, "", "(an event too long to show here: lev logs has it)");
+			lines_add(&d->events, "", "(an event too long to show here: lev logs has it)",
+				  COLS - 2);
 			d->ev_off += n;
 			d->ev_skip = true;
 			continue;
@@ -445,7 +485,7 @@ static void open_run(struct dash *d, const char *id, enum view v)
 	}
 	d->view = v;
 	d->scroll = 0;
-	d->follow = true;
+	d->follow = v != VIEW_ANSWER;	/* a question is read from its top */
 	read_events(d);
 }
 
@@ -499,21 +539,10 @@ static void open_answer(struct dash *d, const char *id)
 		return;
 	json_decref(d->question);
 	d->question = q;
-	lines_clear(&d->shown);
 	lev_respond_format(&b, q);
-	if (b.len && b.buf[b.len - 1] == '\n')
-		b.buf[--b.len] = '\0';
-	/* the text is terminal-safe already: split it, nothing more */
-	for (char *p = b.buf, *nl;; p = nl + 1) {
-		nl = strchr(p, '\n');
-		if (nl)
-			*nl = '\0';
-		d->shown.v = xrealloc(d->shown.v, (d->shown.n + 1) * sizeof(*d->shown.v));
-		d->shown.v[d->shown.n++] = safe_cell(p);
-		if (!nl)
-			break;
-	}
-	lev_buf_release(&b);
+	free(d->shown_text);
+	d->shown_text = lev_buf_detach(&b, NULL);
+	d->shown_cols = 0;	/* wrapped when drawn */
 	open_run(d, id, VIEW_ANSWER);
 }
 
@@ -681,7 +710,11 @@ static void draw_list(struct dash *d)
 	free(cells);
 }
 
-/* Lines L from d->scroll in rows TOP to the footer (the newest when following). */
+/*
+ * Lines L from d->scroll in rows TOP to the footer (the newest when
+ * following), with a mark on the row above TOP where more lies above or
+ * below.
+ */
 static void draw_lines(struct dash *d, const struct lines *l, int top)
 {
 	int rows = LINES - 2 - top;
@@ -692,6 +725,13 @@ static void draw_lines(struct dash *d, const struct lines *l, int top)
 		d->scroll = l->n > (size_t)rows ? l->n - (size_t)rows : 0;
 	for (int y = 0; y < rows && d->scroll + (size_t)y < l->n; y++)
 		put(top + y, 1, l->v[d->scroll + (size_t)y]);
+	/* on the rule over the pane, never over a line of it */
+	attron(A_REVERSE);
+	if (d->scroll > 0)
+		put(top - 1, COLS > 48 ? COLS - 48 : 0, " more above: Up/PgUp ");
+	if (d->scroll + (size_t)rows < l->n)
+		put(top - 1, COLS > 26 ? COLS - 26 : 0, " more below: Down/PgDn ");
+	attroff(A_REVERSE);
 }
 
 /* The open run: its row's facts over its events. */
@@ -721,6 +761,12 @@ static void draw_detail(struct dash *d)
 	}
 	mvhline(3, 0, ACS_HLINE, COLS);
 	put(3, 2, d->view == VIEW_ANSWER ? " its question, the whole call " : " events ");
+	if (d->view == VIEW_ANSWER && d->shown_cols != COLS - 2) {
+		/* wrapped to the pane's width, again after a resize */
+		lines_clear(&d->shown);
+		lines_add(&d->shown, "", d->shown_text ? d->shown_text : "", COLS - 2);
+		d->shown_cols = COLS - 2;
+	}
 	draw_lines(d, d->view == VIEW_ANSWER ? &d->shown : &d->events, 4);
 }
 
@@ -1039,13 +1085,14 @@ static void dash_release(struct dash *d)
 	free(d->run);
 	lines_clear(&d->events);
 	lines_clear(&d->shown);
+	free(d->shown_text);
 	if (d->ev_fd >= 0)
 		close(d->ev_fd);
 }
 
 int cmd_dash(int argc, char **argv, struct lev_ctx *ctx)
 {
-	struct dash d = { .ev_fd = -1, .follow = true };
+	struct dash d = { .ev_fd = -1, .follow = true, .events.max = EVENT_LINES_MAX };
 	struct sigaction sa = { .sa_handler = on_stop };
 	FILE *out;
 	SCREEN *scr;

@@ -61,7 +61,7 @@ dump() {
 	return 1
 }
 
-mkdir -p asks esc work1 work2 work3 work4 work5
+mkdir -p asks esc long work1 work2 work3 work4 work5 work6
 cat >asks/agent.leviath <<'EOF'
 [agent]
 name = "asks"
@@ -77,6 +77,22 @@ args = { command = "echo first-line >> ran.txt\necho second-line-ran >> ran.txt"
 [[turn]]
 text = "done"
 EOF
+# a call taller than the pane, with a line wider than it
+cat >long/agent.leviath <<'EOF'
+[agent]
+name = "long"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["shell"]
+EOF
+python3 - <<'PY'
+import json
+lines = ["echo line-%d >> f.txt" % i for i in range(1, 61)]
+lines.append("echo " + "w" * 300 + "-TAIL-OF-THE-WIDE-LINE >> f.txt")
+lines.append("echo end-of-call >> f.txt")
+open("long/turns.toml", "w").write('[[turn]]\n[[turn.call]]\ntool = "shell"\n'
+    'args = { command = %s }\n[[turn]]\ntext = "done"\n' % json.dumps("\n".join(lines)))
+PY
 cat >esc/agent.leviath <<'EOF'
 [agent]
 name = "esc"
@@ -109,6 +125,8 @@ test_expect_success 'set-up: runs that ask, one whose output holds escapes' '
 	setsid -w "$LEV" run esc --workdir work3 --detach >id3 2>/dev/null &&
 	setsid -w "$LEV" run asks --workdir work4 --detach >id4 2>/dev/null &&
 	setsid -w "$LEV" run asks --workdir work5 --detach >id5 2>/dev/null &&
+	setsid -w "$LEV" run long --workdir work6 --detach >id6 2>/dev/null &&
+	wait_for status_is "$(cat id6)" "waiting: tool approval" &&
 	wait_for status_is "$(cat id5)" "waiting: tool approval" &&
 	wait_for status_is "$(cat id1)" "waiting: tool approval" &&
 	wait_for status_is "$(cat id2)" "waiting: tool approval" &&
@@ -124,7 +142,7 @@ test_expect_success 'the dashboard lists the runs with their status' '
 	screen | grep "^ *$(cat id1) " | grep -q "asks  *waiting: tool approval  *main" &&
 	screen | grep "^ *$(cat id2) " | grep -q "waiting: tool approval" &&
 	screen | grep "^ *$(cat id3) " | grep -q "esc  *complete" &&
-	on_screen "4 waiting for an answer" || dump
+	on_screen "5 waiting for an answer" || dump
 '
 
 test_expect_success 'opening a waiting run shows the whole call, as lev respond shows it' '
@@ -182,6 +200,25 @@ test_expect_success 'a run whose output holds escapes shows them as text: the pa
 	on_screen "status: complete" &&
 	test "$(tm display-message -p -t dash "#{pane_title}")" = "$title" &&
 	test "$title" != PWNED-TITLE || dump
+'
+
+test_expect_success 'a call taller and wider than the pane: every line of it is there to read' '
+	keys Escape && wait_for on_screen "Enter open" &&
+	show_run "$(cat id6)" && keys i &&
+	wait_for on_screen "command: (62 lines)" &&
+	on_screen "more below" &&
+	screen >seen &&
+	for i in $(seq 1 20); do
+		on_screen "end-of-call" && break
+		keys NPage && screen >>seen
+	done &&
+	wait_for on_screen "end-of-call" && screen >>seen &&
+	for i in $(seq 1 60); do
+		grep -qF "| echo line-$i >> f.txt" seen || return 1
+	done &&
+	tr -d " \n" <seen | grep -q "|echow\{300\}-TAIL-OF-THE-WIDE-LINE>>f.txt" &&
+	keys d && wait_for status_is "$(cat id6)" complete &&
+	test ! -e work6/f.txt || dump
 '
 
 test_expect_success 'x cancels a run after asking; any other key keeps it' '
