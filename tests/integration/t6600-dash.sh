@@ -233,6 +233,12 @@ test_expect_success 'x cancels a run after asking; any other key keeps it' '
 	test ! -e work5/ran.txt || dump
 '
 
+test_expect_success 'p and r are the daemon'"'"'s pause and resume: its refusal is shown' '
+	keys r && wait_for on_screen "refused: run '"'"'$(cat id5)'"'"' has already ended" &&
+	keys "?" && keys z && wait_for not_on_screen "refused:" &&
+	keys p && wait_for on_screen "refused: run '"'"'$(cat id5)'"'"' has already ended" || dump
+'
+
 test_expect_success 'the daemon going away is shown, and its coming back' '
 	"$LEV" daemon stop >/dev/null &&
 	wait_for on_screen "daemon not answering" &&
