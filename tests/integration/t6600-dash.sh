@@ -52,6 +52,13 @@ row_says() {
 row_shown() {
 	screen | grep -q "^ *$1 "
 }
+# field_has_request RUN PROMPT: RUN's open request asks PROMPT
+field_has_request() {
+	"$LEV" respond --json | python3 -c '
+import json, sys
+assert [q for q in json.load(sys.stdin) if q["run"] == sys.argv[1] and q["prompt"] == sys.argv[2]]
+' "$1" "$2"
+}
 test_no_session() {
 	! tm has-session -t dash 2>/dev/null
 }
@@ -61,7 +68,7 @@ dump() {
 	return 1
 }
 
-mkdir -p asks esc long work1 work2 work3 work4 work5 work6
+mkdir -p asks esc long qs work1 work2 work3 work4 work5 work6 work7
 cat >asks/agent.leviath <<'EOF'
 [agent]
 name = "asks"
@@ -93,6 +100,28 @@ lines.append("echo end-of-call >> f.txt")
 open("long/turns.toml", "w").write('[[turn]]\n[[turn.call]]\ntool = "shell"\n'
     'args = { command = %s }\n[[turn]]\ntext = "done"\n' % json.dumps("\n".join(lines)))
 PY
+# the agent's own questions: text, choice, confirm
+cat >qs/agent.leviath <<'EOF'
+[agent]
+name = "qs"
+[stages.main]
+model = { provider = "script", script = "turns.toml" }
+available_tools = ["ask_user_text", "ask_user_choice", "ask_user_confirm"]
+EOF
+cat >qs/turns.toml <<'EOF'
+[[turn]]
+[[turn.call]]
+tool = "ask_user_text"
+args = { question = "Which colour?" }
+[[turn.call]]
+tool = "ask_user_choice"
+args = { question = "Which branch?", choices = ["main", "dev", "release"] }
+[[turn.call]]
+tool = "ask_user_confirm"
+args = { question = "Push it?" }
+[[turn]]
+text = "done"
+EOF
 cat >esc/agent.leviath <<'EOF'
 [agent]
 name = "esc"
@@ -219,6 +248,28 @@ test_expect_success 'a call taller and wider than the pane: every line of it is 
 	tr -d " \n" <seen | grep -q "|echow\{300\}-TAIL-OF-THE-WIDE-LINE>>f.txt" &&
 	keys d && wait_for status_is "$(cat id6)" complete &&
 	test ! -e work6/f.txt || dump
+'
+
+test_expect_success 'the agent'"'"'s questions: typed text, a choice by number, a confirm' '
+	setsid -w "$LEV" run qs --workdir work7 --detach >id7 2>/dev/null &&
+	wait_for status_is "$(cat id7)" "waiting: user prompt" &&
+	keys Escape && wait_for on_screen "Enter open" &&
+	show_run "$(cat id7)" && keys i &&
+	wait_for on_screen "the agent asks: Which colour?" &&
+	on_screen "t or Enter type the answer" &&
+	keys t && keys -l "dark blue" && wait_for on_screen "answer> dark blue" &&
+	keys Enter && wait_for on_screen "answered (text)" &&
+	wait_for field_has_request "$(cat id7)" "Which branch?" &&
+	keys i && wait_for on_screen "    1) dev" &&
+	keys 1 && wait_for on_screen "answered (choice)" &&
+	wait_for field_has_request "$(cat id7)" "Push it?" &&
+	keys i && wait_for on_screen "the agent asks: Push it?" &&
+	keys y && wait_for status_is "$(cat id7)" complete &&
+	"$LEV" logs "$(cat id7)" | python3 -c "
+import json, sys
+got = [e[\"text\"] for e in map(json.loads, sys.stdin) if e[\"event\"] == \"tool_result\"]
+assert got == [\"dark blue\", \"dev\", \"yes\"], got
+" || dump
 '
 
 test_expect_success 'x cancels a run after asking; any other key keeps it' '
