@@ -64,6 +64,7 @@ struct dash {
 	enum prompt prompt;
 	bool help;
 	char *run;		/* the run open in the detail or answer view */
+	char *cancel;		/* the run x asks about */
 	struct lines events;	/* its events, as lines */
 	int ev_fd;
 	off_t ev_off;
@@ -647,7 +648,7 @@ static void draw_footer(const struct dash *d, const char *keys)
 
 		in = xasprintf("%s%s_", d->prompt == PROMPT_FILTER ? "filter /" : "answer> ", safe);
 	} else if (d->prompt == PROMPT_CANCEL) {
-		_cleanup_free_ char *id = safe_cell(d->run);
+		_cleanup_free_ char *id = safe_cell(d->cancel);
 
 		in = xasprintf("cancel run %s? y: cancel it, any other key: keep it", id);
 	}
@@ -872,7 +873,7 @@ static void key_prompt(struct dash *d, int ch)
 	if (p == PROMPT_CANCEL) {
 		d->prompt = PROMPT_NONE;
 		if (ch == 'y')
-			run_op(d, "cancel", d->run);
+			run_op(d, "cancel", d->cancel);
 		else
 			snprintf(d->toast, sizeof(d->toast), "not cancelled");
 		return;
@@ -917,8 +918,8 @@ static bool key_run(struct dash *d, int ch, const char *id)
 	if (ch == 'p' || ch == 'r') {
 		run_op(d, ch == 'p' ? "pause" : "resume", id);
 	} else if (ch == 'x') {
-		free(d->run);
-		d->run = xstrdup(id);
+		free(d->cancel);
+		d->cancel = xstrdup(id);
 		start_prompt(d, PROMPT_CANCEL);
 	} else if (ch == 'i') {
 		const json_t *r = run_by_id(d, id);
@@ -1083,6 +1084,7 @@ static void dash_release(struct dash *d)
 	free(d->rows);
 	free(d->down_why);
 	free(d->run);
+	free(d->cancel);
 	lines_clear(&d->events);
 	lines_clear(&d->shown);
 	free(d->shown_text);
