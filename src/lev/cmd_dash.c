@@ -306,6 +306,14 @@ static void poll_runs(struct dash *d)
 	_cleanup_free_ char *keep = selected(d) ? xstrdup(lev_json_str(selected(d), "id")) : NULL;
 	int r = call(lev_proto_request("ps"), &reply, &err);
 
+	if (r == -EREMOTEIO) {
+		/* it answered, and said no: not a daemon gone */
+		_cleanup_free_ char *why = safe_cell(err.msg);
+
+		snprintf(d->toast, sizeof(d->toast), "the daemon refused the run list: %s", why);
+		lev_err_clear(&err);
+		return;
+	}
 	if (r < 0) {
 		if (!d->down)
 			snprintf(d->toast, sizeof(d->toast), "the daemon stopped answering");

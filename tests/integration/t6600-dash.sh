@@ -133,11 +133,13 @@ cat >esc/turns.toml <<'EOF'
 text = "before-the-escapes\u001b[2J\u001b[H\u001b]0;PWNED-TITLE\u0007after-the-escapes"
 EOF
 
-test_expect_success 'not on a terminal: one line and a failure' '
+test_expect_success 'not on a terminal: one line and a failure; an argument: usage (2)' '
 	test_must_fail "$LEV" dash >out 2>err </dev/null &&
 	test "$(wc -l <err)" = 1 &&
 	grep -q "^lev: error: lev dash draws on a terminal" err &&
-	test ! -s out
+	test ! -s out &&
+	test_must_fail --code 2 "$LEV" dash extra 2>err &&
+	grep -q "unexpected argument .extra." err
 '
 
 test_expect_success 'no runs: the list says so' '
