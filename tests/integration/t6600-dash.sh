@@ -1,11 +1,15 @@
 #!/bin/bash
-# lev dash, driven under tmux (send-keys in, capture-pane out): the runs
-# with their status; a waiting run's question showing the whole call as
-# lev respond shows it; an approval from the dashboard lets the call run
-# and the run finish, a deny in the twin run keeps the call from running
-# (both checked from outside, with lev ps and the work directory); a run
-# whose output holds escape sequences cannot clear the pane or set its
-# title; the daemon going away and coming back; a resize; quit exits 0.
+# lev dash, driven under tmux (send-keys in, capture-pane out): not on a
+# terminal, one line; the runs with their status, and an empty list; a
+# waiting run's question showing the whole call as lev respond shows it
+# (every line of a call taller and wider than the pane); an approval from the
+# dashboard lets the call run and the run finish, a deny in the twin run keeps
+# the call from running (both checked from outside: lev ps, lev logs, the work
+# directory); a question answered elsewhere while shown; the agent's own
+# questions (text, choice, confirm); a run whose output holds escape
+# sequences cannot clear the pane or set its title; cancel only after a y;
+# pause and resume refused by the daemon; the daemon going away and coming
+# back; a resize; quit exits 0.  Every wait is a bounded poll of the pane.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
@@ -140,6 +144,16 @@ test_expect_success 'not on a terminal: one line and a failure; an argument: usa
 	test ! -s out &&
 	test_must_fail --code 2 "$LEV" dash extra 2>err &&
 	grep -q "unexpected argument .extra." err
+'
+
+test_expect_success 'stdin a terminal, stdout a file: one line and a failure' '
+	tm new-session -d -s pipe -x 80 -y 24 \
+		"\"$LEV\" dash >\"$TRASH/pipe.out\" 2>\"$TRASH/pipe.err\"; echo \$? >\"$TRASH/pipe.rc\"" &&
+	wait_for test -s "$TRASH/pipe.rc" &&
+	test "$(cat "$TRASH/pipe.rc")" = 1 &&
+	test "$(wc -l <"$TRASH/pipe.err")" = 1 &&
+	grep -q "^lev: error: lev dash draws on a terminal" "$TRASH/pipe.err" &&
+	test ! -s "$TRASH/pipe.out"
 '
 
 test_expect_success 'no runs: the list says so' '
