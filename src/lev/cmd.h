@@ -133,6 +133,15 @@ int cmd_ps(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_ps[];
 int cmd_respond(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_respond[];
+struct lev_buf;
+/*
+ * Open request Q (a frame's "question") as lev respond shows it: its prompt,
+ * its detail and, for a tool approval, the whole call and what --stage and
+ * --session would allow, control characters made visible; added to OUT.
+ */
+void lev_respond_describe(struct lev_buf *out, const json_t *q);
+int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_agent_client[];
 int cmd_result(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_result[];
 int cmd_logs(int argc, char **argv, struct lev_ctx *ctx);

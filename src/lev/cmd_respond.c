@@ -50,24 +50,44 @@ static void show(const char *s)
 
 /*
  * A tool approval's call, in full (callshow.h), and what --stage and
- * --session would allow beyond it.
+ * --session would allow beyond it, into B as written (not yet made safe
+ * for a terminal).
  */
-static void show_call(const json_t *q)
+static void call_text(struct lev_buf *b, const json_t *q)
 {
-	struct lev_buf b = LEV_BUF_INIT;
 	const char *kind = lev_json_str(q, "kind");
 
 	if (lev_streq(kind, "question"))
 		return;
-	(void)lev_buf_adds(&b, "  the call, in full:\n");
-	lev_callshow_indent(&b, lev_json_str(q, "call") ? lev_json_str(q, "call")
-						       : "(not shown: nothing to approve)\n",
+	(void)lev_buf_adds(b, "  the call, in full:\n");
+	lev_callshow_indent(b, lev_json_str(q, "call") ? lev_json_str(q, "call")
+						      : "(not shown: nothing to approve)\n",
 			    "    ");
 	if (lev_streq(kind, "permission") && lev_json_str(q, "stage_label"))
-		(void)lev_buf_addf(&b, "  --stage: %s\n", lev_json_str(q, "stage_label"));
+		(void)lev_buf_addf(b, "  --stage: %s\n", lev_json_str(q, "stage_label"));
 	if (lev_json_str(q, "run_label"))
-		(void)lev_buf_addf(&b, "  --session: %s\n", lev_json_str(q, "run_label"));
-	show(b.buf);
+		(void)lev_buf_addf(b, "  --session: %s\n", lev_json_str(q, "run_label"));
+}
+
+static void show_call(const json_t *q)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	call_text(&b, q);
+	if (b.len)
+		show(b.buf);
+	lev_buf_release(&b);
+}
+
+void lev_respond_describe(struct lev_buf *out, const json_t *q)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+
+	(void)lev_buf_addf(&b, "%s\n", lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "");
+	if (lev_json_str(q, "detail"))
+		(void)lev_buf_addf(&b, "  %s\n", lev_json_str(q, "detail"));
+	call_text(&b, q);
+	lev_termtext_add(out, b.buf, b.len);
 	lev_buf_release(&b);
 }
 
