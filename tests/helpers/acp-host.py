@@ -18,6 +18,8 @@ exits 0; 1 when the agent broke the protocol, crashed or stayed silent for
   --kill-daemon-on-ask kill -9 the daemon (LEV daemon status) at the first
                        permission request and leave that one unanswered
   --cancel-on-ask      send session/cancel at the first permission request
+  --respond-outside    answer a question the agent says as output (an editor
+                       with no capabilities) with `LEV respond ID --approve`
 """
 import argparse
 import json
@@ -143,6 +145,7 @@ def main():
     ap.add_argument("--no-caps", action="store_true")
     ap.add_argument("--kill-daemon-on-ask", action="store_true")
     ap.add_argument("--cancel-on-ask", action="store_true")
+    ap.add_argument("--respond-outside", action="store_true")
     ap.add_argument("argv", nargs="+")
     a = ap.parse_args()
 
@@ -166,6 +169,13 @@ def main():
         if m.get("method") == "session/update":
             if m["params"].get("sessionId") != sid:
                 die("an update for another session: %r" % m)
+            text = m["params"]["update"].get("content", {})
+            said = re.search(r"lev respond (q\d+)", text.get("text", "")
+                             if isinstance(text, dict) else "")
+            if said and a.respond_outside:
+                subprocess.run([a.argv[0], "respond", said.group(1), "--approve"],
+                               stdout=subprocess.DEVNULL, check=True)
+                print("answered %s outside" % said.group(1))
             return
         if m.get("method") != "session/request_permission":
             die("unexpected message: %r" % m)

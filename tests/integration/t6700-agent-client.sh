@@ -103,6 +103,29 @@ test_expect_success '--yolo: the run asks nothing and the call runs' '
 	grep -qx "second-line-ran" work/ran.txt
 '
 
+test_expect_success '--yolo: a call the config denies stays denied' '
+	rm -f work/ran.txt &&
+	printf "[tool_permissions]\nshell = \"deny\"\n" >"$ROOT/config.toml" &&
+	chmod 600 "$ROOT/config.toml" &&
+	host --cwd work --log yolodeny.log -- "$LEV" agent-client --yolo "$PWD/asker" >out &&
+	rm -f "$ROOT/config.toml" &&
+	grep -qx "stopReason: end_turn" out &&
+	grep -qx "asked 0" out &&
+	test ! -e work/ran.txt &&
+	grep -q "\"status\": \"failed\".*denied by permission" yolodeny.log
+'
+
+test_expect_success 'a host with no capabilities: the question is said with the whole call; lev respond answers it' '
+	rm -f work/ran.txt &&
+	host --no-caps --respond-outside --cwd work --log nocaps.log -- "$LEV" agent-client \
+		"$PWD/asker" >out &&
+	grep -qx "asked 0" out &&
+	grep -q "^answered q[0-9]* outside\$" out &&
+	grep -qx "stopReason: end_turn" out &&
+	grep -q "the call, in full:.*echo second-line-ran" nocaps.log &&
+	grep -qx "second-line-ran" work/ran.txt
+'
+
 test_expect_success 'bad lines get JSON-RPC errors and the session still works after' '
 	rm -f work/ran.txt &&
 	host --garbage --cwd work --log bad.log -- "$LEV" agent-client "$PWD/asker" >out &&
