@@ -27,8 +27,8 @@ void lev_acp_in_push(struct lev_acp_in *in, const char *data, size_t n)
 	}
 	memcpy(in->buf + in->len, data, n);
 	in->len += n;
-	/* a line that cannot end within the max is dropped now, not kept growing */
-	if (in->len > LEV_ACP_LINE_MAX && !memchr(in->buf, '\n', in->len)) {
+	/* a line that cannot end within the max (and a CR) is dropped now, not kept growing */
+	if (in->len > LEV_ACP_LINE_MAX + 1 && !memchr(in->buf, '\n', in->len)) {
 		in->len = 0;
 		in->skipping = true;
 		in->oversized = true;
