@@ -172,6 +172,10 @@ static void on_event(struct acp *a, const json_t *ev)
 	if (lev_streq(name, "model_response") && lev_json_str(ev, "text") &&
 	    *lev_json_str(ev, "text")) {
 		say(a->turn, lev_json_str(ev, "text"));
+	} else if (lev_streq(name, "user_message") && lev_json_str(ev, "text")) {
+		update(a->turn, json_pack("{s:s, s:{s:s, s:s}}", "sessionUpdate",
+					  "user_message_chunk", "content", "type", "text", "text",
+					  lev_json_str(ev, "text")));
 	} else if (lev_streq(name, "tool_call")) {
 		on_tool_call(a, ev);
 	} else if (lev_streq(name, "tool_result") && lev_json_str(ev, "id")) {

@@ -18,6 +18,8 @@ exits 0; 1 when the agent broke the protocol, crashed or stayed silent for
   --kill-daemon-on-ask kill -9 the daemon (LEV daemon status) at the first
                        permission request and leave that one unanswered
   --cancel-on-ask      send session/cancel at the first permission request
+  --second-prompt T    at the first permission request, send a second
+                       session/prompt T (before answering it)
   --respond-outside    answer a question the agent says as output (an editor
                        with no capabilities) with `LEV respond ID --approve`
 """
@@ -146,6 +148,7 @@ def main():
     ap.add_argument("--kill-daemon-on-ask", action="store_true")
     ap.add_argument("--cancel-on-ask", action="store_true")
     ap.add_argument("--respond-outside", action="store_true")
+    ap.add_argument("--second-prompt")
     ap.add_argument("argv", nargs="+")
     a = ap.parse_args()
 
@@ -164,8 +167,11 @@ def main():
         garbage(h, sid)
 
     asks = []
+    second = []
 
     def on_other(m):
+        if "method" not in m and m.get("id") in second:
+            die("the second prompt was answered before the first: %r" % m)
         if m.get("method") == "session/update":
             if m["params"].get("sessionId") != sid:
                 die("an update for another session: %r" % m)
@@ -188,6 +194,9 @@ def main():
             os.kill(int(pid.group(1)), signal.SIGKILL)
             print("killed the daemon")
             return
+        if len(asks) == 1 and a.second_prompt:
+            second.append(h.request("session/prompt", {
+                "sessionId": sid, "prompt": [{"type": "text", "text": a.second_prompt}]}))
         if len(asks) == 1 and a.cancel_on_ask:
             h.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
             return
@@ -200,6 +209,9 @@ def main():
     r = h.answer_of(h.request("session/prompt", {
         "sessionId": sid, "prompt": [{"type": "text", "text": a.prompt}]}), on_other)
     print("asked %d" % len(asks))
+    for rid in second:
+        r2 = h.answer_of(rid)
+        print("second prompt: %s" % r2.get("result", r2.get("error")))
     if "result" in r:
         print("stopReason: %s" % r["result"].get("stopReason"))
     else:

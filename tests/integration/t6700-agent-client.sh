@@ -126,6 +126,16 @@ test_expect_success 'a host with no capabilities: the question is said with the 
 	grep -qx "second-line-ran" work/ran.txt
 '
 
+test_expect_success 'a prompt while the run goes on is a message into it; both end with the run' '
+	rm -f work/ran.txt &&
+	host --cwd work --second-prompt "also this, please" --log msg.log -- "$LEV" agent-client \
+		"$PWD/asker" >out &&
+	grep -qx "stopReason: end_turn" out &&
+	grep -qx "second prompt: {.stopReason.: .end_turn.}" out &&
+	grep -q "\"user_message_chunk\".*also this, please" msg.log &&
+	test "$(grep -c "\"stopReason\"" msg.log)" -eq 2
+'
+
 test_expect_success 'bad lines get JSON-RPC errors and the session still works after' '
 	rm -f work/ran.txt &&
 	host --garbage --cwd work --log bad.log -- "$LEV" agent-client "$PWD/asker" >out &&
