@@ -17,6 +17,8 @@ exits 0; 1 when the agent broke the protocol, crashed or stayed silent for
   --no-caps            send no clientCapabilities at initialize
   --kill-daemon-on-ask kill -9 the daemon (LEV daemon status) at the first
                        permission request and leave that one unanswered
+  --break-root DIR     with --kill-daemon-on-ask: then make DIR (the data
+                       root) writable by all, so no daemon may start there
   --cancel-on-ask      send session/cancel at the first permission request
   --second-prompt T    at the first permission request, send a second
                        session/prompt T (before answering it)
@@ -149,6 +151,7 @@ def main():
     ap.add_argument("--cancel-on-ask", action="store_true")
     ap.add_argument("--respond-outside", action="store_true")
     ap.add_argument("--second-prompt")
+    ap.add_argument("--break-root")
     ap.add_argument("argv", nargs="+")
     a = ap.parse_args()
 
@@ -192,6 +195,8 @@ def main():
             if not pid:
                 die("no daemon to kill: %r" % st.stdout)
             os.kill(int(pid.group(1)), signal.SIGKILL)
+            if a.break_root:
+                os.chmod(a.break_root, 0o777)
             print("killed the daemon")
             return
         if len(asks) == 1 and a.second_prompt:

@@ -164,6 +164,18 @@ test_expect_success 'the daemon killed -9 mid-turn: the turn follows the run aga
 	grep -q "lost the daemon.s stream" err
 '
 
+test_expect_success 'no daemon can come back: the turn ends with an error naming the run, no hang' '
+	rm -f work/ran.txt &&
+	host --kill-daemon-on-ask --break-root "$ROOT" --cwd work --log gone.log -- \
+		"$LEV" agent-client "$PWD/asker" >out 2>err;
+	rc=$? &&
+	chmod 700 "$ROOT" &&
+	test $rc -eq 0 &&
+	grep -qx "killed the daemon" out &&
+	grep -q "^error: lost run [0-9a-f-]*: .*lev attach" out &&
+	test ! -e work/ran.txt
+'
+
 test_expect_success 'usage: no agent is a usage error, and nothing is written to stdout' '
 	test_expect_code 2 "$LEV" agent-client </dev/null >out 2>err &&
 	test ! -s out &&
