@@ -76,6 +76,7 @@ struct acp {
 	int fd;			/* the daemon's stream of its run; -1 */
 	json_t *plan;		/* its stages, as a plan's entries */
 	json_t *asked;		/* our request id -> the question it shows */
+	char *last_text;	/* the model's last text this turn */
 	unsigned long next_rid;
 };
 
@@ -171,7 +172,9 @@ static void on_event(struct acp *a, const json_t *ev)
 
 	if (lev_streq(name, "model_response") && lev_json_str(ev, "text") &&
 	    *lev_json_str(ev, "text")) {
-		say(a->turn, lev_json_str(ev, "text"));
+		free(a->last_text);
+		a->last_text = xstrdup(lev_json_str(ev, "text"));
+		say(a->turn, a->last_text);
 	} else if (lev_streq(name, "user_message") && lev_json_str(ev, "text")) {
 		update(a->turn, json_pack("{s:s, s:{s:s, s:s}}", "sessionUpdate",
 					  "user_message_chunk", "content", "type", "text", "text",
@@ -324,6 +327,8 @@ static void turn_end(struct acp *a, const char *stop, const char *msg)
 	json_array_clear(a->waiting);
 	json_object_clear(a->asked);
 	json_array_clear(a->plan);
+	free(a->last_text);
+	a->last_text = NULL;
 	if (a->fd >= 0)
 		close(a->fd);
 	a->fd = -1;
@@ -342,7 +347,8 @@ static void on_end(struct acp *a, const json_t *m)
 	if (json_is_true(json_object_get(m, "result_in_record")) && lev_json_str(m, "record") &&
 	    lev_runrecord_result_load(lev_json_str(m, "record"), &res, NULL) == 0)
 		out = lev_json_str(res, "output");
-	if (lev_streq(status, "complete") && out && *out) {
+	/* the final output, unless it is the model's last text, streamed already */
+	if (lev_streq(status, "complete") && out && *out && !lev_streq(out, a->last_text)) {
 		_cleanup_free_ char *shown = lev_secrets_redacted(out);
 
 		say(a->turn, shown);
@@ -721,6 +727,7 @@ int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx)
 		free(a.s[i].run);
 	}
 	free(a.s);
+	free(a.last_text);
 	json_decref(a.waiting);
 	json_decref(a.plan);
 	json_decref(a.asked);
