@@ -32,6 +32,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/secrets.h"
+#include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/daemon/client.h"
@@ -129,6 +130,22 @@ static json_t *text_content(const char *text)
 			 "text", text ? text : "");
 }
 
+/* ACP's kind of a call of TOOL (what the editor shows it as; nothing is decided by it). */
+static const char *call_kind(const char *tool)
+{
+	const struct lev_tool_desc *d = tool ? lev_tooltable_find(tool) : NULL;
+
+	if (!d)
+		return "other";
+	if (d->touches & (LEV_TOUCH_SHELL | LEV_TOUCH_PROCESS))
+		return "execute";
+	if (d->touches & LEV_TOUCH_WRITES)
+		return "edit";
+	if (d->touches & LEV_TOUCH_NETWORK)
+		return "fetch";
+	return d->touches & LEV_TOUCH_READS ? "read" : "other";
+}
+
 /* The plan's entries as they stand, with stage NAME in STATUS. */
 static void plan_stage(struct acp *a, const char *name, const char *status)
 {
@@ -152,7 +169,8 @@ static void on_tool_call(struct acp *a, const json_t *ev)
 	bool allowed = lev_streq(lev_json_str(ev, "decision"), "allow");
 	json_t *u = json_pack("{s:s, s:s?, s:s?, s:s, s:s}", "sessionUpdate", "tool_call",
 			      "toolCallId", lev_json_str(ev, "id"), "title", lev_json_str(ev, "tool"),
-			      "kind", "other", "status", allowed ? "in_progress" : "failed");
+			      "kind", call_kind(lev_json_str(ev, "tool")), "status",
+			      allowed ? "in_progress" : "failed");
 
 	if (json_object_get(ev, "args"))
 		json_object_set(u, "rawInput", json_object_get(ev, "args"));
@@ -265,7 +283,8 @@ static void on_ask(struct acp *a, const json_t *q)
 			   "sessionId", a->turn->id, "toolCall", "toolCallId",
 			   lev_json_str(q, "call_id"), "title",
 			   lev_json_str(q, "prompt") ? lev_json_str(q, "prompt") : "",
-			   "kind", "other", "status", "pending", "content", text_content(text.buf),
+			   "kind", call_kind(lev_json_str(q, "tool")), "status", "pending", "content",
+			   text_content(text.buf),
 			   "options", opts));
 	lev_buf_release(&text);
 }

@@ -76,6 +76,7 @@ test_expect_success 'a question is a request_permission with the whole call; all
 	assert "| echo first >> ran.txt" in text, text
 	assert "| echo second-line-ran >> ran.txt # \\\\u202eevil" in text, text
 	assert "\u202e" not in text, text
+	assert ask["params"]["toolCall"]["kind"] == "execute", ask
 	kinds = {o["optionId"]: o["kind"] for o in ask["params"]["options"]}
 	assert kinds == {"allow_once": "allow_once", "allow_stage": "allow_always",
 	                 "allow_run": "allow_always", "reject_once": "reject_once"}, kinds
