@@ -139,6 +139,8 @@ extern const char lev_usage_ps[];
 void lev_ps_row(const json_t *r, char *row[LEV_PS_NCOLS]);
 int cmd_respond(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_respond[];
+int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx);
+extern const char lev_usage_agent_client[];
 int cmd_result(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_result[];
 int cmd_logs(int argc, char **argv, struct lev_ctx *ctx);

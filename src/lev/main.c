@@ -62,6 +62,8 @@ const struct lev_cmd lev_cmds[] = {
 	  lev_usage_serve, 0 },
 	{ "dash", cmd_dash, "watch the daemon's runs and answer them in a terminal dashboard",
 	  lev_usage_dash, 0 },
+	{ "agent-client", cmd_agent_client, "serve an agent to an editor over the Agent Client Protocol",
+	  lev_usage_agent_client, 0 },
 	{ "daemon", cmd_daemon, "run the daemon, or start, stop or ask it", lev_usage_daemon, 0 },
 	{ "kill", cmd_cancel, "cancel a run (Leviath's alias of cancel)", lev_usage_kill, 0 },
 	{ "tools", cmd_tools, "list the built-in tools, their defaults and arguments",

@@ -43,6 +43,18 @@ void lev_respond_format_call(struct lev_buf *b, const json_t *q)
 	}
 }
 
+void lev_respond_describe(struct lev_buf *b, const json_t *q)
+{
+	safe(b, lev_json_str(q, "prompt"), "");
+	(void)lev_buf_addch(b, '\n');
+	if (lev_json_str(q, "detail")) {
+		(void)lev_buf_adds(b, "  ");
+		safe(b, lev_json_str(q, "detail"), "");
+		(void)lev_buf_addch(b, '\n');
+	}
+	lev_respond_format_call(b, q);
+}
+
 /* The answer line: which flags answer Q. */
 static void answer_line(struct lev_buf *b, const json_t *q)
 {

@@ -24,6 +24,12 @@ void lev_respond_format(struct lev_buf *out, const json_t *q);
 void lev_respond_format_call(struct lev_buf *out, const json_t *q);
 
 /*
+ * Append to OUT the question of Q and its whole call, without who asks or
+ * the answer line (an editor shows its own choices): lev agent-client.
+ */
+void lev_respond_describe(struct lev_buf *out, const json_t *q);
+
+/*
  * A "respond" request for Q (new reference): its id and, for a tool
  * approval, the digest of its call as shown (DIGEST instead, when not
  * NULL: the caller showed the call some other way).  The caller adds the

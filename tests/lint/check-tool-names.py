@@ -50,6 +50,8 @@ COMPARE = (
 ALLOWED = [
     # mode = "fan_out" is a stage mode of the blueprint format, spelled like the tool.
     ("src/liblev/conf/blueprint.c", "fan_out", "a stage mode word"),
+    # The Agent Client Protocol's kinds of a tool call (what an editor shows a call as).
+    ("src/lev/cmd_agent_client.c", "fetch", "an Agent Client Protocol tool call kind"),
     # [tool_script_permissions] keys name what a script tool may do on the host
     # (its own http_get, shell, read_file ...), not lev's tools.
     ("src/liblev/conf/config.c", "http_get", "a [tool_script_permissions] key"),
