@@ -35,7 +35,7 @@ STATIC = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--static-token" el
 
 state = {
     "mode": "normal", "expires_in": 3600,
-    "clients": {},      # client_id -> redirect_uri
+    "clients": {"preset": None},  # client_id -> redirect_uri (None: any on loopback)
     "codes": {},        # code -> dict
     "access": set(), "refresh": {},  # refresh token -> client_id
 }
@@ -121,6 +121,7 @@ class H(http.server.BaseHTTPRequestHandler):
         if state["mode"] == "bad-redirect":
             uri = "https://evil.example/cb"
         state["clients"][cid] = uri
+        log("register", client=cid)
         self.send(201, {"client_id": cid, "redirect_uris": [uri]})
 
     def authorize(self, q):
@@ -130,7 +131,7 @@ class H(http.server.BaseHTTPRequestHandler):
         bad = None
         if g("response_type") != "code":
             bad = "response_type"
-        elif cid not in state["clients"] or state["clients"][cid] != ru:
+        elif cid not in state["clients"] or state["clients"][cid] not in (None, ru):
             bad = "redirect_uri not the registered one"
         elif host not in ("127.0.0.1", "::1"):
             bad = "redirect_uri not on loopback"

@@ -296,4 +296,43 @@ test_expect_success LOGIN 'logout revokes and deletes the tokens: the server say
 	assert_file_has_content out2 "no stored login"
 '
 
+# ---- the browser, a configured client id --------------------------------------
+
+cat >browser.sh <<EOF
+#!/bin/sh
+echo ran >"$TRASH/browser.ran"
+exec curl -sS -L --max-redirs 2 "\$1" >"$TRASH/browser.out" 2>&1
+EOF
+chmod +x browser.sh
+
+test_expect_success LOGIN '$BROWSER is started with the URL, and a configured oauth_client_id is used without registering' '
+	echo "oauth_client_id = \"preset\"" >>"$CONFIG" &&
+	regs=$(count register ev register) &&
+	BROWSER="$TRASH/browser.sh" lev mcp login o --timeout 60 >out 2>err &&
+	assert_file_has_content out "logged in to MCP server .o." &&
+	assert_file_has_content browser.out "login received" &&
+	test "$(count register ev register)" = "$regs" &&
+	lev mcp test o >out2 &&
+	assert_file_has_content out2 "o__echo" &&
+	lev mcp logout o >/dev/null
+'
+
+test_expect_success LOGIN 'with --no-browser, $BROWSER is not started: the URL is only printed' '
+	rm -f browser.ran &&
+	export BROWSER="$TRASH/browser.sh" &&
+	login_bg &&
+	test -n "$URL" &&
+	test ! -e browser.ran &&
+	curl -sS -L --max-redirs 2 "$URL" >/dev/null &&
+	wait "$LOGIN_PID" &&
+	test ! -e browser.ran &&
+	stored
+'
+
+test_expect_success 'oauth_client_id on a command server is a config error naming it' '
+	printf "[[mcp_servers]]\nname = \"c\"\ncommand = \"true\"\noauth_client_id = \"x\"\n" >"$CONFIG" &&
+	test_must_fail lev mcp list >out 2>err &&
+	assert_file_has_content err "config.toml:.*oauth_client_id. is for a .url."
+'
+
 test_done

@@ -633,9 +633,14 @@ static int register_client(struct flow *f, struct lev_err *err)
 	bool ours = false;
 	int r;
 
+	if (f->o->conf->oauth_client_id) {
+		f->client_id = xstrdup(f->o->conf->oauth_client_id);	/* registered by the user */
+		return 0;
+	}
 	if (!f->reg)
 		return lev_err_set(err, -ENOTSUP, "the authorization server offers no "
-				   "'registration_endpoint' to register lev as a client");
+				   "'registration_endpoint' to register lev as a client; set "
+				   "oauth_client_id in the server's [[mcp_servers]] entry");
 	req = json_pack("{s:s, s:[s], s:[s,s], s:[s], s:s}", "client_name", "lev",
 			"redirect_uris", f->redirect, "grant_types", "authorization_code",
 			"refresh_token", "response_types", "code", "token_endpoint_auth_method",
