@@ -33,6 +33,7 @@ const char lev_usage_mcp[] =
 	"   or: lev mcp add NAME --command CMD [--arg A]... [--env K=V]... [--timeout SECS]\n"
 	"                        [--sandbox none]\n"
 	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS] [--allow-local-network]\n"
+	"                        [--no-login]\n"
 	"   or: lev mcp list [--json] [--workdir DIR]\n"
 	"   or: lev mcp test NAME [--workdir DIR]\n"
 	"   or: lev mcp approve NAME [--workdir DIR]\n"
