@@ -280,6 +280,50 @@ test_expect_success LOGIN 'no token appears in list, config, records, audit, log
 	done
 '
 
+test_expect_success LOGIN 'property: over generated URLs, lev counts a server logged in exactly when its origin is the one logged in to' '
+	cp "$CONFIG" config.keep &&
+	python3 - "$A" "$B" >cases <<-\EOF &&
+	import random, sys
+	a, b = sys.argv[1], sys.argv[2]
+	rnd = random.Random(5403)
+	schemes = ["http", "http", "https"]
+	hosts = ["127.0.0.1", "localhost", "LocalHost", "127.0.0.2", "[::1]"]
+	ports = [a, b, ""]
+	paths = ["/mcp", "/mcp/other", "/", "", "/MCP?x=1", "/mcp#frag"]
+	seen = set()
+	while len(seen) < 40:
+	    seen.add(rnd.choice(schemes) + "://" + rnd.choice(hosts) +
+	             (":" + p if (p := rnd.choice(ports)) else "") + rnd.choice(paths))
+	for u in sorted(seen):
+	    print(u)
+	EOF
+	i=0 &&
+	while read -r u; do
+		i=$((i + 1)) &&
+		printf "[[mcp_servers]]\nname = \"p%d\"\nurl = \"%s\"\nallow_local_network = true\ntimeout_secs = 2\n" "$i" "$u" >>"$CONFIG" || exit 1
+	done <cases &&
+	lev mcp list --json >plist.json &&
+	python3 - "$A" plist.json cases <<-\EOF &&
+	import json, sys, urllib.parse
+	a = sys.argv[1]
+	def origin(u):
+	    s = urllib.parse.urlsplit(u)
+	    return (s.scheme.lower(), s.hostname.lower(), s.port or {"http": 80, "https": 443}[s.scheme.lower()])
+	want = origin("http://127.0.0.1:%s/mcp" % a)
+	got = {e["name"]: e["auth"] for e in json.load(open(sys.argv[2]))}
+	bad, pos = [], 0
+	for i, u in enumerate(open(sys.argv[3]).read().split(), 1):
+	    same = origin(u) == want
+	    pos += same
+	    if same != (got["p%d" % i] == "logged in"):
+	        bad.append((u, got["p%d" % i]))
+	assert pos > 0 and pos < 40, pos
+	assert not bad, bad
+	print(pos, "of 40 cases share the origin")
+	EOF
+	cp config.keep "$CONFIG"
+'
+
 # ---- logout -----------------------------------------------------------------
 
 test_expect_success LOGIN 'logout revokes and deletes the tokens: the server says 401 again' '
