@@ -231,13 +231,9 @@ static int call_do(struct call *c, struct lev_err *err)
 	return 0;
 }
 
-/* A 2xx with a JSON object, else one line naming WHAT. */
-static int call_json(struct call *c, struct lev_err *err)
+/* The answer call_do() got must be a 2xx with a JSON object, else one line naming WHAT. */
+static int call_check(struct call *c, struct lev_err *err)
 {
-	int r = call_do(c, err);
-
-	if (r < 0)
-		return r;
 	if (c->status < 200 || c->status > 299) {
 		const char *e = json_string_value(json_object_get(c->json, "error"));
 		_cleanup_free_ char *p = e ? lev_printable(e, strlen(e), 80) : NULL;
@@ -249,6 +245,13 @@ static int call_json(struct call *c, struct lev_err *err)
 		return lev_err_set(err, LEV_EPARSE, "%s '%s' is not a JSON object", c->what,
 				   c->url);
 	return 0;
+}
+
+static int call_json(struct call *c, struct lev_err *err)
+{
+	int r = call_do(c, err);
+
+	return r < 0 ? r : call_check(c, err);
 }
 
 /* O's KEY as a string (*out borrowed); WHAT names O in the error. */
@@ -502,7 +505,7 @@ static int discover_prm(struct flow *f, struct lev_err *err)
 			call_release(&c);
 			r = -ENOENT;
 		} else if (r == 0) {
-			r = call_json(&c, err);
+			r = call_check(&c, err);
 		}
 	}
 	free(urls[0]);
@@ -578,7 +581,7 @@ static int fetch_asm(struct flow *f, struct lev_err *err)
 			continue;
 		}
 		if (r == 0)
-			r = call_json(&c, err);
+			r = call_check(&c, err);
 		break;
 	}
 	if (r == 0)
