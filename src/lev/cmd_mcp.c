@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/config-edit.h"
 #include "liblev/conf/tomlval.h"
+#include "liblev/tools/mcp-oauth.h"
 #include "liblev/tools/mcp-pins.h"
 #include "liblev/tools/mcp-probe.h"
 
@@ -31,17 +33,21 @@ const char lev_usage_mcp[] =
 	"   or: lev mcp add NAME --command CMD [--arg A]... [--env K=V]... [--timeout SECS]\n"
 	"                        [--sandbox none]\n"
 	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS] [--allow-local-network]\n"
+	"                        [--no-login]\n"
 	"   or: lev mcp list [--json] [--workdir DIR]\n"
 	"   or: lev mcp test NAME [--workdir DIR]\n"
 	"   or: lev mcp approve NAME [--workdir DIR]\n"
 	"   or: lev mcp remove NAME\n"
+	"   or: lev mcp login NAME [--no-browser] [--timeout SECS]\n"
+	"   or: lev mcp logout NAME\n"
 	"\n"
 	"MCP servers are [[mcp_servers]] entries in your config.toml (docs/mcp.md).\n"
 	"\n"
 	"add      appends a server's entry to config.toml; the rest of the file is kept\n"
 	"         byte for byte, and nothing is written unless the result is valid.\n"
 	"         --command CMD --arg A... is Leviath's spelling of '-- CMD A...';\n"
-	"         --no-login is accepted: lev starts no OAuth login at add.\n"
+	"         A --url server that answers 401 needs 'lev mcp login NAME';\n"
+	"         --no-login skips asking it.\n"
 	"list     shows each server, its tools (it is started to list them) and whether\n"
 	"         each is the tool you approved.\n"
 	"test     starts one server in its sandbox, initializes it, lists its tools.\n"
@@ -49,6 +55,11 @@ const char lev_usage_mcp[] =
 	"         later runs refuse a tool that changed, is new or is gone until you\n"
 	"         approve the server again.\n"
 	"remove   cuts the server's entry out of config.toml and forgets its approval.\n"
+	"login    OAuth 2.1 + PKCE for a --url server that asks for it: prints the URL\n"
+	"         to open (and opens $BROWSER unless --no-browser), waits up to SECS\n"
+	"         (300) for the answer on 127.0.0.1, stores the tokens in the credential\n"
+	"         store, bound to the server's origin.\n"
+	"logout   deletes those tokens (revoked at the server when it offers that).\n"
 	"\n"
 	"A server starts where a run would start it: in the [sandbox] of your config,\n"
 	"at least a namespace sandbox (unless its entry says sandbox = \"none\"), with DIR\n"
@@ -70,7 +81,8 @@ static bool push_pair(char ***list, const char *kv, const char *sep)
 }
 
 /* One option of add at argv[*i] (its value after it); 0, or a usage error's code. */
-static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf *s)
+static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf *s,
+		      bool *no_login)
 {
 	const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
 	uint64_t n;
@@ -79,9 +91,10 @@ static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf 
 		s->allow_local_network = true;
 		return 0;
 	}
-	/* Leviath's: lev starts no OAuth login at add, so this is what it always does */
-	if (!strcmp(o, "--no-login"))
+	if (!strcmp(o, "--no-login")) {
+		*no_login = true;
 		return 0;
+	}
 	if (strcmp(o, "--url") && strcmp(o, "--header") && strcmp(o, "--env") &&
 	    strcmp(o, "--timeout") && strcmp(o, "--sandbox") && strcmp(o, "--command") &&
 	    strcmp(o, "--arg"))
@@ -126,17 +139,37 @@ static void conf_release(struct lev_mcp_server_conf *s)
 	lev_strv_free(s->headers);
 }
 
+/* Does the new --url server want a login?  Said, never an error: the entry is written. */
+static void add_ask_login(struct lev_ctx *ctx, const struct lev_mcp_server_conf *s)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	bool needs = false;
+
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0)
+		return;
+	if (lev_mcp_oauth_probe(s, ctx->cfg.allow_local_network || s->allow_local_network,
+				&needs, &err) < 0)
+		lev_warn("could not ask MCP server '%s' whether it needs a login: %s", s->name,
+			 err.msg);
+	else if (needs)
+		printf("MCP server '%s' answered 401: run 'lev mcp login %s' to log in\n",
+		       s->name, s->name);
+	else
+		printf("MCP server '%s' needs no login\n", s->name);
+}
+
 static int mcp_add(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct lev_mcp_server_conf s = { 0 };
 	struct lev_err err = LEV_ERR_INIT;
+	bool no_login = false;
 	int i, r = 0;
 
 	if (argc < 2 || argv[1][0] == '-')
 		return usage("add: which server? (a NAME)");
 	s.name = xstrdup(argv[1]);
 	for (i = 2; i < argc && r == 0 && strcmp(argv[i], "--"); i++)
-		r = add_option(argc, argv, &i, &s);
+		r = add_option(argc, argv, &i, &s, &no_login);
 	if (r == 0 && i < argc && ++i < argc) {
 		if (s.command || s.args)
 			r = usage("add: give the command once: '--command CMD --arg A...' or "
@@ -163,6 +196,8 @@ static int mcp_add(int argc, char **argv, struct lev_ctx *ctx)
 	if (r == 0)
 		printf("added MCP server '%s' to %s; 'lev mcp test %s' starts it\n", s.name,
 		       ctx->paths.config, s.name);
+	if (r == 0 && s.url && !no_login)
+		add_ask_login(ctx, &s);
 	conf_release(&s);
 	return r;
 }
@@ -245,16 +280,27 @@ static int probe_args(int argc, char **argv, bool want_name, bool json_ok, struc
 	return 0;
 }
 
+static void store_of(struct lev_ctx *ctx, struct lev_credstore *s)
+{
+	s->kind = ctx->cfg.credential_store;
+	s->credentials_path = ctx->paths.credentials;
+	s->config_path = NULL;		/* OAuth tokens never go into config.toml */
+}
+
 /* Start server C from the config in WORKDIR (--workdir, or the scratch): *out, or an error in ERR. */
 static int start(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c, const char *workdir,
 		 struct lev_mcp_probe **out, struct lev_err *err)
 {
 	char buf[PATH_MAX];
+	struct lev_credstore store;
 	struct lev_mcp_probe_opts o = {
 		.cfg = &ctx->cfg,
 		.data_root = ctx->paths.root,
 		.envp = environ,
+		.store = &store,
 	};
+
+	store_of(ctx, &store);
 
 	o.workdir = realpath(workdir, buf);
 	if (!o.workdir)
@@ -367,6 +413,21 @@ static json_t *gone_json(const json_t *record, const struct lev_mcp_server *s)
 	return a;
 }
 
+/* "logged in" when the store holds tokens for C's origin, else "none" (for now). */
+static const char *auth_status(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c)
+{
+	struct lev_credstore store;
+	struct lev_err err = LEV_ERR_INIT;
+	bool has = false;
+
+	if (!c->url)
+		return "none";
+	store_of(ctx, &store);
+	if (lev_mcp_oauth_has(&store, c->url, &has, &err) < 0)
+		return "unknown (the credential store cannot be read)";
+	return has ? "logged in" : "none";
+}
+
 static json_t *server_json(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c,
 			   const char *workdir)
 {
@@ -381,7 +442,11 @@ static json_t *server_json(struct lev_ctx *ctx, const struct lev_mcp_server_conf
 		json_object_set_new(o, "pins_error", json_string(err.msg));
 	json_object_set_new(o, "approved", record ? json_integer((json_int_t)json_object_size(
 					json_object_get(record, "tools"))) : json_null());
+	json_object_set_new(o, "auth", json_string(auth_status(ctx, c)));
 	if (start(ctx, c, workdir, &p, &err) < 0) {
+		if (err.code == LEV_MCP_NEEDS_LOGIN && !lev_streq(json_string_value(
+				json_object_get(o, "auth")), "logged in"))
+			json_object_set_new(o, "auth", json_string("needs login"));
 		json_object_set_new(o, "error", json_string(err.msg));
 	} else {
 		json_object_set_new(o, "reachable", json_true());
@@ -414,9 +479,10 @@ static void print_server(const json_t *o)
 	if (!strcmp(json_string_value(json_object_get(o, "sandbox")), "none"))
 		fputs(" (sandbox = \"none\")", stdout);
 	if (json_is_integer(approved))
-		printf(", %lld tools approved\n", (long long)json_integer_value(approved));
+		printf(", %lld tools approved", (long long)json_integer_value(approved));
 	else
-		fputs(", no tools approved yet\n", stdout);
+		fputs(", no tools approved yet", stdout);
+	printf(", auth: %s\n", json_string_value(json_object_get(o, "auth")));
 	if (json_object_get(o, "pins_error"))
 		printf("  error: %s\n", json_string_value(json_object_get(o, "pins_error")));
 	if (json_object_get(o, "error"))
@@ -466,6 +532,93 @@ static int mcp_list(int argc, char **argv, struct lev_ctx *ctx)
 	return LEV_EXIT_OK;
 }
 
+/* Show the authorization URL; open it with $BROWSER (argv, no shell) unless --no-browser. */
+static void show_url(void *ud, const char *url)
+{
+	const bool *browser = ud;
+	const char *b = secure_getenv("BROWSER");
+
+	printf("open this URL in your browser to log in:\n  %s\n", url);
+	fflush(stdout);
+	if (*browser && b && *b) {
+		char *argv[] = { (char *)b, (char *)url, NULL };
+		pid_t pid;
+		int e = posix_spawnp(&pid, b, NULL, NULL, argv, environ);
+
+		if (e)
+			lev_warn("cannot start $BROWSER '%s': %s", b, strerror(e));
+	}
+}
+
+static int mcp_login(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_credstore store;
+	const struct lev_mcp_server_conf *c;
+	const char *name = NULL;
+	bool browser = true, not_needed = false;
+	uint64_t secs = 300;
+	struct lev_mcp_oauth_login_opts o = { .show_url = show_url, .ud = &browser };
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--no-browser"))
+			browser = false;
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			if (lev_parse_u64(argv[++i], &secs) < 0 || !secs || secs > 3600)
+				return usage("login: --timeout wants 1 to 3600 seconds");
+		} else if (argv[i][0] == '-' || name)
+			return usage("login: unexpected argument '%s'", argv[i]);
+		else
+			name = argv[i];
+	}
+	if (!name)
+		return usage("login: which server? (a NAME)");
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	if (!(c = find_server(ctx, name)))
+		return LEV_EXIT_FAIL;
+	store_of(ctx, &store);
+	o.conf = c;
+	o.store = &store;
+	o.allow_local = ctx->cfg.allow_local_network || c->allow_local_network;
+	o.wait_secs = (unsigned)secs;
+	if (lev_mcp_oauth_login(&o, &not_needed, &err) < 0)
+		return lev_fail("%s", err.msg);
+	if (not_needed)
+		printf("MCP server '%s' needs no login: it answered without one\n", name);
+	else
+		printf("logged in to MCP server '%s'; its tokens are in the credential store\n",
+		       name);
+	return LEV_EXIT_OK;
+}
+
+static int mcp_logout(int argc, char **argv, struct lev_ctx *ctx)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_credstore store;
+	const struct lev_mcp_server_conf *c;
+	bool had = false, revoked = false;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return usage("logout: give exactly one server NAME");
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG | CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;
+	if (!(c = find_server(ctx, argv[1])))
+		return LEV_EXIT_FAIL;
+	if (!c->url)
+		return lev_fail("MCP server '%s' is a command: it has no login", c->name);
+	store_of(ctx, &store);
+	if (lev_mcp_oauth_logout(&store, c->url, ctx->cfg.allow_local_network ||
+				 c->allow_local_network, &had, &revoked, &err) < 0)
+		return lev_fail("%s", err.msg);
+	if (!had)
+		printf("MCP server '%s' has no stored login\n", c->name);
+	else
+		printf("logged out of MCP server '%s': tokens deleted%s\n", c->name,
+		       revoked ? " and revoked at the server" : "");
+	return LEV_EXIT_OK;
+}
+
 int cmd_mcp(int argc, char **argv, struct lev_ctx *ctx)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -480,6 +633,10 @@ int cmd_mcp(int argc, char **argv, struct lev_ctx *ctx)
 		return mcp_list(argc - 1, argv + 1, ctx);
 	if (!strcmp(sub, "test"))
 		return test_or_approve(argc - 1, argv + 1, ctx, false);
+	if (!strcmp(sub, "login"))
+		return mcp_login(argc - 1, argv + 1, ctx);
+	if (!strcmp(sub, "logout"))
+		return mcp_logout(argc - 1, argv + 1, ctx);
 	if (!strcmp(sub, "approve"))
 		return test_or_approve(argc - 1, argv + 1, ctx, true);
 	return usage("unknown subcommand '%s'", sub);

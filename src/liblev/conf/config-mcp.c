@@ -20,7 +20,8 @@
 
 static const char *const server_keys[] = {
 	"name", "command", "args", "env", "cwd", "url", "headers", "timeout_secs",
-	"max_result_bytes", "sandbox", "transport", "allow_local_network", NULL,
+	"max_result_bytes", "sandbox", "transport", "allow_local_network",
+	"oauth_client_id", NULL,
 };
 
 static const char *const sandbox_words[] = { "inherit", "none" };
@@ -58,6 +59,7 @@ static void server_release(struct lev_mcp_server_conf *s)
 	free(s->cwd);
 	free(s->url);
 	lev_strv_free(s->headers);
+	free(s->oauth_client_id);
 }
 
 void lev__mcp_servers_release(struct lev_config *cfg)
@@ -132,6 +134,8 @@ static int server_key(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		r = lev_tomlval_set_str(c, v, p, &s->cwd, err);
 	else if (lev_tomlval_key_is(t, i, "url"))
 		r = lev_tomlval_set_str(c, v, p, &s->url, err);
+	else if (lev_tomlval_key_is(t, i, "oauth_client_id"))
+		r = lev_tomlval_set_str(c, v, p, &s->oauth_client_id, err);
 	else if (lev_tomlval_key_is(t, i, "headers"))
 		r = string_map(c, v, p, ": ", false, &s->headers, err);
 	else if (lev_tomlval_key_is(t, i, "timeout_secs"))
@@ -180,10 +184,11 @@ static int server_check(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 		return lev_tomlval_fail(c, line, col, err,
 					"MCP server '%s' has a 'url': 'args', 'env' and 'cwd' are "
 					"for a 'command'", s->name);
-	if (s->command && (s->headers || s->allow_local_network))
+	if (s->command && (s->headers || s->allow_local_network || s->oauth_client_id))
 		return lev_tomlval_fail(c, line, col, err,
 					"MCP server '%s' has a 'command': '%s' is for a 'url'",
-					s->name, s->headers ? "headers" : "allow_local_network");
+					s->name, s->headers ? "headers" : s->allow_local_network ?
+					"allow_local_network" : "oauth_client_id");
 	if (s->transport && (s->transport == 1) != !!s->command)
 		return lev_tomlval_fail(c, line, col, err,
 					"MCP server '%s': transport '%s' does not match its '%s'",

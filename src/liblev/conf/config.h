@@ -148,6 +148,7 @@ struct lev_mcp_server_conf {
 	uint64_t max_result_bytes;	/* per message and result; default 1 MiB */
 	bool sandbox_none;	/* sandbox = "none": the user opts this server out */
 	bool allow_local_network;	/* url: its loopback/private address is allowed */
+	char *oauth_client_id;	/* url: lev mcp login's client id; NULL: registered (RFC 7591) */
 	int transport;		/* as written: 0 unset, 1 stdio, 2 http */
 	unsigned line;		/* where its table starts */
 };

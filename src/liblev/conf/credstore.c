@@ -403,6 +403,17 @@ int lev_credstore_set(const struct lev_credstore *s, const char *provider, const
 	return r;
 }
 
+int lev_credstore_get(const struct lev_credstore *s, const char *name, char **out,
+		      struct lev_err *err)
+{
+	*out = NULL;
+	if (s->kind == LEV_CRED_KEYCHAIN)
+		return lev_keychain_lookup(name, out, err);
+	if (!s->credentials_path)
+		return 0;
+	return lev_credentials_lookup(s->credentials_path, name, out, err);
+}
+
 int lev_credstore_remove(const struct lev_credstore *s, const char *provider, bool *removed,
 			 struct lev_err *err)
 {

@@ -43,6 +43,15 @@ struct lev_credstore {
 int lev_credstore_set(const struct lev_credstore *s, const char *provider, const char *key,
 		      struct lev_err *err);
 
+/*
+ * NAME's key as S's backend holds it (never the environment, never
+ * config.toml): 0 with *out a fresh secret (lev_secret_free()), or 0 with
+ * *out = NULL when it holds none.  MCP OAuth tokens live here too
+ * (liblev/tools/mcp-oauth.h).
+ */
+int lev_credstore_get(const struct lev_credstore *s, const char *name, char **out,
+		      struct lev_err *err);
+
 /* Remove PROVIDER's key from S's backend; *removed says whether it had one. */
 int lev_credstore_remove(const struct lev_credstore *s, const char *provider, bool *removed,
 			 struct lev_err *err);

@@ -110,8 +110,10 @@ static int check_pins(struct lev_agent *a, struct agent_mcp_server *m, struct le
 static void start_one(struct lev_agent *a, struct stage_rt *s, struct agent_mcp_server *m)
 {
 	struct lev_err err = LEV_ERR_INIT;
+	struct lev_credstore store = { a->cfg->credential_store, a->o.credentials_path, NULL };
 	struct lev_mcp_opts o = { .conf = m->conf, .envp = a->envp,
-				  .allow_local_network = a->cfg->allow_local_network };
+				  .allow_local_network = a->cfg->allow_local_network,
+				  .store = &store };
 
 	/* a url server runs elsewhere: lev reaches it through its network guard */
 	o.sandbox = m->conf->url ? NULL : server_sandbox(a, s, m, &err);

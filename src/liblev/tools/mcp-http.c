@@ -17,6 +17,7 @@
 #include "liblev/conf/credentials.h"
 #include "liblev/policy/netguard.h"
 #include "liblev/tools/mcp-http.h"
+#include "liblev/tools/mcp-oauth.h"
 
 #define VAR_MAX 128
 
@@ -27,6 +28,9 @@ struct lev_mcp_http {
 	bool allow_local;
 	char *session;			/* Mcp-Session-Id, or NULL */
 	char *version;			/* MCP-Protocol-Version, or NULL */
+	struct lev_credstore store;	/* where OAuth tokens are (paths borrowed) */
+	bool oauth;			/* use them: a store and no Authorization header */
+	char *bearer;			/* the OAuth access token in use, or NULL */
 };
 
 int lev_mcp_expand(const char *server, const char *what, const char *v, char **out,
@@ -62,12 +66,16 @@ int lev_mcp_expand(const char *server, const char *what, const char *v, char **o
 }
 
 int lev_mcp_http_new(const struct lev_mcp_server_conf *c, bool allow_local,
-		     struct lev_mcp_http **out, struct lev_err *err)
+		     const struct lev_credstore *store, struct lev_mcp_http **out,
+		     struct lev_err *err)
 {
 	struct lev_mcp_http *h = xcalloc(1, sizeof(*h));
 	int r;
 
 	h->name = c->name;
+	h->oauth = store != NULL;
+	if (store)
+		h->store = *store;
 	h->allow_local = allow_local || c->allow_local_network;
 	r = lev_url_parse(c->url, &h->url, err);
 	if (r < 0) {
@@ -78,6 +86,8 @@ int lev_mcp_http_new(const struct lev_mcp_server_conf *c, bool allow_local,
 		char *e = NULL;
 
 		r = lev_mcp_expand(c->name, "a header", *p, &e, err);
+		if (r == 0 && !strncasecmp(e, "authorization:", 14))
+			h->oauth = false;	/* the user's own credential wins */
 		if (r == 0)
 			h->headers = lev_strv_push_take(h->headers, e);
 	}
@@ -99,6 +109,7 @@ void lev_mcp_http_free(struct lev_mcp_http *h)
 	lev_url_release(&h->url);
 	free(h->session);
 	free(h->version);
+	lev_secret_free(h->bearer);
 	free(h);
 }
 
@@ -188,6 +199,8 @@ static int add_events(json_t *a, const char *body, size_t len)
 	return r;
 }
 
+static int needs_login(const struct lev_mcp_http *h, struct lev_err *err);
+
 static int answer(struct lev_mcp_http *h, const struct lev_http_response *resp, json_t **msgs,
 		  struct lev_err *err)
 {
@@ -198,6 +211,8 @@ static int answer(struct lev_mcp_http *h, const struct lev_http_response *resp, 
 	if (resp->status == 404 && h->session)
 		return lev_err_set(err, -EPROTO, "MCP server '%s' ended the session (HTTP 404)",
 				   h->name);
+	if (resp->status == 401)
+		return needs_login(h, err);
 	if (resp->status < 200 || resp->status > 299)
 		return lev_err_set(err, -EPROTO, "MCP server '%s' answered HTTP %ld", h->name,
 				   resp->status);
@@ -221,8 +236,8 @@ static int answer(struct lev_mcp_http *h, const struct lev_http_response *resp, 
 	return 0;
 }
 
-int lev_mcp_http_post(struct lev_mcp_http *h, const char *msg, uint64_t timeout_ms, uint64_t max,
-		      json_t **msgs, struct lev_err *err)
+static int post_once(struct lev_mcp_http *h, const char *msg, uint64_t timeout_ms, uint64_t max,
+		     json_t **msgs, struct lev_err *err)
 {
 	_cleanup_strv_ char **hdrs = lev_strv_push(NULL, "Content-Type: application/json");
 	struct lev_http_response resp;
@@ -247,6 +262,8 @@ int lev_mcp_http_post(struct lev_mcp_http *h, const char *msg, uint64_t timeout_
 		hdrs = lev_strv_push_take(hdrs, xasprintf("MCP-Protocol-Version: %s", h->version));
 	for (char **p = h->headers; p && *p; p++)
 		hdrs = lev_strv_push(hdrs, *p);
+	if (h->bearer)
+		hdrs = lev_strv_push_take(hdrs, xasprintf("Authorization: Bearer %s", h->bearer));
 	req.headers = (const char *const *)hdrs;
 	r = lev_http_perform(&req, &resp, err);
 	for (char **p = hdrs; p && *p; p++)
@@ -259,4 +276,52 @@ int lev_mcp_http_post(struct lev_mcp_http *h, const char *msg, uint64_t timeout_
 		r = lev_err_wrap(err, "MCP server '%s'", h->name);
 	lev_http_response_release(&resp);
 	return r;
+}
+
+/*
+ * The OAuth token for the server's origin (mcp-oauth.h decides which one it
+ * may have): loaded once, refreshed when FORCE (a 401 came back).
+ */
+static int load_bearer(struct lev_mcp_http *h, bool force, struct lev_err *err)
+{
+	char *t = NULL;
+	int r;
+
+	r = lev_mcp_oauth_bearer(&h->store, h->url.url, h->allow_local, force, &t, err);
+	if (r < 0)
+		return r;
+	lev_secret_free(h->bearer);
+	h->bearer = t;
+	if (t)
+		lev_secrets_add(t);	/* never in a log, a result or the audit */
+	return 0;
+}
+
+static int needs_login(const struct lev_mcp_http *h, struct lev_err *err)
+{
+	return lev_err_set(err, LEV_MCP_NEEDS_LOGIN, "MCP server '%s' answered HTTP 401: %s; "
+			   "run 'lev mcp login %s'", h->name, h->bearer ? "its login was refused"
+			   : "it needs a login", h->name);
+}
+
+int lev_mcp_http_post(struct lev_mcp_http *h, const char *msg, uint64_t timeout_ms, uint64_t max,
+		      json_t **msgs, struct lev_err *err)
+{
+	bool loaded = h->bearer != NULL;
+	int r;
+
+	if (h->oauth && !loaded && (r = load_bearer(h, false, err)) < 0)
+		return r == LEV_MCP_NEEDS_LOGIN ? needs_login(h, err)
+						: lev_err_wrap(err, "MCP server '%s'", h->name);
+	r = post_once(h, msg, timeout_ms, max, msgs, err);
+	if (r != LEV_MCP_NEEDS_LOGIN || !h->bearer)
+		return r;
+	/* a 401 with a token: refresh it once and try again */
+	r = load_bearer(h, true, err);
+	if (r == LEV_MCP_NEEDS_LOGIN || (r == 0 && !h->bearer))
+		return needs_login(h, err);
+	if (r < 0)
+		return lev_err_wrap(err, "MCP server '%s'", h->name);
+	r = post_once(h, msg, timeout_ms, max, msgs, err);
+	return r == LEV_MCP_NEEDS_LOGIN ? needs_login(h, err) : r;
 }

@@ -24,6 +24,7 @@
 
 #include "liblev/base/error.h"
 #include "liblev/conf/config.h"
+#include "liblev/conf/credstore.h"
 
 struct lev_mcp_http;
 
@@ -36,9 +37,16 @@ struct lev_mcp_http;
 int lev_mcp_expand(const char *server, const char *what, const char *v, char **out,
 		   struct lev_err *err);
 
-/* Check C's url, expand its headers: *out is owned (lev_mcp_http_free()). */
+/*
+ * Check C's url, expand its headers: *out is owned (lev_mcp_http_free()).
+ * STORE (copied, its paths borrowed for *out's life; NULL: none) holds the
+ * OAuth tokens (mcp-oauth.h): without an Authorization header of C's own,
+ * the token for the url's origin is sent, refreshed once on a 401; a 401
+ * left is LEV_MCP_NEEDS_LOGIN saying to run 'lev mcp login NAME'.
+ */
 int lev_mcp_http_new(const struct lev_mcp_server_conf *c, bool allow_local,
-		     struct lev_mcp_http **out, struct lev_err *err);
+		     const struct lev_credstore *store, struct lev_mcp_http **out,
+		     struct lev_err *err);
 void lev_mcp_http_free(struct lev_mcp_http *h);
 /* The protocol version agreed on, sent as MCP-Protocol-Version from now on. */
 void lev_mcp_http_set_version(struct lev_mcp_http *h, const char *version);

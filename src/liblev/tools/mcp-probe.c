@@ -42,7 +42,8 @@ int lev_mcp_probe_start(const struct lev_mcp_probe_opts *o, const struct lev_mcp
 {
 	struct lev_mcp_probe *p = xcalloc(1, sizeof(*p));
 	struct lev_mcp_opts mo = { .conf = c, .envp = o->envp,
-				   .allow_local_network = o->cfg->allow_local_network };
+				   .allow_local_network = o->cfg->allow_local_network,
+				   .store = o->store };
 	int r = 0;
 
 	if (!c->url)

@@ -22,6 +22,7 @@ struct lev_mcp_probe_opts {
 	const char *home;		/* NULL: $HOME */
 	const char *data_root;		/* masked; NULL: from the environment */
 	char *const *envp;		/* the environment, before the sandbox's filter */
+	const struct lev_credstore *store;	/* OAuth tokens for url servers; NULL: none */
 };
 
 struct lev_mcp_probe {

@@ -718,7 +718,7 @@ int lev_mcp_start(const struct lev_mcp_opts *o, struct lev_mcp_server **out, str
 						 : LEV_MCP_DEFAULT_RESULT_MAX;
 	lev_buf_init(&s->rbuf, s->max_bytes + CHUNK + 1);
 	if (o->conf->url)
-		r = lev_mcp_http_new(o->conf, o->allow_local_network, &s->http, err);
+		r = lev_mcp_http_new(o->conf, o->allow_local_network, o->store, &s->http, err);
 	else
 		r = spawn(s, o, err);
 	/* start-up (an interpreter, npx) may take longer than a call */

@@ -41,6 +41,7 @@
 #include "liblev/base/error.h"
 #include "liblev/base/sha256.h"
 #include "liblev/conf/config.h"
+#include "liblev/conf/credstore.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/tools/tools.h"
 
@@ -70,6 +71,7 @@ struct lev_mcp_opts {
 	struct lev_sandbox *sandbox;	/* where it runs (borrowed for its life); NULL for a url */
 	char *const *envp;		/* the environment before the sandbox's filter */
 	bool allow_local_network;	/* url: [security] allow_local_network */
+	const struct lev_credstore *store;	/* url: its OAuth tokens (NULL: none) */
 };
 
 /*
