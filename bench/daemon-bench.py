@@ -59,6 +59,8 @@ EXTRA_ENV = {}
 def env_of(root):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME,
            "LEVIATH_HOME": root, "MOCK_KEY": "bench"}
+    if "LEV_DAEMON_ZYGOTE" in os.environ:
+        env["LEV_DAEMON_ZYGOTE"] = os.environ["LEV_DAEMON_ZYGOTE"]
     env.update(EXTRA_ENV)
     return env
 
@@ -241,6 +243,40 @@ def live(pid):
         total += r.get("Pss", 0) - r.get("LazyFree", 0)
         anon += r.get("Pss_Anon", 0)
     return total, len(procs), anon
+
+
+def smaps_where(pid):
+    """One process's memory by mapping: private pages (KiB) and its PSS, largest first."""
+    rows, cur = {}, None
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            for line in f:
+                parts = line.split()
+                if not parts[0].endswith(":") or parts[0][0].isdigit() or "-" in parts[0]:
+                    name = parts[5] if len(parts) > 5 else "[anon]"
+                    cur = rows.setdefault(os.path.basename(name), [0, 0])
+                elif parts[0] in ("Private_Dirty:", "Private_Clean:") and cur is not None:
+                    cur[0] += int(parts[1])
+                elif parts[0] == "Pss:" and cur is not None:
+                    cur[1] += int(parts[1])
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmPTE:"):
+                    rows["(page tables, not in PSS)"] = [int(line.split()[1]), 0]
+    except OSError:
+        return []
+    return sorted(rows.items(), key=lambda kv: -kv[1][0])
+
+
+def say_where(pid, n):
+    """BENCH_SMAPS=1: where one waiting worker's memory goes."""
+    kids = [p for p in tree(pid) if p != pid]
+    if not kids:
+        return
+    w = max(kids)  # the last started (the zygote, when there is one, is the first)
+    rows = smaps_where(w)
+    say("runs %d: one worker (pid %d), private KiB / PSS KiB by mapping: %s"
+        % (n, w, ", ".join("%s %d/%d" % (k, v[0], v[1]) for k, v in rows if v[0] or v[1] >= 8)))
 
 
 def mem_available():
@@ -442,6 +478,9 @@ def sec_runs_one(n):
     time.sleep(1)
     kib, procs, anon = live(pid)
     d_kib = rollup(pid)
+    if os.environ.get("BENCH_SMAPS"):
+        say_where(pid, n)
+        time.sleep(float(os.environ.get("BENCH_HOLD", "0")))  # to look at them by hand
     waiting = p["waiting"] if p else 0
     say("runs %d: %d submitted in %.1f s, %d waiting on their question after %.1f s%s"
         % (n, sent, t_sub, waiting, t_all, "; stopped by: " + stopped if stopped else ""))
