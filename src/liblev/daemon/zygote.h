@@ -15,8 +15,9 @@
  * the zygote made before any run: the libraries' relocated pages, lev's
  * own data and the loader's heap (about 0.2 MiB a run that each exec'd
  * worker wrote privately).  The workers share the zygote's address layout
- * (as Android's apps share theirs): ASLR separates a worker from the
- * daemon and from other programs, not from its sibling workers.
+ * and stack-protector canary (as Android's apps share theirs): ASLR and the
+ * canary separate a worker from the daemon and from other programs, not
+ * from its sibling workers.
  *
  * Nothing here prints.
  */
