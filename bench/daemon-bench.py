@@ -59,6 +59,8 @@ EXTRA_ENV = {}
 def env_of(root):
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": HOME,
            "LEVIATH_HOME": root, "MOCK_KEY": "bench"}
+    if "LEV_DAEMON_ZYGOTE" in os.environ:
+        env["LEV_DAEMON_ZYGOTE"] = os.environ["LEV_DAEMON_ZYGOTE"]
     env.update(EXTRA_ENV)
     return env
 
@@ -241,6 +243,40 @@ def live(pid):
         total += r.get("Pss", 0) - r.get("LazyFree", 0)
         anon += r.get("Pss_Anon", 0)
     return total, len(procs), anon
+
+
+def smaps_where(pid):
+    """One process's memory by mapping: private pages (KiB) and its PSS, largest first."""
+    rows, cur = {}, None
+    try:
+        with open("/proc/%d/smaps" % pid) as f:
+            for line in f:
+                parts = line.split()
+                if not parts[0].endswith(":") or parts[0][0].isdigit() or "-" in parts[0]:
+                    name = parts[5] if len(parts) > 5 else "[anon]"
+                    cur = rows.setdefault(os.path.basename(name), [0, 0])
+                elif parts[0] in ("Private_Dirty:", "Private_Clean:") and cur is not None:
+                    cur[0] += int(parts[1])
+                elif parts[0] == "Pss:" and cur is not None:
+                    cur[1] += int(parts[1])
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmPTE:"):
+                    rows["(page tables, not in PSS)"] = [int(line.split()[1]), 0]
+    except OSError:
+        return []
+    return sorted(rows.items(), key=lambda kv: -kv[1][0])
+
+
+def say_where(pid, n):
+    """BENCH_SMAPS=1: where one waiting worker's memory goes."""
+    kids = [p for p in tree(pid) if p != pid]
+    if not kids:
+        return
+    w = max(kids)  # the last started (the zygote, when there is one, is the first)
+    rows = smaps_where(w)
+    say("runs %d: one worker (pid %d), private KiB / PSS KiB by mapping: %s"
+        % (n, w, ", ".join("%s %d/%d" % (k, v[0], v[1]) for k, v in rows if v[0] or v[1] >= 8)))
 
 
 def mem_available():
@@ -442,6 +478,9 @@ def sec_runs_one(n):
     time.sleep(1)
     kib, procs, anon = live(pid)
     d_kib = rollup(pid)
+    if os.environ.get("BENCH_SMAPS"):
+        say_where(pid, n)
+        time.sleep(float(os.environ.get("BENCH_HOLD", "0")))  # to look at them by hand
     waiting = p["waiting"] if p else 0
     say("runs %d: %d submitted in %.1f s, %d waiting on their question after %.1f s%s"
         % (n, sent, t_sub, waiting, t_all, "; stopped by: " + stopped if stopped else ""))
@@ -851,6 +890,24 @@ class Slow(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def mock_config(root, srv, extra=""):
+    """ROOT's config.toml: EXTRA, then provider "mock" at SRV (an OpenAI server)"""
+    write(os.path.join(root, ".leviath", "config.toml"),
+          extra + '[providers.mock]\nkind = "openai"\nbase_url = "http://127.0.0.1:%d/v1"\n'
+          'api_key_env = "MOCK_KEY"\nmodel = "mock-1"\ntimeout_secs = 120\n'
+          % srv.server_address[1], 0o600)
+
+
+def submit_n(root, bp, n):
+    """submit N runs of BP on one connection; the seconds it took"""
+    c = Conn(root)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        submit(c, root, bp)
+    c.close()
+    return time.perf_counter() - t0
+
+
 def sec_pools():
     n = int(os.environ.get("BENCH_POOL_RUNS", "200"))
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
@@ -858,19 +915,11 @@ def sec_pools():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     for width in [int(x) for x in os.environ.get("BENCH_POOLS", "8,128").split(",")]:
         root = new_root("pool%d" % width)
-        write(os.path.join(root, ".leviath", "config.toml"),
-              '[limits]\nmax_concurrent_inferences = %d\n\n'
-              '[providers.mock]\nkind = "openai"\nbase_url = "http://127.0.0.1:%d/v1"\n'
-              'api_key_env = "MOCK_KEY"\nmodel = "mock-1"\ntimeout_secs = 120\n'
-              % (width, srv.server_address[1]), 0o600)
+        mock_config(root, srv, '[limits]\nmax_concurrent_inferences = %d\n\n' % width)
         pid = daemon_start(root)
         Slow.peak = Slow.served = 0
-        c = Conn(root)
         t0 = time.perf_counter()
-        for _ in range(n):
-            submit(c, root, MOCK)
-        t_sub = time.perf_counter() - t0
-        c.close()
+        t_sub = submit_n(root, MOCK, n)
         cpu0 = sum(proc_cpu(pid))
         p = wait_ping(root, lambda p: p and p["runs"] == 0, 120 + n)
         t_drain = time.perf_counter() - t0
@@ -882,6 +931,91 @@ def sec_pools():
             % (width, n, Slow.calls, Slow.latency * 1e3, n, t_sub, t_drain,
                n * Slow.calls * Slow.latency / min(width, n), Slow.peak, Slow.served, cpu,
                "" if p and p["runs"] == 0 else "; NOT drained"))
+    srv.shutdown()
+
+
+class Fan(http.server.BaseHTTPRequestHandler):
+    """A model for the fanout section, each answer after BENCH_LATENCY_MS: the
+    split stage asks for a fan-out of 4 items, each worker submits its output,
+    anything else is answered "done"."""
+    latency = int(os.environ.get("BENCH_LATENCY_MS", "200")) / 1e3
+    lock = threading.Lock()
+    busy = peak = served = 0
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        msgs = body.get("messages", [])
+        text = json.dumps(msgs)
+        tooled = any(m.get("role") == "tool" for m in msgs)
+        with Fan.lock:
+            Fan.busy += 1
+            Fan.peak = max(Fan.peak, Fan.busy)
+        time.sleep(Fan.latency)
+        if "Work item" in text and not tooled:
+            call = {"name": "submit_output", "arguments": json.dumps({"output": "part"})}
+        elif "SPLIT-HERE" in text and not tooled:
+            call = {"name": "fan_out", "arguments": json.dumps(
+                {"items": [{"id": "i%d" % i, "context": "part %d" % i} for i in range(4)]})}
+        else:
+            call = None
+        with Fan.lock:
+            Fan.busy -= 1
+            Fan.served += 1
+        if call:
+            Mock.answer(self, {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": call}]}, "tool_calls")
+        else:
+            Mock.answer(self)
+
+    def log_message(self, *a):
+        pass
+
+
+def fan_agent():
+    d = os.path.join(SCRATCH, "agents", "fan")
+    write(os.path.join(d, "agent.leviath"),
+          '[agent]\nname = "fan"\n[stages.split]\nmode = "fan_out"\n'
+          'model = { provider = "mock", model = "mock-1" }\nworker_stage = "one"\n'
+          'split_prompt = "SPLIT-HERE"\nmax_workers = 4\n[stages.one]\n'
+          'model = { provider = "mock", model = "mock-1" }\nallow_as_worker = true\n'
+          'available_tools = ["submit_output"]\nrequire_output = true\nmax_iterations = 3\n')
+    return d
+
+
+def sec_fanout():
+    """issue 29: N runs (BENCH_FAN_RUNS, 100) each fanning out to 4 workers,
+    drained, against one run alone; live memory at the peak"""
+    n = int(os.environ.get("BENCH_FAN_RUNS", "100"))
+    bp = fan_agent()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fan)
+    srv.request_queue_size = 1024
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    for count in (1, n):
+        root = new_root("fan%d" % count)
+        mock_config(root, srv)
+        pid = daemon_start(root)
+        time.sleep(0.3)
+        base = live(pid)[0]
+        Fan.peak = Fan.served = 0
+        t0 = time.perf_counter()
+        t_sub = submit_n(root, bp, count)
+        top = procs = 0
+        p = ping(root)
+        while p and p["runs"] > 0 and time.perf_counter() - t0 < 120 + count:
+            kib, np_, _ = live(pid)
+            if kib > top:
+                top, procs = kib, np_
+            time.sleep(0.2)
+            p = ping(root)
+        t_drain = time.perf_counter() - t0
+        done = sum(1 for r in (call(root, {"op": "ps", "all": True}) or {}).get("finished", [])
+                   if str(r.get("status", "")).startswith("complete"))
+        daemon_stop(root)
+        say("fanout %d: %d run(s) x 4 workers, model %.0f ms a request: submitted in %.1f s, "
+            "drained in %.2f s; %d complete; %d model requests, at most %d at once; live peak "
+            "%.1f MiB in %d processes (%.2f MiB a run over the idle daemon)"
+            % (count, count, Fan.latency * 1e3, t_sub, t_drain, done, Fan.served, Fan.peak,
+               mib(top), procs, mib(top - base) / count))
     srv.shutdown()
 
 
@@ -935,7 +1069,7 @@ def main():
                 ps_root = sec_runs()
             elif s == "ps":
                 sec_ps(ps_root)
-            elif s in ("boot", "cold", "submit", "idle", "calls", "kill9", "crash", "pause", "pools", "sbx"):
+            elif s in ("boot", "cold", "submit", "idle", "calls", "kill9", "crash", "pause", "pools", "sbx", "fanout"):
                 globals()["sec_" + s]()
             else:
                 raise SystemExit("unknown section '%s'" % s)

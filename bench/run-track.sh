@@ -19,6 +19,9 @@
 #             settled figure
 #   sbx       whole-process `lev sandbox exec --kind namespace /bin/true`
 #             against bubblewrap with the same namespaces, interleaved
+#   fanout    BENCH_FAN_RUNS (100) runs each fanning out to 4 workers against
+#             a model taking BENCH_LATENCY_MS (200): drain time beside one run
+#             alone, live peak (issue 29); only on request
 #   pools     BENCH_POOL_RUNS (200) runs of one model call each against a
 #             model taking BENCH_LATENCY_MS (200), at each [limits]
 #             max_concurrent_inferences of BENCH_POOLS (8,128): drain time

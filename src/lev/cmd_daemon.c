@@ -32,6 +32,7 @@
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/unit.h"
 #include "liblev/daemon/worker.h"
+#include "liblev/daemon/zygote.h"
 
 /* Each worker's RLIMIT_DATA: one run's memory blow-up ends that run only. */
 #define RUN_DATA_LIMIT ((uint64_t)4 << 30)
@@ -126,6 +127,12 @@ static int serve(unsigned idle_exit_secs)
 	struct lev_err err = LEV_ERR_INIT;
 	struct sigaction sa;
 
+	/* LEV_DAEMON_ZYGOTE=0: every worker exec'd (a baseline for bench/) */
+	{
+		const char *z = secure_getenv("LEV_DAEMON_ZYGOTE");
+
+		o.no_zygote = z && !strcmp(z, "0");
+	}
 	if (env_secs("LEV_DAEMON_RETENTION", &o.retention_secs) < 0 ||
 	    env_secs("LEV_DAEMON_OLD_WORKER_GRACE", &o.old_worker_grace_secs) < 0)
 		return LEV_EXIT_FAIL;
@@ -440,10 +447,19 @@ int cmd_worker(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct lev_err err = LEV_ERR_INIT;
 
-	(void)argv;
 	(void)ctx;
-	if (argc != 1 || fcntl(LEV_WORKER_FD, F_GETFD) < 0)
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], LEV_ZYGOTE_FLAG)) ||
+	    fcntl(LEV_WORKER_FD, F_GETFD) < 0)
 		return lev_fail("'%s' is for the daemon's own use", LEV_DAEMON_WORKER_CMD);
+	if (argc == 2) {
+		/* the zygote: back here only in a new worker, or at its end */
+		int r = lev_zygote_serve(LEV_WORKER_FD, &err);
+
+		if (r < 0)
+			return lev_fail("zygote: %s", err.msg);
+		if (r == 0)
+			return LEV_EXIT_OK;
+	}
 	if (lev_worker_main(LEV_WORKER_FD, &err) < 0)
 		return lev_fail("%s", err.msg);
 	return LEV_EXIT_OK;

@@ -26,6 +26,7 @@
 
 #include "lev/cmd.h"
 #include "lev/console-files.h"
+#include "lev/mhdapi.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"
@@ -633,6 +634,12 @@ static int serve_until_signal(struct serve *s, const struct serve_args *a)
 	}
 	if (a->cert && (read_pem("--tls-cert", a->cert, &cert) || read_pem("--tls-key", a->key, &key)))
 		return LEV_EXIT_FAIL;
+	{
+		struct lev_err err = LEV_ERR_INIT;
+
+		if (lev_mhdapi_load(&err) < 0)
+			return lev_fail("%s", err.msg);
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);

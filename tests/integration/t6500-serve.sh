@@ -27,6 +27,17 @@ test_expect_success 'with LEVIATH_API_TOKEN it serves on 127.0.0.1 (benign twin)
 	grep -q "^lev serve: listening on http://127.0.0.1:" serve.log
 '
 
+# libmicrohttpd (and GnuTLS behind it) is opened by lev serve alone
+# (src/lev/mhdapi.c): no other lev process maps it
+test_expect_success 'lev serve loads libmicrohttpd; lev version does not' '
+	LD_DEBUG=files "$LEV" version >/dev/null 2>ld.err &&
+	grep -q "file=libjansson" ld.err &&
+	! grep -q "file=libmicrohttpd" ld.err &&
+	test_must_fail env LD_DEBUG=files LEVIATH_API_TOKEN=$TOKEN "$LEV" serve --port "$SPORT" 2>ld.err &&
+	grep -q "file=libmicrohttpd" ld.err &&
+	grep -q "cannot serve on 127.0.0.1 port $SPORT" ld.err
+'
+
 test_expect_success 'no token, a wrong one, or another scheme: 401, nothing served' '
 	test "$(curl -s -o out -w "%{http_code}" "$URL/api/runs")" = 401 &&
 	grep -q "bearer token is required" out &&

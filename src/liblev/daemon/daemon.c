@@ -35,6 +35,7 @@
 #include "liblev/daemon/meta.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
+#include "liblev/daemon/zygote.h"
 #include "liblev/policy/envfilter.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/runrecord.h"
@@ -139,6 +140,8 @@ struct daemon {
 	double old_deadline;	/* when the previous daemon's workers get SIGKILL */
 	char *runs_dir;		/* <data root>/runs: each run's meta.json (meta.h) */
 	struct lev_pool *pool;	/* [limits] max_concurrent_inferences (pool.h) */
+	int zyg_fd;		/* the link to the zygote (zygote.h); -1: none */
+	pid_t zyg_pid;
 };
 
 static double now(void)
@@ -614,9 +617,11 @@ static void run_send(struct daemon *d, struct run *r, json_t *msg)
 }
 
 /* The child side of a worker: never returns. */
-static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid_t parent)
+static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid_t parent,
+			bool zygote)
 {
-	char *argv[] = { (char *)o->worker_exe, (char *)LEV_DAEMON_WORKER_CMD, NULL };
+	char *argv[] = { (char *)o->worker_exe, (char *)LEV_DAEMON_WORKER_CMD,
+			 zygote ? (char *)LEV_ZYGOTE_FLAG : NULL, NULL };
 	struct rlimit core = { 0, 0 };
 	sigset_t none;
 	int null;
@@ -674,13 +679,14 @@ struct spawn {
 	int fd;
 	char **env;
 	pid_t parent;
+	bool zygote;
 };
 
 static int spawn_child(void *arg)
 {
 	struct spawn *s = arg;
 
-	worker_exec(s->o, s->fd, s->env, s->parent);
+	worker_exec(s->o, s->fd, s->env, s->parent, s->zygote);
 	return 127;
 }
 #endif
@@ -693,17 +699,18 @@ static int spawn_child(void *arg)
  * makes; the child touches nothing but its own stack.  AddressSanitizer
  * builds fork.
  */
-static pid_t worker_spawn(const struct lev_daemon_opts *o, int fd, char **env, pid_t parent)
+static pid_t worker_spawn(const struct lev_daemon_opts *o, int fd, char **env, pid_t parent,
+			  bool zygote)
 {
 #ifdef LEV_SPAWN_FORK
 	pid_t pid = fork();
 
 	if (pid == 0)
-		worker_exec(o, fd, env, parent);
+		worker_exec(o, fd, env, parent, zygote);
 	return pid;
 #else
 	static char stack[64 * 1024] __attribute__((aligned(64)));
-	struct spawn s = { o, fd, env, parent };
+	struct spawn s = { o, fd, env, parent, zygote };
 	sigset_t all, old;
 	pid_t pid;
 	int e;
@@ -754,6 +761,50 @@ static void strv_free(char **v)
 	free(v);
 }
 
+/*
+ * The zygote every worker is forked from (zygote.h): exec'd with nothing of
+ * the daemon's, before any run.  Without it (LEV_DAEMON_ZYGOTE=0, or it
+ * failed) each worker is exec'd.
+ */
+static void zygote_start(struct daemon *d)
+{
+	char *env[] = { (char *)"LD_BIND_NOW=1", NULL };
+	struct timeval tv = { 10, 0 };
+	int sv[2];
+
+	d->zyg_fd = -1;
+	d->zyg_pid = -1;
+	if (d->o->no_zygote)
+		return;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		dlog(d, "cannot make the zygote's link: %s", strerror(errno));
+		return;
+	}
+	/* a zygote that hangs costs one spawn 10 s, then is given up */
+	(void)setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	d->zyg_pid = worker_spawn(d->o, sv[1], env, getpid(), true);
+	close(sv[1]);
+	if (d->zyg_pid < 0) {
+		dlog(d, "cannot start the zygote: %s", strerror(errno));
+		close(sv[0]);
+		return;
+	}
+	d->zyg_fd = sv[0];
+}
+
+/* Let the zygote go (it exits when its link ends) and reap it. */
+static void zygote_stop(struct daemon *d)
+{
+	if (d->zyg_fd >= 0)
+		close(d->zyg_fd);
+	d->zyg_fd = -1;
+	if (d->zyg_pid > 0) {
+		kill(d->zyg_pid, SIGKILL);
+		(void)waitpid(d->zyg_pid, NULL, 0);
+	}
+	d->zyg_pid = -1;
+}
+
 /* Fork and exec a worker for REQ; *pid and *fd (the daemon's end) on success. */
 static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int *fd_out,
 			struct lev_err *err)
@@ -769,7 +820,18 @@ static int spawn_worker(struct daemon *d, const json_t *req, pid_t *pid_out, int
 		strv_free(env);
 		return lev_err_errno(err, -errno, "cannot make a socketpair");
 	}
-	pid = worker_spawn(d->o, sv[1], env, self);
+	pid = -1;
+	if (d->zyg_fd >= 0) {
+		struct lev_err e = LEV_ERR_INIT;
+
+		pid = lev_zygote_spawn(d->zyg_fd, sv[1], env, d->o->run_data_limit, &e);
+		if (pid < 0) {
+			dlog(d, "%s: the workers are exec'd from here on", e.msg);
+			zygote_stop(d);
+		}
+	}
+	if (pid < 0)
+		pid = worker_spawn(d->o, sv[1], env, self, false);
 	if (pid < 0) {
 		int e = -errno;
 
@@ -904,6 +966,9 @@ static json_t *health_json(struct daemon *d)
 
 	if (e)
 		json_object_set_new(o, "config_error", json_string(e));
+	/* the process the workers are forked from (zygote.h); absent: exec'd */
+	if (d->zyg_pid > 0)
+		json_object_set_new(o, "zygote", json_integer(d->zyg_pid));
 	json_object_set_new(o, "inferences",
 			    json_pack("{s:I, s:I, s:I}", "max", (json_int_t)lev_pool_max(d->pool),
 				      "in_flight", (json_int_t)lev_pool_in_flight(d->pool),
@@ -1079,6 +1144,12 @@ static void reap(struct daemon *d)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == d->zyg_pid) {
+			d->zyg_pid = -1;
+			dlog(d, "the zygote is gone: the workers are exec'd from here on");
+			zygote_stop(d);
+			continue;
+		}
 		for (size_t i = 0; i < d->n_runs; i++) {
 			if (d->runs[i]->pid == pid) {
 				/* what it said before it went (its "done") comes first */
@@ -2497,7 +2568,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 
 int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 {
-	struct daemon d = { .o = o };
+	struct daemon d = { .o = o, .zyg_fd = -1, .zyg_pid = -1 };
 	_cleanup_free_ char *root = NULL, *sock = NULL, *lock = NULL, *db = NULL, *pidfile = NULL;
 	_cleanup_close_ int lockfd = -1, lfd = -1, sfd = -1;
 	sigset_t chld, old;
@@ -2549,6 +2620,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 			dlog(&d, "config: %s", e.msg);
 	}
 	d.pool = lev_pool_new((size_t)lev_reload_max_inferences(d.rl));
+	zygote_start(&d);
 	/* runs the previous daemon held: resumed, once SIGCHLD is ours */
 	recover(&d);
 	dlog(&d, "listening on '%s' (pid %d)", sock, (int)getpid());
@@ -2559,6 +2631,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		lev_err_errno(err, r, "the daemon's loop failed");
 	/* nobody new may reach a daemon that is going away */
 	(void)unlink(sock);
+	zygote_stop(&d);
 	stop_workers(&d);
 	flush_runs(&d, true);
 	dlog(&d, "stopped");

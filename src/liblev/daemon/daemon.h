@@ -47,6 +47,7 @@
 #pragma once
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "liblev/base/error.h"
@@ -59,6 +60,7 @@ struct lev_daemon_opts {
 	unsigned old_worker_grace_secs;	/* the previous daemon's workers get SIGKILL
 					 * this long after a restart; 0: 10 s */
 	uint64_t run_data_limit;	/* RLIMIT_DATA of each worker (bytes); 0: none */
+	bool no_zygote;			/* exec every worker (zygote.h: forked from one) */
 	volatile sig_atomic_t *stop;	/* set to stop (from a signal handler) */
 	int stop_fd;			/* readable once stop is set; -1: none */
 	/* One log line (no newline); NULL: none. */
