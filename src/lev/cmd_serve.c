@@ -26,7 +26,7 @@
 
 #include "lev/cmd.h"
 #include "lev/console-files.h"
-#include "lev/mhdapi.h"
+#include "liblev/base/mhdapi.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/strv.h"

@@ -18,6 +18,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/http.h"
+#include "liblev/base/mhdapi.h"
 #include "liblev/base/secrets.h"
 #include "liblev/base/sha256.h"
 #include "liblev/base/strv.h"
@@ -732,6 +733,10 @@ static int listener_start(struct listener *l, struct lev_err *err)
 	const union MHD_DaemonInfo *di;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int r = lev_mhdapi_load(err);
+
+	if (r < 0)
+		return r;
 	if (pipe2(l->pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return lev_err_errno(err, -errno, "cannot make a pipe");
 	pthread_mutex_init(&l->mu, NULL);

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "lev/mhdapi.h"
+#include "liblev/base/mhdapi.h"
 
 struct lev_mhdapi lev_mhd;
 

@@ -1,10 +1,10 @@
 /*
- * mhdapi.h - libmicrohttpd, opened when `lev serve` starts (dlopen), as
- * libcurl is on first network use (liblev/base/curlapi.h): no other
+ * mhdapi.h - libmicrohttpd, opened when `lev serve` or `lev mcp login` starts
+ * (dlopen), as libcurl is on first network use (liblev/base/curlapi.h): no other
  * command maps it, nor the nine libraries it brings (GnuTLS, p11-kit,
  * nettle, hogweed, gmp, tasn1, ffi, ...), so `lev sandbox exec`, `lev run`
  * and every daemon worker start without relocating a web server they never
- * run.  Include it after <microhttpd.h>: the MHD_* names cmd_serve.c calls
+ * run.  Include it after <microhttpd.h>: the MHD_* names its callers use
  * go through the table below, typed as the header declares them.
  */
 #pragma once
