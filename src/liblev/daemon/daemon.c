@@ -1010,6 +1010,10 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 	r = run_add(d, id, doc);
 	r->pid = pid;
 	r->fd = fd;
+	/* its directory and meta.json before lev run --json returns (harnesses poll it) */
+	if (lev_meta_submit(d->runs_dir, r->doc, &err) < 0)
+		dlog(d, "run %s: %s", id, err.msg);
+	lev_err_clear(&err);
 	run_save(d, r);
 	/* kept until the run ends: a restarted daemon resumes the run from it */
 	{
@@ -1296,6 +1300,8 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	} else if (lev_streq(name, "model_response")) {
 		add_tokens(r->doc, ev, "prompt_tokens");
 		add_tokens(r->doc, ev, "completion_tokens");
+		add_tokens(r->doc, ev, "cached_tokens");
+		add_tokens(r->doc, ev, "cache_write_tokens");
 		r->dirty = true;
 		return;	/* tokens are not progress */
 	} else {
