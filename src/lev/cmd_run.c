@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "lev/cmd.h"
+#include "lev/run-editor.h"
 #include "lev/termout.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/callshow.h"
@@ -1612,6 +1613,8 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		goto out;
 	}
 	if (launch_override(&a, bp, &schema, &lo) != 0)
+		goto out;
+	if (!a.task_arg && lev_run_task_from_editor(bp, a.agent, &task) != 0)
 		goto out;
 	rc = load_inputs(bp, a.inputs, &inputs, &input_files);
 	if (rc != 0)
