@@ -853,6 +853,8 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path,
 	json_object_set_new(r, "workdir", json_string(o->workdir));
 	if (o->task)
 		json_object_set_new(r, "task", json_string(o->task));
+	if (o->task && !o->cfg->title_off)	/* Leviath's [title]: the task's first line */
+		json_object_set_new(r, "title", lev_run_title(o->task));
 	if (o->inputs) {
 		json_t *in = json_array();
 

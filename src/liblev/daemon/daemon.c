@@ -1007,6 +1007,8 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 			"blueprint_path", lev_json_str(req, "blueprint"), "yolo",
 			json_is_true(json_object_get(req, "yolo")), "model",
 			lev_json_str(req, "model"));
+	if (lev_json_str(req, "title"))	/* Leviath's [title], the client's */
+		json_object_set_new(doc, "title", json_string(lev_json_str(req, "title")));
 	r = run_add(d, id, doc);
 	r->pid = pid;
 	r->fd = fd;
@@ -1471,8 +1473,8 @@ static json_t *op_ping(struct daemon *d)
  */
 /*
  * Leviath's names beside lev's in a run of `lev ps --json`: run_id,
- * tool_calls, last_progress_at (whole seconds), title (lev gives runs
- * none), wait_reason (what "waiting: REASON" waits on).
+ * tool_calls, last_progress_at (whole seconds), title (the task's first
+ * line, Leviath's [title]), wait_reason (what "waiting: REASON" waits on).
  */
 static void leviath_names(json_t *sum)
 {

@@ -77,7 +77,7 @@ json_t *lev_meta_of(const json_t *doc)
 	json_object_set_new(m, "run_id", str(doc, "id"));
 	json_object_set_new(m, "agent", str(doc, "agent"));
 	json_object_set_new(m, "blueprint_path", str(doc, "blueprint_path"));
-	json_object_set_new(m, "title", json_null());
+	json_object_set_new(m, "title", str(doc, "title"));
 	json_object_set_new(m, "status", json_string(status));
 	json_object_set_new(m, "wait_reason",
 			    reason ? json_stringn(reason, rlen) : json_null());
