@@ -4,8 +4,10 @@
  * your editor").
  *
  * The editor is $VISUAL, then $EDITOR (split on whitespace, so
- * "code --wait" works), then the first of vim, nano, vi on PATH when
- * stdin is a terminal.  It edits a private temporary file holding a short
+ * "code --wait" works), then the first of vim, nano, vi on PATH.  Stdin
+ * must be a terminal, as Leviath's: a script, a pipe or lev serve's
+ * runner gets one line saying to give the task with -t, never an editor
+ * started with nobody at it.  It edits a private temporary file holding a short
  * commented template; lines beginning with '#' are stripped and an empty
  * result cancels the run before anything is spawned.
  */
@@ -33,8 +35,8 @@ extern char **environ;
 
 #define TASK_EDIT_MAX ((size_t)1 << 20)
 
-/* The editor's words: $VISUAL, $EDITOR, or (on a terminal) vim, nano, vi on PATH. */
-static char **editor_argv(bool tty)
+/* The editor's words: $VISUAL, $EDITOR, or vim, nano, vi on PATH; NULL: none. */
+static char **editor_argv(void)
 {
 	static const char *const fallback[] = { "vim", "nano", "vi", NULL };
 	const char *env[] = { getenv("VISUAL"), getenv("EDITOR") };
@@ -49,7 +51,7 @@ static char **editor_argv(bool tty)
 		     w = strtok_r(NULL, " \t\n", &save))
 			v = lev_strv_push(v, w);
 	}
-	if (v || !tty)
+	if (v)
 		return v;
 	for (size_t i = 0; fallback[i] && path; i++) {
 		_cleanup_free_ char *dirs = xstrdup(path);
@@ -129,8 +131,7 @@ static char *strip_template(const char *text)
 
 int lev_run_task_from_editor(const struct lev_blueprint *bp, const char *agent, char **out)
 {
-	bool tty = isatty(STDIN_FILENO);
-	_cleanup_strv_ char **argv = editor_argv(tty);
+	_cleanup_strv_ char **argv = NULL;
 	const char *tmpdir = getenv("TMPDIR");
 	_cleanup_free_ char *file = NULL, *text = NULL, *tmpl = NULL;
 	struct lev_err err = LEV_ERR_INIT;
@@ -141,11 +142,13 @@ int lev_run_task_from_editor(const struct lev_blueprint *bp, const char *agent, 
 	/* a blueprint that takes no task gets none (Leviath refuses one) */
 	if (!lev_blueprint_caller_input(bp, "task"))
 		return 0;
+	if (!isatty(STDIN_FILENO))
+		return lev_fail("no task: give it with -t TEXT|FILE (stdin is not a terminal, so no "
+				"editor opens)");
+	argv = editor_argv();
 	if (!argv)
-		return lev_fail("no task: give it with -t TEXT|FILE (%s)",
-				tty ? "no editor found: set $VISUAL or $EDITOR"
-				    : "stdin is not a terminal and $VISUAL and $EDITOR are unset, "
-				      "so no editor opens");
+		return lev_fail("no task: give it with -t TEXT|FILE (no editor found: set $VISUAL "
+				"or $EDITOR)");
 	file = lev_path_join(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp", "lev-task-XXXXXX.md");
 	fd = mkstemps(file, 3);
 	if (fd < 0)
