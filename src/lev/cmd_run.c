@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "lev/cmd.h"
+#include "lev/run-editor.h"
 #include "lev/termout.h"
 #include "liblev/run/agent.h"
 #include "liblev/run/callshow.h"
@@ -852,6 +853,8 @@ static json_t *submit_request(const struct lev_agent_opts *o, const char *path,
 	json_object_set_new(r, "workdir", json_string(o->workdir));
 	if (o->task)
 		json_object_set_new(r, "task", json_string(o->task));
+	if (o->task && !o->cfg->title_off)	/* Leviath's [title]: the task's first line */
+		json_object_set_new(r, "title", lev_run_title(o->task));
 	if (o->inputs) {
 		json_t *in = json_array();
 
@@ -1612,6 +1615,8 @@ int cmd_run(int argc, char **argv, struct lev_ctx *ctx)
 		goto out;
 	}
 	if (launch_override(&a, bp, &schema, &lo) != 0)
+		goto out;
+	if (!a.task_arg && lev_run_task_from_editor(bp, a.agent, &task) != 0)
 		goto out;
 	rc = load_inputs(bp, a.inputs, &inputs, &input_files);
 	if (rc != 0)

@@ -459,8 +459,9 @@ test_expect_success 'seeds: --no-seed-commands refuses command seeds; a missing 
 	lev run --foreground seeds --task t --workdir work --json --no-seed-commands >ev 2>err &&
 	grep "\"region\":\"listing\"" ev | grep -q "\"ok\":false" &&
 	grep -q "no-seed-commands" ev &&
-	test_must_fail --code 1 lev run --foreground seeds --workdir work >out 2>err &&
-	grep -q "give a --task" err
+	# no task and stdin is no terminal: the one line of t5015
+	test_must_fail --code 1 env -u VISUAL -u EDITOR "$LEV" run --foreground seeds --workdir work </dev/null >out 2>err &&
+	grep -q "no task: give it with -t" err
 '
 
 mkagent toolseeds <<'EOF'

@@ -174,7 +174,6 @@ void lev_config_release(struct lev_config *c)
  * Keys of Leviath's config.toml lev reads but does not run ("" is the top
  * level), with what to use instead.
  */
-#define LIMITS_INSTEAD "lev's defaults (one request and one tool at a time, no retries)"
 static const struct {
 	const char *table;
 	const char *key;
@@ -185,24 +184,35 @@ static const struct {
 	{ "", "shell_hint", "lev's own tool descriptions" },
 	{ "", "webhook", "lev run --json, which streams every event" },
 	{ "", "observability", "the run record (events.jsonl, audit.jsonl)" },
-	{ "", "title", "the agent's name" },
-	{ "", "rate_limits", "the provider's own limits" },
+	{ "", "rate_limits", "[limits] max_concurrent_inferences; a provider's 429 and its "
+			     "Retry-After are waited for (lev shapes no request rate itself)" },
 	{ "", "model_capabilities", "[providers.NAME] context_window" },
 	{ "", "model_providers", "[providers.NAME] with kind = \"openai\" for an "
 				 "OpenAI-compatible API" },
-	{ "limits", "max_concurrent_tools", LIMITS_INSTEAD },
-	{ "limits", "exact_token_counting", LIMITS_INSTEAD },
-	{ "limits", "mcp_idle_disconnect_secs", LIMITS_INSTEAD },
-	{ "limits", "stall_timeout_secs", LIMITS_INSTEAD },
-	{ "limits", "dead_cycles_before_relief", LIMITS_INSTEAD },
-	{ "limits", "finished_retention_secs", LIMITS_INSTEAD },
-	{ "limits", "wedge_timeout_secs", LIMITS_INSTEAD },
-	{ "limits", "provider_failures_before_open", LIMITS_INSTEAD },
-	{ "limits", "provider_circuit_cooldown_secs", LIMITS_INSTEAD },
-	{ "limits", "inference_retry_attempts", LIMITS_INSTEAD },
-	{ "limits", "inference_retry_base_ms", LIMITS_INSTEAD },
-	{ "limits", "max_concurrent_inferences_by_model", LIMITS_INSTEAD },
-	{ "limits", "max_concurrent_inferences_by_provider", LIMITS_INSTEAD },
+	{ "limits", "max_concurrent_tools", "lev's order: a run's tool calls run one at a time, "
+					    "each in a sandbox of its own" },
+	{ "limits", "exact_token_counting", "the provider's own counts, which lev sums "
+					    "(lev has no tokenizer to count with)" },
+	{ "limits", "mcp_idle_disconnect_secs", "lev's order: a run's MCP servers start and "
+						"stop with the run" },
+	{ "limits", "stall_timeout_secs", "the request's timeout_secs: lev has no shared "
+					  "dispatcher for a run to stall in" },
+	{ "limits", "dead_cycles_before_relief", "lev's order: there is no shared tool lane "
+						 "to widen" },
+	{ "limits", "finished_retention_secs", "lev ps --all, which lists finished runs from "
+					       "lev.db until lev rm" },
+	{ "limits", "wedge_timeout_secs", "lev cancel --force, which ends a run whose worker "
+					  "is gone" },
+	{ "limits", "provider_failures_before_open", "a stage's model chain: after a request's "
+						     "retries the next entry is tried" },
+	{ "limits", "provider_circuit_cooldown_secs", "a stage's model chain: after a "
+						      "request's retries the next entry is "
+						      "tried" },
+	{ "limits", "max_concurrent_inferences_by_model", "[limits] max_concurrent_inferences, "
+							  "one pool for the daemon" },
+	{ "limits", "max_concurrent_inferences_by_provider", "[limits] "
+							     "max_concurrent_inferences, one "
+							     "pool for the daemon" },
 	{ "sandbox", "persist", "a mount: every lev sandbox is thrown away after its command" },
 };
 
@@ -467,6 +477,37 @@ static int parse_nudge(const struct lev_tomlval_ctx *c, const struct lev_toml_ta
 	return r < 0 ? r : 0;
 }
 
+/*
+ * [title] (Leviath's): enabled (default true) gives each run a title, the
+ * first line of its task; provider and model are not run: lev sends the
+ * task to no second model to name it.
+ */
+static int parse_title(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+		       struct lev_config *cfg, struct lev_err *err)
+{
+	int r = 0;
+
+	for (size_t i = 0, n = lev_toml_table_len(t); i < n && r >= 0; i++) {
+		const struct lev_toml_value *v = lev_toml_table_value(t, i);
+		_cleanup_free_ char *p = lev_tomlval_key_path("title", t, i);
+		bool on = true;
+
+		if (lev_tomlval_key_is(t, i, "enabled")) {
+			r = lev_tomlval_bool(c, v, p, &on, err);
+			cfg->title_off = !on;
+		} else if (lev_tomlval_key_is(t, i, "provider") || lev_tomlval_key_is(t, i, "model")) {
+			r = lev_tomlval_type(c, v, LEV_TOML_STRING, p, err);
+			if (r == 0)
+				lev_tomlval_warn(c, v->line, "not run by lev: Leviath's '%s'; the title "
+						 "is the task's first line (lev sends the task to no "
+						 "second model to name it)", p);
+		} else {
+			warn_unknown(c, t, i, "title");
+		}
+	}
+	return r < 0 ? r : 0;
+}
+
 static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 			struct lev_limits *l, struct lev_err *err)
 {
@@ -485,6 +526,8 @@ static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 		/* Leviath's name for the same limit */
 		{ "default_max_iterations", offsetof(struct lev_limits, max_iterations), 1, 100000 },
 		{ "max_concurrent_inferences", offsetof(struct lev_limits, max_concurrent_inferences), 1, 65536 },
+		{ "inference_retry_attempts", offsetof(struct lev_limits, inference_retry_attempts), 1, 100 },
+		{ "inference_retry_base_ms", offsetof(struct lev_limits, inference_retry_base_ms), 1, 600000 },
 	};
 	size_t i, j, n = lev_toml_table_len(t);
 
@@ -973,6 +1016,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		    lev_tomlval_key_is(root, i, "agent_safe_commands") ||
 		    lev_tomlval_key_is(root, i, "limits") ||
 		    lev_tomlval_key_is(root, i, "nudge") ||
+		    lev_tomlval_key_is(root, i, "title") ||
 		    lev_tomlval_key_is(root, i, "tools") ||
 		    lev_tomlval_key_is(root, i, "providers")) {
 			r = lev_tomlval_table(c, v, p, &t, err);
@@ -1005,6 +1049,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = parse_limits(c, t, &cfg->limits, err);
 		else if (lev_tomlval_key_is(root, i, "nudge"))
 			r = parse_nudge(c, t, &cfg->nudge, err);
+		else if (lev_tomlval_key_is(root, i, "title"))
+			r = parse_title(c, t, cfg, err);
 		else if (lev_tomlval_key_is(root, i, "tools"))
 			r = parse_tools(c, t, cfg, err);
 		else

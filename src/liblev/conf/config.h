@@ -168,6 +168,9 @@ struct lev_limits {
 	uint64_t max_iterations;		/* per stage when the blueprint sets none; default 50 */
 	uint64_t max_concurrent_inferences;	/* model requests at once across the daemon
 						 * (daemon/pool.h); 0: unset, no limit */
+	uint64_t inference_retry_attempts;	/* a model request's tries in all, the first
+						 * included; 0: the provider's default (4) */
+	uint64_t inference_retry_base_ms;	/* its first backoff; 0: the default (500) */
 };
 
 /*
@@ -228,6 +231,7 @@ struct lev_config {
 	struct lev_script_perms script_permissions;
 
 	/* [safe_commands] */
+	bool title_off;		/* Leviath's [title] enabled = false: runs get no title */
 	bool safe_defaults;	/* default true: the built-in safe list is active */
 	char **safe_tools;
 	char **safe_shell;

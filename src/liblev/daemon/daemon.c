@@ -1072,9 +1072,15 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 			"blueprint_path", lev_json_str(req, "blueprint"), "yolo",
 			json_is_true(json_object_get(req, "yolo")), "model",
 			lev_json_str(req, "model"));
+	if (lev_json_str(req, "title"))	/* Leviath's [title], the client's */
+		json_object_set_new(doc, "title", json_string(lev_json_str(req, "title")));
 	r = run_add(d, id, doc);
 	r->pid = pid;
 	r->fd = fd;
+	/* its directory and meta.json before lev run --json returns (harnesses poll it) */
+	if (lev_meta_submit(d->runs_dir, r->doc, &err) < 0)
+		dlog(d, "run %s: %s", id, err.msg);
+	lev_err_clear(&err);
 	run_save(d, r);
 	/* kept until the run ends: a restarted daemon resumes the run from it */
 	{
@@ -1367,6 +1373,8 @@ static void worker_event(struct daemon *d, struct run *r, const json_t *ev)
 	} else if (lev_streq(name, "model_response")) {
 		add_tokens(r->doc, ev, "prompt_tokens");
 		add_tokens(r->doc, ev, "completion_tokens");
+		add_tokens(r->doc, ev, "cached_tokens");
+		add_tokens(r->doc, ev, "cache_write_tokens");
 		r->dirty = true;
 		return;	/* tokens are not progress */
 	} else {
@@ -1536,8 +1544,8 @@ static json_t *op_ping(struct daemon *d)
  */
 /*
  * Leviath's names beside lev's in a run of `lev ps --json`: run_id,
- * tool_calls, last_progress_at (whole seconds), title (lev gives runs
- * none), wait_reason (what "waiting: REASON" waits on).
+ * tool_calls, last_progress_at (whole seconds), title (the task's first
+ * line, Leviath's [title]), wait_reason (what "waiting: REASON" waits on).
  */
 static void leviath_names(json_t *sum)
 {

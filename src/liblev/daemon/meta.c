@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "liblev/daemon/meta.h"
@@ -13,6 +14,8 @@
 #include "liblev/base/cleanup.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/datadir.h"
+#include "liblev/run/runrecord.h"
 
 #define WAITING "waiting: "
 
@@ -74,7 +77,7 @@ json_t *lev_meta_of(const json_t *doc)
 	json_object_set_new(m, "run_id", str(doc, "id"));
 	json_object_set_new(m, "agent", str(doc, "agent"));
 	json_object_set_new(m, "blueprint_path", str(doc, "blueprint_path"));
-	json_object_set_new(m, "title", json_null());
+	json_object_set_new(m, "title", str(doc, "title"));
 	json_object_set_new(m, "status", json_string(status));
 	json_object_set_new(m, "wait_reason",
 			    reason ? json_stringn(reason, rlen) : json_null());
@@ -83,8 +86,8 @@ json_t *lev_meta_of(const json_t *doc)
 	json_object_set_new(m, "tool_calls", num(doc, "tools"));
 	json_object_set_new(m, "prompt_tokens", num(doc, "prompt_tokens"));
 	json_object_set_new(m, "completion_tokens", num(doc, "completion_tokens"));
-	json_object_set_new(m, "cached_tokens", json_integer(0));
-	json_object_set_new(m, "cache_write_tokens", json_integer(0));
+	json_object_set_new(m, "cached_tokens", num(doc, "cached_tokens"));
+	json_object_set_new(m, "cache_write_tokens", num(doc, "cache_write_tokens"));
 	json_object_set_new(m, "model", str(doc, "model"));
 	json_object_set_new(m, "workdir", str(doc, "workdir"));
 	json_object_set_new(m, "yolo", json_boolean(json_is_true(json_object_get(doc, "yolo"))));
@@ -140,6 +143,23 @@ int lev_meta_write(const char *runs_dir, const json_t *doc, struct lev_err *err)
 		return lev_err_set(err, -ENOMEM, "cannot encode the meta.json of run %s", id);
 	r = replace_at(dfd, "meta.json", text, strlen(text), err);
 	return r;
+}
+
+int lev_meta_submit(const char *runs_dir, const json_t *doc, struct lev_err *err)
+{
+	const char *id = lev_json_str(doc, "id");
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (!runs_dir || !lev_run_id_valid(id))
+		return lev_err_set(err, -EINVAL, "'%s' is not a run id", id ? id : "");
+	r = lev_datadir_ensure(runs_dir, err);
+	if (r < 0)
+		return r;
+	dir = lev_path_join(runs_dir, id);
+	if (mkdir(dir, LEV_DIR_MODE) < 0 && errno != EEXIST)
+		return lev_err_errno(err, -errno, "cannot create run directory '%s'", dir);
+	return lev_meta_write(runs_dir, doc, err);
 }
 
 int lev_meta_pidfile(const char *path, struct lev_err *err)

@@ -27,9 +27,18 @@ json_t *lev_meta_of(const json_t *doc);
 
 /*
  * Write DOC's meta.json into RUNS_DIR/<its id>/, when that directory
- * exists (the worker creates it): 0, or a negative errno.
+ * exists (lev_meta_submit() makes it; a run whose directory was removed
+ * gets none): 0, or a negative errno.
  */
 int lev_meta_write(const char *runs_dir, const json_t *doc, struct lev_err *err);
+
+/*
+ * At a run's submission: make RUNS_DIR/<DOC's id>/ (the worker's run
+ * record goes into it later) and write its first meta.json, so a harness
+ * that reads meta.json as soon as lev run --json returns finds it
+ * ("starting").  0, or a negative errno.
+ */
+int lev_meta_submit(const char *runs_dir, const json_t *doc, struct lev_err *err);
 
 /* Write this process's pid to PATH atomically. */
 int lev_meta_pidfile(const char *path, struct lev_err *err);

@@ -246,6 +246,10 @@ int lev_anthropic_decode(const char *body, size_t len, struct lev_infer_response
 			if (json_is_integer(v) && json_integer_value(v) >= 0) {
 				r.has_prompt_tokens = true;
 				r.prompt_tokens += (uint64_t)json_integer_value(v);
+				if (k == 1)
+					r.cached_tokens = (uint64_t)json_integer_value(v);
+				else if (k == 2)
+					r.cache_write_tokens = (uint64_t)json_integer_value(v);
 			}
 		}
 		if (json_is_integer(o) && json_integer_value(o) >= 0) {

@@ -263,11 +263,16 @@ static void parse_usage(const json_t *u, struct lev_infer_response *r, const cha
 			const char *outk)
 {
 	const json_t *p = json_object_get(u, in), *c = json_object_get(u, outk);
+	const json_t *cached = json_object_get(json_object_get(u, "prompt_tokens_details"),
+					       "cached_tokens");
 
 	if (json_is_integer(p) && json_integer_value(p) >= 0) {
 		r->has_prompt_tokens = true;
 		r->prompt_tokens = (uint64_t)json_integer_value(p);
 	}
+	/* OpenAI's cache reads, part of prompt_tokens (it reports no writes) */
+	if (json_is_integer(cached) && json_integer_value(cached) >= 0)
+		r->cached_tokens = (uint64_t)json_integer_value(cached);
 	if (json_is_integer(c) && json_integer_value(c) >= 0) {
 		r->has_completion_tokens = true;
 		r->completion_tokens = (uint64_t)json_integer_value(c);

@@ -554,6 +554,11 @@ int lev_provider_spec_from_config(struct lev_provider_spec *s, const struct lev_
 	n.cancel = s->cancel;
 	n.jitter_seed = s->jitter_seed;
 	n.retry = s->retry;
+	/* Leviath's [limits] inference_retry_*: the config's, where the caller set none */
+	if (!n.retry.max_attempts && cfg)
+		n.retry.max_attempts = (unsigned)cfg->limits.inference_retry_attempts;
+	if (!n.retry.base_delay_ms && cfg)
+		n.retry.base_delay_ms = (unsigned)cfg->limits.inference_retry_base_ms;
 	if (!n.timeout_ms)
 		n.timeout_ms = s->timeout_ms;
 	n.connect_timeout_ms = s->connect_timeout_ms;

@@ -181,6 +181,8 @@ struct lev_infer_response {
 	bool has_completion_tokens;
 	uint64_t prompt_tokens;		/* input tokens, cache reads and writes included */
 	uint64_t completion_tokens;
+	uint64_t cached_tokens;		/* of prompt_tokens, read from the provider's cache */
+	uint64_t cache_write_tokens;	/* of prompt_tokens, written to it */
 	enum lev_finish finish;
 	char *finish_raw;	/* as the server wrote it, or NULL */
 };

@@ -308,6 +308,11 @@ static void model_response_event(struct lev_agent *a, const struct lev_infer_res
 	if (resp->has_completion_tokens)
 		json_object_set_new(ev, "completion_tokens",
 				    json_integer((json_int_t)resp->completion_tokens));
+	if (resp->cached_tokens)
+		json_object_set_new(ev, "cached_tokens", json_integer((json_int_t)resp->cached_tokens));
+	if (resp->cache_write_tokens)
+		json_object_set_new(ev, "cache_write_tokens",
+				    json_integer((json_int_t)resp->cache_write_tokens));
 	agent_emit(a, ev);
 }
 

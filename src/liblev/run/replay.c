@@ -177,6 +177,11 @@ json_t *lev_replay_turn_json(const char *stage, const struct lev_infer_response 
 	if (resp->has_completion_tokens)
 		json_object_set_new(t, "completion_tokens",
 				    json_integer((json_int_t)resp->completion_tokens));
+	if (resp->cached_tokens)
+		json_object_set_new(t, "cached_tokens", json_integer((json_int_t)resp->cached_tokens));
+	if (resp->cache_write_tokens)
+		json_object_set_new(t, "cache_write_tokens",
+				    json_integer((json_int_t)resp->cache_write_tokens));
 	return t;
 }
 
@@ -186,6 +191,14 @@ static enum lev_finish finish_of(const char *s)
 		if (lev_streq(s, lev_finish_name((enum lev_finish)f)))
 			return (enum lev_finish)f;
 	return LEV_FINISH_OTHER;
+}
+
+/* TURN's token count KEY; 0 when it has none. */
+static uint64_t count_of(const json_t *turn, const char *key)
+{
+	const json_t *v = json_object_get(turn, key);
+
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
 /* TURN as a response; false when it is not one (the log ends there). */
@@ -222,6 +235,8 @@ static bool response_of(const json_t *turn, struct lev_infer_response *out)
 		r.completion_tokens =
 			(uint64_t)json_integer_value(json_object_get(turn, "completion_tokens"));
 	}
+	r.cached_tokens = count_of(turn, "cached_tokens");
+	r.cache_write_tokens = count_of(turn, "cache_write_tokens");
 	*out = r;
 	return true;
 }

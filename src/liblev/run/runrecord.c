@@ -278,7 +278,9 @@ int lev_runrecord_create_as(const char *runs_dir, const char *id, struct lev_run
 	for (tries = 0;; tries++) {
 		rr->id = id ? xstrdup(id) : lev_run_id_new();
 		rr->dir = lev_path_join(runs_dir, rr->id);
-		if (mkdir(rr->dir, LEV_DIR_MODE) == 0)
+		/* a given id's directory may be made already at its submission
+		 * (lev_meta_submit()); its record files are still created anew */
+		if (mkdir(rr->dir, LEV_DIR_MODE) == 0 || (id && errno == EEXIST))
 			break;
 		r = -errno;
 		free(rr->id);
