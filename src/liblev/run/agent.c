@@ -506,6 +506,7 @@ static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_in
 	lev_request_init(req);
 	lev_context_render(a->ctx, st->system_prompt, req);
 	lev_tools_offer(a->tools, s->offered, req);
+	agent_flow_offer_schema(a, req);
 	if (st->model.max_tokens)
 		req->max_tokens = (unsigned)(st->model.max_tokens > 1000000
 						    ? 1000000 : st->model.max_tokens);
