@@ -312,6 +312,60 @@ assert of(\"transition_chosen\")[0][\"how\"] == \"default\"
 "
 '
 
+# the transition tool lists the open edges as an enum (b closes once visited)
+for d in enum enumdone; do
+bp $d <<EOF
+[agent]
+name = "$d"
+[stages.a]
+$M
+available_tools = ["read_file"]
+nudge = { enabled = false }
+$([ $d = enumdone ] && echo 'allow_complete = true')
+[stages.a.transitions.b]
+[stages.a.transitions.c]
+[stages.b]
+$M
+max_revisits = 0
+next = "a"
+[stages.c]
+$M
+EOF
+done
+cat >enum.json <<'EOF'
+{ "responses": [
+  { "text": "analysed" },
+  { "text": "b" },
+  { "text": "looked in b" },
+  { "text": "analysed again" },
+  { "text": "c" },
+  { "text": "written in c" }
+] }
+EOF
+# enums DIR: the transition tool's target enum in each request that offers it
+enums() {
+	check "$1" '
+for r in reqs:
+    for t in r.get("tools", []):
+        if t["function"]["name"] == "transition":
+            print(" ".join(t["function"]["parameters"]["properties"]["target"].get("enum", ["-"])))
+'
+}
+
+test_expect_success 'the transition tool offers the open edges as an enum, a closed one gone' '
+	run enum enum.json &&
+	enums enum >enum.out &&
+	printf "%s\n" "b c" "c" >enum.want &&
+	test_cmp enum.want enum.out &&
+	check enum "assert [e[\"stage\"] for e in of(\"stage_started\")] == [\"a\", \"b\", \"a\", \"c\"], ev"
+'
+
+test_expect_success 'with allow_complete the enum also offers DONE (twin)' '
+	run enumdone enum.json &&
+	enums enumdone >enumdone.out &&
+	head -n 1 enumdone.out | grep -qx "b c DONE"
+'
+
 # ---- a compact edge is summarised by the [compaction] model -----------------------
 
 for d in cedge cedge_stage; do

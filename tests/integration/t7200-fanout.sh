@@ -672,7 +672,7 @@ assert \"queued\" in t[0] and \"queued\" in t[1], t
 assert \"message added\" in t[2] and \"killed\" in t[3], t
 assert t[4] == \"child one answered\", t
 assert \"was killed before it ran\" in t[5], t
-assert \"already run\" in t[6], t
+assert \"already finished (done)\" in t[6], t
 k = of(\"child_finished\")
 assert len(k) == 1 and k[0][\"child\"] == \"c1\", k
 c = [e for e in kid(k[0]) if e[\"event\"] == \"tool_result\"][0]

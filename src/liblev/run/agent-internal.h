@@ -307,6 +307,8 @@ void agent_flow_release(struct lev_agent *a);
 void agent_flow_kick(struct lev_agent *a, struct lev_buf *kick);
 /* After each dispatched call: the stage's counters. */
 void agent_flow_after_call(struct lev_agent *a, const struct lev_tool_call *call, bool ok);
+/* The transition tool's target in REQ as an enum of the open edges (and DONE). */
+void agent_flow_offer_schema(const struct lev_agent *a, struct lev_infer_request *req);
 /* The model answered with no call: nudge it (true), or let the stage end (false). */
 bool agent_flow_nudge(struct lev_agent *a);
 /* The model answered with no call in a stage owing an output: remind it, or end (forced). */

@@ -470,6 +470,59 @@ static int step_boundary(struct lev_agent *a, const struct lev_stage *st, char *
 	return 0;
 }
 
+/* Mail M from the parent into the region it names (else the conversation), with its labels. */
+static int add_mail(struct lev_agent *a, const struct lev_stage *st, const struct lev_agent_mail *m,
+		    char **why)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	size_t conv = lev_context_conversation(a->ctx);
+	int found = m->region ? lev_context_region_find(a->ctx, m->region) : -1;
+	size_t region = found >= 0 ? (size_t)found : conv;
+	_cleanup_free_ char *text = xasprintf("Message from the agent that started you:\n%s",
+					      m->text ? m->text : "");
+	json_t *ev;
+	int r = lev_context_add_text(a->ctx, region, text, strlen(text), m->label, &err);
+
+	if (r < 0 && region != conv) {	/* a region that cannot take it: the conversation */
+		region = conv;
+		lev_err_clear(&err);
+		r = lev_context_add_text(a->ctx, region, text, strlen(text), m->label, &err);
+	}
+	if (r < 0) {
+		*why = xasprintf("cannot add a message in stage '%s': %s", st->name, err.msg);
+		return r;
+	}
+	/* a message written in an untrusted context makes this one untrusted */
+	if (m->untrusted) {
+		lev_context_mark_untrusted(a->ctx);
+		a->ever_untrusted = true;
+	}
+	ev = agent_event_new("parent_message");
+	json_object_set_new(ev, "stage", agent_jtext(st->name));
+	json_object_set_new(ev, "region", agent_jtext(lev_context_region_name(a->ctx, region)));
+	json_object_set_new(ev, "label", json_string(lev_level_name(m->label)));
+	json_object_set_new(ev, "integrity", json_string(m->untrusted ? "untrusted" : "trusted"));
+	json_object_set_new(ev, "text", agent_jtext(m->text ? m->text : ""));
+	agent_emit(a, ev);
+	return 0;
+}
+
+/* A sub-agent's messages from its parent, before the model is asked again. */
+static int take_mail(struct lev_agent *a, const struct lev_stage *st, char **why)
+{
+	struct lev_agent_mail m;
+
+	while (!agent_cancelled(a) && a->o.hooks.mail(a->o.hooks.data, &m) == 1) {
+		int r = add_mail(a, st, &m, why);
+
+		free(m.text);
+		free(m.region);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /*
  * The model says the stage is done: flow.c decides whether it ends (true,
  * *end set), or runs on with a note to the model (false).
@@ -511,6 +564,7 @@ static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_in
 	lev_request_init(req);
 	lev_context_render(a->ctx, st->system_prompt, req);
 	lev_tools_offer(a->tools, s->offered, req);
+	agent_flow_offer_schema(a, req);
 	if (st->model.max_tokens)
 		req->max_tokens = (unsigned)(st->model.max_tokens > 1000000
 						    ? 1000000 : st->model.max_tokens);
@@ -556,6 +610,8 @@ static enum stage_end run_stage(struct lev_agent *a, char **why)
 			continue;
 		}
 		if (a->o.hooks.boundary && step_boundary(a, st, why) < 0)
+			return END_ERROR;
+		if (a->o.hooks.mail && take_mail(a, st, why) < 0)
 			return END_ERROR;
 		if (agent_cancelled(a))
 			return END_CANCELLED;

@@ -129,6 +129,14 @@ struct lev_question {
 struct lev_agent;
 struct lev_policy;
 
+/* A message a running sub-agent's parent sent it, with the parent's labels then. */
+struct lev_agent_mail {
+	char *text;
+	char *region;			/* a region of the sub-agent's, or NULL: its conversation */
+	enum lev_level label;
+	bool untrusted;
+};
+
 struct lev_agent_hooks {
 	/*
 	 * Ask the person at the terminal.  NULL, or LEV_ANSWER_NONE, means
@@ -166,6 +174,12 @@ struct lev_agent_hooks {
 	 * called again until it returns NULL.  NULL hook: no boundary.
 	 */
 	char *(*boundary)(void *data);
+	/*
+	 * A sub-agent's messages from the agent that started it (send_to_agent
+	 * while it runs), before each model turn: returns 1 and fills *M (its
+	 * strings malloc'ed) while there is one, else 0.  NULL: none.
+	 */
+	int (*mail)(void *data, struct lev_agent_mail *m);
 	void *data;
 };
 

@@ -7,8 +7,10 @@
  * budget or max_items has its oldest entries summarised by one model call
  * and replaced by the summary.  The call goes to the stage's provider with
  * [compaction]'s model, system_prompt, max_summary_tokens and temperature;
- * it carries no tools and only the entries being folded.  The summary's label
- * is lev_context_summary_label() over what it replaced: never lower.  When no
+ * it carries no tools and only the entries being folded (the conversation's
+ * whole units, never its newest).  The summary's labels (sensitivity and
+ * integrity) are lev_context_summary_label() over what it replaced: never
+ * lower.  When no
  * summary can be had (the provider fails or answers nothing: then for the
  * rest of the run; a replayed run), the region is evicted as a per_item
  * region would be.
@@ -74,7 +76,7 @@ static int summarise(struct lev_agent *a, const char *text, char **out, struct l
 }
 
 static void compacted_event(struct lev_agent *a, size_t region, size_t entries,
-			    uint64_t before, enum lev_level label)
+			    uint64_t before, struct lev_context_label label)
 {
 	json_t *ev = agent_event_new("context_compacted");
 
@@ -83,7 +85,9 @@ static void compacted_event(struct lev_agent *a, size_t region, size_t entries,
 	json_object_set_new(ev, "tokens_before", json_integer((json_int_t)before));
 	json_object_set_new(ev, "tokens_after",
 			    json_integer((json_int_t)lev_context_region_tokens(a->ctx, region)));
-	json_object_set_new(ev, "label", json_string(lev_level_name(label)));
+	json_object_set_new(ev, "label", json_string(lev_level_name(label.level)));
+	json_object_set_new(ev, "integrity", json_string(label.integrity == LEV_TRUSTED
+								 ? "trusted" : "untrusted"));
 	agent_emit(a, ev);
 }
 
@@ -91,7 +95,7 @@ static void compacted_event(struct lev_agent *a, size_t region, size_t entries,
 static bool compact_once(struct lev_agent *a, size_t region)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	enum lev_level label = LEV_PUBLIC;
+	struct lev_context_label label = { LEV_PRIVATE, LEV_UNTRUSTED };
 	uint64_t before = lev_context_region_tokens(a->ctx, region);
 	_cleanup_free_ char *summary = NULL;
 	size_t count = 0;
@@ -100,8 +104,8 @@ static bool compact_once(struct lev_agent *a, size_t region)
 	if (summarise(a, text, &summary, &err) < 0 ||
 	    lev_context_compact_apply(a->ctx, region, count, summary, strlen(summary), label,
 				      &err) < 0) {
-		agent_warn(a, "cannot compact context region '%s' (%s): its oldest entries are "
-			   "dropped instead",
+		agent_warn(a, "cannot compact context region '%s' (%s): its oldest entries are evicted "
+			   "instead, and the run evicts rather than summarises from now on",
 			   lev_context_region_name(a->ctx, region), err.msg);
 		return false;
 	}

@@ -2,6 +2,7 @@
  * context.c - context regions, budgets, eviction and rendering (context.h).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,8 +434,7 @@ static void enforce_region(struct lev_context *ctx, struct region *r)
 	if (r->kind == LEV_REGION_PINNED || r->keep || r->reject)
 		return;
 	/* summarised before the next request (lev_context_compact_due()) */
-	if (r->strategy == LEV_STRATEGY_COMPACT && !r->no_summary && ctx->compactor &&
-	    r != &ctx->regions[ctx->conv])
+	if (r->strategy == LEV_STRATEGY_COMPACT && !r->no_summary && ctx->compactor)
 		return;
 	if (r->strategy == LEV_STRATEGY_BULK && r->overflow) {
 		/* once over, `overflow` entries go at once (so it is not over again at once) */
@@ -969,48 +969,96 @@ bool lev_context_compact_due(const struct lev_context *ctx, size_t region)
 {
 	const struct region *r;
 
-	if (region >= ctx->n_regions || region == ctx->conv)
+	if (region >= ctx->n_regions)
 		return false;
 	r = &ctx->regions[region];
 	if (r->strategy != LEV_STRATEGY_COMPACT || r->no_summary || r->n < 2)
 		return false;
+	/* the conversation folds whole units and keeps its newest one */
+	if (region == ctx->conv && !several_units(r))
+		return false;
 	return region_over(r) || (r->compact_trigger && r->tokens > r->compact_trigger);
 }
 
-enum lev_level lev_context_summary_label(const enum lev_level *sources, size_t n)
+struct lev_context_label lev_context_summary_label(const struct lev_context_label *sources,
+						   size_t n)
 {
-	enum lev_level l = LEV_PUBLIC;
+	struct lev_context_label l = { LEV_PUBLIC, LEV_TRUSTED };
 
-	/* a summary is a copy of all its sources: it carries the highest of their labels */
-	for (size_t i = 0; i < n; i++)
-		l = lev_level_max(l, sources[i]);
+	/*
+	 * a summary is a copy of all its sources: it carries the highest of
+	 * their sensitivities, and is untrusted when any of them is
+	 */
+	for (size_t i = 0; i < n; i++) {
+		l.level = lev_level_max(l.level, sources[i].level);
+		if (sources[i].integrity != LEV_TRUSTED)
+			l.integrity = LEV_UNTRUSTED;
+	}
 	return l;
 }
 
-/* How many of R's oldest entries one summary folds: compact_count, else half (at least 2). */
-static size_t compact_n(const struct region *r)
+/*
+ * How many of R's oldest entries one summary folds: compact_count, else
+ * half (at least 2).  The conversation folds whole units (a model turn with
+ * its results) and never its newest unit.
+ */
+static size_t compact_n(const struct lev_context *ctx, const struct region *r)
 {
 	size_t n = r->compact_count ? (size_t)r->compact_count : r->n / 2;
+	size_t last = r->n;
 
 	if (n < 2)
 		n = 2;
-	return n > r->n ? r->n : n;
+	if (r != &ctx->regions[ctx->conv])
+		return n > r->n ? r->n : n;
+	while (last > 0 && r->items[last - 1].unit == r->items[r->n - 1].unit)
+		last--;
+	while (n < last && r->items[n].unit == r->items[n - 1].unit)
+		n++;
+	return n > last ? last : n;
+}
+
+/* ITEM as the summariser reads it: a conversation entry says whose it is. */
+static void source_text(const struct lev_context *ctx, const struct region *r,
+			const struct item *it, struct lev_buf *b)
+{
+	static const char *const who[] = {
+		[LEV_ITEM_USER] = "user", [LEV_ITEM_ASSISTANT] = "assistant",
+		[LEV_ITEM_TOOL_RESULT] = "tool result",
+	};
+
+	if (r != &ctx->regions[ctx->conv]) {
+		(void)lev_buf_add(b, it->text, it->len);
+		return;
+	}
+	(void)lev_buf_addf(b, "[%s]", (size_t)it->kind < ARRAY_SIZE(who) && who[it->kind]
+					      ? who[it->kind] : "note");
+	if (it->len) {
+		(void)lev_buf_adds(b, " ");
+		(void)lev_buf_add(b, it->text, it->len);
+	}
+	for (size_t c = 0; c < it->n_calls; c++)
+		(void)lev_buf_addf(b, "\n(called %s with %s)", it->calls[c].name,
+				   it->calls[c].raw ? it->calls[c].raw : "{}");
 }
 
 char *lev_context_compact_source(const struct lev_context *ctx, size_t region, size_t *count,
-				 enum lev_level *label)
+				 struct lev_context_label *label)
 {
 	const struct region *r = &ctx->regions[region];
-	size_t n = compact_n(r);
-	enum lev_level *labels = xcalloc(n, sizeof(*labels));
+	size_t n = compact_n(ctx, r);
+	struct lev_context_label *labels = xcalloc(n ? n : 1, sizeof(*labels));
 	struct lev_buf b = LEV_BUF_INIT;
 
 	for (size_t i = 0; i < n; i++) {
-		labels[i] = LEV_PUBLIC;
-		(void)lev_taint_entry_label(ctx->taint, r->items[i].taint_id, &labels[i]);
+		/* an entry whose labels cannot be read is private and untrusted */
+		labels[i] = (struct lev_context_label){ LEV_PRIVATE, LEV_UNTRUSTED };
+		(void)lev_taint_entry_label(ctx->taint, r->items[i].taint_id, &labels[i].level);
+		(void)lev_taint_entry_integrity(ctx->taint, r->items[i].taint_id,
+						&labels[i].integrity);
 		if (i)
 			(void)lev_buf_adds(&b, "\n\n");
-		(void)lev_buf_add(&b, r->items[i].text, r->items[i].len);
+		source_text(ctx, r, &r->items[i], &b);
 	}
 	*label = lev_context_summary_label(labels, n);
 	*count = n;
@@ -1019,11 +1067,12 @@ char *lev_context_compact_source(const struct lev_context *ctx, size_t region, s
 }
 
 int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t count,
-			      const char *summary, size_t len, enum lev_level label,
+			      const char *summary, size_t len, struct lev_context_label label,
 			      struct lev_err *err)
 {
 	struct region *r = &ctx->regions[region];
-	size_t to = r->summary_to;
+	bool conv = region == ctx->conv;
+	size_t to = conv ? region : r->summary_to;
 	struct region *t = &ctx->regions[to];
 	struct item *it = NULL, held;
 	size_t n;
@@ -1033,12 +1082,22 @@ int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t cou
 
 	if (count > r->n)
 		return lev_err_set(err, -EINVAL, "region '%s' has only %zu entries", r->name, r->n);
-	text = cut_text(summary, len, LEV_CONTEXT_ENTRY_MAX, &n, &cut);
-	/* add the summary first: its label is in place before its sources' leave */
-	ret = add_item(ctx, to, LEV_ITEM_TEXT, text, n, lev_context_estimate(n), false, label, 0,
-		       &it, err);
+	if (conv) {
+		/* the model reads it as the conversation's first user turn */
+		_cleanup_free_ char *s = xasprintf("%s\n\n%.*s", LEV_CONTEXT_SUMMARY_NOTE,
+						   (int)(len > INT_MAX ? INT_MAX : len), summary);
+
+		text = cut_text(s, strlen(s), LEV_CONTEXT_ENTRY_MAX, &n, &cut);
+	} else {
+		text = cut_text(summary, len, LEV_CONTEXT_ENTRY_MAX, &n, &cut);
+	}
+	/* add the summary first: its labels are in place before its sources' leave */
+	ret = add_item(ctx, to, conv ? LEV_ITEM_USER : LEV_ITEM_TEXT, text, n,
+		       lev_context_estimate(n), false, label.level, 0, &it, err);
 	if (ret < 0)
 		return ret;
+	if (label.integrity != LEV_TRUSTED)
+		(void)lev_taint_set_untrusted(ctx->taint, it->taint_id);
 	if (to == region) {
 		/* in place, as the oldest entry, ahead of what it replaces */
 		held = *it;

@@ -271,17 +271,26 @@ void lev_context_set_view(struct lev_context *ctx, char *const *names);
  */
 void lev_context_set_compactor(struct lev_context *ctx, bool on);
 bool lev_context_compact_due(const struct lev_context *ctx, size_t region);
+/* A summary's labels: its sensitivity and its integrity. */
+struct lev_context_label {
+	enum lev_level level;
+	enum lev_integrity integrity;
+};
+/* What a summary of the conversation's earlier turns starts with. */
+#define LEV_CONTEXT_SUMMARY_NOTE "[a summary of the earlier turns of this conversation]"
 char *lev_context_compact_source(const struct lev_context *ctx, size_t region, size_t *count,
-				 enum lev_level *label);
+				 struct lev_context_label *label);
 int lev_context_compact_apply(struct lev_context *ctx, size_t region, size_t count,
-			      const char *summary, size_t len, enum lev_level label,
+			      const char *summary, size_t len, struct lev_context_label label,
 			      struct lev_err *err);
 void lev_context_enforce(struct lev_context *ctx, size_t region);
 /*
- * The label of a summary of text labelled SOURCES[0..N): the highest of
- * them, never lower (one place, so richer labels extend it here).
+ * The labels of a summary of text labelled SOURCES[0..N): the highest
+ * sensitivity of them, untrusted when any is (one place: a summary never
+ * lowers a label).
  */
-enum lev_level lev_context_summary_label(const enum lev_level *sources, size_t n);
+struct lev_context_label lev_context_summary_label(const struct lev_context_label *sources,
+						   size_t n);
 
 /*
  * Render into REQ (initialised by the caller; tools are the caller's):

@@ -53,6 +53,15 @@ struct child_job {
 bool agent_kids_forked(const struct lev_agent *a);
 
 /*
+ * Send running job J a message (send_to_agent): TEXT into REGION (NULL: its
+ * conversation) with LABEL and integrity, taken before its next model turn.
+ * 0, or an error saying why it cannot be reached (not running, its pipe
+ * full or closed).
+ */
+int agent_kid_send(struct child_job *j, const char *text, const char *region,
+		   enum lev_level label, bool untrusted, struct lev_err *err);
+
+/*
  * Run JOBS[0..N) to their ends, at most MAX (0: all) at once, each in a
  * process of its own when agent_kids_forked(A), else one after another
  * here.  Each job that started has its result; with FAIL_STOP, no job

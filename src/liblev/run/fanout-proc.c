@@ -14,6 +14,9 @@
  *	child -> parent	{"op":"ask", the struct lev_ask}	answer: {"answer": N}
  *			{"op":"question", the struct lev_question}	answer: {"answer": "..."}
  *			{"op":"done", "ok", "answer", "error", "label", "untrusted", "record"}
+ *	parent -> child	{"op":"message", "text", "region", "label", "untrusted"}
+ *			(send_to_agent while it runs: taken before its next
+ *			model turn, or kept while it waits for an answer)
  *
  * The parent multiplexes its children's pipes with poll(): an ask goes to
  * the parent's own hooks (the same prompt, the same lev respond path under
@@ -256,13 +259,59 @@ static void kid_on_signal(int sig)
 
 struct relay {
 	int up, down;
+	json_t *mail;		/* messages that came while it waited for an answer */
 };
+
+static bool is_mail(const json_t *m)
+{
+	return lev_streq(jstr(m, "op"), "message");
+}
 
 static json_t *relay_call(struct relay *r, json_t *m)
 {
+	json_t *a;
+
 	if (frame_send(r->up, m) < 0)
 		return NULL;
-	return frame_recv(r->down);
+	while ((a = frame_recv(r->down)) && is_mail(a))
+		json_array_append_new(r->mail, a);
+	return a;
+}
+
+/* The next message from the parent: one kept, else one waiting on the pipe. */
+static int relay_mail(void *data, struct lev_agent_mail *out)
+{
+	struct relay *r = data;
+	struct pollfd p = { .fd = r->down, .events = POLLIN };
+	json_t *m = NULL;
+	json_int_t label;
+
+	if (json_array_size(r->mail)) {
+		m = json_incref(json_array_get(r->mail, 0));
+		json_array_remove(r->mail, 0);
+	}
+	while (!m && poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
+		m = frame_recv(r->down);
+		if (!m)
+			return 0;
+		if (!is_mail(m)) {	/* an answer nobody asked for: not mail */
+			json_decref(m);
+			m = NULL;
+		}
+	}
+	if (!m)
+		return 0;
+	label = json_integer_value(json_object_get(m, "label"));
+	*out = (struct lev_agent_mail){
+		.text = xstrdup(jstr(m, "text") ? jstr(m, "text") : ""),
+		.region = jstr(m, "region") ? xstrdup(jstr(m, "region")) : NULL,
+		/* a label it cannot read is private; a missing integrity untrusted */
+		.label = label >= LEV_PUBLIC && label <= LEV_PRIVATE ? (enum lev_level)label
+								     : LEV_PRIVATE,
+		.untrusted = !json_is_false(json_object_get(m, "untrusted")),
+	};
+	json_decref(m);
+	return 1;
 }
 
 static enum lev_ask_answer relay_ask(void *data, const struct lev_ask *q)
@@ -302,7 +351,7 @@ static int relay_question(void *data, const struct lev_question *q, char **answe
 static _Noreturn void kid_main(struct lev_agent *a, struct child_job *j, pid_t parent)
 {
 	struct sigaction sa = { .sa_handler = kid_on_signal };
-	struct relay rl = { .up = j->up, .down = j->down };
+	struct relay rl = { .up = j->up, .down = j->down, .mail = json_array() };
 	struct lev_agent_opts o = a->o;
 	struct child_result res;
 	sigset_t set;
@@ -333,6 +382,7 @@ static _Noreturn void kid_main(struct lev_agent *a, struct child_job *j, pid_t p
 	o.hooks.ask = a->o.hooks.ask ? relay_ask : NULL;
 	o.hooks.question = a->o.hooks.question ? relay_question : NULL;
 	o.hooks.thinking = NULL;
+	o.hooks.mail = relay_mail;
 	o.hooks.data = &rl;
 	child_exec(a, &o, j, &res);
 	(void)frame_send(j->up, json_pack("{s:s, s:b, s:s?, s:s?, s:i, s:b, s:s?}", "op", "done",
@@ -501,6 +551,8 @@ bool agent_kid_start(struct lev_agent *a, struct child_job *j)
 	if (!agent_kids_forked(a)) {
 		struct lev_agent_opts o = a->o;
 
+		o.hooks.mail = NULL;	/* its parent's mail is not its own */
+
 		child_event(a, "child_started", j, NULL);
 		child_exec(a, &o, j, &j->res);
 		j->ended = true;
@@ -545,6 +597,23 @@ no_proc:
 	j->ended = true;
 	child_event(a, "child_finished", j, &j->res);
 	return false;
+}
+
+int agent_kid_send(struct child_job *j, const char *text, const char *region,
+		   enum lev_level label, bool untrusted, struct lev_err *err)
+{
+	struct pollfd p = { .fd = j->down, .events = POLLOUT };
+
+	if (j->pid <= 0 || j->ended || j->down < 0)
+		return lev_err_set(err, -ESRCH, "it is not running");
+	/* a child that has not read what it was sent yet: never block the parent on it */
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLOUT))
+		return lev_err_set(err, -EAGAIN, "it has not read the earlier messages yet");
+	if (frame_send(j->down, json_pack("{s:s, s:s, s:s?, s:i, s:b}", "op", "message", "text",
+					  text, "region", region, "label", (int)label,
+					  "untrusted", untrusted)) < 0)
+		return lev_err_set(err, -EPIPE, "its pipe is closed");
+	return 0;
 }
 
 /*

@@ -604,6 +604,37 @@ static void spawn(struct lev_agent *a, const json_t *args, struct lev_tool_outpu
 	lev_tool_output_set(out, t, false);
 }
 
+#define MAIL_MAX 16384	/* bytes of one message to a running sub-agent: well within its pipe */
+
+/*
+ * send_to_agent to running child K: over its pipe, with the labels its
+ * parent holds now (a message written in an untrusted context makes the
+ * child's context untrusted), into target_region when the child has it.
+ */
+static void send_running(struct lev_agent *a, struct agent_kid *k, const json_t *args,
+			 struct lev_tool_output *out)
+{
+	const char *msg = json_string_value(json_object_get(args, "message"));
+	const char *region = json_string_value(json_object_get(args, "target_region"));
+	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_free_ char *t = NULL;
+
+	if (!msg || strlen(msg) > MAIL_MAX)
+		t = xasprintf("[error] a message to a running sub-agent is text of at most %d "
+			      "bytes", MAIL_MAX);
+	else if (agent_kid_send(&k->job, msg, region && *region ? region : NULL, parent_level(a),
+				any_ancestor_untrusted(a), &err) < 0)
+		t = xasprintf("[error] sub-agent '%s' cannot be reached: %s", k->id, err.msg);
+	if (t) {
+		lev_tool_output_set(out, t, true);
+		return;
+	}
+	t = xasprintf("message sent to sub-agent '%s' (running: it reads it before its next "
+		      "model turn%s%s%s)", k->id, region && *region ? ", in its region '" : "",
+		      region && *region ? region : "", region && *region ? "' if it has one" : "");
+	lev_tool_output_set(out, t, false);
+}
+
 static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *args,
 		     struct lev_tool_output *out, enum lev_level *label, bool *untrusted)
 {
@@ -634,10 +665,15 @@ static void kid_tool(struct lev_agent *a, enum lev_tool_op op, const json_t *arg
 		lev_tool_output_set(out, t, false);
 		return;
 	case LEV_OP_SEND_TO_AGENT:
+		if (k->state == KID_RUNNING) {
+			send_running(a, k, args, out);
+			return;
+		}
 		if (k->state != KID_QUEUED) {
-			t = xasprintf("[error] sub-agent '%s' has already %s; a message "
-				      "reaches a sub-agent only before it starts", k->id,
-				      k->state == KID_RUNNING ? "started" : "run");
+			t = xasprintf("[error] sub-agent '%s' has already finished (%s); a message "
+				      "reaches a sub-agent only while it is queued or running",
+				      k->id, k->state == KID_DONE ? "done" : k->state == KID_KILLED
+							 ? "killed" : "failed");
 			lev_tool_output_set(out, t, true);
 			return;
 		}

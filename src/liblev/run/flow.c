@@ -204,6 +204,42 @@ static void list_choices(const struct lev_agent *a, struct lev_buf *b)
 		(void)lev_buf_adds(b, "\n- DONE: finish the run here");
 }
 
+/*
+ * The transition tool as this stage offers it: its target an enum of the
+ * edges open now (the ones the kick lists), DONE when the stage allows it.
+ * With none open the tool keeps its plain schema (an empty enum is no schema).
+ */
+void agent_flow_offer_schema(const struct lev_agent *a, struct lev_infer_request *req)
+{
+	const struct lev_stage *st = cur_st(a);
+
+	for (size_t i = 0; i < req->n_tools; i++) {
+		struct lev_tool_def *t = &req->tools[i];
+		json_t *choices = json_array(), *schema, *target;
+
+		if (!lev_tooltable_is(t->name, LEV_OP_TRANSITION) || !t->parameters) {
+			json_decref(choices);
+			continue;
+		}
+		for (size_t j = 0; j < st->n_transitions; j++)
+			if (choice_edge(&st->transitions[j]) && edge_open(a, &st->transitions[j]))
+				json_array_append_new(choices,
+						      json_string(st->transitions[j].target));
+		if (st->allow_complete)
+			json_array_append_new(choices, json_string("DONE"));
+		schema = json_deep_copy(t->parameters);
+		target = json_object_get(json_object_get(schema, "properties"), "target");
+		if (!json_array_size(choices) || !json_is_object(target)) {
+			json_decref(choices);
+			json_decref(schema);
+			continue;
+		}
+		json_object_set_new(target, "enum", choices);
+		json_decref(t->parameters);
+		t->parameters = schema;
+	}
+}
+
 void agent_flow_kick(struct lev_agent *a, struct lev_buf *kick)
 {
 	const struct lev_output_spec *o = &cur_st(a)->output;

@@ -137,8 +137,9 @@ static json_t *schema_rest(enum lev_tool_op op, json_t *p)
 	case LEV_OP_SEND_TO_AGENT:
 		json_object_set_new(p, "agent_id", str_prop("The id spawn_agent returned"));
 		json_object_set_new(p, "message", question_prop("The message"));
-		json_object_set_new(p, "target_region", str_prop("Not supported: the message "
-								 "follows the child's task"));
+		json_object_set_new(p, "target_region", str_prop("A context region of the "
+								 "sub-agent for the message "
+								 "(default: its conversation)"));
 		return obj_schema(p, (const char *const[]){ "agent_id", "message", NULL });
 	case LEV_OP_WEB_FETCH:
 	case LEV_OP_HTTP_POST:
