@@ -34,6 +34,7 @@
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/serve/api.h"
+#include "liblev/serve/ws.h"
 
 extern char **environ;
 
@@ -62,6 +63,7 @@ struct serve {
 	char *token;		/* owned; never logged */
 	const char *cors;	/* the one origin allowed, or NULL */
 	char *self;		/* this lev binary, for spawning a run */
+	bool tls;		/* served over HTTPS: a page's own origin is https:// */
 	struct lev_api_opts api;
 };
 
@@ -344,13 +346,10 @@ struct sse {
 /* One daemon frame as an SSE event: "event: OP" and its JSON on one data line. */
 static void sse_frame(struct sse *e, json_t *m)
 {
-	const char *op = lev_json_str(m, "op");
-	char *text;
+	const char *op;
+	char *text = lev_serve_event_text(m, &op);
 
-	json_object_del(m, "v");
-	text = json_dumps(m, JSON_COMPACT);
-	(void)lev_buf_addf(&e->out, "event: %s\ndata: %s\n\n", op ? op : "message",
-			   text ? text : "{}");
+	(void)lev_buf_addf(&e->out, "event: %s\ndata: %s\n\n", op, text);
 	free(text);
 	if (lev_streq(op, "end"))
 		e->ended = true;
@@ -411,26 +410,150 @@ static void sse_free(void *cls)
 	free(e);
 }
 
+/* Follow RUN on a new daemon connection (*fd): 0, or the HTTP status and *err. */
+static unsigned attach(const char *run, int *fd, struct lev_err *err)
+{
+	json_t *req = lev_proto_request("attach"), *reply = NULL;
+	int rc;
+
+	json_object_set_new(req, "run", json_string(run));
+	rc = lev_client_open(req, fd, &reply, err);
+	json_decref(req);
+	json_decref(reply);
+	return rc < 0 ? (rc == -EREMOTEIO ? 404 : 503) : 0;
+}
+
 static enum MHD_Result events(const struct serve *s, struct MHD_Connection *c, const char *run)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	json_t *req = lev_proto_request("attach"), *reply = NULL;
 	struct MHD_Response *r;
 	struct sse *e;
-	int fd = -1, rc;
+	unsigned st;
+	int fd = -1;
 
-	json_object_set_new(req, "run", json_string(run));
-	rc = lev_client_open(req, &fd, &reply, &err);
-	json_decref(req);
-	json_decref(reply);
-	if (rc < 0)
-		return reply_error(s, c, rc == -EREMOTEIO ? 404 : 503, err.msg);
+	st = attach(run, &fd, &err);
+	if (st)
+		return reply_error(s, c, st, err.msg);
 	e = xcalloc(1, sizeof(*e));
 	e->fd = fd;
 	lev_buf_init(&e->out, (size_t)16 << 20);
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, sse_read, e, sse_free);
 	MHD_add_response_header(r, "Content-Type", "text/event-stream");
 	return reply_with(s, c, 200, r);
+}
+
+/* ---- live events over WebSocket: MHD's upgrade, libwslay's frames (serve/ws.c) -- */
+
+struct wsup {
+	int dfd;		/* the follower's connection to the daemon */
+	MHD_socket sock;
+	struct MHD_UpgradeResponseHandle *urh;
+	char *extra;
+	size_t n;
+};
+
+static void *ws_thread(void *p)
+{
+	struct wsup *u = p;
+
+	lev_ws_follow(u->sock, u->extra, u->n, u->dfd, &stopping);
+	close(u->dfd);
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(u->extra);
+	free(u);
+	return NULL;
+}
+
+/* The connection is a WebSocket now: one thread of its own follows the run. */
+static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra,
+			size_t n, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct wsup *u = cls;
+	pthread_attr_t at;
+	pthread_t t;
+
+	(void)c, (void)con_cls;
+	u->sock = sock;
+	u->urh = urh;
+	u->extra = n ? xmemdup(extra, n) : NULL;
+	u->n = n;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, ws_thread, u) != 0) {
+		close(u->dfd);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		free(u->extra);
+		free(u);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/*
+ * A page may open the stream only from this server's own origin or the
+ * --cors one: a browser sends any site's page's WebSocket with no CORS
+ * check of its own.  No Origin at all is not a browser; the token decides.
+ */
+static bool ws_origin_ok(const struct serve *s, struct MHD_Connection *c)
+{
+	const char *o = hdr(c, "Origin"), *host = hdr(c, "Host");
+	_cleanup_free_ char *self = NULL;
+
+	if (!o)
+		return true;
+	if (s->cors && (lev_streq(s->cors, "*") || lev_streq(s->cors, o)))
+		return true;
+	if (!host)
+		return false;
+	self = xasprintf("%s://%s", s->tls ? "https" : "http", host);
+	return lev_streq(o, self);
+}
+
+static bool has_word(const char *v, const char *word)
+{
+	return v && strcasestr(v, word);
+}
+
+/* GET /ws/agents/{id}?token=T: the checks, the run's follower, then 101. */
+static enum MHD_Result ws_handshake(const struct serve *s, struct MHD_Connection *c,
+				    const char *url)
+{
+	const char *tok = query(c, "token"), *run = url + strlen("/ws/agents/");
+	char accept[LEV_WS_ACCEPT_LEN + 1];
+	struct lev_err err = LEV_ERR_INIT;
+	struct MHD_Response *r;
+	struct wsup *u;
+	unsigned st;
+	int fd = -1;
+
+	if (lev_streq(url, "/ws"))
+		return reply_error(s, c, 501, "lev's daemon streams one run a connection; "
+					      "follow a run on /ws/agents/{id}");
+	if (!lev_startswith(url, "/ws/agents/") || !*run || strchr(run, '/'))
+		return reply_error(s, c, 404, "no such stream: /ws/agents/{id} follows one run");
+	if (!(tok && lev_apibody_token_eq(tok, s->token)) && !authorized(s, c))
+		return reply_error(s, c, 401, "a token is required: ?token=TOKEN");
+	if (!ws_origin_ok(s, c))
+		return reply_error(s, c, 403, "this Origin may not open the stream "
+					      "(only the server's own, or --cors)");
+	if (!has_word(hdr(c, "Upgrade"), "websocket") || !has_word(hdr(c, "Connection"), "upgrade"))
+		return reply_error(s, c, 400, "not a WebSocket handshake: 'Upgrade: websocket' "
+					      "and 'Connection: Upgrade' are required");
+	if (!lev_streq(hdr(c, "Sec-WebSocket-Version"), "13")) {
+		r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, "Sec-WebSocket-Version", "13");
+		return reply_with(s, c, 426, r);
+	}
+	if (lev_ws_accept(hdr(c, "Sec-WebSocket-Key"), accept) < 0)
+		return reply_error(s, c, 400, "header 'Sec-WebSocket-Key' is not 16 bytes in base64");
+	st = attach(run, &fd, &err);
+	if (st)
+		return reply_error(s, c, st, err.msg);
+	u = xcalloc(1, sizeof(*u));
+	u->dfd = fd;
+	r = MHD_create_response_for_upgrade(ws_upgraded, u);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
+	MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+	return reply_with(s, c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
 }
 
 /* ---- the access handler --------------------------------------------------------- */
@@ -487,6 +610,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (lev_streq(method, "GET") && !lev_startswith(url, "/api/") &&
 	    lev_console_find(lev_streq(url, "/") ? "/index.html" : url))
 		return console(s, c, url);
+	if (lev_streq(method, "GET") && (lev_streq(url, "/ws") || lev_startswith(url, "/ws/")))
+		return ws_handshake(s, c, url);
 	if (!authorized(s, c))
 		return reply_error(s, c, 401, "a bearer token is required: "
 					      "'Authorization: Bearer TOKEN'");
@@ -597,6 +722,7 @@ static struct MHD_Daemon *start(struct serve *s, const struct serve_args *a,
 				const struct sockaddr *sa, char *cert, char *key)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_ALLOW_UPGRADE |
 			 (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (cert ? MHD_USE_TLS : 0);
 
 	(void)a;
@@ -631,6 +757,7 @@ static int serve_until_signal(struct serve *s, const struct serve_args *a)
 			return lev_fail("--host: '%s' is not an IPv4 or IPv6 address", a->host);
 		sa = (const struct sockaddr *)&a6;
 	}
+	s->tls = a->cert != NULL;
 	if (a->cert && (read_pem("--tls-cert", a->cert, &cert) || read_pem("--tls-key", a->key, &key)))
 		return LEV_EXIT_FAIL;
 	sigemptyset(&set);

@@ -427,6 +427,10 @@ static const struct route routes[] = {
 	  "The run's live events as server-sent events, as 'lev attach' follows them" },
 	{ "GET", "/api/openapi.json", LEV_API_OPENAPI, false, NULL, 0, NULL,
 	  "This document" },
+	{ "GET", "/ws/agents/{id}", LEV_API_WS, false, NULL, 0, NULL,
+	  "The run's live events over WebSocket (token as ?token=; Origin: this server's or --cors)" },
+	{ "GET", "/ws", LEV_API_WS, false, NULL, 0, NULL,
+	  "Every run's events: 501, the daemon streams one run a connection (use /ws/agents/{id})" },
 };
 
 /* ID is one run or request id: no '/', no dot first, no control or odd byte. */
@@ -572,6 +576,9 @@ static json_t *operation(const struct route *rt)
 	if (rt->kind == LEV_API_EVENTS)
 		json_object_set_new(json_object_get(json_object_get(op, "responses"), "200"),
 				    "content", json_pack("{s:{}}", "text/event-stream"));
+	if (rt->kind == LEV_API_WS)
+		json_object_set_new(json_object_get(op, "responses"), "101",
+				    json_pack("{s:s}", "description", "switching to WebSocket"));
 	return op;
 }
 
