@@ -57,6 +57,8 @@ const char lev_usage_serve[] =
 #define TOKEN_MIN 16
 #define SSE_POLL_MS 1000
 #define SSE_KEEPALIVE_POLLS 15
+/* connections at once, a thread each: enough for a few hundred live followers */
+#define CONN_MAX 256u
 #define SPAWN_OUT_MAX ((size_t)64 << 10)
 
 struct serve {
@@ -728,13 +730,13 @@ static struct MHD_Daemon *start(struct serve *s, const struct serve_args *a,
 	(void)a;
 	if (cert)
 		return MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
-			MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
+			MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, CONN_MAX,
 			MHD_OPTION_CONNECTION_TIMEOUT, 120u,
 			MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_URI_LOG_CALLBACK, log_uri, s,
 			MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
 			MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
-		MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
+		MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, CONN_MAX,
 		MHD_OPTION_CONNECTION_TIMEOUT, 120u,
 		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_URI_LOG_CALLBACK, log_uri, s,
 		MHD_OPTION_END);
