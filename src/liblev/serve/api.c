@@ -24,7 +24,7 @@ struct route {
 	const char *method;
 	const char *pattern;	/* "{id}" matches one run or request id */
 	enum lev_api_kind kind;
-	bool admin;		/* mounted only with --allow-admin */
+	bool admin;		/* a mutating admin route: 403 without --allow-admin */
 	const struct lev_apibody_field *fields;	/* the body it takes; NULL: none */
 	size_t n_fields;
 	handler_fn fn;
@@ -259,6 +259,41 @@ static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, cons
 	return st;
 }
 
+static unsigned h_models(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "models", "list", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+static unsigned h_tools(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "tools", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+/* What `lev stages RUN --json` or `lev context RUN --json` shows of a run the daemon knows. */
+static unsigned h_run_show(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			   const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *args[] = { strstr(rt->pattern, "/stages") ? "stages" : "context", id, "--json",
+			       NULL };
+	json_t *r = NULL;
+	unsigned st;
+
+	(void)body, (void)c;
+	st = call_daemon(run_request("get", id), &r, reply);	/* 404 when the daemon knows none */
+	json_decref(r);
+	if (st)
+		return st;
+	return show_cmd(o, args, reply);
+}
+
 static const struct lev_apibody_field validate_fields[] = {
 	{ "blueprint", LEV_APIBODY_STRING, true },
 };
@@ -396,6 +431,8 @@ static const struct route routes[] = {
 	  "List runs (the daemon's, live and ended), paged by 'cursor' and 'limit'" },
 	{ "GET", "/api/agents", LEV_API_JSON, false, NULL, 0, h_list,
 	  "List runs (Leviath's older path; as /api/runs)" },
+	{ "GET", "/api/agents/tree", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: the tree of runs and sub-agents (lev ps shows workers under their run)" },
 	{ "POST", "/api/agents", LEV_API_JSON, false, BODY(spawn_fields), h_spawn,
 	  "Spawn a run, as 'lev run --detach' does" },
 	{ "GET", "/api/agents/{id}", LEV_API_JSON, false, NULL, 0, h_get, "One run" },
@@ -431,12 +468,73 @@ static const struct route routes[] = {
 	  "The run's live events over WebSocket (token as ?token=; Origin: this server's or --cors)" },
 	{ "GET", "/ws", LEV_API_WS, false, NULL, 0, NULL,
 	  "Every run's events: 501, the daemon streams one run a connection (use /ws/agents/{id})" },
+	{ "GET", "/api/models", LEV_API_JSON, false, NULL, 0, h_models,
+	  "The models lev knows, as 'lev models list --json'" },
+	{ "GET", "/api/tools", LEV_API_JSON, false, NULL, 0, h_tools,
+	  "The built-in tools, as 'lev tools --json'" },
+	{ "GET", "/api/agents/{id}/stages", LEV_API_JSON, false, NULL, 0, h_run_show,
+	  "The run's stages, as 'lev stages RUN --json'" },
+	{ "GET", "/api/agents/{id}/context", LEV_API_JSON, false, NULL, 0, h_run_show,
+	  "The run's context, as 'lev context RUN --json'" },
+	/* Leviath's routes lev does not serve: each a 501 that says why (REFUSED) */
+	{ "DELETE", "/api/runs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
+	{ "DELETE", "/api/runs/{id}", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
+	{ "GET", "/api/agents/{id}/children", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a run's sub-agents (lev ps shows workers under their run)" },
+	{ "GET", "/api/agents/{id}/tree-status", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a run's tree status" },
+	{ "GET", "/api/agents/{id}/context/history", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: the context's history (GET /api/agents/{id}/context has the current one)" },
+	{ "GET", "/api/agents/{id}/files", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a run's files (it needs a read confined to the run's workdir)" },
+	{ "GET", "/api/agents/{id}/logs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a run's logs (GET /api/runs/{id}/events and /ws/agents/{id} stream its events)" },
+	{ "GET", "/api/blueprints/{name}", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: one blueprint's detail (GET /api/blueprints lists them)" },
+	{ "POST", "/api/blueprints", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: install a blueprint; not served yet (lev add)" },
+	{ "PUT", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: replace a blueprint; not served yet (lev add)" },
+	{ "DELETE", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: remove a blueprint; not served yet (lev remove)" },
+	{ "POST", "/api/mcp/servers", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: add an MCP server; not served yet (lev mcp add)" },
+	{ "DELETE", "/api/mcp/servers/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: remove an MCP server; not served yet (lev mcp remove)" },
+	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: an MCP server's status (lev mcp test)" },
+	{ "POST", "/api/mcp/servers/{name}/login", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev's MCP servers take no OAuth login; their credentials are in lev's store" },
+	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: start an MCP server in its sandbox (lev mcp test)" },
+	{ "GET", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a folder picker (it needs a listing confined beneath a root)" },
+	{ "POST", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev serve makes no directory on the client's say" },
+	{ "GET", "/api/config", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: the configuration, redacted" },
+	{ "PUT", "/api/config", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: write the configuration; not served yet" },
+	{ "POST", "/api/config/validate", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: check a configuration (lev doctor checks the one in use)" },
+	{ "GET", "/api/scripts", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "POST", "/api/scripts/validate", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "GET", "/api/scripts/{kind}/{name}", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "PUT", "/api/scripts/{kind}/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "DELETE", "/api/scripts/{kind}/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: lev has no Leviath scripts; a tool is a blueprint's" },
 };
 
-/* ID is one run or request id: no '/', no dot first, no control or odd byte. */
+/* ID is one run or request id: no '/', no dot or dash first, no control or odd byte. */
 static bool id_ok(const char *s, size_t n)
 {
-	if (!n || n > 128 || s[0] == '.')
+	if (!n || n > 128 || s[0] == '.' || s[0] == '-')
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]))
@@ -444,14 +542,14 @@ static bool id_ok(const char *s, size_t n)
 	return true;
 }
 
-/* Whether PATH matches PATTERN; *id (owned) the segment "{id}" matched. */
+/* Whether PATH matches PATTERN; *id (owned) the last segment a "{...}" matched. */
 static bool match(const char *pattern, const char *path, char **id)
 {
 	const char *p = pattern, *s = path;
 
 	*id = NULL;
 	while (*p && *s) {
-		if (!strncmp(p, "{id}", 4)) {
+		if (*p == '{') {
 			size_t n = strcspn(s, "/");
 
 			if (!id_ok(s, n)) {
@@ -461,7 +559,7 @@ static bool match(const char *pattern, const char *path, char **id)
 			}
 			free(*id);
 			*id = xstrndup(s, n);
-			p += 4;
+			p += strcspn(p, "}") + 1;
 			s += n;
 			continue;
 		}
@@ -475,11 +573,6 @@ static bool match(const char *pattern, const char *path, char **id)
 	free(*id);
 	*id = NULL;
 	return false;
-}
-
-static bool mounted(const struct lev_api_opts *o, const struct route *rt)
-{
-	return !rt->admin || o->allow_admin;
 }
 
 unsigned lev_api_dispatch(const struct lev_api_opts *o, const struct lev_api_call *call,
@@ -497,12 +590,20 @@ unsigned lev_api_dispatch(const struct lev_api_opts *o, const struct lev_api_cal
 		const struct route *rt = &routes[i];
 		char *id = NULL;
 
-		if (!mounted(o, rt) || !match(rt->pattern, call->path, &id))
+		if (!match(rt->pattern, call->path, &id))
 			continue;
 		path_known = true;
 		if (strcmp(rt->method, call->method)) {
 			free(id);
 			continue;
+		}
+		if (rt->admin && !o->allow_admin) {
+			free(id);
+			return fail(reply, 403, "a mutating admin route: lev serve needs --allow-admin");
+		}
+		if (rt->kind == LEV_API_REFUSED) {
+			free(id);
+			return fail(reply, 501, rt->summary);
 		}
 		if (!rt->fields && call->len) {
 			free(id);
@@ -567,10 +668,22 @@ static json_t *operation(const struct route *rt)
 
 	json_object_set_new(op, "operationId", json_string(opid));
 	free(opid);
-	if (strstr(rt->pattern, "{id}"))
-		json_object_set_new(op, "parameters",
-				    json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
-					      "required", 1, "schema", "type", "string"));
+	for (const char *b = strchr(rt->pattern, '{'); b; b = strchr(b + 1, '{')) {
+		char *name = xstrndup(b + 1, strcspn(b + 1, "}"));
+
+		if (!json_object_get(op, "parameters"))
+			json_object_set_new(op, "parameters", json_array());
+		json_array_append_new(json_object_get(op, "parameters"),
+				      json_pack("{s:s,s:s,s:b,s:{s:s}}", "name", name, "in", "path",
+						"required", 1, "schema", "type", "string"));
+		free(name);
+	}
+	if (rt->admin)
+		json_object_set_new(json_object_get(op, "responses"), "403",
+				    json_pack("{s:s}", "description", "without --allow-admin"));
+	if (rt->kind == LEV_API_REFUSED)
+		json_object_set_new(json_object_get(op, "responses"), "501",
+				    json_pack("{s:s}", "description", rt->summary));
 	if (rt->fields)
 		json_object_set_new(op, "requestBody", body_schema(rt));
 	if (rt->kind == LEV_API_EVENTS)
@@ -584,6 +697,7 @@ static json_t *operation(const struct route *rt)
 
 json_t *lev_api_openapi(const struct lev_api_opts *o)
 {
+	(void)o;
 	json_t *paths = json_object();
 
 	for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
@@ -591,10 +705,6 @@ json_t *lev_api_openapi(const struct lev_api_opts *o)
 		json_t *item = json_object_get(paths, rt->pattern);
 		char *m = xstrdup(rt->method);
 
-		if (!mounted(o, rt)) {
-			free(m);
-			continue;
-		}
 		if (!item) {
 			item = json_object();
 			json_object_set_new(paths, rt->pattern, item);
