@@ -60,6 +60,8 @@ const char lev_usage_serve[] =
 /* connections at once, a thread each: enough for a few hundred live followers */
 #define CONN_MAX 256u
 #define SPAWN_OUT_MAX ((size_t)64 << 10)
+/* what a read-only command may print (a run's event log) */
+#define LEV_OUT_MAX ((size_t)16 << 20)
 
 struct serve {
 	char *token;		/* owned; never logged */
@@ -136,6 +138,33 @@ static char *spawn_error(int fd)
 }
 
 /*
+ * What a lev command printed: one JSON object or array, or JSON lines (an
+ * event log, as `lev logs` prints it) as an array of them; NULL otherwise.
+ */
+static json_t *parse_output(const char *o, size_t len)
+{
+	json_t *j = json_loadb(o, len, JSON_REJECT_DUPLICATES, NULL), *arr;
+	const char *p = o, *end = o + len;
+
+	if (json_is_object(j) || json_is_array(j))
+		return j;
+	json_decref(j);
+	arr = json_array();
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n && json_array_append_new(arr, json_loadb(p, n, JSON_REJECT_DUPLICATES,
+							      NULL)) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+		p += n + 1;
+	}
+	return arr;
+}
+
+/*
  * Run this lev with ARGV (TEXT, may be NULL, on its standard input, no
  * terminal): 0, its exit status in *status and what it printed, parsed, in
  * *out (a new reference, NULL when it was not one JSON object or array), *why (owned)
@@ -185,12 +214,8 @@ static int run_lev(const struct serve *s, char **argv, const char *text, int *st
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	*out = NULL;
 	if (lseek(ofd, 0, SEEK_SET) == 0 &&
-	    lev_read_fd(ofd, "stdout", SPAWN_OUT_MAX, &o, &len, NULL) == 0) {
-		*out = json_loadb(o, len, JSON_REJECT_DUPLICATES, NULL);
-		if (!json_is_object(*out) && !json_is_array(*out)) {
-			json_decref(*out);
-			*out = NULL;
-		}
+	    lev_read_fd(ofd, "stdout", LEV_OUT_MAX, &o, &len, NULL) == 0) {
+		*out = parse_output(o, len);
 		free(o);
 	}
 	*why = *status ? spawn_error(efd) : NULL;
@@ -235,6 +260,11 @@ static int lev_json(void *ctx, const char *const *args, json_t **out, struct lev
 		argv = lev_strv_push(argv, *args);
 	r = run_lev(s, argv, NULL, &st, out, &msg, err);
 	lev_strv_free(argv);
+	/* a command that failed and printed nothing is a failure, not an empty log */
+	if (r == 0 && *out && st && json_is_array(*out) && !json_array_size(*out)) {
+		json_decref(*out);
+		*out = NULL;
+	}
 	if (r == 0 && !*out)
 		r = lev_err_set(err, -EIO, "%s", msg ? msg : "lev printed no JSON");
 	free(msg);

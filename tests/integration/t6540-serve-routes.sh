@@ -91,11 +91,76 @@ test_expect_success 'every route of Leviath is in lev served document and never 
 	PY
 '
 
+test_expect_success 'a run its logs: the events lev logs prints, through lev logs itself' '
+	test "$(api GET /api/agents/$(cat id)/logs)" = 200 &&
+	test "$(json out "j[\"run\"]")" = "$(cat id)" &&
+	"$LEV" logs "$(cat id)" >logs.jsonl &&
+	python3 - out logs.jsonl <<-PY
+	import json, sys
+	got = json.load(open(sys.argv[1]))["events"]
+	want = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+	assert got, "no events"
+	assert got == want[:len(got)], (got, want)
+	PY
+'
+
+test_expect_success 'logs of a run the daemon does not know: 404, no lev logs output' '
+	test "$(api GET /api/agents/nosuchrun/logs)" = 404 &&
+	grep -q "no run" out
+'
+
+# the run's workdir: a file, a subfolder, a link inside; beside it a secret
+# and a folder out of it, and links that point there
+test_expect_success 'files: set up the workdir and what lies outside it' '
+	echo "hello from the workdir" >work/hello.txt &&
+	mkdir -p work/sub outside &&
+	echo "in sub" >work/sub/inner.txt &&
+	ln -s hello.txt work/alias.txt &&
+	echo "SECRET-outside-7f3a" >secret.txt &&
+	echo "SECRET-outside-7f3a" >outside/secret.txt &&
+	ln -s ../outside work/out &&
+	ln -s ../secret.txt work/leak.txt &&
+	ln -s "$TRASH/secret.txt" work/abs.txt &&
+	ln -s /proc/self/root work/magic
+'
+
+test_expect_success 'files: a listing and a read of a real file in the workdir (benign twin)' '
+	test "$(api GET /api/agents/$(cat id)/files)" = 200 &&
+	json out "[e[\"name\"] for e in j[\"entries\"]]" | grep -q "hello.txt" &&
+	test "$(json out "[e[\"type\"] for e in j[\"entries\"] if e[\"name\"] == \"sub\"][0]")" = dir &&
+	test "$(api GET "/api/agents/$(cat id)/files?path=hello.txt")" = 200 &&
+	test "$(json out "j[\"content\"]")" = "hello from the workdir" &&
+	test "$(api GET "/api/agents/$(cat id)/files?path=sub/inner.txt")" = 200 &&
+	test "$(json out "j[\"content\"]")" = "in sub" &&
+	test "$(api GET "/api/agents/$(cat id)/files?path=sub/../alias.txt")" = 200 &&
+	test "$(json out "j[\"content\"]")" = "hello from the workdir" &&
+	test "$(api GET "/api/agents/$(cat id)/files?path=sub")" = 200 &&
+	json out "[e[\"name\"] for e in j[\"entries\"]]" | grep -q inner.txt
+'
+
+test_expect_success 'files: .., an absolute path, a symlink out, a magic link: 403, no byte of it' '
+	for p in ../secret.txt sub/../../secret.txt "$TRASH/secret.txt" /etc/passwd \
+		 leak.txt abs.txt out/secret.txt out magic/etc/passwd; do
+		test "$(api GET "/api/agents/$(cat id)/files" -G --data-urlencode "path=$p")" = 403 ||
+			{ echo "path $p: $(cat out)"; return 1; }
+		grep -q "leaves the run.s workdir" out || return 1
+		! grep -q SECRET out || return 1
+		! grep -q root: out || return 1
+	done
+'
+
+test_expect_success 'files: a missing file is a 404, a run the daemon does not know a 404' '
+	test "$(api GET "/api/agents/$(cat id)/files?path=nosuch.txt")" = 404 &&
+	grep -q "no such file" out &&
+	test "$(api GET "/api/agents/nosuchrun/files?path=hello.txt")" = 404 &&
+	grep -q "no run" out
+'
+
 test_expect_success 'a route lev refuses: 501 with its reason, nothing done' '
 	test "$(api DELETE /api/runs/$(cat id))" = 501 &&
 	grep -q "keeps every ended run" out &&
-	test "$(api GET /api/agents/$(cat id)/files?path=../../etc/passwd)" = 501 &&
-	! grep -q root: out &&
+	test "$(api GET /api/agents/$(cat id)/tree-status)" = 501 &&
+	grep -q "tree status" out &&
 	test "$(api GET /api/agents/$(cat id))" = 200
 '
 

@@ -1,19 +1,25 @@
 /*
  * api.c - lev serve's route table, its dispatch and its OpenAPI document.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/policy/fsconfine.h"
 #include "liblev/serve/api.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
+#define FILE_READ_MAX ((size_t)4 << 20)
 
 struct route;
 typedef unsigned (*handler_fn)(const struct lev_api_opts *o, const struct route *rt,
@@ -294,6 +300,133 @@ static unsigned h_run_show(const struct lev_api_opts *o, const struct route *rt,
 	return show_cmd(o, args, reply);
 }
 
+/* What `lev logs RUN` prints of a run the daemon knows: its events, one a line. */
+static unsigned h_logs(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		       const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *args[] = { "logs", "--", id, NULL };
+	json_t *r = NULL;
+	unsigned st;
+
+	(void)rt, (void)body, (void)c;
+	st = call_daemon(run_request("get", id), &r, reply);
+	json_decref(r);
+	if (st)
+		return st;
+	st = show_cmd(o, args, reply);
+	if (st == 200)
+		*reply = json_pack("{s:s,s:o}", "run", id, "events", *reply);
+	return st;
+}
+
+/* ---- a run's files: read beneath its workdir, never outside ---------------------- */
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(lev_json_str(*(json_t *const *)a, "name"),
+		      lev_json_str(*(json_t *const *)b, "name"));
+}
+
+/* ITEMS (consumed), objects with a "name", sorted by it: a new array. */
+static json_t *sorted_by_name(json_t *items)
+{
+	size_t n = json_array_size(items);
+	json_t **v = xcalloc(n ? n : 1, sizeof(*v)), *out = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(items, i);
+	qsort(v, n, sizeof(*v), cmp_name);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(items);
+	return out;
+}
+
+/* One level of the directory FD (consumed) as [{"name", "type"}], sorted by name. */
+static unsigned list_dir(int fd, const char *path, json_t **reply)
+{
+	DIR *d = fdopendir(fd);
+	json_t *items = json_array();
+	struct dirent *e;
+
+	if (!d) {
+		close(fd);
+		json_decref(items);
+		return fail(reply, 500, "cannot list that directory");
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			json_array_append_new(items, json_pack("{s:s,s:s}", "name", e->d_name, "type",
+						e->d_type == DT_DIR ? "dir" : e->d_type == DT_REG ? "file"
+						: e->d_type == DT_LNK ? "symlink" : "other"));
+	closedir(d);
+	*reply = json_pack("{s:s,s:o}", "path", path, "entries", sorted_by_name(items));
+	return 200;
+}
+
+/* The regular file FD (consumed), up to FILE_READ_MAX bytes, as UTF-8 text. */
+static unsigned read_file(int fd, const char *path, json_t **reply)
+{
+	char *text = NULL;
+	size_t len = 0;
+	json_t *s;
+	int r = lev_read_fd(fd, path, FILE_READ_MAX, &text, &len, NULL);
+
+	close(fd);
+	if (r < 0)
+		return fail(reply, r == -EFBIG ? 413 : 500,
+			    "cannot read that file (a file over 4 MiB is not served)");
+	s = json_stringn(text, len);
+	free(text);
+	if (!s)
+		return fail(reply, 415, "that file is not UTF-8 text");
+	*reply = json_pack("{s:s,s:I,s:o}", "path", path, "size", (json_int_t)len, "content", s);
+	return 200;
+}
+
+/*
+ * ?path= (default: the workdir itself) of the run ID, opened beneath its
+ * workdir's fd by lev_confine_open(): openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS, the file tools' one confined open.  "..", an
+ * absolute path or a symlink out is refused by the kernel, not by a look at
+ * the string.
+ */
+static unsigned h_files(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *path = c->query(c->qctx, "path");
+	json_t *run = NULL;
+	struct stat sb;
+	int root, fd, r;
+	unsigned st = h_get(o, rt, id, body, c, &run);
+
+	if (st != 200) {
+		*reply = run;
+		return st;
+	}
+	path = path && *path ? path : ".";
+	root = lev_json_str(run, "workdir")
+		       ? open(lev_json_str(run, "workdir"), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	json_decref(run);
+	if (root < 0)
+		return fail(reply, 404, "the run has no workdir on this machine");
+	r = lev_confine_open(root, NULL, path, O_RDONLY | O_NONBLOCK, LEV_CONFINE_AUTO, &fd, NULL);
+	close(root);
+	if (r == -EXDEV || r == -ELOOP)
+		return fail(reply, 403, "query 'path': it leaves the run's workdir (an absolute "
+					"path, '..' or a symlink out); give a path inside it");
+	if (r == -ENOENT || r == -ENOTDIR)
+		return fail(reply, 404, "query 'path': no such file in the run's workdir");
+	if (r < 0)
+		return fail(reply, 400, "query 'path': cannot open it in the run's workdir");
+	if (fstat(fd, &sb) < 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))) {
+		close(fd);
+		return fail(reply, 400, "query 'path': neither a file nor a directory");
+	}
+	return S_ISDIR(sb.st_mode) ? list_dir(fd, path, reply) : read_file(fd, path, reply);
+}
+
 static const struct lev_apibody_field validate_fields[] = {
 	{ "blueprint", LEV_APIBODY_STRING, true },
 };
@@ -476,6 +609,10 @@ static const struct route routes[] = {
 	  "The run's stages, as 'lev stages RUN --json'" },
 	{ "GET", "/api/agents/{id}/context", LEV_API_JSON, false, NULL, 0, h_run_show,
 	  "The run's context, as 'lev context RUN --json'" },
+	{ "GET", "/api/agents/{id}/logs", LEV_API_JSON, false, NULL, 0, h_logs,
+	  "The run's events, as 'lev logs RUN' prints them" },
+	{ "GET", "/api/agents/{id}/files", LEV_API_JSON, false, NULL, 0, h_files,
+	  "One level of the run's workdir, or one file of it (?path=, opened beneath the workdir)" },
 	/* Leviath's routes lev does not serve: each a 501 that says why (REFUSED) */
 	{ "DELETE", "/api/runs", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
@@ -487,10 +624,6 @@ static const struct route routes[] = {
 	  "not served yet: a run's tree status" },
 	{ "GET", "/api/agents/{id}/context/history", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served yet: the context's history (GET /api/agents/{id}/context has the current one)" },
-	{ "GET", "/api/agents/{id}/files", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: a run's files (it needs a read confined to the run's workdir)" },
-	{ "GET", "/api/agents/{id}/logs", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: a run's logs (GET /api/runs/{id}/events and /ws/agents/{id} stream its events)" },
 	{ "GET", "/api/blueprints/{name}", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served yet: one blueprint's detail (GET /api/blueprints lists them)" },
 	{ "POST", "/api/blueprints", LEV_API_REFUSED, true, NULL, 0, NULL,
