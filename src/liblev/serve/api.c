@@ -151,6 +151,60 @@ static unsigned h_result(const struct lev_api_opts *o, const struct route *rt, c
 	return 200;
 }
 
+/* A run's sub-agents as the daemon lists them under it (`lev ps`): a new array. */
+static json_t *children_of(const json_t *run)
+{
+	const json_t *ws = json_object_get(run, "workers");
+
+	return json_is_array(ws) ? json_deep_copy(ws) : json_array();
+}
+
+static unsigned h_children(const struct lev_api_opts *o, const struct route *rt,
+			   const char *id, const json_t *body, const struct lev_api_call *c,
+			   json_t **reply)
+{
+	json_t *run = NULL;
+	unsigned st = h_get(o, rt, id, body, c, &run);
+
+	if (st != 200) {
+		*reply = run;
+		return st;
+	}
+	*reply = json_pack("{s:s,s:o}", "run", id, "children", children_of(run));
+	json_decref(run);
+	return 200;
+}
+
+/* The daemon's runs (`lev ps`: live, then the recently ended), each with its sub-agents. */
+static unsigned h_tree(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		       const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const lists[] = { "runs", "finished" };
+	json_t *ps = NULL, *items = json_array(), *e;
+	unsigned st;
+	size_t i;
+
+	(void)o, (void)rt, (void)id, (void)body, (void)c;
+	st = call_daemon(lev_proto_request("ps"), &ps, reply);
+	if (st) {
+		json_decref(items);
+		return st;
+	}
+	for (size_t l = 0; l < ARRAY_LEN(lists); l++)
+		json_array_foreach(json_object_get(ps, lists[l]), i, e) {
+			json_t *node = json_pack("{s:O*,s:O*,s:O*,s:O*,s:o}", "id",
+						 json_object_get(e, "id"), "agent",
+						 json_object_get(e, "agent"), "status",
+						 json_object_get(e, "status"), "stage",
+						 json_object_get(e, "stage"), "children", children_of(e));
+
+			json_array_append_new(items, node);
+		}
+	json_decref(ps);
+	*reply = json_pack("{s:o}", "runs", items);
+	return 200;
+}
+
 /* OP (cancel, pause, resume) on the run ID: the daemon's answer, as `lev OP` sends it. */
 static unsigned h_runop(const struct lev_api_opts *o, const struct route *rt, const char *id,
 			const json_t *body, const struct lev_api_call *c, json_t **reply)
@@ -564,8 +618,8 @@ static const struct route routes[] = {
 	  "List runs (the daemon's, live and ended), paged by 'cursor' and 'limit'" },
 	{ "GET", "/api/agents", LEV_API_JSON, false, NULL, 0, h_list,
 	  "List runs (Leviath's older path; as /api/runs)" },
-	{ "GET", "/api/agents/tree", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: the tree of runs and sub-agents (lev ps shows workers under their run)" },
+	{ "GET", "/api/agents/tree", LEV_API_JSON, false, NULL, 0, h_tree,
+	  "The daemon's runs, each with its running sub-agents under it, as 'lev ps' lists them" },
 	{ "POST", "/api/agents", LEV_API_JSON, false, BODY(spawn_fields), h_spawn,
 	  "Spawn a run, as 'lev run --detach' does" },
 	{ "GET", "/api/agents/{id}", LEV_API_JSON, false, NULL, 0, h_get, "One run" },
@@ -609,6 +663,8 @@ static const struct route routes[] = {
 	  "The run's stages, as 'lev stages RUN --json'" },
 	{ "GET", "/api/agents/{id}/context", LEV_API_JSON, false, NULL, 0, h_run_show,
 	  "The run's context, as 'lev context RUN --json'" },
+	{ "GET", "/api/agents/{id}/children", LEV_API_JSON, false, NULL, 0, h_children,
+	  "The run's running sub-agents (workers, children), as 'lev ps' lists them under it" },
 	{ "GET", "/api/agents/{id}/logs", LEV_API_JSON, false, NULL, 0, h_logs,
 	  "The run's events, as 'lev logs RUN' prints them" },
 	{ "GET", "/api/agents/{id}/files", LEV_API_JSON, false, NULL, 0, h_files,
@@ -618,8 +674,6 @@ static const struct route routes[] = {
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
 	{ "DELETE", "/api/runs/{id}", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
-	{ "GET", "/api/agents/{id}/children", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: a run's sub-agents (lev ps shows workers under their run)" },
 	{ "GET", "/api/agents/{id}/tree-status", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served yet: a run's tree status" },
 	{ "GET", "/api/agents/{id}/context/history", LEV_API_REFUSED, false, NULL, 0, NULL,
