@@ -15,6 +15,7 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/policy/fsconfine.h"
 #include "liblev/serve/api.h"
+#include "liblev/serve/configjson.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define LIST_LIMIT_DEFAULT 100
@@ -481,6 +482,18 @@ static unsigned h_files(const struct lev_api_opts *o, const struct route *rt, co
 	return S_ISDIR(sb.st_mode) ? list_dir(fd, path, reply) : read_file(fd, path, reply);
 }
 
+/* The configuration in use, redacted by construction (configjson.h). */
+static unsigned h_config(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)o, (void)rt, (void)id, (void)body, (void)c;
+	if (lev_config_redacted(reply, &err) < 0)
+		return fail(reply, 500, err.msg);
+	return 200;
+}
+
 static const struct lev_apibody_field validate_fields[] = {
 	{ "blueprint", LEV_APIBODY_STRING, true },
 };
@@ -700,8 +713,8 @@ static const struct route routes[] = {
 	  "not served yet: a folder picker (it needs a listing confined beneath a root)" },
 	{ "POST", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev serve makes no directory on the client's say" },
-	{ "GET", "/api/config", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: the configuration, redacted" },
+	{ "GET", "/api/config", LEV_API_JSON, false, NULL, 0, h_config,
+	  "The configuration in use, redacted: a key, token or credential only as its presence" },
 	{ "PUT", "/api/config", LEV_API_REFUSED, true, NULL, 0, NULL,
 	  "admin: write the configuration; not served yet" },
 	{ "POST", "/api/config/validate", LEV_API_REFUSED, false, NULL, 0, NULL,
