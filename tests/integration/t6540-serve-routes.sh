@@ -121,7 +121,8 @@ test_expect_success 'files: set up the workdir and what lies outside it' '
 	ln -s ../outside work/out &&
 	ln -s ../secret.txt work/leak.txt &&
 	ln -s "$TRASH/secret.txt" work/abs.txt &&
-	ln -s /proc/self/root work/magic
+	ln -s /proc/self/root work/magic &&
+	mkfifo work/pipe
 '
 
 test_expect_success 'files: a listing and a read of a real file in the workdir (benign twin)' '
@@ -149,7 +150,9 @@ test_expect_success 'files: .., an absolute path, a symlink out, a magic link: 4
 	done
 '
 
-test_expect_success 'files: a missing file is a 404, a run the daemon does not know a 404' '
+test_expect_success 'files: a FIFO a 400 (never opened), a missing file or run a 404' '
+	test "$(api GET "/api/agents/$(cat id)/files?path=pipe")" = 400 &&
+	grep -q "neither a file nor a directory" out &&
 	test "$(api GET "/api/agents/$(cat id)/files?path=nosuch.txt")" = 404 &&
 	grep -q "no such file" out &&
 	test "$(api GET "/api/agents/nosuchrun/files?path=hello.txt")" = 404 &&

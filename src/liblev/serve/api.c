@@ -453,7 +453,7 @@ static unsigned h_files(const struct lev_api_opts *o, const struct route *rt, co
 	const char *path = c->query(c->qctx, "path");
 	json_t *run = NULL;
 	struct stat sb;
-	int root, fd, r;
+	int root, pfd, fd, r;
 	unsigned st = h_get(o, rt, id, body, c, &run);
 
 	if (st != 200) {
@@ -466,7 +466,8 @@ static unsigned h_files(const struct lev_api_opts *o, const struct route *rt, co
 	json_decref(run);
 	if (root < 0)
 		return fail(reply, 404, "the run has no workdir on this machine");
-	r = lev_confine_open(root, NULL, path, O_RDONLY | O_NONBLOCK, LEV_CONFINE_AUTO, &fd, NULL);
+	/* O_PATH first: a FIFO or a device is looked at, never opened */
+	r = lev_confine_open(root, NULL, path, O_PATH, LEV_CONFINE_AUTO, &pfd, NULL);
 	close(root);
 	if (r == -EXDEV || r == -ELOOP)
 		return fail(reply, 403, "query 'path': it leaves the run's workdir (an absolute "
@@ -475,10 +476,15 @@ static unsigned h_files(const struct lev_api_opts *o, const struct route *rt, co
 		return fail(reply, 404, "query 'path': no such file in the run's workdir");
 	if (r < 0)
 		return fail(reply, 400, "query 'path': cannot open it in the run's workdir");
-	if (fstat(fd, &sb) < 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))) {
-		close(fd);
+	if (fstat(pfd, &sb) < 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))) {
+		close(pfd);
 		return fail(reply, 400, "query 'path': neither a file nor a directory");
 	}
+	r = lev_confine_reopen(pfd, S_ISDIR(sb.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY, &fd,
+			       NULL);
+	close(pfd);
+	if (r < 0)
+		return fail(reply, 409, "query 'path': it changed while it was opened; ask again");
 	return S_ISDIR(sb.st_mode) ? list_dir(fd, path, reply) : read_file(fd, path, reply);
 }
 
