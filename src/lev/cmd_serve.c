@@ -35,6 +35,7 @@
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/serve/api.h"
+#include "liblev/serve/ws.h"
 
 extern char **environ;
 
@@ -57,12 +58,17 @@ const char lev_usage_serve[] =
 #define TOKEN_MIN 16
 #define SSE_POLL_MS 1000
 #define SSE_KEEPALIVE_POLLS 15
+/* connections at once, a thread each: enough for a few hundred live followers */
+#define CONN_MAX 256u
 #define SPAWN_OUT_MAX ((size_t)64 << 10)
+/* what a read-only command may print (a run's event log) */
+#define LEV_OUT_MAX ((size_t)16 << 20)
 
 struct serve {
 	char *token;		/* owned; never logged */
 	const char *cors;	/* the one origin allowed, or NULL */
 	char *self;		/* this lev binary, for spawning a run */
+	bool tls;		/* served over HTTPS: a page's own origin is https:// */
 	struct lev_api_opts api;
 };
 
@@ -133,6 +139,33 @@ static char *spawn_error(int fd)
 }
 
 /*
+ * What a lev command printed: one JSON object or array, or JSON lines (an
+ * event log, as `lev logs` prints it) as an array of them; NULL otherwise.
+ */
+static json_t *parse_output(const char *o, size_t len)
+{
+	json_t *j = json_loadb(o, len, JSON_REJECT_DUPLICATES, NULL), *arr;
+	const char *p = o, *end = o + len;
+
+	if (json_is_object(j) || json_is_array(j))
+		return j;
+	json_decref(j);
+	arr = json_array();
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n && json_array_append_new(arr, json_loadb(p, n, JSON_REJECT_DUPLICATES,
+							      NULL)) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+		p += n + 1;
+	}
+	return arr;
+}
+
+/*
  * Run this lev with ARGV (TEXT, may be NULL, on its standard input, no
  * terminal): 0, its exit status in *status and what it printed, parsed, in
  * *out (a new reference, NULL when it was not one JSON object or array), *why (owned)
@@ -182,12 +215,8 @@ static int run_lev(const struct serve *s, char **argv, const char *text, int *st
 	*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	*out = NULL;
 	if (lseek(ofd, 0, SEEK_SET) == 0 &&
-	    lev_read_fd(ofd, "stdout", SPAWN_OUT_MAX, &o, &len, NULL) == 0) {
-		*out = json_loadb(o, len, JSON_REJECT_DUPLICATES, NULL);
-		if (!json_is_object(*out) && !json_is_array(*out)) {
-			json_decref(*out);
-			*out = NULL;
-		}
+	    lev_read_fd(ofd, "stdout", LEV_OUT_MAX, &o, &len, NULL) == 0) {
+		*out = parse_output(o, len);
 		free(o);
 	}
 	*why = *status ? spawn_error(efd) : NULL;
@@ -232,6 +261,11 @@ static int lev_json(void *ctx, const char *const *args, json_t **out, struct lev
 		argv = lev_strv_push(argv, *args);
 	r = run_lev(s, argv, NULL, &st, out, &msg, err);
 	lev_strv_free(argv);
+	/* a command that failed and printed nothing is a failure, not an empty log */
+	if (r == 0 && *out && st && json_is_array(*out) && !json_array_size(*out)) {
+		json_decref(*out);
+		*out = NULL;
+	}
 	if (r == 0 && !*out)
 		r = lev_err_set(err, -EIO, "%s", msg ? msg : "lev printed no JSON");
 	free(msg);
@@ -345,13 +379,10 @@ struct sse {
 /* One daemon frame as an SSE event: "event: OP" and its JSON on one data line. */
 static void sse_frame(struct sse *e, json_t *m)
 {
-	const char *op = lev_json_str(m, "op");
-	char *text;
+	const char *op;
+	char *text = lev_serve_event_text(m, &op);
 
-	json_object_del(m, "v");
-	text = json_dumps(m, JSON_COMPACT);
-	(void)lev_buf_addf(&e->out, "event: %s\ndata: %s\n\n", op ? op : "message",
-			   text ? text : "{}");
+	(void)lev_buf_addf(&e->out, "event: %s\ndata: %s\n\n", op, text);
 	free(text);
 	if (lev_streq(op, "end"))
 		e->ended = true;
@@ -412,26 +443,150 @@ static void sse_free(void *cls)
 	free(e);
 }
 
+/* Follow RUN on a new daemon connection (*fd): 0, or the HTTP status and *err. */
+static unsigned attach(const char *run, int *fd, struct lev_err *err)
+{
+	json_t *req = lev_proto_request("attach"), *reply = NULL;
+	int rc;
+
+	json_object_set_new(req, "run", json_string(run));
+	rc = lev_client_open(req, fd, &reply, err);
+	json_decref(req);
+	json_decref(reply);
+	return rc < 0 ? (rc == -EREMOTEIO ? 404 : 503) : 0;
+}
+
 static enum MHD_Result events(const struct serve *s, struct MHD_Connection *c, const char *run)
 {
 	struct lev_err err = LEV_ERR_INIT;
-	json_t *req = lev_proto_request("attach"), *reply = NULL;
 	struct MHD_Response *r;
 	struct sse *e;
-	int fd = -1, rc;
+	unsigned st;
+	int fd = -1;
 
-	json_object_set_new(req, "run", json_string(run));
-	rc = lev_client_open(req, &fd, &reply, &err);
-	json_decref(req);
-	json_decref(reply);
-	if (rc < 0)
-		return reply_error(s, c, rc == -EREMOTEIO ? 404 : 503, err.msg);
+	st = attach(run, &fd, &err);
+	if (st)
+		return reply_error(s, c, st, err.msg);
 	e = xcalloc(1, sizeof(*e));
 	e->fd = fd;
 	lev_buf_init(&e->out, (size_t)16 << 20);
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 << 10, sse_read, e, sse_free);
 	MHD_add_response_header(r, "Content-Type", "text/event-stream");
 	return reply_with(s, c, 200, r);
+}
+
+/* ---- live events over WebSocket: MHD's upgrade, libwslay's frames (serve/ws.c) -- */
+
+struct wsup {
+	int dfd;		/* the follower's connection to the daemon */
+	MHD_socket sock;
+	struct MHD_UpgradeResponseHandle *urh;
+	char *extra;
+	size_t n;
+};
+
+static void *ws_thread(void *p)
+{
+	struct wsup *u = p;
+
+	lev_ws_follow(u->sock, u->extra, u->n, u->dfd, &stopping);
+	close(u->dfd);
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(u->extra);
+	free(u);
+	return NULL;
+}
+
+/* The connection is a WebSocket now: one thread of its own follows the run. */
+static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra,
+			size_t n, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct wsup *u = cls;
+	pthread_attr_t at;
+	pthread_t t;
+
+	(void)c, (void)con_cls;
+	u->sock = sock;
+	u->urh = urh;
+	u->extra = n ? xmemdup(extra, n) : NULL;
+	u->n = n;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, ws_thread, u) != 0) {
+		close(u->dfd);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		free(u->extra);
+		free(u);
+	}
+	pthread_attr_destroy(&at);
+}
+
+/*
+ * A page may open the stream only from this server's own origin or the
+ * --cors one: a browser sends any site's page's WebSocket with no CORS
+ * check of its own.  No Origin at all is not a browser; the token decides.
+ */
+static bool ws_origin_ok(const struct serve *s, struct MHD_Connection *c)
+{
+	const char *o = hdr(c, "Origin"), *host = hdr(c, "Host");
+	_cleanup_free_ char *self = NULL;
+
+	if (!o)
+		return true;
+	if (s->cors && (lev_streq(s->cors, "*") || lev_streq(s->cors, o)))
+		return true;
+	if (!host)
+		return false;
+	self = xasprintf("%s://%s", s->tls ? "https" : "http", host);
+	return lev_streq(o, self);
+}
+
+static bool has_word(const char *v, const char *word)
+{
+	return v && strcasestr(v, word);
+}
+
+/* GET /ws/agents/{id}?token=T: the checks, the run's follower, then 101. */
+static enum MHD_Result ws_handshake(const struct serve *s, struct MHD_Connection *c,
+				    const char *url)
+{
+	const char *tok = query(c, "token"), *run = url + strlen("/ws/agents/");
+	char accept[LEV_WS_ACCEPT_LEN + 1];
+	struct lev_err err = LEV_ERR_INIT;
+	struct MHD_Response *r;
+	struct wsup *u;
+	unsigned st;
+	int fd = -1;
+
+	if (lev_streq(url, "/ws"))
+		return reply_error(s, c, 501, "lev's daemon streams one run a connection; "
+					      "follow a run on /ws/agents/{id}");
+	if (!lev_startswith(url, "/ws/agents/") || !*run || strchr(run, '/'))
+		return reply_error(s, c, 404, "no such stream: /ws/agents/{id} follows one run");
+	if (!(tok && lev_apibody_token_eq(tok, s->token)) && !authorized(s, c))
+		return reply_error(s, c, 401, "a token is required: ?token=TOKEN");
+	if (!ws_origin_ok(s, c))
+		return reply_error(s, c, 403, "this Origin may not open the stream "
+					      "(only the server's own, or --cors)");
+	if (!has_word(hdr(c, "Upgrade"), "websocket") || !has_word(hdr(c, "Connection"), "upgrade"))
+		return reply_error(s, c, 400, "not a WebSocket handshake: 'Upgrade: websocket' "
+					      "and 'Connection: Upgrade' are required");
+	if (!lev_streq(hdr(c, "Sec-WebSocket-Version"), "13")) {
+		r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, "Sec-WebSocket-Version", "13");
+		return reply_with(s, c, 426, r);
+	}
+	if (lev_ws_accept(hdr(c, "Sec-WebSocket-Key"), accept) < 0)
+		return reply_error(s, c, 400, "header 'Sec-WebSocket-Key' is not 16 bytes in base64");
+	st = attach(run, &fd, &err);
+	if (st)
+		return reply_error(s, c, st, err.msg);
+	u = xcalloc(1, sizeof(*u));
+	u->dfd = fd;
+	r = MHD_create_response_for_upgrade(ws_upgraded, u);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
+	MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+	return reply_with(s, c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
 }
 
 /* ---- the access handler --------------------------------------------------------- */
@@ -488,6 +643,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (lev_streq(method, "GET") && !lev_startswith(url, "/api/") &&
 	    lev_console_find(lev_streq(url, "/") ? "/index.html" : url))
 		return console(s, c, url);
+	if (lev_streq(method, "GET") && (lev_streq(url, "/ws") || lev_startswith(url, "/ws/")))
+		return ws_handshake(s, c, url);
 	if (!authorized(s, c))
 		return reply_error(s, c, 401, "a bearer token is required: "
 					      "'Authorization: Bearer TOKEN'");
@@ -598,18 +755,19 @@ static struct MHD_Daemon *start(struct serve *s, const struct serve_args *a,
 				const struct sockaddr *sa, char *cert, char *key)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_ALLOW_UPGRADE |
 			 (sa->sa_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (cert ? MHD_USE_TLS : 0);
 
 	(void)a;
 	if (cert)
 		return MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
-			MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
+			MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, CONN_MAX,
 			MHD_OPTION_CONNECTION_TIMEOUT, 120u,
 			MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_URI_LOG_CALLBACK, log_uri, s,
 			MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
 			MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
-		MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
+		MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, CONN_MAX,
 		MHD_OPTION_CONNECTION_TIMEOUT, 120u,
 		MHD_OPTION_NOTIFY_COMPLETED, done, s, MHD_OPTION_URI_LOG_CALLBACK, log_uri, s,
 		MHD_OPTION_END);
@@ -632,6 +790,7 @@ static int serve_until_signal(struct serve *s, const struct serve_args *a)
 			return lev_fail("--host: '%s' is not an IPv4 or IPv6 address", a->host);
 		sa = (const struct sockaddr *)&a6;
 	}
+	s->tls = a->cert != NULL;
 	if (a->cert && (read_pem("--tls-cert", a->cert, &cert) || read_pem("--tls-key", a->key, &key)))
 		return LEV_EXIT_FAIL;
 	{

@@ -144,7 +144,7 @@ test_expect_success 'the OpenAPI document is served and in lockstep with the rou
 	for m, p in sorted(ops):
 	    if p.endswith("/events"):
 	        continue
-	    req = urllib.request.Request(sys.argv[3] + p.replace("{id}", "nosuchrun"), method=m,
+	    req = urllib.request.Request(sys.argv[3] + re.sub(r"\{[a-z]+\}", "nosuchrun", p), method=m,
 	        headers={"Authorization": "Bearer " + sys.argv[4]}, data=b"{}" if m == "POST" else None)
 	    try:
 	        code = urllib.request.urlopen(req).status

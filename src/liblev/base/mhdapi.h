@@ -26,7 +26,9 @@
 	X(create_response_from_callback)   \
 	X(lookup_connection_value)         \
 	X(queue_response)                  \
-	X(destroy_response)
+	X(destroy_response)                \
+	X(create_response_for_upgrade)     \
+	X(upgrade_action)
 
 struct lev_mhdapi {
 #define LEV_MHD_FIELD(f) __typeof__(MHD_##f) *f;
@@ -48,3 +50,30 @@ int lev_mhdapi_load(struct lev_err *err);
 #define MHD_lookup_connection_value lev_mhd.lookup_connection_value
 #define MHD_queue_response lev_mhd.queue_response
 #define MHD_destroy_response lev_mhd.destroy_response
+#define MHD_create_response_for_upgrade lev_mhd.create_response_for_upgrade
+#define MHD_upgrade_action lev_mhd.upgrade_action
+
+/*
+ * GnuTLS, which libmicrohttpd maps already (its TLS): the WebSocket
+ * handshake's SHA-1 and base64 (serve/ws.c) come from it, opened with it
+ * so that no other command maps it either.  lev_mhdapi_load() fills it.
+ * Include <gnutls/crypto.h> before this header to use it.
+ */
+#ifdef GNUTLS_CRYPTO_H
+#ifndef LEV_LIBGNUTLS_SONAME
+#define LEV_LIBGNUTLS_SONAME "libgnutls.so.30"
+#endif
+#define LEV_GNUTLS_FUNCS(X) X(hash_fast) X(base64_encode2) X(base64_decode2)
+struct lev_gnutlsapi {
+#define LEV_GNUTLS_FIELD(f) __typeof__(gnutls_##f) *f;
+	LEV_GNUTLS_FUNCS(LEV_GNUTLS_FIELD)
+#undef LEV_GNUTLS_FIELD
+	gnutls_free_function *free_fn;
+};
+extern struct lev_gnutlsapi lev_gnutls;
+#define gnutls_hash_fast lev_gnutls.hash_fast
+#define gnutls_base64_encode2 lev_gnutls.base64_encode2
+#define gnutls_base64_decode2 lev_gnutls.base64_decode2
+#undef gnutls_free
+#define gnutls_free (*lev_gnutls.free_fn)
+#endif

@@ -1,19 +1,26 @@
 /*
  * api.c - lev serve's route table, its dispatch and its OpenAPI document.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/policy/fsconfine.h"
 #include "liblev/serve/api.h"
+#include "liblev/serve/configjson.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
+#define FILE_READ_MAX ((size_t)4 << 20)
 
 struct route;
 typedef unsigned (*handler_fn)(const struct lev_api_opts *o, const struct route *rt,
@@ -24,7 +31,7 @@ struct route {
 	const char *method;
 	const char *pattern;	/* "{id}" matches one run or request id */
 	enum lev_api_kind kind;
-	bool admin;		/* mounted only with --allow-admin */
+	bool admin;		/* a mutating admin route: 403 without --allow-admin */
 	const struct lev_apibody_field *fields;	/* the body it takes; NULL: none */
 	size_t n_fields;
 	handler_fn fn;
@@ -145,6 +152,60 @@ static unsigned h_result(const struct lev_api_opts *o, const struct route *rt, c
 	return 200;
 }
 
+/* A run's sub-agents as the daemon lists them under it (`lev ps`): a new array. */
+static json_t *children_of(const json_t *run)
+{
+	const json_t *ws = json_object_get(run, "workers");
+
+	return json_is_array(ws) ? json_deep_copy(ws) : json_array();
+}
+
+static unsigned h_children(const struct lev_api_opts *o, const struct route *rt,
+			   const char *id, const json_t *body, const struct lev_api_call *c,
+			   json_t **reply)
+{
+	json_t *run = NULL;
+	unsigned st = h_get(o, rt, id, body, c, &run);
+
+	if (st != 200) {
+		*reply = run;
+		return st;
+	}
+	*reply = json_pack("{s:s,s:o}", "run", id, "children", children_of(run));
+	json_decref(run);
+	return 200;
+}
+
+/* The daemon's runs (`lev ps`: live, then the recently ended), each with its sub-agents. */
+static unsigned h_tree(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		       const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const lists[] = { "runs", "finished" };
+	json_t *ps = NULL, *items = json_array(), *e;
+	unsigned st;
+	size_t i;
+
+	(void)o, (void)rt, (void)id, (void)body, (void)c;
+	st = call_daemon(lev_proto_request("ps"), &ps, reply);
+	if (st) {
+		json_decref(items);
+		return st;
+	}
+	for (size_t l = 0; l < ARRAY_LEN(lists); l++)
+		json_array_foreach(json_object_get(ps, lists[l]), i, e) {
+			json_t *node = json_pack("{s:O*,s:O*,s:O*,s:O*,s:o}", "id",
+						 json_object_get(e, "id"), "agent",
+						 json_object_get(e, "agent"), "status",
+						 json_object_get(e, "status"), "stage",
+						 json_object_get(e, "stage"), "children", children_of(e));
+
+			json_array_append_new(items, node);
+		}
+	json_decref(ps);
+	*reply = json_pack("{s:o}", "runs", items);
+	return 200;
+}
+
 /* OP (cancel, pause, resume) on the run ID: the daemon's answer, as `lev OP` sends it. */
 static unsigned h_runop(const struct lev_api_opts *o, const struct route *rt, const char *id,
 			const json_t *body, const struct lev_api_call *c, json_t **reply)
@@ -257,6 +318,186 @@ static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, cons
 	if (st == 200 && json_is_array(*reply))
 		*reply = json_pack("{s:o}", "servers", *reply);
 	return st;
+}
+
+static unsigned h_models(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "models", "list", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+static unsigned h_tools(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	static const char *const args[] = { "tools", "--json", NULL };
+
+	(void)rt, (void)id, (void)body, (void)c;
+	return show_cmd(o, args, reply);
+}
+
+/* What `lev stages RUN --json` or `lev context RUN --json` shows of a run the daemon knows. */
+static unsigned h_run_show(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			   const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *args[] = { strstr(rt->pattern, "/stages") ? "stages" : "context", id, "--json",
+			       NULL };
+	json_t *r = NULL;
+	unsigned st;
+
+	(void)body, (void)c;
+	st = call_daemon(run_request("get", id), &r, reply);	/* 404 when the daemon knows none */
+	json_decref(r);
+	if (st)
+		return st;
+	return show_cmd(o, args, reply);
+}
+
+/* What `lev logs RUN` prints of a run the daemon knows: its events, one a line. */
+static unsigned h_logs(const struct lev_api_opts *o, const struct route *rt, const char *id,
+		       const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *args[] = { "logs", "--", id, NULL };
+	json_t *r = NULL;
+	unsigned st;
+
+	(void)rt, (void)body, (void)c;
+	st = call_daemon(run_request("get", id), &r, reply);
+	json_decref(r);
+	if (st)
+		return st;
+	st = show_cmd(o, args, reply);
+	if (st == 200)
+		*reply = json_pack("{s:s,s:o}", "run", id, "events", *reply);
+	return st;
+}
+
+/* ---- a run's files: read beneath its workdir, never outside ---------------------- */
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(lev_json_str(*(json_t *const *)a, "name"),
+		      lev_json_str(*(json_t *const *)b, "name"));
+}
+
+/* ITEMS (consumed), objects with a "name", sorted by it: a new array. */
+static json_t *sorted_by_name(json_t *items)
+{
+	size_t n = json_array_size(items);
+	json_t **v = xcalloc(n ? n : 1, sizeof(*v)), *out = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(items, i);
+	qsort(v, n, sizeof(*v), cmp_name);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(items);
+	return out;
+}
+
+/* One level of the directory FD (consumed) as [{"name", "type"}], sorted by name. */
+static unsigned list_dir(int fd, const char *path, json_t **reply)
+{
+	DIR *d = fdopendir(fd);
+	json_t *items = json_array();
+	struct dirent *e;
+
+	if (!d) {
+		close(fd);
+		json_decref(items);
+		return fail(reply, 500, "cannot list that directory");
+	}
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			json_array_append_new(items, json_pack("{s:s,s:s}", "name", e->d_name, "type",
+						e->d_type == DT_DIR ? "dir" : e->d_type == DT_REG ? "file"
+						: e->d_type == DT_LNK ? "symlink" : "other"));
+	closedir(d);
+	*reply = json_pack("{s:s,s:o}", "path", path, "entries", sorted_by_name(items));
+	return 200;
+}
+
+/* The regular file FD (consumed), up to FILE_READ_MAX bytes, as UTF-8 text. */
+static unsigned read_file(int fd, const char *path, json_t **reply)
+{
+	char *text = NULL;
+	size_t len = 0;
+	json_t *s;
+	int r = lev_read_fd(fd, path, FILE_READ_MAX, &text, &len, NULL);
+
+	close(fd);
+	if (r < 0)
+		return fail(reply, r == -EFBIG ? 413 : 500,
+			    "cannot read that file (a file over 4 MiB is not served)");
+	s = json_stringn(text, len);
+	free(text);
+	if (!s)
+		return fail(reply, 415, "that file is not UTF-8 text");
+	*reply = json_pack("{s:s,s:I,s:o}", "path", path, "size", (json_int_t)len, "content", s);
+	return 200;
+}
+
+/*
+ * ?path= (default: the workdir itself) of the run ID, opened beneath its
+ * workdir's fd by lev_confine_open(): openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS, the file tools' one confined open.  "..", an
+ * absolute path or a symlink out is refused by the kernel, not by a look at
+ * the string.
+ */
+static unsigned h_files(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *path = c->query(c->qctx, "path");
+	json_t *run = NULL;
+	struct stat sb;
+	int root, pfd, fd, r;
+	unsigned st = h_get(o, rt, id, body, c, &run);
+
+	if (st != 200) {
+		*reply = run;
+		return st;
+	}
+	path = path && *path ? path : ".";
+	root = lev_json_str(run, "workdir")
+		       ? open(lev_json_str(run, "workdir"), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	json_decref(run);
+	if (root < 0)
+		return fail(reply, 404, "the run has no workdir on this machine");
+	/* O_PATH first: a FIFO or a device is looked at, never opened */
+	r = lev_confine_open(root, NULL, path, O_PATH, LEV_CONFINE_AUTO, &pfd, NULL);
+	close(root);
+	if (r == -EXDEV || r == -ELOOP)
+		return fail(reply, 403, "query 'path': it leaves the run's workdir (an absolute "
+					"path, '..' or a symlink out); give a path inside it");
+	if (r == -ENOENT || r == -ENOTDIR)
+		return fail(reply, 404, "query 'path': no such file in the run's workdir");
+	if (r < 0)
+		return fail(reply, 400, "query 'path': cannot open it in the run's workdir");
+	if (fstat(pfd, &sb) < 0 || !(S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode))) {
+		close(pfd);
+		return fail(reply, 400, "query 'path': neither a file nor a directory");
+	}
+	r = lev_confine_reopen(pfd, S_ISDIR(sb.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY, &fd,
+			       NULL);
+	close(pfd);
+	if (r < 0)
+		return fail(reply, 409, "query 'path': it changed while it was opened; ask again");
+	return S_ISDIR(sb.st_mode) ? list_dir(fd, path, reply) : read_file(fd, path, reply);
+}
+
+/* The configuration in use, redacted by construction (configjson.h). */
+static unsigned h_config(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			 const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)o, (void)rt, (void)id, (void)body, (void)c;
+	if (lev_config_redacted(reply, &err) < 0)
+		return fail(reply, 500, err.msg);
+	return 200;
 }
 
 static const struct lev_apibody_field validate_fields[] = {
@@ -396,6 +637,8 @@ static const struct route routes[] = {
 	  "List runs (the daemon's, live and ended), paged by 'cursor' and 'limit'" },
 	{ "GET", "/api/agents", LEV_API_JSON, false, NULL, 0, h_list,
 	  "List runs (Leviath's older path; as /api/runs)" },
+	{ "GET", "/api/agents/tree", LEV_API_JSON, false, NULL, 0, h_tree,
+	  "The daemon's runs, each with its running sub-agents under it, as 'lev ps' lists them" },
 	{ "POST", "/api/agents", LEV_API_JSON, false, BODY(spawn_fields), h_spawn,
 	  "Spawn a run, as 'lev run --detach' does" },
 	{ "GET", "/api/agents/{id}", LEV_API_JSON, false, NULL, 0, h_get, "One run" },
@@ -427,12 +670,77 @@ static const struct route routes[] = {
 	  "The run's live events as server-sent events, as 'lev attach' follows them" },
 	{ "GET", "/api/openapi.json", LEV_API_OPENAPI, false, NULL, 0, NULL,
 	  "This document" },
+	{ "GET", "/ws/agents/{id}", LEV_API_WS, false, NULL, 0, NULL,
+	  "The run's live events over WebSocket (token as ?token=; Origin: this server's or --cors)" },
+	{ "GET", "/ws", LEV_API_WS, false, NULL, 0, NULL,
+	  "Every run's events: 501, the daemon streams one run a connection (use /ws/agents/{id})" },
+	{ "GET", "/api/models", LEV_API_JSON, false, NULL, 0, h_models,
+	  "The models lev knows, as 'lev models list --json'" },
+	{ "GET", "/api/tools", LEV_API_JSON, false, NULL, 0, h_tools,
+	  "The built-in tools, as 'lev tools --json'" },
+	{ "GET", "/api/agents/{id}/stages", LEV_API_JSON, false, NULL, 0, h_run_show,
+	  "The run's stages, as 'lev stages RUN --json'" },
+	{ "GET", "/api/agents/{id}/context", LEV_API_JSON, false, NULL, 0, h_run_show,
+	  "The run's context, as 'lev context RUN --json'" },
+	{ "GET", "/api/agents/{id}/children", LEV_API_JSON, false, NULL, 0, h_children,
+	  "The run's running sub-agents (workers, children), as 'lev ps' lists them under it" },
+	{ "GET", "/api/agents/{id}/logs", LEV_API_JSON, false, NULL, 0, h_logs,
+	  "The run's events, as 'lev logs RUN' prints them" },
+	{ "GET", "/api/agents/{id}/files", LEV_API_JSON, false, NULL, 0, h_files,
+	  "One level of the run's workdir, or one file of it (?path=, opened beneath the workdir)" },
+	/* Leviath's routes lev does not serve: each a 501 that says why (REFUSED) */
+	{ "DELETE", "/api/runs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
+	{ "DELETE", "/api/runs/{id}", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
+	{ "GET", "/api/agents/{id}/tree-status", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a run's tree status" },
+	{ "GET", "/api/agents/{id}/context/history", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: the context's history (GET /api/agents/{id}/context has the current one)" },
+	{ "GET", "/api/blueprints/{name}", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: one blueprint's detail (GET /api/blueprints lists them)" },
+	{ "POST", "/api/blueprints", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: install a blueprint; not served yet (lev add)" },
+	{ "PUT", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: replace a blueprint; not served yet (lev add)" },
+	{ "DELETE", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: remove a blueprint; not served yet (lev remove)" },
+	{ "POST", "/api/mcp/servers", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: add an MCP server; not served yet (lev mcp add)" },
+	{ "DELETE", "/api/mcp/servers/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: remove an MCP server; not served yet (lev mcp remove)" },
+	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: an MCP server's status (lev mcp test)" },
+	{ "POST", "/api/mcp/servers/{name}/login", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev's MCP servers take no OAuth login; their credentials are in lev's store" },
+	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: start an MCP server in its sandbox (lev mcp test)" },
+	{ "GET", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: a folder picker (it needs a listing confined beneath a root)" },
+	{ "POST", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev serve makes no directory on the client's say" },
+	{ "GET", "/api/config", LEV_API_JSON, false, NULL, 0, h_config,
+	  "The configuration in use, redacted: a key, token or credential only as its presence" },
+	{ "PUT", "/api/config", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: write the configuration; not served yet" },
+	{ "POST", "/api/config/validate", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served yet: check a configuration (lev doctor checks the one in use)" },
+	{ "GET", "/api/scripts", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "POST", "/api/scripts/validate", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "GET", "/api/scripts/{kind}/{name}", LEV_API_REFUSED, false, NULL, 0, NULL,
+	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "PUT", "/api/scripts/{kind}/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: lev has no Leviath scripts; a tool is a blueprint's" },
+	{ "DELETE", "/api/scripts/{kind}/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
+	  "admin: lev has no Leviath scripts; a tool is a blueprint's" },
 };
 
-/* ID is one run or request id: no '/', no dot first, no control or odd byte. */
+/* ID is one run or request id: no '/', no dot or dash first, no control or odd byte. */
 static bool id_ok(const char *s, size_t n)
 {
-	if (!n || n > 128 || s[0] == '.')
+	if (!n || n > 128 || s[0] == '.' || s[0] == '-')
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]))
@@ -440,14 +748,14 @@ static bool id_ok(const char *s, size_t n)
 	return true;
 }
 
-/* Whether PATH matches PATTERN; *id (owned) the segment "{id}" matched. */
+/* Whether PATH matches PATTERN; *id (owned) the last segment a "{...}" matched. */
 static bool match(const char *pattern, const char *path, char **id)
 {
 	const char *p = pattern, *s = path;
 
 	*id = NULL;
 	while (*p && *s) {
-		if (!strncmp(p, "{id}", 4)) {
+		if (*p == '{') {
 			size_t n = strcspn(s, "/");
 
 			if (!id_ok(s, n)) {
@@ -457,7 +765,7 @@ static bool match(const char *pattern, const char *path, char **id)
 			}
 			free(*id);
 			*id = xstrndup(s, n);
-			p += 4;
+			p += strcspn(p, "}") + 1;
 			s += n;
 			continue;
 		}
@@ -471,11 +779,6 @@ static bool match(const char *pattern, const char *path, char **id)
 	free(*id);
 	*id = NULL;
 	return false;
-}
-
-static bool mounted(const struct lev_api_opts *o, const struct route *rt)
-{
-	return !rt->admin || o->allow_admin;
 }
 
 unsigned lev_api_dispatch(const struct lev_api_opts *o, const struct lev_api_call *call,
@@ -493,12 +796,20 @@ unsigned lev_api_dispatch(const struct lev_api_opts *o, const struct lev_api_cal
 		const struct route *rt = &routes[i];
 		char *id = NULL;
 
-		if (!mounted(o, rt) || !match(rt->pattern, call->path, &id))
+		if (!match(rt->pattern, call->path, &id))
 			continue;
 		path_known = true;
 		if (strcmp(rt->method, call->method)) {
 			free(id);
 			continue;
+		}
+		if (rt->admin && !o->allow_admin) {
+			free(id);
+			return fail(reply, 403, "a mutating admin route: lev serve needs --allow-admin");
+		}
+		if (rt->kind == LEV_API_REFUSED) {
+			free(id);
+			return fail(reply, 501, rt->summary);
 		}
 		if (!rt->fields && call->len) {
 			free(id);
@@ -563,20 +874,36 @@ static json_t *operation(const struct route *rt)
 
 	json_object_set_new(op, "operationId", json_string(opid));
 	free(opid);
-	if (strstr(rt->pattern, "{id}"))
-		json_object_set_new(op, "parameters",
-				    json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
-					      "required", 1, "schema", "type", "string"));
+	for (const char *b = strchr(rt->pattern, '{'); b; b = strchr(b + 1, '{')) {
+		char *name = xstrndup(b + 1, strcspn(b + 1, "}"));
+
+		if (!json_object_get(op, "parameters"))
+			json_object_set_new(op, "parameters", json_array());
+		json_array_append_new(json_object_get(op, "parameters"),
+				      json_pack("{s:s,s:s,s:b,s:{s:s}}", "name", name, "in", "path",
+						"required", 1, "schema", "type", "string"));
+		free(name);
+	}
+	if (rt->admin)
+		json_object_set_new(json_object_get(op, "responses"), "403",
+				    json_pack("{s:s}", "description", "without --allow-admin"));
+	if (rt->kind == LEV_API_REFUSED)
+		json_object_set_new(json_object_get(op, "responses"), "501",
+				    json_pack("{s:s}", "description", rt->summary));
 	if (rt->fields)
 		json_object_set_new(op, "requestBody", body_schema(rt));
 	if (rt->kind == LEV_API_EVENTS)
 		json_object_set_new(json_object_get(json_object_get(op, "responses"), "200"),
 				    "content", json_pack("{s:{}}", "text/event-stream"));
+	if (rt->kind == LEV_API_WS)
+		json_object_set_new(json_object_get(op, "responses"), "101",
+				    json_pack("{s:s}", "description", "switching to WebSocket"));
 	return op;
 }
 
 json_t *lev_api_openapi(const struct lev_api_opts *o)
 {
+	(void)o;
 	json_t *paths = json_object();
 
 	for (size_t i = 0; i < ARRAY_LEN(routes); i++) {
@@ -584,10 +911,6 @@ json_t *lev_api_openapi(const struct lev_api_opts *o)
 		json_t *item = json_object_get(paths, rt->pattern);
 		char *m = xstrdup(rt->method);
 
-		if (!mounted(o, rt)) {
-			free(m);
-			continue;
-		}
 		if (!item) {
 			item = json_object();
 			json_object_set_new(paths, rt->pattern, item);

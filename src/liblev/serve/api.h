@@ -23,6 +23,8 @@ enum lev_api_kind {
 	LEV_API_JSON,		/* a JSON reply (lev_api_dispatch()) */
 	LEV_API_EVENTS,		/* a run's live events as server-sent events (the front end) */
 	LEV_API_OPENAPI,	/* this document */
+	LEV_API_WS,		/* a run's live events over WebSocket (the front end upgrades) */
+	LEV_API_REFUSED,	/* a Leviath route lev does not serve: 501, its summary says why */
 };
 
 struct lev_api_call {
