@@ -9,8 +9,12 @@
 # globs mark untrusted): the attack (a post of the code, a write to the
 # protected payees.csv, a redirect to a host no entry allows) is refused
 # under an untrusted parent, and its benign twin, the same calls under a
-# trusted one, goes through.  A Lua script tool's host functions are
-# t5300's.  tests/parity/nested.py drives it; one TAP line per caller.
+# trusted one, goes through.  An MCP tool's call (tests/helpers/mcp-hostile,
+# its server trusted by [[sources]]) is refused and let through likewise, but
+# `lev check` starts no MCP server and refuses every MCP call as not offered:
+# that parity line is a TAP TODO (a known gap) until it does.  A Lua script
+# tool's host functions are t5300's.  tests/parity/nested.py drives it; one
+# TAP line per caller.
 . "$SRC_DIR/tests/lib.sh"
 
 export LEVIATH_HOME="$TRASH/lh"

@@ -21,6 +21,9 @@ import os
 import subprocess
 import sys
 
+MCP_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers",
+                          "mcp-hostile")
+
 # the post last: its result (an error from a host no source trusts) is untrusted
 CALLS = [
     ("write_file", {"path": "out.txt", "content": "fine"}),
@@ -58,6 +61,9 @@ VIA = {
               'args = { items = [ { id = "a", context = "x" } ] }\n',
     "hop": '[[turn]]\n[[turn.call]]\ntool = "web_fetch"\n'
            'args = { url = "http://127.0.0.1:@PORT@/r" }\n',
+    # an MCP tool (tests/helpers/mcp-hostile's send), its server trusted by [[sources]]
+    "mcp": '[[turn]]\n[[turn.call]]\ntool = "h__send"\n'
+           'args = { to = "outsider@example.org", text = "7731" }\n',
 }
 
 
@@ -84,10 +90,16 @@ def write_setup(root):
                         # the first URL of a fetch may be fetched from an untrusted
                         # context; where it redirects to is judged on its own
                         '[[integrity.allow]]\ntool = "web_fetch"\ntarget = "127.0.0.1"\n'
-                        '[[allowlist]]\ntool = "web_fetch"\nmax_sensitivity = "internal"\n')):
+                        '[[allowlist]]\ntool = "web_fetch"\nmax_sensitivity = "internal"\n'
+                        '[[allowlist]]\ntool = "h__send"\nmax_sensitivity = "internal"\n'
+                        '[[sources]]\nserver = "h"\nintegrity = "trusted"\n'
+                        'sensitivity = "public"\n')):
         p = os.path.join(data, name)
         with open(p, "w") as f:
             f.write(text)
+            if name == "config.toml":
+                f.write('[[mcp_servers]]\nname = "h"\ncommand = "python3"\nargs = [%s, "echo"]\n'
+                        'timeout_secs = 30\n' % json.dumps(MCP_SERVER))
         os.chmod(p, 0o600)
     work = os.path.join(root, "work")
     os.makedirs(os.path.join(work, "inbox"), exist_ok=True)
@@ -113,6 +125,7 @@ conversation = { kind = "sliding_window", max_items = 50 }
 model = { provider = "script", script = "main.toml" }
 available_tools = ["read_file", "spawn_agent", "fan_out", "http_post", "write_file", "web_fetch"]
 worker_stage = "worker"
+%s
 
 [stages.main.tool_permissions]
 spawn_agent = "allow"
@@ -127,7 +140,7 @@ available_tools = ["http_post", "write_file"]
 allow_as_worker = true
 model = { provider = "script", script = "worker.toml" }
 available_tools = ["http_post", "write_file"]
-""")
+""" % ('available_connectors = ["h"]' if via == "mcp" else ""))
     main = toml_calls([("read_file", {"path": read})]).replace('[[turn]]\ntext = "finished"\n', "")
     with open(os.path.join(bp, "main.toml"), "w") as f:
         f.write(main + (VIA[via].replace("@PORT@", str(port)) + '[[turn]]\ntext = "finished"\n'
@@ -198,6 +211,50 @@ def check_hop(a, work, flags, ctx, n):
         return ["not ok %d - %s context, redirect hop" % (n, ctx)] + ["#   " + b for b in bad], \
             True, n
     return ["ok %d - %s context, redirect hop: %s/%s" % (n, ctx, verdict, last["gate"])], False, n
+
+
+def check_mcp(a, work, flags, ctx, n):
+    """The parent's MCP tool call against lev check of it in the same context."""
+    run, events, _ = decisions(a.lev, work, flags, ctx)
+    calls = [e for e in events if e.get("event") == "tool_call" and e["tool"] == "h__send"]
+    n += 1
+    if len(calls) != 1:
+        return ["not ok %d - %s context, MCP tool: %d calls decided (exit %d: %s)" % (
+            n, ctx, len(calls), run.returncode, run.stderr.strip()[-300:])], True, n
+    e = calls[0]
+    if "is not available" in json.dumps(events) and e["verdict"] != "allow" and \
+            ctx == "trusted":
+        return ["ok %d - %s context, MCP tool # SKIP the MCP server cannot run here: %s" % (
+            n, ctx, run.stderr.strip()[-200:])], False, n
+    chk = subprocess.run([a.lev, "check", "nest", "--workdir", work, "--no-terminal",
+                          "--calls", "-"] + flags,
+                         input=json.dumps({"id": 0, "tool": e["tool"], "args": e["args"],
+                                           "stage": e["stage"], "taint": e["taint"],
+                                           "integrity": e["integrity"]}) + "\n",
+                         capture_output=True, text=True)
+    c = json.loads(chk.stdout.splitlines()[0]) if chk.stdout.startswith("{") else {}
+    out, failed = [], False
+    # the attack (the code sent out from an untrusted context) is refused; the twin goes
+    if (ctx == "untrusted") == (e["verdict"] == "allow"):
+        failed = True
+        out.append("not ok %d - %s context, MCP tool: h__send %s/%s" % (n, ctx, e["verdict"],
+                                                                       e["gate"]))
+    else:
+        out.append("ok %d - %s context, MCP tool in the run: %s/%s" % (n, ctx, e["verdict"],
+                                                                      e["gate"]))
+    n += 1
+    # KNOWN GAP: lev check starts no MCP server, so it does not know the server's
+    # tools and refuses every MCP call as not offered; marked TODO until it does
+    # (it then reads "ok ... # TODO", and this mark goes)
+    if (e["verdict"], e["gate"]) != (c.get("decision"), c.get("gate")):
+        out.append("not ok %d - %s context, MCP tool: lev check agrees # TODO lev check "
+                   "knows no MCP tool: run %s/%s, check %s/%s" % (
+                       n, ctx, e["verdict"], e["gate"], c.get("decision"),
+                       c.get("gate") or c.get("error") or chk.stderr.strip()))
+    else:
+        out.append("ok %d - %s context, MCP tool: lev check agrees # TODO lev check knows "
+                   "no MCP tool" % (n, ctx))
+    return out, failed, n
 
 
 def check_run(a, work, flags, ctx, via, n):
@@ -285,7 +342,9 @@ def run_all(a, work, port):
                 return 1
             with open(os.path.join(work, "payees.csv"), "w") as f:
                 f.write("a;1\n")
-            if via == "hop":
+            if via == "mcp":
+                out, bad, n = check_mcp(a, work, flags + ["--allow", "h__send"], ctx, n)
+            elif via == "hop":
                 out, bad, n = check_hop(a, work, flags + ["--allow", "web_fetch"], ctx, n)
             else:
                 out, bad, n = check_run(a, work, flags, ctx, via, n)
