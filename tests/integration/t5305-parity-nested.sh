@@ -13,8 +13,10 @@
 # its server trusted by [[sources]]) is refused and let through likewise, but
 # `lev check` starts no MCP server and refuses every MCP call as not offered:
 # that parity line is a TAP TODO (a known gap) until it does.  A Lua script
-# tool's host functions are t5300's.  tests/parity/nested.py drives it; one
-# TAP line per caller.
+# tool's host functions (write_file, http_post) make the same calls from
+# inside one script call, in both contexts (t5300 generates many more, but
+# in trusted contexts only).  tests/parity/nested.py drives it; one TAP line
+# per caller.
 . "$SRC_DIR/tests/lib.sh"
 
 export LEVIATH_HOME="$TRASH/lh"

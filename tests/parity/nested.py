@@ -52,6 +52,14 @@ print(s.server_port, flush=True)
 s.serve_forever()
 """
 
+HOST_LUA = """-- @tool host
+-- @description make the parity check's calls through host functions
+-- @requires network
+-- @param go string required "anything"
+""" + "".join("pcall(%s, %s, %s)\n" % (t, json.dumps(list(a.values())[0]),
+                                       json.dumps(list(a.values())[1])) for t, a in CALLS) + \
+    'return "done"\n'
+
 # how the parent's one stage makes CALLS: itself, through a child, through a worker
 VIA = {
     "run": None,
@@ -61,6 +69,8 @@ VIA = {
               'args = { items = [ { id = "a", context = "x" } ] }\n',
     "hop": '[[turn]]\n[[turn.call]]\ntool = "web_fetch"\n'
            'args = { url = "http://127.0.0.1:@PORT@/r" }\n',
+    # a Lua script tool whose host functions (write_file, http_post) make CALLS in turn
+    "script": '[[turn]]\n[[turn.call]]\ntool = "host"\nargs = { go = "yes" }\n',
     # an MCP tool (tests/helpers/mcp-hostile's send), its server trusted by [[sources]]
     "mcp": '[[turn]]\n[[turn.call]]\ntool = "h__send"\n'
            'args = { to = "outsider@example.org", text = "7731" }\n',
@@ -93,7 +103,10 @@ def write_setup(root):
                         '[[allowlist]]\ntool = "web_fetch"\nmax_sensitivity = "internal"\n'
                         '[[allowlist]]\ntool = "h__send"\nmax_sensitivity = "internal"\n'
                         '[[sources]]\nserver = "h"\nintegrity = "trusted"\n'
-                        'sensitivity = "public"\n')):
+                        'sensitivity = "public"\n'
+                        # the script tool itself passes; its host calls meet every gate
+                        '[mcp_overrides."host"]\ndirection = "internal"\n'
+                        '[[integrity.allow]]\ntool = "host"\n')):
         p = os.path.join(data, name)
         with open(p, "w") as f:
             f.write(text)
@@ -111,7 +124,9 @@ def write_setup(root):
 
 
 def write_blueprint(bp, read, via, port):
-    os.makedirs(bp, exist_ok=True)
+    os.makedirs(os.path.join(bp, "tools"), exist_ok=True)
+    with open(os.path.join(bp, "tools", "host.lua"), "w") as f:
+        f.write(HOST_LUA)
     with open(os.path.join(bp, "agent.leviath"), "w") as f:
         f.write("""[agent]
 name = "nest"
@@ -123,7 +138,8 @@ conversation = { kind = "sliding_window", max_items = 50 }
 
 [stages.main]
 model = { provider = "script", script = "main.toml" }
-available_tools = ["read_file", "spawn_agent", "fan_out", "http_post", "write_file", "web_fetch"]
+available_tools = ["read_file", "spawn_agent", "fan_out", "http_post", "write_file", "web_fetch",
+                   "host"]
 worker_stage = "worker"
 %s
 
@@ -161,8 +177,10 @@ def decisions(lev, work, flags, ctx):
     def take(where, e):
         if e.get("event") != "tool_call" or e["tool"] not in ("http_post", "write_file"):
             return
-        seed = str(e.get("id", "")).split("/")[-1].startswith("seed:")
-        out.append(("%s %s" % (where, "seed" if seed else "call"), e))
+        last = str(e.get("id", "")).split("/")[-1]
+        kind = "seed" if last.startswith("seed:") else "host" if "." in last else "call"
+        out.append(("%s %s" % ("script" if kind == "host" else where,
+                               "call" if kind == "host" else kind), e))
     for e in events:
         take("run", e)
         if e.get("event") == "child_finished":
@@ -264,8 +282,8 @@ def check_run(a, work, flags, ctx, via, n):
     by = {}
     for caller, e in got:
         by.setdefault(caller, []).append(e)
-    callers = ["run seed"] + (["%s call" % via, "%s seed" % via] if via != "run"
-                              else ["run call"])
+    callers = ["run seed"] + (["run call"] if via == "run" else ["script call"]
+                              if via == "script" else ["%s call" % via, "%s seed" % via])
     for caller in callers:
         n += 1
         calls = by.get(caller, [])
@@ -329,7 +347,7 @@ def main():
 
 
 def run_all(a, work, port):
-    flags = ["--allow", "http_post", "--allow", "write_file"]
+    flags = ["--allow", "http_post", "--allow", "write_file", "--allow", "host"]
     n = 0
     failed = False
     for ctx, read in (("trusted", "notes.md"), ("untrusted", "inbox/page.html")):
