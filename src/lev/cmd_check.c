@@ -309,6 +309,7 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 			out = json_pack("{s:s}", "error", "the line names no tool");
 		} else if (lev_check_run(cfg, bp, &o, &res, &err) < 0) {
 			out = json_pack("{s:s}", "error", err.msg);
+			rc = LEV_EXIT_FAIL;
 		} else {
 			out = result_json(&res);
 			lev_check_result_release(&res);
@@ -356,6 +357,9 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	a.o.policy_path = ctx->paths.policy;
 	a.o.rules_dir = ctx->paths.rules;
+	/* the stage's MCP servers start as a run starts them */
+	a.o.data_root = ctx->paths.root;
+	a.o.envp = environ;
 
 	if (a.calls) {
 		rc = run_calls(&ctx->cfg, bp, &a);

@@ -10,9 +10,11 @@
 # protected payees.csv, a redirect to a host no entry allows) is refused
 # under an untrusted parent, and its benign twin, the same calls under a
 # trusted one, goes through.  An MCP tool's call (tests/helpers/mcp-hostile,
-# its server trusted by [[sources]]) is refused and let through likewise, but
-# `lev check` starts no MCP server and refuses every MCP call as not offered:
-# that parity line is a TAP TODO (a known gap) until it does.  A Lua script
+# its server trusted by [[sources]]) is refused and let through likewise, and
+# `lev check`, which starts the stage's MCP servers as the run does, agrees;
+# a server no [[sources]] entry trusts makes the context untrusted in the run
+# and in `lev check` alike, and a server the stage names that does not start
+# is one clear line and a non-zero exit from `lev check`.  A Lua script
 # tool's host functions (write_file, http_post) make the same calls from
 # inside one script call, in both contexts (t5300 generates many more, but
 # in trusted contexts only).  tests/parity/nested.py drives it; one TAP line

@@ -9,7 +9,8 @@ payees.csv) and their benign twins (a write to an unprotected file, the
 same post from a trusted context).  Children and workers run in processes
 of their own (src/liblev/run/fanout-proc.c); their decisions are read from
 their sub-records (children/<id>/events.jsonl), a seed's from the run's
-audit.jsonl.
+audit.jsonl.  An MCP tool's call is checked by a `lev check` that starts the
+stage's MCP servers as the run does.
 
 Usage: nested.py --lev LEV --dir SCRATCH
 One TAP line per caller and context; exit 1 on any mismatch.
@@ -261,17 +262,16 @@ def check_mcp(a, work, flags, ctx, n):
         out.append("ok %d - %s context, MCP tool in the run: %s/%s" % (n, ctx, e["verdict"],
                                                                       e["gate"]))
     n += 1
-    # KNOWN GAP: lev check starts no MCP server, so it does not know the server's
-    # tools and refuses every MCP call as not offered; marked TODO until it does
-    # (it then reads "ok ... # TODO", and this mark goes)
+    # lev check starts the stage's MCP servers as the run does: it knows the
+    # server's tools under the run's names and reaches the run's verdict and gate
     if (e["verdict"], e["gate"]) != (c.get("decision"), c.get("gate")):
-        out.append("not ok %d - %s context, MCP tool: lev check agrees # TODO lev check "
-                   "knows no MCP tool: run %s/%s, check %s/%s" % (
-                       n, ctx, e["verdict"], e["gate"], c.get("decision"),
-                       c.get("gate") or c.get("error") or chk.stderr.strip()))
+        failed = True
+        out.append("not ok %d - %s context, MCP tool: lev check agrees: run %s/%s, "
+                   "check %s/%s" % (n, ctx, e["verdict"], e["gate"], c.get("decision"),
+                                    c.get("gate") or c.get("error") or chk.stderr.strip()))
     else:
-        out.append("ok %d - %s context, MCP tool: lev check agrees # TODO lev check knows "
-                   "no MCP tool" % (n, ctx))
+        out.append("ok %d - %s context, MCP tool: lev check agrees: %s/%s" % (
+            n, ctx, c["decision"], c["gate"]))
     return out, failed, n
 
 
@@ -330,6 +330,113 @@ def check_run(a, work, flags, ctx, via, n):
     return lines_out, failed, n
 
 
+def check_servers(a, work, n):
+    """lev check starts a stage's MCP servers as the run does (their own LEVIATH_HOME):
+    a server no [[sources]] entry trusts makes the context untrusted in lev check too
+    (run and check agree, the check given a trusted context: its raise is its own; the
+    trusted server's lines above are the twin), and a server the stage names that does
+    not start is one clear line and a non-zero exit, alone and in --calls."""
+    home = os.path.join(a.dir, "lh-servers")
+    data = os.path.join(home, ".leviath")
+    os.makedirs(data, mode=0o700, exist_ok=True)
+    os.chmod(home, 0o700)
+    files = {
+        "config.toml": 'taint_tracking = true\n[sandbox]\nkind = "none"\n'
+                       '[[mcp_servers]]\nname = "u"\ncommand = "python3"\n'
+                       'args = [%s, "echo"]\ntimeout_secs = 30\n'
+                       '[[mcp_servers]]\nname = "b"\ncommand = "/nonexistent/lev-no-server"\n'
+                       % json.dumps(MCP_SERVER),
+        "policy.toml": '[[allowlist]]\ntool = "u__send"\nmax_sensitivity = "internal"\n',
+    }
+    for name, text in files.items():
+        with open(os.path.join(data, name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(data, name), 0o600)
+    old = os.environ["LEVIATH_HOME"]
+    os.environ["LEVIATH_HOME"] = home
+    try:
+        return servers_lines(a, work, n)
+    finally:
+        os.environ["LEVIATH_HOME"] = old
+
+
+def servers_lines(a, work, n):
+    out, failed = [], False
+    for srv in ("u", "b"):
+        bp = os.path.join(a.dir, "bp-server-%s" % srv)
+        os.makedirs(bp, exist_ok=True)
+        with open(os.path.join(bp, "agent.leviath"), "w") as f:
+            f.write('[agent]\nname = "nest"\n\n[context.regions]\n'
+                    'task = { kind = "pinned", seed = "task" }\n'
+                    'conversation = { kind = "sliding_window", max_items = 50 }\n\n'
+                    '[stages.main]\nmodel = { provider = "script", script = "main.toml" }\n'
+                    'available_tools = ["read_file", "write_file"]\n'
+                    'available_connectors = ["%s"]\n' % srv)
+        with open(os.path.join(bp, "main.toml"), "w") as f:
+            f.write(toml_calls([("read_file", {"path": "notes.md"}),
+                                ("u__send", {"to": "friend@example.org", "text": "hi"})]))
+        add = subprocess.run([a.lev, "add", "--force", bp], capture_output=True, text=True)
+        if add.returncode:
+            return ["not ok %d - lev add: %s" % (n + 1, add.stderr.strip())], True, n + 1
+        if srv == "u":
+            lines, bad, n = untrusted_server(a, work, n)
+        else:
+            lines, bad, n = broken_server(a, work, n)
+        out += lines
+        failed = failed or bad
+    return out, failed, n
+
+
+def untrusted_server(a, work, n):
+    """u offers tools and no [[sources]] entry trusts it: a plain note read, then u__send."""
+    flags = ["--allow", "u__send"]
+    run, events, _ = decisions(a.lev, work, flags, "trusted")
+    calls = [e for e in events if e.get("event") == "tool_call" and e["tool"] == "u__send"]
+    n += 1
+    if len(calls) != 1:
+        return ["not ok %d - untrusted server: %d calls decided (exit %d: %s)" % (
+            n, len(calls), run.returncode, run.stderr.strip()[-300:])], True, n
+    e = calls[0]
+    chk = subprocess.run([a.lev, "check", "nest", "--tool", "u__send", "--args",
+                          json.dumps(e["args"]), "--workdir", work, "--no-terminal",
+                          "--taint", e["taint"], "--integrity", "trusted", "--json"] + flags,
+                         capture_output=True, text=True)
+    c = json.loads(chk.stdout) if chk.stdout.startswith("{") else {"error": chk.stderr}
+    got = (e["verdict"], e["gate"], e["integrity"], c.get("decision"), c.get("gate"),
+           c.get("integrity"))
+    # the attack: an untrusted server's text in the request, its tool let through
+    if e["verdict"] == "allow" or got[1:3] != got[4:6] or e["verdict"] != c.get("decision") \
+            or c.get("integrity") != "untrusted":
+        return ["not ok %d - untrusted server: run %s/%s (%s), check %s/%s (%s) %s" % (
+            got + (c.get("error", ""),))], True, n
+    return ["ok %d - untrusted server: run and lev check %s/%s in an %s context" % (
+        n, e["verdict"], e["gate"], c["integrity"])], False, n
+
+
+def broken_server(a, work, n):
+    """b's command does not exist: lev check says so in one line and fails."""
+    out, failed = [], False
+    args = ["--workdir", work, "--no-terminal"]
+    one = subprocess.run([a.lev, "check", "nest", "--tool", "b__send", "--args", "{}"] + args,
+                         capture_output=True, text=True)
+    many = subprocess.run([a.lev, "check", "nest", "--calls", "-"] + args,
+                          input='{"id": 1, "tool": "write_file", "args": {"path": "x"}}\n',
+                          capture_output=True, text=True)
+    err = one.stderr.strip().splitlines()
+    line = json.loads(many.stdout) if many.stdout.startswith("{") else {}
+    for what, ok in (("alone: exit %d, %r" % (one.returncode, one.stderr),
+                      one.returncode != 0 and len(err) == 1 and
+                      "MCP server 'b' did not start" in err[0] and not one.stdout),
+                     ("--calls: exit %d, %r" % (many.returncode, many.stdout),
+                      many.returncode != 0 and line.get("id") == 1 and
+                      "MCP server 'b' did not start" in line.get("error", ""))):
+        n += 1
+        failed = failed or not ok
+        out.append("%s %d - a server that does not start, lev check %s" % (
+            "ok" if ok else "not ok", n, what))
+    return out, failed, n
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lev", required=True)
@@ -369,8 +476,10 @@ def run_all(a, work, port):
             failed = failed or bad
             print("\n".join(out))
             sys.stdout.flush()
+    out, bad, n = check_servers(a, work, n)
+    print("\n".join(out))
     print("1..%d" % n)
-    return 1 if failed else 0
+    return 1 if failed or bad else 0
 
 
 if __name__ == "__main__":
