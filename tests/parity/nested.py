@@ -408,7 +408,7 @@ def untrusted_server(a, work, n):
     if e["verdict"] == "allow" or got[1:3] != got[4:6] or e["verdict"] != c.get("decision") \
             or c.get("integrity") != "untrusted":
         return ["not ok %d - untrusted server: run %s/%s (%s), check %s/%s (%s) %s" % (
-            got + (c.get("error", ""),))], True, n
+            (n,) + got + (c.get("error", ""),))], True, n
     return ["ok %d - untrusted server: run and lev check %s/%s in an %s context" % (
         n, e["verdict"], e["gate"], c["integrity"])], False, n
 
