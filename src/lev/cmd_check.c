@@ -7,6 +7,7 @@
  * gate that made it, and the rule.  Exit 0 allow, 1 deny, 3 ask, 2 usage.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +310,7 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 			out = json_pack("{s:s}", "error", "the line names no tool");
 		} else if (lev_check_run(cfg, bp, &o, &res, &err) < 0) {
 			out = json_pack("{s:s}", "error", err.msg);
+			rc = LEV_EXIT_FAIL;
 		} else {
 			out = result_json(&res);
 			lev_check_result_release(&res);
@@ -321,6 +323,24 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 	if (f != stdin)
 		fclose(f);
 	return rc;
+}
+
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * An MCP server that exits at once (a command that does not run) must be an
+ * error, not a SIGPIPE when lev writes to it: a handler, not SIG_IGN, which
+ * the server would inherit.
+ */
+static void catch_sigpipe(void)
+{
+	struct sigaction sa = { .sa_handler = on_sigpipe };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPIPE, &sa, NULL);
 }
 
 int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
@@ -356,6 +376,11 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	a.o.policy_path = ctx->paths.policy;
 	a.o.rules_dir = ctx->paths.rules;
+	/* the stage's MCP servers start as a run starts them */
+	a.o.data_root = ctx->paths.root;
+	a.o.credentials_path = ctx->paths.credentials;
+	a.o.envp = environ;
+	catch_sigpipe();
 
 	if (a.calls) {
 		rc = run_calls(&ctx->cfg, bp, &a);

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -577,22 +578,34 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 
 /*
  * The text of ARG (from the file after '@'), for the option WHAT; a file's
- * absolute path is added to *FILES as "KEY=PATH", for the run to label the
- * text as read_file of it would be (lev_agent_opts.input_files).
+ * identity is added to *FILES as "KEY=DEV:INO:PATH", for the run to label
+ * the text as read_file of it would be (lev_agent_opts.input_files).  The
+ * text, the identity and the real path all come from the one descriptor
+ * read (PATH is /proc/self/fd's name for it, never the name given resolved
+ * again), so a link swapped after the read cannot lend the text another
+ * file's label: the run labels PATH only while it is still that object.
  */
 static int load_text(const char *what, const char *key, const char *arg, char **out,
 		     char ***files)
 {
 	struct lev_err err = LEV_ERR_INIT;
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *link = NULL;
 	char real[PATH_MAX];
 	struct stat st;
 	size_t len = 0;
+	ssize_t n;
 
 	if (arg[0] != '@') {
 		*out = xstrdup(arg);
 		return 0;
 	}
-	if (lev_read_file(arg + 1, TASK_FILE_MAX, out, &len, &err) < 0)
+	fd = open(arg + 1, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		(void)lev_err_errno(&err, -errno, "cannot open '%s'", arg + 1);
+		return lev_fail("%s: %s", what, err.msg);
+	}
+	if (lev_read_fd(fd, arg + 1, TASK_FILE_MAX, out, &len, &err) < 0)
 		return lev_fail("%s: %s", what, err.msg);
 	if (memchr(*out, '\0', len)) {
 		free(*out);
@@ -604,14 +617,18 @@ static int load_text(const char *what, const char *key, const char *arg, char **
 	 * task in a memfd as @/dev/stdin) is what the caller gave: there is no
 	 * file to label it by.
 	 */
-	if (stat(arg + 1, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink == 0))
+	if (!S_ISREG(st.st_mode) || st.st_nlink == 0)
 		return 0;
-	if (!realpath(arg + 1, real)) {
+	link = xasprintf("/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof(real) - 1);
+	if (n <= 0 || real[0] != '/') {
 		free(*out);
 		*out = NULL;
-		return lev_fail("%s: cannot resolve '%s': %s", what, arg + 1, strerror(errno));
+		return lev_fail("%s: cannot name the file '%s' was read from", what, arg + 1);
 	}
-	*files = lev_strv_push_take(*files, xasprintf("%s=%s", key, real));
+	real[n] = '\0';
+	*files = lev_strv_push_take(*files, xasprintf("%s=%ju:%ju:%s", key, (uintmax_t)st.st_dev,
+						      (uintmax_t)st.st_ino, real));
 	return 0;
 }
 

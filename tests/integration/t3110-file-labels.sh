@@ -379,6 +379,62 @@ test_expect_success 'the daemon labels an @FILE input as the foreground run does
 	test "$(post_verdict ev4)" = "allow permission"
 '
 
+# The label comes from the descriptor the text was read from, never the name
+# resolved again: a link is labelled as its target, and the run labels the
+# file only while it is still the object read (lev run passes its identity);
+# a name swapped to another file between the read and the run's start labels
+# the input untrusted and private (the taint gate, first, refuses the post).
+# hard.md is TODO.md's inode under a name
+# the ledger never saw: only the inode carries its label.
+ln -s TODO.md work/alias.md
+ln -s NOTES.md work/alias-plain.md
+ln work/TODO.md work/hard.md
+
+test_expect_success '@FILE through a link is labelled as its target; the twin link is trusted' '
+	test "$(inp --task t --notes @work/alias.md)" = "deny integrity" &&
+	test "$(seed_integrity ev3 notes)" = untrusted &&
+	test "$(inp --task @work/alias.md --notes n)" = "deny integrity" &&
+	test "$(inp --task t --notes @work/alias-plain.md)" = "allow permission" &&
+	test "$(inp --task t --notes @work/hard.md)" = "deny integrity"
+'
+
+# held_run FILE [SWAP]: a daemon run with --notes @FILE; the daemon is held
+# (SIGSTOP) until lev run has read FILE and is connected, SWAP (a command)
+# runs then, and the daemon goes on; prints the post's verdict
+held_run() {
+	local d spid pid
+	setsid -w "$LEV" run --follow inp --workdir work --allow http_post --json --task t \
+		--notes @work/NOTES.md >ev5 2>err5 &&
+	d=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
+	test -n "$d" && kill -STOP "$d" &&
+	{ setsid -w "$LEV" run --follow inp --workdir work --allow http_post --json --task t \
+		--notes "@$1" >ev5 2>err5 & spid=$!; } &&
+	pid=$(pgrep -P "$spid" || echo "$spid") &&
+	n=0 && until ls -l /proc/"$pid"/fd 2>/dev/null | grep -q "socket:"; do
+		sleep 0.1; n=$((n + 1)); test $n -lt 1200 || break; done &&
+	eval "${2:-:}" &&
+	kill -CONT "$d" &&
+	wait "$spid";
+	kill -CONT "$d" 2>/dev/null
+	post_verdict ev5
+}
+
+test_expect_success 'a name swapped after lev run read it: the input is untrusted, not the new file' '
+	v=$(held_run work/hard.md "rm work/hard.md && echo plain >work/hard.md") &&
+	echo "the post: $v" && cat err5 && grep "\"event\":\"seed\"" ev5 &&
+	test "$v" = "deny taint" &&
+	test "$(seed_integrity ev5 notes)" = untrusted &&
+	grep "\"event\":\"seed\"" ev5 | grep "\"region\":\"notes\"" | grep -q "\"label\":\"private\""
+'
+
+test_expect_success 'benign twin: the same held run with no swap labels the plain file trusted' '
+	echo plain >work/plain2.md &&
+	v=$(held_run work/plain2.md) &&
+	echo "the post: $v" && cat err5 &&
+	test "$v" = "allow permission" &&
+	test "$(seed_integrity ev5 notes)" = trusted
+'
+
 test_expect_success 'lev label --clear makes the file trusted again' '
 	lev label --clear work/TODO.md >out &&
 	grep -q "^work/TODO.md: label cleared" out &&

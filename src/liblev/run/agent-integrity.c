@@ -86,13 +86,6 @@ bool agent_hop_untrusted(struct lev_agent *a, const char *from)
 	return !(s && s->has_integrity && s->integrity == LEV_TRUSTED);
 }
 
-bool agent_server_trusted(struct lev_agent *a, const char *server)
-{
-	const struct lev_source_label *s = lev_integrity_source(ipol(a), NULL, NULL, NULL, server);
-
-	return s && s->has_integrity && s->integrity == LEV_TRUSTED;
-}
-
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l)
 {

@@ -110,7 +110,7 @@ struct lev_agent {
 	struct lev_sandbox_pool *pool;
 	struct stage_rt *stages;
 	size_t n_stages;
-	struct agent_mcp *mcp;		/* the run's MCP servers (agent-mcp.c), or NULL */
+	struct lev_run_mcp *mcp;	/* the run's MCP servers (agent-mcp.c), or NULL */
 	struct agent_nested *nested;	/* a script tool runs (agent-script.c), or NULL */
 	struct prov_entry *provs;
 	size_t n_provs;
@@ -401,8 +401,6 @@ enum lev_integrity agent_file_integrity(struct lev_agent *a, const char *path);
 /* Is a redirect's Location from FROM (the URL that answered) untrusted text?  True unless a
  * [[sources]] entry labels FROM's host trusted. */
 bool agent_hop_untrusted(struct lev_agent *a, const char *from);
-/* True when a [[sources]] entry labels MCP server SERVER trusted. */
-bool agent_server_trusted(struct lev_agent *a, const char *server);
 /* A [[sources]] sensitivity for a network or MCP result, raising L. */
 enum lev_level agent_source_level(struct lev_agent *a, const struct lev_tool_info *ti,
 				  const json_t *args, enum lev_level l);

@@ -11,6 +11,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -137,6 +139,39 @@ bool agent_label_fs(struct lev_agent *a, const struct lev_fs_targets *fs, enum l
 	return n > 0;
 }
 
+/*
+ * The object an input was read from, "DEV:INO:PATH" (lev_agent_opts
+ * input_files): opened at PATH into *FD, its real path in REAL; false when
+ * it is gone, or PATH is no longer the object the text was read from.
+ */
+static bool input_object(const char *spec, int *fd, char real[PATH_MAX])
+{
+	uintmax_t dev, ino;
+	char *end;
+	struct stat st;
+	_cleanup_free_ char *link = NULL;
+	ssize_t len;
+
+	errno = 0;
+	dev = strtoumax(spec, &end, 10);
+	if (errno || *end != ':')
+		return false;
+	ino = strtoumax(end + 1, &end, 10);
+	if (errno || *end != ':' || end[1] != '/')
+		return false;
+	*fd = open(end + 1, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (*fd < 0 || fstat(*fd, &st) < 0 || (uintmax_t)st.st_dev != dev ||
+	    (uintmax_t)st.st_ino != ino)
+		return false;
+	/* the real path of the object opened, not of the name */
+	link = xasprintf("/proc/self/fd/%d", *fd);
+	len = readlink(link, real, PATH_MAX - 1);
+	if (len <= 0 || real[0] != '/')
+		return false;
+	real[len] = '\0';
+	return true;
+}
+
 bool agent_label_input(struct lev_agent *a, const char *key, enum lev_level *level,
 		       enum lev_integrity *integ)
 {
@@ -152,22 +187,12 @@ bool agent_label_input(struct lev_agent *a, const char *key, enum lev_level *lev
 		if (strncmp(*f, key, n) != 0 || (*f)[n] != '=')
 			continue;
 		any = true;
-		_cleanup_free_ char *link = NULL;
-		ssize_t len = -1;
-
-		fd = open(*f + n + 1, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd >= 0) {
-			/* the real path of the object opened, not of the name */
-			link = xasprintf("/proc/self/fd/%d", fd);
-			len = readlink(link, real, sizeof(real) - 1);
-		}
-		if (len <= 0 || real[0] != '/') {
-			/* gone or moved since it was read: labelled as nothing vouches */
+		if (!input_object(*f + n + 1, &fd, real)) {
+			/* gone, moved or replaced since it was read: labelled as nothing vouches */
 			i = LEV_UNTRUSTED;
 			*level = lev_level_max(*level, LEV_PRIVATE);
 			continue;
 		}
-		real[len] = '\0';
 		t.fd = fd;
 		t.real = real;
 		object_label(a, &t, &i, level);

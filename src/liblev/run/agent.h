@@ -190,8 +190,11 @@ struct lev_agent_opts {
 	const char *task;		/* --task text, or NULL */
 	char *const *inputs;		/* the other caller inputs, "KEY=VALUE" (strv, may
 					 * be NULL): `lev run --input KEY=VALUE`, `--KEY VALUE` */
-	char *const *input_files;	/* "KEY=PATH" ("task=PATH" for the task): the file
-					 * an input was read from (`--KEY @FILE`), whose text
+	char *const *input_files;	/* "KEY=DEV:INO:PATH" ("task=..." for the task):
+					 * the file an input was read from (`--KEY @FILE`):
+					 * its identity and the real path of the descriptor
+					 * read (a PATH now another object labels it
+					 * untrusted and private), whose text
 					 * is labelled as read_file of PATH would be: the
 					 * ledger, [[sources]] path entries, [integrity]
 					 * globs (strv, may be NULL) */

@@ -10,6 +10,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/run/check.h"
 #include "liblev/run/gatechain.h"
+#include "liblev/run/mcp-start.h"
 #include "liblev/sandbox/landlock-rules.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/policy/perm-config.h"
@@ -18,6 +19,7 @@
 #include "liblev/base/strv.h"
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/policy/taintgate.h"
+#include "liblev/tools/mcp-probe.h"
 #include "liblev/tools/script.h"
 #include "liblev/tools/tools.h"
 #include "liblev/tools/tools-fs.h"
@@ -159,6 +161,82 @@ static void check_result(struct lev_gatechain_decision *d, char *const *warnings
 	out->untrusted_args = TAKE_PTR(d->untrusted_args);
 }
 
+/* The stage's MCP servers as a run starts them (mcp-start.h), and what they bring. */
+struct check_mcp {
+	struct lev_run_mcp *mc;
+	struct lev_sandbox *sb;		/* the stage's sandbox, as the run makes it */
+	struct lev_provenance *prov;	/* their descriptions and schemas */
+	char **notes;
+	char **envp;			/* the run's servers' environment (lev_run_mcp_env) */
+};
+
+static void check_mcp_note(void *ud, const char *msg)
+{
+	struct check_mcp *m = ud;
+
+	m->notes = lev_strv_push(m->notes, msg);
+}
+
+/* What the check has built that the servers start from. */
+struct check_mcp_in {
+	const struct lev_stage *st;
+	const struct lev_sandbox_spec *eff;
+	char *const *grants;
+	struct lev_tools *tools;
+	struct lev_gate *taint;
+	const char *workdir, *home;
+};
+
+/*
+ * Start the servers IN's stage names, in its sandbox as the run sets it
+ * up, their tools into its tools; a server that does not start is an error.
+ */
+static int check_mcp_start(const struct lev_config *cfg, const struct lev_check_opts *o,
+			   const struct check_mcp_in *in, struct check_mcp *m, struct lev_err *err)
+{
+	struct lev_sandbox_opts so = LEV_SANDBOX_OPTS_INIT;
+	struct lev_run_mcp_stage stage = { .st = in->st, .eff = in->eff };
+	struct lev_run_mcp_opts mo = {
+		.cfg = cfg,
+		.ipol = lev_policy_integrity(lev_gate_policy(in->taint)),
+		.workdir = in->workdir,
+		.home = in->home,
+		.data_root = o->data_root,
+		.credentials_path = o->credentials_path,
+		.envp = o->envp,
+		.stages = &stage,
+		.n_stages = 1,
+		.tools = in->tools,
+		.check = true,
+		.warn = check_mcp_note,
+		.ud = m,
+	};
+	int r;
+
+	if (!lev_run_mcp_wanted(cfg, in->st))
+		return 0;
+	lev_mcp_sandbox_opts(cfg, in->workdir, in->home, o->data_root, &so);
+	so.read_paths = in->grants;
+	so.engine_args = cfg->sandbox_engine_args;
+	r = lev_sandbox_new(in->eff, &so, &m->sb, err);
+	if (r < 0)
+		return lev_err_wrap(err, "sandbox for stage '%s'", in->st->name);
+	stage.sb = m->sb;
+	m->prov = mo.prov = lev_provenance_new();
+	m->envp = lev_run_mcp_env(cfg, o->envp);
+	mo.envp = m->envp;
+	return lev_run_mcp_start(&mo, &m->mc, err);
+}
+
+static void check_mcp_release(struct check_mcp *m)
+{
+	lev_run_mcp_free(m->mc);
+	lev_sandbox_free(m->sb);
+	lev_provenance_free(m->prov);
+	lev_strv_free(m->notes);
+	lev_strv_free(m->envp);
+}
+
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		  const struct lev_check_opts *o, struct lev_check_result *out, struct lev_err *err)
 {
@@ -166,6 +244,9 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	struct lev_gatechain_site site = { 0 };
 	struct lev_gatechain_call call = { 0 };
 	struct lev_gatechain_decision d = { 0 };
+	struct lev_gatechain_ctx ctx = { .taint = o->taint, .integrity = o->integrity,
+					 .untrusted_args = o->untrusted_args };
+	struct check_mcp mcp = { 0 };
 	struct lev_perm_setup ps;
 	bool have_ps = false;
 	struct lev_sandbox_spec eff = { 0 };
@@ -173,7 +254,7 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	struct lev_tools *tools = NULL;
 	struct lev_gate *tg = NULL;
 	struct lev_sandbox *sb = NULL;
-	char **grants = NULL, **offered = NULL;
+	char **grants = NULL, **offered = NULL, **servers = NULL;
 	_cleanup_free_ char *offered_list = NULL, *own_home = NULL;
 	const char *home = o->home;
 	const struct lev_stage *st;
@@ -194,7 +275,6 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	r = lev_script_tools_add(tools, bp->script_tools, bp->n_script_tools, err);
 	if (r < 0)
 		goto out;
-	offered = lev_gatechain_offered(tools, st, !o->no_terminal, o->yolo, &offered_list, NULL);
 
 	/* the workdir: the file tools and the redirect gate both need it */
 	grants = lev_config_read_path_grants_for_agent(cfg, lev_blueprint_grant_name(bp));
@@ -211,6 +291,19 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	r = check_taint_gate(cfg, bp, o, &tg, &site.taint_enabled, err);
 	if (r < 0)
 		goto out;
+	/* then the MCP servers, and the offer, as the run makes them */
+	r = check_mcp_start(cfg, o, &(struct check_mcp_in){ .st = st, .eff = &eff, .grants = grants,
+							     .tools = tools, .taint = tg,
+							     .workdir = lev_fs_ctx_workdir(fs),
+							     .home = home }, &mcp, err);
+	if (r < 0)
+		goto out;
+	offered = lev_gatechain_offered(tools, st, !o->no_terminal, o->yolo, &offered_list, NULL);
+	/* an MCP server's tool descriptions are in the request: its text, as trusted as it is */
+	servers = lev_run_mcp_offering(mcp.mc, tools, offered);
+	if (lev_run_mcp_untrusted(lev_policy_integrity(lev_gate_policy(tg)), servers))
+		ctx.integrity = LEV_UNTRUSTED;
+	ctx.provenance = mcp.prov;
 	sb = check_sandbox(&eff, lev_fs_ctx_workdir(fs));
 	site.tools = tools;
 	site.stage = st->name;
@@ -223,16 +316,15 @@ int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 	site.sb = sb;
 	site.landlock = lev_landlock_abi() >= 1;
 	site.taint = tg;
-	lev_gatechain_env_build(&env, &site, LEV_GATECHAIN_CALL, home,
-				&(struct lev_gatechain_ctx){ .taint = o->taint,
-							     .integrity = o->integrity,
-							     .untrusted_args = o->untrusted_args });
+	lev_gatechain_env_build(&env, &site, LEV_GATECHAIN_CALL, home, &ctx);
 	call.name = o->tool;
 	call.args = args;
 	r = lev_gatechain_decide(&env, &call, &d, err);
 	if (r < 0)
 		goto out;
 	check_result(&d, ps.warnings, out);
+	for (char **n = mcp.notes; n && *n; n++)
+		out->warnings = lev_strv_push(out->warnings, *n);
 	r = 0;
 out:
 	if (r < 0)
@@ -241,6 +333,8 @@ out:
 	lev_gate_free(tg);
 	lev_sandbox_free(sb);
 	lev_strv_free(offered);
+	lev_strv_free(servers);
+	check_mcp_release(&mcp);
 	if (have_ps)
 		lev_perm_setup_release(&ps);
 	lev_sandbox_spec_release(&eff);

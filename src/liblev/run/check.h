@@ -42,6 +42,9 @@ struct lev_check_opts {
 	const char *rules_dir;		/* the Lua gate rules; NULL: none */
 	enum lev_confine_mode confine;	/* LEV_CONFINE_AUTO (or _WALK, for tests) */
 	bool no_terminal;		/* as a run with nobody to ask: ask_user_* not offered */
+	const char *data_root;		/* the MCP approvals' (mcp-pins.h); NULL: from the environment */
+	char *const *envp;		/* the stage's MCP servers' environment */
+	const char *credentials_path;	/* their OAuth tokens (credentials.toml); NULL: none */
 };
 
 struct lev_check_result {
@@ -61,12 +64,16 @@ struct lev_check_result {
 void lev_check_result_release(struct lev_check_result *r);
 
 /*
- * Run every gate for O against CFG and BP.  Returns 0 with *out filled, or
- * LEV_EUSAGE for a call that cannot be checked (--args that is not a JSON
- * object, an unknown stage), or another negative code for a failure (the
+ * Run every gate for O against CFG and BP.  The MCP servers the stage names
+ * are started as a run starts them (mcp-start.h), so their tools are known
+ * under the run's names, held to the same approvals, and a server no
+ * [[sources]] entry trusts makes the context untrusted.  Returns 0 with
+ * *out filled, or LEV_EUSAGE for a call that cannot be checked (--args
+ * that is not a JSON object, an unknown stage), or another negative code for a failure (the
  * workdir cannot be opened, a read_paths entry or the taint policy does
- * not load).  Arguments that do not fit the tool's schema are a deny at
- * the schema gate, as at run time.
+ * not load, an MCP server the stage names does not start).  Arguments that
+ * do not fit the tool's schema are a deny at the schema gate, as at run
+ * time.
  */
 int lev_check_run(const struct lev_config *cfg, const struct lev_blueprint *bp,
 		  const struct lev_check_opts *o, struct lev_check_result *out, struct lev_err *err);

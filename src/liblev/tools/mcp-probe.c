@@ -8,6 +8,17 @@
 #include "liblev/sandbox/sandbox.h"
 #include "liblev/tools/mcp-probe.h"
 
+void lev_mcp_sandbox_opts(const struct lev_config *cfg, const char *workdir, const char *home,
+			  const char *data_root, struct lev_sandbox_opts *so)
+{
+	so->workdir = workdir;
+	so->home = home;
+	so->data_root = data_root;
+	so->env.mode = cfg->shell_env;
+	so->env.withhold = cfg->shell_env_withhold;
+	so->env.allow = cfg->allow_env_vars;
+}
+
 static int probe_sandbox(const struct lev_mcp_probe_opts *o, const struct lev_mcp_server_conf *c,
 			 struct lev_sandbox **out, struct lev_err *err)
 {
@@ -22,12 +33,7 @@ static int probe_sandbox(const struct lev_mcp_probe_opts *o, const struct lev_mc
 		eff.kind = LEV_SANDBOX_NAMESPACE;
 		eff.on_unavailable = LEV_ON_UNAVAILABLE_ERROR;
 	}
-	so.workdir = o->workdir;
-	so.home = o->home;
-	so.data_root = o->data_root;
-	so.env.mode = o->cfg->shell_env;
-	so.env.withhold = o->cfg->shell_env_withhold;
-	so.env.allow = o->cfg->allow_env_vars;
+	lev_mcp_sandbox_opts(o->cfg, o->workdir, o->home, o->data_root, &so);
 	r = lev_sandbox_new(&eff, &so, out, err);
 	lev_sandbox_spec_release(&eff);
 	if (r < 0 && own)

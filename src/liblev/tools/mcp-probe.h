@@ -14,6 +14,7 @@
 
 #include "liblev/base/error.h"
 #include "liblev/conf/config.h"
+#include "liblev/sandbox/sandbox.h"
 #include "liblev/tools/mcp.h"
 
 struct lev_mcp_probe_opts {
@@ -29,6 +30,14 @@ struct lev_mcp_probe {
 	struct lev_sandbox *sb;
 	struct lev_mcp_server *srv;
 };
+
+/*
+ * The options of a sandbox a server runs in (its workdir, home, masked data
+ * root and [security] shell_env filter), into SO: the probe, a run and
+ * `lev check` (run/mcp-start.h) set them alike.
+ */
+void lev_mcp_sandbox_opts(const struct lev_config *cfg, const char *workdir, const char *home,
+			  const char *data_root, struct lev_sandbox_opts *so);
 
 /* Start server C as above: *out is owned (free it with lev_mcp_probe_free()). */
 int lev_mcp_probe_start(const struct lev_mcp_probe_opts *o, const struct lev_mcp_server_conf *c,
