@@ -1,0 +1,91 @@
+#!/bin/bash
+# lev check starts a stage's MCP servers with the environment the run gives
+# them: without the variables secret by their role (a provider's api_key_env,
+# an MCP server's ${VAR}), whatever their names.  The server writes the names
+# of the variables it was given to a file at start-up; a provider's key
+# variable (named here like nothing secret: LEVT_PLAIN_NAME) must not be
+# among them, neither under lev check nor in a run, while an ordinary
+# variable (the benign twin) still reaches the server in both.
+. "$SRC_DIR/tests/lib.sh"
+
+DATA="$HOME/.leviath"
+mkdir -p "$DATA" work agent && chmod 700 "$DATA"
+cat >work/envsrv.py <<'PY'
+import json, os, sys
+with open(sys.argv[1], "a") as f:
+    f.write(" ".join(sorted(os.environ)) + "\n")
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    meth = m.get("method")
+    if meth == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+             "serverInfo": {"name": "envsrv", "version": "1"}}
+    elif meth == "tools/list":
+        r = {"tools": [{"name": "ping", "description": "answers pong",
+                        "inputSchema": {"type": "object", "properties": {}}}]}
+    elif meth == "tools/call":
+        r = {"content": [{"type": "text", "text": "pong"}]}
+    else:
+        r = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+PY
+cat >"$DATA/config.toml" <<CFG
+[sandbox]
+kind = "none"
+[providers.keyed]
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "LEVT_PLAIN_NAME"
+model = "m-1"
+[[mcp_servers]]
+name = "e"
+command = "python3"
+args = ["$TRASH/work/envsrv.py", "$TRASH/work/env-names.txt"]
+timeout_secs = 30
+CFG
+chmod 600 "$DATA/config.toml"
+cat >agent/agent.leviath <<'BP'
+[agent]
+name = "envcheck"
+
+[context.regions]
+task = { kind = "pinned", seed = "task" }
+conversation = { kind = "sliding_window", max_items = 10 }
+
+[stages.main]
+model = { provider = "script", script = "main.toml" }
+available_tools = ["read_file"]
+available_connectors = ["e"]
+BP
+cat >agent/main.toml <<'SCRIPT'
+[[turn]]
+[[turn.call]]
+tool = "e__ping"
+[[turn]]
+text = "finished"
+SCRIPT
+export LEVT_PLAIN_NAME=sk-t5306-never-to-a-server LEVT_ORDINARY=plain-value
+
+test_expect_success 'lev check starts the server without the provider key variable' '
+	rm -f work/env-names.txt &&
+	"$LEV" check "$TRASH/agent" --tool e__ping --workdir work --no-terminal >out 2>err;
+	test -s work/env-names.txt &&
+	! grep -qw LEVT_PLAIN_NAME work/env-names.txt
+'
+
+test_expect_success 'benign twin: an ordinary variable reaches the server under lev check' '
+	grep -qw LEVT_ORDINARY work/env-names.txt
+'
+
+test_expect_success 'a run gives its server the same environment' '
+	rm -f work/env-names.txt &&
+	setsid -w "$LEV" run --foreground "$TRASH/agent" --workdir work --task t --yolo \
+		</dev/null >run.out 2>&1;
+	test -s work/env-names.txt &&
+	! grep -qw LEVT_PLAIN_NAME work/env-names.txt &&
+	grep -qw LEVT_ORDINARY work/env-names.txt
+'
+
+test_done
