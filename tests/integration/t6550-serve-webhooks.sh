@@ -4,11 +4,11 @@
 # the agent_completed payload, signed "X-Leviath-Signature: sha256=HEX"
 # (HMAC-SHA256 of the exact body bytes) with a stable X-Leviath-Delivery.
 # A stdlib-only receiver answers 500 to the first attempt: the retry carries
-# the same body and id.  The signature verifies with the shared secret and
-# not with another (the check can fail).  A URL the network policy refuses
-# is refused at spawn (403), its benign twin (the same loopback receiver
-# with allow_local_network) is delivered to; no byte of the secret is in any
-# log or in the run's record.
+# the same body and id; a redirect is not followed.  The signature verifies
+# with the shared secret and not with another (the check can fail).  A URL
+# the network policy refuses is refused at spawn (403), its benign twin (the
+# same loopback receiver with allow_local_network) is delivered to; no byte
+# of the secret is in any log or in the run's record.
 . "$SRC_DIR/tests/lib.sh"
 . "$SRC_DIR/tests/daemon-lib.sh"
 . "$SRC_DIR/tests/serve-lib.sh"
@@ -40,6 +40,12 @@ class H(http.server.BaseHTTPRequestHandler):
                "path": self.path, "body": body.decode("latin-1")}
         with open(sys.argv[1], "a") as f:
             f.write(json.dumps(rec) + "\n")
+        if self.path.startswith("/redirect"):
+            self.send_response(302)
+            self.send_header("Location", "/followed")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         st = 500 if fails > 0 else 200
         fails -= 1
         self.send_response(st)
@@ -132,6 +138,16 @@ test_expect_success 'and not with another secret, nor over a changed body (the c
 	open("hooks.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in recs))
 	PY
 	test_must_fail python3 verify.py 1 "$SECRET"
+'
+
+test_expect_success 'a redirect is never followed (nor retried)' '
+	: >hooks.jsonl &&
+	test "$(spawn "http://127.0.0.1:$(cat rport)/redirect")" = 200 &&
+	json out "j[\"run_id\"]" >id2 &&
+	wait_for grep -q "webhook for run $(cat id2): not delivered" serve.log &&
+	grep -q "webhook for run $(cat id2): not delivered after 1 attempt: HTTP 302" serve.log &&
+	test "$(wc -l <hooks.jsonl)" = 1 &&
+	! grep -q followed hooks.jsonl
 '
 
 test_expect_success 'a cloud metadata URL is refused at spawn, nothing started' '
