@@ -165,6 +165,27 @@ test_expect_success 'a URL without a secret (or a secret without a URL) is refus
 	test "$(api POST /api/agents -d "{\"blueprint\": \"$TRASH/bp\", \"callback_secret\": \"s\"}")" = 400
 '
 
+approval_agent ab 'approved and done'
+test_expect_success 'a run that outlives a daemon restart still calls back once it ends' '
+	: >hooks.jsonl &&
+	test "$(api POST /api/agents -d "{\"blueprint\": \"$TRASH/ab\", \"workdir\": \"$TRASH/work\", \"task\": \"go\", \"callback_url\": \"$HOOK\", \"callback_secret\": \"$SECRET\"}")" = 200 &&
+	json out "j[\"run_id\"]" >id3 &&
+	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
+	crash "$(cat id3)" &&
+	"$LEV" daemon start >/dev/null &&
+	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
+	"$LEV" respond "$(request_of "$(cat id3)")" --approve >/dev/null &&
+	wait_for grep -q "webhook for run $(cat id3): delivered" serve.log &&
+	test "$(wc -l <hooks.jsonl)" = 1 &&
+	python3 verify.py 0 "$SECRET" &&
+	python3 - "$(cat id3)" <<-PY
+	import json, sys
+	p = json.loads([json.loads(l) for l in open("hooks.jsonl")][0]["body"])
+	assert p["delivery_id"] == "agent_completed:" + sys.argv[1], p
+	assert "approved and done" in json.dumps(p["final_output"]), p
+	PY
+'
+
 test_expect_success 'no byte of the secret in any log, the run record or any file' '
 	! grep -rq -- "$SECRET" . "$ROOT" &&
 	! grep -rq -- "Zq81" . "$ROOT"

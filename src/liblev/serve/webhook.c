@@ -120,6 +120,10 @@ char *lev_webhook_payload(const char *run, const json_t *end)
 	return text;
 }
 
+/* across a daemon restart: attach again every second, for ten minutes at most */
+#define REATTACH_TRIES 600u
+#define REATTACH_MS 1000u
+
 /* ---- delivery ---------------------------------------------------------------- */
 
 struct hook {
@@ -221,19 +225,55 @@ static void hook_free(struct hook *h)
 	free(h);
 }
 
+/* A new daemon connection following H's run (h->fd): 0 or < 0 (-EREMOTEIO: no such run). */
+static int hook_attach(struct hook *h, struct lev_err *err)
+{
+	json_t *req = lev_proto_request("attach"), *reply = NULL;
+	int r;
+
+	json_object_set_new(req, "run", json_string(h->run));
+	r = lev_client_open(req, &h->fd, &reply, err);
+	json_decref(req);
+	json_decref(reply);
+	return r;
+}
+
+/*
+ * The run's end frame, or NULL.  A daemon that goes away (a restart) takes
+ * the stream with it: the run is reloaded when the daemon starts again, so
+ * attach again, for a while, and go on waiting for the same end.
+ */
+static json_t *wait_end(struct hook *h)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	unsigned tries = 0;
+	json_t *m = NULL;
+
+	for (;;) {
+		while (lev_proto_recv(h->fd, &m, NULL) == 0 && m) {
+			if (lev_streq(lev_json_str(m, "op"), "end"))
+				return m;
+			json_decref(m);
+			m = NULL;
+		}
+		close(h->fd);
+		h->fd = -1;
+		do {
+			if (tries++ >= REATTACH_TRIES)
+				return NULL;
+			sleep_ms(REATTACH_MS);
+		} while (hook_attach(h, &err) < 0 && err.code != -EREMOTEIO);
+		if (h->fd < 0)
+			return NULL;	/* the daemon no longer knows the run */
+	}
+}
+
 static void *hook_thread(void *p)
 {
 	struct hook *h = p;
-	json_t *m = NULL, *end = NULL;
+	json_t *end = wait_end(h);
 	char *body;
 
-	while (!end && lev_proto_recv(h->fd, &m, NULL) == 0 && m) {
-		if (lev_streq(lev_json_str(m, "op"), "end"))
-			end = m;
-		else
-			json_decref(m);
-		m = NULL;
-	}
 	if (!end) {
 		hook_log(h, "webhook for run %s: not sent: the daemon's stream ended before the "
 			 "run did", h->run);
@@ -251,7 +291,6 @@ static void *hook_thread(void *p)
 int lev_webhook_start(const char *run, const char *url, const char *secret,
 		      const struct lev_webhook_opts *o, struct lev_err *err)
 {
-	json_t *req = lev_proto_request("attach"), *reply = NULL;
 	struct hook *h = xcalloc(1, sizeof(*h));
 	pthread_attr_t at;
 	pthread_t t;
@@ -262,10 +301,7 @@ int lev_webhook_start(const char *run, const char *url, const char *secret,
 	h->secret = xstrdup(secret ? secret : "");
 	h->o = *o;
 	h->fd = -1;
-	json_object_set_new(req, "run", json_string(run));
-	r = lev_client_open(req, &h->fd, &reply, err);
-	json_decref(req);
-	json_decref(reply);
+	r = hook_attach(h, err);
 	if (r < 0) {
 		hook_free(h);
 		return r;

@@ -18,6 +18,7 @@
  * Every connect is checked again on the address actually connected
  * (DNS rebinding), and a redirect is never followed.  A network error,
  * a timeout, 5xx, 429 and 408 are retried with exponential backoff.  The
+ * run is followed across a daemon restart (it is attached to again).  The
  * secret lives only in this process's memory: it is never passed to the
  * run, never written to its record and never in a message.
  *
