@@ -275,8 +275,11 @@ static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *
 	if (lev_json_str(body, "callback_url") &&
 	    lev_webhook_start(*run, lev_json_str(body, "callback_url"),
 			      lev_json_str(body, "callback_secret"), &s->hook, err) < 0) {
+		char why2[sizeof(err->msg)];
+
+		snprintf(why2, sizeof(why2), "%s", err->msg);
 		r = lev_err_set(err, -EIO, "run %s started, but its webhook cannot follow it: %s",
-				*run, err->msg);
+				*run, why2);
 		free(*run);
 		*run = NULL;
 		return r;
