@@ -36,6 +36,7 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/serve/api.h"
 #include "liblev/serve/ws.h"
+#include "liblev/serve/webhook.h"
 
 extern char **environ;
 
@@ -70,6 +71,7 @@ struct serve {
 	char *self;		/* this lev binary, for spawning a run */
 	bool tls;		/* served over HTTPS: a page's own origin is https:// */
 	struct lev_api_opts api;
+	struct lev_webhook_opts hook;	/* completion webhooks (serve/webhook.c) */
 };
 
 static atomic_bool stopping;
@@ -223,6 +225,25 @@ static int run_lev(const struct serve *s, char **argv, const char *text, int *st
 	return 0;
 }
 
+/* A spawn's callback_url and callback_secret: both or neither, the URL one the policy allows. */
+static int spawn_hook_check(const struct serve *s, const json_t *body, struct lev_err *err)
+{
+	const char *url = lev_json_str(body, "callback_url");
+	const char *secret = lev_json_str(body, "callback_secret");
+
+	if (!url && !secret)
+		return 0;
+	if (!url || !secret || !*secret)
+		return lev_err_set(err, LEV_EPARSE, "fields 'callback_url' and 'callback_secret' go "
+				   "together: a completion webhook is always signed");
+	return lev_webhook_check(url, s->hook.allow_local, err);
+}
+
+static void hook_log(const char *line)
+{
+	fprintf(stderr, "lev serve: %s\n", line);
+}
+
 static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *err)
 {
 	const struct serve *s = ctx;
@@ -233,6 +254,10 @@ static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *
 
 	if (!argv)
 		return lev_err_set(err, LEV_EPARSE, "%s", why);
+	if ((r = spawn_hook_check(s, body, err)) < 0) {
+		lev_strv_free(argv);
+		return r;
+	}
 	r = run_lev(s, argv, lev_json_str(body, "task"), &st, &out, &msg, err);
 	lev_strv_free(argv);
 	if (r < 0)
@@ -247,6 +272,18 @@ static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *
 	}
 	*run = xstrdup(lev_json_str(out, "run_id"));
 	json_decref(out);
+	if (lev_json_str(body, "callback_url") &&
+	    lev_webhook_start(*run, lev_json_str(body, "callback_url"),
+			      lev_json_str(body, "callback_secret"), &s->hook, err) < 0) {
+		char why2[sizeof(err->msg)];
+
+		snprintf(why2, sizeof(why2), "%s", err->msg);
+		r = lev_err_set(err, -EIO, "run %s started, but its webhook cannot follow it: %s",
+				*run, why2);
+		free(*run);
+		*run = NULL;
+		return r;
+	}
 	return 0;
 }
 
@@ -826,10 +863,11 @@ int cmd_serve(int argc, char **argv, struct lev_ctx *ctx)
 	struct serve s = { 0 };
 	int rc;
 
-	(void)ctx;
 	rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc;
+	if (lev_setup(ctx, CMD_NEEDS_CONFIG) < 0)	/* [security] allow_local_network: webhooks */
+		return LEV_EXIT_FAIL;
 	if (take_token(&a, &s.token) != 0)
 		return LEV_EXIT_FAIL;
 	s.self = realpath("/proc/self/exe", NULL);
@@ -842,6 +880,9 @@ int cmd_serve(int argc, char **argv, struct lev_ctx *ctx)
 	s.api.spawn = spawn_run;
 	s.api.spawn_ctx = &s;
 	s.api.lev_json = lev_json;
+	lev_webhook_defaults(&s.hook);
+	s.hook.allow_local = ctx->cfg.allow_local_network;
+	s.hook.log = hook_log;
 	rc = serve_until_signal(&s, &a);
 	explicit_bzero(s.token, strlen(s.token));
 	free(s.token);

@@ -59,7 +59,7 @@ const struct lev_cmd lev_cmds[] = {
 	{ "resume", cmd_resume, "let a paused run go on", lev_usage_resume, 0 },
 	{ "msg", cmd_msg, "send a message to a run's current stage", lev_usage_msg, 0 },
 	{ "serve", cmd_serve, "serve the HTTP API and the web console in front of the daemon",
-	  lev_usage_serve, 0 },
+	  lev_usage_serve, CMD_NEEDS_CONFIG },
 	{ "dash", cmd_dash, "watch the daemon's runs and answer them in a terminal dashboard",
 	  lev_usage_dash, 0 },
 	{ "agent-client", cmd_agent_client, "serve an agent to an editor over the Agent Client Protocol",

@@ -56,7 +56,7 @@ test_expect_success 'a field of the wrong type is 400 naming it' '
 
 test_expect_success 'an unknown field is 400 naming it' '
 	refused 400 "unknown field .approve." POST $I -d "{\"request\": \"q1\", \"approve\": true}" &&
-	refused 400 "unknown field .callback_url." POST /api/agents -d "{\"blueprint\": \"$TRASH/bp\", \"callback_url\": \"http://x\"}"
+	refused 400 "unknown field .callback_headers." POST /api/agents -d "{\"blueprint\": \"$TRASH/bp\", \"callback_headers\": \"x\"}"
 '
 
 test_expect_success 'a duplicate key is 400' '

@@ -55,7 +55,8 @@ int lev_mhdapi_load(struct lev_err *err);
 
 /*
  * GnuTLS, which libmicrohttpd maps already (its TLS): the WebSocket
- * handshake's SHA-1 and base64 (serve/ws.c) come from it, opened with it
+ * handshake's SHA-1 and base64 (serve/ws.c) and the webhooks' HMAC-SHA256
+ * (serve/webhook.c) come from it, opened with it
  * so that no other command maps it either.  lev_mhdapi_load() fills it.
  * Include <gnutls/crypto.h> before this header to use it.
  */
@@ -63,7 +64,7 @@ int lev_mhdapi_load(struct lev_err *err);
 #ifndef LEV_LIBGNUTLS_SONAME
 #define LEV_LIBGNUTLS_SONAME "libgnutls.so.30"
 #endif
-#define LEV_GNUTLS_FUNCS(X) X(hash_fast) X(base64_encode2) X(base64_decode2)
+#define LEV_GNUTLS_FUNCS(X) X(hash_fast) X(base64_encode2) X(base64_decode2) X(hmac_fast)
 struct lev_gnutlsapi {
 #define LEV_GNUTLS_FIELD(f) __typeof__(gnutls_##f) *f;
 	LEV_GNUTLS_FUNCS(LEV_GNUTLS_FIELD)
@@ -74,6 +75,7 @@ extern struct lev_gnutlsapi lev_gnutls;
 #define gnutls_hash_fast lev_gnutls.hash_fast
 #define gnutls_base64_encode2 lev_gnutls.base64_encode2
 #define gnutls_base64_decode2 lev_gnutls.base64_decode2
+#define gnutls_hmac_fast lev_gnutls.hmac_fast
 #undef gnutls_free
 #define gnutls_free (*lev_gnutls.free_fn)
 #endif

@@ -249,6 +249,8 @@ static const struct lev_apibody_field spawn_fields[] = {
 	{ "allow", LEV_APIBODY_STRINGS, false },
 	{ "no_seed_commands", LEV_APIBODY_BOOL, false },
 	{ "yolo", LEV_APIBODY_BOOL, false },
+	{ "callback_url", LEV_APIBODY_STRING, false },
+	{ "callback_secret", LEV_APIBODY_STRING, false },
 };
 
 static unsigned h_spawn(const struct lev_api_opts *o, const struct route *rt, const char *id,
@@ -264,7 +266,8 @@ static unsigned h_spawn(const struct lev_api_opts *o, const struct route *rt, co
 	if (!o->spawn)
 		return fail(reply, 501, "this server does not start runs");
 	if (o->spawn(o->spawn_ctx, body, &run, &err) < 0)
-		return fail(reply, err.code == LEV_EPARSE ? 400 : 502, err.msg);
+		return fail(reply, err.code == LEV_EPARSE ? 400 : err.code == -EACCES ? 403 :
+				   err.code == -EHOSTUNREACH ? 422 : 502, err.msg);
 	*reply = json_pack("{s:s,s:s}", "run_id", run, "agent_id", run);
 	free(run);
 	return 200;
