@@ -190,7 +190,9 @@ time.sleep(1)
 db = sqlite3.connect(os.path.join(os.environ["LEVIATH_HOME"], ".leviath", "lev.db"))
 cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
 sel = ", ".join("printf('bench-%04d', n)" if c == "id" else
-                "json_set(doc, '$.id', printf('bench-%04d', n))" if c == "doc" else c for c in cols)
+                "json_set(doc, '$.id', printf('bench-%04d', n))" if c == "doc" else
+                "json_set(summary, '$.id', printf('bench-%04d', n), '$.run_id', printf('bench-%04d', n))"
+                if c == "summary" else c for c in cols)
 db.execute(f"WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 999) "
            f"INSERT INTO runs ({', '.join(cols)}) SELECT {sel} FROM k, runs WHERE runs.id = ?", (run,))
 db.commit()
