@@ -11,6 +11,9 @@
 #
 #   bench/bench-serve.sh [BUILD_DIR]     (default build)
 #
+# BENCH_OLD=1: the 999 copies are old runs (no longer in the daemon's
+# memory), so each page is read from lev.db.
+#
 # Goals (issue 30): (1) <= 20 ms, (2) <= 5 ms, (3) <= 10 MiB.  Figures are
 # printed, never asserted.  Needs python3, curl and sqlite3.
 set -euo pipefail
@@ -192,7 +195,9 @@ cols = [r[1] for r in db.execute("PRAGMA table_info(runs)")]
 sel = ", ".join("printf('bench-%04d', n)" if c == "id" else
                 "json_set(doc, '$.id', printf('bench-%04d', n))" if c == "doc" else
                 "json_set(summary, '$.id', printf('bench-%04d', n), '$.run_id', printf('bench-%04d', n))"
-                if c == "summary" else c for c in cols)
+                if c == "summary" else
+                # BENCH_OLD=1: the copies ended long ago, so the daemon keeps them in lev.db only
+                "0" if c == "updated" and os.environ.get("BENCH_OLD") == "1" else c for c in cols)
 db.execute(f"WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 999) "
            f"INSERT INTO runs ({', '.join(cols)}) SELECT {sel} FROM k, runs WHERE runs.id = ?", (run,))
 db.commit()
