@@ -20,6 +20,7 @@
 #include "liblev/base/util.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/store.h"
+#include "liblev/daemon/summary.h"
 
 static char dir[] = "/tmp/lev-test-store.XXXXXX";
 
@@ -144,6 +145,156 @@ static void test_runs_loaded_and_read_back(void **state)
 	assert_int_equal(lev_store_runs_each(st, final, each_id, &b, &err), 0);
 	assert_string_equal(b.buf, "old-done new-failed old-cancelled ");
 	lev_buf_release(&b);
+	st = lev_store_close(st);
+	free(path);
+}
+
+/* Every status a run's doc can hold: a page over these lists every run. */
+static const char *const statuses[] = { "idle",	     "active",	 "paused", "waiting: input",
+					"complete", "error",	 "cancelled", NULL };
+
+/* Each run of a page, its summary checked against one made now from its doc in lev.db. */
+static int same_summary(void *data, const char *id, const char *text, size_t len)
+{
+	struct lev_store *st = data;
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *doc = NULL;
+	char *fresh;
+
+	assert_int_equal(strlen(text), len);
+	assert_int_equal(lev_store_run_get(st, id, &doc, &err), 0);
+	fresh = lev_run_summary(doc);
+	if (strcmp(fresh, text))
+		fail_msg("run %s: stored summary %s, fresh %s", id, text, fresh);
+	free(fresh);
+	json_decref(doc);
+	return 0;
+}
+
+/* Page through every run of ST (FN on each, DATA st): how many. */
+static size_t page_all(struct lev_store *st,
+		       int (*fn)(void *data, const char *id, const char *text, size_t len))
+{
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_buf ids = LEV_BUF_INIT;
+	size_t n = 0;
+
+	assert_int_equal(lev_store_runs_page(st, statuses, NULL, 1000, fn, st, &err), 0);
+	assert_int_equal(lev_store_runs_page(st, statuses, NULL, 1000, each_id, &ids, &err), 0);
+	for (const char *p = ids.buf; p && *p; p++)
+		n += *p == ' ';
+	lev_buf_release(&ids);
+	return n;
+}
+
+/* The number SQL (a count) answers in the database at PATH. */
+static long count_rows(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	long n = -1;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = (long)sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return n;
+}
+
+/* A random error for a run's doc: none, short, or past what ps shows, a UTF-8 letter across the cut. */
+static json_t *random_error(unsigned *seed)
+{
+	struct lev_buf b = LEV_BUF_INIT;
+	json_t *e;
+
+	switch (rand_r(seed) % 3) {
+	case 0:
+		return NULL;
+	case 1:
+		return json_string("boom");
+	}
+	for (int i = rand_r(seed) % 3; i > 0; i--)
+		(void)lev_buf_addch(&b, 'x');
+	while (b.len < LEV_SUMMARY_ERROR_MAX + 40)
+		(void)lev_buf_adds(&b, "\xc3\xa9");	/* é */
+	e = json_string(b.buf);
+	lev_buf_release(&b);
+	return e;
+}
+
+/*
+ * Property: after any sequence of writes (random status changes, errors,
+ * results, counts, times), the summary lev.db keeps for each run equals
+ * one made afresh from its stored doc.  A write path that forgot the
+ * summary, or kept an older one, fails here.
+ */
+static void test_summaries_follow_every_write(void **state)
+{
+	char *path = lev_path_join(dir, "summary.db");
+	struct lev_store *st = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	unsigned seed = 3003;
+	enum { RUNS = 40, WRITES = 1500 };
+
+	(void)state;
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	for (int i = 0; i < WRITES; i++) {
+		int k = i < RUNS ? i : rand_r(&seed) % RUNS;
+		json_t *e = random_error(&seed);
+		json_t *doc = json_pack("{s:s, s:s, s:s, s:i, s:f, s:f, s:s}", "id", "", "status",
+					statuses[rand_r(&seed) % 7], "task", "fix it\nnow", "tools",
+					rand_r(&seed) % 50, "created", (double)k,
+					"updated", (double)i, "agent", "a");
+
+		json_object_set_new(doc, "id", json_sprintf("run-%03d", k));
+		if (e)
+			json_object_set_new(doc, "error", e);
+		if (rand_r(&seed) % 2)
+			json_object_set_new(doc, "result", json_string("the whole output"));
+		assert_int_equal(lev_store_run_put(st, doc, &err), 0);
+		json_decref(doc);
+		if (i % 97 == 0)
+			assert_int_equal(lev_store_commit(st, &err), 0);
+	}
+	assert_int_equal(page_all(st, same_summary), RUNS);
+	st = lev_store_close(st);
+	/* every row holds its own (a page would make a missing one afresh) */
+	assert_int_equal(count_rows(path, "SELECT count(*) FROM runs WHERE summary IS NULL"), 0);
+	/* and across a restart, what was committed */
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	assert_int_equal(page_all(st, same_summary), RUNS);
+	st = lev_store_close(st);
+	free(path);
+}
+
+/*
+ * A lev.db from before summaries were kept: it gets the column, and a
+ * page makes each missing summary from the doc (the same text).  The
+ * benign twin of the property above: rows whose summary is absent.
+ */
+static void test_summaries_of_an_old_db(void **state)
+{
+	char *path = lev_path_join(dir, "old-runs.db");
+	struct lev_store *st = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	sqlite3 *db = NULL;
+
+	(void)state;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "CREATE TABLE runs (id TEXT PRIMARY KEY, agent TEXT, status TEXT,"
+				      " stage TEXT, iteration INTEGER, tools INTEGER, reads_granted "
+				      "INTEGER, reads_declared INTEGER, created REAL, updated REAL, "
+				      "doc TEXT NOT NULL);"
+				      "INSERT INTO runs (id, status, doc) VALUES ('old', 'complete',"
+				      " '{\"id\":\"old\",\"status\":\"complete\",\"result\":\"r\"}');",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	assert_int_equal(page_all(st, same_summary), 1);
 	st = lev_store_close(st);
 	free(path);
 }
@@ -285,6 +436,8 @@ int main(void)
 		cmocka_unit_test(test_runs_and_journal),
 		cmocka_unit_test(test_runs_loaded_and_read_back),
 		cmocka_unit_test(test_refuses_a_symlink),
+		cmocka_unit_test(test_summaries_follow_every_write),
+		cmocka_unit_test(test_summaries_of_an_old_db),
 		cmocka_unit_test(test_replay_log),
 		cmocka_unit_test(test_migrates_an_old_journal),
 	};

@@ -34,6 +34,7 @@
 #include "liblev/daemon/sock.h"
 #include "liblev/daemon/meta.h"
 #include "liblev/daemon/store.h"
+#include "liblev/daemon/summary.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/daemon/zygote.h"
 #include "liblev/policy/envfilter.h"
@@ -1530,53 +1531,9 @@ static json_t *op_ping(struct daemon *d)
 	return ok;
 }
 
-/* How much of a run's error `lev ps` shows (`lev result` shows it whole). */
-#define PS_ERROR_MAX 1024
 /* Runs in one page of `ps --all` unless the request asks fewer ("limit"). */
 #define PS_PAGE_DEFAULT 500
 #define PS_PAGE_MAX 5000
-
-/*
- * What `lev ps` shows of a run: its doc without its output ("result",
- * which `lev result` reads) and with its error cut to PS_ERROR_MAX bytes,
- * so no run's size reaches ps and one run cannot crowd out the others.
- * The JSON text, malloc'ed (NULL only when DOC cannot be encoded).
- */
-/*
- * Leviath's names beside lev's in a run of `lev ps --json`: run_id,
- * tool_calls, last_progress_at (whole seconds), title (the task's first
- * line, Leviath's [title]), wait_reason (what "waiting: REASON" waits on).
- */
-static void leviath_names(json_t *sum)
-{
-	json_t *m = lev_meta_of(sum);
-	const char *keys[] = { "run_id", "tool_calls", "last_progress_at", "title",
-			       "wait_reason", NULL };
-
-	for (size_t i = 0; keys[i]; i++)
-		json_object_set(sum, keys[i], json_object_get(m, keys[i]));
-	json_decref(m);
-}
-
-static char *ps_summary(const json_t *doc)
-{
-	json_t *sum = json_copy((json_t *)doc), *e = json_object_get(sum, "error");
-	char *text;
-
-	json_object_del(sum, "result");
-	leviath_names(sum);
-	if (json_is_string(e) && json_string_length(e) > PS_ERROR_MAX) {
-		const char *s = json_string_value(e);
-		size_t n = PS_ERROR_MAX;
-
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;	/* never cut a UTF-8 sequence */
-		json_object_set_new(sum, "error", json_sprintf("%.*s...", (int)n, s));
-	}
-	text = json_dumps(sum, JSON_COMPACT);
-	json_decref(sum);
-	return text;
-}
 
 /*
  * R's summary as JSON text, kept until the doc moves: every change to a
@@ -1591,7 +1548,7 @@ static const char *doc_text(struct run *r, size_t *len)
 
 	if (!r->dump || u != r->dump_updated || m != r->dump_moved) {
 		free(r->dump);
-		r->dump = ps_summary(r->doc);
+		r->dump = lev_run_summary(r->doc);
 		r->dump_len = r->dump ? strlen(r->dump) : 0;
 		r->dump_updated = u;
 		r->dump_moved = m;
@@ -1626,23 +1583,14 @@ static int ps_page_one(void *data, const char *id, const char *doc, size_t len)
 {
 	struct ps_page *pg = data;
 	struct run *r = run_resident(pg->d, id);
-	_cleanup_free_ char *own = NULL;
-	json_t *j;
 
 	/* at least one run a page: the paging always moves on */
 	if (pg->n && pg->b->len > LEV_PROTO_MAX / 2) {
 		pg->full = true;
 		return 1;
 	}
-	if (r) {
-		doc = doc_text(r, &len);
-	} else {
-		j = json_loadb(doc, len, 0, NULL);
-		own = j ? ps_summary(j) : NULL;
-		json_decref(j);
-		doc = own ? own : "{}";
-		len = strlen(doc);
-	}
+	if (r)
+		doc = doc_text(r, &len);	/* else lev.db's stored summary */
 	ps_add(pg->b, pg->n++, doc, len);
 	free(pg->last);
 	pg->last = xstrdup(id);
@@ -1694,7 +1642,7 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, double t)
  * ended in the last RETENTION(d) seconds, or with "all" one page of every
  * ended run: "after" the last id of the page before, at most "limit"),
  * "next" when another page follows, and "health".  Each run is a summary
- * (ps_summary()).
+ * (lev_run_summary()).
  */
 static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
 {

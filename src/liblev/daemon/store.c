@@ -17,6 +17,7 @@
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/store.h"
+#include "liblev/daemon/summary.h"
 
 struct lev_store {
 	sqlite3 *db;
@@ -100,6 +101,41 @@ static int prep(struct lev_store *st, const char *sql, sqlite3_stmt **out, struc
 	return 0;
 }
 
+/*
+ * Whether TABLE has a column NAME (the schema of an older lev; a failed
+ * look-up counts as "has": nothing is migrated blind).
+ */
+static bool has_column(struct lev_store *st, const char *table, const char *name)
+{
+	_cleanup_buf_ struct lev_buf sql = LEV_BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	bool has = false;
+
+	(void)lev_buf_addf(&sql, "PRAGMA table_info(%s)", table);
+	if (sqlite3_prepare_v2(st->db, sql.buf, -1, &s, NULL) != SQLITE_OK)
+		return true;
+	while (sqlite3_step(s) == SQLITE_ROW)
+		has = has || !strcmp((const char *)sqlite3_column_text(s, 1), name);
+	sqlite3_finalize(s);
+	return has;
+}
+
+/*
+ * The runs' summaries (summary.h: what `lev ps` shows of each), written
+ * with the doc by lev_store_run_put() and nowhere else, so a page of
+ * `ps --all` is read, never re-encoded.  A lev.db from before gets the
+ * column, empty: runs_where() makes a missing summary from the doc.
+ */
+static int migrate_summary(struct lev_store *st, char **msg)
+{
+	if (has_column(st, "runs", "summary"))
+		return 0;
+	if (sqlite3_exec(st->db, "ALTER TABLE runs ADD COLUMN summary TEXT", NULL, NULL, msg) !=
+	    SQLITE_OK)
+		return -EIO;
+	return 0;
+}
+
 /* Move an old journal (keyed by call id) to the new one; *msg says why it failed. */
 static int migrate(struct lev_store *st, char **msg)
 {
@@ -147,7 +183,7 @@ int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err
 	 */
 	sqlite3_busy_timeout(st->db, 5000);
 	if (sqlite3_exec(st->db, schema, NULL, NULL, &msg) != SQLITE_OK ||
-	    migrate(st, &msg) < 0) {
+	    migrate(st, &msg) < 0 || migrate_summary(st, &msg) < 0) {
 		lev_err_set(err, -EIO, "cannot set up '%s': %s", path, msg ? msg : "?");
 		sqlite3_free(msg);
 		lev_store_close(st);
@@ -155,8 +191,8 @@ int lev_store_open(const char *path, struct lev_store **out, struct lev_err *err
 	}
 	if (prep(st,
 		 "INSERT OR REPLACE INTO runs (id, agent, status, stage, iteration, tools,"
-		 " reads_granted, reads_declared, created, updated, doc)"
-		 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+		 " reads_granted, reads_declared, created, updated, doc, summary)"
+		 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 		 &st->run_put, err) < 0 ||
 	    prep(st,
 		 "INSERT OR REPLACE INTO journal (run, seq, call_id, tool, args, state, started)"
@@ -293,6 +329,7 @@ int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *e
 	bind_real(s, 9, json_object_get(run, "created"));
 	bind_real(s, 10, json_object_get(run, "updated"));
 	sqlite3_bind_text(s, 11, doc, -1, free);
+	sqlite3_bind_text(s, 12, lev_run_summary(run), -1, free);	/* NULL: none */
 	r = step(st, s, err, "cannot write a run");
 	return r;
 }
@@ -304,10 +341,32 @@ struct runs_page {
 };
 
 /*
+ * FN(DATA, ID, its summary, its length) for row S of a page (id, doc,
+ * summary): the one stored with the doc, or for a row written before
+ * lev.db kept them, made from the doc now.
+ */
+static int page_row(sqlite3_stmt *s, const char *id,
+		    int (*fn)(void *data, const char *id, const char *doc, size_t len), void *data)
+{
+	const char *sum = (const char *)sqlite3_column_text(s, 2);
+	_cleanup_free_ char *own = NULL;
+	json_t *j;
+
+	if (sum)
+		return fn(data, id, sum, (size_t)sqlite3_column_bytes(s, 2));
+	j = json_loadb((const char *)sqlite3_column_text(s, 1),
+		       (size_t)sqlite3_column_bytes(s, 1), 0, NULL);
+	own = j ? lev_run_summary(j) : NULL;
+	json_decref(j);
+	return fn(data, id, own ? own : "{}", own ? strlen(own) : 2);
+}
+
+/*
  * FN(DATA, id, doc text, its length) for each row of "SELECT id, doc FROM
  * runs WHERE <HEAD>(?F, ...) ORDER BY created, id", LIST's strings bound
  * from ?F on (F is 2 when ?1 is *SINCE or PAGE's after), oldest first; with
- * PAGE, "ORDER BY id LIMIT limit"; FN returning non-zero stops.  0 or < 0.
+ * PAGE, "ORDER BY id LIMIT limit" and FN gets each run's summary
+ * (page_row()) instead of its doc; FN returning non-zero stops.  0 or < 0.
  */
 static int runs_where(struct lev_store *st, const char *head, const char *const *list,
 		      const double *since, const struct runs_page *page,
@@ -318,7 +377,8 @@ static int runs_where(struct lev_store *st, const char *head, const char *const 
 	int from = since || page ? 2 : 1, r, stop = 0;
 	sqlite3_stmt *s = NULL;
 
-	(void)lev_buf_addf(&sql, "SELECT id, doc FROM runs WHERE %s(", head);
+	(void)lev_buf_addf(&sql, "SELECT id, doc%s FROM runs WHERE %s(", page ? ", summary" : "",
+			   head);
 	for (int i = 0; list[i]; i++)
 		(void)lev_buf_addf(&sql, "%s?%d", i ? ", " : "", from + i);
 	if (page)
@@ -337,7 +397,9 @@ static int runs_where(struct lev_store *st, const char *head, const char *const 
 		const char *id = (const char *)sqlite3_column_text(s, 0);
 		const char *doc = (const char *)sqlite3_column_text(s, 1);
 
-		if (id && doc)
+		if (id && doc && page)
+			stop = page_row(s, id, fn, data);
+		else if (id && doc)
 			stop = fn(data, id, doc, (size_t)sqlite3_column_bytes(s, 1));
 	}
 	sqlite3_finalize(s);

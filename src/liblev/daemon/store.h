@@ -49,7 +49,8 @@ bool lev_store_pending(const struct lev_store *st);
 /*
  * Write RUN (an object with at least "id"; "agent", "status", "stage",
  * "iteration", "tools", "read_paths" {"granted","declared"}, "created",
- * "updated" are taken when present) as its row.
+ * "updated" are taken when present) as its row, with its summary
+ * (summary.h), made here and only here, so it never lags the doc.
  */
 int lev_store_run_put(struct lev_store *st, const json_t *run, struct lev_err *err);
 
@@ -84,7 +85,8 @@ int lev_store_runs_each(struct lev_store *st, const char *const *final,
 /*
  * The same for one page: at most LIMIT runs whose status is one of FINAL
  * and whose id sorts after AFTER (NULL: from the first), in id order, so
- * that pages from each last id list every run once.
+ * that pages from each last id list every run once.  FN gets each run's
+ * summary (lev_run_summary() of its doc, kept beside it), not its doc.
  */
 int lev_store_runs_page(struct lev_store *st, const char *const *final, const char *after,
 			long limit,
