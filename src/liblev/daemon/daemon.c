@@ -2443,6 +2443,20 @@ static bool recover_some(struct daemon *d)
 }
 
 /*
+ * Show R, held by the previous daemon, as waiting to be resumed: lev.db
+ * gets it now, its meta.json (still the previous daemon's word) is only
+ * marked stale: a hundred renames here would delay lev daemon start, and
+ * its resumption writes the file anyway (flush_runs() within a second).
+ */
+static void recover_hold(struct daemon *d, struct run *r)
+{
+	json_object_set_new(r->doc, "status", json_string(r->paused ? "paused" : "idle"));
+	json_object_set_new(r->doc, "moved", json_real(now()));
+	run_put(d, r);
+	r->meta_stale = true;
+}
+
+/*
  * The runs the previous daemon held.  Its workers were cancelled when it
  * died and may still be finishing (killing a command, closing a record):
  * the daemon does not wait for them (it serves at once); each such run
@@ -2483,13 +2497,13 @@ static void recover(struct daemon *d)
 		if (pid > 0 && old_worker_alive(pid)) {
 			r->old_pid = pid;
 			json_object_set_new(r->doc, "old_worker", json_integer(r->old_pid));
-			run_set_status(d, r, r->paused ? "paused" : "idle");
+			recover_hold(d, r);
 			dlog(d, "run %s: recovered once the previous daemon's worker %d is gone",
 			     r->id, (int)r->old_pid);
 			continue;
 		}
 		r->recover_due = true;
-		run_set_status(d, r, r->paused ? "paused" : "idle");
+		recover_hold(d, r);
 	}
 	json_decref(arr);
 }
@@ -2647,7 +2661,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		lev_store_close(d.st);
 		return r;
 	}
-	d.started = d.last_busy = now();
+	d.started = d.last_busy = d.last_flush = now();
 	r = lev_sock_listen(sock, &lfd, err);
 	if (r < 0)
 		goto out;
