@@ -111,12 +111,15 @@ struct run {
 	pid_t old_pid;		/* the previous daemon's worker, still going: recovery waits */
 	bool old_killed;	/* old_pid was sent SIGKILL */
 	bool recover_due;	/* held by the previous daemon: the loop resumes it (recover()) */
+	bool recover_first;	/* it was going (not waiting on a person): resumed before those */
 	struct lev_buf parts;	/* a turn or an output sent in "part" frames (worker.h) */
 	bool parts_cut;		/* the parts went past PARTS_MAX: dropped */
 	struct frame *backlog;	/* its latest event frames, for followers */
 	size_t n_backlog, backlog_bytes;
 	unsigned long dropped;	/* events no longer in the backlog */
 	bool dirty;		/* doc moved since it was last written (flush_runs()) */
+	char *meta_status;	/* the status meta.json was last written with; owned */
+	bool meta_stale;	/* doc moved since meta.json was written (meta_sync()) */
 	char *dump;		/* doc as JSON text, for ps (doc_text()); owned */
 	size_t dump_len;
 	double dump_updated, dump_moved;	/* doc's "updated" and "moved" when dumped */
@@ -186,7 +189,8 @@ static const char *run_status(const struct run *r)
 	return lev_json_str(r->doc, "status");
 }
 
-static void run_save(struct daemon *d, struct run *r)
+/* Put R's doc in the database (committed by flush_runs()). */
+static void run_put(struct daemon *d, struct run *r)
 {
 	struct lev_err err = LEV_ERR_INIT;
 
@@ -195,9 +199,35 @@ static void run_save(struct daemon *d, struct run *r)
 	if (lev_store_run_put(d->st, r->doc, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
 	lev_err_clear(&err);
-	/* what Leviath's harnesses poll, as the run goes */
+}
+
+/*
+ * What Leviath's harnesses poll, as the run goes: meta.json is rewritten
+ * (a temporary file renamed over it, most of a spawn's cost) when the
+ * run's status moved, or when FORCE (flush_runs(), at most every
+ * FLUSH_SECS); else it is only marked stale.
+ */
+static void meta_sync(struct daemon *d, struct run *r, bool force)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	const char *status = run_status(r) ? run_status(r) : "";
+
+	if (!force && r->meta_status && lev_streq(r->meta_status, status)) {
+		r->meta_stale = true;
+		return;
+	}
 	if (lev_meta_write(d->runs_dir, r->doc, &err) < 0)
 		dlog(d, "run %s: %s", r->id, err.msg);
+	lev_err_clear(&err);
+	free(r->meta_status);
+	r->meta_status = xstrdup(status);
+	r->meta_stale = false;
+}
+
+static void run_save(struct daemon *d, struct run *r)
+{
+	run_put(d, r);
+	meta_sync(d, r, false);
 }
 
 static void follow_end(struct daemon *d, struct run *r);
@@ -218,9 +248,12 @@ static void flush_runs(struct daemon *d, bool all)
 	double t = now();
 
 	if (all || t - d->last_flush >= FLUSH_SECS) {
-		for (size_t i = 0; i < d->n_runs; i++)
+		for (size_t i = 0; i < d->n_runs; i++) {
 			if (d->runs[i]->dirty)
 				run_save(d, d->runs[i]);
+			if (d->runs[i]->meta_stale)
+				meta_sync(d, d->runs[i], true);
+		}
 		d->last_flush = t;
 	}
 	if (lev_store_commit(d->st, &err) < 0)
@@ -326,6 +359,7 @@ static void run_free(struct run *r)
 	json_decref(r->doc);
 	json_decref(r->question);
 	free(r->dump);
+	free(r->meta_status);
 	lev_buf_release(&r->parts);
 	free(r->id);
 	free(r);
@@ -1078,11 +1112,12 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 	r = run_add(d, id, doc);
 	r->pid = pid;
 	r->fd = fd;
+	run_put(d, r);
 	/* its directory and meta.json before lev run --json returns (harnesses poll it) */
 	if (lev_meta_submit(d->runs_dir, r->doc, &err) < 0)
 		dlog(d, "run %s: %s", id, err.msg);
 	lev_err_clear(&err);
-	run_save(d, r);
+	r->meta_status = xstrdup(run_status(r));
 	/* kept until the run ends: a restarted daemon resumes the run from it */
 	{
 		json_t *keep = request_to_keep(req);
@@ -2321,34 +2356,52 @@ static bool old_workers_check(struct daemon *d)
 		}
 		r->old_pid = 0;
 		json_object_del(r->doc, "old_worker");
-		recover_one(d, r);
+		r->recover_due = true;	/* recover_some(), the runs that were going first */
 	}
 	return any;
 }
 
 /*
  * The runs recover() left to the loop, RECOVER_BATCH at a time, in the
- * order lev.db lists them.  Whether any is left.
+ * order lev.db lists them, those that were going first.  Whether any is
+ * left.
  */
 static bool recover_some(struct daemon *d)
 {
 	size_t done = 0;
 
-	for (size_t i = 0; i < d->n_runs; i++) {
-		struct run *r = d->runs[i];
+	/* the runs that were going first: one waiting on a person can wait */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < d->n_runs; i++) {
+			struct run *r = d->runs[i];
 
-		if (!r->recover_due)
-			continue;
-		if (done == RECOVER_BATCH)
-			return true;
-		r->recover_due = false;
-		/* resumed meanwhile (lev resume of a paused run), or ended (lev cancel) */
-		if (r->pid > 0 || r->fd >= 0 || status_final(run_status(r)))
-			continue;
-		recover_one(d, r);
-		done++;
+			if (!r->recover_due || r->recover_first != (pass == 0))
+				continue;
+			if (done == RECOVER_BATCH)
+				return true;
+			r->recover_due = false;
+			/* resumed meanwhile (lev resume of a paused run), or ended (lev cancel) */
+			if (r->pid > 0 || r->fd >= 0 || status_final(run_status(r)))
+				continue;
+			recover_one(d, r);
+			done++;
+		}
 	}
 	return false;
+}
+
+/*
+ * Show R, held by the previous daemon, as waiting to be resumed: lev.db
+ * gets it now, its meta.json (still the previous daemon's word) is only
+ * marked stale: a hundred renames here would delay lev daemon start, and
+ * its resumption writes the file anyway (flush_runs() within a second).
+ */
+static void recover_hold(struct daemon *d, struct run *r)
+{
+	json_object_set_new(r->doc, "status", json_string(r->paused ? "paused" : "idle"));
+	json_object_set_new(r->doc, "moved", json_real(now()));
+	run_put(d, r);
+	r->meta_stale = true;
 }
 
 /*
@@ -2387,16 +2440,18 @@ static void recover(struct daemon *d)
 		pid = (pid_t)json_integer_value(json_object_get(r->doc, "pid"));
 		json_object_del(r->doc, "pid");
 		r->paused = status_paused(run_status(r));
+		r->recover_first = !r->paused && strncmp(run_status(r) ? run_status(r) : "",
+							  "waiting", 7);
 		if (pid > 0 && old_worker_alive(pid)) {
 			r->old_pid = pid;
 			json_object_set_new(r->doc, "old_worker", json_integer(r->old_pid));
-			run_set_status(d, r, r->paused ? "paused" : "idle");
+			recover_hold(d, r);
 			dlog(d, "run %s: recovered once the previous daemon's worker %d is gone",
 			     r->id, (int)r->old_pid);
 			continue;
 		}
 		r->recover_due = true;
-		run_set_status(d, r, r->paused ? "paused" : "idle");
+		recover_hold(d, r);
 	}
 	json_decref(arr);
 }
@@ -2554,7 +2609,7 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		lev_store_close(d.st);
 		return r;
 	}
-	d.started = d.last_busy = now();
+	d.started = d.last_busy = d.last_flush = now();
 	r = lev_sock_listen(sock, &lfd, err);
 	if (r < 0)
 		goto out;
