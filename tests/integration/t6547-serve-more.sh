@@ -8,6 +8,9 @@
 # '..', an absolute path elsewhere, a symlink out are 403; lev's data root
 # and the credential stores (~/.ssh, ~/.gnupg, ~/.aws) are never listed nor
 # opened; a plain directory and a dot-directory with ?hidden=true are.
+# An MCP server's status is its entry of lev mcp list --json; testing one
+# (lev mcp test NAME --json) starts a process, so it is an admin route: 403
+# without --allow-admin, and the server is then never started.
 . "$SRC_DIR/tests/lib.sh"
 . "$SRC_DIR/tests/daemon-lib.sh"
 . "$SRC_DIR/tests/serve-lib.sh"
@@ -164,6 +167,77 @@ test_expect_success 'fs/dirs: lev data root is neither listed nor opened; its tw
 	test "$(api GET "/api/fs/dirs?path=lh/.leviath")" = 403 &&
 	test "$(api GET "/api/fs/dirs?path=lh/.leviath/agents")" = 403 &&
 	! grep -q approve out
+'
+
+# MCP servers: "echo" (a benign server, its start marked in started.log) and
+# "broken" (exits at once)
+cat >starter <<EOT
+#!/bin/sh
+echo started >>"$TRASH/started.log"
+exec python3 "$SRC_DIR/tests/helpers/mcp-hostile" echo
+EOT
+chmod +x starter
+cat >"$ROOT/config.toml" <<EOT
+[[mcp_servers]]
+name = "echo"
+command = "$TRASH/starter"
+sandbox = "none"
+[[mcp_servers]]
+name = "broken"
+command = "false"
+sandbox = "none"
+EOT
+chmod 600 "$ROOT/config.toml"
+serve_start
+
+test_expect_success 'MCP status: the server entry of lev mcp list --json' '
+	test "$(api GET /api/mcp/servers/echo/status)" = 200 &&
+	"$LEV" mcp list --json >list.json &&
+	python3 - out list.json <<-PY
+	import json, sys
+	got = json.load(open(sys.argv[1]))
+	want = [s for s in json.load(open(sys.argv[2])) if s["name"] == "echo"][0]
+	assert got["reachable"] is True and want["reachable"] is True, (got, want)
+	assert [t["name"] for t in got["tools"]] == [t["name"] for t in want["tools"]], (got, want)
+	assert {k for k in got} == {k for k in want}, (got, want)
+	PY
+	test "$(api GET /api/mcp/servers/broken/status)" = 200 &&
+	test "$(json out "j[\"reachable\"]")" = False &&
+	test "$(api GET /api/mcp/servers/nosuch/status)" = 404 &&
+	grep -q "no MCP server" out
+'
+
+test_expect_success 'MCP test without --allow-admin: 403, the server never started' '
+	rm -f started.log &&
+	test "$(api POST /api/mcp/servers/echo/test)" = 403 &&
+	grep -q "needs --allow-admin" out &&
+	! test -e started.log
+'
+
+serve_start --allow-admin
+test_expect_success 'MCP test with --allow-admin: the server started, as lev mcp test --json shows it' '
+	rm -f started.log &&
+	test "$(api POST /api/mcp/servers/echo/test)" = 200 &&
+	test "$(json out "j[\"reachable\"]")" = True &&
+	test "$(json out "[t[\"name\"] for t in j[\"tools\"]][0]")" = "echo__echo" &&
+	test "$(cat started.log)" = started &&
+	"$LEV" mcp test echo --json >test.json &&
+	test "$(json out "sorted(j)")" = "$(json test.json "sorted(j)")" &&
+	test "$(api POST /api/mcp/servers/broken/test)" = 200 &&
+	test "$(json out "j[\"reachable\"]")" = False &&
+	json out "j[\"error\"]"
+'
+
+test_expect_success 'MCP test: no such server 404, a body 400, a name as an option no route, no token 401' '
+	rm -f started.log &&
+	test "$(api POST /api/mcp/servers/nosuch/test)" = 404 &&
+	grep -q "no MCP server" out &&
+	test "$(api POST /api/mcp/servers/echo/test -d "{\"command\": \"sh\"}")" = 400 &&
+	test "$(api POST /api/mcp/servers/--help/test)" = 404 &&
+	test "$(api POST /api/mcp/servers/..%2F..%2Fx/test)" = 404 &&
+	test "$(curl -s -o out -w "%{http_code}" -X POST "$URL/api/mcp/servers/echo/test")" = 401 &&
+	test "$(curl -s -o out -w "%{http_code}" -X POST -H "Authorization: Bearer ${TOKEN}x" "$URL/api/mcp/servers/echo/test")" = 401 &&
+	! test -e started.log
 '
 
 test_done

@@ -323,6 +323,53 @@ static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, cons
 	return st;
 }
 
+/* One configured MCP server NAME: its entry of `lev mcp list --json` (which starts each). */
+static unsigned h_mcp_status(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	json_t *all = NULL, *e, *hit = NULL;
+	unsigned st = h_mcp(o, rt, id, body, c, &all);
+	size_t i;
+
+	if (st != 200) {
+		*reply = all;
+		return st;
+	}
+	json_array_foreach(json_object_get(all, "servers"), i, e)
+		if (!hit && lev_streq(lev_json_str(e, "name"), id))
+			hit = json_incref(e);
+	json_decref(all);
+	if (!hit)
+		return fail(reply, 404, "no MCP server of that name in the config (GET "
+					"/api/mcp/servers lists them)");
+	*reply = hit;
+	return 200;
+}
+
+/*
+ * Start MCP server NAME in its sandbox, initialize it, list its tools: what
+ * `lev mcp test NAME --json` prints (reachable false and its error when it
+ * did not start: still a 200).  An admin route: it starts a process.
+ */
+static unsigned h_mcp_test(const struct lev_api_opts *o, const struct route *rt,
+			   const char *id, const json_t *body, const struct lev_api_call *c,
+			   json_t **reply)
+{
+	const char *args[] = { "mcp", "test", id, "--json", NULL };
+	unsigned st;
+
+	(void)rt, (void)body, (void)c;
+	st = show_cmd(o, args, reply);
+	if (st == 502 && lev_json_str(*reply, "error") &&
+	    strstr(lev_json_str(*reply, "error"), "has no MCP server")) {
+		json_decref(*reply);
+		return fail(reply, 404, "no MCP server of that name in the config (GET "
+					"/api/mcp/servers lists them)");
+	}
+	return st;
+}
+
 static unsigned h_models(const struct lev_api_opts *o, const struct route *rt, const char *id,
 			 const json_t *body, const struct lev_api_call *c, json_t **reply)
 {
@@ -782,12 +829,13 @@ static const struct route routes[] = {
 	  "admin: add an MCP server; not served yet (lev mcp add)" },
 	{ "DELETE", "/api/mcp/servers/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
 	  "admin: remove an MCP server; not served yet (lev mcp remove)" },
-	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: an MCP server's status (lev mcp test)" },
+	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_JSON, false, NULL, 0, h_mcp_status,
+	  "One MCP server's entry of 'lev mcp list --json' (404: none of that name)" },
 	{ "POST", "/api/mcp/servers/{name}/login", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev's MCP servers take no OAuth login; their credentials are in lev's store" },
-	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: start an MCP server in its sandbox (lev mcp test)" },
+	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_JSON, true, NULL, 0, h_mcp_test,
+	  "admin (it starts a process): start an MCP server in its sandbox, as 'lev mcp test "
+	  "NAME --json'" },
 	{ "GET", "/api/fs/dirs", LEV_API_JSON, false, NULL, 0, h_fs_dirs,
 	  "One level of subdirectories for a workdir picker (?path=, ?hidden=), opened beneath "
 	  "the home of the user lev serve runs as; lev's own files and credential stores never listed" },
