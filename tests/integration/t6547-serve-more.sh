@@ -10,7 +10,8 @@
 # opened; a plain directory and a dot-directory with ?hidden=true are.
 # An MCP server's status is its entry of lev mcp list --json; testing one
 # (lev mcp test NAME --json) starts a process, so it is an admin route: 403
-# without --allow-admin, and the server is then never started.
+# without --allow-admin, and the server is then never started.  A run's
+# context history is lev context RUN --json's, paged by a point index.
 . "$SRC_DIR/tests/lib.sh"
 . "$SRC_DIR/tests/daemon-lib.sh"
 . "$SRC_DIR/tests/serve-lib.sh"
@@ -238,6 +239,38 @@ test_expect_success 'MCP test: no such server 404, a body 400, a name as an opti
 	test "$(curl -s -o out -w "%{http_code}" -X POST "$URL/api/mcp/servers/echo/test")" = 401 &&
 	test "$(curl -s -o out -w "%{http_code}" -X POST -H "Authorization: Bearer ${TOKEN}x" "$URL/api/mcp/servers/echo/test")" = 401 &&
 	! test -e started.log
+'
+
+mkdir -p work
+"$LEV" daemon start >/dev/null
+test_expect_success 'context/history: lev context --json history, paged by point index' '
+	test "$(api POST /api/agents -d "{\"blueprint\": \"$TRASH/bp\", \"workdir\": \"$TRASH/work\"}")" = 200 &&
+	json out "j[\"run_id\"]" >id &&
+	wait_for status_is "$(cat id)" "waiting: tool approval" &&
+	"$LEV" context "$(cat id)" --json >ctx.json &&
+	test "$(json ctx.json "len(j[\"history\"]) >= 2")" = True &&
+	test "$(api GET "/api/agents/$(cat id)/context/history?limit=100")" = 200 &&
+	test "$(json out "j[\"items\"]")" = "$(json ctx.json "j[\"history\"]")" &&
+	test "$(json out "j[\"next_cursor\"]")" = None &&
+	test "$(api GET "/api/agents/$(cat id)/context/history?limit=1")" = 200 &&
+	test "$(json out "j[\"items\"]")" = "$(json ctx.json "j[\"history\"][:1]")" &&
+	test "$(json out "j[\"next_cursor\"]")" = 1 &&
+	test "$(api GET "/api/agents/$(cat id)/context/history?limit=1&cursor=1")" = 200 &&
+	test "$(json out "j[\"items\"]")" = "$(json ctx.json "j[\"history\"][1:2]")" &&
+	test "$(api GET "/api/agents/$(cat id)/context/history?cursor=18446744073709551615")" = 200 &&
+	test "$(json out "j[\"items\"]")" = "[]"
+'
+
+test_expect_success 'context/history: bad paging 400, an unknown run 404, tree-status 501 with why' '
+	for q in limit=0 limit=101 limit=x cursor=-1 cursor=x; do
+		test "$(api GET "/api/agents/$(cat id)/context/history?$q")" = 400 || return 1
+		! grep -q items out || return 1
+	done &&
+	test "$(api GET /api/agents/nosuchrun/context/history)" = 404 &&
+	grep -q "no run" out &&
+	test "$(curl -s -o out -w "%{http_code}" "$URL/api/agents/$(cat id)/context/history")" = 401 &&
+	test "$(api GET /api/agents/$(cat id)/tree-status)" = 501 &&
+	grep -q "stages" out
 '
 
 test_done

@@ -323,28 +323,40 @@ static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, cons
 	return st;
 }
 
-/* One configured MCP server NAME: its entry of `lev mcp list --json` (which starts each). */
-static unsigned h_mcp_status(const struct lev_api_opts *o, const struct route *rt,
-			     const char *id, const json_t *body, const struct lev_api_call *c,
-			     json_t **reply)
+/*
+ * The entry named NAME of ALL's array KEY (ALL consumed, with its status ST:
+ * a failure passes through): 200 and it, or 404 and NONE.
+ */
+static unsigned named_entry(unsigned st, json_t *all, const char *key, const char *name,
+			    const char *none, json_t **reply)
 {
-	json_t *all = NULL, *e, *hit = NULL;
-	unsigned st = h_mcp(o, rt, id, body, c, &all);
+	json_t *e, *hit = NULL;
 	size_t i;
 
 	if (st != 200) {
 		*reply = all;
 		return st;
 	}
-	json_array_foreach(json_object_get(all, "servers"), i, e)
-		if (!hit && lev_streq(lev_json_str(e, "name"), id))
+	json_array_foreach(json_object_get(all, key), i, e)
+		if (!hit && lev_streq(lev_json_str(e, "name"), name))
 			hit = json_incref(e);
 	json_decref(all);
 	if (!hit)
-		return fail(reply, 404, "no MCP server of that name in the config (GET "
-					"/api/mcp/servers lists them)");
+		return fail(reply, 404, none);
 	*reply = hit;
 	return 200;
+}
+
+/* One configured MCP server NAME: its entry of `lev mcp list --json` (which starts each). */
+static unsigned h_mcp_status(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	json_t *all = NULL;
+	unsigned st = h_mcp(o, rt, id, body, c, &all);
+
+	return named_entry(st, all, "servers", id, "no MCP server of that name in the config "
+				"(GET /api/mcp/servers lists them)", reply);
 }
 
 /*
@@ -403,6 +415,47 @@ static unsigned h_run_show(const struct lev_api_opts *o, const struct route *rt,
 	if (st)
 		return st;
 	return show_cmd(o, args, reply);
+}
+
+#define HISTORY_LIMIT_DEFAULT 50
+#define HISTORY_LIMIT_MAX 100
+
+/*
+ * The run's context history (`lev context RUN --json`'s "history": each model
+ * request's window, eviction, transform, seed, from its record), paged as
+ * Leviath pages it: the cursor is a point's index (the record only grows).
+ */
+static unsigned h_context_history(const struct lev_api_opts *o, const struct route *rt,
+				  const char *id, const json_t *body,
+				  const struct lev_api_call *c, json_t **reply)
+{
+	const char *cursor = c->query(c->qctx, "cursor"), *lim = c->query(c->qctx, "limit");
+	uint64_t from = 0, limit = HISTORY_LIMIT_DEFAULT;
+	json_t *all = NULL, *hist, *items;
+	unsigned st;
+	size_t n;
+
+	if (lim && (lev_parse_u64(lim, &limit) < 0 || !limit || limit > HISTORY_LIMIT_MAX))
+		return fail(reply, 400, "query 'limit' must be a number from 1 to 100");
+	if (cursor && lev_parse_u64(cursor, &from) < 0)
+		return fail(reply, 400, "query 'cursor' must be a point index (the last "
+					"'next_cursor')");
+	st = h_run_show(o, rt, id, body, c, &all);
+	if (st != 200) {
+		*reply = all;
+		return st;
+	}
+	hist = json_object_get(all, "history");
+	n = json_array_size(hist);
+	from = from < n ? from : n;
+	items = json_array();
+	for (uint64_t i = from; i < n && i < from + limit; i++)
+		json_array_append(items, json_array_get(hist, (size_t)i));
+	*reply = json_pack("{s:s,s:o,s:o}", "run", id, "items", items, "next_cursor",
+			   from + limit < n ? json_sprintf("%llu", (unsigned long long)(from + limit))
+					    : json_null());
+	json_decref(all);
+	return 200;
 }
 
 /* What `lev logs RUN` prints of a run the daemon knows: its events, one a line. */
@@ -550,24 +603,12 @@ static unsigned h_blueprint(const struct lev_api_opts *o, const struct route *rt
 			    json_t **reply)
 {
 	static const char *const args[] = { "list", "--json", NULL };
-	json_t *all = NULL, *e, *hit = NULL;
+	json_t *all = NULL;
 	unsigned st = show_cmd(o, args, &all);
-	size_t i;
 
 	(void)rt, (void)body, (void)c;
-	if (st != 200) {
-		*reply = all;
-		return st;
-	}
-	json_array_foreach(json_object_get(all, "agents"), i, e)
-		if (!hit && lev_streq(lev_json_str(e, "name"), id))
-			hit = json_incref(e);
-	json_decref(all);
-	if (!hit)
-		return fail(reply, 404, "no installed agent of that name (GET /api/blueprints "
-					"lists them)");
-	*reply = hit;
-	return 200;
+	return named_entry(st, all, "agents", id, "no installed agent of that name "
+				"(GET /api/blueprints lists them)", reply);
 }
 
 static const struct lev_apibody_field config_validate_fields[] = {
@@ -814,9 +855,12 @@ static const struct route routes[] = {
 	{ "DELETE", "/api/runs/{id}", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
 	{ "GET", "/api/agents/{id}/tree-status", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: a run's tree status" },
-	{ "GET", "/api/agents/{id}/context/history", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: the context's history (GET /api/agents/{id}/context has the current one)" },
+	  "not served: a token roll-up across a run and its sub-agents is not what lev's "
+	  "record keeps; a run's tree status is GET /api/agents/{id}/children, its tokens "
+	  "GET /api/agents/{id}/stages" },
+	{ "GET", "/api/agents/{id}/context/history", LEV_API_JSON, false, NULL, 0,
+	  h_context_history, "The run's context history, as 'lev context RUN --json', paged "
+	  "by 'cursor' (a point index) and 'limit' (1 to 100)" },
 	{ "GET", "/api/blueprints/{name}", LEV_API_JSON, false, NULL, 0, h_blueprint,
 	  "One installed agent, its entry of 'lev list --json' (404: none of that name)" },
 	{ "POST", "/api/blueprints", LEV_API_REFUSED, true, NULL, 0, NULL,
