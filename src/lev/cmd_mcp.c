@@ -35,7 +35,7 @@ const char lev_usage_mcp[] =
 	"   or: lev mcp add NAME --url URL [--header K=V]... [--timeout SECS] [--allow-local-network]\n"
 	"                        [--no-login]\n"
 	"   or: lev mcp list [--json] [--workdir DIR]\n"
-	"   or: lev mcp test NAME [--workdir DIR]\n"
+	"   or: lev mcp test NAME [--json] [--workdir DIR]\n"
 	"   or: lev mcp approve NAME [--workdir DIR]\n"
 	"   or: lev mcp remove NAME\n"
 	"   or: lev mcp login NAME [--no-browser] [--timeout SECS]\n"
@@ -50,7 +50,8 @@ const char lev_usage_mcp[] =
 	"         --no-login skips asking it.\n"
 	"list     shows each server, its tools (it is started to list them) and whether\n"
 	"         each is the tool you approved.\n"
-	"test     starts one server in its sandbox, initializes it, lists its tools.\n"
+	"test     starts one server in its sandbox, initializes it, lists its tools\n"
+	"         (--json: its entry of 'lev mcp list --json'; exit 1 when not reachable).\n"
 	"approve  starts one server and records the tools it lists now as approved:\n"
 	"         later runs refuse a tool that changed, is new or is gone until you\n"
 	"         approve the server again.\n"
@@ -218,7 +219,7 @@ static int mcp_remove(int argc, char **argv, struct lev_ctx *ctx)
 	return LEV_EXIT_OK;
 }
 
-/* Options of list/test/approve: --workdir DIR, --json (list only); NAME when WANT_NAME. */
+/* Options of list/test/approve: --workdir DIR, --json (list, test); NAME when WANT_NAME. */
 struct probe_args {
 	const char *name;
 	const char *workdir;
@@ -359,6 +360,23 @@ static void print_tools(const struct lev_mcp_server *s, const json_t *record)
 }
 
 /* test and approve: start NAME, show its tools against the record; APPROVE records them. */
+static json_t *server_json(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c,
+			   const char *workdir);
+
+/* `lev mcp test NAME --json`: the server's entry as `lev mcp list --json` gives it. */
+static int test_json(struct lev_ctx *ctx, const struct lev_mcp_server_conf *c,
+		     struct probe_args *a)
+{
+	json_t *o = server_json(ctx, c, a->workdir);
+	_cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int r = json_is_true(json_object_get(o, "reachable")) ? LEV_EXIT_OK : LEV_EXIT_FAIL;
+
+	puts(s ? s : "{}");
+	json_decref(o);
+	probe_args_release(a);
+	return r;
+}
+
 static int test_or_approve(int argc, char **argv, struct lev_ctx *ctx, bool approve)
 {
 	struct probe_args a = { 0 };
@@ -366,7 +384,7 @@ static int test_or_approve(int argc, char **argv, struct lev_ctx *ctx, bool appr
 	const struct lev_mcp_server_conf *c;
 	struct lev_mcp_probe *p = NULL;
 	json_t *record = NULL;
-	int r = probe_args(argc, argv, true, false, &a);
+	int r = probe_args(argc, argv, true, !approve, &a);
 
 	if (r)
 		return r;
@@ -375,6 +393,8 @@ static int test_or_approve(int argc, char **argv, struct lev_ctx *ctx, bool appr
 	c = find_server(ctx, a.name);
 	if (!c || probe_scratch(&a) < 0)
 		return LEV_EXIT_FAIL;
+	if (a.json)
+		return test_json(ctx, c, &a);
 	r = start(ctx, c, a.workdir, &p, &err);
 	if (r < 0) {
 		probe_args_release(&a);

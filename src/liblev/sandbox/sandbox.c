@@ -544,6 +544,12 @@ static const char *const home_secrets[] = {
 	".config/containers/auth.json", ".local/share/keyrings",
 };
 
+const char *const *lev_sandbox_home_secrets(size_t *n)
+{
+	*n = ARRAY_SIZE(home_secrets);
+	return home_secrets;
+}
+
 /* Host-wide secrets (readable only by root, which a root caller would be). */
 static const char *const host_secrets[] = {
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",

@@ -72,6 +72,12 @@ enum lev_sandbox_layer {
 };
 
 /* "userns", "mountns", ...; NULL for a value that is not one layer. */
+/*
+ * The credential stores under the home directory (".ssh", ".gnupg",
+ * ".aws" ...) every sandbox masks: *N entries, relative to the home.
+ */
+const char *const *lev_sandbox_home_secrets(size_t *n);
+
 const char *lev_sandbox_layer_name(unsigned layer);
 /* Append "userns, mountns, ..." (or "none") for the set LAYERS to OUT. */
 int lev_sandbox_layers_format(unsigned layers, struct lev_buf *out);

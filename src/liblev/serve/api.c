@@ -2,6 +2,7 @@
  * api.c - lev serve's route table, its dispatch and its OpenAPI document.
  */
 #include <dirent.h>
+#include <stdio.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,11 +12,13 @@
 
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/config.h"
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/policy/fsconfine.h"
 #include "liblev/serve/api.h"
 #include "liblev/serve/configjson.h"
+#include "liblev/serve/fsdirs.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define LIST_LIMIT_DEFAULT 100
@@ -323,6 +326,65 @@ static unsigned h_mcp(const struct lev_api_opts *o, const struct route *rt, cons
 	return st;
 }
 
+/*
+ * The entry named NAME of ALL's array KEY (ALL consumed, with its status ST:
+ * a failure passes through): 200 and it, or 404 and NONE.
+ */
+static unsigned named_entry(unsigned st, json_t *all, const char *key, const char *name,
+			    const char *none, json_t **reply)
+{
+	json_t *e, *hit = NULL;
+	size_t i;
+
+	if (st != 200) {
+		*reply = all;
+		return st;
+	}
+	json_array_foreach(json_object_get(all, key), i, e)
+		if (!hit && lev_streq(lev_json_str(e, "name"), name))
+			hit = json_incref(e);
+	json_decref(all);
+	if (!hit)
+		return fail(reply, 404, none);
+	*reply = hit;
+	return 200;
+}
+
+/* One configured MCP server NAME: its entry of `lev mcp list --json` (which starts each). */
+static unsigned h_mcp_status(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	json_t *all = NULL;
+	unsigned st = h_mcp(o, rt, id, body, c, &all);
+
+	return named_entry(st, all, "servers", id, "no MCP server of that name in the config "
+				"(GET /api/mcp/servers lists them)", reply);
+}
+
+/*
+ * Start MCP server NAME in its sandbox, initialize it, list its tools: what
+ * `lev mcp test NAME --json` prints (reachable false and its error when it
+ * did not start: still a 200).  An admin route: it starts a process.
+ */
+static unsigned h_mcp_test(const struct lev_api_opts *o, const struct route *rt,
+			   const char *id, const json_t *body, const struct lev_api_call *c,
+			   json_t **reply)
+{
+	const char *args[] = { "mcp", "test", id, "--json", NULL };
+	unsigned st;
+
+	(void)rt, (void)body, (void)c;
+	st = show_cmd(o, args, reply);
+	if (st == 502 && lev_json_str(*reply, "error") &&
+	    strstr(lev_json_str(*reply, "error"), "has no MCP server")) {
+		json_decref(*reply);
+		return fail(reply, 404, "no MCP server of that name in the config (GET "
+					"/api/mcp/servers lists them)");
+	}
+	return st;
+}
+
 static unsigned h_models(const struct lev_api_opts *o, const struct route *rt, const char *id,
 			 const json_t *body, const struct lev_api_call *c, json_t **reply)
 {
@@ -358,6 +420,47 @@ static unsigned h_run_show(const struct lev_api_opts *o, const struct route *rt,
 	return show_cmd(o, args, reply);
 }
 
+#define HISTORY_LIMIT_DEFAULT 50
+#define HISTORY_LIMIT_MAX 100
+
+/*
+ * The run's context history (`lev context RUN --json`'s "history": each model
+ * request's window, eviction, transform, seed, from its record), paged as
+ * Leviath pages it: the cursor is a point's index (the record only grows).
+ */
+static unsigned h_context_history(const struct lev_api_opts *o, const struct route *rt,
+				  const char *id, const json_t *body,
+				  const struct lev_api_call *c, json_t **reply)
+{
+	const char *cursor = c->query(c->qctx, "cursor"), *lim = c->query(c->qctx, "limit");
+	uint64_t from = 0, limit = HISTORY_LIMIT_DEFAULT;
+	json_t *all = NULL, *hist, *items;
+	unsigned st;
+	size_t n;
+
+	if (lim && (lev_parse_u64(lim, &limit) < 0 || !limit || limit > HISTORY_LIMIT_MAX))
+		return fail(reply, 400, "query 'limit' must be a number from 1 to 100");
+	if (cursor && lev_parse_u64(cursor, &from) < 0)
+		return fail(reply, 400, "query 'cursor' must be a point index (the last "
+					"'next_cursor')");
+	st = h_run_show(o, rt, id, body, c, &all);
+	if (st != 200) {
+		*reply = all;
+		return st;
+	}
+	hist = json_object_get(all, "history");
+	n = json_array_size(hist);
+	from = from < n ? from : n;
+	items = json_array();
+	for (uint64_t i = from; i < n && i < from + limit; i++)
+		json_array_append(items, json_array_get(hist, (size_t)i));
+	*reply = json_pack("{s:s,s:o,s:o}", "run", id, "items", items, "next_cursor",
+			   from + limit < n ? json_sprintf("%llu", (unsigned long long)(from + limit))
+					    : json_null());
+	json_decref(all);
+	return 200;
+}
+
 /* What `lev logs RUN` prints of a run the daemon knows: its events, one a line. */
 static unsigned h_logs(const struct lev_api_opts *o, const struct route *rt, const char *id,
 		       const json_t *body, const struct lev_api_call *c, json_t **reply)
@@ -379,28 +482,6 @@ static unsigned h_logs(const struct lev_api_opts *o, const struct route *rt, con
 
 /* ---- a run's files: read beneath its workdir, never outside ---------------------- */
 
-static int cmp_name(const void *a, const void *b)
-{
-	return strcmp(lev_json_str(*(json_t *const *)a, "name"),
-		      lev_json_str(*(json_t *const *)b, "name"));
-}
-
-/* ITEMS (consumed), objects with a "name", sorted by it: a new array. */
-static json_t *sorted_by_name(json_t *items)
-{
-	size_t n = json_array_size(items);
-	json_t **v = xcalloc(n ? n : 1, sizeof(*v)), *out = json_array();
-
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_array_get(items, i);
-	qsort(v, n, sizeof(*v), cmp_name);
-	for (size_t i = 0; i < n; i++)
-		json_array_append(out, v[i]);
-	free(v);
-	json_decref(items);
-	return out;
-}
-
 /* One level of the directory FD (consumed) as [{"name", "type"}], sorted by name. */
 static unsigned list_dir(int fd, const char *path, json_t **reply)
 {
@@ -419,7 +500,7 @@ static unsigned list_dir(int fd, const char *path, json_t **reply)
 						e->d_type == DT_DIR ? "dir" : e->d_type == DT_REG ? "file"
 						: e->d_type == DT_LNK ? "symlink" : "other"));
 	closedir(d);
-	*reply = json_pack("{s:s,s:o}", "path", path, "entries", sorted_by_name(items));
+	*reply = json_pack("{s:s,s:o}", "path", path, "entries", lev_fs_sorted_by_name(items));
 	return 200;
 }
 
@@ -517,6 +598,86 @@ static unsigned h_validate(const struct lev_api_opts *o, const struct route *rt,
 	if (!*bp)
 		return fail(reply, 400, "field 'blueprint' must name an installed agent or a path");
 	return show_cmd(o, args, reply);
+}
+
+/* One installed agent NAME as `lev list --json` gives it: the same entry, or 404. */
+static unsigned h_blueprint(const struct lev_api_opts *o, const struct route *rt,
+			    const char *id, const json_t *body, const struct lev_api_call *c,
+			    json_t **reply)
+{
+	static const char *const args[] = { "list", "--json", NULL };
+	json_t *all = NULL;
+	unsigned st = show_cmd(o, args, &all);
+
+	(void)rt, (void)body, (void)c;
+	return named_entry(st, all, "agents", id, "no installed agent of that name "
+				"(GET /api/blueprints lists them)", reply);
+}
+
+static const struct lev_apibody_field config_validate_fields[] = {
+	{ "config", LEV_APIBODY_STRING, true },
+};
+
+/* One finding, "config.toml:LINE[:COL]: what", as {"line", "column", "message"}. */
+static json_t *finding(const char *msg)
+{
+	static const char name[] = "config.toml:";
+	unsigned line = 0, col = 0;
+	int n = 0;
+
+	if (lev_startswith(msg, name) &&
+	    (sscanf(msg + strlen(name), "%u:%u: %n", &line, &col, &n) == 2 ||
+	     (col = 0, sscanf(msg + strlen(name), "%u: %n", &line, &n) == 1)) && n > 0)
+		return json_pack("{s:I,s:o,s:s}", "line", (json_int_t)line, "column",
+				 col ? json_integer(col) : json_null(), "message", msg);
+	return json_pack("{s:n,s:n,s:s}", "line", "column", "message", msg);
+}
+
+/*
+ * The posted config text, parsed by lev_config_parse() (the loader's own
+ * parser, every key's check) as "config.toml": its error and its warnings.
+ * Nothing is written; an invalid config is a 200 with valid false.
+ */
+static unsigned h_config_validate(const struct lev_api_opts *o, const struct route *rt,
+				  const char *id, const json_t *body,
+				  const struct lev_api_call *c, json_t **reply)
+{
+	const json_t *text = json_object_get(body, "config");
+	struct lev_err err = LEV_ERR_INIT;
+	struct lev_config cfg;
+	json_t *errors = json_array(), *warnings = json_array();
+
+	(void)o, (void)rt, (void)id, (void)c;
+	if (lev_config_parse(json_string_value(text), json_string_length(text), "config.toml",
+			     &cfg, &err) < 0) {
+		json_array_append_new(errors, finding(err.msg));
+	} else {
+		for (char **w = cfg.warnings; w && *w; w++)
+			json_array_append_new(warnings, finding(*w));
+		lev_config_release(&cfg);
+	}
+	*reply = json_pack("{s:b,s:o,s:o}", "valid", json_array_size(errors) == 0, "errors",
+			   errors, "warnings", warnings);
+	return 200;
+}
+
+/* A folder picker's one level, beneath the server's root (fsdirs.h). */
+static unsigned h_fs_dirs(const struct lev_api_opts *o, const struct route *rt, const char *id,
+			  const json_t *body, const struct lev_api_call *c, json_t **reply)
+{
+	const char *hidden = c->query(c->qctx, "hidden");
+	char *home = NULL;
+	unsigned st;
+
+	(void)rt, (void)id, (void)body;
+	if (hidden && !lev_streq(hidden, "true") && !lev_streq(hidden, "false"))
+		return fail(reply, 400, "query 'hidden' must be true or false");
+	if (!o->fs_root && lev_home_dir(&home, NULL) < 0)
+		return fail(reply, 500, "no home directory to list beneath");
+	st = lev_fs_dirs(o->fs_root ? o->fs_root : home, c->query(c->qctx, "path"),
+			 lev_streq(hidden, "true"), reply);
+	free(home);
+	return st;
 }
 
 /* ---- interaction --------------------------------------------------------------- */
@@ -697,11 +858,14 @@ static const struct route routes[] = {
 	{ "DELETE", "/api/runs/{id}", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
 	{ "GET", "/api/agents/{id}/tree-status", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: a run's tree status" },
-	{ "GET", "/api/agents/{id}/context/history", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: the context's history (GET /api/agents/{id}/context has the current one)" },
-	{ "GET", "/api/blueprints/{name}", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: one blueprint's detail (GET /api/blueprints lists them)" },
+	  "not served: a token roll-up across a run and its sub-agents is not what lev's "
+	  "record keeps; a run's tree status is GET /api/agents/{id}/children, its tokens "
+	  "GET /api/agents/{id}/stages" },
+	{ "GET", "/api/agents/{id}/context/history", LEV_API_JSON, false, NULL, 0,
+	  h_context_history, "The run's context history, as 'lev context RUN --json', paged "
+	  "by 'cursor' (a point index) and 'limit' (1 to 100)" },
+	{ "GET", "/api/blueprints/{name}", LEV_API_JSON, false, NULL, 0, h_blueprint,
+	  "One installed agent, its entry of 'lev list --json' (404: none of that name)" },
 	{ "POST", "/api/blueprints", LEV_API_REFUSED, true, NULL, 0, NULL,
 	  "admin: install a blueprint; not served yet (lev add)" },
 	{ "PUT", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
@@ -712,22 +876,25 @@ static const struct route routes[] = {
 	  "admin: add an MCP server; not served yet (lev mcp add)" },
 	{ "DELETE", "/api/mcp/servers/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
 	  "admin: remove an MCP server; not served yet (lev mcp remove)" },
-	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: an MCP server's status (lev mcp test)" },
+	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_JSON, false, NULL, 0, h_mcp_status,
+	  "One MCP server's entry of 'lev mcp list --json' (404: none of that name)" },
 	{ "POST", "/api/mcp/servers/{name}/login", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev's MCP servers take no OAuth login; their credentials are in lev's store" },
-	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: start an MCP server in its sandbox (lev mcp test)" },
-	{ "GET", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: a folder picker (it needs a listing confined beneath a root)" },
+	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_JSON, true, NULL, 0, h_mcp_test,
+	  "admin (it starts a process): start an MCP server in its sandbox, as 'lev mcp test "
+	  "NAME --json'" },
+	{ "GET", "/api/fs/dirs", LEV_API_JSON, false, NULL, 0, h_fs_dirs,
+	  "One level of subdirectories for a workdir picker (?path=, ?hidden=), opened beneath "
+	  "the home of the user lev serve runs as; lev's own files and credential stores never listed" },
 	{ "POST", "/api/fs/dirs", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev serve makes no directory on the client's say" },
 	{ "GET", "/api/config", LEV_API_JSON, false, NULL, 0, h_config,
 	  "The configuration in use, redacted: a key, token or credential only as its presence" },
 	{ "PUT", "/api/config", LEV_API_REFUSED, true, NULL, 0, NULL,
 	  "admin: write the configuration; not served yet" },
-	{ "POST", "/api/config/validate", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served yet: check a configuration (lev doctor checks the one in use)" },
+	{ "POST", "/api/config/validate", LEV_API_JSON, false, BODY(config_validate_fields),
+	  h_config_validate, "Check a config.toml text as lev's config loader parses it: "
+	  "{valid, errors, warnings}, each finding with line and column; nothing written" },
 	{ "GET", "/api/scripts", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev has no Leviath scripts; a tool is a blueprint's" },
 	{ "POST", "/api/scripts/validate", LEV_API_REFUSED, false, NULL, 0, NULL,

@@ -51,6 +51,7 @@ struct lev_api_opts {
 	 * whatever its exit status.
 	 */
 	int (*lev_json)(void *ctx, const char *const *args, json_t **out, struct lev_err *err);
+	const char *fs_root;	/* GET /api/fs/dirs lists beneath it; NULL (lev serve): the home */
 };
 
 /*
