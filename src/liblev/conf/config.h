@@ -173,6 +173,13 @@ struct lev_limits {
 	uint64_t inference_retry_base_ms;	/* its first backoff; 0: the default (500) */
 };
 
+/* [rate_limits.PROVIDER]: per minute, across every run of the machine; 0: unset */
+struct lev_rate_limit {
+	char *provider;			/* a [providers.NAME] name, or a built-in kind's */
+	uint64_t requests_per_minute;
+	uint64_t tokens_per_minute;	/* charged from the provider's reported usage */
+};
+
 /*
  * A nudge: the config's [nudge] (every blueprint's default), a blueprint's
  * [agent] nudge or a stage's own; each key cascades on its own.
@@ -240,6 +247,10 @@ struct lev_config {
 
 	struct lev_limits limits;
 	struct lev_nudge nudge;
+
+	/* [rate_limits.PROVIDER]: requests/tokens per minute (run/ratelimit.h) */
+	struct lev_rate_limit *rate_limits;
+	size_t n_rate_limits;
 
 	struct lev_provider_conf *providers;
 	size_t n_providers;

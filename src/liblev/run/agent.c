@@ -2,6 +2,7 @@
  * agent.c - events and audit lines, the stage loop (see agent-internal.h).
  */
 #include "liblev/run/agent-internal.h"
+#include "liblev/run/ratelimit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -406,15 +407,25 @@ static bool fail_over(struct lev_agent *a, struct stage_rt *s, const char *msg)
  * provider moves past it too, so a script goes on where the run was),
  * else the provider's, reported to the front end for its journal.
  */
+static bool ratelimit_cancelled(void *data)
+{
+	return agent_cancelled(data);
+}
+
 static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_infer_request *req,
 		     struct lev_infer_response *resp, struct lev_err *err)
 {
+	const struct lev_rate_limit *rl;
 	int r;
 
 	if (a->o.replay && lev_replay_next_turn(a->o.replay, s->st->name, resp) == 1) {
 		lev_provider_skip_turn(s->prov);
 		return 0;
 	}
+	/* [rate_limits.PROVIDER]: the request waits its turn in the machine's minute */
+	rl = lev_ratelimit_find(a->cfg, lev_provider_name(s->prov));
+	if (rl && lev_ratelimit_take(rl, ratelimit_cancelled, a, err) < 0)
+		return err->code;
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, true);
 	/* the hook may wait (the daemon's inference pool): a cancel meanwhile asks nothing */
@@ -426,6 +437,8 @@ static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_i
 	r = lev_provider_infer(s->prov, req, resp, err);
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, false);
+	if (rl && r == 0)
+		lev_ratelimit_charge(rl, resp->prompt_tokens + resp->completion_tokens);
 	return r;
 }
 
