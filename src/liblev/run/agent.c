@@ -570,6 +570,7 @@ static bool stage_may_end(struct lev_agent *a, char **why, enum stage_end *end)
 static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_infer_request *req)
 {
 	const struct lev_stage *st = s->st;
+	const struct lev_model_caps *mc;
 	json_t *ev;
 
 	agent_compact_regions(a);
@@ -581,6 +582,10 @@ static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_in
 	if (st->model.max_tokens)
 		req->max_tokens = (unsigned)(st->model.max_tokens > 1000000
 						    ? 1000000 : st->model.max_tokens);
+	/* [model_capabilities] max_output_tokens: the model's own ceiling caps any ask */
+	mc = lev_config_model_caps(a->cfg, lev_provider_model(s->prov));
+	if (mc && mc->max_output_tokens && (!req->max_tokens || req->max_tokens > mc->max_output_tokens))
+		req->max_tokens = (unsigned)mc->max_output_tokens;
 	if (st->model.has_temperature) {
 		req->has_temperature = true;
 		req->temperature = st->model.temperature;
