@@ -99,14 +99,30 @@ test_expect_success 'a misspelled key is refused, naming it' '
 	test -z "$(max_tokens_of mc-typo)"
 '
 
-test_expect_success 'supports_* flags lev does not run keep their warning with the reason' '
+test_expect_success 'supports_tools = false: a stage offering that model tools is refused at validate' '
 	config <<-EOF &&
 	[model_capabilities."mock-1"]
 	supports_tools = false
+	EOF
+	test_must_fail "$LEV" validate ./info >out 2>&1 &&
+	grep -q "model-without-tools" out
+'
+
+test_expect_success 'benign twin: supports_tools = false, a stage with no tools still runs' '
+	"$LEV" validate ./ag >out 2>&1 &&
+	! grep -q "model-without-tools" out &&
+	"$LEV" run --foreground ./ag -t "mc-notools-ok" --workdir work >out 2>err &&
+	test "$(max_tokens_of mc-notools-ok)" = 5000
+'
+
+test_expect_success 'supports_* flags lev does not run keep their warning with the reason' '
+	config <<-EOF &&
+	[model_capabilities."mock-1"]
+	supports_vision = true
 	supports_streaming = true
 	EOF
 	"$LEV" validate ./ag >out 2>&1 &&
-	grep -q "not run by lev: Leviath.s .model_capabilities.supports_tools.; use the stage.s available_tools" out &&
+	grep -q "not run by lev: Leviath.s .model_capabilities.supports_vision.; use lev sends text only" out &&
 	grep -q "not run by lev: Leviath.s .model_capabilities.supports_streaming." out
 '
 

@@ -196,9 +196,6 @@ static const struct {
 						      "whole" },
 	{ "model_capabilities", "supports_system_prompt", "lev's order: the system prompt is "
 							  "always sent as the provider's own field" },
-	{ "model_capabilities", "supports_tools", "the stage's available_tools: a model "
-						  "without tools fails its request with the "
-						  "server's error" },
 	{ "model_capabilities", "supports_vision", "lev sends text only" },
 	{ "", "model_providers", "[providers.NAME] with kind = \"openai\" for an "
 				 "OpenAI-compatible API" },
@@ -578,6 +575,15 @@ static int model_caps_fn(const struct lev_tomlval_ctx *c, const struct lev_toml_
 		unsigned line = 0, col = 0;
 		int r;
 
+		if (lev_tomlval_key_is(t, i, "supports_tools")) {
+			bool yes = true;
+
+			r = lev_tomlval_bool(c, lev_toml_table_value(t, i), p, &yes, err);
+			if (r < 0)
+				return r;
+			e->no_tools = !yes;
+			continue;
+		}
 		if (lev_tomlval_key_is(t, i, "max_context_tokens"))
 			to = &e->max_context_tokens;
 		else if (lev_tomlval_key_is(t, i, "max_output_tokens"))

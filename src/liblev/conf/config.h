@@ -178,6 +178,8 @@ struct lev_model_caps {
 	char *model;			/* the model id, as a stage's model names it */
 	uint64_t max_context_tokens;	/* the window the run's context is fitted to */
 	uint64_t max_output_tokens;	/* caps the max_tokens every request sends */
+	bool no_tools;			/* supports_tools = false: lint refuses a stage
+					 * that offers it tools */
 };
 
 /* [rate_limits.PROVIDER]: per minute, across every run of the machine; 0: unset */
