@@ -412,6 +412,24 @@ static bool ratelimit_cancelled(void *data)
 	return agent_cancelled(data);
 }
 
+/*
+ * A request of the run's own beyond a stage's turn (choosing an edge, a
+ * summary): it waits its turn under [rate_limits] like every turn.
+ */
+int agent_infer(struct lev_agent *a, struct lev_provider *p, const struct lev_infer_request *req,
+		struct lev_infer_response *resp, struct lev_err *err)
+{
+	const struct lev_rate_limit *rl = lev_ratelimit_find(a->cfg, lev_provider_name(p));
+	int r;
+
+	if (rl && lev_ratelimit_take(rl, ratelimit_cancelled, a, err) < 0)
+		return err->code;
+	r = lev_provider_infer(p, req, resp, err);
+	if (rl && r == 0)
+		lev_ratelimit_charge(rl, resp->prompt_tokens + resp->completion_tokens);
+	return r;
+}
+
 static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_infer_request *req,
 		     struct lev_infer_response *resp, struct lev_err *err)
 {
