@@ -120,15 +120,15 @@ test_expect_success '[title] enabled = false: no title; provider and model warn 
 
 test_expect_success 'keys still not run keep their warning, with what lev has instead' '
 	config <<-EOF &&
-	[rate_limits.anthropic]
-	requests_per_minute = 50
+	[model_capabilities."mock-1"]
+	supports_streaming = true
 	[limits]
 	stall_timeout_secs = 60
 	[sandbox]
 	persist = false
 	EOF
 	"$LEV" validate ./ag >out 2>&1 &&
-	grep -q "not run by lev: Leviath.s .rate_limits.; use \[limits\] max_concurrent_inferences" out &&
+	grep -q "not run by lev: Leviath.s .model_capabilities.supports_streaming.; use lev.s order" out &&
 	grep -q "not run by lev: Leviath.s .limits.stall_timeout_secs.; use the request.s timeout_secs" out &&
 	grep -q "not run by lev: Leviath.s .sandbox.persist" out &&
 	! grep -q "no retries" out

@@ -121,6 +121,12 @@ void lev_config_release(struct lev_config *c)
 
 	free(c->path);
 	free(c->web_search_endpoint);
+	for (i = 0; i < c->n_model_caps; i++)
+		free(c->model_caps[i].model);
+	free(c->model_caps);
+	for (i = 0; i < c->n_rate_limits; i++)
+		free(c->rate_limits[i].provider);
+	free(c->rate_limits);
 	free(c->nudge.text);
 	lev_strv_free(c->allowed_workdirs);
 	lev_strv_free(c->allow_env_vars);
@@ -184,9 +190,13 @@ static const struct {
 	{ "", "shell_hint", "lev's own tool descriptions" },
 	{ "", "webhook", "lev run --json, which streams every event" },
 	{ "", "observability", "the run record (events.jsonl, audit.jsonl)" },
-	{ "", "rate_limits", "[limits] max_concurrent_inferences; a provider's 429 and its "
-			     "Retry-After are waited for (lev shapes no request rate itself)" },
-	{ "", "model_capabilities", "[providers.NAME] context_window" },
+	{ "model_capabilities", "supports_temperature", "the stage's temperature, which lev "
+							"sends when the stage sets one" },
+	{ "model_capabilities", "supports_streaming", "lev's order: lev reads every answer "
+						      "whole" },
+	{ "model_capabilities", "supports_system_prompt", "lev's order: the system prompt is "
+							  "always sent as the provider's own field" },
+	{ "model_capabilities", "supports_vision", "lev sends text only" },
 	{ "", "model_providers", "[providers.NAME] with kind = \"openai\" for an "
 				 "OpenAI-compatible API" },
 	{ "limits", "max_concurrent_tools", "lev's order: a run's tool calls run one at a time, "
@@ -549,6 +559,137 @@ static int parse_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_t
 		}
 		if (!found)
 			warn_unknown(c, t, i, "limits");
+	}
+	return 0;
+}
+
+/* One [model_capabilities."MODEL"] table into E. */
+static int model_caps_fn(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 const char *path, struct lev_model_caps *e, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	for (i = 0; i < n; i++) {
+		_cleanup_free_ char *p = lev_tomlval_key_path(path, t, i);
+		uint64_t *to = NULL;
+		unsigned line = 0, col = 0;
+		int r;
+
+		if (lev_tomlval_key_is(t, i, "supports_tools")) {
+			bool yes = true;
+
+			r = lev_tomlval_bool(c, lev_toml_table_value(t, i), p, &yes, err);
+			if (r < 0)
+				return r;
+			e->no_tools = !yes;
+			continue;
+		}
+		if (lev_tomlval_key_is(t, i, "max_context_tokens"))
+			to = &e->max_context_tokens;
+		else if (lev_tomlval_key_is(t, i, "max_output_tokens"))
+			to = &e->max_output_tokens;
+		lev_toml_table_key_pos(t, i, &line, &col);
+		if (!to && warn_leviath(c, t, i, "model_capabilities", line))
+			continue;
+		/* Leviath refuses a misspelled key here: a typo must not look like an override */
+		if (!to)
+			return lev_tomlval_fail(c, line, col, err, "unknown key '%s'", p);
+		r = lev_tomlval_u64(c, lev_toml_table_value(t, i), p, 1, (uint64_t)1 << 32, to, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* [model_capabilities."MODEL"] */
+static int parse_model_caps(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			    struct lev_config *cfg, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	if (n > PER_AGENT_MAX) {
+		unsigned line = 0, col = 0;
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err, "[model_capabilities] has too many entries");
+	}
+	cfg->model_caps = xcalloc(n ? n : 1, sizeof(*cfg->model_caps));
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		_cleanup_free_ char *p = lev_tomlval_key_path("model_capabilities", t, i);
+		struct lev_model_caps *e = &cfg->model_caps[cfg->n_model_caps];
+		int r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
+
+		if (r < 0)
+			return r;
+		e->model = lev_tomlval_key_dup(t, i);
+		cfg->n_model_caps++;
+		r = model_caps_fn(c, sub, p, e, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+const struct lev_model_caps *lev_config_model_caps(const struct lev_config *c, const char *model)
+{
+	for (size_t i = 0; c && model && i < c->n_model_caps; i++)
+		if (!strcmp(c->model_caps[i].model, model))
+			return &c->model_caps[i];
+	return NULL;
+}
+
+/* One [rate_limits.PROVIDER] table into E. */
+static int rate_limit_fn(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 const char *path, struct lev_rate_limit *e, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	for (i = 0; i < n; i++) {
+		_cleanup_free_ char *p = lev_tomlval_key_path(path, t, i);
+		uint64_t *to = NULL;
+		int r;
+
+		if (lev_tomlval_key_is(t, i, "requests_per_minute"))
+			to = &e->requests_per_minute;
+		else if (lev_tomlval_key_is(t, i, "tokens_per_minute"))
+			to = &e->tokens_per_minute;
+		if (!to) {
+			warn_unknown(c, t, i, path);
+			continue;
+		}
+		/* 0 is no way to say "no limit" (Leviath): leave the key out */
+		r = lev_tomlval_u64(c, lev_toml_table_value(t, i), p, 1, (uint64_t)1 << 40, to, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* [rate_limits.PROVIDER] requests_per_minute / tokens_per_minute */
+static int parse_rate_limits(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			     struct lev_config *cfg, struct lev_err *err)
+{
+	size_t i, n = lev_toml_table_len(t);
+
+	if (n > PER_AGENT_MAX) {
+		unsigned line = 0, col = 0;
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err, "[rate_limits] has too many entries");
+	}
+	cfg->rate_limits = xcalloc(n ? n : 1, sizeof(*cfg->rate_limits));
+	for (i = 0; i < n; i++) {
+		const struct lev_toml_table *sub = NULL;
+		_cleanup_free_ char *p = lev_tomlval_key_path("rate_limits", t, i);
+		struct lev_rate_limit *e = &cfg->rate_limits[cfg->n_rate_limits];
+		int r = lev_tomlval_table(c, lev_toml_table_value(t, i), p, &sub, err);
+
+		if (r < 0)
+			return r;
+		e->provider = lev_tomlval_key_dup(t, i);
+		cfg->n_rate_limits++;
+		r = rate_limit_fn(c, sub, p, e, err);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -1015,6 +1156,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		    lev_tomlval_key_is(root, i, "safe_commands") ||
 		    lev_tomlval_key_is(root, i, "agent_safe_commands") ||
 		    lev_tomlval_key_is(root, i, "limits") ||
+		    lev_tomlval_key_is(root, i, "rate_limits") ||
+		    lev_tomlval_key_is(root, i, "model_capabilities") ||
 		    lev_tomlval_key_is(root, i, "nudge") ||
 		    lev_tomlval_key_is(root, i, "title") ||
 		    lev_tomlval_key_is(root, i, "tools") ||
@@ -1047,6 +1190,10 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = per_agent(c, t, "agent_safe_commands", agent_safe_fn, cfg, err);
 		else if (lev_tomlval_key_is(root, i, "limits"))
 			r = parse_limits(c, t, &cfg->limits, err);
+		else if (lev_tomlval_key_is(root, i, "rate_limits"))
+			r = parse_rate_limits(c, t, cfg, err);
+		else if (lev_tomlval_key_is(root, i, "model_capabilities"))
+			r = parse_model_caps(c, t, cfg, err);
 		else if (lev_tomlval_key_is(root, i, "nudge"))
 			r = parse_nudge(c, t, &cfg->nudge, err);
 		else if (lev_tomlval_key_is(root, i, "title"))

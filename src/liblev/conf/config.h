@@ -173,6 +173,22 @@ struct lev_limits {
 	uint64_t inference_retry_base_ms;	/* its first backoff; 0: the default (500) */
 };
 
+/* [model_capabilities."MODEL"]: Leviath's per-model corrections; 0: unset */
+struct lev_model_caps {
+	char *model;			/* the model id, as a stage's model names it */
+	uint64_t max_context_tokens;	/* the window the run's context is fitted to */
+	uint64_t max_output_tokens;	/* caps the max_tokens every request sends */
+	bool no_tools;			/* supports_tools = false: lint refuses a stage
+					 * that offers it tools */
+};
+
+/* [rate_limits.PROVIDER]: per minute, across every run of the machine; 0: unset */
+struct lev_rate_limit {
+	char *provider;			/* a [providers.NAME] name, or a built-in kind's */
+	uint64_t requests_per_minute;
+	uint64_t tokens_per_minute;	/* charged from the provider's reported usage */
+};
+
 /*
  * A nudge: the config's [nudge] (every blueprint's default), a blueprint's
  * [agent] nudge or a stage's own; each key cascades on its own.
@@ -240,6 +256,14 @@ struct lev_config {
 
 	struct lev_limits limits;
 	struct lev_nudge nudge;
+
+	/* [model_capabilities."MODEL"]: corrections for one model id */
+	struct lev_model_caps *model_caps;
+	size_t n_model_caps;
+
+	/* [rate_limits.PROVIDER]: requests/tokens per minute (run/ratelimit.h) */
+	struct lev_rate_limit *rate_limits;
+	size_t n_rate_limits;
 
 	struct lev_provider_conf *providers;
 	size_t n_providers;
@@ -373,6 +397,9 @@ const struct lev_mcp_server_conf *lev_config_mcp_server(const struct lev_config 
 bool lev_mcp_server_name_ok(const char *name);
 
 /* The [providers.NAME] entry, or NULL. */
+/* The [model_capabilities] entry for MODEL, or NULL (also for a NULL MODEL). */
+const struct lev_model_caps *lev_config_model_caps(const struct lev_config *c, const char *model);
+
 const struct lev_provider_conf *lev_config_provider(const struct lev_config *c,
 						    const char *name);
 

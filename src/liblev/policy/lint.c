@@ -586,6 +586,32 @@ static void lint_providers(const struct lev_blueprint *bp, const struct lev_conf
 	}
 }
 
+/*
+ * [model_capabilities."MODEL"] supports_tools = false: a stage offering
+ * tools to that model would fail its first request; an error now.
+ */
+static void lint_model_tools(const struct lev_blueprint *bp, const struct lev_config *cfg,
+			     struct lev_findings *out)
+{
+	for (size_t i = 0; cfg && i < bp->n_stages; i++) {
+		const struct lev_stage *st = &bp->stages[i];
+		const char *model = st->model.model;
+		const struct lev_model_caps *mc;
+		_cleanup_free_ char *t = NULL;
+
+		if (!model && st->model.provider && lev_config_provider(cfg, st->model.provider))
+			model = lev_config_provider(cfg, st->model.provider)->model;
+		mc = lev_config_model_caps(cfg, model);
+		if (!mc || !mc->no_tools || !st->available_tools || !st->available_tools[0])
+			continue;
+		t = lev_printable(model, strlen(model), 64);
+		lev_findings_add(out, LEV_SEV_ERROR, "model-without-tools", st->name,
+				 "give the stage available_tools = [], or a model that has tools",
+				 "the stage offers tools to model '%s', which config.toml's "
+				 "[model_capabilities] says has none (supports_tools = false)", t);
+	}
+}
+
 /* Does the blueprint ship a script tool NAME lev runs (tools/NAME.lua)? */
 static bool lua_tool(const struct lev_blueprint *bp, const char *name)
 {
@@ -683,6 +709,7 @@ int lev_lint(const struct lev_blueprint *bp, const struct lev_config *cfg, const
 	}
 	lint_model_lists(bp, cfg, out);
 	lint_providers(bp, cfg, out);
+	lint_model_tools(bp, cfg, out);
 	lint_unknown_tools(bp, cfg, out);
 	lint_output_schemas(bp, out);
 	lint_read_paths(bp, cfg, workdir, home, out);

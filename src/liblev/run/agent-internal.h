@@ -203,6 +203,9 @@ struct audit_line {
 
 /* agent.c: events and audit */
 bool agent_cancelled(const struct lev_agent *a);
+/* lev_provider_infer under [rate_limits] (run/ratelimit.h), for requests beyond a turn */
+int agent_infer(struct lev_agent *a, struct lev_provider *p, const struct lev_infer_request *req,
+		struct lev_infer_response *resp, struct lev_err *err);
 /* Record EV (stealing the reference) and show it to the front end. */
 void agent_emit(struct lev_agent *a, json_t *ev);
 json_t *agent_event_new(const char *name);

@@ -41,28 +41,34 @@ static void on_evict(void *data, const char *region, enum lev_item_kind kind, ui
 	agent_emit(a, ev);
 }
 
-/* The provider a stage starts on: --model's, else the first of its chain. */
-static char *stage_provider_name(const struct lev_agent *a, const struct lev_stage *st)
+/*
+ * The provider a stage starts on: --model's, else the first of its chain;
+ * its model id through MODEL (NULL: the provider's configured one).
+ */
+static char *stage_provider_name(const struct lev_agent *a, const struct lev_stage *st,
+				 char **model)
 {
 	struct lev_model_picks picks;
-	char *prov = NULL, *model = NULL;
+	char *prov = NULL;
 
+	*model = NULL;
 	if (a->o.model) {
 		(void)lev_model_override(a->cfg, &st->model, a->o.model, a->o.credentials_path,
-					 &prov, &model);
-		free(model);
+					 &prov, model);
 		return prov ? prov : xstrdup("");
 	}
 	lev_model_pick(a->cfg, &st->model, a->o.credentials_path, &picks);
 	prov = xstrdup(picks.v[0].provider);
+	*model = picks.v[0].model ? xstrdup(picks.v[0].model) : NULL;
 	lev_model_picks_release(&picks);
 	return prov;
 }
 
 /*
- * The window the context is fitted to: the smallest context_window among
- * the providers the stages use, so the context fits every model that
- * reads it.  0 (the default window) when none is configured.
+ * The window the context is fitted to: the smallest window among the
+ * models the stages use, so the context fits every model that reads it.  A
+ * model's window is its [model_capabilities] max_context_tokens, else its
+ * provider's context_window.  0 (the default window) when none is configured.
  */
 static uint64_t run_window(const struct lev_agent *a)
 {
@@ -71,11 +77,19 @@ static uint64_t run_window(const struct lev_agent *a)
 	if (a->o.window_tokens)
 		return a->o.window_tokens;
 	for (size_t i = 0; i < a->bp->n_stages; i++) {
-		_cleanup_free_ char *name = stage_provider_name(a, &a->bp->stages[i]);
+		_cleanup_free_ char *model = NULL;
+		_cleanup_free_ char *name = stage_provider_name(a, &a->bp->stages[i], &model);
 		const struct lev_provider_conf *pc = lev_config_provider(a->cfg, name);
+		const struct lev_model_caps *mc = NULL;
+		uint64_t m;
 
-		if (pc && pc->context_window && (!w || pc->context_window < w))
-			w = pc->context_window;
+		if (pc && !model && pc->model)
+			model = xstrdup(pc->model);
+		mc = lev_config_model_caps(a->cfg, model);
+		m = mc && mc->max_context_tokens ? mc->max_context_tokens
+						 : pc ? pc->context_window : 0;
+		if (m && (!w || m < w))
+			w = m;
 	}
 	return w;
 }

@@ -2,6 +2,7 @@
  * agent.c - events and audit lines, the stage loop (see agent-internal.h).
  */
 #include "liblev/run/agent-internal.h"
+#include "liblev/run/ratelimit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -406,15 +407,43 @@ static bool fail_over(struct lev_agent *a, struct stage_rt *s, const char *msg)
  * provider moves past it too, so a script goes on where the run was),
  * else the provider's, reported to the front end for its journal.
  */
+static bool ratelimit_cancelled(void *data)
+{
+	return agent_cancelled(data);
+}
+
+/*
+ * A request of the run's own beyond a stage's turn (choosing an edge, a
+ * summary): it waits its turn under [rate_limits] like every turn.
+ */
+int agent_infer(struct lev_agent *a, struct lev_provider *p, const struct lev_infer_request *req,
+		struct lev_infer_response *resp, struct lev_err *err)
+{
+	const struct lev_rate_limit *rl = lev_ratelimit_find(a->cfg, lev_provider_name(p));
+	int r;
+
+	if (rl && lev_ratelimit_take(rl, ratelimit_cancelled, a, err) < 0)
+		return err->code;
+	r = lev_provider_infer(p, req, resp, err);
+	if (rl && r == 0)
+		lev_ratelimit_charge(rl, resp->prompt_tokens + resp->completion_tokens);
+	return r;
+}
+
 static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_infer_request *req,
 		     struct lev_infer_response *resp, struct lev_err *err)
 {
+	const struct lev_rate_limit *rl;
 	int r;
 
 	if (a->o.replay && lev_replay_next_turn(a->o.replay, s->st->name, resp) == 1) {
 		lev_provider_skip_turn(s->prov);
 		return 0;
 	}
+	/* [rate_limits.PROVIDER]: the request waits its turn in the machine's minute */
+	rl = lev_ratelimit_find(a->cfg, lev_provider_name(s->prov));
+	if (rl && lev_ratelimit_take(rl, ratelimit_cancelled, a, err) < 0)
+		return err->code;
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, true);
 	/* the hook may wait (the daemon's inference pool): a cancel meanwhile asks nothing */
@@ -426,6 +455,8 @@ static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_i
 	r = lev_provider_infer(s->prov, req, resp, err);
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, false);
+	if (rl && r == 0)
+		lev_ratelimit_charge(rl, resp->prompt_tokens + resp->completion_tokens);
 	return r;
 }
 
@@ -557,6 +588,7 @@ static bool stage_may_end(struct lev_agent *a, char **why, enum stage_end *end)
 static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_infer_request *req)
 {
 	const struct lev_stage *st = s->st;
+	const struct lev_model_caps *mc;
 	json_t *ev;
 
 	agent_compact_regions(a);
@@ -568,6 +600,10 @@ static void build_request(struct lev_agent *a, struct stage_rt *s, struct lev_in
 	if (st->model.max_tokens)
 		req->max_tokens = (unsigned)(st->model.max_tokens > 1000000
 						    ? 1000000 : st->model.max_tokens);
+	/* [model_capabilities] max_output_tokens: the model's own ceiling caps any ask */
+	mc = lev_config_model_caps(a->cfg, lev_provider_model(s->prov));
+	if (mc && mc->max_output_tokens && (!req->max_tokens || req->max_tokens > mc->max_output_tokens))
+		req->max_tokens = (unsigned)mc->max_output_tokens;
 	if (st->model.has_temperature) {
 		req->has_temperature = true;
 		req->temperature = st->model.temperature;

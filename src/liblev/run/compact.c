@@ -64,7 +64,7 @@ static int summarise(struct lev_agent *a, const char *text, char **out, struct l
 	req.has_temperature = true;
 	req.temperature = cp->max_summary_tokens ? cp->temperature : 0.2;
 	memset(&resp, 0, sizeof(resp));
-	r = lev_provider_infer(prov, &req, &resp, err);
+	r = agent_infer(a, prov, &req, &resp, err);
 	lev_request_release(&req);
 	if (r == 0 && (resp.finish == LEV_FINISH_SCRIPT_END || !resp.text || !*resp.text ||
 		       resp.n_calls))

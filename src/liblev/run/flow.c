@@ -815,7 +815,7 @@ static enum flow_verdict ask_choice(struct lev_agent *a, char **msg)
 	req.has_temperature = true;
 	req.temperature = 0.0;
 	memset(&resp, 0, sizeof(resp));
-	r = lev_provider_infer(cur(a)->prov, &req, &resp, &err);
+	r = agent_infer(a, cur(a)->prov, &req, &resp, &err);
 	lev_request_release(&req);
 	a->flow.choosing = false;
 	if (r < 0) {
@@ -1001,7 +1001,7 @@ static char *summarise(struct lev_agent *a, size_t region, const char *prompt,
 	req.max_tokens = SUMMARY_MAX_TOKENS;
 	memset(&resp, 0, sizeof(resp));
 	/* a compact edge's summary is the [compaction] model's, as Leviath's */
-	if (lev_provider_infer(agent_compaction_provider(a, &req), &req, &resp, err) == 0 &&
+	if (agent_infer(a, agent_compaction_provider(a, &req), &req, &resp, err) == 0 &&
 	    resp.finish != LEV_FINISH_SCRIPT_END && resp.text && resp.text[0])
 		out = xstrdup(resp.text);
 	else if (!err->msg[0])
