@@ -182,6 +182,7 @@ cat >"$ROOT/config.toml" <<EOT
 [[mcp_servers]]
 name = "echo"
 command = "$TRASH/starter"
+timeout_secs = 30
 sandbox = "none"
 [[mcp_servers]]
 name = "broken"

@@ -964,6 +964,11 @@ static int infer_http(struct lev_provider *p, const struct lev_infer_request *re
 			lev_err_set(&e1, -ECANCELED, "request cancelled");
 			break;
 		}
+		/* a retry is a request too: it waits its turn as the first did */
+		if (s->before_retry && s->before_retry(s->before_retry_data, s->name, &e1) < 0) {
+			e = LEV_PERR_CANCELLED;
+			break;
+		}
 	}
 	free_secret_strv(headers);
 	p->status.error = e;

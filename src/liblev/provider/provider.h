@@ -270,6 +270,13 @@ struct lev_provider_spec {
 	struct lev_retry_policy retry;
 	lev_sleep_fn sleep;		/* NULL: a real sleep that watches *cancel */
 	void *sleep_data;
+	/*
+	 * Before each retry (not the first attempt): the caller's limit on
+	 * requests ([rate_limits]) counts every request sent; < 0 (with ERR)
+	 * gives up.  NULL: none.
+	 */
+	int (*before_retry)(void *data, const char *provider, struct lev_err *err);
+	void *before_retry_data;
 	uint64_t jitter_seed;		/* 0: random */
 	volatile sig_atomic_t *cancel;	/* NULL: not cancellable */
 };

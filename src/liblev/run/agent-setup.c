@@ -130,6 +130,8 @@ static int provider_for(struct lev_agent *a, const struct lev_stage *st, const c
 		return lev_err_wrap(err, "stage '%s'", st->name);
 	}
 	spec.cancel = a->o.cancel;
+	spec.before_retry = agent_ratelimit_retry;
+	spec.before_retry_data = a;
 	if (st->model.timeout_secs)	/* the stage's request_timeout_secs wins */
 		spec.timeout_ms = (long)st->model.timeout_secs * 1000;
 	if (spec.api_key_env && !lev_strv_contains(a->key_vars, spec.api_key_env))

@@ -412,6 +412,14 @@ static bool ratelimit_cancelled(void *data)
 	return agent_cancelled(data);
 }
 
+int agent_ratelimit_retry(void *data, const char *provider, struct lev_err *err)
+{
+	struct lev_agent *a = data;
+	const struct lev_rate_limit *rl = lev_ratelimit_find(a->cfg, provider);
+
+	return rl ? lev_ratelimit_take(rl, ratelimit_cancelled, a, err) : 0;
+}
+
 /*
  * A request of the run's own beyond a stage's turn (choosing an edge, a
  * summary): it waits its turn under [rate_limits] like every turn.
