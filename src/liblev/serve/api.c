@@ -879,7 +879,7 @@ static const struct route routes[] = {
 	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_JSON, false, NULL, 0, h_mcp_status,
 	  "One MCP server's entry of 'lev mcp list --json' (404: none of that name)" },
 	{ "POST", "/api/mcp/servers/{name}/login", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served: lev's MCP servers take no OAuth login; their credentials are in lev's store" },
+	  "not served: an MCP server's OAuth login opens a browser on this machine: lev mcp login NAME" },
 	{ "POST", "/api/mcp/servers/{name}/test", LEV_API_JSON, true, NULL, 0, h_mcp_test,
 	  "admin (it starts a process): start an MCP server in its sandbox, as 'lev mcp test "
 	  "NAME --json'" },
