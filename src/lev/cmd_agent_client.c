@@ -79,6 +79,7 @@ struct acp {
 	json_t *plan;		/* its stages, as a plan's entries */
 	json_t *asked;		/* our request id -> the question it shows */
 	char *last_text;	/* the model's last text this turn */
+	unsigned long n_events;	/* the run's events the stream gave this turn */
 	unsigned long next_rid;
 };
 
@@ -344,6 +345,7 @@ static void turn_end(struct acp *a, const char *stop, const char *msg)
 	json_array_clear(a->plan);
 	free(a->last_text);
 	a->last_text = NULL;
+	a->n_events = 0;
 	if (a->fd >= 0)
 		close(a->fd);
 	a->fd = -1;
@@ -352,12 +354,38 @@ static void turn_end(struct acp *a, const char *stop, const char *msg)
 	a->turn = NULL;
 }
 
+/*
+ * A run that ended before we followed it: the daemon sends its end, not its
+ * events (an ended run keeps none for followers), so they are read from its
+ * record, which holds every one, and streamed as they would have been.
+ */
+static void replay_record(struct acp *a, const char *record)
+{
+	_cleanup_free_ char *path = xasprintf("%s/events.jsonl", record), *line = NULL;
+	FILE *f = fopen(path, "re");
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		json_t *ev = json_loads(line, 0, NULL);
+
+		if (json_is_object(ev))
+			on_event(a, ev);
+		json_decref(ev);
+	}
+	fclose(f);
+}
+
 /* The run's end frame M: its output as one more chunk, and the turn's stop reason. */
 static void on_end(struct acp *a, const json_t *m)
 {
 	const char *status = lev_json_str(m, "status"), *out = lev_json_str(m, "result");
 	json_t *res = NULL;
 	_cleanup_free_ char *msg = NULL;
+
+	if (!a->n_events && lev_json_str(m, "record"))
+		replay_record(a, lev_json_str(m, "record"));
 
 	if (json_is_true(json_object_get(m, "result_in_record")) && lev_json_str(m, "record") &&
 	    lev_runrecord_result_load(lev_json_str(m, "record"), &res, NULL) == 0)
@@ -438,6 +466,7 @@ static void on_frame(struct acp *a, const json_t *m)
 	if (!m) {
 		reconnect(a);
 	} else if (lev_streq(op, "event") && json_is_object(json_object_get(m, "event"))) {
+		a->n_events++;
 		on_event(a, json_object_get(m, "event"));
 	} else if (lev_streq(op, "ask") && json_is_object(json_object_get(m, "question"))) {
 		on_ask(a, json_object_get(m, "question"));
