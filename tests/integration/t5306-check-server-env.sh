@@ -5,7 +5,10 @@
 # of the variables it was given to a file at start-up; a provider's key
 # variable (named here like nothing secret: LEVT_PLAIN_NAME) must not be
 # among them, neither under lev check nor in a run, while an ordinary
-# variable (the benign twin) still reaches the server in both.
+# variable (the benign twin) still reaches the server in both.  Each other
+# way a variable is dropped is a case too, so that the two could not drift
+# apart unseen: a variable another server's env names (${VAR}), and with
+# credential_store = "keychain" the session bus's address.
 . "$SRC_DIR/tests/lib.sh"
 
 DATA="$HOME/.leviath"
@@ -32,6 +35,8 @@ for line in sys.stdin:
     print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
 PY
 cat >"$DATA/config.toml" <<CFG
+[security]
+credential_store = "keychain"
 [sandbox]
 kind = "none"
 [providers.keyed]
@@ -44,6 +49,10 @@ name = "e"
 command = "python3"
 args = ["$TRASH/work/envsrv.py", "$TRASH/work/env-names.txt"]
 timeout_secs = 30
+[[mcp_servers]]
+name = "refd"
+command = "true"
+env = { TOKEN = "\${LEVT_REF_NAME}" }
 CFG
 chmod 600 "$DATA/config.toml"
 cat >agent/agent.leviath <<'BP'
@@ -67,12 +76,19 @@ tool = "e__ping"
 text = "finished"
 SCRIPT
 export LEVT_PLAIN_NAME=sk-t5306-never-to-a-server LEVT_ORDINARY=plain-value
+export LEVT_REF_NAME=tok-t5306-only-for-refd DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent-t5306
+# the names no server may see, under lev check or in a run
+never_seen() {
+	for v in LEVT_PLAIN_NAME LEVT_REF_NAME DBUS_SESSION_BUS_ADDRESS; do
+		! grep -qw "$v" work/env-names.txt || { echo "$v reached the server"; return 1; }
+	done
+}
 
-test_expect_success 'lev check starts the server without the provider key variable' '
+test_expect_success 'lev check starts the server without a variable secret by its role' '
 	rm -f work/env-names.txt &&
 	"$LEV" check "$TRASH/agent" --tool e__ping --workdir work --no-terminal >out 2>err;
 	test -s work/env-names.txt &&
-	! grep -qw LEVT_PLAIN_NAME work/env-names.txt
+	never_seen
 '
 
 test_expect_success 'benign twin: an ordinary variable reaches the server under lev check' '
@@ -84,7 +100,7 @@ test_expect_success 'a run gives its server the same environment' '
 	setsid -w "$LEV" run --foreground "$TRASH/agent" --workdir work --task t --yolo \
 		</dev/null >run.out 2>&1;
 	test -s work/env-names.txt &&
-	! grep -qw LEVT_PLAIN_NAME work/env-names.txt &&
+	never_seen &&
 	grep -qw LEVT_ORDINARY work/env-names.txt
 '
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "liblev/base/cleanup.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
@@ -362,19 +363,24 @@ void lev_run_mcp_call(struct lev_run_mcp *mc, const char *name, const json_t *ar
 	lev_tool_output_set(out, "[error] no MCP server runs this tool", true);
 }
 
-char **lev_run_mcp_env(const struct lev_config *cfg, char *const *envp)
+char **lev_run_env(const struct lev_config *cfg, char *const *envp)
 {
 	_cleanup_strv_ char **roles = lev_config_secret_vars(cfg);
+	bool keychain = cfg->credential_store == LEV_CRED_KEYCHAIN;
 	char **out = NULL;
 
 	for (char *const *e = envp; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
-		bool drop = !eq || (cfg->credential_store == LEV_CRED_KEYCHAIN &&
-				    lev_startswith(*e, "DBUS_SESSION_BUS_ADDRESS="));
+		bool secret = false;
 
-		for (char **k = roles; !drop && k && *k; k++)
-			drop = strlen(*k) == (size_t)(eq - *e) && !strncmp(*e, *k, (size_t)(eq - *e));
-		if (!drop)
+		if (!eq || (keychain && lev_startswith(*e, "DBUS_SESSION_BUS_ADDRESS=")))
+			continue;
+		for (char **k = roles; !secret && k && *k; k++)
+			secret = strlen(*k) == (size_t)(eq - *e) &&
+				 !strncmp(*e, *k, (size_t)(eq - *e));
+		if (secret)
+			lev_secrets_add(eq + 1);
+		else
 			out = lev_strv_push(out, *e);
 	}
 	return out;

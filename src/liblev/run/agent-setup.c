@@ -12,7 +12,6 @@
 
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
-#include "liblev/base/secrets.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/tooltable.h"
 #include "liblev/base/util.h"
@@ -21,6 +20,7 @@
 #include "liblev/conf/modelpick.h"
 #include "liblev/policy/perm-config.h"
 #include "liblev/run/context.h"
+#include "liblev/run/mcp-start.h"
 #include "liblev/run/runrecord.h"
 #include "liblev/sandbox/landlock-rules.h"
 
@@ -257,30 +257,10 @@ static void build_offered(struct lev_agent *a, struct stage_rt *s)
 	lev_strv_free(skipped);
 }
 
-/*
- * The environment commands start from: ENVP without the provider key
- * variables, and with credential_store = "keychain" without the session
- * bus's address (whatever shell_env says), through which a command could
- * ask the keychain for every key.
- */
+/* The environment commands and MCP servers start from: the one filter, lev_run_env(). */
 static void build_env(struct lev_agent *a)
 {
-	bool keychain = a->cfg->credential_store == LEV_CRED_KEYCHAIN;
-
-	for (char *const *e = a->o.envp; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
-		bool drop = keychain && lev_startswith(*e, "DBUS_SESSION_BUS_ADDRESS=");
-
-		if (!eq)
-			continue;
-		for (char **k = a->key_vars; k && *k; k++)
-			if (strlen(*k) == (size_t)(eq - *e) && !strncmp(*e, *k, (size_t)(eq - *e)))
-				drop = true;
-		if (drop && !lev_startswith(*e, "DBUS_SESSION_BUS_ADDRESS="))
-			lev_secrets_add(eq + 1);
-		if (!drop)
-			a->envp = lev_strv_push(a->envp, *e);
-	}
+	a->envp = lev_run_env(a->cfg, a->o.envp);
 }
 
 /* The sandboxes' options from the run's config as it stands. */

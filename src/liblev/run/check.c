@@ -167,7 +167,7 @@ struct check_mcp {
 	struct lev_sandbox *sb;		/* the stage's sandbox, as the run makes it */
 	struct lev_provenance *prov;	/* their descriptions and schemas */
 	char **notes;
-	char **envp;			/* the run's servers' environment (lev_run_mcp_env) */
+	char **envp;			/* the run's servers' environment (lev_run_env) */
 };
 
 static void check_mcp_note(void *ud, const char *msg)
@@ -223,7 +223,7 @@ static int check_mcp_start(const struct lev_config *cfg, const struct lev_check_
 		return lev_err_wrap(err, "sandbox for stage '%s'", in->st->name);
 	stage.sb = m->sb;
 	m->prov = mo.prov = lev_provenance_new();
-	m->envp = lev_run_mcp_env(cfg, o->envp);
+	m->envp = lev_run_env(cfg, o->envp);
 	mo.envp = m->envp;
 	return lev_run_mcp_start(&mo, &m->mc, err);
 }

@@ -62,11 +62,16 @@ struct lev_run_mcp_opts {
 };
 
 /*
- * ENVP without the variables secret by their role (lev_config_secret_vars():
- * the providers' key variables, the servers' ${VAR}s), as the run gives its
- * servers and commands (agent-setup.c): for `lev check`'s servers.
+ * The one environment a run's children start from, its commands' and its
+ * MCP servers', and `lev check`'s servers': ENVP (a new array) without the
+ * variables secret by their role (lev_config_secret_vars(): the providers'
+ * key variables, the servers' ${VAR}s), whatever their names, whose values
+ * join the secret set (base/secrets.h), and with credential_store =
+ * "keychain" without the session bus's address, through which a command
+ * could ask the keychain for every key.  agent-setup.c's build_env() and
+ * check.c both call it; t5306 holds them to the same answer.
  */
-char **lev_run_mcp_env(const struct lev_config *cfg, char *const *envp);
+char **lev_run_env(const struct lev_config *cfg, char *const *envp);
 
 /* Does stage ST name a configured server (see above)? */
 bool lev_run_mcp_wanted(const struct lev_config *cfg, const struct lev_stage *st);
