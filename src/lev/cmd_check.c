@@ -7,7 +7,6 @@
  * gate that made it, and the rule.  Exit 0 allow, 1 deny, 3 ask, 2 usage.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,24 +324,6 @@ static int run_calls(const struct lev_config *cfg, const struct lev_blueprint *b
 	return rc;
 }
 
-static void on_sigpipe(int sig)
-{
-	(void)sig;
-}
-
-/*
- * An MCP server that exits at once (a command that does not run) must be an
- * error, not a SIGPIPE when lev writes to it: a handler, not SIG_IGN, which
- * the server would inherit.
- */
-static void catch_sigpipe(void)
-{
-	struct sigaction sa = { .sa_handler = on_sigpipe };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGPIPE, &sa, NULL);
-}
-
 int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct check_args a = { 0 };
@@ -380,7 +361,6 @@ int cmd_check(int argc, char **argv, struct lev_ctx *ctx)
 	a.o.data_root = ctx->paths.root;
 	a.o.credentials_path = ctx->paths.credentials;
 	a.o.envp = environ;
-	catch_sigpipe();
 
 	if (a.calls) {
 		rc = run_calls(&ctx->cfg, bp, &a);

@@ -104,4 +104,44 @@ test_expect_success 'a run gives its server the same environment' '
 	grep -qw LEVT_ORDINARY work/env-names.txt
 '
 
+# lev check writes to a pipe only through lev_write_nosig() (a server, a
+# sandbox's child): a server that exits at once is lev check's answer, never
+# a SIGPIPE death (exit 141): the one-line error; the server here is refd,
+# the command true
+mkdir -p quick
+sed -e 's/name = "envcheck"/name = "quick"/' -e 's/available_connectors = \["e"\]/available_connectors = ["refd"]/' \
+	agent/agent.leviath >quick/agent.leviath
+cp agent/main.toml quick/main.toml
+test_expect_success 'a server that exits at once is an answer, never a SIGPIPE death' '
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		st=0 && "$LEV" check "$TRASH/quick" --tool read_file --workdir work \
+			--no-terminal >out 2>err || st=$?
+		test "$st" = 1 || { echo "run $i: exit $st"; cat err; return 1; }
+	done &&
+	grep -q "MCP server .refd. did not start" err
+'
+
+# to_closed_pipe CMD...: CMD with its standard output a pipe nobody reads;
+# prints how it ended (a signal: -N) and what it wrote to standard error
+cat >closed.py <<'PY'
+import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+p = subprocess.run(sys.argv[1:], stdout=w, stderr=subprocess.PIPE)
+print(p.returncode)
+sys.stdout.write(p.stderr.decode())
+PY
+test_expect_success 'lev check to a closed standard output ends quietly, as lev help does' '
+	python3 closed.py "$LEV" check "$TRASH/agent" --tool e__ping --workdir work \
+		--no-terminal >closed.out &&
+	python3 closed.py "$LEV" help >help.out &&
+	test_cmp help.out closed.out &&
+	test "$(wc -l <closed.out)" = 1
+'
+
+test_expect_success 'benign twin: with standard output open lev check prints its answer' '
+	"$LEV" check "$TRASH/agent" --tool e__ping --workdir work --no-terminal >out 2>err;
+	grep -q e__ping out
+'
+
 test_done

@@ -1,7 +1,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +108,31 @@ int lev_read_file(const char *path, size_t max, char **out, size_t *len_out, str
 	if (fd < 0)
 		return lev_err_errno(err, -errno, "cannot open '%s'", path);
 	return lev_read_fd(fd, path, max, out, len_out, err);
+}
+
+ssize_t lev_write_nosig(int fd, const void *p, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t n;
+	int saved;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	n = write(fd, p, len);
+	saved = errno;
+	if (n < 0 && errno == EPIPE && !was_pending) {
+		const struct timespec zero = { 0, 0 };
+
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return n;
 }
 
 int lev_write_all(int fd, const void *buf, size_t len)

@@ -66,6 +66,17 @@ bool lev_path_under(const char *path, const char *root);
  */
 char *lev_path_lexical(const char *dir, const char *p);
 
+/*
+ * write(2) to a pipe whose reader may be gone (a stdio MCP server that has
+ * exited, a sandbox child that died before lev let it go) without the
+ * SIGPIPE that would end whichever lev process writes (lev check, lev mcp
+ * test, a run): the signal is held for this thread during the write and a
+ * SIGPIPE it raised is taken back; the caller sees EPIPE.  Every write lev
+ * makes to such a pipe goes through it, so no command needs a SIGPIPE
+ * handler of its own for them.
+ */
+ssize_t lev_write_nosig(int fd, const void *p, size_t len);
+
 /* Write all of BUF to FD, retrying on EINTR and short writes. */
 int lev_write_all(int fd, const void *buf, size_t len);
 

@@ -773,7 +773,8 @@ static int warm_start(struct lev_sbx_warm *w, struct lev_err *err)
 	w->pidfd = pidfd;
 	w->sock = TAKE_FD(sv[0]);
 	r = 0;
-	if (write(sync[1], &go, 1) != 1)
+	/* a helper that died first is EPIPE, never a SIGPIPE */
+	if (lev_write_nosig(sync[1], &go, 1) != 1)
 		r = lev_err_errno(err, -errno, "cannot start the warm helper");
 	close(TAKE_FD(sync[1]));
 	if (r == 0)

@@ -1387,7 +1387,8 @@ static int release_ns_child(pid_t pid, int pidfd, struct spawn_pipes *sp, struct
 	char go = 'g';
 	int r = 0, st;
 
-	if (write(sp->sync[1], &go, 1) != 1)
+	/* a child that died first is EPIPE, never a SIGPIPE */
+	if (lev_write_nosig(sp->sync[1], &go, 1) != 1)
 		r = lev_err_errno(err, -errno, "cannot start the sandbox");
 	closep2(sp->sync);
 	if (r == 0)

@@ -186,42 +186,12 @@ static int wait_fd(struct lev_mcp_server *s, int fd, short events, uint64_t dead
 	}
 }
 
-/*
- * write(2) to a server that may have exited already, without the SIGPIPE
- * that would end whichever lev process talks to it (lev check, lev mcp
- * test, a run): the signal is held for this thread during the write and a
- * SIGPIPE it raised is taken back; the caller sees EPIPE.
- */
-static ssize_t write_nosig(int fd, const void *p, size_t len)
-{
-	sigset_t pipe_set, old, pending;
-	bool was_pending;
-	ssize_t n;
-	int saved;
-
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	n = write(fd, p, len);
-	saved = errno;
-	if (n < 0 && errno == EPIPE && !was_pending) {
-		const struct timespec zero = { 0, 0 };
-
-		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-			;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = saved;
-	return n;
-}
-
 static int write_all(struct lev_mcp_server *s, const char *p, size_t len, uint64_t deadline,
 		     int cancel_fd)
 {
 	while (len) {
-		ssize_t n = write_nosig(s->in_fd, p, len);
+		/* a server that has exited is EPIPE, never a SIGPIPE */
+		ssize_t n = lev_write_nosig(s->in_fd, p, len);
 		int r;
 
 		if (n > 0) {
