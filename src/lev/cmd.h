@@ -186,3 +186,15 @@ int cmd_dash(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_dash[];
 /* Send REQ (consumed) to the daemon; 0 and *reply, or a message printed and LEV_EXIT_FAIL. */
 int lev_daemon_call(json_t *req, json_t **reply);
+/*
+ * Every page of one of the daemon's lists (lev ps --all's runs, lev respond's
+ * requests): REQ (borrowed) asked with "limit" PAGE and, after the first page,
+ * "after" the "next" cursor the page before gave; EACH(reply, ud) for every
+ * page as it comes (REPLY borrowed).  A cursor that does not move on
+ * (LATER(next, after) false; AFTER is NULL on the first page) is the
+ * daemon's error naming WHAT, never a loop.  LEV_EXIT_OK, or a message
+ * printed and LEV_EXIT_FAIL.
+ */
+int lev_daemon_pages(const json_t *req, long page, const char *what,
+		     bool (*later)(const char *next, const char *after),
+		     void (*each)(json_t *reply, void *ud), void *ud);

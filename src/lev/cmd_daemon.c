@@ -475,3 +475,33 @@ int lev_daemon_call(json_t *req, json_t **reply)
 		return lev_fail("%s", err.msg);
 	return LEV_EXIT_OK;
 }
+
+int lev_daemon_pages(const json_t *req, long page, const char *what,
+		     bool (*later)(const char *next, const char *after),
+		     void (*each)(json_t *reply, void *ud), void *ud)
+{
+	_cleanup_free_ char *after = NULL;
+
+	for (;;) {
+		json_t *r = json_deep_copy(req), *reply = NULL;
+		const char *next;
+
+		json_object_set_new(r, "limit", json_integer(page));
+		if (after)
+			json_object_set_new(r, "after", json_string(after));
+		if (lev_daemon_call(r, &reply) != LEV_EXIT_OK)
+			return LEV_EXIT_FAIL;
+		each(reply, ud);
+		next = lev_json_str(reply, "next");
+		if (next && !later(next, after)) {
+			json_decref(reply);
+			return lev_fail("the daemon's pages of %s do not move on (after '%s')", what,
+					after ? after : "");
+		}
+		free(after);
+		after = next ? xstrdup(next) : NULL;
+		json_decref(reply);
+		if (!after)
+			return LEV_EXIT_OK;
+	}
+}

@@ -213,44 +213,36 @@ static int print_json(json_t *req)
 }
 
 
-/*
- * ps --all: every page of the ended runs, each asked for after the last id
- * of the page before, joined into one reply (*out, new).  A cursor that
- * does not move on is the daemon's error, never a loop.
- */
+/* Run ids sort by when they were made: a page's cursor moves on when it sorts later. */
+static bool run_later(const char *next, const char *after)
+{
+	return !after || strcmp(next, after) > 0;
+}
+
+/* One page of ps --all joined into the reply (*ud): its ended runs after the first page's. */
+static void ps_join_page(json_t *reply, void *ud)
+{
+	json_t **all = ud;
+
+	if (!*all)
+		*all = json_incref(reply);
+	else
+		json_array_extend(json_object_get(*all, "finished"),
+				  json_object_get(reply, "finished"));
+}
+
+/* ps --all: every page of the ended runs (lev_daemon_pages()), joined into one reply (*out, new). */
 static int ps_all_pages(long page, json_t **out)
 {
-	_cleanup_free_ char *after = NULL;
-	json_t *all = NULL;
+	json_t *req = lev_proto_request("ps"), *all = NULL;
+	int r;
 
-	for (;;) {
-		json_t *req = lev_proto_request("ps"), *reply = NULL;
-		const char *next;
-
-		json_object_set_new(req, "all", json_true());
-		json_object_set_new(req, "limit", json_integer(page));
-		if (after)
-			json_object_set_new(req, "after", json_string(after));
-		if (lev_daemon_call(req, &reply) != LEV_EXIT_OK) {
-			json_decref(all);
-			return LEV_EXIT_FAIL;
-		}
-		if (!all)
-			all = json_incref(reply);
-		else
-			json_array_extend(json_object_get(all, "finished"),
-					  json_object_get(reply, "finished"));
-		next = lev_json_str(reply, "next");
-		if (next && after && strcmp(next, after) <= 0) {
-			json_decref(reply);
-			json_decref(all);
-			return lev_fail("the daemon's pages of runs do not move on (after '%s')", after);
-		}
-		free(after);
-		after = next ? xstrdup(next) : NULL;
-		json_decref(reply);
-		if (!after)
-			break;
+	json_object_set_new(req, "all", json_true());
+	r = lev_daemon_pages(req, page, "runs", run_later, ps_join_page, &all);
+	json_decref(req);
+	if (r != LEV_EXIT_OK) {
+		json_decref(all);
+		return r;
 	}
 	json_object_del(all, "next");
 	*out = all;

@@ -92,58 +92,56 @@ static unsigned long request_num(const char *id)
 	return id && id[0] == 'q' ? strtoul(id + 1, NULL, 10) : 0;
 }
 
+/* Request ids are "qN" in the order they were asked: a cursor moves on when its N grows. */
+static bool request_later(const char *next, const char *after)
+{
+	return request_num(next) > request_num(after);
+}
+
+struct listing {
+	bool json;
+	json_t *all;		/* with json: every request so far */
+	size_t shown;
+};
+
+/* One page of the list: printed as it comes, or kept for the one JSON answer. */
+static void list_page(json_t *reply, void *ud)
+{
+	struct listing *l = ud;
+	json_t *q;
+	size_t i;
+
+	json_array_foreach(json_object_get(reply, "requests"), i, q) {
+		if (l->json)
+			json_array_append_new(l->all, leviath_request(q));
+		else
+			print_request(q);
+		l->shown++;
+	}
+	fflush(stdout);
+}
+
 /*
- * Every open request, asked for in pages of PAGE (each after the last id of
- * the page before, as lev ps --all does): printed as each page comes, or
- * with JSON joined into one {"requests": [...]}.  A cursor that does not
- * move on is the daemon's error, never a loop.
+ * Every open request, asked for in pages of PAGE as lev ps --all asks for
+ * its runs (lev_daemon_pages()): printed as each page comes, or with JSON
+ * joined into one {"requests": [...]}.
  */
 static int list(bool json, long page)
 {
-	_cleanup_free_ char *after = NULL;
-	json_t *all = json_array(), *q;
-	size_t shown = 0, i;
+	struct listing l = { .json = json, .all = json_array() };
+	json_t *req = lev_proto_request("requests");
+	int r;
 
-	for (;;) {
-		json_t *req = lev_proto_request("requests"), *reply = NULL;
-		const char *next;
-
-		json_object_set_new(req, "limit", json_integer(page));
-		if (after)
-			json_object_set_new(req, "after", json_string(after));
-		if (lev_daemon_call(req, &reply) != LEV_EXIT_OK) {
-			json_decref(all);
-			return LEV_EXIT_FAIL;
-		}
-		json_array_foreach(json_object_get(reply, "requests"), i, q) {
-			if (json)
-				json_array_append_new(all, leviath_request(q));
-			else
-				print_request(q);
-			shown++;
-		}
-		fflush(stdout);
-		next = lev_json_str(reply, "next");
-		if (next && request_num(next) <= request_num(after)) {
-			json_decref(reply);
-			json_decref(all);
-			return lev_fail("the daemon's pages of requests do not move on (after '%s')",
-					after ? after : "");
-		}
-		free(after);
-		after = next ? xstrdup(next) : NULL;
-		json_decref(reply);
-		if (!after)
-			break;
-	}
-	if (json) {
-		json_dumpf(all, stdout, JSON_COMPACT);
+	r = lev_daemon_pages(req, page, "requests", request_later, list_page, &l);
+	json_decref(req);
+	if (r == LEV_EXIT_OK && json) {
+		json_dumpf(l.all, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
-	} else if (!shown) {
+	} else if (r == LEV_EXIT_OK && !l.shown) {
 		printf("no open requests\n");
 	}
-	json_decref(all);
-	return LEV_EXIT_OK;
+	json_decref(l.all);
+	return r;
 }
 
 /*
