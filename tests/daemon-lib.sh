@@ -14,6 +14,16 @@
 #   mock_daemon SCRIPT   serve SCRIPT with mock-model (lev_start_mock_model) as
 #                        provider 'mockoa' of config.toml, its key in the
 #                        credential store (a resumed run has it too)
+#   mock_agent NAME [PROVIDER MODEL]
+#                        NAME/agent.leviath: agent NAME of one stage on the
+#                        mock model (mockoa's mock-1 unless named), no
+#                        tools, the run's task its seed
+#   keep_config_base     keep config.toml as it is now (config.base); then
+#   config <<EOF         makes config.toml that base and stdin, whole (0600)
+#   script_agent NAME TOOLS
+#                        NAME/agent.leviath: agent NAME of one stage on the
+#                        script model (NAME/turns.toml, the test writes it)
+#                        offering TOOLS (a TOML list's items: '"shell"')
 
 export LEVIATH_HOME="$TRASH/lh"
 ROOT="$LEVIATH_HOME/.leviath"
@@ -95,4 +105,40 @@ mock_daemon() {
 	timeout_secs = 30
 	EOF
 	chmod 600 "$ROOT/config.toml"
+}
+
+mock_agent() {
+	mkdir -p "$1" &&
+	cat >"$1/agent.leviath" <<-EOF
+	[agent]
+	name = "$1"
+
+	[context.regions.task]
+	seed = "task"
+
+	[stages.main]
+	model = { provider = "${2:-mockoa}", model = "${3:-mock-1}" }
+	available_tools = []
+	system_prompt = "test"
+	EOF
+}
+
+keep_config_base() {
+	cp "$ROOT/config.toml" config.base
+}
+
+config() {
+	{ cat config.base; cat; } >config.new && chmod 600 config.new &&
+	mv config.new "$ROOT/config.toml"
+}
+
+script_agent() {
+	mkdir -p "$1" &&
+	cat >"$1/agent.leviath" <<-EOF
+	[agent]
+	name = "$1"
+	[stages.main]
+	model = { provider = "script", script = "turns.toml" }
+	available_tools = [$2]
+	EOF
 }

@@ -265,3 +265,39 @@ test_done() {
 	echo "1..$test_count"
 	[ "$test_failed" -eq 0 ]
 }
+
+# lev_mock_config SCRIPT: the mock model serving SCRIPT (lev_start_mock_model)
+# and $CONFIG (0600) made of stdin, the test's own keys, then provider
+# 'mock' naming it, its key in $MOCK_OPENAI_KEY
+lev_mock_config() {
+	lev_start_mock_model "$1"
+	{
+		cat
+		cat <<-EOF
+		[providers.mock]
+		kind = "openai"
+		base_url = "http://127.0.0.1:$PORT/v1"
+		api_key_env = "MOCK_OPENAI_KEY"
+		model = "mock-1"
+		timeout_secs = 60
+		EOF
+	} >"$CONFIG"
+	chmod 600 "$CONFIG"
+}
+
+# lev_shell_turns FILE UNTRUSTED LINE...: a script model's turns, in FILE:
+# with UNTRUSTED "yes" a turn that reads the untrusted page inbox/page.html
+# first, then one turn that runs each LINE with shell, then "done"
+lev_shell_turns() {
+	local file=$1
+	shift
+	python3 - "$@" >"$file" <<-'EOF_PY'
+	import json, sys
+	if sys.argv[1] == "yes":
+	    print('[[turn]]\n[[turn.call]]\ntool = "read_file"\nargs = { path = "inbox/page.html" }')
+	print("[[turn]]")
+	for line in sys.argv[2:]:
+	    print('[[turn.call]]\ntool = "shell"\nargs = { command = %s }' % json.dumps(line))
+	print('[[turn]]\ntext = "done"')
+	EOF_PY
+}

@@ -281,17 +281,7 @@ echo "page text" >"$PWD_/inbox/page.html"
 
 # pturns UNTRUSTED LINE...: optionally read the untrusted page, then run each LINE
 pturns() {
-	local first=$1
-	shift
-	python3 - "$first" "$@" >"$PBP/turns.toml" <<-'EOF'
-	import json, sys
-	if sys.argv[1] == "yes":
-	    print('[[turn]]\n[[turn.call]]\ntool = "read_file"\nargs = { path = "inbox/page.html" }')
-	print("[[turn]]")
-	for line in sys.argv[2:]:
-	    print('[[turn.call]]\ntool = "shell"\nargs = { command = %s }' % json.dumps(line))
-	print('[[turn]]\ntext = "done"')
-	EOF
+	lev_shell_turns "$PBP/turns.toml" "$@"
 }
 reset_files() {
 	printf 'alice,1\n' >"$PWD_/payees.csv" && printf 'bob,2\n' >"$PWD_/sub/more.csv" &&

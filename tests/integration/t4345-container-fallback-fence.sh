@@ -38,17 +38,7 @@ EOF_BP
 
 # turns UNTRUSTED LINE...: optionally read an untrusted page, then run each LINE
 turns() {
-	local first=$1
-	shift
-	python3 - "$first" "$@" >"$BP/turns.toml" <<-'EOF_PY'
-	import json, sys
-	if sys.argv[1] == "yes":
-	    print('[[turn]]\n[[turn.call]]\ntool = "read_file"\nargs = { path = "inbox/page.html" }')
-	print("[[turn]]")
-	for line in sys.argv[2:]:
-	    print('[[turn.call]]\ntool = "shell"\nargs = { command = %s }' % json.dumps(line))
-	print('[[turn]]\ntext = "done"')
-	EOF_PY
+	lev_shell_turns "$BP/turns.toml" "$@"
 }
 hidden() {
 	printf "x='a[\$(%s)]'; echo \$((x))" "$1"

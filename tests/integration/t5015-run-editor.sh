@@ -16,19 +16,8 @@ cat >script.json <<'EOF2'
 {"responses": [{"match": "count the notes in the drawer", "text": "there are three"}]}
 EOF2
 mock_daemon script.json
-mkdir -p work ag noask
-cat >ag/agent.leviath <<'EOF2'
-[agent]
-name = "ag"
-
-[context.regions.task]
-seed = "task"
-
-[stages.main]
-model = { provider = "mockoa", model = "mock-1" }
-available_tools = []
-system_prompt = "test"
-EOF2
+mkdir -p work noask
+mock_agent ag
 # takes no task: no editor opens for it
 sed 's/"ag"/"noask"/; /context.regions.task/d; /seed = "task"/d' ag/agent.leviath >noask/agent.leviath
 

@@ -33,23 +33,8 @@ timeout_secs = 30
 EOF2
 printf '[providers.mockan]\napi_key = "sk-mock-anthropic"\n' >>"$ROOT/credentials.toml"
 mkdir -p work
-mk_agent() {
-	mkdir -p "$1"
-	cat >"$1/agent.leviath" <<-EOF2
-	[agent]
-	name = "$1"
-
-	[context.regions.task]
-	seed = "task"
-
-	[stages.main]
-	model = { provider = "$2", model = "$3" }
-	available_tools = []
-	system_prompt = "test"
-	EOF2
-}
-mk_agent oa mockoa mock-1
-mk_agent an mockan mock-a
+mock_agent oa mockoa mock-1
+mock_agent an mockan mock-a
 
 meta() {
 	python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))[sys.argv[2]]; print("" if v is None else v)' \

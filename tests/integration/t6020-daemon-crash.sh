@@ -28,13 +28,7 @@ forget_request() {
 }
 
 mkdir -p work asker
-cat >asker/agent.leviath <<'EOF'
-[agent]
-name = "asker"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["shell"]
-EOF
+script_agent asker '"shell"'
 cat >asker/turns.toml <<'EOF'
 [[turn]]
 [[turn.call]]

@@ -38,13 +38,7 @@ decision() {
 }
 
 mkdir -p work waiter asker
-cat >waiter/agent.leviath <<'EOF'
-[agent]
-name = "waiter"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["shell"]
-EOF
+script_agent waiter '"shell"'
 cat >waiter/turns.toml <<'EOF'
 [[turn]]
 [[turn.call]]
@@ -59,13 +53,7 @@ args = { command = "touch after" }
 [[turn]]
 text = "done"
 EOF
-cat >asker/agent.leviath <<'EOF'
-[agent]
-name = "asker"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["shell", "ask_user_text"]
-EOF
+script_agent asker '"shell", "ask_user_text"'
 cat >asker/turns.toml <<'EOF'
 [[turn]]
 [[turn.call]]

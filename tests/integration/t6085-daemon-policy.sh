@@ -62,13 +62,7 @@ OUT="$(pwd)/outside"
 
 # the waiter's first call holds until work/go exists, its second until work/go2;
 # its third shows its environment.  A reload reaches a run between two calls.
-cat >waiter/agent.leviath <<'EOF'
-[agent]
-name = "waiter"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["shell"]
-EOF
+script_agent waiter '"shell"'
 cat >waiter/turns.toml <<'EOF'
 [[turn]]
 [[turn.call]]
@@ -112,13 +106,7 @@ args = { path = "$OUT/a.txt" }
 text = "done"
 EOF
 # tfetch: no taint tracking of its own; reads hello.txt (internal), asks, fetches
-cat >tfetch/agent.leviath <<'EOF'
-[agent]
-name = "tfetch"
-[stages.main]
-model = { provider = "script", script = "turns.toml" }
-available_tools = ["read_file", "ask_user_text", "web_fetch"]
-EOF
+script_agent tfetch '"read_file", "ask_user_text", "web_fetch"'
 cat >tfetch/turns.toml <<'EOF'
 [[turn]]
 [[turn.call]]

@@ -25,24 +25,10 @@ cat >script.json <<'EOF2'
 ]}
 EOF2
 mock_daemon script.json
-cp "$ROOT/config.toml" config.base
-mkdir -p work ag
-cat >ag/agent.leviath <<'EOF2'
-[agent]
-name = "ag"
+keep_config_base
+mkdir -p work
+mock_agent ag
 
-[context.regions.task]
-seed = "task"
-
-[stages.main]
-model = { provider = "mockoa", model = "mock-1" }
-available_tools = []
-system_prompt = "test"
-EOF2
-
-config() {
-	{ cat config.base; cat; } >"$ROOT/config.toml"
-}
 requests_for() {
 	grep -c "$1" requests.jsonl
 }

@@ -23,25 +23,9 @@ cat >script.json <<'EOF'
 ]}
 EOF
 mock_daemon script.json
-cp "$ROOT/config.toml" config.base
-mkdir -p work ag
-cat >ag/agent.leviath <<'EOF'
-[agent]
-name = "ag"
-
-[context.regions.task]
-seed = "task"
-
-[stages.main]
-model = { provider = "mockoa", model = "mock-1" }
-available_tools = []
-system_prompt = "test"
-EOF
-
-config() {
-	{ cat config.base; cat; } >config.new && chmod 600 config.new &&
-	mv config.new "$ROOT/config.toml"
-}
+keep_config_base
+mkdir -p work
+mock_agent ag
 clock() {
 	echo "$1" >clock.new && mv clock.new "$LEV_TEST_RATELIMIT_CLOCK"
 }

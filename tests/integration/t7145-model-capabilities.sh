@@ -17,7 +17,7 @@ cat >script.json <<'EOF'
 EOF
 . "$SRC_DIR/tests/daemon-lib.sh"
 mock_daemon script.json
-cp "$ROOT/config.toml" config.base
+keep_config_base
 mkdir -p work ag
 cat >ag/agent.leviath <<'EOF'
 [agent]
@@ -35,10 +35,6 @@ EOF
 sed -e 's/name = "ag"/name = "info"/' -e 's/available_tools = \[\]/available_tools = ["runtime_info"]/' \
 	<ag/agent.leviath >info.leviath && mkdir -p info && mv info.leviath info/agent.leviath
 
-config() {
-	{ cat config.base; cat; } >config.new && chmod 600 config.new &&
-	mv config.new "$ROOT/config.toml"
-}
 # max_tokens_of MARKER: the max_tokens (or max_completion_tokens) the request sent
 max_tokens_of() {
 	python3 -c '

@@ -22,21 +22,13 @@ chmod 600 "$LEVIATH_HOME/.leviath/policy.toml"
 
 # start SCRIPT: the mock model serving SCRIPT, and a config naming it
 start() {
-	lev_start_mock_model "$1"
-	cat >"$CONFIG" <<-EOF
+	lev_mock_config "$1" <<-EOF
 	taint_tracking = true
 	[security]
 	allow_blueprint_read_paths = true
 	[tool_permissions]
 	web_fetch = "allow"
-	[providers.mock]
-	kind = "openai"
-	base_url = "http://127.0.0.1:$PORT/v1"
-	api_key_env = "MOCK_OPENAI_KEY"
-	model = "mock-1"
-	timeout_secs = 60
 	EOF
-	chmod 600 "$CONFIG"
 }
 
 # bp DIR SPLIT-KEYS: split fans out to `one` (read_file, submit_output), merge answers

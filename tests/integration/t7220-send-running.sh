@@ -31,8 +31,7 @@ chmod 600 "$LEVIATH_HOME/.leviath/policy.toml"
 
 # start SCRIPT: the mock model serving SCRIPT, and a config naming it
 start() {
-	lev_start_mock_model "$1"
-	cat >"$CONFIG" <<-EOF
+	lev_mock_config "$1" <<-EOF
 	taint_tracking = true
 	[sandbox]
 	kind = "none"
@@ -42,14 +41,7 @@ start() {
 	[tool_permissions]
 	write_file = "allow"
 	http_post = "allow"
-	[providers.mock]
-	kind = "openai"
-	base_url = "http://127.0.0.1:$PORT/v1"
-	api_key_env = "MOCK_OPENAI_KEY"
-	model = "mock-1"
-	timeout_secs = 60
 	EOF
-	chmod 600 "$CONFIG"
 }
 
 # bp DIR: main (PARENT-HERE) spawns `one`, which has a region `inbox`
