@@ -42,7 +42,7 @@ const char lev_usage_sandbox[] =
 	"usage: lev sandbox exec [--agent NAME [--stage S]] [--kind none|namespace|container]\n"
 	"                        [--network on|off] [--workdir DIR] [--image IMG] [--engine E]\n"
 	"                        [--mount PATH]... [--timeout SECS] [--on-unavailable error|warn]\n"
-	"                        [--memory MIB] [--pids N] [-v]\n"
+	"                        [--memory MIB] [--pids N] [--warm] [-v]\n"
 	"                        [--dry-run [--json]] -- CMD [ARG...]\n"
 	"   or: lev sandbox probe [--json]\n"
 	"   or: lev sandbox own-files [--json]\n"
@@ -54,7 +54,9 @@ const char lev_usage_sandbox[] =
 	"--memory and --pids lower the limits (defaults 4096 MiB, 512 processes).\n"
 	"--dry-run prints the plan (mounts, masks, Landlock and seccomp rules,\n"
 	"limits, environment, container argv) instead of running; it never starts\n"
-	"a container.  -v (--verbose) prints the kind, the layers in force and the\n"
+	"a container.  The namespace kind starts the one command cold (its own\n"
+	"namespaces, no helper process); --warm starts it in a cell of a warm\n"
+	"helper, as a run's commands start.  -v (--verbose) prints the kind, the layers in force and the\n"
 	"layers missing on stderr before running.\n"
 	"\n"
 	"probe shows user namespaces, the Landlock ABI, seccomp, openat2, the\n"
@@ -158,7 +160,7 @@ struct exec_args {
 	const char *agent_name, *stage_name, *workdir;
 	const char *kind_s, *net_s, *image, *engine, *onun_s;
 	char **mounts;
-	bool dry_run, json, verbose;
+	bool dry_run, json, verbose, warm;
 	uint64_t timeout_s, mem_mib, pids;
 	int cmd;	/* argv index of CMD */
 };
@@ -220,6 +222,10 @@ static int exec_parse(int argc, char **argv, struct exec_args *a)
 		}
 		if (!strcmp(opt, "--json")) {
 			a->json = true;
+			continue;
+		}
+		if (!strcmp(opt, "--warm")) {
+			a->warm = true;
 			continue;
 		}
 		if (!strcmp(opt, "-v") || !strcmp(opt, "--verbose")) {
@@ -313,6 +319,8 @@ static void exec_opts(const struct lev_config *cfg, const struct exec_args *a,
 	if (a->pids)
 		o->limits.nproc = a->pids;
 	o->plan_only = a->dry_run;
+	/* one command: a warm helper would only add its own start */
+	o->cold = !a->warm;
 	lev_sandbox_limits_fill(&o->limits);
 }
 
@@ -364,7 +372,7 @@ static int exec_plan(struct lev_sandbox *sb, char *const *cmd, bool json)
 
 /* Run CMD in SB with our standard streams; its exit status, or EXIT_SETUP. */
 static int exec_run(struct lev_sandbox *sb, char *const *cmd, const struct lev_sandbox_opts *o,
-		    int sfd)
+		    bool warm, int sfd)
 {
 	struct lev_sandbox_io io = { 0, 1, 2, sfd };
 	struct lev_err err = LEV_ERR_INIT;
@@ -376,7 +384,7 @@ static int exec_run(struct lev_sandbox *sb, char *const *cmd, const struct lev_s
 		lev_fail("%s", err.msg);
 		return EXIT_SETUP;
 	}
-	if (lev_sandbox_cold(sb))
+	if (warm && lev_sandbox_cold(sb))
 		lev_warn("sandbox: the command starts cold: %s", lev_sandbox_cold(sb));
 	if (lev_sandbox_wait(proc, &res, &err) < 0) {
 		lev_fail("%s", err.msg);
@@ -417,7 +425,7 @@ static int exec_in_pool(const struct lev_sandbox_spec *eff, struct lev_sandbox_o
 		goto out_pool;
 	}
 	exec_announce(sb, a->verbose);
-	rc = a->dry_run ? exec_plan(sb, cmd, a->json) : exec_run(sb, cmd, o, sfd);
+	rc = a->dry_run ? exec_plan(sb, cmd, a->json) : exec_run(sb, cmd, o, a->warm, sfd);
 	lev_sandbox_free(sb);
 out_pool:
 	if (lev_sandbox_pool_teardown(pool, &err) < 0)

@@ -6,6 +6,10 @@
 . "$SRC_DIR/tests/lib.sh"
 
 PROBE=$(lev_helper_path lev-probe)
+# `lev sandbox exec` starts its one command cold; T_SBX_WARM=1 (the
+# t4001 twin of this file) runs the same probes in a cell of the warm helper.
+WARM=
+[ -n "${T_SBX_WARM:-}" ] && WARM=--warm
 
 # The fake home lives outside /tmp: the sandbox's private /tmp would hide a
 # home under /tmp entirely, and the secret tests would pass for the wrong
@@ -40,7 +44,7 @@ fi
 # A generous timeout: only the timeout test is about timeouts, and a loaded
 # machine must not turn a slow probe into a failure.
 sbx() {
-	"$LEV" sandbox exec --network off --timeout 300 --workdir "$WD" "$@"
+	"$LEV" sandbox exec $WARM --network off --timeout 300 --workdir "$WD" "$@"
 }
 inside() {
 	sbx -- "$PROBE" "$@"
@@ -186,7 +190,7 @@ test_expect_success '[sandbox] deny_read masks more paths (~/ expanded)' '
 
 test_expect_success 'a masked path cannot be renamed away or unmounted' '
 	echo SECRET-SSH-KEY >"$HOME/.ssh/id_rsa" &&
-	"$LEV" sandbox exec --network off --workdir "$HOME" -- mv "$HOME/.ssh" "$HOME/ssh-moved" 2>err;
+	"$LEV" sandbox exec $WARM --network off --workdir "$HOME" -- mv "$HOME/.ssh" "$HOME/ssh-moved" 2>err;
 	test -d "$HOME/.ssh" && test ! -e "$HOME/ssh-moved" &&
 	expect_not_word ok inside umount "$HOME/.ssh"
 '
@@ -206,12 +210,12 @@ test_control HOSTWEB 'a host web server is up for the network tests (no sandbox)
 
 test_control NETON 'the positive control: inet sockets and the tools work with network on' '
 	test -n "$PORT" &&
-	expect_word ok "$LEV" sandbox exec --network on --workdir "$WD" -- "$PROBE" socket inet &&
-	expect_word ok "$LEV" sandbox exec --network on --workdir "$WD" -- "$PROBE" connect 127.0.0.1 "$PORT" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- curl -sS -m 5 -o /dev/null "http://127.0.0.1:$PORT/" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- wget -q -t 1 -T 5 -O /dev/null "http://127.0.0.1:$PORT/" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- nc -z -w 2 127.0.0.1 "$PORT" &&
-	"$LEV" sandbox exec --network on --workdir "$WD" -- bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT"
+	expect_word ok "$LEV" sandbox exec $WARM --network on --workdir "$WD" -- "$PROBE" socket inet &&
+	expect_word ok "$LEV" sandbox exec $WARM --network on --workdir "$WD" -- "$PROBE" connect 127.0.0.1 "$PORT" &&
+	"$LEV" sandbox exec $WARM --network on --workdir "$WD" -- curl -sS -m 5 -o /dev/null "http://127.0.0.1:$PORT/" &&
+	"$LEV" sandbox exec $WARM --network on --workdir "$WD" -- wget -q -t 1 -T 5 -O /dev/null "http://127.0.0.1:$PORT/" &&
+	"$LEV" sandbox exec $WARM --network on --workdir "$WD" -- nc -z -w 2 127.0.0.1 "$PORT" &&
+	"$LEV" sandbox exec $WARM --network on --workdir "$WD" -- bash -c "echo hi >/dev/tcp/127.0.0.1/$PORT"
 '
 
 test_expect_success 'no inet socket with network off (any family but AF_UNIX)' '
@@ -371,7 +375,7 @@ test_expect_success 'a memory bomb is stopped' '
 	inside alloc-bomb 65536 >out &&
 	grep -q "^ENOMEM after" out &&
 	mb=$(sed -n "s/^ENOMEM after \([0-9]*\).*/\1/p" out) && [ "$mb" -le 4096 ] &&
-	"$LEV" sandbox exec --network off --workdir "$WD" --memory 256 -- "$PROBE" alloc-bomb 65536 >out3 &&
+	"$LEV" sandbox exec $WARM --network off --workdir "$WD" --memory 256 -- "$PROBE" alloc-bomb 65536 >out3 &&
 	mb=$(sed -n "s/^ENOMEM after \([0-9]*\).*/\1/p" out3) && [ "$mb" -le 256 ]
 '
 
@@ -463,7 +467,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 fi
 as_user() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$UWD" \
-		"$LEV" sandbox exec --network off --workdir "$UWD" -- "$PROBE" "$@"
+		"$LEV" sandbox exec $WARM --network off --workdir "$UWD" -- "$PROBE" "$@"
 }
 
 if [ -n "$USER_OK" ]; then
@@ -486,14 +490,14 @@ if [ -n "$USER_OK" ]; then
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$SHOME/suid-probe" whoami >host-out &&
 		grep -q "euid=0" host-out &&
 		setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$UWD" \
-			"$LEV" sandbox exec --network off --workdir "$UWD" -- "$SHOME/suid-probe" whoami >out &&
+			"$LEV" sandbox exec $WARM --network off --workdir "$UWD" -- "$SHOME/suid-probe" whoami >out &&
 		grep -q "^uid=65534 euid=65534" out
 	'
 	test_expect_success 'as an unprivileged user: secrets in its home are masked' '
 		mkdir -p "$UWD/.ssh" && echo SECRET-U >"$UWD/.ssh/id_rsa" && chown -R 65534:65534 "$UWD/.ssh" &&
 		mkdir -p "$UWD/proj" && chown 65534:65534 "$UWD/proj" &&
 		setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$UWD" \
-			"$LEV" sandbox exec --network off --workdir "$UWD/proj" -- "$PROBE" cat "$UWD/.ssh/id_rsa" >out 2>&1;
+			"$LEV" sandbox exec $WARM --network off --workdir "$UWD/proj" -- "$PROBE" cat "$UWD/.ssh/id_rsa" >out 2>&1;
 		! grep -q SECRET-U out && grep -q "^E" out
 	'
 	rm_uwd() { rm -rf "$UWD"; }

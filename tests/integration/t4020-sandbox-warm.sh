@@ -4,7 +4,7 @@
 # still cannot see or signal each other, leave nothing running for the next,
 # inherit no descriptor of the helper, and a killed helper is replaced by one
 # that fences as well.  Every refusal has a benign twin.  (The t4000/t4100
-# probes run through the same warm path: `lev sandbox exec` uses it.)
+# probes run through the same warm path: `lev sandbox exec --warm` uses it.)
 . "$SRC_DIR/tests/lib.sh"
 
 PROBE=$(lev_helper_path lev-probe)
@@ -59,11 +59,20 @@ test_control WARM 'commands of one sandbox run in cells of its warm helper' '
 	grep -q "^helper [0-9]" out && ! grep -q "^cold:" out
 '
 
-test_expect_success 'the plan names the warm helper, and lev sandbox exec uses it' '
-	lev sandbox exec --network off --workdir "$WD" --dry-run -- true >plan &&
-	grep -q "warm helper" plan &&
-	lev sandbox exec --network off --workdir "$WD" -- "$PROBE" list-pids >out 2>err &&
+test_expect_success 'the plan names the warm helper, and lev sandbox exec --warm uses it' '
+	lev sandbox exec --warm --network off --workdir "$WD" --dry-run -- true >plan &&
+	grep -q "warm helper" plan && ! grep -q "cold start" plan &&
+	lev sandbox exec --warm --network off --workdir "$WD" -- "$PROBE" list-pids >out 2>err &&
 	test "$(cat out)" = 2 && ! grep -q "starts cold" err
+'
+
+# its twin: one command alone starts cold (no helper to start for it), in
+# the same fences, and says so in its plan, not as a warning
+test_expect_success 'lev sandbox exec without --warm starts its one command cold' '
+	lev sandbox exec --network off --workdir "$WD" --dry-run -- true >plan &&
+	grep -q "cold start per command" plan && ! grep -q "warm helper" plan &&
+	lev sandbox exec --network off --workdir "$WD" -- "$PROBE" list-pids >out 2>err &&
+	test "$(cat out)" = 2 && test ! -s err
 '
 
 # B sees 4 processes (its cell, sh, its own sleep, the probe: the benign

@@ -85,13 +85,18 @@ test_expect_success WATCHER 'its twin: a forked copy never made dumpable is not 
 	assert_not_file_has_content w2 "^dumpable"
 '
 
-test_expect_success WATCHER 'lev sandbox exec (the probe, the warm helper, its cells): no copy dumpable' '
-	watched w3 "$LEV" env HOME="$ROOTDIR/home" "$LEV" sandbox exec --kind namespace \
-		--on-unavailable error --workdir "$ROOTDIR/work" -- sh -c "echo one; echo two" >out &&
-	grep -q "^one$" out && grep -q "^two$" out &&
-	assert_file_has_content w3 "^copy [0-9]" &&
-	assert_not_file_has_content w3 "^dumpable"
-'
+for mode in cold warm; do
+	flag=
+	[ $mode = warm ] && flag=--warm
+	test_expect_success WATCHER "lev sandbox exec, $mode (the probe, the helper or the cold child): no copy dumpable" '
+		watched "$TRASH/w3-$mode" "$LEV" env HOME="$ROOTDIR/home" "$LEV" sandbox exec $flag \
+			--kind namespace --on-unavailable error --workdir "$ROOTDIR/work" \
+			-- sh -c "echo one; echo two" >out &&
+		grep -q "^one$" out && grep -q "^two$" out &&
+		assert_file_has_content "$TRASH/w3-$mode" "^copy [0-9]" &&
+		assert_not_file_has_content "$TRASH/w3-$mode" "^dumpable"
+	'
+done
 
 for mode in warm cold; do
 	flag=

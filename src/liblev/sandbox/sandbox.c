@@ -300,32 +300,51 @@ static int wait_child(pid_t pid, int *st)
 	return 0;
 }
 
+/* What the holder child needs: lev's end of its pipe. */
+struct holder_arg {
+	int wr;
+};
+
+/* In the holder (lev's memory, its own stack, lev stopped until the exec):
+ * ask to be traced and execute lev's own program; on failure say why. */
+static int holder_child(void *arg)
+{
+	static char *const argv[] = { (char *)"lev-userns", NULL };
+	static char *const envp[] = { NULL };
+	const struct holder_arg *a = arg;
+	int e;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+		(void)execve("/proc/self/exe", argv, envp);
+	e = errno;
+	(void)!write(a->wr, &e, sizeof(e));
+	_exit(127);
+}
+
 /*
  * The process whose user namespace lev takes: a child cloned into a new
  * user namespace that asks to be traced and executes lev's own program, so
  * it stops (SIGTRAP) after the exec, before its first instruction.  Its
  * memory is then the program's image, fresh from the file, nothing of
- * lev's, and it is dumpable: lev may write its maps.  PID, or -errno.
+ * lev's, and it is dumpable: lev may write its maps.  Until the exec it
+ * runs in lev's memory on a stack of its own while lev waits
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn does): no copy of lev's memory is
+ * ever made for it.  PID, or -errno.
  */
 static long userns_holder(void)
 {
-	char *const argv[] = { (char *)"lev-userns", NULL };
-	char *const envp[] = { NULL };
-	int p[2], e = EIO, st, tries;
+	char stack[16384] __attribute__((aligned(16)));
+	struct holder_arg a;
+	int p[2], e = EIO, st = 0, tries;
 	ssize_t n;
 	long pid;
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, NULL, NULL, 0);
-	if (pid == 0) {
-		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
-			(void)execve("/proc/self/exe", argv, envp);
-		e = errno;
-		(void)!write(p[1], &e, sizeof(e));
-		_exit(127);
-	}
+	a.wr = p[1];
+	pid = clone(holder_child, stack + sizeof(stack),
+		    CLONE_NEWUSER | CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	if (pid < 0) {
 		e = errno;
 		close(p[0]);
@@ -381,6 +400,34 @@ int lev_sbx_userns(void)
 	return userns_fd;
 }
 
+/*
+ * In the middle process of lev_sbx_ns_clone(), a vfork() child: its locals
+ * live in a frame of their own, never in lev's.  Enter lev's user namespace
+ * and create the child in it as lev's own (CLONE_PARENT); tell lev its PID
+ * (or -errno) and exit.  Returns 0 in that child only.
+ */
+static __attribute__((noinline)) long ns_clone_mid(int ns, unsigned long flags, const int p[2])
+{
+	long c;
+
+	close(p[0]);
+	if (setns(ns, CLONE_NEWUSER) < 0) {
+		c = -errno;
+	} else {
+		c = syscall(SYS_clone, CLONE_PARENT | (flags & ~(CLONE_NEWUSER | 0xffUL)),
+			    0, NULL, NULL, 0);
+		if (c == 0) {
+			close(p[1]);
+			close(ns);
+			return 0;
+		}
+		if (c < 0)
+			c = -errno;
+	}
+	(void)!write(p[1], &c, sizeof(c));
+	_exit(0);
+}
+
 long lev_sbx_ns_clone(unsigned long flags, int *pidfd)
 {
 	int ns = lev_sbx_userns(), p[2], st, e;
@@ -391,27 +438,10 @@ long lev_sbx_ns_clone(unsigned long flags, int *pidfd)
 		return ns;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
-	mid = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
-	if (mid == 0) {
-		long c = -EIO;
-
-		close(p[0]);
-		if (setns(ns, CLONE_NEWUSER) < 0) {
-			c = -errno;
-		} else {
-			c = syscall(SYS_clone, CLONE_PARENT | (flags & ~(CLONE_NEWUSER | 0xffUL)),
-				    0, NULL, NULL, 0);
-			if (c == 0) {
-				close(p[1]);
-				close(ns);
-				return 0;
-			}
-			if (c < 0)
-				c = -errno;
-		}
-		(void)!write(p[1], &c, sizeof(c));
-		_exit(0);
-	}
+	/* lev's memory, lev stopped until it exits: nothing copied for it */
+	mid = vfork();
+	if (mid == 0 && ns_clone_mid(ns, flags, p) == 0)
+		return 0;	/* the child, in a copy of lev's memory */
 	if (mid < 0) {
 		e = errno;
 		close(p[0]);
