@@ -21,14 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lev/cmd.h"
 #include "lev/respond.h"
+#include "lev/runevents.h"
+#include "lev/spawnrun.h"
 #include "lev-version.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
@@ -67,6 +67,7 @@ struct session {
 };
 
 struct acp {
+	struct lev_ctx *ctx;
 	const char *agent;
 	bool yolo;
 	bool can_ask;		/* the host sent clientCapabilities */
@@ -354,27 +355,31 @@ static void turn_end(struct acp *a, const char *stop, const char *msg)
 	a->turn = NULL;
 }
 
+static void replay_event(const json_t *ev, void *arg)
+{
+	if (ev)
+		on_event(arg, ev);
+}
+
 /*
  * A run that ended before we followed it: the daemon sends its end, not its
  * events (an ended run keeps none for followers), so they are read from its
- * record, which holds every one, and streamed as they would have been.
+ * record (runevents.h), which holds every one, and streamed as they would
+ * have been.
  */
-static void replay_record(struct acp *a, const char *record)
+static void replay_record(struct acp *a, const char *run)
 {
-	_cleanup_free_ char *path = xasprintf("%s/events.jsonl", record), *line = NULL;
-	FILE *f = fopen(path, "re");
-	size_t cap = 0;
+	struct lev_run_events rd = LEV_RUN_EVENTS_INIT;
+	struct lev_err err = LEV_ERR_INIT;
 
-	if (!f)
+	if (lev_run_events_open(a->ctx, run, &rd, &err) < 0) {
+		lev_warn("replaying run %s: %s", run, err.msg);
+		lev_err_clear(&err);
 		return;
-	while (getline(&line, &cap, f) > 0) {
-		json_t *ev = json_loads(line, 0, NULL);
-
-		if (json_is_object(ev))
-			on_event(a, ev);
-		json_decref(ev);
 	}
-	fclose(f);
+	lev_run_events_read(&rd, true, 0, replay_event, a);
+	lev_run_events_close(&rd);
+	lev_buf_release(&rd.part);
 }
 
 /* The run's end frame M: its output as one more chunk, and the turn's stop reason. */
@@ -384,8 +389,8 @@ static void on_end(struct acp *a, const json_t *m)
 	json_t *res = NULL;
 	_cleanup_free_ char *msg = NULL;
 
-	if (!a->n_events && lev_json_str(m, "record"))
-		replay_record(a, lev_json_str(m, "record"));
+	if (!a->n_events)
+		replay_record(a, a->turn->run);
 
 	if (json_is_true(json_object_get(m, "result_in_record")) && lev_json_str(m, "record") &&
 	    lev_runrecord_result_load(lev_json_str(m, "record"), &res, NULL) == 0)
@@ -482,59 +487,6 @@ static void on_frame(struct acp *a, const json_t *m)
 	}
 }
 
-/*
- * `lev run AGENT --workdir CWD --detach --json --task @/dev/stdin [--yolo]`,
- * the prompt TEXT on its stdin, in a session of its own (no terminal to ask
- * on): 0 and *run, the id it printed; else an error in ERR.
- */
-static int spawn_run(struct acp *a, const struct session *s, const char *text, char **run,
-		     struct lev_err *err)
-{
-	char exe[PATH_MAX], out[4096];
-	const char *argv[] = { "lev", "run", a->agent, "--workdir", s->cwd, "--detach", "--json",
-			       "--task", "@/dev/stdin", a->yolo ? "--yolo" : NULL, NULL };
-	_cleanup_close_ int in = memfd_create("lev-acp-task", MFD_CLOEXEC);
-	int p[2], st;
-	size_t n = 0;
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	json_t *spawned;
-	pid_t pid;
-
-	if (k <= 0 || in < 0 || write(in, text, strlen(text)) != (ssize_t)strlen(text) ||
-	    lseek(in, 0, SEEK_SET) < 0 || pipe2(p, O_CLOEXEC) < 0)
-		return lev_err_errno(err, -errno, "cannot start the run");
-	exe[k] = '\0';
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		setsid();
-		if (dup2(in, 0) < 0 || dup2(p[1], 1) < 0)
-			_exit(127);
-		execv(exe, (char **)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	while (pid > 0 && n < sizeof(out) - 1 &&
-	       ((k = read(p[0], out + n, sizeof(out) - 1 - n)) > 0 || (k < 0 && errno == EINTR)))
-		n += k > 0 ? (size_t)k : 0;
-	close(p[0]);
-	out[n] = '\0';
-	if (pid < 0)
-		return lev_err_errno(err, -errno, "cannot start the run");
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return lev_err_set(err, -EIO, "'lev run %s' failed (its stderr says why)", a->agent);
-	spawned = json_loads(out, 0, NULL);
-	if (!lev_json_str(spawned, "run_id")) {
-		json_decref(spawned);
-		return lev_err_set(err, -EIO, "'lev run' printed no run id");
-	}
-	*run = xstrdup(lev_json_str(spawned, "run_id"));
-	json_decref(spawned);
-	return 0;
-}
-
 /* A prompt TEXT (request ID) for session S. */
 static void prompt(struct acp *a, struct session *s, const json_t *id, const char *text)
 {
@@ -558,7 +510,8 @@ static void prompt(struct acp *a, struct session *s, const json_t *id, const cha
 		json_decref(back);
 		return;
 	}
-	if (spawn_run(a, s, text, &s->run, &err) < 0) {
+	fflush(stdout);
+	if (lev_spawn_detached(a->agent, s->cwd, text, a->yolo, &s->run, &err) < 0) {
 		reply_err(id, LEV_ACP_INTERNAL_ERROR, err.msg);
 		return;
 	}
@@ -737,10 +690,9 @@ int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx)
 		{ "yolo", no_argument, NULL, 'y' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct acp a = { .fd = -1 };
+	struct acp a = { .ctx = ctx, .fd = -1 };
 	int c;
 
-	(void)ctx;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -760,6 +712,8 @@ int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx)
 		return lev_usage_error("agent-client", "unexpected argument '%s'", argv[optind]);
 	if (!a.agent)
 		return lev_usage_error("agent-client", "which agent? give its name or path");
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;	/* a run's record is read from it */
 	signal(SIGPIPE, SIG_IGN);
 	a.waiting = json_array();
 	a.plan = json_array();
