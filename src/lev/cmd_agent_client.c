@@ -367,19 +367,17 @@ static void replay_event(const json_t *ev, void *arg)
  * record (runevents.h), which holds every one, and streamed as they would
  * have been.
  */
-static void replay_record(struct acp *a, const char *run)
+static int replay_record(struct acp *a, const char *run, struct lev_err *err)
 {
 	struct lev_run_events rd = LEV_RUN_EVENTS_INIT;
-	struct lev_err err = LEV_ERR_INIT;
+	int r = lev_run_events_open(a->ctx, run, &rd, err);
 
-	if (lev_run_events_open(a->ctx, run, &rd, &err) < 0) {
-		lev_warn("replaying run %s: %s", run, err.msg);
-		lev_err_clear(&err);
-		return;
-	}
+	if (r < 0)
+		return r;
 	lev_run_events_read(&rd, true, 0, replay_event, a);
 	lev_run_events_close(&rd);
 	lev_buf_release(&rd.part);
+	return 0;
 }
 
 /* The run's end frame M: its output as one more chunk, and the turn's stop reason. */
@@ -388,9 +386,12 @@ static void on_end(struct acp *a, const json_t *m)
 	const char *status = lev_json_str(m, "status"), *out = lev_json_str(m, "result");
 	json_t *res = NULL;
 	_cleanup_free_ char *msg = NULL;
+	struct lev_err err = LEV_ERR_INIT;
 
-	if (!a->n_events)
-		replay_record(a, a->turn->run);
+	if (!a->n_events && replay_record(a, a->turn->run, &err) < 0) {
+		lev_warn("replaying run %s: %s", a->turn->run, err.msg);
+		lev_err_clear(&err);
+	}
 
 	if (json_is_true(json_object_get(m, "result_in_record")) && lev_json_str(m, "record") &&
 	    lev_runrecord_result_load(lev_json_str(m, "record"), &res, NULL) == 0)
@@ -539,26 +540,104 @@ static struct session *session_of(struct acp *a, const json_t *params, struct le
 	return NULL;
 }
 
-static int session_new(struct acp *a, const json_t *params, json_t **result, struct lev_err *err)
+/* Params' "cwd", an absolute directory, as its real path in REAL (PATH_MAX). */
+static int session_cwd(const json_t *params, char *real, struct lev_err *err)
 {
 	const char *cwd = NULL;
-	char real[PATH_MAX];
 	struct stat st;
-	struct session *s;
 
 	if (lev_acp_param_str(params, "cwd", &cwd, err) < 0)
 		return err->code;
 	if (cwd[0] != '/' || !realpath(cwd, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
 		return lev_err_set(err, LEV_ACP_INVALID_PARAMS,
 				   "invalid params: 'cwd' must be the absolute path of a directory");
-	if (a->n_s >= 1000)
-		return lev_err_set(err, LEV_ACP_INTERNAL_ERROR, "too many sessions");
+	return 0;
+}
+
+/* A new session in directory CWD named ID (NULL: a fresh name), or NULL with ERR. */
+static struct session *session_add(struct acp *a, const char *id, const char *cwd,
+				   struct lev_err *err)
+{
+	struct session *s;
+
+	if (a->n_s >= 1000) {
+		lev_err_set(err, LEV_ACP_INTERNAL_ERROR, "too many sessions");
+		return NULL;
+	}
 	a->s = xrealloc(a->s, (a->n_s + 1) * sizeof(*a->s));
 	s = &a->s[a->n_s++];
-	s->id = xasprintf("lev-session-%zu", a->n_s);
-	s->cwd = xstrdup(real);
+	s->id = id ? xstrdup(id) : xasprintf("lev-session-%zu", a->n_s);
+	s->cwd = xstrdup(cwd);
 	s->run = NULL;
+	return s;
+}
+
+/* Forget the session session_add() made last. */
+static void session_drop(struct acp *a)
+{
+	struct session *s = &a->s[--a->n_s];
+
+	free(s->id);
+	free(s->cwd);
+	free(s->run);
+}
+
+static int session_new(struct acp *a, const json_t *params, json_t **result, struct lev_err *err)
+{
+	char real[PATH_MAX];
+	struct session *s;
+
+	if (session_cwd(params, real, err) < 0)
+		return err->code;
+	if (!(s = session_add(a, NULL, real, err)))
+		return err->code;
 	*result = json_pack("{s:s}", "sessionId", s->id);
+	return 0;
+}
+
+/*
+ * session/load: session ID is a lev run; its history, the run's record as
+ * runevents.h reads it, comes back as the session/update notifications it
+ * streamed, then the answer; the session goes on in CWD, its next prompt a
+ * turn like any other session's.  An id that is no run's record is an
+ * error, and nothing is started.
+ */
+static int session_load(struct acp *a, const json_t *params, json_t **result,
+			struct lev_err *err)
+{
+	const char *sid = NULL;
+	char real[PATH_MAX];
+	struct session *s;
+	struct lev_err why = LEV_ERR_INIT;
+	size_t i;
+	int r;
+
+	if (lev_acp_param_str(params, "sessionId", &sid, err) < 0 ||
+	    session_cwd(params, real, err) < 0)
+		return err->code;
+	if (a->turn)
+		return lev_err_set(err, LEV_ACP_INVALID_REQUEST,
+				   "invalid request: a turn is in flight");
+	for (i = 0; i < a->n_s; i++)
+		if (!strcmp(a->s[i].id, sid))
+			return lev_err_set(err, LEV_ACP_INVALID_PARAMS,
+					   "invalid params: session '%.64s' is open already", sid);
+	if (!(s = session_add(a, sid, real, err)))
+		return err->code;
+	a->turn = s;	/* the updates name it */
+	r = replay_record(a, sid, &why);
+	json_array_clear(a->plan);
+	free(a->last_text);
+	a->last_text = NULL;
+	a->turn = NULL;
+	if (r < 0) {
+		session_drop(a);
+		r = lev_err_set(err, LEV_ACP_INVALID_PARAMS, "invalid params: no session '%.64s': %s",
+				sid, why.msg);
+		lev_err_clear(&why);
+		return r;
+	}
+	*result = json_null();
 	return 0;
 }
 
@@ -574,11 +653,13 @@ static void on_request(struct acp *a, const struct lev_acp_msg *m)
 	if (!strcmp(m->method, "initialize")) {
 		a->can_ask = json_is_object(json_object_get(m->params, "clientCapabilities"));
 		result = json_pack("{s:i, s:{s:b, s:{s:b, s:b, s:b}}, s:[], s:{s:s, s:s}}",
-				   "protocolVersion", 1, "agentCapabilities", "loadSession", 0,
+				   "protocolVersion", 1, "agentCapabilities", "loadSession", 1,
 				   "promptCapabilities", "image", 0, "audio", 0, "embeddedContext", 1,
 				   "authMethods", "agentInfo", "name", "lev", "version", LEV_VERSION);
 	} else if (!strcmp(m->method, "session/new")) {
 		r = session_new(a, m->params, &result, &err);
+	} else if (!strcmp(m->method, "session/load")) {
+		r = session_load(a, m->params, &result, &err);
 	} else if (!strcmp(m->method, "session/prompt")) {
 		if (!(s = session_of(a, m->params, &err)))
 			r = err.code;
