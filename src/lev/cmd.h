@@ -137,6 +137,8 @@ extern const char lev_usage_ps[];
  */
 #define LEV_PS_NCOLS 8
 void lev_ps_row(const json_t *r, char *row[LEV_PS_NCOLS]);
+/* A worker or child K of a run (an entry of its "workers"), as the indented row under it. */
+void lev_ps_worker_row(const json_t *k, char *row[LEV_PS_NCOLS]);
 int cmd_respond(int argc, char **argv, struct lev_ctx *ctx);
 extern const char lev_usage_respond[];
 int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx);

@@ -21,14 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lev/cmd.h"
 #include "lev/respond.h"
+#include "lev/runevents.h"
+#include "lev/spawnrun.h"
 #include "lev-version.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
@@ -67,6 +67,7 @@ struct session {
 };
 
 struct acp {
+	struct lev_ctx *ctx;
 	const char *agent;
 	bool yolo;
 	bool can_ask;		/* the host sent clientCapabilities */
@@ -354,27 +355,29 @@ static void turn_end(struct acp *a, const char *stop, const char *msg)
 	a->turn = NULL;
 }
 
+static void replay_event(const json_t *ev, void *arg)
+{
+	if (ev)
+		on_event(arg, ev);
+}
+
 /*
  * A run that ended before we followed it: the daemon sends its end, not its
  * events (an ended run keeps none for followers), so they are read from its
- * record, which holds every one, and streamed as they would have been.
+ * record (runevents.h), which holds every one, and streamed as they would
+ * have been.
  */
-static void replay_record(struct acp *a, const char *record)
+static int replay_record(struct acp *a, const char *run, struct lev_err *err)
 {
-	_cleanup_free_ char *path = xasprintf("%s/events.jsonl", record), *line = NULL;
-	FILE *f = fopen(path, "re");
-	size_t cap = 0;
+	struct lev_run_events rd = LEV_RUN_EVENTS_INIT;
+	int r = lev_run_events_open(a->ctx, run, &rd, err);
 
-	if (!f)
-		return;
-	while (getline(&line, &cap, f) > 0) {
-		json_t *ev = json_loads(line, 0, NULL);
-
-		if (json_is_object(ev))
-			on_event(a, ev);
-		json_decref(ev);
-	}
-	fclose(f);
+	if (r < 0)
+		return r;
+	lev_run_events_read(&rd, true, 0, replay_event, a);
+	lev_run_events_close(&rd);
+	lev_buf_release(&rd.part);
+	return 0;
 }
 
 /* The run's end frame M: its output as one more chunk, and the turn's stop reason. */
@@ -383,9 +386,12 @@ static void on_end(struct acp *a, const json_t *m)
 	const char *status = lev_json_str(m, "status"), *out = lev_json_str(m, "result");
 	json_t *res = NULL;
 	_cleanup_free_ char *msg = NULL;
+	struct lev_err err = LEV_ERR_INIT;
 
-	if (!a->n_events && lev_json_str(m, "record"))
-		replay_record(a, lev_json_str(m, "record"));
+	if (!a->n_events && replay_record(a, a->turn->run, &err) < 0) {
+		lev_warn("replaying run %s: %s", a->turn->run, err.msg);
+		lev_err_clear(&err);
+	}
 
 	if (json_is_true(json_object_get(m, "result_in_record")) && lev_json_str(m, "record") &&
 	    lev_runrecord_result_load(lev_json_str(m, "record"), &res, NULL) == 0)
@@ -482,59 +488,6 @@ static void on_frame(struct acp *a, const json_t *m)
 	}
 }
 
-/*
- * `lev run AGENT --workdir CWD --detach --json --task @/dev/stdin [--yolo]`,
- * the prompt TEXT on its stdin, in a session of its own (no terminal to ask
- * on): 0 and *run, the id it printed; else an error in ERR.
- */
-static int spawn_run(struct acp *a, const struct session *s, const char *text, char **run,
-		     struct lev_err *err)
-{
-	char exe[PATH_MAX], out[4096];
-	const char *argv[] = { "lev", "run", a->agent, "--workdir", s->cwd, "--detach", "--json",
-			       "--task", "@/dev/stdin", a->yolo ? "--yolo" : NULL, NULL };
-	_cleanup_close_ int in = memfd_create("lev-acp-task", MFD_CLOEXEC);
-	int p[2], st;
-	size_t n = 0;
-	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	json_t *spawned;
-	pid_t pid;
-
-	if (k <= 0 || in < 0 || write(in, text, strlen(text)) != (ssize_t)strlen(text) ||
-	    lseek(in, 0, SEEK_SET) < 0 || pipe2(p, O_CLOEXEC) < 0)
-		return lev_err_errno(err, -errno, "cannot start the run");
-	exe[k] = '\0';
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		setsid();
-		if (dup2(in, 0) < 0 || dup2(p[1], 1) < 0)
-			_exit(127);
-		execv(exe, (char **)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	while (pid > 0 && n < sizeof(out) - 1 &&
-	       ((k = read(p[0], out + n, sizeof(out) - 1 - n)) > 0 || (k < 0 && errno == EINTR)))
-		n += k > 0 ? (size_t)k : 0;
-	close(p[0]);
-	out[n] = '\0';
-	if (pid < 0)
-		return lev_err_errno(err, -errno, "cannot start the run");
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return lev_err_set(err, -EIO, "'lev run %s' failed (its stderr says why)", a->agent);
-	spawned = json_loads(out, 0, NULL);
-	if (!lev_json_str(spawned, "run_id")) {
-		json_decref(spawned);
-		return lev_err_set(err, -EIO, "'lev run' printed no run id");
-	}
-	*run = xstrdup(lev_json_str(spawned, "run_id"));
-	json_decref(spawned);
-	return 0;
-}
-
 /* A prompt TEXT (request ID) for session S. */
 static void prompt(struct acp *a, struct session *s, const json_t *id, const char *text)
 {
@@ -558,7 +511,8 @@ static void prompt(struct acp *a, struct session *s, const json_t *id, const cha
 		json_decref(back);
 		return;
 	}
-	if (spawn_run(a, s, text, &s->run, &err) < 0) {
+	fflush(stdout);
+	if (lev_spawn_detached(a->agent, s->cwd, text, a->yolo, &s->run, &err) < 0) {
 		reply_err(id, LEV_ACP_INTERNAL_ERROR, err.msg);
 		return;
 	}
@@ -586,26 +540,104 @@ static struct session *session_of(struct acp *a, const json_t *params, struct le
 	return NULL;
 }
 
-static int session_new(struct acp *a, const json_t *params, json_t **result, struct lev_err *err)
+/* Params' "cwd", an absolute directory, as its real path in REAL (PATH_MAX). */
+static int session_cwd(const json_t *params, char *real, struct lev_err *err)
 {
 	const char *cwd = NULL;
-	char real[PATH_MAX];
 	struct stat st;
-	struct session *s;
 
 	if (lev_acp_param_str(params, "cwd", &cwd, err) < 0)
 		return err->code;
 	if (cwd[0] != '/' || !realpath(cwd, real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
 		return lev_err_set(err, LEV_ACP_INVALID_PARAMS,
 				   "invalid params: 'cwd' must be the absolute path of a directory");
-	if (a->n_s >= 1000)
-		return lev_err_set(err, LEV_ACP_INTERNAL_ERROR, "too many sessions");
+	return 0;
+}
+
+/* A new session in directory CWD named ID (NULL: a fresh name), or NULL with ERR. */
+static struct session *session_add(struct acp *a, const char *id, const char *cwd,
+				   struct lev_err *err)
+{
+	struct session *s;
+
+	if (a->n_s >= 1000) {
+		lev_err_set(err, LEV_ACP_INTERNAL_ERROR, "too many sessions");
+		return NULL;
+	}
 	a->s = xrealloc(a->s, (a->n_s + 1) * sizeof(*a->s));
 	s = &a->s[a->n_s++];
-	s->id = xasprintf("lev-session-%zu", a->n_s);
-	s->cwd = xstrdup(real);
+	s->id = id ? xstrdup(id) : xasprintf("lev-session-%zu", a->n_s);
+	s->cwd = xstrdup(cwd);
 	s->run = NULL;
+	return s;
+}
+
+/* Forget the session session_add() made last. */
+static void session_drop(struct acp *a)
+{
+	struct session *s = &a->s[--a->n_s];
+
+	free(s->id);
+	free(s->cwd);
+	free(s->run);
+}
+
+static int session_new(struct acp *a, const json_t *params, json_t **result, struct lev_err *err)
+{
+	char real[PATH_MAX];
+	struct session *s;
+
+	if (session_cwd(params, real, err) < 0)
+		return err->code;
+	if (!(s = session_add(a, NULL, real, err)))
+		return err->code;
 	*result = json_pack("{s:s}", "sessionId", s->id);
+	return 0;
+}
+
+/*
+ * session/load: session ID is a lev run; its history, the run's record as
+ * runevents.h reads it, comes back as the session/update notifications it
+ * streamed, then the answer; the session goes on in CWD, its next prompt a
+ * turn like any other session's.  An id that is no run's record is an
+ * error, and nothing is started.
+ */
+static int session_load(struct acp *a, const json_t *params, json_t **result,
+			struct lev_err *err)
+{
+	const char *sid = NULL;
+	char real[PATH_MAX];
+	struct session *s;
+	struct lev_err why = LEV_ERR_INIT;
+	size_t i;
+	int r;
+
+	if (lev_acp_param_str(params, "sessionId", &sid, err) < 0 ||
+	    session_cwd(params, real, err) < 0)
+		return err->code;
+	if (a->turn)
+		return lev_err_set(err, LEV_ACP_INVALID_REQUEST,
+				   "invalid request: a turn is in flight");
+	for (i = 0; i < a->n_s; i++)
+		if (!strcmp(a->s[i].id, sid))
+			return lev_err_set(err, LEV_ACP_INVALID_PARAMS,
+					   "invalid params: session '%.64s' is open already", sid);
+	if (!(s = session_add(a, sid, real, err)))
+		return err->code;
+	a->turn = s;	/* the updates name it */
+	r = replay_record(a, sid, &why);
+	json_array_clear(a->plan);
+	free(a->last_text);
+	a->last_text = NULL;
+	a->turn = NULL;
+	if (r < 0) {
+		session_drop(a);
+		r = lev_err_set(err, LEV_ACP_INVALID_PARAMS, "invalid params: no session '%.64s': %s",
+				sid, why.msg);
+		lev_err_clear(&why);
+		return r;
+	}
+	*result = json_null();
 	return 0;
 }
 
@@ -621,11 +653,13 @@ static void on_request(struct acp *a, const struct lev_acp_msg *m)
 	if (!strcmp(m->method, "initialize")) {
 		a->can_ask = json_is_object(json_object_get(m->params, "clientCapabilities"));
 		result = json_pack("{s:i, s:{s:b, s:{s:b, s:b, s:b}}, s:[], s:{s:s, s:s}}",
-				   "protocolVersion", 1, "agentCapabilities", "loadSession", 0,
+				   "protocolVersion", 1, "agentCapabilities", "loadSession", 1,
 				   "promptCapabilities", "image", 0, "audio", 0, "embeddedContext", 1,
 				   "authMethods", "agentInfo", "name", "lev", "version", LEV_VERSION);
 	} else if (!strcmp(m->method, "session/new")) {
 		r = session_new(a, m->params, &result, &err);
+	} else if (!strcmp(m->method, "session/load")) {
+		r = session_load(a, m->params, &result, &err);
 	} else if (!strcmp(m->method, "session/prompt")) {
 		if (!(s = session_of(a, m->params, &err)))
 			r = err.code;
@@ -737,10 +771,9 @@ int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx)
 		{ "yolo", no_argument, NULL, 'y' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct acp a = { .fd = -1 };
+	struct acp a = { .ctx = ctx, .fd = -1 };
 	int c;
 
-	(void)ctx;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -760,6 +793,8 @@ int cmd_agent_client(int argc, char **argv, struct lev_ctx *ctx)
 		return lev_usage_error("agent-client", "unexpected argument '%s'", argv[optind]);
 	if (!a.agent)
 		return lev_usage_error("agent-client", "which agent? give its name or path");
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;	/* a run's record is read from it */
 	signal(SIGPIPE, SIG_IGN);
 	a.waiting = json_array();
 	a.plan = json_array();

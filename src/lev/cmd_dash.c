@@ -2,7 +2,7 @@
  * cmd_dash.c - lev dash: a terminal dashboard over the daemon's protocol.
  *
  * It decides nothing: the runs are the daemon's "ps", a run's events its
- * record's events.jsonl (as lev logs reads them), a question the daemon's
+ * record's events.jsonl (runevents.h, as lev stages reads them), a question the daemon's
  * "requests" shown and answered through respond.h (as lev respond does,
  * bound to the digest of the call on screen), and pause, resume and cancel
  * the daemon's own requests.  Everything a run wrote goes through termtext
@@ -23,11 +23,14 @@
 
 #include "lev/cmd.h"
 #include "lev/respond.h"
+#include "lev/runevents.h"
+#include "lev/spawnrun.h"
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/termtext.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
+#include "liblev/conf/agentstore.h"
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 
@@ -44,7 +47,7 @@ const char lev_usage_dash[] =
 #define INPUT_MAX 4096		/* an answer typed in, in bytes */
 #define POLL_MS 200		/* how often the daemon is asked */
 
-enum view { VIEW_LIST, VIEW_DETAIL, VIEW_ANSWER };
+enum view { VIEW_LIST, VIEW_DETAIL, VIEW_ANSWER, VIEW_NEW };
 enum prompt { PROMPT_NONE, PROMPT_FILTER, PROMPT_TEXT, PROMPT_CANCEL };
 
 struct lines {
@@ -53,9 +56,16 @@ struct lines {
 	size_t max;		/* keep the newest MAX (0: keep them all) */
 };
 
+/* A row of the list: a run, or one of its sub-agents nested under it. */
+struct row {
+	size_t run;		/* index into runs */
+	ssize_t kid;		/* -1: the run's own row; else the index in its "workers" */
+};
+
 struct dash {
+	struct lev_ctx *ctx;
 	json_t *runs;		/* the runs as ps lists them, going then ended (owned) */
-	size_t *rows;		/* indexes into runs of the rows the filter keeps */
+	struct row *rows;	/* the rows the filter keeps */
 	size_t nrows, sel, top;
 	bool down;		/* the daemon did not answer the last time */
 	char *down_why;
@@ -66,15 +76,16 @@ struct dash {
 	char *run;		/* the run open in the detail or answer view */
 	char *cancel;		/* the run x asks about */
 	struct lines events;	/* its events, as lines */
-	int ev_fd;
-	off_t ev_off;
-	bool ev_skip;		/* inside a line too long to show */
+	struct lev_run_events ev;	/* its record's events.jsonl, read so far */
 	json_t *question;	/* the open request being answered, as shown (owned) */
 	char *shown_text;	/* its text, as lev respond shows it (owned) */
 	struct lines shown;	/* that text in rows of shown_cols columns */
 	int shown_cols;
 	size_t scroll;		/* first line shown of the detail / answer pane */
 	bool follow;		/* the detail pane sticks to the newest line */
+	struct lev_agent_info *agents;	/* the new-run screen's installed agents */
+	size_t n_agents, agent_sel;
+	bool in_task;		/* its task field has the keyboard */
 	char filter[128];
 	char input[INPUT_MAX];
 	char toast[512];
@@ -254,28 +265,66 @@ static bool run_matches(const json_t *r, const char *needle)
 	return false;
 }
 
-/* Keep the selection on the same run while the list changes under it. */
+/* Sub-agent K of row I, or NULL for a run's own row. */
+static const json_t *row_kid(const struct dash *d, size_t i)
+{
+	const json_t *r = json_array_get(d->runs, d->rows[i].run);
+
+	return d->rows[i].kid < 0 ? NULL
+				  : json_array_get(json_object_get(r, "workers"), (size_t)d->rows[i].kid);
+}
+
+/* What names row I across polls: its run's id, and its sub-agent's (fresh). */
+static char *row_key(const struct dash *d, size_t i)
+{
+	const json_t *r = json_array_get(d->runs, d->rows[i].run), *k = row_kid(d, i);
+
+	return xasprintf("%s\n%s", lev_json_str(r, "id") ? lev_json_str(r, "id") : "",
+			 k && lev_json_str(k, "child") ? lev_json_str(k, "child") : "");
+}
+
+/*
+ * The rows: each run the filter keeps, and under it its running workers and
+ * children as lev ps lists them; the selection stays on row KEEP (row_key())
+ * while the list changes under it.
+ */
 static void refilter(struct dash *d, const char *keep)
 {
-	size_t i;
-	json_t *r;
+	size_t i, n = 0, k;
+	json_t *r, *x;
 
-	free(d->rows);
-	d->rows = xcalloc(json_array_size(d->runs) + 1, sizeof(*d->rows));
-	d->nrows = 0;
 	json_array_foreach(d->runs, i, r)
-		if (run_matches(r, d->filter))
-			d->rows[d->nrows++] = i;
-	for (i = 0; keep && i < d->nrows; i++)
-		if (lev_streq(lev_json_str(json_array_get(d->runs, d->rows[i]), "id"), keep))
+		n += 1 + json_array_size(json_object_get(r, "workers"));
+	free(d->rows);
+	d->rows = xcalloc(n + 1, sizeof(*d->rows));
+	d->nrows = 0;
+	json_array_foreach(d->runs, i, r) {
+		if (!run_matches(r, d->filter))
+			continue;
+		d->rows[d->nrows++] = (struct row){ i, -1 };
+		json_array_foreach(json_object_get(r, "workers"), k, x)
+			d->rows[d->nrows++] = (struct row){ i, (ssize_t)k };
+	}
+	for (i = 0; keep && i < d->nrows; i++) {
+		_cleanup_free_ char *key = row_key(d, i);
+
+		if (lev_streq(key, keep))
 			d->sel = i;
+	}
 	if (d->sel >= d->nrows)
 		d->sel = d->nrows ? d->nrows - 1 : 0;
 }
 
+/* The run of the selected row (a sub-agent's row: the run it runs under). */
 static const json_t *selected(const struct dash *d)
 {
-	return d->nrows ? json_array_get(d->runs, d->rows[d->sel]) : NULL;
+	return d->nrows ? json_array_get(d->runs, d->rows[d->sel].run) : NULL;
+}
+
+/* row_key() of the selected row, or NULL (fresh). */
+static char *selected_key(const struct dash *d)
+{
+	return d->nrows ? row_key(d, d->sel) : NULL;
 }
 
 static const json_t *run_by_id(const struct dash *d, const char *id)
@@ -303,7 +352,7 @@ static void poll_runs(struct dash *d)
 {
 	struct lev_err err = LEV_ERR_INIT;
 	json_t *reply = NULL, *all;
-	_cleanup_free_ char *keep = selected(d) ? xstrdup(lev_json_str(selected(d), "id")) : NULL;
+	_cleanup_free_ char *keep = selected_key(d);
 	int r = call(lev_proto_request("ps"), &reply, &err);
 
 	if (r == -EREMOTEIO) {
@@ -414,68 +463,28 @@ static void event_lines(struct lines *l, const json_t *ev)
 	lines_add(l, "", s, COLS - 2);
 }
 
-/* Read what the run's events.jsonl holds beyond what was read. */
+static void event_in(const json_t *ev, void *arg)
+{
+	struct lines *l = arg;
+
+	if (ev)
+		event_lines(l, ev);
+	else
+		lines_add(l, "", "(an event too long to show here: lev logs has it)", COLS - 2);
+}
+
+/* Read what the run's events.jsonl holds beyond what was read (runevents.h). */
 static void read_events(struct dash *d)
 {
-	char buf[65536];
-
-	if (d->ev_fd < 0) {
-		json_t *req = lev_proto_request("get"), *reply = NULL;
+	if (d->ev.fd < 0) {
 		struct lev_err err = LEV_ERR_INIT;
-		const char *rec;
 
-		json_object_set_new(req, "run", json_string(d->run));
-		if (call(req, &reply, &err) < 0) {
+		if (lev_run_events_open(d->ctx, d->run, &d->ev, &err) < 0) {
 			lev_err_clear(&err);
-			return;
+			return;	/* no record yet: asked again at the next poll */
 		}
-		rec = lev_json_str(json_object_get(reply, "run"), "record");
-		if (rec) {
-			_cleanup_free_ char *p = lev_path_join(rec, "events.jsonl");
-
-			d->ev_fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		}
-		json_decref(reply);
-		if (d->ev_fd < 0)
-			return;
 	}
-	for (;;) {
-		ssize_t n = pread(d->ev_fd, buf, sizeof(buf) - 1, d->ev_off), keep;
-		char *p, *nl;
-
-		if (n <= 0)
-			return;
-		buf[n] = '\0';
-		if (d->ev_skip) {
-			/* the rest of a line too long to show */
-			nl = strchr(buf, '\n');
-			d->ev_off += nl ? nl + 1 - buf : n;
-			d->ev_skip = !nl;
-			continue;
-		}
-		for (keep = n; keep > 0 && buf[keep - 1] != '\n'; keep--)
-			;
-		if (keep == 0 && n < (ssize_t)sizeof(buf) - 1)
-			return;	/* a line still being written */
-		if (keep == 0) {
-			lines_add(&d->events, "", "(an event too long to show here: lev logs has it)",
-				  COLS - 2);
-			d->ev_off += n;
-			d->ev_skip = true;
-			continue;
-		}
-		buf[keep] = '\0';
-		for (p = buf; (nl = strchr(p, '\n')); p = nl + 1) {
-			json_t *ev;
-
-			*nl = '\0';
-			ev = json_loads(p, 0, NULL);
-			if (json_is_object(ev))
-				event_lines(&d->events, ev);
-			json_decref(ev);
-		}
-		d->ev_off += keep;
-	}
+	lev_run_events_read(&d->ev, false, 0, event_in, &d->events);
 }
 
 /* ---- the views ---- */
@@ -486,11 +495,7 @@ static void open_run(struct dash *d, const char *id, enum view v)
 		free(d->run);
 		d->run = xstrdup(id);
 		lines_clear(&d->events);
-		if (d->ev_fd >= 0)
-			close(d->ev_fd);
-		d->ev_fd = -1;
-		d->ev_off = 0;
-		d->ev_skip = false;
+		lev_run_events_close(&d->ev);
 	}
 	d->view = v;
 	d->scroll = 0;
@@ -676,7 +681,12 @@ static void draw_list(struct dash *d)
 	for (int c = 0; c < NCOLS; c++)
 		w[c] = (int)strlen(head[c]);
 	for (size_t i = 0; i < d->nrows; i++) {
-		row_cells(json_array_get(d->runs, d->rows[i]), cells[i]);
+		if (row_kid(d, i)) {
+			lev_ps_worker_row(row_kid(d, i), cells[i]);
+			cells[i][LEV_PS_NCOLS] = xstrdup("-");
+		} else {
+			row_cells(json_array_get(d->runs, d->rows[i].run), cells[i]);
+		}
 		for (int c = 0; c < NCOLS; c++) {
 			int n = (int)(strlen(cells[i][c]) < 60 ? strlen(cells[i][c]) : 60);
 
@@ -698,9 +708,13 @@ static void draw_list(struct dash *d)
 	if (d->sel >= d->top + (size_t)avail)
 		d->top = d->sel - (size_t)avail + 1;
 	for (size_t i = 0; i < d->nrows; i++) {
-		const json_t *r = json_array_get(d->runs, d->rows[i]);
+		const json_t *r = json_array_get(d->runs, d->rows[i].run);
 		int y = 2 + (int)(i - d->top);
-		attr_t a = i == d->sel ? A_REVERSE : run_asks(r) ? A_BOLD : run_ended(r) ? A_DIM : 0;
+		attr_t a = i == d->sel	     ? A_REVERSE
+			   : row_kid(d, i) ? 0
+			   : run_asks(r)   ? A_BOLD
+			   : run_ended(r)  ? A_DIM
+					   : 0;
 
 		if (i >= d->top && y < 2 + avail) {
 			attron(a);
@@ -787,6 +801,7 @@ static const char *const help_text[] = {
 	"  Enter             open the run          i              answer the selected run",
 	"  p / r             pause / resume it     x              cancel it (asks first)",
 	"  /                 filter (Enter keeps it, Esc clears it)",
+	"  n                 start a run: pick an installed agent, type the task, Enter",
 	"  Esc               clear the filter      q, Ctrl-C      quit",
 	"",
 	"a run (its events)",
@@ -822,13 +837,114 @@ static const char *answer_keys(const json_t *q)
 	return "t or Enter type the answer (Enter sends it)  Esc back";
 }
 
+/* ---- the new-run screen ---- */
+
+static void agents_free(struct dash *d)
+{
+	lev_agentstore_list_free(d->agents, d->n_agents);
+	d->agents = NULL;
+	d->n_agents = d->agent_sel = 0;
+}
+
+/* n: the installed agents to pick from, and a task to type. */
+static void open_new(struct dash *d)
+{
+	struct lev_err err = LEV_ERR_INIT;
+
+	agents_free(d);
+	if (lev_agentstore_list(&d->agents, &d->n_agents, &err) < 0) {
+		_cleanup_free_ char *why = safe_cell(err.msg);
+
+		snprintf(d->toast, sizeof(d->toast), "cannot list the agents: %s", why);
+		lev_err_clear(&err);
+		return;
+	}
+	if (!d->n_agents) {
+		snprintf(d->toast, sizeof(d->toast),
+			 "no agents installed: 'lev add DIR' installs one");
+		return;
+	}
+	d->in_task = false;
+	d->input[0] = '\0';
+	d->view = VIEW_NEW;
+}
+
+/* Enter in the task: the run started as lev run AGENT --detach starts it (spawnrun.h). */
+static void start_new(struct dash *d)
+{
+	const char *agent = d->agents[d->agent_sel].name;
+	struct lev_err err = LEV_ERR_INIT;
+	char cwd[4096];
+	_cleanup_free_ char *run = NULL, *safe = NULL;
+
+	if (!*d->input) {
+		snprintf(d->toast, sizeof(d->toast), "type the task first");
+		return;
+	}
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    lev_spawn_detached(agent, cwd, d->input, false, &run, &err) < 0) {
+		_cleanup_free_ char *why = safe_cell(err.msg[0] ? err.msg : strerror(errno));
+
+		snprintf(d->toast, sizeof(d->toast), "not started: %s", why);
+		lev_err_clear(&err);
+		return;
+	}
+	agents_free(d);
+	safe = safe_cell(run);
+	poll_runs(d);
+	open_run(d, run, VIEW_DETAIL);
+	snprintf(d->toast, sizeof(d->toast), "started run %s", safe);
+}
+
+static void draw_new(const struct dash *d)
+{
+	char cwd[4096];
+	_cleanup_free_ char *where = safe_cell(getcwd(cwd, sizeof(cwd)) ? cwd : "?");
+	_cleanup_free_ char *task = safe_cell(d->input);
+	_cleanup_free_ char *head = xasprintf(" start a run in %s", where);
+	int rows = LINES - 9, first;
+
+	attron(A_BOLD);
+	put(1, 1, head);
+	attroff(A_BOLD);
+	put(2, 2, d->in_task ? "the agent:" : "pick the agent (Up/Down):");
+	if (rows < 1)
+		rows = 1;
+	first = (int)d->agent_sel >= rows ? (int)d->agent_sel - rows + 1 : 0;
+	for (int i = 0; i < rows && (size_t)(first + i) < d->n_agents; i++) {
+		const struct lev_agent_info *ag = &d->agents[first + i];
+		_cleanup_free_ char *name = safe_cell(ag->name);
+		_cleanup_free_ char *line = xasprintf("%s %s%s%s", (size_t)(first + i) ==
+						      d->agent_sel ? ">" : " ", name,
+						      ag->error ? "   (does not load: " : "",
+						      ag->error ? "see lev validate)" : "");
+
+		if ((size_t)(first + i) == d->agent_sel)
+			attron(A_REVERSE);
+		put(3 + i, 3, line);
+		attroff(A_REVERSE);
+	}
+	put(LINES - 5, 2, d->in_task ? "the task (Enter starts the run):" : "the task (Tab or Enter to "
+										"type it):");
+	{
+		_cleanup_free_ char *field = xasprintf("task> %s%s", task, d->in_task ? "_" : "");
+
+		if (d->in_task)
+			attron(A_BOLD);
+		put(LINES - 4, 3, field);
+		attroff(A_BOLD);
+	}
+}
+
 static void draw(struct dash *d)
 {
 	static const char *const keys[] = {
-		[VIEW_LIST] = "Enter open  i answer  p/r pause/resume  x cancel  / filter  ? help  q quit",
+		[VIEW_LIST] = "Enter open  i answer  n new run  p/r pause/resume  x cancel  / filter  "
+			      "? help  q quit",
 		[VIEW_DETAIL] = "i answer  p/r pause/resume  x cancel  Up/Down/PgUp/PgDn scroll  Esc back  "
 				"? help",
 		[VIEW_ANSWER] = "",
+		[VIEW_NEW] = "",
 	};
 
 	erase();
@@ -840,9 +956,15 @@ static void draw(struct dash *d)
 	} else {
 		if (d->view == VIEW_LIST)
 			draw_list(d);
+		else if (d->view == VIEW_NEW)
+			draw_new(d);
 		else
 			draw_detail(d);
-		draw_footer(d, d->view == VIEW_ANSWER ? answer_keys(d->question) : keys[d->view]);
+		draw_footer(d, d->view == VIEW_ANSWER ? answer_keys(d->question)
+			       : d->view != VIEW_NEW ? keys[d->view]
+			       : d->in_task	      ? "Enter start the run  Tab/Esc back to the agents"
+						      : "Up/Down pick  Tab/Enter to the task  Esc close, "
+							"nothing started");
 	}
 	refresh();
 }
@@ -906,8 +1028,11 @@ static void key_prompt(struct dash *d, int ch)
 		memcpy(d->filter, d->input, strnlen(d->input, sizeof(d->filter) - 1));
 		d->filter[strnlen(d->input, sizeof(d->filter) - 1)] = '\0';
 	}
-	if (p == PROMPT_FILTER)
-		refilter(d, selected(d) ? lev_json_str(selected(d), "id") : NULL);
+	if (p == PROMPT_FILTER) {
+		_cleanup_free_ char *keep = selected_key(d);
+
+		refilter(d, keep);
+	}
 }
 
 static void start_prompt(struct dash *d, enum prompt p)
@@ -983,10 +1108,43 @@ static void key_list(struct dash *d, int ch)
 	else if (ch == '/')
 		start_prompt(d, PROMPT_FILTER);
 	else if (ch == KEY_ESC) {
+		_cleanup_free_ char *keep = selected_key(d);
+
 		d->filter[0] = '\0';
-		refilter(d, r ? lev_json_str(r, "id") : NULL);
-	} else
+		refilter(d, keep);
+	} else if (ch == 'n')
+		open_new(d);
+	else
 		(void)key_run(d, ch, r ? lev_json_str(r, "id") : NULL);
+}
+
+/* The new-run screen: pick the agent, type the task, Enter starts it; Esc starts nothing. */
+static void key_new(struct dash *d, int ch)
+{
+	size_t n = strlen(d->input);
+
+	if (!d->in_task) {
+		if ((ch == KEY_UP || ch == 'k') && d->agent_sel > 0)
+			d->agent_sel--;
+		else if ((ch == KEY_DOWN || ch == 'j') && d->agent_sel + 1 < d->n_agents)
+			d->agent_sel++;
+		else if (ch == '\t' || is_enter(ch))
+			d->in_task = true;
+		else if (ch == KEY_ESC) {
+			agents_free(d);
+			d->view = VIEW_LIST;
+			snprintf(d->toast, sizeof(d->toast), "no run started");
+		}
+	} else if (ch == KEY_ESC || ch == '\t') {
+		d->in_task = false;
+	} else if (is_enter(ch)) {
+		start_new(d);
+	} else if (is_backspace(ch)) {
+		drop_last(d->input);
+	} else if (ch >= 0x20 && ch <= 0xff && ch != 0x7f && n + 1 < sizeof(d->input)) {
+		d->input[n] = (char)ch;
+		d->input[n + 1] = '\0';
+	}
 }
 
 /* The answer view: the answers lev respond takes, by key. */
@@ -1024,6 +1182,13 @@ static bool key(struct dash *d, int ch)
 	}
 	if (d->help) {
 		d->help = false;
+		return true;
+	}
+	if (d->view == VIEW_NEW) {
+		if (ch == KEY_F(1))
+			d->help = true;
+		else
+			key_new(d, ch);	/* ? and q are typed here */
 		return true;
 	}
 	if (ch == '?' || ch == KEY_F(1)) {
@@ -1096,21 +1261,24 @@ static void dash_release(struct dash *d)
 	lines_clear(&d->events);
 	lines_clear(&d->shown);
 	free(d->shown_text);
-	if (d->ev_fd >= 0)
-		close(d->ev_fd);
+	agents_free(d);
+	lev_run_events_close(&d->ev);
+	lev_buf_release(&d->ev.part);
 }
 
 int cmd_dash(int argc, char **argv, struct lev_ctx *ctx)
 {
-	struct dash d = { .ev_fd = -1, .follow = true, .events.max = EVENT_LINES_MAX };
+	struct dash d = { .ctx = ctx, .ev = LEV_RUN_EVENTS_INIT, .follow = true,
+			  .events.max = EVENT_LINES_MAX };
 	struct sigaction sa = { .sa_handler = on_stop };
 	FILE *out;
 	SCREEN *scr;
 	int fd;
 
-	(void)ctx;
 	if (argc > 1)
 		return lev_usage_error("dash", "unexpected argument '%s'", argv[1]);
+	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
+		return LEV_EXIT_FAIL;	/* the runs' records are read from it */
 	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
 		return lev_fail("lev dash draws on a terminal: stdin and stdout must be one");
 	/* the screen is drawn on fd 1 itself: stdout is filtered (termout.h) */

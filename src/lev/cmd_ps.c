@@ -111,7 +111,7 @@ void lev_ps_row(const json_t *r, char *row[LEV_PS_NCOLS])
 }
 
 /* A worker or child of a run, in a row under it: its id, agent, pid and stage. */
-static void row_of_worker(const json_t *k, char **row)
+void lev_ps_worker_row(const json_t *k, char *row[LEV_PS_NCOLS])
 {
 	_cleanup_free_ char *id = xasprintf("  %s", lev_json_str(k, "child") ? lev_json_str(k, "child")
 									  : "?");
@@ -151,7 +151,7 @@ static void print_table(const json_t *runs, const json_t *fin)
 		/* its workers and children, each a process of its own, under it */
 		json_array_foreach(json_object_get(r, "workers"), k, x)
 			if (i < nr)
-				row_of_worker(x, rows[++n]);
+				lev_ps_worker_row(x, rows[++n]);
 	}
 	for (i = 1; i <= n; i++)
 		for (int c = 0; c < NCOLS; c++)

@@ -152,6 +152,7 @@ def main():
     ap.add_argument("--respond-outside", action="store_true")
     ap.add_argument("--second-prompt")
     ap.add_argument("--break-root")
+    ap.add_argument("--load", help="session/load this session id instead of session/new")
     ap.add_argument("argv", nargs="+")
     a = ap.parse_args()
 
@@ -162,8 +163,28 @@ def main():
     r = h.answer_of(h.request("initialize", init))
     if r.get("result", {}).get("protocolVersion") != 1:
         die("initialize: %r" % r)
-    r = h.answer_of(h.request("session/new", {"cwd": os.path.abspath(a.cwd), "mcpServers": []}))
-    sid = r.get("result", {}).get("sessionId")
+    if a.load is not None:
+        if not r["result"]["agentCapabilities"].get("loadSession"):
+            die("loadSession not advertised: %r" % r)
+        replayed = []
+
+        def on_replay(m):
+            if m.get("method") != "session/update" or m["params"].get("sessionId") != a.load:
+                die("unexpected message while loading: %r" % m)
+            replayed.append(m)
+
+        r = h.answer_of(h.request("session/load", {
+            "sessionId": a.load, "cwd": os.path.abspath(a.cwd), "mcpServers": []}), on_replay)
+        if "error" in r:
+            print("error %d: %s" % (r["error"]["code"], r["error"]["message"]))
+            h.close()
+            return
+        print("loaded: %d updates" % len(replayed))
+        sid = a.load
+    else:
+        r = h.answer_of(h.request("session/new", {"cwd": os.path.abspath(a.cwd),
+                                                  "mcpServers": []}))
+        sid = r.get("result", {}).get("sessionId")
     if not isinstance(sid, str):
         die("session/new: %r" % r)
     if a.garbage:

@@ -5,7 +5,9 @@
 # host as session/request_permission carrying the whole call, and the host's
 # choice is the answer (checked from outside: the file the call writes);
 # --yolo asks nothing; bad lines get JSON-RPC errors and the session goes on;
-# a daemon killed -9 mid-turn is started again and the turn goes on.
+# a daemon killed -9 mid-turn is started again and the turn goes on;
+# session/load replays a finished run's events and the session goes on, an
+# id that is no run's is an error and starts nothing.
 . "$SRC_DIR/tests/lib.sh"
 
 . "$SRC_DIR/tests/daemon-lib.sh"
@@ -57,6 +59,53 @@ test_expect_success 'a prompt streams the run and ends the turn with end_turn' '
 	assert said == ["hello from the talker"], said
 	assert any(u["sessionUpdate"] == "plan" for u in ups), ups
 	PY
+'
+
+# the runs lev ps --all knows
+nruns() {
+	"$LEV" ps --all --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(len(j.get("runs", [])) + len(j.get("finished", [])))'
+}
+
+test_expect_success 'session/load replays a finished run'"'"'s events, then a prompt goes on in it' '
+	"$LEV" ps --all --json | python3 -c "
+import json, sys
+j = json.load(sys.stdin)
+print([r[\"id\"] for r in j.get(\"runs\", []) + j.get(\"finished\", [])
+       if r[\"agent\"] == \"talker\"][0])" >talker.id &&
+	host --load "$(cat talker.id)" --cwd work --log load.log -- "$LEV" agent-client \
+		"$PWD/talker" >out &&
+	grep -q "^loaded: [1-9][0-9]* updates" out &&
+	grep -qx "stopReason: end_turn" out &&
+	python3 - load.log "$(cat talker.id)" <<-PY
+	import json, sys
+	msgs = [json.loads(l) for l in open(sys.argv[1])]
+	load = [m for m in msgs if m.get("id") == 2][0]
+	at = msgs.index(load)
+	assert load["result"] is None, load
+	ups = [m["params"] for m in msgs[:at] if m.get("method") == "session/update"]
+	assert ups and all(u["sessionId"] == sys.argv[2] for u in ups), ups
+	said = [u["update"]["content"]["text"] for u in ups
+	        if u["update"]["sessionUpdate"] == "agent_message_chunk"]
+	assert said == ["hello from the talker"], said
+	# the prompt after it: a turn of the same session
+	later = [m["params"]["sessionId"] for m in msgs[at:] if m.get("method") == "session/update"]
+	assert later and set(later) == {sys.argv[2]}, later
+	PY
+'
+
+test_expect_success 'session/load of an unknown or invalid id: a JSON-RPC error, nothing started' '
+	n0=$(nruns) &&
+	host --load 20990101-000000-000-abcdef --cwd work -- "$LEV" agent-client \
+		"$PWD/talker" >out &&
+	grep -q "^error -32602: invalid params: no session .20990101-000000-000-abcdef.: no run" out &&
+	host --load "../../etc" --cwd work -- "$LEV" agent-client "$PWD/talker" >out &&
+	grep -q "^error -32602: invalid params: no session .*is not a run id" out &&
+	host --load "" --cwd work -- "$LEV" agent-client "$PWD/talker" >out &&
+	grep -q "^error -32602: " out &&
+	test "$(nruns)" = "$n0"
 '
 
 test_expect_success 'a question is a request_permission with the whole call; allow runs it' '
