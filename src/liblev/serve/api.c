@@ -837,7 +837,10 @@ static const struct route routes[] = {
 	{ "GET", "/ws/agents/{id}", LEV_API_WS, false, NULL, 0, NULL,
 	  "The run's live events over WebSocket (token as ?token=; Origin: this server's or --cors)" },
 	{ "GET", "/ws", LEV_API_WS, false, NULL, 0, NULL,
-	  "Every run's events: 501, the daemon streams one run a connection (use /ws/agents/{id})" },
+	  "Every run's events over WebSocket, each tagged with its run_id and agent_id, runs "
+	  "started later included (token as ?token=; Origin: this server's or --cors)" },
+	{ "GET", "/api/events", LEV_API_EVENTS, false, NULL, 0, NULL,
+	  "Every run's events as server-sent events, as /ws sends them" },
 	{ "GET", "/api/models", LEV_API_JSON, false, NULL, 0, h_models,
 	  "The models lev knows, as 'lev models list --json'" },
 	{ "GET", "/api/tools", LEV_API_JSON, false, NULL, 0, h_tools,
