@@ -418,11 +418,13 @@ struct sse {
 static void sse_frame(struct sse *e, json_t *m)
 {
 	const char *op;
+	/* a watch's frames are wrapped: one run's end is not the stream's */
+	bool end = lev_streq(lev_json_str(m, "op"), "end");
 	char *text = lev_serve_event_text(m, &op);
 
 	(void)lev_buf_addf(&e->out, "event: %s\ndata: %s\n\n", op, text);
 	free(text);
-	if (lev_streq(op, "end"))
+	if (end)
 		e->ended = true;
 }
 
@@ -494,6 +496,26 @@ static unsigned attach(const char *run, int *fd, struct lev_err *err)
 	return rc < 0 ? (rc == -EREMOTEIO ? 404 : 503) : 0;
 }
 
+/*
+ * Follow every run on a new daemon connection (*fd), the daemon's `watch`:
+ * each run's frames wrapped with its id, runs started later included.
+ */
+static unsigned watch_all(int *fd, struct lev_err *err)
+{
+	json_t *req = lev_proto_request("watch"), *reply = NULL;
+	int rc = lev_client_open(req, fd, &reply, err);
+
+	json_decref(req);
+	json_decref(reply);
+	return rc < 0 ? (rc == -EREMOTEIO ? 502 : 503) : 0;
+}
+
+/* RUN's stream, or every run's (RUN NULL). */
+static unsigned follow_stream(const char *run, int *fd, struct lev_err *err)
+{
+	return run ? attach(run, fd, err) : watch_all(fd, err);
+}
+
 static enum MHD_Result events(const struct serve *s, struct MHD_Connection *c, const char *run)
 {
 	struct lev_err err = LEV_ERR_INIT;
@@ -502,7 +524,7 @@ static enum MHD_Result events(const struct serve *s, struct MHD_Connection *c, c
 	unsigned st;
 	int fd = -1;
 
-	st = attach(run, &fd, &err);
+	st = follow_stream(run, &fd, &err);
 	if (st)
 		return reply_error(s, c, st, err.msg);
 	e = xcalloc(1, sizeof(*e));
@@ -584,11 +606,15 @@ static bool has_word(const char *v, const char *word)
 	return v && strcasestr(v, word);
 }
 
-/* GET /ws/agents/{id}?token=T: the checks, the run's follower, then 101. */
+/*
+ * GET /ws/agents/{id}?token=T (one run) or GET /ws?token=T (every run): the
+ * checks, the follower, then 101.
+ */
 static enum MHD_Result ws_handshake(const struct serve *s, struct MHD_Connection *c,
 				    const char *url)
 {
-	const char *tok = query(c, "token"), *run = url + strlen("/ws/agents/");
+	bool all = lev_streq(url, "/ws");
+	const char *tok = query(c, "token"), *run = all ? NULL : url + strlen("/ws/agents/");
 	char accept[LEV_WS_ACCEPT_LEN + 1];
 	struct lev_err err = LEV_ERR_INIT;
 	struct MHD_Response *r;
@@ -596,11 +622,9 @@ static enum MHD_Result ws_handshake(const struct serve *s, struct MHD_Connection
 	unsigned st;
 	int fd = -1;
 
-	if (lev_streq(url, "/ws"))
-		return reply_error(s, c, 501, "lev's daemon streams one run a connection; "
-					      "follow a run on /ws/agents/{id}");
-	if (!lev_startswith(url, "/ws/agents/") || !*run || strchr(run, '/'))
-		return reply_error(s, c, 404, "no such stream: /ws/agents/{id} follows one run");
+	if (!all && (!lev_startswith(url, "/ws/agents/") || !*run || strchr(run, '/')))
+		return reply_error(s, c, 404, "no such stream: /ws/agents/{id} follows one run, "
+					      "/ws every run");
 	if (!(tok && lev_apibody_token_eq(tok, s->token)) && !authorized(s, c))
 		return reply_error(s, c, 401, "a token is required: ?token=TOKEN");
 	if (!ws_origin_ok(s, c))
@@ -616,7 +640,7 @@ static enum MHD_Result ws_handshake(const struct serve *s, struct MHD_Connection
 	}
 	if (lev_ws_accept(hdr(c, "Sec-WebSocket-Key"), accept) < 0)
 		return reply_error(s, c, 400, "header 'Sec-WebSocket-Key' is not 16 bytes in base64");
-	st = attach(run, &fd, &err);
+	st = follow_stream(run, &fd, &err);
 	if (st)
 		return reply_error(s, c, st, err.msg);
 	u = xcalloc(1, sizeof(*u));

@@ -2,8 +2,10 @@
  * cmd_stages.c - lev stages RUN [--regions] [--json]: a run's per-stage
  * token ledger, from the model_response events of its record.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lev/cmd.h"
 #include "lev/report.h"
@@ -12,7 +14,7 @@
 #include "liblev/daemon/proto.h"
 
 const char lev_usage_stages[] =
-	"usage: lev stages RUN [--regions] [--json]\n"
+	"usage: lev stages RUN [--regions] [--tree] [--json]\n"
 	"\n"
 	"The run's per-stage token ledger, from its record (no daemon needed): each\n"
 	"stage entered, in order (a stage entered again is one row), how it ended\n"
@@ -24,9 +26,18 @@ const char lev_usage_stages[] =
 	"  --regions  also each stage's context high-water mark: the largest window\n"
 	"             a request of it carried (lev records the whole window, not each\n"
 	"             region's share)\n"
+	"  --tree     the run and its sub-agents (spawn_agent children, fan_out\n"
+	"             workers, theirs), each with its status and tokens, and the\n"
+	"             totals with every descendant's, from their sub-records\n"
 	"  --json     {run, stages: [{stage, status, iterations, prompt_tokens,\n"
 	"             output_tokens, cache_read_tokens, cache_write_tokens,\n"
-	"             context_high_water}], total: {prompt_tokens, output_tokens}}\n";
+	"             context_high_water}], total: {prompt_tokens, output_tokens}}\n"
+	"             with --tree: {run, id, kind, tokens, total: {prompt_tokens,\n"
+	"             output_tokens, agents}, children: [{id, kind, agent, status,\n"
+	"             error, tokens, total, children}]}\n";
+
+/* How deep --tree follows sub-records (a run's sub-agents nest at most 8 deep). */
+#define TREE_DEPTH_MAX 16
 
 /* The row of STAGE in ROWS (made when missing). */
 static json_t *row_of(json_t *rows, const char *stage)
@@ -97,10 +108,144 @@ static json_t *ledger(const json_t *events)
 	return rows;
 }
 
+/* The prompt and output tokens of EVENTS' model responses, as {prompt_tokens, output_tokens}. */
+static json_t *tokens_of(const json_t *events)
+{
+	json_int_t tp = 0, to = 0;
+	json_t *ev;
+	size_t i;
+
+	json_array_foreach(events, i, ev)
+		if (lev_streq(lev_json_str(ev, "event"), "model_response")) {
+			tp += json_integer_value(json_object_get(ev, "prompt_tokens"));
+			to += json_integer_value(json_object_get(ev, "completion_tokens"));
+		}
+	return json_pack("{s:I,s:I}", "prompt_tokens", (json_int_t)tp, "output_tokens",
+			 (json_int_t)to);
+}
+
+/* The sub-agents EVENTS started, by their child_started / child_finished events: a new array. */
+static json_t *kids_of(const json_t *events)
+{
+	json_t *kids = json_object(), *list = json_array(), *ev, *k;
+	const char *id;
+	size_t i;
+
+	json_array_foreach(events, i, ev) {
+		const char *what = lev_json_str(ev, "event");
+		bool done = lev_streq(what, "child_finished");
+
+		if ((!done && !lev_streq(what, "child_started")) || !(id = lev_json_str(ev, "child")))
+			continue;
+		if (!(k = json_object_get(kids, id))) {
+			k = json_pack("{s:s,s:O*,s:O*,s:s,s:n,s:n}", "id", id, "kind",
+				      json_object_get(ev, "kind"), "agent", json_object_get(ev, "agent"),
+				      "status", "running", "error", "record");
+			json_object_set_new(kids, id, k);
+			json_array_append(list, k);
+		}
+		if (done) {
+			json_object_set_new(k, "status", json_string(json_is_true(json_object_get(
+						ev, "ok")) ? "complete" : "error"));
+			json_object_set(k, "error", json_object_get(ev, "error"));
+			json_object_set(k, "record", json_object_get(ev, "record"));
+		}
+	}
+	json_decref(kids);
+	return list;
+}
+
+static void total_add(json_t *total, const json_t *add, const char *key)
+{
+	json_object_set_new(total, key, json_integer(json_integer_value(json_object_get(total, key)) +
+						     json_integer_value(json_object_get(add, key))));
+}
+
+/*
+ * NODE filled from the record directory DIRFD's EVENTS: its tokens, its
+ * sub-agents (each read from its sub-record, opened by the last segment of
+ * the record its parent named beneath DIRFD's children/, never through a
+ * symlink or out of it), and the totals with every descendant's.
+ */
+static void tree_fill(json_t *node, int dirfd, const json_t *events, unsigned depth)
+{
+	json_t *kids = kids_of(events), *k, *total;
+	int cdir = depth < TREE_DEPTH_MAX ? openat(dirfd, "children", O_RDONLY | O_DIRECTORY |
+						  O_NOFOLLOW | O_CLOEXEC) : -1;
+	size_t i;
+
+	json_object_set_new(node, "tokens", tokens_of(events));
+	total = json_deep_copy(json_object_get(node, "tokens"));
+	json_object_set_new(total, "agents", json_integer(1));
+	json_array_foreach(kids, i, k) {
+		const char *rec = lev_json_str(k, "record"), *name = rec ? strrchr(rec, '/') : NULL;
+		int fd = -1;
+		json_t *evs = NULL;
+
+		name = name ? name + 1 : rec;
+		if (cdir >= 0 && name && *name && *name != '.')
+			fd = openat(cdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		evs = fd >= 0 ? lev_run_events_at(fd) : NULL;
+		json_object_del(k, "record");
+		tree_fill(k, fd, evs ? evs : json_array(), depth + 1);
+		if (!evs)	/* running, or no sub-record: its tokens are not known yet */
+			json_object_set_new(json_object_get(k, "tokens"), "recorded", json_false());
+		json_decref(evs);
+		if (fd >= 0)
+			close(fd);
+		total_add(total, json_object_get(k, "total"), "prompt_tokens");
+		total_add(total, json_object_get(k, "total"), "output_tokens");
+		total_add(total, json_object_get(k, "total"), "agents");
+	}
+	if (cdir >= 0)
+		close(cdir);
+	json_object_set_new(node, "children", kids);
+	json_object_set_new(node, "total", total);
+}
+
+static void tree_print(const json_t *node, unsigned indent)
+{
+	const json_t *t = json_object_get(node, "total"), *k;
+	size_t i;
+
+	printf("%*s%-*s %-10s %10lld %10lld   (with sub-agents: %lld, %lld)\n", (int)indent, "",
+	       (int)(24 - (indent < 20 ? indent : 20)), lev_json_str(node, "id"),
+	       lev_json_str(node, "status") ? lev_json_str(node, "status") : "",
+	       (long long)json_integer_value(json_object_get(json_object_get(node, "tokens"),
+							     "prompt_tokens")),
+	       (long long)json_integer_value(json_object_get(json_object_get(node, "tokens"),
+							     "output_tokens")),
+	       (long long)json_integer_value(json_object_get(t, "prompt_tokens")),
+	       (long long)json_integer_value(json_object_get(t, "output_tokens")));
+	json_array_foreach(json_object_get(node, "children"), i, k)
+		tree_print(k, indent + 2);
+}
+
+/* lev stages RUN --tree: the run and its sub-agents, each with its tokens, and the totals. */
+static int stages_tree(struct lev_ctx *ctx, const char *run, const json_t *events, bool json)
+{
+	json_t *node = json_pack("{s:s,s:s,s:s}", "run", run, "id", run, "kind", "run");
+	char *dir = lev_path_join(ctx->paths.runs, run);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	free(dir);
+	tree_fill(node, fd, events, 0);
+	if (fd >= 0)
+		close(fd);
+	if (json) {
+		lev_report_print_json(node);
+		return LEV_EXIT_OK;
+	}
+	printf("%-24s %-10s %10s %10s\n", "AGENT", "STATUS", "PROMPT", "OUTPUT");
+	tree_print(node, 0);
+	json_decref(node);
+	return LEV_EXIT_OK;
+}
+
 int cmd_stages(int argc, char **argv, struct lev_ctx *ctx)
 {
 	const char *run = NULL;
-	bool json = false, regions = false;
+	bool json = false, regions = false, tree = false;
 	json_int_t tp = 0, to = 0;
 	json_t *events = NULL, *rows, *r;
 	size_t i;
@@ -111,6 +256,8 @@ int cmd_stages(int argc, char **argv, struct lev_ctx *ctx)
 			json = true;
 		else if (!strcmp(argv[k], "--regions"))
 			regions = true;
+		else if (!strcmp(argv[k], "--tree"))
+			tree = true;
 		else if (argv[k][0] == '-')
 			return lev_usage_error("stages", "unknown option '%s'", argv[k]);
 		else if (run)
@@ -123,6 +270,11 @@ int cmd_stages(int argc, char **argv, struct lev_ctx *ctx)
 	rc = lev_run_events(ctx, run, &events);
 	if (rc)
 		return rc;
+	if (tree) {
+		rc = stages_tree(ctx, run, events, json);
+		json_decref(events);
+		return rc;
+	}
 	rows = ledger(events);
 	json_decref(events);
 	json_array_foreach(rows, i, r) {

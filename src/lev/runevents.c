@@ -148,3 +148,18 @@ int lev_run_events(struct lev_ctx *ctx, const char *id, json_t **out)
 	*out = arr;
 	return 0;
 }
+
+json_t *lev_run_events_at(int dirfd)
+{
+	struct lev_run_events rd = LEV_RUN_EVENTS_INIT;
+	json_t *arr;
+
+	rd.fd = openat(dirfd, "events.jsonl", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (rd.fd < 0)
+		return NULL;
+	arr = json_array();
+	lev_run_events_read(&rd, true, EVENTS_MAX, append, arr);
+	lev_run_events_close(&rd);
+	lev_buf_release(&rd.part);
+	return arr;
+}

@@ -51,3 +51,9 @@ void lev_run_events_close(struct lev_run_events *rd);
  * returned; 0 on success.
  */
 int lev_run_events(struct lev_ctx *ctx, const char *id, json_t **out);
+/*
+ * The events of the record directory DIRFD (its events.jsonl, opened
+ * beneath it, never through a symlink) as a new array; NULL when it has
+ * none or it cannot be read.
+ */
+json_t *lev_run_events_at(int dirfd);

@@ -80,12 +80,6 @@ test_expect_success 'a bad handshake: 426 for another version, 400 for a bad key
 	test "$(head -1 o)" = "status 404"
 '
 
-test_expect_success '/ws (every run) is a 501 that says why' '
-	test_expect_code 3 $WS "$WSURL/ws?token=$TOKEN" >o &&
-	test "$(head -1 o)" = "status 501" &&
-	grep -q "/ws/agents/{id}" o
-'
-
 test_expect_success 'clients that drop mid-stream cost only their connections' '
 	for i in 1 2 3 4 5 6 7 8; do
 		$WS --drop-after 1 "$WSURL/ws/agents/$ID?token=$TOKEN" >drop.$i || return 1

@@ -162,8 +162,6 @@ test_expect_success 'files: a FIFO a 400 (never opened), a missing file or run a
 test_expect_success 'a route lev refuses: 501 with its reason, nothing done' '
 	test "$(api DELETE /api/runs/$(cat id))" = 501 &&
 	grep -q "keeps every ended run" out &&
-	test "$(api GET /api/agents/$(cat id)/tree-status)" = 501 &&
-	grep -q "tree status" out &&
 	test "$(api GET /api/agents/$(cat id))" = 200
 '
 

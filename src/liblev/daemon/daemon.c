@@ -87,6 +87,8 @@ struct conn {
 	size_t out_len, out_off;
 	bool close_after;	/* close once out is sent: the run ended */
 	bool dead;		/* closed at the next turn of the loop */
+	bool watch;		/* follows every run (watch): each frame wrapped with its run */
+	bool watch_next;	/* set by watch: begin once replied to */
 };
 
 struct frame {
@@ -454,7 +456,8 @@ static void conn_queue(struct daemon *d, struct conn *c, const char *f, size_t n
 	if (c->dead)
 		return;
 	if (c->out_len - c->out_off + n > FOLLOW_OUT_MAX) {
-		dlog(d, "run %s: dropped a follower that reads too slowly", c->follow->id);
+		dlog(d, "run %s: dropped a follower that reads too slowly",
+		     c->follow ? c->follow->id : "(every run: watch)");
 		c->dead = true;
 		return;
 	}
@@ -503,6 +506,54 @@ static void backlog_add(struct run *r, char *f, size_t n)
 	}
 }
 
+/*
+ * R's frame F (N bytes, with its header) to the connections that watch every
+ * run, as {"v":1,"op":"run_frame","run":ID,"frame":F}: F's bytes are copied
+ * once into the wrapper, never decoded.  A frame the wrapper would take past
+ * LEV_PROTO_MAX is counted as dropped for them ({"op":"dropped","run":ID}).
+ */
+static void watch_push(struct daemon *d, const struct run *r, const char *f, size_t n)
+{
+	json_t *idj = NULL;
+	char *id = NULL, *w = NULL;
+	size_t k = 0, len = 0;
+
+	for (size_t i = 0; i < d->n_conns; i++) {
+		if (!d->conns[i].watch || d->conns[i].dead)
+			continue;
+		if (!w) {
+			idj = json_string(r->id);
+			id = json_dumps(idj, JSON_ENCODE_ANY);
+			json_decref(idj);
+			if (!id)
+				return;
+			len = 4 + strlen("{\"v\":1,\"op\":\"run_frame\",\"run\":,\"frame\":}") +
+			      strlen(id) + (n - 4);
+			if (len - 4 > LEV_PROTO_MAX) {
+				json_t *m = lev_proto_request("dropped");
+
+				json_object_set_new(m, "run", json_string(r->id));
+				json_object_set_new(m, "events", json_integer(1));
+				w = lev_proto_frame(m, &len);
+				json_decref(m);
+			} else {
+				w = xmalloc(len);
+				lev_proto_put_len(w, len - 4);
+				k = 4 + (size_t)sprintf(w + 4, "{\"v\":1,\"op\":\"run_frame\",\"run\":%s,"
+							 "\"frame\":", id);
+				memcpy(w + k, f + 4, n - 4);
+				w[len - 1] = '}';
+			}
+			free(id);
+			if (!w)
+				return;
+		}
+		conn_queue(d, &d->conns[i], w, len);
+		conn_flush(&d->conns[i]);
+	}
+	free(w);
+}
+
 /* Send frame F (N bytes, taken) to R's followers; KEEP: also into its backlog. */
 static void follow_push_frame(struct daemon *d, struct run *r, char *f, size_t n, bool keep)
 {
@@ -512,6 +563,7 @@ static void follow_push_frame(struct daemon *d, struct run *r, char *f, size_t n
 		conn_queue(d, &d->conns[i], f, n);
 		conn_flush(&d->conns[i]);
 	}
+	watch_push(d, r, f, n);
 	if (keep)
 		backlog_add(r, f, n);
 	else
@@ -1127,6 +1179,9 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 		json_decref(keep);
 	}
 	run_start(d, r, req, false);
+	/* a watcher (every run's stream) learns of the run first */
+	follow_push(d, r, json_pack("{s:i,s:s,s:s,s:O}", "v", LEV_PROTO_VERSION, "op", "spawned",
+				    "run", id, "agent", json_object_get(r->doc, "agent")), false);
 	dlog(d, "run %s: started worker %d for '%s'", id, (int)pid, lev_json_str(req, "blueprint"));
 	d->last_busy = now();
 	if (json_is_true(json_object_get(msg, "follow")))
@@ -1980,6 +2035,25 @@ static json_t *op_attach(struct daemon *d, struct conn *c, const json_t *msg)
 	return ok;
 }
 
+/*
+ * Follow every run: each frame any run's followers get from now on, wrapped
+ * with the run's id (watch_push()), runs that start later included.  The
+ * reply lists the runs live now (ids and statuses); nothing of their past
+ * is replayed (their records hold it).
+ */
+static json_t *op_watch(struct daemon *d, struct conn *c)
+{
+	json_t *ok = lev_proto_ok(), *runs = json_array();
+
+	for (size_t i = 0; i < d->n_runs; i++)
+		if (!status_final(run_status(d->runs[i])))
+			json_array_append_new(runs, json_pack("{s:s,s:s}", "id", d->runs[i]->id,
+							      "status", run_status(d->runs[i])));
+	json_object_set_new(ok, "runs", runs);
+	c->watch_next = true;
+	return ok;
+}
+
 /* lev pause: the worker holds at its next step boundary and says "paused". */
 static json_t *op_pause(struct daemon *d, const json_t *msg)
 {
@@ -2063,6 +2137,8 @@ static json_t *handle(struct daemon *d, struct conn *c, const json_t *msg, const
 		return op_submit(d, c, msg);
 	if (!strcmp(op, "attach"))
 		return op_attach(d, c, msg);
+	if (!strcmp(op, "watch"))
+		return op_watch(d, c);
 	if (!strcmp(op, "pause"))
 		return op_pause(d, msg);
 	if (!strcmp(op, "resume"))
@@ -2143,8 +2219,8 @@ static bool conn_readable(struct daemon *d, size_t i)
 			return false;
 		}
 		/* a follower only reads: anything it sends ends its connection */
-		if (d->conns[i].follow || lev_proto_check(m, &op, &err) < 0) {
-			if (!d->conns[i].follow)
+		if (d->conns[i].follow || d->conns[i].watch || lev_proto_check(m, &op, &err) < 0) {
+			if (!d->conns[i].follow && !d->conns[i].watch)
 				dlog(d, "closed a connection: %s", err.msg);
 			json_decref(m);
 			conn_close(d, i);
@@ -2174,6 +2250,15 @@ static bool conn_readable(struct daemon *d, size_t i)
 		if (d->conns[i].follow_next) {
 			follow_begin(d, &d->conns[i], d->conns[i].follow_next);
 			d->conns[i].follow_next = NULL;
+			return true;
+		}
+		if (d->conns[i].watch_next) {
+			int fl = fcntl(d->conns[i].fd, F_GETFL);
+
+			d->conns[i].watch_next = false;
+			d->conns[i].watch = true;
+			if (fl < 0 || fcntl(d->conns[i].fd, F_SETFL, fl | O_NONBLOCK) < 0)
+				d->conns[i].dead = true;
 			return true;
 		}
 	}

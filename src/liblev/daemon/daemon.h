@@ -23,6 +23,10 @@
  *	msg {run, text}			for the run's stage, if it accepts messages
  *	attach {run}			{run: {...}}; then the connection follows
  *					the run (below)
+ *	watch				{runs: [{id, status}]}: the live ones; then
+ *					the connection follows every run, each
+ *					frame as {"op":"run_frame", run, frame},
+ *					a new run's first as "spawned" {run, agent}
  *	stop				stop the daemon (runs are cancelled)
  *
  * A follower (attach, or submit with "follow": true) gets, after the

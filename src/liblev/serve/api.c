@@ -16,6 +16,7 @@
 #include "liblev/daemon/client.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/policy/fsconfine.h"
+#include "liblev/run/runrecord.h"
 #include "liblev/serve/api.h"
 #include "liblev/serve/configjson.h"
 #include "liblev/serve/fsdirs.h"
@@ -792,6 +793,40 @@ static unsigned h_answer(const struct lev_api_opts *o, const struct route *rt, c
 	return 200;
 }
 
+/* ---- a run's tree status: its sub-agents and the token roll-up --------------- */
+
+/*
+ * The run ID and its sub-agents, recursively, each with its status and
+ * tokens, and the totals: `lev stages ID --tree --json` (from the run's
+ * record and its sub-records), the root's status, agent and stage the
+ * daemon's.  400 for what is no run id, 404 for a run the daemon does not
+ * know.
+ */
+static unsigned h_tree_status(const struct lev_api_opts *o, const struct route *rt,
+			      const char *id, const json_t *body, const struct lev_api_call *c,
+			      json_t **reply)
+{
+	static const char *const keys[] = { "status", "agent", "stage" };
+	const char *args[] = { "stages", id, "--tree", "--json", NULL };
+	json_t *run = NULL;
+	unsigned st;
+
+	if (!lev_run_id_valid(id))
+		return fail(reply, 400, "not a run id (lev's look like 20260101-120000-000-abcdef)");
+	st = h_get(o, rt, id, body, c, &run);
+	if (st != 200) {
+		*reply = run;
+		return st;
+	}
+	st = show_cmd(o, args, reply);
+	if (st == 200 && json_is_object(*reply))
+		for (size_t i = 0; i < ARRAY_LEN(keys); i++)
+			json_object_set(*reply, keys[i], json_object_get(run, keys[i]) ?
+					json_object_get(run, keys[i]) : json_null());
+	json_decref(run);
+	return st;
+}
+
 /* ---- the table ---------------------------------------------------------------- */
 
 #define BODY(f) f, ARRAY_LEN(f)
@@ -837,7 +872,10 @@ static const struct route routes[] = {
 	{ "GET", "/ws/agents/{id}", LEV_API_WS, false, NULL, 0, NULL,
 	  "The run's live events over WebSocket (token as ?token=; Origin: this server's or --cors)" },
 	{ "GET", "/ws", LEV_API_WS, false, NULL, 0, NULL,
-	  "Every run's events: 501, the daemon streams one run a connection (use /ws/agents/{id})" },
+	  "Every run's events over WebSocket, each tagged with its run_id and agent_id, runs "
+	  "started later included (token as ?token=; Origin: this server's or --cors)" },
+	{ "GET", "/api/events", LEV_API_EVENTS, false, NULL, 0, NULL,
+	  "Every run's events as server-sent events, as /ws sends them" },
 	{ "GET", "/api/models", LEV_API_JSON, false, NULL, 0, h_models,
 	  "The models lev knows, as 'lev models list --json'" },
 	{ "GET", "/api/tools", LEV_API_JSON, false, NULL, 0, h_tools,
@@ -857,10 +895,9 @@ static const struct route routes[] = {
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
 	{ "DELETE", "/api/runs/{id}", LEV_API_REFUSED, false, NULL, 0, NULL,
 	  "not served: lev keeps every ended run's record (its audit trail); nothing deletes it over HTTP" },
-	{ "GET", "/api/agents/{id}/tree-status", LEV_API_REFUSED, false, NULL, 0, NULL,
-	  "not served: a token roll-up across a run and its sub-agents is not what lev's "
-	  "record keeps; a run's tree status is GET /api/agents/{id}/children, its tokens "
-	  "GET /api/agents/{id}/stages" },
+	{ "GET", "/api/agents/{id}/tree-status", LEV_API_JSON, false, NULL, 0, h_tree_status,
+	  "The run and its sub-agents (children, fan-out workers, theirs), each with its status "
+	  "and tokens, and the totals with every descendant's, as 'lev stages RUN --tree --json'" },
 	{ "GET", "/api/agents/{id}/context/history", LEV_API_JSON, false, NULL, 0,
 	  h_context_history, "The run's context history, as 'lev context RUN --json', paged "
 	  "by 'cursor' (a point index) and 'limit' (1 to 100)" },

@@ -54,8 +54,19 @@ int lev_ws_accept(const char *key, char out[LEV_WS_ACCEPT_LEN + 1])
 
 char *lev_serve_event_text(json_t *m, const char **op)
 {
+	json_t *inner = json_object_get(m, "frame");
 	char *text;
 
+	/* a watch's frame (every run's stream): the run's frame, tagged with its run */
+	if (lev_streq(lev_json_str(m, "op"), "run_frame") && json_is_object(inner) &&
+	    lev_json_str(m, "run")) {
+		json_object_set(inner, "run_id", json_object_get(m, "run"));
+		json_object_set(inner, "agent_id", json_object_get(m, "run"));
+		json_object_del(inner, "v");
+		*op = lev_json_str(inner, "op") ? lev_json_str(inner, "op") : "message";
+		text = json_dumps(inner, JSON_COMPACT);
+		return text ? text : strdup("{}");
+	}
 	*op = lev_json_str(m, "op") ? lev_json_str(m, "op") : "message";
 	json_object_del(m, "v");
 	text = json_dumps(m, JSON_COMPACT);
@@ -147,8 +158,9 @@ static int ws_daemon(wslay_event_context_ptr ctx, int dfd, uint16_t *code, const
 		*why = "the daemon closed the stream";
 		return -1;
 	}
+	/* a watch's frames are wrapped: one run's end is not the stream's */
+	end = lev_streq(lev_json_str(m, "op"), "end");
 	text = lev_serve_event_text(m, &op);
-	end = lev_streq(op, "end");
 	ws_text(ctx, text);
 	free(text);
 	json_decref(m);

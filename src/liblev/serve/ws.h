@@ -25,7 +25,9 @@ int lev_ws_accept(const char *key, char out[LEV_WS_ACCEPT_LEN + 1]);
 /*
  * One daemon frame M as the stream's JSON text (a new string; its "v"
  * removed), and its op in *OP (borrowed from M, "message" if none).  The
- * SSE stream and the WebSocket send the same text.
+ * SSE stream and the WebSocket send the same text.  A watch's frame
+ * ({"op":"run_frame","run","frame"}: every run's stream) is the run's own
+ * frame with "run_id" and "agent_id" added (Leviath's tags).
  */
 char *lev_serve_event_text(json_t *m, const char **op);
 
