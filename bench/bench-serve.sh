@@ -12,7 +12,9 @@
 #   bench/bench-serve.sh [BUILD_DIR]     (default build)
 #
 # BENCH_OLD=1: the 999 copies are old runs (no longer in the daemon's
-# memory), so each page is read from lev.db.
+# memory), so each page is read from lev.db.  BENCH_BASE_LEV=PATH: another
+# build's lev serve on the same daemon and store, its pages compared byte
+# for byte with this build's and its requests alternated with them.
 #
 # Goals (issue 30): (1) <= 20 ms, (2) <= 5 ms, (3) <= 10 MiB.  Figures are
 # printed, never asserted.  Needs python3, curl and sqlite3.
@@ -224,4 +226,53 @@ print(f"   (beside it: 'lev ps --all --json', the daemon's own page plus a proce
 print(f"1. GET /api/runs?limit=1000 with {total} runs ({len(items)} in the page): median "
       f"{statistics.median(ms):.1f} ms, worst {max(ms):.1f} ms over 20; CPU a request: lev serve "
       f"{(cpu1[0]-cpu0[0])/20:.1f} ms, the daemon {(cpu1[1]-cpu0[1])/20:.1f} ms")
+
+# BENCH_BASE_LEV=PATH: a second lev serve, another build's, on the same daemon and store:
+# both pages compared byte for byte (whole and walked 100 at a time), then the two
+# servers' requests alternated, 20 each
+other = os.environ.get("BENCH_BASE_LEV")
+if other:
+    import re
+    log = open(os.path.join(scratch, "serve-base.log"), "w+")
+    bp = subprocess.Popen([other, "serve", "--port", "0"], stdout=subprocess.DEVNULL, stderr=log,
+                          env=dict(os.environ, LEVIATH_API_TOKEN=token))
+    for _ in range(100):
+        log.seek(0)
+        m = re.search(r"listening on .*:(\d+)/$", log.read(), re.M)
+        if m:
+            break
+        time.sleep(0.1)
+    def raw(b, path):
+        req = urllib.request.Request(b + path, headers=H)
+        with urllib.request.urlopen(req) as r:
+            return r.read()
+    def walk(b):
+        out, q = [], "?limit=100"
+        while True:
+            t = raw(b, "/api/runs" + q)
+            out.append(t)
+            n = json.loads(t)["next_cursor"]
+            if n is None:
+                return out
+            q = "?limit=100&cursor=" + n
+    ob = f"http://127.0.0.1:{m.group(1)}"
+    same = raw(base, "/api/runs?limit=1000") == raw(ob, "/api/runs?limit=1000")
+    pages = walk(base)
+    same_pages = pages == walk(ob)
+    print(f"   this build's pages and {other}'s: limit=1000 {'identical' if same else 'DIFFER'}, "
+          f"{len(pages)} pages of 100 {'identical' if same_pages else 'DIFFER'}")
+    ms = {base: [], ob: []}
+    cpu = {base: 0.0, ob: 0.0}
+    for _ in range(20):
+        for b, pid in ((base, spid), (ob, bp.pid)):
+            c0 = cpu_ms(pid)
+            t0 = time.monotonic()
+            raw(b, "/api/runs?limit=1000")
+            ms[b].append((time.monotonic() - t0) * 1000)
+            cpu[b] += cpu_ms(pid) - c0
+    for name, b in (("this build", base), ("base " + other, ob)):
+        print(f"   alternated, {name}: median {statistics.median(ms[b]):.1f} ms, worst "
+              f"{max(ms[b]):.1f} ms over 20; CPU a request in lev serve {cpu[b]/20:.1f} ms")
+    bp.terminate()
+    bp.wait()
 PY

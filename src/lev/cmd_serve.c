@@ -373,6 +373,19 @@ static enum MHD_Result reply_json(const struct serve *s, struct MHD_Connection *
 	return reply_with(s, c, st, r);
 }
 
+/* A JSON reply already encoded: J (consumed) is a JSON string holding its text. */
+static enum MHD_Result reply_text(const struct serve *s, struct MHD_Connection *c, unsigned st,
+				  json_t *j)
+{
+	struct MHD_Response *r;
+
+	r = MHD_create_response_from_buffer(json_string_length(j), (void *)json_string_value(j),
+					    MHD_RESPMEM_MUST_COPY);
+	json_decref(j);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	return reply_with(s, c, st, r);
+}
+
 static enum MHD_Result reply_error(const struct serve *s, struct MHD_Connection *c, unsigned st,
 				   const char *msg)
 {
@@ -673,6 +686,8 @@ static enum MHD_Result api(const struct serve *s, struct MHD_Connection *c, cons
 		ret = reply_json(s, c, 200, lev_api_openapi(&s->api));
 	else if (kind == LEV_API_EVENTS)
 		ret = events(s, c, run);
+	else if (kind == LEV_API_TEXT && json_is_string(reply))
+		ret = reply_text(s, c, st, reply);
 	else
 		ret = reply_json(s, c, st, reply);
 	free(run);

@@ -1659,6 +1659,7 @@ static void ps_add(struct lev_buf *b, size_t n, const char *text, size_t len)
 struct ps_page {
 	struct daemon *d;
 	struct lev_buf *b;
+	size_t before;		/* the runs the list holds before the page's */
 	size_t n;
 	char *last;		/* the id of the last run listed */
 	bool full;		/* the page holds what a reply may: the rest on the next */
@@ -1681,20 +1682,21 @@ static int ps_page_one(void *data, const char *id, const char *doc, size_t len)
 	}
 	if (r)
 		doc = doc_text(r, &len);	/* else lev.db's stored summary */
-	ps_add(pg->b, pg->n++, doc, len);
+	ps_add(pg->b, pg->before + pg->n++, doc, len);
 	free(pg->last);
 	pg->last = xstrdup(id);
 	return 0;
 }
 
 /*
- * The page of ended runs after id AFTER (NULL: the first) into B: how many;
- * *next (malloc'ed) the id to ask the next page after, NULL at the end.
+ * The page of ended runs after id AFTER (NULL: the first) into B, whose
+ * list holds BEFORE runs already: how many; *next (malloc'ed) the id to
+ * ask the next page after, NULL at the end.
  */
-static size_t ps_page(struct daemon *d, struct lev_buf *b, const char *after, long limit,
-		      char **next)
+static size_t ps_page(struct daemon *d, struct lev_buf *b, size_t before, const char *after,
+		      long limit, char **next)
 {
-	struct ps_page pg = { d, b, 0, NULL, false };
+	struct ps_page pg = { d, b, before, 0, NULL, false };
 	struct lev_err err = LEV_ERR_INIT;
 
 	if (lev_store_runs_page(d->st, final_statuses, after, limit, ps_page_one, &pg, &err) < 0)
@@ -1706,8 +1708,11 @@ static size_t ps_page(struct daemon *d, struct lev_buf *b, const char *after, lo
 	return pg.n;
 }
 
-/* The runs going (LIVE) or those finished in the last RETENTION(d) seconds into B: how many. */
-static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, double t)
+/*
+ * The runs going (LIVE) or those finished in the last RETENTION(d) seconds
+ * into B, whose list holds BEFORE runs already: how many.
+ */
+static size_t ps_list(struct daemon *d, struct lev_buf *b, size_t before, bool live, double t)
 {
 	size_t n = 0;
 
@@ -1721,9 +1726,20 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, double t)
 		if (!live && t - json_number_value(json_object_get(r->doc, "finished")) > RETENTION(d))
 			continue;
 		text = doc_text(r, &len);
-		ps_add(b, n++, text, len);
+		ps_add(b, before + n++, text, len);
 	}
 	return n;
+}
+
+/* ",KEY":ID, ID a JSON string, or null when ID is NULL, into B. */
+static void ps_add_id(struct lev_buf *b, const char *key, const char *id)
+{
+	json_t *n = id ? json_string(id) : json_null();
+	char *s = json_dumps(n, JSON_ENCODE_ANY);
+
+	(void)lev_buf_addf(b, ",\"%s\":%s", key, s ? s : "null");
+	free(s);
+	json_decref(n);
 }
 
 /*
@@ -1732,42 +1748,45 @@ static size_t ps_list(struct daemon *d, struct lev_buf *b, bool live, double t)
  * ended in the last RETENTION(d) seconds, or with "all" one page of every
  * ended run: "after" the last id of the page before, at most "limit"),
  * "next" when another page follows, and "health".  Each run is a summary
- * (lev_run_summary()).
+ * (lev_run_summary()).  With "items" (lev serve's GET /api/runs) the
+ * reply is instead LEV_PROTO_OK_PREFIX, then the API's list as it is sent:
+ * "items" (the runs going, then the ended ones) and "next_cursor" (the id
+ * or null), and nothing else, so lev serve passes it on unparsed.
  */
 static int send_ps(struct daemon *d, int fd, const json_t *msg, struct lev_err *err)
 {
 	bool all = json_is_true(json_object_get(msg, "all"));
+	bool items = json_is_true(json_object_get(msg, "items"));
 	const char *after = lev_json_str(msg, "after");
 	json_int_t limit = json_integer_value(json_object_get(msg, "limit"));
 	struct lev_buf b = LEV_BUF_INIT;	/* the size is checked once it is written */
 	_cleanup_free_ char *next = NULL;
 	size_t listed = 0;
-	json_t *health = health_json(d);
-	char *h;
 	int r;
 
 	if (limit <= 0 || limit > PS_PAGE_MAX)
 		limit = PS_PAGE_DEFAULT;
-	h = json_dumps(health, JSON_COMPACT);
-	json_decref(health);
-	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX "\"runs\":[");
+	(void)lev_buf_adds(&b, LEV_PROTO_OK_PREFIX);
+	(void)lev_buf_adds(&b, items ? "\"items\":[" : "\"runs\":[");
 	if (!after)
-		listed = ps_list(d, &b, true, now());
-	(void)lev_buf_adds(&b, "],\"finished\":[");
-	listed += all ? ps_page(d, &b, after, (long)limit, &next) : ps_list(d, &b, false, now());
+		listed = ps_list(d, &b, 0, true, now());
+	if (!items)
+		(void)lev_buf_adds(&b, "],\"finished\":[");
+	listed += all ? ps_page(d, &b, items ? listed : 0, after, (long)limit, &next)
+		      : ps_list(d, &b, items ? listed : 0, false, now());
 	(void)lev_buf_addch(&b, ']');
-	if (next) {
-		json_t *n = json_string(next);
-		char *s = json_dumps(n, JSON_ENCODE_ANY);
+	if (items || next)
+		ps_add_id(&b, items ? "next_cursor" : "next", next);
+	if (!items) {
+		json_t *health = health_json(d);
+		char *h = json_dumps(health, JSON_COMPACT);
 
-		(void)lev_buf_addf(&b, ",\"next\":%s", s ? s : "null");
-		free(s);
-		json_decref(n);
+		(void)lev_buf_adds(&b, ",\"health\":");
+		(void)lev_buf_adds(&b, h ? h : "{}");
+		free(h);
+		json_decref(health);
 	}
-	(void)lev_buf_adds(&b, ",\"health\":");
-	(void)lev_buf_adds(&b, h ? h : "{}");
 	(void)lev_buf_addch(&b, '}');
-	free(h);
 	if (b.len > LEV_PROTO_MAX) {
 		json_t *fail = lev_proto_fail("%zu runs do not fit in one reply of %zu bytes",
 					      listed, LEV_PROTO_MAX);

@@ -25,6 +25,8 @@ enum lev_api_kind {
 	LEV_API_OPENAPI,	/* this document */
 	LEV_API_WS,		/* a run's live events over WebSocket (the front end upgrades) */
 	LEV_API_REFUSED,	/* a Leviath route lev does not serve: 501, its summary says why */
+	LEV_API_TEXT,		/* a JSON reply already encoded: a 200's *reply is a JSON string
+				   holding the text to send as it is (lev_api_dispatch()) */
 };
 
 struct lev_api_call {
@@ -56,7 +58,8 @@ struct lev_api_opts {
 
 /*
  * Route CALL: the HTTP status and *reply (a new reference, a JSON object;
- * {"error": "..."} for a 4xx/5xx).  *kind says when the route is not a JSON
+ * {"error": "..."} for a 4xx/5xx; with *kind LEV_API_TEXT a 200's is a JSON
+ * string, the reply's text).  *kind says when the route is not a JSON
  * one (the front end then serves it itself, for the run *run: owned).
  */
 unsigned lev_api_dispatch(const struct lev_api_opts *o, const struct lev_api_call *call,
