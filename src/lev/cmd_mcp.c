@@ -71,16 +71,6 @@ const char lev_usage_mcp[] =
 #define usage(...) lev_usage_error("mcp", __VA_ARGS__)
 
 /* "K=V" into "K<sep>V" on *list; false when it has no '=' or no K. */
-static bool push_pair(char ***list, const char *kv, const char *sep)
-{
-	const char *eq = strchr(kv, '=');
-
-	if (!eq || eq == kv)
-		return false;
-	*list = lev_strv_push_take(*list, xasprintf("%.*s%s%s", (int)(eq - kv), kv, sep, eq + 1));
-	return true;
-}
-
 /* One option of add at argv[*i] (its value after it); 0, or a usage error's code. */
 static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf *s,
 		      bool *no_login)
@@ -113,10 +103,10 @@ static int add_option(int argc, char **argv, int *i, struct lev_mcp_server_conf 
 		free(s->url);
 		s->url = xstrdup(v);
 	} else if (!strcmp(o, "--header")) {
-		if (!push_pair(&s->headers, v, ": "))
+		if (!lev_config_mcp_pair(&s->headers, v, ": "))
 			return usage("add: --header wants NAME=VALUE, not '%s'", v);
 	} else if (!strcmp(o, "--env")) {
-		if (!push_pair(&s->env, v, "="))
+		if (!lev_config_mcp_pair(&s->env, v, "="))
 			return usage("add: --env wants NAME=VALUE, not '%s'", v);
 	} else if (!strcmp(o, "--timeout")) {
 		if (lev_parse_u64(v, &n) < 0 || n == 0 || n > 86400)
@@ -206,14 +196,16 @@ static int mcp_add(int argc, char **argv, struct lev_ctx *ctx)
 static int mcp_remove(int argc, char **argv, struct lev_ctx *ctx)
 {
 	struct lev_err err = LEV_ERR_INIT;
+	int r;
 
 	if (argc != 2)
 		return usage("remove: give exactly one server NAME");
 	if (lev_setup(ctx, CMD_NEEDS_DATA_ROOT) < 0)
 		return LEV_EXIT_FAIL;
-	if (lev_config_mcp_remove(ctx->paths.config, argv[1], &err) < 0)
+	r = lev_mcp_server_remove(ctx->paths.config, ctx->paths.root, argv[1], &err);
+	if (r < 0)
 		return lev_fail("%s", err.msg);
-	if (lev_mcp_pins_forget(ctx->paths.root, argv[1], &err) < 0)
+	if (r > 0)
 		lev_warn("%s", err.msg);
 	printf("removed MCP server '%s' from %s\n", argv[1], ctx->paths.config);
 	return LEV_EXIT_OK;

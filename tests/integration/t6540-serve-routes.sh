@@ -188,9 +188,18 @@ test_expect_success 'bad input on the new routes: a body, a wrong token: 4xx, no
 '
 
 serve_start --allow-admin
-test_expect_success 'with --allow-admin, an admin route lev has not built is a 501, not a 403' '
-	test "$(api POST /api/mcp/servers -d "{}")" = 501 &&
-	grep -q "lev mcp add" out &&
+test_expect_success 'with --allow-admin, every admin route answers itself: a bad body a 400, none a 501' '
+	snapshot >before &&
+	for r in "POST /api/blueprints" "PUT /api/blueprints/x" "POST /api/mcp/servers" \
+		 "PUT /api/config"; do
+		test "$(api ${r% *} ${r#* } -d "{}")" = 400 || { echo "$r: $(cat out)"; return 1; }
+	done &&
+	test "$(api DELETE /api/blueprints/x)" = 404 &&
+	grep -q "not installed" out &&
+	test "$(api DELETE /api/mcp/servers/x)" = 404 &&
+	test "$(api PUT /api/scripts/a/b -d "{}")" = 501 &&
+	snapshot >after &&
+	test_cmp before after &&
 	test "$(api GET /api/mcp/servers)" = 200
 '
 

@@ -11,8 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "liblev/base/strv.h"
+#include "liblev/base/util.h"
 #include "liblev/conf/config-edit.h"
 
 static const char base[] =
@@ -100,12 +103,89 @@ static void test_refusals(void **state)
 	assert_null(out);
 }
 
+/* FILE's bytes, fresh. */
+static char *slurp(const char *file)
+{
+	struct lev_err err = LEV_ERR_INIT;
+	char *t = NULL;
+
+	assert_int_equal(lev_read_file(file, 1 << 20, &t, NULL, &err), 0);
+	return t;
+}
+
+/*
+ * lev_config_replace() over every prefix of a valid config (most of them
+ * cut mid-token): the file is the prefix exactly when the loader's parser
+ * accepts it, else the old bytes untouched; the mode is kept either way
+ * and no temporary file is left beside it.
+ */
+static void test_replace_all_or_nothing(void **state)
+{
+	char dir[] = "/tmp/test-config-edit-XXXXXX", *file, *before, *now;
+	struct lev_err err = LEV_ERR_INIT;
+	size_t n = strlen(base), written = 0, refused = 0;
+	struct lev_config cfg;
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	file = lev_path_join(dir, "config.toml");
+	assert_int_equal(lev_write_file_atomic(file, "# old\n", 6, 0640, &err), 0);
+	for (size_t len = 0; len <= n; len++) {
+		char **warnings = NULL;
+		bool ok = lev_config_parse(base, len, "config.toml", &cfg, &err) == 0;
+		int r;
+
+		if (ok)
+			lev_config_release(&cfg);
+		before = slurp(file);
+		r = lev_config_replace(file, base, len, "config.toml", &warnings, &err);
+		now = slurp(file);
+		assert_int_equal(r == 0, ok);
+		if (ok) {
+			assert_int_equal(strlen(now), len);
+			assert_memory_equal(now, base, len);
+			written++;
+		} else {
+			assert_string_equal(now, before);
+			assert_non_null(strstr(err.msg, "config.toml:"));
+			refused++;
+		}
+		assert_int_equal(stat(file, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0640);
+		lev_strv_free(warnings);
+		free(before);
+		free(now);
+	}
+	assert_true(written > 0 && refused > 0);
+	assert_int_equal(unlink(file), 0);
+	assert_int_equal(rmdir(dir), 0);	/* nothing else left in it */
+	free(file);
+}
+
+static void test_pair(void **state)
+{
+	char **v = NULL;
+
+	(void)state;
+	assert_true(lev_config_mcp_pair(&v, "A=b=c", "="));
+	assert_true(lev_config_mcp_pair(&v, "X-Key=v", ": "));
+	assert_false(lev_config_mcp_pair(&v, "=v", "="));
+	assert_false(lev_config_mcp_pair(&v, "novalue", "="));
+	assert_int_equal(lev_strv_len(v), 2);
+	assert_string_equal(v[0], "A=b=c");
+	assert_string_equal(v[1], "X-Key: v");
+	lev_strv_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_add_keeps_bytes_and_round_trips),
 		cmocka_unit_test(test_remove_cuts_only_the_block),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_replace_all_or_nothing),
+		cmocka_unit_test(test_pair),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -613,6 +613,81 @@ out:
 	return r;
 }
 
+/* Fill the fresh directory SRC for a manifest install of NAME at DEST (see the header). */
+static int manifest_dir(const char *src, const char *dest, const char *name, const char *text,
+			size_t len, bool replace, struct lev_err *err)
+{
+	_cleanup_free_ char *mf = lev_path_join(src, LEV_BLUEPRINT_FILE);
+	struct lev_blueprint *bp = NULL;
+	int r;
+
+	if (replace) {
+		_cleanup_close_ int sfd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int dfd = -1;
+		struct copy_state cs = { 0, 0 };
+
+		if (sfd < 0 && (errno == ENOENT || errno == ENOTDIR || errno == ELOOP))
+			return lev_err_set(err, -ENOENT, "agent '%s' is not installed", name);
+		if (sfd < 0)
+			return lev_err_errno(err, -errno, "cannot open '%s'", dest);
+		dfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			return lev_err_errno(err, -errno, "cannot open '%s'", src);
+		r = copy_tree(sfd, dfd, "", 0, &cs, err);
+		if (r < 0)
+			return lev_err_wrap(err, "cannot copy '%s'", dest);
+	}
+	r = lev_write_file_atomic(mf, text, len, 0600, err);
+	if (r < 0)
+		return r;
+	r = lev_blueprint_load(src, &bp, err);
+	if (r < 0) {
+		size_t n = strlen(src);
+
+		/* name the manifest, not the scratch directory it was loaded from */
+		if (!strncmp(err->msg, src, n) && err->msg[n] == '/')
+			memmove(err->msg, err->msg + n + 1, strlen(err->msg + n + 1) + 1);
+		/* the client's manifest is at fault, whatever the loader's code */
+		lev_err_wrap(err, "the manifest of '%s' does not load", name);
+		err->code = -EINVAL;
+		return -EINVAL;
+	}
+	if (strcmp(bp->name, name))
+		r = lev_err_set(err, -EINVAL, "the manifest names agent '%s', not '%s'", bp->name,
+				name);
+	lev_blueprint_free(bp);
+	return r;
+}
+
+int lev_agentstore_install_manifest(const char *name, const char *text, size_t len, bool replace,
+				    struct lev_blueprint **bp_out, struct lev_err *err)
+{
+	_cleanup_free_ char *agents = NULL, *dest = NULL, *src = NULL;
+	struct stat st;
+	int r;
+
+	r = lev_datadir_agent_dir(name, &dest, err);
+	if (r == 0)
+		r = lev_datadir_agents_dir(&agents, err);
+	if (r == 0)
+		r = lev_datadir_ensure(agents, err);
+	if (r < 0)
+		return r;
+	if (memchr(text, '\0', len))
+		return lev_err_set(err, -EINVAL, "the manifest of '%s' holds a NUL byte", name);
+	if (!replace && lstat(dest, &st) == 0)
+		return lev_err_set(err, -EEXIST, "agent '%s' is already installed", name);
+	/* ".tmp-": a crashed lev's is swept (sweep_stale()) */
+	src = xasprintf("%s/.tmp-src-%s-XXXXXX", agents, name);
+	if (!mkdtemp(src))
+		return lev_err_errno(err, -errno, "cannot create a directory in '%s'", agents);
+	r = manifest_dir(src, dest, name, text, len, replace, err);
+	if (r == 0)
+		r = lev_agentstore_install(src, replace, bp_out, NULL, err);
+	(void)lev_rm_rf(src, NULL);
+	return r;
+}
+
 int lev_agentstore_remove(const char *name, struct lev_err *err)
 {
 	_cleanup_free_ char *agents = NULL;

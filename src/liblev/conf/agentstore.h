@@ -80,6 +80,20 @@ void lev_agentstore_bind(struct lev_blueprint *bp);
 int lev_agentstore_install(const char *src, bool force, struct lev_blueprint **bp_out,
 			   bool *replaced_out, struct lev_err *err);
 
+/*
+ * Install the manifest TEXT (LEN bytes: an agent.leviath) as the agent NAME
+ * (lev serve's POST and PUT /api/blueprints): written 0600 alone into a
+ * fresh directory of the store (with REPLACE, into a copy of the installed
+ * agent's files, so its script tools and the like stay), checked to name
+ * NAME, then installed by lev_agentstore_install() with every check `lev
+ * add` makes.  -EINVAL for a name that is not a valid agent name or a
+ * manifest that does not load or names another agent; without REPLACE
+ * -EEXIST when NAME is installed, with it -ENOENT when it is not.  Nothing
+ * is left behind on failure.
+ */
+int lev_agentstore_install_manifest(const char *name, const char *text, size_t len, bool replace,
+				    struct lev_blueprint **bp_out, struct lev_err *err);
+
 /* Remove the installed agent NAME; -ENOENT when it is not installed. */
 int lev_agentstore_remove(const char *name, struct lev_err *err);
 

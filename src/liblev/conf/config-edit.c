@@ -323,10 +323,22 @@ int lev_config_read_for_edit(const char *path, char **real, char **text, mode_t 
 	return r;
 }
 
+/* Replace the file REAL with LEN bytes of TEXT, atomically, mode MODE, its directory made. */
+static int put_file(const char *real, const char *text, size_t len, mode_t mode,
+		    struct lev_err *err)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	dir = xstrndup(real, strrchr(real, '/') ? (size_t)(strrchr(real, '/') - real) : 0);
+	if (*dir && lev_mkdir_p(dir, LEV_DIR_MODE, err) < 0)
+		return err->code;
+	return lev_write_file_atomic(real, text, len, mode, err);
+}
+
 static int edit_file(const char *path, const struct lev_mcp_server_conf *add, const char *remove,
 		     struct lev_err *err)
 {
-	_cleanup_free_ char *real = NULL, *text = NULL, *after = NULL, *dir = NULL;
+	_cleanup_free_ char *real = NULL, *text = NULL, *after = NULL;
 	mode_t mode;
 	int r;
 
@@ -341,10 +353,7 @@ static int edit_file(const char *path, const struct lev_mcp_server_conf *add, co
 		r = lev_config_mcp_remove_text(text, path, remove, &after, err);
 	if (r < 0)
 		return r;
-	dir = xstrndup(real, strrchr(real, '/') ? (size_t)(strrchr(real, '/') - real) : 0);
-	if (*dir && lev_mkdir_p(dir, LEV_DIR_MODE, err) < 0)
-		return err->code;
-	return lev_write_file_atomic(real, after, strlen(after), mode, err);
+	return put_file(real, after, strlen(after), mode, err);
 }
 
 int lev_config_mcp_add(const char *path, const struct lev_mcp_server_conf *s,
@@ -356,4 +365,45 @@ int lev_config_mcp_add(const char *path, const struct lev_mcp_server_conf *s,
 int lev_config_mcp_remove(const char *path, const char *name, struct lev_err *err)
 {
 	return edit_file(path, NULL, name, err);
+}
+
+bool lev_config_mcp_pair(char ***list, const char *kv, const char *sep)
+{
+	const char *eq = strchr(kv, '=');
+
+	if (!eq || eq == kv)
+		return false;
+	*list = lev_strv_push_take(*list, xasprintf("%.*s%s%s", (int)(eq - kv), kv, sep, eq + 1));
+	return true;
+}
+
+/* Write TEXT to the config at PATH (its real file, mode kept). */
+static int write_config(const char *path, const char *text, size_t len, struct lev_err *err)
+{
+	_cleanup_free_ char *real = NULL, *old = NULL;
+	mode_t mode;
+	int r;
+
+	r = lev_config_read_for_edit(path, &real, &old, &mode, err);
+	if (r < 0)
+		return r;
+	return put_file(real, text, len, mode, err);
+}
+
+int lev_config_replace(const char *path, const char *text, size_t len, const char *name_in_msg,
+		       char ***warnings_out, struct lev_err *err)
+{
+	struct lev_config cfg;
+	int r;
+
+	if (memchr(text, '\0', len))
+		return lev_err_set(err, -EINVAL, "%s holds a NUL byte", name_in_msg);
+	r = lev_config_parse(text, len, name_in_msg, &cfg, err);
+	if (r < 0)
+		return r;
+	r = write_config(path, text, len, err);
+	if (r == 0 && warnings_out)
+		*warnings_out = TAKE_PTR(cfg.warnings);
+	lev_config_release(&cfg);
+	return r;
 }

@@ -15,6 +15,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "liblev/base/error.h"
@@ -49,3 +51,23 @@ int lev_config_mcp_remove_text(const char *text, const char *name_in_msg, const 
  */
 int lev_config_read_for_edit(const char *path, char **real, char **text, mode_t *mode,
 			     struct lev_err *err);
+
+/*
+ * Push "NAME=value" KV onto *LIST as "NAME<SEP>value" (SEP "=" for an env
+ * entry, ": " for a header), as `lev mcp add --env/--header` and POST
+ * /api/mcp/servers take them; false (nothing pushed) when KV has no '=' or
+ * no name before it.
+ */
+bool lev_config_mcp_pair(char ***list, const char *kv, const char *sep);
+
+/*
+ * Replace the config at PATH with TEXT (LEN bytes), as lev serve's PUT
+ * /api/config writes it: TEXT is parsed first by lev_config_parse() as
+ * NAME_IN_MSG (the loader's parser, every key's check; an error names its
+ * line and column) and nothing is written unless it is valid; then the file
+ * is replaced atomically with its mode kept, a symlink followed as above.
+ * *warnings_out (optional) gets the parser's warnings (a strv, may be NULL).
+ * Nothing is merged: the file becomes TEXT byte for byte.
+ */
+int lev_config_replace(const char *path, const char *text, size_t len, const char *name_in_msg,
+		       char ***warnings_out, struct lev_err *err);

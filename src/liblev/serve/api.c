@@ -17,6 +17,7 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/policy/fsconfine.h"
 #include "liblev/run/runrecord.h"
+#include "liblev/serve/admin.h"
 #include "liblev/serve/api.h"
 #include "liblev/serve/configjson.h"
 #include "liblev/serve/fsdirs.h"
@@ -869,6 +870,48 @@ static unsigned h_tree_status(const struct lev_api_opts *o, const struct route *
 
 /* ---- the table ---------------------------------------------------------------- */
 
+/* ---- admin: the mutating routes, --allow-admin only (admin.c) ---------------- */
+
+static unsigned h_bp_install(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	(void)o, (void)c;
+	return lev_admin_blueprint_put(id, body, !strcmp(rt->method, "PUT"), reply);
+}
+
+static unsigned h_bp_remove(const struct lev_api_opts *o, const struct route *rt,
+			    const char *id, const json_t *body, const struct lev_api_call *c,
+			    json_t **reply)
+{
+	(void)o, (void)rt, (void)body, (void)c;
+	return lev_admin_blueprint_delete(id, reply);
+}
+
+static unsigned h_mcp_add(const struct lev_api_opts *o, const struct route *rt,
+			  const char *id, const json_t *body, const struct lev_api_call *c,
+			  json_t **reply)
+{
+	(void)o, (void)rt, (void)id, (void)c;
+	return lev_admin_mcp_add(body, reply);
+}
+
+static unsigned h_mcp_remove(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	(void)o, (void)rt, (void)body, (void)c;
+	return lev_admin_mcp_delete(id, reply);
+}
+
+static unsigned h_config_put(const struct lev_api_opts *o, const struct route *rt,
+			     const char *id, const json_t *body, const struct lev_api_call *c,
+			     json_t **reply)
+{
+	(void)o, (void)rt, (void)id, (void)c;
+	return lev_admin_config_put(body, reply);
+}
+
 #define BODY(f) f, ARRAY_LEN(f)
 
 static const struct route routes[] = {
@@ -943,16 +986,20 @@ static const struct route routes[] = {
 	  "by 'cursor' (a point index) and 'limit' (1 to 100)" },
 	{ "GET", "/api/blueprints/{name}", LEV_API_JSON, false, NULL, 0, h_blueprint,
 	  "One installed agent, its entry of 'lev list --json' (404: none of that name)" },
-	{ "POST", "/api/blueprints", LEV_API_REFUSED, true, NULL, 0, NULL,
-	  "admin: install a blueprint; not served yet (lev add)" },
-	{ "PUT", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
-	  "admin: replace a blueprint; not served yet (lev add)" },
-	{ "DELETE", "/api/blueprints/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
-	  "admin: remove a blueprint; not served yet (lev remove)" },
-	{ "POST", "/api/mcp/servers", LEV_API_REFUSED, true, NULL, 0, NULL,
-	  "admin: add an MCP server; not served yet (lev mcp add)" },
-	{ "DELETE", "/api/mcp/servers/{name}", LEV_API_REFUSED, true, NULL, 0, NULL,
-	  "admin: remove an MCP server; not served yet (lev mcp remove)" },
+	{ "POST", "/api/blueprints", LEV_API_JSON, true, BODY(lev_admin_blueprint_fields),
+	  h_bp_install, "admin: install a blueprint from its manifest text ({name, manifest}) "
+	  "with every check of 'lev add' (409: one of that name is installed)" },
+	{ "PUT", "/api/blueprints/{name}", LEV_API_JSON, true, BODY(lev_admin_blueprint_fields),
+	  h_bp_install, "admin: replace an installed blueprint's manifest ({manifest}), its other "
+	  "files kept, as 'lev add --force' (404: none of that name)" },
+	{ "DELETE", "/api/blueprints/{name}", LEV_API_JSON, true, NULL, 0, h_bp_remove,
+	  "admin: remove an installed blueprint, as 'lev remove' (404: none of that name)" },
+	{ "POST", "/api/mcp/servers", LEV_API_JSON, true, BODY(lev_admin_mcp_fields), h_mcp_add,
+	  "admin (a stdio server is a program lev starts): add an MCP server to config.toml, as "
+	  "'lev mcp add' (409: one of that name is configured)" },
+	{ "DELETE", "/api/mcp/servers/{name}", LEV_API_JSON, true, NULL, 0, h_mcp_remove,
+	  "admin: remove an MCP server from config.toml and its approved tools, as 'lev mcp "
+	  "remove' (404: none of that name)" },
 	{ "GET", "/api/mcp/servers/{name}/status", LEV_API_JSON, false, NULL, 0, h_mcp_status,
 	  "One MCP server's entry of 'lev mcp list --json' (404: none of that name)" },
 	{ "POST", "/api/mcp/servers/{name}/login", LEV_API_REFUSED, false, NULL, 0, NULL,
@@ -967,8 +1014,9 @@ static const struct route routes[] = {
 	  "not served: lev serve makes no directory on the client's say" },
 	{ "GET", "/api/config", LEV_API_JSON, false, NULL, 0, h_config,
 	  "The configuration in use, redacted: a key, token or credential only as its presence" },
-	{ "PUT", "/api/config", LEV_API_REFUSED, true, NULL, 0, NULL,
-	  "admin: write the configuration; not served yet" },
+	{ "PUT", "/api/config", LEV_API_JSON, true, BODY(lev_admin_config_fields), h_config_put,
+	  "admin: replace config.toml with the text {config}, parsed by lev's config loader "
+	  "first (400 naming line and column; nothing written), then written atomically" },
 	{ "POST", "/api/config/validate", LEV_API_JSON, false, BODY(config_validate_fields),
 	  h_config_validate, "Check a config.toml text as lev's config loader parses it: "
 	  "{valid, errors, warnings}, each finding with line and column; nothing written" },

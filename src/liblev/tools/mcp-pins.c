@@ -12,6 +12,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
+#include "liblev/conf/config-edit.h"
 #include "liblev/tools/mcp-pins.h"
 
 int lev_mcp_pins_path(const char *data_root, const char *server, char **out,
@@ -152,6 +153,16 @@ int lev_mcp_pins_forget(const char *data_root, const char *server, struct lev_er
 	if (unlink(path) < 0 && errno != ENOENT)
 		return lev_err_errno(err, -errno, "cannot remove '%s'", path);
 	return 0;
+}
+
+int lev_mcp_server_remove(const char *config_path, const char *data_root, const char *name,
+			  struct lev_err *err)
+{
+	int r = lev_config_mcp_remove(config_path, name, err);
+
+	if (r < 0)
+		return r;
+	return lev_mcp_pins_forget(data_root, name, err) < 0 ? 1 : 0;
 }
 
 int lev_mcp_pins_enforce(struct lev_mcp_server *s, const char *data_root, char ***notes,

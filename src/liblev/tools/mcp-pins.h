@@ -55,3 +55,14 @@ int lev_mcp_pins_approve(const struct lev_mcp_server *s, const char *data_root,
 			 struct lev_err *err);
 /* Drop SERVER's record; none is not an error. */
 int lev_mcp_pins_forget(const char *data_root, const char *server, struct lev_err *err);
+
+/*
+ * Remove MCP server NAME, as `lev mcp remove` and lev serve's DELETE
+ * /api/mcp/servers/{name} do: its block cut from the config at CONFIG_PATH
+ * (lev_config_mcp_remove(): -ENOENT when it has none), then its record
+ * dropped, so a server added later under that name starts unapproved.
+ * 1 with ERR saying why when the server is gone from the config but its
+ * record could not be dropped.
+ */
+int lev_mcp_server_remove(const char *config_path, const char *data_root, const char *name,
+			  struct lev_err *err);
