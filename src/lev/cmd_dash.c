@@ -39,9 +39,11 @@ const char lev_usage_dash[] =
 	"usage: lev dash\n"
 	"\n"
 	"A full-screen view of the daemon's runs: their status (and what a waiting\n"
-	"run waits on), stage, elapsed time, tool calls and READS; a run's events as\n"
-	"they come; and its open question, the whole call shown as 'lev respond'\n"
-	"shows it and answered as 'lev respond' answers it.  Press ? for the keys.\n"
+	"run waits on), stage, elapsed time, tool calls and READS, their running\n"
+	"workers and children under them; a run's events as they come; and its open\n"
+	"question, the whole call shown as 'lev respond' shows it and answered as\n"
+	"'lev respond' answers it.  n starts a run as 'lev run AGENT --detach' does.\n"
+	"Press ? for the keys.\n"
 	"It needs a terminal on stdin and stdout.  Exit status: 0 when quit.\n";
 
 #define EVENT_LINES_MAX 5000	/* a run's event lines kept in the detail view */
