@@ -22,6 +22,7 @@
 #include <curses.h>
 
 #include "lev/cmd.h"
+#include "lev/cursesapi.h"
 #include "lev/respond.h"
 #include "lev/runevents.h"
 #include "lev/spawnrun.h"
@@ -38,9 +39,11 @@ const char lev_usage_dash[] =
 	"usage: lev dash\n"
 	"\n"
 	"A full-screen view of the daemon's runs: their status (and what a waiting\n"
-	"run waits on), stage, elapsed time, tool calls and READS; a run's events as\n"
-	"they come; and its open question, the whole call shown as 'lev respond'\n"
-	"shows it and answered as 'lev respond' answers it.  Press ? for the keys.\n"
+	"run waits on), stage, elapsed time, tool calls and READS, their running\n"
+	"workers and children under them; a run's events as they come; and its open\n"
+	"question, the whole call shown as 'lev respond' shows it and answered as\n"
+	"'lev respond' answers it.  n starts a run as 'lev run AGENT --detach' does.\n"
+	"Press ? for the keys.\n"
 	"It needs a terminal on stdin and stdout.  Exit status: 0 when quit.\n";
 
 #define EVENT_LINES_MAX 5000	/* a run's event lines kept in the detail view */
@@ -1271,6 +1274,7 @@ int cmd_dash(int argc, char **argv, struct lev_ctx *ctx)
 	struct dash d = { .ctx = ctx, .ev = LEV_RUN_EVENTS_INIT, .follow = true,
 			  .events.max = EVENT_LINES_MAX };
 	struct sigaction sa = { .sa_handler = on_stop };
+	struct lev_err err = LEV_ERR_INIT;
 	FILE *out;
 	SCREEN *scr;
 	int fd;
@@ -1281,6 +1285,11 @@ int cmd_dash(int argc, char **argv, struct lev_ctx *ctx)
 		return LEV_EXIT_FAIL;	/* the runs' records are read from it */
 	if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO))
 		return lev_fail("lev dash draws on a terminal: stdin and stdout must be one");
+	if (lev_cursesapi_load(&err) < 0) {
+		lev_fail("%s", err.msg);
+		lev_err_clear(&err);
+		return LEV_EXIT_FAIL;
+	}
 	/* the screen is drawn on fd 1 itself: stdout is filtered (termout.h) */
 	fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	out = fd >= 0 ? fdopen(fd, "w") : NULL;

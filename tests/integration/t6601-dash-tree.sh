@@ -4,7 +4,8 @@
 # a run with none has no rows under it (the twin); the new-run screen (n)
 # picks an installed agent, takes the task and starts the run as lev run
 # --detach does, which lev ps then lists and whose model got that task; its twin:
-# closing the screen with Esc starts nothing.
+# closing the screen with Esc starts nothing.  ncurses is mapped by lev dash
+# alone, never by lev version.
 . "$SRC_DIR/tests/lib.sh"
 . "$SRC_DIR/tests/daemon-lib.sh"
 
@@ -170,6 +171,24 @@ test_expect_success 'n: the picked agent runs the typed task, and lev ps lists t
 	"$LEV" ps --all | grep -q "^$id  *hello " &&
 	wait_for status_is "$id" complete &&
 	test "$("$LEV" result "$id")" = got-the-typed-task || dump
+'
+
+# ncurses (and the libtinfo behind it) is opened by lev dash alone
+# (src/lev/cursesapi.c): no other lev process maps it
+ld_dash_up() {
+	tm capture-pane -p -t ld | grep -q "lev dash"
+}
+test_expect_success 'lev dash loads ncurses; lev version does not' '
+	LD_DEBUG=files "$LEV" version >/dev/null 2>ld.err &&
+	grep -q "file=libjansson" ld.err &&
+	! grep -q "file=libncursesw" ld.err &&
+	! grep -q "file=libtinfo" ld.err &&
+	tm new-session -d -s ld -x 100 -y 30 \
+		"LD_DEBUG=files \"$LEV\" dash 2>\"$TRASH/ld-dash.err\"" &&
+	wait_for ld_dash_up &&
+	tm send-keys -t ld q &&
+	wait_for eval "! tm has-session -t ld 2>/dev/null" &&
+	grep -q "file=libncursesw" ld-dash.err
 '
 
 test_expect_success 'q quits with status 0' '
