@@ -6,6 +6,7 @@
 #   2. an event's way to a WebSocket and to an SSE client: the time from an
 #      approval's POST to the daemon's `answered` frame arriving on each (an
 #      upper bound: it includes the POST's own round trip), over 10 asks;
+#      and to a client of every run's stream (GET /ws, the daemon's watch);
 #   3. 100 concurrent WebSocket followers of one run: the resident memory of
 #      lev serve and of the daemon, before and with them.
 #
@@ -143,15 +144,18 @@ ws, rest = ws_open(f"/ws/agents/{run}")
 wr = wsclient.Reader(ws, rest)
 sse = socket.create_connection(("127.0.0.1", int(port)))
 sse.sendall(f"GET /api/runs/{run}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
-got = {"ws": [], "sse": []}
-def ws_loop():
+wsa, rest_a = ws_open("/ws")
+wra = wsclient.Reader(wsa, rest_a)
+got = {"ws": [], "sse": [], "all": []}
+def ws_loop(rd, key):
     while True:
         try:
-            fin, op, data = wr.frame()
+            fin, op, data = rd.frame()
         except Exception:
             return
-        if op == 1 and json.loads(data).get("op") == "answered":
-            got["ws"].append(time.monotonic())
+        if op == 1 and json.loads(data).get("op") == "answered" and \
+                json.loads(data).get("run_id", run) == run:
+            got[key].append(time.monotonic())
 def sse_loop():
     buf = b""
     while True:
@@ -165,25 +169,28 @@ def sse_loop():
         while b"event: answered" in buf:
             got["sse"].append(time.monotonic())
             buf = buf[buf.index(b"event: answered") + 15:]
-threading.Thread(target=ws_loop, daemon=True).start()
+threading.Thread(target=ws_loop, args=(wr, "ws"), daemon=True).start()
+threading.Thread(target=ws_loop, args=(wra, "all"), daemon=True).start()
 threading.Thread(target=sse_loop, daemon=True).start()
 time.sleep(1)
-ws_ms, sse_ms, post_ms = [], [], []
+ws_ms, sse_ms, all_ms, post_ms = [], [], [], []
 for i in range(asks):
     p = pending()
-    n = len(got["ws"]), len(got["sse"])
+    n = len(got["ws"]), len(got["sse"]), len(got["all"])
     t0 = time.monotonic()
     api("POST", f"/api/agents/{run}/interaction", {"request": p["id"], "answer": "approve", "digest": p["digest"]})
     post_ms.append((time.monotonic() - t0) * 1000)
     for _ in range(2000):
-        if len(got["ws"]) > n[0] and len(got["sse"]) > n[1]:
+        if len(got["ws"]) > n[0] and len(got["sse"]) > n[1] and len(got["all"]) > n[2]:
             break
         time.sleep(0.001)
     ws_ms.append((got["ws"][-1] - t0) * 1000)
+    all_ms.append((got["all"][-1] - t0) * 1000)
     sse_ms.append((got["sse"][-1] - t0) * 1000)
 print(f"2. approval POST -> 'answered' frame, median (worst) of {asks}: WebSocket "
       f"{statistics.median(ws_ms):.1f} ({max(ws_ms):.1f}) ms, SSE {statistics.median(sse_ms):.1f} "
       f"({max(sse_ms):.1f}) ms; the POST's own round trip {statistics.median(post_ms):.1f} ms")
+print(f"   every run's stream (GET /ws): {statistics.median(all_ms):.1f} ({max(all_ms):.1f}) ms")
 
 # --- 1: 1,000 runs
 for _ in range(600):

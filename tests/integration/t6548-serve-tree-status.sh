@@ -5,6 +5,7 @@
 # descendant's: what `lev stages RUN --tree --json` reads from the run's
 # record and its sub-records.  The twin: a run with no sub-agent is one
 # node, its children empty.  An unknown run is 404, what is no run id 400.
+# A sub-record swapped for a symlink to forged events is not followed.
 . "$SRC_DIR/tests/lib.sh"
 . "$SRC_DIR/tests/daemon-lib.sh"
 . "$SRC_DIR/tests/serve-lib.sh"
@@ -101,6 +102,19 @@ test_expect_success 'an unknown run is 404, what is no run id 400, no token 401'
 	test "$(api GET /api/agents/$(cat id)x/tree-status)" = 400 &&
 	test "$(curl -s -o out -w "%{http_code}" "$URL/api/agents/$(cat id)/tree-status")" = 401 &&
 	! grep -q total out
+'
+
+# the sub-record swapped for a symlink to a forged one outside the record
+test_expect_success 'a sub-record that is a symlink is not followed: no forged tokens' '
+	rec=$(python3 -c "import json,sys; print([json.loads(l) for l in open(\"ev.jsonl\") if l.strip() and json.loads(l)[\"event\"] == \"child_finished\"][0][\"record\"])") &&
+	mkdir -p forged &&
+	echo "{\"event\": \"model_response\", \"prompt_tokens\": 999999, \"completion_tokens\": 999999}" >forged/events.jsonl &&
+	mv "$rec" real-sub &&
+	ln -s "$TRASH/forged" "$rec" &&
+	test "$(api GET /api/agents/$(cat id)/tree-status)" = 200 &&
+	! grep -q 999999 out &&
+	test "$(json out "j[\"children\"][0][\"tokens\"][\"recorded\"]")" = False &&
+	test "$(json out "j[\"total\"][\"agents\"]")" = 2
 '
 
 test_done
