@@ -301,3 +301,17 @@ lev_shell_turns() {
 	print('[[turn]]\ntext = "done"')
 	EOF_PY
 }
+
+# lev_turns FILE [ID TOOL ARGS]...: a script model's turns, in FILE: one turn
+# a call, call ID of TOOL with ARGS (a TOML inline table), then "done"
+lev_turns() {
+	local file=$1
+	shift
+	{
+		while [ $# -ge 3 ]; do
+			printf '[[turn]]\n[[turn.call]]\nid = "%s"\ntool = "%s"\nargs = %s\n' "$1" "$2" "$3"
+			shift 3
+		done
+		printf '[[turn]]\ntext = "done"\n'
+	} >"$file"
+}

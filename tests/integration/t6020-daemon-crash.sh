@@ -29,14 +29,7 @@ forget_request() {
 
 mkdir -p work asker
 script_agent asker '"shell"'
-cat >asker/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-tool = "shell"
-args = { command = "echo ran >> ran.txt" }
-[[turn]]
-text = "done"
-EOF
+lev_shell_turns asker/turns.toml no "echo ran >> ran.txt"
 
 # an AddressSanitizer build reserves terabytes of shadow: no data limit there
 if ldd "$LEV" 2>/dev/null | grep -q libasan; then

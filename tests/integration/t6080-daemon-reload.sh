@@ -39,35 +39,13 @@ decision() {
 
 mkdir -p work waiter asker
 script_agent waiter '"shell"'
-cat >waiter/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-id = "wait"
-tool = "shell"
-args = { command = "touch waiting; while [ ! -e go ]; do sleep 0.1; done" }
-[[turn]]
-[[turn.call]]
-id = "after"
-tool = "shell"
-args = { command = "touch after" }
-[[turn]]
-text = "done"
-EOF
+lev_turns waiter/turns.toml \
+	wait shell '{ command = "touch waiting; while [ ! -e go ]; do sleep 0.1; done" }' \
+	after shell '{ command = "touch after" }'
 script_agent asker '"shell", "ask_user_text"'
-cat >asker/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-id = "ask"
-tool = "ask_user_text"
-args = { question = "Go on?" }
-[[turn]]
-[[turn.call]]
-id = "after"
-tool = "shell"
-args = { command = "touch loose" }
-[[turn]]
-text = "done"
-EOF
+lev_turns asker/turns.toml \
+	ask ask_user_text '{ question = "Go on?" }' \
+	after shell '{ command = "touch loose" }'
 
 test_expect_success 'a tightening (shell allow -> deny) applies to a running run from its next call' '
 	save_config "[tool_permissions]\nshell = \"allow\"\n" &&
@@ -173,30 +151,11 @@ taint_tracking = true
 model = { provider = "script", script = "turns.toml" }
 available_tools = ["read_file", "ask_user_text", "web_fetch"]
 EOF
-cat >fetcher/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-id = "read"
-tool = "read_file"
-args = { path = "hello.txt" }
-[[turn]]
-[[turn.call]]
-id = "ask"
-tool = "ask_user_text"
-args = { question = "Go on?" }
-[[turn]]
-[[turn.call]]
-id = "fetch"
-tool = "web_fetch"
-args = { url = "http://127.0.0.1:9/x" }
-[[turn]]
-[[turn.call]]
-id = "fetch2"
-tool = "web_fetch"
-args = { url = "http://localhost:9/y" }
-[[turn]]
-text = "done"
-EOF
+lev_turns fetcher/turns.toml \
+	read read_file '{ path = "hello.txt" }' \
+	ask ask_user_text '{ question = "Go on?" }' \
+	fetch web_fetch '{ url = "http://127.0.0.1:9/x" }' \
+	fetch2 web_fetch '{ url = "http://localhost:9/y" }'
 INTEG='[[integrity.allow]]\ntool = "web_fetch"\ntarget = "127.0.0.1"\n[[integrity.allow]]\ntool = "web_fetch"\ntarget = "localhost"\n'
 ALLOW_IP='[[allowlist]]\ntool = "web_fetch"\nto = ["127.0.0.1"]\nmax_sensitivity = "internal"\n'
 ALLOW_LOCALHOST='[[allowlist]]\ntool = "web_fetch"\nto = ["localhost"]\nmax_sensitivity = "internal"\n'

@@ -107,47 +107,17 @@ text = "done"
 EOF
 # tfetch: no taint tracking of its own; reads hello.txt (internal), asks, fetches
 script_agent tfetch '"read_file", "ask_user_text", "web_fetch"'
-cat >tfetch/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-id = "read"
-tool = "read_file"
-args = { path = "hello.txt" }
-[[turn]]
-[[turn.call]]
-id = "ask"
-tool = "ask_user_text"
-args = { question = "Go on?" }
-[[turn]]
-[[turn.call]]
-id = "fetch"
-tool = "web_fetch"
-args = { url = "http://127.0.0.1:9/x" }
-[[turn]]
-text = "done"
-EOF
+lev_turns tfetch/turns.toml \
+	read read_file '{ path = "hello.txt" }' \
+	ask ask_user_text '{ question = "Go on?" }' \
+	fetch web_fetch '{ url = "http://127.0.0.1:9/x" }'
 # lfetch: tracks taint; asks, then reads hello.txt and fetches
 sed -e 's/name = "tfetch"/name = "lfetch"\n[security]\ntaint_tracking = true/' \
 	tfetch/agent.leviath >lfetch/agent.leviath
-cat >lfetch/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-id = "ask"
-tool = "ask_user_text"
-args = { question = "Go on?" }
-[[turn]]
-[[turn.call]]
-id = "read"
-tool = "read_file"
-args = { path = "hello.txt" }
-[[turn]]
-[[turn.call]]
-id = "fetch"
-tool = "web_fetch"
-args = { url = "http://127.0.0.1:9/x" }
-[[turn]]
-text = "done"
-EOF
+lev_turns lfetch/turns.toml \
+	ask ask_user_text '{ question = "Go on?" }' \
+	read read_file '{ path = "hello.txt" }' \
+	fetch web_fetch '{ url = "http://127.0.0.1:9/x" }'
 
 PERMS='[tool_permissions]\nshell = "allow"\nread_file = "allow"\nweb_fetch = "allow"\nwrite_file = "allow"\n'
 INTEG='[[integrity.allow]]\ntool = "web_fetch"\ntarget = "127.0.0.1"\n'

@@ -125,5 +125,47 @@ test_expect_success 'a limit of 0 is refused, naming the file and line' '
 	grep -q "config.toml:[0-9]*.*max_concurrent_inferences" err
 '
 
+# A run's own model requests wait their turn too (run/agent.c agent_infer(),
+# the one place that decides when a request may go): with N = 1, picker's
+# choice of an edge (its second request) is held by the model, and a second
+# run's turn is queued behind it, never let through beside it.
+mkdir -p picker
+cat >picker/agent.leviath <<'EOF2'
+[agent]
+name = "picker"
+[stages.a]
+model = { provider = "mockoa", model = "mock-1" }
+allow_complete = true
+transition_prompt = "PICK-HOLD: respond with b, or DONE."
+[stages.a.transitions.b]
+hint = "go on"
+[stages.b]
+model = { provider = "mockoa", model = "mock-1" }
+EOF2
+cat >pick.json <<EOF2
+{"responses": [{"match": "TASK-PICK", "text": "the answer is 42"},
+               {"match": "PICK-HOLD", "fault": "hold", "until_file": "$TRASH/go2", "text": "DONE"},
+               {"match": "TASK-SECOND", "text": "second"}]}
+EOF2
+
+test_expect_success 'an edge choice holds a place in the pool: the next run waits for it' '
+	"$LEV" daemon stop >/dev/null &&
+	lev_stop_mock_model &&
+	rm -f go2 &&
+	mock_daemon pick.json &&
+	printf "\n[limits]\nmax_concurrent_inferences = 1\n" >>"$ROOT/config.toml" &&
+	"$LEV" daemon start >/dev/null &&
+	mark=0 &&
+	a=$(cd work && setsid -w "$LEV" run ../picker --task TASK-PICK --detach 2>/dev/null) &&
+	wait_for arrived 2 &&
+	b=$(cd work && setsid -w "$LEV" run ../slow --task TASK-SECOND --detach 2>/dev/null) &&
+	wait_for pool_is 1 1 &&
+	arrived 2 &&
+	: >go2 &&
+	wait_for status_is "$a" complete &&
+	wait_for status_is "$b" complete &&
+	test "$("$LEV" result "$b")" = second
+'
+
 lev_stop_mock_model
 test_done

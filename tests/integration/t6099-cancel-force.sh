@@ -9,14 +9,7 @@
 
 mkdir -p work asker
 script_agent asker '"shell"'
-cat >asker/turns.toml <<'EOF'
-[[turn]]
-[[turn.call]]
-tool = "shell"
-args = { command = "echo ran >> ran.txt" }
-[[turn]]
-text = "done"
-EOF
+lev_shell_turns asker/turns.toml no "echo ran >> ran.txt"
 
 # wpid RUN: the pid of RUN's worker, as lev ps --json shows it
 wpid() {

@@ -203,9 +203,12 @@ struct audit_line {
 
 /* agent.c: events and audit */
 bool agent_cancelled(const struct lev_agent *a);
-/* lev_provider_infer under [rate_limits] (run/ratelimit.h), for requests beyond a turn */
 /* A provider's retry waits its turn under [rate_limits] (provider.h before_retry). */
 int agent_ratelimit_retry(void *data, const char *provider, struct lev_err *err);
+/*
+ * Every model request of the run (a turn, an edge's choice, a summary): the one
+ * place that decides when it may go, [rate_limits] then the daemon's pool.
+ */
 int agent_infer(struct lev_agent *a, struct lev_provider *p, const struct lev_infer_request *req,
 		struct lev_infer_response *resp, struct lev_err *err);
 /* Record EV (stealing the reference) and show it to the front end. */

@@ -402,11 +402,6 @@ static bool fail_over(struct lev_agent *a, struct stage_rt *s, const char *msg)
 	return true;
 }
 
-/*
- * The model's turn: the next one of a replay log while it lasts (the
- * provider moves past it too, so a script goes on where the run was),
- * else the provider's, reported to the front end for its journal.
- */
 static bool ratelimit_cancelled(void *data)
 {
 	return agent_cancelled(data);
@@ -421,8 +416,13 @@ int agent_ratelimit_retry(void *data, const char *provider, struct lev_err *err)
 }
 
 /*
- * A request of the run's own beyond a stage's turn (choosing an edge, a
- * summary): it waits its turn under [rate_limits] like every turn.
+ * Every model request of the run, a stage's turn or one of its own (choosing
+ * an edge, a summary), goes here: the one place that decides when it may
+ * go.  It waits its turn in the machine's minute ([rate_limits.PROVIDER],
+ * ratelimit.h), then for a place among the daemon's inferences
+ * ([limits] max_concurrent_inferences: the thinking hook, worker.c asks the
+ * pool, daemon/pool.h); a cancel meanwhile asks nothing.  The answer's
+ * tokens are charged to the minute.
  */
 int agent_infer(struct lev_agent *a, struct lev_provider *p, const struct lev_infer_request *req,
 		struct lev_infer_response *resp, struct lev_err *err)
@@ -432,40 +432,34 @@ int agent_infer(struct lev_agent *a, struct lev_provider *p, const struct lev_in
 
 	if (rl && lev_ratelimit_take(rl, ratelimit_cancelled, a, err) < 0)
 		return err->code;
-	r = lev_provider_infer(p, req, resp, err);
-	if (rl && r == 0)
-		lev_ratelimit_charge(rl, resp->prompt_tokens + resp->completion_tokens);
-	return r;
-}
-
-static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_infer_request *req,
-		     struct lev_infer_response *resp, struct lev_err *err)
-{
-	const struct lev_rate_limit *rl;
-	int r;
-
-	if (a->o.replay && lev_replay_next_turn(a->o.replay, s->st->name, resp) == 1) {
-		lev_provider_skip_turn(s->prov);
-		return 0;
-	}
-	/* [rate_limits.PROVIDER]: the request waits its turn in the machine's minute */
-	rl = lev_ratelimit_find(a->cfg, lev_provider_name(s->prov));
-	if (rl && lev_ratelimit_take(rl, ratelimit_cancelled, a, err) < 0)
-		return err->code;
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, true);
-	/* the hook may wait (the daemon's inference pool): a cancel meanwhile asks nothing */
 	if (agent_cancelled(a)) {
 		if (a->o.hooks.thinking)
 			a->o.hooks.thinking(a->o.hooks.data, false);
 		return lev_err_set(err, -ECANCELED, "the run was cancelled");
 	}
-	r = lev_provider_infer(s->prov, req, resp, err);
+	r = lev_provider_infer(p, req, resp, err);
 	if (a->o.hooks.thinking)
 		a->o.hooks.thinking(a->o.hooks.data, false);
 	if (rl && r == 0)
 		lev_ratelimit_charge(rl, resp->prompt_tokens + resp->completion_tokens);
 	return r;
+}
+
+/*
+ * The model's turn: the next one of a replay log while it lasts (the
+ * provider moves past it too, so a script goes on where the run was),
+ * else the provider's, reported to the front end for its journal.
+ */
+static int take_turn(struct lev_agent *a, struct stage_rt *s, const struct lev_infer_request *req,
+		     struct lev_infer_response *resp, struct lev_err *err)
+{
+	if (a->o.replay && lev_replay_next_turn(a->o.replay, s->st->name, resp) == 1) {
+		lev_provider_skip_turn(s->prov);
+		return 0;
+	}
+	return agent_infer(a, s->prov, req, resp, err);
 }
 
 /*
