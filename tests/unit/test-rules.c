@@ -143,7 +143,9 @@ static void test_no_rules_no_state(void **state)
 	lev_rules_free(r);
 	lev_strv_free(diags);
 	if (one <= empty) {
-		skip();	/* mallinfo2() does not see this allocator (a sanitizer build) */
+		/* cmocka's skip() is a failure in meson's TAP reading */
+		print_message("# skip: mallinfo2() does not see this allocator "
+			      "(a sanitizer build): nothing measured\n");
 		return;
 	}
 	assert_true(one - empty >= 128 * 1024);
