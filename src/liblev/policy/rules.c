@@ -39,7 +39,11 @@ struct watched {
 };
 
 struct lev_rules {
-	struct lev_luabox box;	/* the state: luabox.h (never shared with script tools) */
+	/* the state: luabox.h (never shared with script tools), built by
+	 * rules_box() when the first rule is added: a run with no rules
+	 * never holds one */
+	struct lev_luabox box;
+	struct lev_luabox_limits lim;	/* for the box */
 	struct rule *rules;
 	size_t n_rules;
 
@@ -82,8 +86,16 @@ struct lev_rules *lev_rules_new(const struct lev_rules_limits *limits)
 		bl.wall_ns = LEV_RULES_DEFAULT_WALL_NS;
 	if (!bl.memory)
 		bl.memory = LEV_RULES_DEFAULT_MEMORY;
-	lev_luabox_init(&r->box, &bl, "rule");
+	r->lim = bl;
 	return r;
+}
+
+/* The rules' Lua state, built on first use. */
+static lua_State *rules_box(struct lev_rules *r)
+{
+	if (!r->box.L)
+		lev_luabox_init(&r->box, &r->lim, "rule");
+	return r->box.L;
 }
 
 struct lev_rules *lev_rules_free(struct lev_rules *r)
@@ -142,7 +154,7 @@ int lev_rules_add_source(struct lev_rules *r, const char *name, const char *file
 				   LEV_RULES_FILE_MAX);
 	/* messages name the file ("/.../rules/x.lua:3: ...") when there is one */
 	chunkname = xasprintf("=%s", file && *file ? file : name);
-	lua_settop(r->box.L, 0);
+	lua_settop(rules_box(r), 0);
 	if (lev_luabox_load(&r->box, src, len, chunkname, &ref, err) < 0)
 		return LEV_EPARSE;
 	r->rules = xreallocarray(r->rules, r->n_rules + 1, sizeof(*r->rules));
