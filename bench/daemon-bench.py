@@ -245,6 +245,28 @@ def live(pid):
     return total, len(procs), anon
 
 
+def tree_cpu(pid):
+    """{pid: CPU ms (utime + stime)} of PID and its descendants"""
+    out = {}
+    for p in tree(pid):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[p] = (int(st[11]) + int(st[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+def spawn_cpu(pid, before, n):
+    """The CPU N spawns cost, a spawn: the daemon's, the processes it had before (its zygote), the new ones (the workers)"""
+    now, d = tree_cpu(pid), [0.0, 0.0, 0.0]
+    for p, ms in now.items():
+        d[0 if p == pid else 1 if p in before else 2] += ms - before.get(p, 0.0)
+    return "CPU a spawn: daemon %.2f ms, zygote %.2f ms, worker %.2f ms (10 ms ticks)" % tuple(
+        x / max(n, 1) for x in d)
+
+
 def smaps_where(pid):
     """One process's memory by mapping: private pages (KiB) and its PSS, largest first."""
     rows, cur = {}, None
@@ -461,6 +483,7 @@ def sec_runs_one(n):
     time.sleep(0.5)
     base = live(pid)[0]
     c = Conn(root)
+    cpu0 = tree_cpu(pid)
     t0 = time.perf_counter()
     stopped, sent = None, 0
     for i in range(n):
@@ -475,6 +498,7 @@ def sec_runs_one(n):
     t_sub = time.perf_counter() - t0
     p = wait_ping(root, lambda p: p and p["waiting"] + 0 >= sent, 60 + sent * 0.2)
     t_all = time.perf_counter() - t0
+    cpu = spawn_cpu(pid, cpu0, sent)
     time.sleep(1)
     kib, procs, anon = live(pid)
     d_kib = rollup(pid)
@@ -482,8 +506,8 @@ def sec_runs_one(n):
         say_where(pid, n)
         time.sleep(float(os.environ.get("BENCH_HOLD", "0")))  # to look at them by hand
     waiting = p["waiting"] if p else 0
-    say("runs %d: %d submitted in %.1f s, %d waiting on their question after %.1f s%s"
-        % (n, sent, t_sub, waiting, t_all, "; stopped by: " + stopped if stopped else ""))
+    say("runs %d: %d submitted in %.1f s, %d waiting on their question after %.1f s%s; %s"
+        % (n, sent, t_sub, waiting, t_all, "; stopped by: " + stopped if stopped else "", cpu))
     say("runs %d: live memory %.1f MiB in %d processes (%.2f MiB a run over the idle "
         "daemon's %.2f MiB; anon %.1f MiB; the daemon itself %.2f MiB)%s"
         % (n, mib(kib), procs, mib(kib - base) / max(sent, 1), mib(base), mib(anon),

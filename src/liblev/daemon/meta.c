@@ -153,12 +153,17 @@ int lev_meta_submit(const char *runs_dir, const json_t *doc, struct lev_err *err
 
 	if (!runs_dir || !lev_run_id_valid(id))
 		return lev_err_set(err, -EINVAL, "'%s' is not a run id", id ? id : "");
-	r = lev_datadir_ensure(runs_dir, err);
-	if (r < 0)
-		return r;
 	dir = lev_path_join(runs_dir, id);
-	if (mkdir(dir, LEV_DIR_MODE) < 0 && errno != EEXIST)
-		return lev_err_errno(err, -errno, "cannot create run directory '%s'", dir);
+	/* the runs' folder made only when it is missing: not a mkdir per level a run */
+	r = mkdir(dir, LEV_DIR_MODE) < 0 ? -errno : 0;
+	if (r == -ENOENT) {
+		r = lev_datadir_ensure(runs_dir, err);
+		if (r < 0)
+			return r;
+		r = mkdir(dir, LEV_DIR_MODE) < 0 ? -errno : 0;
+	}
+	if (r < 0 && r != -EEXIST)
+		return lev_err_errno(err, r, "cannot create run directory '%s'", dir);
 	return lev_meta_write(runs_dir, doc, err);
 }
 
