@@ -237,6 +237,9 @@ static int spawn_hook_check(const struct serve *s, const json_t *body, struct le
 	if (!url || !secret || !*secret)
 		return lev_err_set(err, LEV_EPARSE, "fields 'callback_url' and 'callback_secret' go "
 				   "together: a completion webhook is always signed");
+	if (strlen(secret) > LEV_WEBHOOK_SECRET_MAX)	/* the daemon keeps no more */
+		return lev_err_set(err, LEV_EPARSE, "field 'callback_secret': longer than %d bytes",
+				   LEV_WEBHOOK_SECRET_MAX);
 	return lev_webhook_check(url, s->hook_allow_local, err);
 }
 

@@ -180,10 +180,13 @@ test_expect_success 'attack: the daemon checks the policy at connect: a URL allo
 	! test -e "$ROOT/webhooks/$(cat id)"
 '
 
-test_expect_success 'attack: a URL the policy refuses is refused at spawn, no run, no delivery' '
+test_expect_success 'attack: a URL the policy refuses (or an oversized secret) is refused at spawn, no run, no delivery' '
 	serve_start &&
 	test "$(api POST /api/agents -d "{\"blueprint\": \"$TRASH/ab\", \"workdir\": \"$TRASH/work\", \"task\": \"go\", \"callback_url\": \"$HOOK\", \"callback_secret\": \"$SECRET\"}")" = 403 &&
 	grep -q "127.0.0.1 is a loopback address" out &&
+	big=$(python3 -c "print(\"s\" * 1025)") &&
+	test "$(api POST /api/agents -d "{\"blueprint\": \"$TRASH/ab\", \"workdir\": \"$TRASH/work\", \"task\": \"go\", \"callback_url\": \"$HOOK\", \"callback_secret\": \"$big\"}")" = 400 &&
+	grep -q "callback_secret.: longer than 1024 bytes" out &&
 	ls "$ROOT/webhooks" >kept &&
 	! test -s kept &&
 	! test -s hooks.jsonl
