@@ -14,7 +14,11 @@
 . "$SRC_DIR/tests/daemon-lib.sh"
 . "$SRC_DIR/tests/serve-lib.sh"
 
-SECRET=whsec-Kp27-daemon-secret-4b9d
+# It shares "webhook-daemon" with this test's directory, so with every path
+# the runs are given: a daemon that added it to its redaction set would
+# redact the blueprint's path from the request it keeps, and a resumed run
+# would not find it (the restarts below).
+SECRET=whsec-Kp27-webhook-daemon-4b9d
 
 mkdir -p work
 approval_agent ab 'approved and done'
