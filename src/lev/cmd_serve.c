@@ -37,7 +37,7 @@
 #include "liblev/daemon/proto.h"
 #include "liblev/serve/api.h"
 #include "liblev/serve/ws.h"
-#include "liblev/serve/webhook.h"
+#include "liblev/daemon/webhook.h"
 
 extern char **environ;
 
@@ -72,7 +72,7 @@ struct serve {
 	char *self;		/* this lev binary, for spawning a run */
 	bool tls;		/* served over HTTPS: a page's own origin is https:// */
 	struct lev_api_opts api;
-	struct lev_webhook_opts hook;	/* completion webhooks (serve/webhook.c) */
+	bool hook_allow_local;		/* [security] allow_local_network: webhooks (daemon/webhook.h) */
 };
 
 static atomic_bool stopping;
@@ -237,12 +237,25 @@ static int spawn_hook_check(const struct serve *s, const json_t *body, struct le
 	if (!url || !secret || !*secret)
 		return lev_err_set(err, LEV_EPARSE, "fields 'callback_url' and 'callback_secret' go "
 				   "together: a completion webhook is always signed");
-	return lev_webhook_check(url, s->hook.allow_local, err);
+	if (strlen(secret) > LEV_WEBHOOK_SECRET_MAX)	/* the daemon keeps no more */
+		return lev_err_set(err, LEV_EPARSE, "field 'callback_secret': longer than %d bytes",
+				   LEV_WEBHOOK_SECRET_MAX);
+	return lev_webhook_check(url, s->hook_allow_local, err);
 }
 
-static void hook_log(const char *line)
+/* Hand RUN's webhook to the daemon, which delivers it when RUN ends (daemon/webhook.h). */
+static int spawn_hook_give(const char *run, const json_t *body, struct lev_err *err)
 {
-	fprintf(stderr, "lev serve: %s\n", line);
+	json_t *req = lev_proto_request("webhook"), *reply = NULL;
+	int r;
+
+	json_object_set_new(req, "run", json_string(run));
+	json_object_set_new(req, "url", json_string(lev_json_str(body, "callback_url")));
+	json_object_set_new(req, "secret", json_string(lev_json_str(body, "callback_secret")));
+	r = lev_client_call(req, &reply, err);
+	json_decref(req);
+	json_decref(reply);
+	return r;
 }
 
 static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *err)
@@ -273,14 +286,12 @@ static int spawn_run(void *ctx, const json_t *body, char **run, struct lev_err *
 	}
 	*run = xstrdup(lev_json_str(out, "run_id"));
 	json_decref(out);
-	if (lev_json_str(body, "callback_url") &&
-	    lev_webhook_start(*run, lev_json_str(body, "callback_url"),
-			      lev_json_str(body, "callback_secret"), &s->hook, err) < 0) {
+	if (lev_json_str(body, "callback_url") && spawn_hook_give(*run, body, err) < 0) {
 		char why2[sizeof(err->msg)];
 
 		snprintf(why2, sizeof(why2), "%s", err->msg);
-		r = lev_err_set(err, -EIO, "run %s started, but its webhook cannot follow it: %s",
-				*run, why2);
+		r = lev_err_set(err, -EIO, "run %s started, but the daemon did not take its "
+				"webhook: %s", *run, why2);
 		free(*run);
 		*run = NULL;
 		return r;
@@ -932,9 +943,7 @@ int cmd_serve(int argc, char **argv, struct lev_ctx *ctx)
 	s.api.spawn = spawn_run;
 	s.api.spawn_ctx = &s;
 	s.api.lev_json = lev_json;
-	lev_webhook_defaults(&s.hook);
-	s.hook.allow_local = ctx->cfg.allow_local_network;
-	s.hook.log = hook_log;
+	s.hook_allow_local = ctx->cfg.allow_local_network;
 	keep_heap();
 	rc = serve_until_signal(&s, &a);
 	explicit_bzero(s.token, strlen(s.token));

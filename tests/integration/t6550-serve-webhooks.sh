@@ -89,9 +89,9 @@ test_expect_success 'a spawn with a webhook starts its run' '
 '
 
 test_expect_success 'the completion is retried after a 500 and then delivered' '
-	wait_for grep -q "delivered" serve.log &&
+	wait_for grep -q "delivered" "$ROOT/daemon.log" &&
 	test "$(wc -l <hooks.jsonl)" = 2 &&
-	grep -q "webhook for run $(cat id): delivered (attempt 2, HTTP 200)" serve.log
+	grep -q "webhook for run $(cat id): delivered (attempt 2, HTTP 200)" "$ROOT/daemon.log"
 '
 
 test_expect_success 'both attempts: the same body, the same delivery id, the path as given' '
@@ -144,8 +144,8 @@ test_expect_success 'a redirect is never followed (nor retried)' '
 	: >hooks.jsonl &&
 	test "$(spawn "http://127.0.0.1:$(cat rport)/redirect")" = 200 &&
 	json out "j[\"run_id\"]" >id2 &&
-	wait_for grep -q "webhook for run $(cat id2): not delivered" serve.log &&
-	grep -q "webhook for run $(cat id2): not delivered after 1 attempt: HTTP 302" serve.log &&
+	wait_for grep -q "webhook for run $(cat id2): not delivered" "$ROOT/daemon.log" &&
+	grep -q "webhook for run $(cat id2): not delivered after 1 attempt: HTTP 302" "$ROOT/daemon.log" &&
 	test "$(wc -l <hooks.jsonl)" = 1 &&
 	! grep -q followed hooks.jsonl
 '
@@ -175,7 +175,7 @@ test_expect_success 'a run that outlives a daemon restart still calls back once 
 	"$LEV" daemon start >/dev/null &&
 	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
 	"$LEV" respond "$(request_of "$(cat id3)")" --approve >/dev/null &&
-	wait_for grep -q "webhook for run $(cat id3): delivered" serve.log &&
+	wait_for grep -q "webhook for run $(cat id3): delivered" "$ROOT/daemon.log" &&
 	test "$(wc -l <hooks.jsonl)" = 1 &&
 	python3 verify.py 0 "$SECRET" &&
 	python3 - "$(cat id3)" <<-PY

@@ -104,6 +104,40 @@ static void test_defaults(void **state)
 	lev_config_release(&c);
 }
 
+/* [webhook]: Leviath's defaults, each key read and bounded, an unknown key refused */
+static void test_webhook(void **state)
+{
+	struct lev_config c;
+	struct lev_err err = LEV_ERR_INIT;
+
+	(void)state;
+	assert_int_equal(parse("", &c, &err), 0);
+	assert_int_equal(c.webhook.max_retries, 3);
+	assert_int_equal(c.webhook.base_delay_ms, 500);
+	assert_int_equal(c.webhook.max_delay_ms, 30000);
+	assert_int_equal(c.webhook.timeout_secs, 10);
+	lev_config_release(&c);
+	assert_int_equal(parse("[webhook]\nmax_retries = 0\nbase_delay_ms = 0\n"
+			       "max_delay_ms = 7\ntimeout_secs = 600\n", &c, &err), 0);
+	assert_int_equal(c.webhook.max_retries, 0);
+	assert_int_equal(c.webhook.base_delay_ms, 0);
+	assert_int_equal(c.webhook.max_delay_ms, 7);
+	assert_int_equal(c.webhook.timeout_secs, 600);
+	assert_null(c.warnings);
+	lev_config_release(&c);
+	expect_error("[webhook]\nmax_retries = 101\n", "config.toml:2:", "webhook.max_retries",
+		     NULL);
+	expect_error("[webhook]\ntimeout_secs = 0\n", "webhook.timeout_secs", NULL);
+	expect_error("[webhook]\ntimeout_secs = 601\n", "webhook.timeout_secs", NULL);
+	expect_error("[webhook]\nmax_delay_ms = 3600001\n", "webhook.max_delay_ms", NULL);
+	expect_error("[webhook]\nbase_delay_ms = -1\n", "webhook.base_delay_ms", NULL);
+	expect_error("[webhook]\nmax_delay_ms = 100\nbase_delay_ms = 200\n",
+		     "webhook.base_delay_ms (200) is above webhook.max_delay_ms (100)", NULL);
+	expect_error("[webhook]\ntimeout = 5\n", "config.toml:2:1:",
+		     "unknown key 'webhook.timeout'", NULL);
+	expect_error("webhook = 3\n", "webhook", NULL);
+}
+
 static const char full[] =
 	"taint_tracking = true\n"
 	"[security]\n"
@@ -707,6 +741,7 @@ int main(void)
 		cmocka_unit_test(test_agent_names),
 		cmocka_unit_test(test_web_search_endpoint),
 		cmocka_unit_test(test_mcp_servers),
+		cmocka_unit_test(test_webhook),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -56,7 +56,7 @@ int lev_mhdapi_load(struct lev_err *err);
 /*
  * GnuTLS, which libmicrohttpd maps already (its TLS): the WebSocket
  * handshake's SHA-1 and base64 (serve/ws.c) and the webhooks' HMAC-SHA256
- * (serve/webhook.c) come from it, opened with it
+ * (daemon/webhook.c) come from it, opened with it
  * so that no other command maps it either.  lev_mhdapi_load() fills it.
  * Include <gnutls/crypto.h> before this header to use it.
  */

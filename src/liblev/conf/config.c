@@ -59,6 +59,8 @@ void lev_config_init(struct lev_config *c)
 	c->limits.interaction_timeout_secs = 3600;
 	c->limits.max_tool_output_bytes = (uint64_t)1 << 20;
 	c->limits.max_iterations = 50;
+	c->webhook = (struct lev_webhook_conf){ LEV_WEBHOOK_MAX_RETRIES, LEV_WEBHOOK_BASE_DELAY_MS,
+						LEV_WEBHOOK_MAX_DELAY_MS, LEV_WEBHOOK_TIMEOUT_SECS };
 }
 
 void lev_tool_perms_release(struct lev_tool_perms *perms)
@@ -188,7 +190,6 @@ static const struct {
 	{ "", "agent_paths", "lev add PATH, which installs an agent under lev's data directory" },
 	{ "", "batch_tool_hint", "lev's own tool descriptions" },
 	{ "", "shell_hint", "lev's own tool descriptions" },
-	{ "", "webhook", "lev run --json, which streams every event" },
 	{ "", "observability", "the run record (events.jsonl, audit.jsonl)" },
 	{ "model_capabilities", "supports_temperature", "the stage's temperature, which lev "
 							"sends when the stage sets one" },
@@ -694,6 +695,58 @@ static int parse_rate_limits(const struct lev_tomlval_ctx *c, const struct lev_t
 	return 0;
 }
 
+/*
+ * [webhook] (Leviath's): how the daemon delivers completion webhooks.  Every
+ * key is bounded, and a key lev does not know is an error: a misspelled
+ * max_retries would otherwise leave the default in force unseen.
+ */
+static int parse_webhook(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
+			 struct lev_webhook_conf *w, struct lev_err *err)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		uint64_t min, max;
+	} keys[] = {
+		{ "max_retries", offsetof(struct lev_webhook_conf, max_retries), 0,
+		  LEV_WEBHOOK_RETRIES_MAX },
+		{ "base_delay_ms", offsetof(struct lev_webhook_conf, base_delay_ms), 0,
+		  LEV_WEBHOOK_DELAY_MS_MAX },
+		{ "max_delay_ms", offsetof(struct lev_webhook_conf, max_delay_ms), 0,
+		  LEV_WEBHOOK_DELAY_MS_MAX },
+		{ "timeout_secs", offsetof(struct lev_webhook_conf, timeout_secs), 1,
+		  LEV_WEBHOOK_TIMEOUT_MAX },
+	};
+	unsigned line = 0, col = 0;
+
+	for (size_t i = 0, n = lev_toml_table_len(t); i < n; i++) {
+		_cleanup_free_ char *p = lev_tomlval_key_path("webhook", t, i);
+		size_t k;
+		int r;
+
+		for (k = 0; k < ARRAY_SIZE(keys) && !lev_tomlval_key_is(t, i, keys[k].key); k++)
+			;
+		if (k == ARRAY_SIZE(keys)) {
+			lev_toml_table_key_pos(t, i, &line, &col);
+			return lev_tomlval_fail(c, line, col, err, "unknown key '%s' in [webhook] "
+						"(max_retries, base_delay_ms, max_delay_ms, "
+						"timeout_secs)", p);
+		}
+		r = lev_tomlval_u64(c, lev_toml_table_value(t, i), p, keys[k].min, keys[k].max,
+				    (uint64_t *)((char *)w + keys[k].off), err);
+		if (r < 0)
+			return r;
+	}
+	if (w->base_delay_ms > w->max_delay_ms) {
+		lev_toml_table_pos(t, &line, &col);
+		return lev_tomlval_fail(c, line, col, err, "webhook.base_delay_ms (%llu) is above "
+					"webhook.max_delay_ms (%llu)",
+					(unsigned long long)w->base_delay_ms,
+					(unsigned long long)w->max_delay_ms);
+	}
+	return 0;
+}
+
 /* [tools.web_search] endpoint = "https://..." */
 static int parse_tools(const struct lev_tomlval_ctx *c, const struct lev_toml_table *t,
 		       struct lev_config *cfg, struct lev_err *err)
@@ -1157,6 +1210,7 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 		    lev_tomlval_key_is(root, i, "agent_safe_commands") ||
 		    lev_tomlval_key_is(root, i, "limits") ||
 		    lev_tomlval_key_is(root, i, "rate_limits") ||
+		    lev_tomlval_key_is(root, i, "webhook") ||
 		    lev_tomlval_key_is(root, i, "model_capabilities") ||
 		    lev_tomlval_key_is(root, i, "nudge") ||
 		    lev_tomlval_key_is(root, i, "title") ||
@@ -1192,6 +1246,8 @@ static int parse_root(const struct lev_tomlval_ctx *c, const struct lev_toml_tab
 			r = parse_limits(c, t, &cfg->limits, err);
 		else if (lev_tomlval_key_is(root, i, "rate_limits"))
 			r = parse_rate_limits(c, t, cfg, err);
+		else if (lev_tomlval_key_is(root, i, "webhook"))
+			r = parse_webhook(c, t, &cfg->webhook, err);
 		else if (lev_tomlval_key_is(root, i, "model_capabilities"))
 			r = parse_model_caps(c, t, cfg, err);
 		else if (lev_tomlval_key_is(root, i, "nudge"))

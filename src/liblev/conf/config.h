@@ -182,6 +182,23 @@ struct lev_model_caps {
 					 * that offers it tools */
 };
 
+/* [webhook]: how the daemon delivers a run's completion webhook (daemon/webhook.h) */
+struct lev_webhook_conf {
+	uint64_t max_retries;		/* retries after the first attempt; 0: none */
+	uint64_t base_delay_ms;		/* the first backoff; doubles per retry */
+	uint64_t max_delay_ms;		/* cap on any single backoff */
+	uint64_t timeout_secs;		/* per attempt */
+};
+
+/* Leviath's [webhook] defaults, and the bounds lev accepts */
+#define LEV_WEBHOOK_MAX_RETRIES 3
+#define LEV_WEBHOOK_BASE_DELAY_MS 500
+#define LEV_WEBHOOK_MAX_DELAY_MS 30000
+#define LEV_WEBHOOK_TIMEOUT_SECS 10
+#define LEV_WEBHOOK_RETRIES_MAX 100
+#define LEV_WEBHOOK_DELAY_MS_MAX 3600000	/* an hour */
+#define LEV_WEBHOOK_TIMEOUT_MAX 600
+
 /* [rate_limits.PROVIDER]: per minute, across every run of the machine; 0: unset */
 struct lev_rate_limit {
 	char *provider;			/* a [providers.NAME] name, or a built-in kind's */
@@ -264,6 +281,8 @@ struct lev_config {
 	/* [rate_limits.PROVIDER]: requests/tokens per minute (run/ratelimit.h) */
 	struct lev_rate_limit *rate_limits;
 	size_t n_rate_limits;
+
+	struct lev_webhook_conf webhook;	/* [webhook] */
 
 	struct lev_provider_conf *providers;
 	size_t n_providers;

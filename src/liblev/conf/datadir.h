@@ -38,6 +38,7 @@
 #define LEV_DATADIR_SOCKET "daemon.sock"
 #define LEV_DATADIR_LOCK "daemon.lock"
 #define LEV_DATADIR_DB "lev.db"
+#define LEV_DATADIR_WEBHOOKS "webhooks"	/* the daemon's pending completion webhooks */
 #define LEV_UNIT_NAME "lev.service"
 
 /* Longest agent name (bytes). */

@@ -129,6 +129,7 @@ static void add_data_root(struct lev_ownfiles *l, const char *root)
 		{ "the daemon's socket", LEV_DATADIR_SOCKET, false },
 		{ "the daemon's lock", LEV_DATADIR_LOCK, false },
 		{ "the daemon's database", LEV_DATADIR_DB, false },
+		{ "the pending webhooks", LEV_DATADIR_WEBHOOKS, true },
 	};
 	size_t i;
 

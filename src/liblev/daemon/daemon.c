@@ -24,6 +24,7 @@
 #include "liblev/base/buf.h"
 #include "liblev/base/cleanup.h"
 #include "liblev/base/secrets.h"
+#include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
@@ -35,6 +36,7 @@
 #include "liblev/daemon/meta.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/summary.h"
+#include "liblev/daemon/webhook.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/daemon/zygote.h"
 #include "liblev/policy/envfilter.h"
@@ -114,6 +116,7 @@ struct run {
 	bool old_killed;	/* old_pid was sent SIGKILL */
 	bool recover_due;	/* held by the previous daemon: the loop resumes it (recover()) */
 	bool recover_first;	/* it was going (not waiting on a person): resumed before those */
+	bool hook_fired;	/* its webhook went to a delivery thread (hook_end()) */
 	struct lev_buf parts;	/* a turn or an output sent in "part" frames (worker.h) */
 	bool parts_cut;		/* the parts went past PARTS_MAX: dropped */
 	struct frame *backlog;	/* its latest event frames, for followers */
@@ -145,6 +148,7 @@ struct daemon {
 	bool trim_due;		/* a run ended: give the heap back once none is left */
 	double old_deadline;	/* when the previous daemon's workers get SIGKILL */
 	char *runs_dir;		/* <data root>/runs: each run's meta.json (meta.h) */
+	char *hooks_dir;	/* <data root>/webhooks: the pending webhooks (webhook.h) */
 	struct lev_pool *pool;	/* [limits] max_concurrent_inferences (pool.h) */
 	int zyg_fd;		/* the link to the zygote (zygote.h); -1: none */
 	pid_t zyg_pid;
@@ -284,8 +288,12 @@ static int flush_due(struct daemon *d)
 	return (int)(left * 1e3) + 1;
 }
 
+static void hook_end(struct daemon *d, struct run *r);
+
 static void run_set_status(struct daemon *d, struct run *r, const char *status)
 {
+	bool ended = status_final(status) && !status_final(run_status(r));
+
 	json_object_set_new(r->doc, "status", json_string(status));
 	json_object_set_new(r->doc, "moved", json_real(now()));
 	if (status_final(status)) {
@@ -299,6 +307,8 @@ static void run_set_status(struct daemon *d, struct run *r, const char *status)
 	run_save(d, r);
 	if (status_final(status))
 		follow_end(d, r);
+	if (ended)
+		hook_end(d, r);
 }
 
 /* Run ID if it is in memory (going, or finished lately), else NULL. */
@@ -2148,6 +2158,77 @@ static json_t *op_msg(struct daemon *d, const json_t *msg)
 	return lev_proto_ok();
 }
 
+/* ---- completion webhooks (webhook.h) ------------------------------------------- */
+
+/* R ended (or had ended when its webhook came): deliver its kept webhook, if it has one. */
+static void hook_end(struct daemon *d, struct run *r)
+{
+	struct lev_webhook_opts o;
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *end;
+
+	if (r->hook_fired || !lev_webhook_kept(d->hooks_dir, r->id))
+		return;
+	r->hook_fired = true;
+	lev_webhook_defaults(&o);
+	lev_reload_webhook(d->rl, &o.conf, &o.allow_local);
+	/* the daemon's log, not D: the thread may outlive the loop (its lines hold no secret) */
+	o.log = d->o->log;
+	o.log_data = d->o->log_data;
+	end = end_msg(r);
+	if (lev_webhook_fire(d->hooks_dir, r->id, end, &o, &err) < 0)
+		dlog(d, "webhook for run %s: not sent: %s", r->id, err.msg);
+	json_decref(end);
+}
+
+/*
+ * webhook {run, url, secret}: the daemon delivers RUN's completion (lev
+ * serve's spawn with callback_url; the URL was checked there).  The secret
+ * is kept in its file only (webhook.h) and goes into no line, so it is not
+ * added to the redaction set: 8 of its bytes shared with a path would
+ * redact that path from the requests lev.db keeps, and a resumed run would
+ * lose its blueprint.
+ */
+static json_t *op_webhook(struct daemon *d, const json_t *msg)
+{
+	const char *url = lev_json_str(msg, "url"), *secret = lev_json_str(msg, "secret");
+	struct lev_err err = LEV_ERR_INIT;
+	struct run *r;
+
+	if (!url || !secret || !*secret)
+		return lev_proto_fail("a webhook has a url and a secret");
+	r = run_find(d, lev_json_str(msg, "run"));
+	if (!r)
+		return lev_proto_fail("no run '%s'", lev_json_str(msg, "run") ? lev_json_str(msg, "run")
+										: "");
+	if (lev_webhook_keep(d->hooks_dir, r->id, url, secret, &err) < 0)
+		return lev_proto_fail("%s", err.msg);
+	dlog(d, "run %s: its completion webhook is kept", r->id);
+	if (status_final(run_status(r)))	/* it ended before its webhook came */
+		hook_end(d, r);
+	return lev_proto_ok();
+}
+
+/* Once started: the webhooks a previous daemon did not deliver. */
+static void hooks_resume(struct daemon *d)
+{
+	char **ids = lev_webhook_pending(d->hooks_dir);
+
+	for (char **id = ids; id && *id; id++) {
+		struct run *r = run_find(d, *id);
+		_cleanup_free_ char *path = NULL;
+
+		if (r && status_final(run_status(r))) {	/* hook_end() skips one it fired */
+			hook_end(d, r);
+		} else if (!r) {
+			path = lev_path_join(d->hooks_dir, *id);
+			(void)unlink(path);
+			dlog(d, "webhook for run %s: dropped: no such run", *id);
+		}
+	}
+	lev_strv_free(ids);
+}
+
 static json_t *handle(struct daemon *d, struct conn *c, const json_t *msg, const char *op)
 {
 	if (!strcmp(op, "ping"))
@@ -2172,6 +2253,8 @@ static json_t *handle(struct daemon *d, struct conn *c, const json_t *msg, const
 		return op_respond(d, msg);
 	if (!strcmp(op, "cancel"))
 		return op_cancel(d, msg);
+	if (!strcmp(op, "webhook"))
+		return op_webhook(d, msg);
 	if (!strcmp(op, "stop")) {
 		d->stopping = true;
 		dlog(d, "stopping on request");
@@ -2736,8 +2819,11 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 	}
 	d.pool = lev_pool_new((size_t)lev_reload_max_inferences(d.rl));
 	zygote_start(&d);
+	d.hooks_dir = lev_path_join(root, LEV_DATADIR_WEBHOOKS);
 	/* runs the previous daemon held: resumed, once SIGCHLD is ours */
 	recover(&d);
+	/* and the webhooks it did not deliver */
+	hooks_resume(&d);
 	dlog(&d, "listening on '%s' (pid %d)", sock, (int)getpid());
 	if (o->ready)
 		o->ready(o->log_data);
@@ -2768,6 +2854,7 @@ out:
 	/* the lock is still ours: the pid file names this daemon, nobody else's */
 	(void)unlink(pidfile);
 	free(d.runs_dir);
+	free(d.hooks_dir);
 	lev_pool_free(d.pool);
 	return r;
 }

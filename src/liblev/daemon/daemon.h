@@ -17,6 +17,8 @@
  *	requests			{requests: [...]}: the open questions
  *	respond {id, answer|choice|text, scope}
  *	cancel {run}
+ *	webhook {run, url, secret}	deliver RUN's completion webhook when it
+ *					ends (webhook.h): kept until delivered
  *	pause {run}			hold at the next step boundary (status
  *					"paused" once the worker holds)
  *	resume {run}

@@ -34,6 +34,9 @@ struct lev_reload {
 	bool config_bad, policy_bad, leviath_bad;
 	char *error;
 	uint64_t max_inferences;	/* the last good config's [limits] max_concurrent_inferences */
+	bool had_good;			/* a config was good once: the two below are its */
+	struct lev_webhook_conf webhook;
+	bool allow_local_network;
 };
 
 static char *dir_of(const char *path)
@@ -268,6 +271,9 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 	rl->config_bad = lev_config_load_file(rl->config, &cfg, &e) < 0;
 	if (!rl->config_bad) {
 		rl->max_inferences = cfg.limits.max_concurrent_inferences;
+		rl->had_good = true;
+		rl->webhook = cfg.webhook;
+		rl->allow_local_network = cfg.allow_local_network;
 		lev_config_release(&cfg);
 		keep_good(rl->config, rl->good_config);
 	} else {
@@ -304,6 +310,22 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err)
 uint64_t lev_reload_max_inferences(const struct lev_reload *rl)
 {
 	return rl ? rl->max_inferences : 0;
+}
+
+void lev_reload_webhook(const struct lev_reload *rl, struct lev_webhook_conf *conf,
+			bool *allow_local)
+{
+	struct lev_config def;
+
+	if (rl && rl->had_good) {
+		*conf = rl->webhook;
+		*allow_local = rl->allow_local_network;
+		return;
+	}
+	lev_config_init(&def);
+	*conf = def.webhook;
+	*allow_local = false;
+	lev_config_release(&def);
 }
 
 const char *lev_reload_error(const struct lev_reload *rl)

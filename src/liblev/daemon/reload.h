@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "liblev/base/error.h"
+#include "liblev/conf/config.h"
 
 struct lev_reload;
 
@@ -53,6 +54,12 @@ int lev_reload_check(struct lev_reload *rl, struct lev_err *err);
  * set, or no good config yet): the daemon's inference pool (pool.h).
  */
 uint64_t lev_reload_max_inferences(const struct lev_reload *rl);
+/*
+ * The last good config.toml's [webhook] and [security] allow_local_network
+ * (Leviath's defaults and false while there was never a good config).
+ */
+void lev_reload_webhook(const struct lev_reload *rl, struct lev_webhook_conf *conf,
+			bool *allow_local);
 /* The problem the last check found, or NULL (borrowed). */
 const char *lev_reload_error(const struct lev_reload *rl);
 /*

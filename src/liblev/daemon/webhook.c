@@ -1,7 +1,10 @@
 /*
  * webhook.c - signed completion webhooks (see webhook.h).
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -9,29 +12,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gnutls/crypto.h>
 #include <microhttpd.h>
 
+#include "liblev/base/cleanup.h"
 #include "liblev/base/http.h"
 #include "liblev/base/mhdapi.h"
 #include "liblev/base/sha256.h"
 #include "liblev/base/strv.h"
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
-#include "liblev/daemon/client.h"
+#include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/daemon/webhook.h"
 #include "liblev/policy/netguard.h"
-#include "liblev/serve/webhook.h"
 
 void lev_webhook_defaults(struct lev_webhook_opts *o)
 {
 	*o = (struct lev_webhook_opts){
-		.max_retries = LEV_WEBHOOK_MAX_RETRIES,
-		.base_delay_ms = LEV_WEBHOOK_BASE_DELAY_MS,
-		.max_delay_ms = LEV_WEBHOOK_MAX_DELAY_MS,
-		.timeout_secs = LEV_WEBHOOK_TIMEOUT_SECS,
+		.conf = { LEV_WEBHOOK_MAX_RETRIES, LEV_WEBHOOK_BASE_DELAY_MS,
+			  LEV_WEBHOOK_MAX_DELAY_MS, LEV_WEBHOOK_TIMEOUT_SECS },
 	};
 }
 
@@ -64,6 +67,9 @@ int lev_webhook_check(const char *url, bool allow_local, struct lev_err *err)
 	struct lev_url u = { 0 };
 	int r = lev_url_parse(url, &u, err);
 
+	if (strlen(url) > LEV_WEBHOOK_URL_MAX)
+		return lev_err_set(err, LEV_EPARSE, "field 'callback_url': longer than %d bytes",
+				   LEV_WEBHOOK_URL_MAX);
 	if (r < 0) {
 		lev_err_wrap(err, "field 'callback_url'");
 		err->code = LEV_EPARSE;
@@ -120,16 +126,88 @@ char *lev_webhook_payload(const char *run, const json_t *end)
 	return text;
 }
 
-/* across a daemon restart: attach again every second, for ten minutes at most */
-#define REATTACH_TRIES 600u
-#define REATTACH_MS 1000u
+/* ---- the kept callbacks ----------------------------------------------------------- */
+
+/* A run id as a file name: what lev_run_id_new() makes, nothing that walks */
+static bool run_name_ok(const char *run)
+{
+	size_t n = run ? strlen(run) : 0;
+
+	if (n == 0 || n > 64 || run[0] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)run[i]) || run[i] == '-' || run[i] == '_'))
+			return false;
+	return true;
+}
+
+int lev_webhook_keep(const char *dir, const char *run, const char *url, const char *secret,
+		     struct lev_err *err)
+{
+	_cleanup_free_ char *path = NULL;
+	char *text;
+	json_t *j;
+	int r;
+
+	struct lev_url u = { 0 };
+
+	if (!run_name_ok(run))
+		return lev_err_set(err, -EINVAL, "webhook: '%s' is not a run id", run);
+	/* http(s) only, bounded: the daemon delivers to nothing else, whoever asked */
+	if (strlen(url) > LEV_WEBHOOK_URL_MAX)
+		return lev_err_set(err, LEV_EPARSE, "field 'callback_url': longer than %d bytes",
+				   LEV_WEBHOOK_URL_MAX);
+	r = lev_url_parse(url, &u, err);
+	lev_url_release(&u);
+	if (r < 0)
+		return lev_err_wrap(err, "field 'callback_url'");
+	if (strlen(secret) > LEV_WEBHOOK_SECRET_MAX)
+		return lev_err_set(err, LEV_EPARSE, "field 'callback_secret': longer than %d bytes",
+				   LEV_WEBHOOK_SECRET_MAX);
+	r = lev_mkdir_p(dir, LEV_DIR_MODE, err);
+	if (r < 0)
+		return r;
+	path = lev_path_join(dir, run);
+	if (access(path, F_OK) == 0)
+		return lev_err_set(err, -EEXIST, "run %s has a webhook already", run);
+	j = json_pack("{s:s,s:s,s:s}", "run", run, "url", url, "secret", secret);
+	text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!text)
+		return lev_err_set(err, LEV_EPARSE, "webhook: the callback is not UTF-8 text");
+	r = lev_write_file_atomic(path, text, strlen(text), LEV_FILE_MODE, err);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	return r;
+}
+
+bool lev_webhook_kept(const char *dir, const char *run)
+{
+	_cleanup_free_ char *path = run_name_ok(run) ? lev_path_join(dir, run) : NULL;
+
+	return path && access(path, F_OK) == 0;
+}
+
+char **lev_webhook_pending(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **out = NULL;
+
+	if (!d)
+		return NULL;
+	while ((e = readdir(d)))
+		if (run_name_ok(e->d_name))
+			out = lev_strv_push(out, e->d_name);
+	closedir(d);
+	return out;
+}
 
 /* ---- delivery ---------------------------------------------------------------- */
 
 struct hook {
-	char *run, *url, *secret;
+	char *run, *url, *secret, *path, *body;
 	struct lev_webhook_opts o;
-	int fd;			/* the daemon connection following the run */
 };
 
 static void hook_log(const struct hook *h, const char *fmt, ...)
@@ -144,7 +222,7 @@ static void hook_log(const struct hook *h, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	h->o.log(line);
+	h->o.log(h->o.log_data, line);
 }
 
 static bool transient(long status)
@@ -152,24 +230,23 @@ static bool transient(long status)
 	return status >= 500 || status == 429 || status == 408;
 }
 
-static void sleep_ms(unsigned ms)
+static void sleep_ms(uint64_t ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }
 
 /* One attempt: 0 delivered, 1 worth retrying, -1 not (status or error in *why). */
-static int attempt(const struct hook *h, const char *body, char *const *hdrs, char *why,
-		   size_t n)
+static int attempt(const struct hook *h, char *const *hdrs, char *why, size_t n)
 {
 	struct lev_http_response resp = { 0 };
 	struct lev_err err = LEV_ERR_INIT;
 	struct lev_http_request req = {
 		.method = "POST", .url = h->url, .headers = (const char *const *)hdrs,
-		.body = body, .body_len = strlen(body),
-		.timeout_ms = (long)h->o.timeout_secs * 1000, .max_response = 64 << 10,
+		.body = h->body, .body_len = strlen(h->body),
+		.timeout_ms = (long)h->o.conf.timeout_secs * 1000, .max_response = 64 << 10,
 		.connect_hook = guard_hook, .connect_hook_data = (void *)&h->o.allow_local,
 	};
 	int r = lev_http_perform(&req, &resp, &err);
@@ -184,134 +261,118 @@ static int attempt(const struct hook *h, const char *body, char *const *hdrs, ch
 	return r;
 }
 
-static void deliver(const struct hook *h, const char *body)
+static void deliver(const struct hook *h)
 {
 	char sig[LEV_WEBHOOK_SIG_LEN + 1], why[sizeof(((struct lev_err *)0)->msg) + 16] = "";
 	struct lev_err err = LEV_ERR_INIT;
-	unsigned delay = h->o.base_delay_ms, i;
+	uint64_t delay = h->o.conf.base_delay_ms, i;
 	char **hdrs = NULL;
 	int r = 1;
 
-	if (lev_webhook_sign(h->secret, body, strlen(body), sig, &err) < 0) {
+	if (lev_webhook_sign(h->secret, h->body, strlen(h->body), sig, &err) < 0) {
 		hook_log(h, "webhook for run %s: not sent: %s", h->run, err.msg);
 		return;
 	}
 	hdrs = lev_strv_push(hdrs, "Content-Type: application/json");
 	hdrs = lev_strv_push_take(hdrs, xasprintf("X-Leviath-Signature: %s", sig));
 	hdrs = lev_strv_push_take(hdrs, xasprintf("X-Leviath-Delivery: agent_completed:%s", h->run));
-	for (i = 0; r > 0 && i <= h->o.max_retries; i++) {
+	for (i = 0; r > 0 && i <= h->o.conf.max_retries; i++) {
 		if (i) {
 			sleep_ms(delay);
-			delay = delay > h->o.max_delay_ms / 2 ? h->o.max_delay_ms : delay * 2;
+			delay = delay > h->o.conf.max_delay_ms / 2 ? h->o.conf.max_delay_ms
+								   : delay * 2;
 		}
-		r = attempt(h, body, hdrs, why, sizeof(why));
+		r = attempt(h, hdrs, why, sizeof(why));
 	}
 	if (r == 0)
-		hook_log(h, "webhook for run %s: delivered (attempt %u, %s)", h->run, i, why);
+		hook_log(h, "webhook for run %s: delivered (attempt %llu, %s)", h->run,
+			 (unsigned long long)i, why);
 	else
-		hook_log(h, "webhook for run %s: not delivered after %u attempt%s: %s", h->run, i,
-			 i == 1 ? "" : "s", why);
+		hook_log(h, "webhook for run %s: not delivered after %llu attempt%s: %s", h->run,
+			 (unsigned long long)i, i == 1 ? "" : "s", why);
 	lev_strv_free(hdrs);
 }
 
 static void hook_free(struct hook *h)
 {
-	if (h->fd >= 0)
-		close(h->fd);
-	explicit_bzero(h->secret, strlen(h->secret));
-	free(h->secret);
+	if (h->secret) {
+		explicit_bzero(h->secret, strlen(h->secret));
+		free(h->secret);
+	}
 	free(h->url);
 	free(h->run);
+	free(h->path);
+	free(h->body);
 	free(h);
-}
-
-/* A new daemon connection following H's run (h->fd): 0 or < 0 (-EREMOTEIO: no such run). */
-static int hook_attach(struct hook *h, struct lev_err *err)
-{
-	json_t *req = lev_proto_request("attach"), *reply = NULL;
-	int r;
-
-	json_object_set_new(req, "run", json_string(h->run));
-	r = lev_client_open(req, &h->fd, &reply, err);
-	json_decref(req);
-	json_decref(reply);
-	return r;
-}
-
-/*
- * The run's end frame, or NULL.  A daemon that goes away (a restart) takes
- * the stream with it: the run is reloaded when the daemon starts again, so
- * attach again, for a while, and go on waiting for the same end.
- */
-static json_t *wait_end(struct hook *h)
-{
-	struct lev_err err = LEV_ERR_INIT;
-	unsigned tries = 0;
-	json_t *m = NULL;
-
-	for (;;) {
-		while (lev_proto_recv(h->fd, &m, NULL) == 0 && m) {
-			if (lev_streq(lev_json_str(m, "op"), "end"))
-				return m;
-			json_decref(m);
-			m = NULL;
-		}
-		close(h->fd);
-		h->fd = -1;
-		do {
-			if (tries++ >= REATTACH_TRIES)
-				return NULL;
-			sleep_ms(REATTACH_MS);
-		} while (hook_attach(h, &err) < 0 && err.code != -EREMOTEIO);
-		if (h->fd < 0)
-			return NULL;	/* the daemon no longer knows the run */
-	}
 }
 
 static void *hook_thread(void *p)
 {
 	struct hook *h = p;
-	json_t *end = wait_end(h);
-	char *body;
 
-	if (!end) {
-		hook_log(h, "webhook for run %s: not sent: the daemon's stream ended before the "
-			 "run did", h->run);
-		hook_free(h);
-		return NULL;
-	}
-	body = lev_webhook_payload(h->run, end);
-	json_decref(end);
-	deliver(h, body);
-	free(body);
+	deliver(h);
+	(void)unlink(h->path);	/* done or given up: a restart does not send it again */
 	hook_free(h);
 	return NULL;
 }
 
-int lev_webhook_start(const char *run, const char *url, const char *secret,
-		      const struct lev_webhook_opts *o, struct lev_err *err)
+/* H's url and secret from its file (h->path): 0 or < 0 with ERR. */
+static int hook_load(struct hook *h, struct lev_err *err)
 {
-	struct hook *h = xcalloc(1, sizeof(*h));
+	char *text = NULL;
+	size_t len = 0;
+	json_t *j;
+	int r = lev_read_file(h->path, 2 * (LEV_WEBHOOK_URL_MAX + LEV_WEBHOOK_SECRET_MAX) + 256,
+			      &text, &len, err);
+
+	if (r < 0)
+		return r;
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	explicit_bzero(text, len);
+	free(text);
+	if (!lev_streq(lev_json_str(j, "run"), h->run) || !lev_json_str(j, "url") ||
+	    !lev_json_str(j, "secret")) {
+		json_decref(j);
+		return lev_err_set(err, LEV_EPARSE, "webhook for run %s: its file is not one "
+				   "lev wrote", h->run);
+	}
+	h->url = xstrdup(lev_json_str(j, "url"));
+	h->secret = xstrdup(lev_json_str(j, "secret"));
+	/* the secret's copy in J goes with it */
+	explicit_bzero((char *)lev_json_str(j, "secret"), strlen(h->secret));
+	json_decref(j);
+	return 0;
+}
+
+int lev_webhook_fire(const char *dir, const char *run, const json_t *end,
+		     const struct lev_webhook_opts *o, struct lev_err *err)
+{
+	struct hook *h;
 	pthread_attr_t at;
 	pthread_t t;
 	int r;
 
+	if (!run_name_ok(run))
+		return lev_err_set(err, -EINVAL, "webhook: '%s' is not a run id", run);
+	h = xcalloc(1, sizeof(*h));
 	h->run = xstrdup(run);
-	h->url = xstrdup(url);
-	h->secret = xstrdup(secret ? secret : "");
+	h->path = lev_path_join(dir, run);
 	h->o = *o;
-	h->fd = -1;
-	r = hook_attach(h, err);
+	r = hook_load(h, err);
+	if (r == 0)
+		r = lev_mhdapi_load(err);	/* the HMAC is GnuTLS's */
 	if (r < 0) {
+		(void)unlink(h->path);
 		hook_free(h);
 		return r;
 	}
+	h->body = lev_webhook_payload(run, end);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	r = pthread_create(&t, &at, hook_thread, h);
 	pthread_attr_destroy(&at);
 	if (r != 0) {
-		hook_free(h);
+		hook_free(h);	/* kept: the next daemon sends it */
 		return lev_err_set(err, -r, "webhook: cannot start a thread: %s", strerror(r));
 	}
 	return 0;
