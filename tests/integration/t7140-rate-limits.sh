@@ -106,7 +106,7 @@ test_expect_success 'tokens_per_minute: charged from the reported usage, the nex
 	EOF
 	(lev run --foreground ./ag -t rl-t-a --workdir work >ta 2>&1; echo $? >ta.rc) &
 	wait_for test -s ta.rc &&
-	(lev run --foreground ./ag -t rl-t-b --workdir work >tb 2>&1; echo $? >tb.rc) &
+	{ (lev run --foreground ./ag -t rl-t-b --workdir work >tb 2>&1; echo $? >tb.rc) & } &&
 	sleep 1 &&
 	has_requests rl-t- 1 &&
 	clock 460001 &&
