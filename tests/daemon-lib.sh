@@ -10,7 +10,8 @@
 #   request_of RUN       the id of RUN's open request (there is one)
 #   daemon_pid           the running daemon's pid
 #   gone PID             PID has ended
-#   crash RUN...         kill -9 the daemon; wait until it and RUNs' workers are gone
+#   crash RUN...         kill -9 the daemon and RUNs' workers; wait until all are gone
+#   crash_daemon         kill -9 the daemon alone (its workers wait to be adopted)
 #   mock_daemon SCRIPT   serve SCRIPT with mock-model (lev_start_mock_model) as
 #                        provider 'mockoa' of config.toml, its key in the
 #                        credential store (a resumed run has it too)
@@ -88,9 +89,18 @@ crash() {
 		pids="$pids $(field "$r" pid)"
 	done
 	kill -9 "$dpid" && wait_for gone "$dpid" || return 1
+	# a worker outlives its daemon (a new one adopts it): killed too, so
+	# each run is resumed from its record (crash_daemon: the daemon alone)
 	for p in $pids; do
+		kill -9 "$p" 2>/dev/null
 		wait_for gone "$p" || return 1
 	done
+}
+
+crash_daemon() {
+	local dpid
+	dpid=$(daemon_pid) && test -n "$dpid" || return 1
+	kill -9 "$dpid" && wait_for gone "$dpid"
 }
 
 mock_daemon() {

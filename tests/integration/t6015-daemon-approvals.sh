@@ -20,7 +20,9 @@ crash() {
 		pids="$pids $(field "$r" pid)"
 	done
 	kill -9 "$dpid" && wait_for gone "$dpid" || return 1
+	# a worker outlives its daemon (a new one adopts it): killed too
 	for p in $pids; do
+		kill -9 "$p" 2>/dev/null
 		wait_for gone "$p" || return 1
 	done
 }

@@ -51,10 +51,10 @@ test_expect_success 'a worker runs in its own session, with no core dumps and a 
 	grep -q "^Max data size  *$DATA_LIMIT  *$DATA_LIMIT " /proc/$pid/limits
 '
 
-test_expect_success 'kill -9 of the daemon: its worker ends too, nothing ran' '
+test_expect_success 'kill -9 of the daemon and its worker (t6104: the worker alone adopted): nothing ran' '
 	kill -9 "$(cat dpid)" &&
 	wait_for gone "$(cat dpid)" &&
-	wait_for gone "$(cat pid)" &&
+	kill -9 "$(cat pid)" && wait_for gone "$(cat pid)" &&
 	test ! -e work/ran.txt
 '
 
@@ -74,7 +74,7 @@ test_expect_success 'a run whose request was not kept is marked failed after a r
 	wait_for status_is "$(cat id3)" "waiting: tool approval" &&
 	dpid=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
 	pid=$(field "$(cat id3)" pid) &&
-	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && kill -9 "$pid" && wait_for gone "$pid" &&
 	forget_request "$(cat id3)" &&
 	"$LEV" daemon start >/dev/null &&
 	status_is "$(cat id3)" "error: the daemon stopped while the run was going" &&

@@ -115,7 +115,7 @@ test_expect_success 'a run resumed while the file is broken starts from the last
 	wait_for test -e work/waiting &&
 	dpid=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
 	pid=$(field "$(cat c)" pid) &&
-	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && kill -9 "$pid" && wait_for gone "$pid" &&
 	printf "[tool_permissions\n" >"$CONFIG" &&
 	"$LEV" daemon start >/dev/null &&
 	"$LEV" daemon status | grep -q "^config error: " &&
@@ -225,7 +225,7 @@ test_expect_success "Leviath's policy.toml: a run resumed while it is broken sta
 	wait_for status_is "$(cat p4)" "waiting: user prompt" &&
 	dpid=$("$LEV" daemon status | sed -n "s/^running: pid \([0-9]*\),.*/\1/p") &&
 	pid=$(field "$(cat p4)" pid) &&
-	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && kill -9 "$pid" && wait_for gone "$pid" &&
 	printf "[[allowlist]\n" >"$LPOL" &&
 	"$LEV" daemon start >/dev/null &&
 	"$LEV" daemon status >st &&

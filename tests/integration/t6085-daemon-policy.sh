@@ -245,7 +245,7 @@ crash_case() {
 	edit "$CONFIG" "$2" && touch work/go &&
 	wait_for took "$(cat "$1")" && wait_for test -e work/waiting2 &&
 	dpid=$(daemon_pid) && pid=$(field "$(cat "$1")" pid) &&
-	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$pid" &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && kill -9 "$pid" && wait_for gone "$pid" &&
 	save "$CONFIG" "$PERMS" &&
 	"$LEV" daemon start >/dev/null &&
 	touch work/go2 && finish "$1"

@@ -109,7 +109,7 @@ test_expect_success 'lev.db holds no byte of the key; the plain variable is ther
 
 test_expect_success 'kill -9 of the daemon and a restart without the key' '
 	dpid=$(daemon_pid) && kp=$(field "$(cat k)" pid) && pp=$(field "$(cat p)" pid) &&
-	kill -9 "$dpid" && wait_for gone "$dpid" && wait_for gone "$kp" && wait_for gone "$pp" &&
+	kill -9 "$dpid" && wait_for gone "$dpid" && kill -9 "$kp" "$pp" && wait_for gone "$kp" && wait_for gone "$pp" &&
 	! in_db "$SECRET" &&
 	(unset LEVTEST_SECRET_KEY; "$LEV" daemon start >/dev/null)
 '

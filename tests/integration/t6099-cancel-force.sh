@@ -26,11 +26,12 @@ spawn() {
 	setsid -w "$LEV" run ./asker --workdir work --task t --detach >id 2>/dev/null &&
 	wait_for status_is "$(tail -n 1 id)" "waiting: tool approval"
 }
-# kill_daemon: kill -9 the daemon; wait until it and RUN's worker are gone
+# kill_daemon: kill -9 the daemon and RUN's worker (which would wait to be
+# adopted); wait until both are gone
 kill_daemon() {
 	local d w
 	d=$(daemon_pid) && w=$(wpid "$1") && test -n "$d" && test -n "$w" &&
-	kill -9 "$d" && wait_for gone "$d" && wait_for gone "$w"
+	kill -9 "$d" && wait_for gone "$d" && kill -9 "$w" && wait_for gone "$w"
 }
 
 test_expect_success 'with a daemon: cancel --force kills the worker, the run ends cancelled' '

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -28,6 +29,7 @@
 #include "liblev/base/util.h"
 #include "liblev/base/xalloc.h"
 #include "liblev/conf/datadir.h"
+#include "liblev/daemon/adopt.h"
 #include "liblev/daemon/daemon.h"
 #include "liblev/daemon/pool.h"
 #include "liblev/daemon/proto.h"
@@ -117,6 +119,8 @@ struct run {
 	bool recover_due;	/* held by the previous daemon: the loop resumes it (recover()) */
 	bool recover_first;	/* it was going (not waiting on a person): resumed before those */
 	bool hook_fired;	/* its webhook went to a delivery thread (hook_end()) */
+	int pidfd;		/* an adopted worker (not our child): its pidfd; else -1 */
+	bool adoptable;		/* old_pid runs our executable: adopted once it listens */
 	struct lev_buf parts;	/* a turn or an output sent in "part" frames (worker.h) */
 	bool parts_cut;		/* the parts went past PARTS_MAX: dropped */
 	struct frame *backlog;	/* its latest event frames, for followers */
@@ -152,6 +156,7 @@ struct daemon {
 	struct lev_pool *pool;	/* [limits] max_concurrent_inferences (pool.h) */
 	int zyg_fd;		/* the link to the zygote (zygote.h); -1: none */
 	pid_t zyg_pid;
+	char *adopt_dir;	/* where a worker waits for a new daemon (adopt.h) */
 };
 
 static double now(void)
@@ -327,6 +332,7 @@ static struct run *run_add(struct daemon *d, const char *id, json_t *doc)
 	r->id = xstrdup(id);
 	r->doc = doc;
 	r->fd = -1;
+	r->pidfd = -1;
 	lev_buf_init(&r->parts, PARTS_MAX);
 	d->runs = xreallocarray(d->runs, d->n_runs + 1, sizeof(*d->runs));
 	d->runs[d->n_runs++] = r;
@@ -367,6 +373,8 @@ static void run_free(struct run *r)
 	backlog_free(r);
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
 	lev_proto_in_release(&r->in);
 	json_decref(r->doc);
 	json_decref(r->question);
@@ -723,8 +731,11 @@ static void worker_exec(const struct lev_daemon_opts *o, int fd, char **env, pid
 	sigset_t none;
 	int null;
 
-	/* the daemon gone, the run is cancelled */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+	/*
+	 * The daemon gone, the zygote goes; a worker waits for a new daemon to
+	 * adopt it (worker.c w_adopt())
+	 */
+	if ((zygote && prctl(PR_SET_PDEATHSIG, SIGTERM) < 0) || getppid() != parent)
 		_exit(127);
 	setsid();
 	/*
@@ -1074,11 +1085,19 @@ static json_t *health_json(struct daemon *d)
 }
 
 /* Hand run R (its worker just started) its request; RECOVER: from its journal. */
-static void run_start(struct daemon *d, struct run *r, const json_t *req, bool recover)
+static void run_start(struct daemon *d, struct run *r, const json_t *req, bool recover,
+		      const char *secret)
 {
 	json_t *start = lev_proto_request("start");
+	char *adopt = lev_adopt_path(d->adopt_dir, r->id);
 
 	json_object_set_new(start, "run", json_string(r->id));
+	/* where it waits for a new daemon should this one die, and the proof it asks */
+	if (adopt && secret) {
+		json_object_set_new(start, "adopt_path", json_string(adopt));
+		json_object_set_new(start, "adopt_secret", json_string(secret));
+	}
+	free(adopt);
 	json_object_set(start, "request", (json_t *)req);
 	if (recover)
 		json_object_set_new(start, "recover", json_true());
@@ -1183,12 +1202,14 @@ static json_t *op_submit(struct daemon *d, struct conn *c, const json_t *msg)
 	/* kept until the run ends: a restarted daemon resumes the run from it */
 	{
 		json_t *keep = request_to_keep(req);
+		_cleanup_free_ char *secret = lev_adopt_secret_new();
 
+		json_object_set_new(keep, "adopt_secret", json_string(secret));
 		if (lev_store_request_put(d->st, id, keep, &err) < 0)
 			dlog(d, "run %s: %s", id, err.msg);
 		json_decref(keep);
+		run_start(d, r, req, false, secret);
 	}
-	run_start(d, r, req, false);
 	/* a watcher (every run's stream) learns of the run first */
 	follow_push(d, r, json_pack("{s:i,s:s,s:s,s:O}", "v", LEV_PROTO_VERSION, "op", "spawned",
 				    "run", id, "agent", json_object_get(r->doc, "agent")), false);
@@ -1211,6 +1232,12 @@ static void pool_leave(struct daemon *d, struct run *r);
 
 static void run_reaped(struct daemon *d, struct run *r, int status)
 {
+	char *adopt = lev_adopt_path(d->adopt_dir, r->id);
+
+	/* where its worker listened for a new daemon (adopt.h), left by a killed one */
+	if (adopt)
+		(void)unlink(adopt);
+	free(adopt);
 	pool_leave(d, r);
 	r->pid = 0;
 	json_object_del(r->doc, "pid");
@@ -1245,10 +1272,37 @@ static void run_reaped(struct daemon *d, struct run *r, int status)
 
 static void run_readable(struct daemon *d, struct run *r);
 
+/* An adopted worker (not our child) has ended: read what it said, then as reaped. */
+static void reap_adopted(struct daemon *d)
+{
+	for (size_t i = 0; i < d->n_runs; i++) {
+		struct run *r = d->runs[i];
+
+		if (r->pidfd < 0 || !lev_adopt_exited(r->pidfd))
+			continue;
+		if (r->fd >= 0)
+			run_readable(d, r);
+		close(r->pidfd);
+		r->pidfd = -1;
+		run_reaped(d, r, 0);
+	}
+}
+
+/* Signal SIG to run R's worker: an adopted one through its pidfd. */
+static void run_kill(struct run *r, int sig)
+{
+	if (r->pidfd >= 0)
+		(void)lev_adopt_signal(r->pidfd, sig);
+	else if (r->pid > 0)
+		kill(r->pid, sig);
+}
+
 static void reap(struct daemon *d)
 {
 	int status;
 	pid_t pid;
+
+	reap_adopted(d);
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == d->zyg_pid) {
@@ -1517,6 +1571,18 @@ static void worker_msg(struct daemon *d, struct run *r, json_t *m, const char *f
 			flush_runs(d, false);
 			run_send(d, r, lev_proto_request("ack"));
 		}
+	} else if (lev_streq(op, "sync")) {
+		/* what it sent so far committed: it may drop its copies (worker.c) */
+		json_t *a = lev_proto_request("synced");
+
+		flush_runs(d, false);
+		json_object_set(a, "n", json_object_get(m, "n"));
+		run_send(d, r, a);
+	} else if (lev_streq(op, "adopted") && r->pidfd >= 0) {
+		/* the journal as the worker last saw it committed; what it sends again follows */
+		r->call_seq = (long)json_integer_value(json_object_get(m, "calls"));
+		r->result_kept = json_is_true(json_object_get(m, "kept"));
+		dlog(d, "run %s: adopted worker %d", r->id, (int)r->pid);
 	} else if (lev_streq(op, "infer")) {
 		pool_ask(d, r);
 	} else if (lev_streq(op, "infer_done")) {
@@ -1891,7 +1957,7 @@ static json_t *op_cancel(struct daemon *d, const json_t *msg)
 	r->cancel_requested = true;
 	/* --force: the worker is killed, not asked; the run ends cancelled when it is reaped */
 	if (r->pid > 0)
-		kill(r->pid, json_is_true(json_object_get(msg, "force")) ? SIGKILL : SIGTERM);
+		run_kill(r, json_is_true(json_object_get(msg, "force")) ? SIGKILL : SIGTERM);
 	else if (r->old_pid > 0 && json_is_true(json_object_get(msg, "force")) &&
 		 pid_running(r->old_pid) && !r->old_killed) {
 		/* the previous daemon's worker: recovery sees it gone, and cancels the run */
@@ -2385,12 +2451,19 @@ static bool resume_run(struct daemon *d, struct run *r)
 	int fd;
 	pid_t pid;
 
+	_cleanup_free_ char *secret = lev_adopt_secret_new();
+
 	if (lev_store_request_get(d->st, r->id, &req, &err) < 0 ||
 	    spawn_worker(d, req, &pid, &fd, &err) < 0) {
 		dlog(d, "run %s: cannot resume it: %s", r->id, err.msg);
 		json_decref(req);
 		return false;
 	}
+	/* a new worker, a new secret: the one before cannot be adopted any more */
+	json_object_set_new(req, "adopt_secret", json_string(secret));
+	if (lev_store_request_put(d->st, r->id, req, &err) < 0)
+		dlog(d, "run %s: %s", r->id, err.msg);
+	lev_err_clear(&err);
 	r->pid = pid;
 	r->fd = fd;
 	json_object_set_new(r->doc, "pid", json_integer(pid));
@@ -2398,7 +2471,7 @@ static bool resume_run(struct daemon *d, struct run *r)
 			    json_integer(json_integer_value(json_object_get(r->doc, "restarts")) + 1));
 	json_object_del(r->doc, "error");
 	run_set_status(d, r, "idle");
-	run_start(d, r, req, true);
+	run_start(d, r, req, true, secret);
 	dlog(d, "run %s: resumed from the journal in worker %d", r->id, (int)pid);
 	if (json_array_size(json_object_get(req, "withheld_env"))) {
 		_cleanup_free_ char *names = json_dumps(json_object_get(req, "withheld_env"),
@@ -2517,6 +2590,41 @@ static void recover_one(struct daemon *d, struct run *r)
 }
 
 /*
+ * Take over R's worker PID, which the previous daemon left going
+ * (adopt.h): the run goes on in it, shown as its record says until the
+ * worker sends again what the dead daemon may have missed (a question
+ * pending included).  Whether it was; R->adoptable when PID is our worker
+ * but does not listen yet.
+ */
+static bool adopt_run(struct daemon *d, struct run *r, pid_t pid)
+{
+	_cleanup_free_ char *path = lev_adopt_path(d->adopt_dir, r->id);
+	struct lev_err err = LEV_ERR_INIT;
+	json_t *req = NULL;
+	int fd, pidfd, k;
+
+	if (lev_store_request_get(d->st, r->id, &req, &err) < 0)
+		return false;
+	k = lev_adopt_connect(pid, d->o->worker_exe, path, lev_json_str(req, "adopt_secret"), &fd,
+			      &pidfd);
+	json_decref(req);
+	r->adoptable = k == -EAGAIN;
+	if (k < 0)
+		return false;
+	r->pid = pid;
+	r->fd = fd;
+	r->pidfd = pidfd;
+	r->old_pid = 0;
+	r->recover_due = false;
+	json_object_del(r->doc, "old_worker");
+	json_object_set_new(r->doc, "pid", json_integer(pid));
+	json_object_set_new(r->doc, "moved", json_real(now()));
+	run_put(d, r);
+	r->meta_stale = true;
+	return true;
+}
+
+/*
  * The runs whose previous worker has ended since the last look are
  * recovered (two workers never write one record); one still there at
  * d->old_deadline gets SIGKILL.  Whether any is still waited on.
@@ -2530,6 +2638,9 @@ static bool old_workers_check(struct daemon *d)
 		struct run *r = d->runs[i];
 
 		if (r->old_pid <= 0)
+			continue;
+		/* ours, and listening by now: adopted */
+		if (r->adoptable && !r->old_killed && adopt_run(d, r, r->old_pid))
 			continue;
 		if (pid_running(r->old_pid)) {
 			if (t >= d->old_deadline && !r->old_killed) {
@@ -2630,6 +2741,8 @@ static void recover(struct daemon *d)
 		r->recover_first = !r->paused && strncmp(run_status(r) ? run_status(r) : "",
 							  "waiting", 7);
 		if (pid > 0 && old_worker_alive(pid)) {
+			if (adopt_run(d, r, pid))
+				continue;
 			r->old_pid = pid;
 			json_object_set_new(r->doc, "old_worker", json_integer(r->old_pid));
 			recover_hold(d, r);
@@ -2650,7 +2763,7 @@ static void stop_workers(struct daemon *d)
 
 		if (r->pid > 0) {
 			r->cancel_requested = true;
-			kill(r->pid, SIGTERM);
+			run_kill(r, SIGTERM);
 		}
 	}
 	for (int tries = 0; tries < 100; tries++) {
@@ -2665,11 +2778,12 @@ static void stop_workers(struct daemon *d)
 	}
 	for (size_t i = 0; i < d->n_runs; i++)
 		if (d->runs[i]->pid > 0)
-			kill(d->runs[i]->pid, SIGKILL);
+			run_kill(d->runs[i], SIGKILL);
 	for (size_t i = 0; i < d->n_runs; i++) {
 		int status;
 
-		if (d->runs[i]->pid > 0 && waitpid(d->runs[i]->pid, &status, 0) > 0)
+		if (d->runs[i]->pid > 0 && d->runs[i]->pidfd < 0 &&
+		    waitpid(d->runs[i]->pid, &status, 0) > 0)
 			run_reaped(d, d->runs[i], status);
 	}
 }
@@ -2682,7 +2796,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 	bool old_waiting = true, recovering = true;
 
 	while (!d->stopping && !(d->o->stop && *d->o->stop)) {
-		size_t n = 0, base;
+		size_t n = 0, base, nrun;
 		int r, timeout = flush_due(d);
 
 		/* the previous daemon's workers are looked for until they are gone */
@@ -2695,7 +2809,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 		for (size_t i = d->n_conns; i-- > 0;)
 			if (d->conns[i].dead)
 				conn_close(d, i);
-		p = xreallocarray(p, 4 + d->n_conns + d->n_runs, sizeof(*p));
+		p = xreallocarray(p, 4 + d->n_conns + 2 * d->n_runs, sizeof(*p));
 		who = xreallocarray(who, d->n_runs + 1, sizeof(*who));
 		p[n++] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
@@ -2712,6 +2826,11 @@ static int loop(struct daemon *d, int lfd, int sfd)
 			who[n - base - d->n_conns] = d->runs[i];
 			p[n++] = (struct pollfd){ .fd = d->runs[i]->fd, .events = POLLIN };
 		}
+		nrun = n;
+		/* an adopted worker is not our child: its pidfd says when it ends (reap()) */
+		for (size_t i = 0; i < d->n_runs; i++)
+			if (d->runs[i]->pidfd >= 0)
+				p[n++] = (struct pollfd){ .fd = d->runs[i]->pidfd, .events = POLLIN };
 		r = poll(p, n, timeout);
 		if (r < 0 && errno != EINTR) {
 			free(p);
@@ -2731,7 +2850,7 @@ static int loop(struct daemon *d, int lfd, int sfd)
 			if (p[3].revents && lev_reload_pending(d->rl))
 				reload_changed(d);
 			/* workers first: a reply they wait on may be due */
-			for (size_t i = base + nc; i < n; i++)
+			for (size_t i = base + nc; i < nrun; i++)
 				if (p[i].revents && who[i - base - nc]->fd == p[i].fd)
 					run_readable(d, who[i - base - nc]);
 			/* connections from the end, as closing one moves the last */
@@ -2781,6 +2900,13 @@ int lev_daemon_serve(const struct lev_daemon_opts *o, struct lev_err *err)
 		return r;
 	if (lev_datadir_runs_dir(&d.runs_dir, err) < 0)
 		return err ? err->code : -EINVAL;
+	d.adopt_dir = lev_path_join(root, "adopt");
+	if (mkdir(d.adopt_dir, 0700) < 0 && errno != EEXIST) {
+		dlog(&d, "cannot make '%s': %s; no worker outlives this daemon", d.adopt_dir,
+		     strerror(errno));
+		free(d.adopt_dir);
+		d.adopt_dir = NULL;
+	}
 	pidfile = lev_path_join(root, LEV_DAEMON_PIDFILE);
 	{
 		struct lev_err e = LEV_ERR_INIT;
@@ -2855,6 +2981,7 @@ out:
 	(void)unlink(pidfile);
 	free(d.runs_dir);
 	free(d.hooks_dir);
+	free(d.adopt_dir);
 	lev_pool_free(d.pool);
 	return r;
 }

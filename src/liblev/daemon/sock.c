@@ -140,6 +140,23 @@ int lev_sock_listen(const char *path, int *out, struct lev_err *err)
 	return 0;
 }
 
+int lev_sock_connect_any(const char *path, int *out, struct lev_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct sockaddr_un sa;
+	int r = sock_addr(path, &sa, err);
+
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return lev_err_errno(err, -errno, "cannot create a socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return lev_err_errno(err, -errno, "cannot connect to '%s'", path);
+	*out = TAKE_FD(fd);
+	return 0;
+}
+
 /* Whether UID may own a directory on the way to the socket: us or root. */
 static bool uid_trusted(uid_t uid)
 {

@@ -54,6 +54,12 @@ int lev_sock_check_path(const char *path, struct lev_err *err);
 int lev_sock_connect(const char *path, int *out, struct lev_err *err);
 
 /*
+ * Connect to the unix socket PATH, nothing checked: the caller checks the
+ * peer (lev_sock_peer_ok()) before it sends anything.
+ */
+int lev_sock_connect_any(const char *path, int *out, struct lev_err *err);
+
+/*
  * True when FD's peer runs as our uid (SO_PEERCRED); *uid and *pid say who
  * it was either way (-1 when unknown).
  */

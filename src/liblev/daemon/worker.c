@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "liblev/base/buf.h"
@@ -23,6 +24,7 @@
 #include "liblev/conf/config.h"
 #include "liblev/conf/datadir.h"
 #include "liblev/daemon/proto.h"
+#include "liblev/daemon/sock.h"
 #include "liblev/daemon/store.h"
 #include "liblev/daemon/worker.h"
 #include "liblev/policy/effective.h"
@@ -59,9 +61,27 @@ struct worker {
 	bool pool;		/* the daemon limits model requests: ask first (pool.h) */
 	bool infer_held;	/* the daemon let this request through */
 	struct lev_buf out;	/* event frames not sent yet (w_flush()) */
+	/* adoption (w_adopt()): a new daemon takes the worker over when its own dies */
+	pid_t daemon;		/* the daemon that started it (its parent) */
+	const char *adopt_path;	/* where it listens for one (borrowed; NULL: it does not) */
+	int adopt_fd;		/* listening there from its start, so a new daemon's connect
+				 * waits in the backlog while the worker is busy; -1: none */
+	const char *adopt_secret;	/* what the new daemon proves itself with (borrowed) */
+	struct lev_buf resend;	/* frames sent since the daemon last committed them */
+	long calls;		/* tool calls sent, counted as the daemon's journal counts them */
+	bool kept;		/* the last call's result is in the journal (or needs none) */
+	long calls_synced;	/* the same at the start of resend */
+	bool kept_synced;
+	size_t sync_mark;	/* resend's length when "sync" was asked; 0: none asked */
+	long sync_n;		/* that request's number */
+	long calls_mark;
+	bool kept_mark;
+	json_t *pending;	/* a request a reply is waited for (ask, infer, paused) */
 };
 
-/* A message the daemon sends whenever it likes (pause, resume, msg, reload). */
+static void resend_synced(struct worker *w, long n);
+
+/* A message the daemon sends whenever it likes (pause, resume, msg, reload, synced). */
 static void w_handle(struct worker *w, const json_t *m)
 {
 	const char *op = lev_json_str(m, "op");
@@ -74,6 +94,8 @@ static void w_handle(struct worker *w, const json_t *m)
 		w->paused = false;
 	else if (lev_streq(op, "msg") && lev_json_str(m, "text"))
 		w->msgs = lev_strv_push(w->msgs, lev_json_str(m, "text"));
+	else if (lev_streq(op, "synced"))
+		resend_synced(w, (long)json_integer_value(json_object_get(m, "n")));
 }
 
 /*
@@ -83,29 +105,248 @@ static void w_handle(struct worker *w, const json_t *m)
  * journal its calls, and an ask nobody can answer now is asked again when
  * a new daemon resumes it (a run that ended "complete" is not resumed).
  */
+static int w_adopt(struct worker *w);
+
 static void link_lost(struct worker *w)
 {
+	if (w_adopt(w) == 0)
+		return;	/* a new daemon took it over: the link is its */
 	w->broken = true;
 	w_cancel = 1;
 }
 
-/* Send the event frames held back, as one write. */
+/*
+ * What the daemon committed: the frames sent before its "ack" (every one:
+ * it commits before it acks), or before a "sync" numbered N.
+ */
+static void resend_drop(struct worker *w, size_t n, long calls, bool kept)
+{
+	if (n >= w->resend.len)
+		lev_buf_release(&w->resend);	/* a waiting run holds no buffer */
+	else {
+		memmove(w->resend.buf, w->resend.buf + n, w->resend.len - n);
+		lev_buf_truncate(&w->resend, w->resend.len - n);
+	}
+	w->calls_synced = calls;
+	w->kept_synced = kept;
+}
+
+static void resend_acked(struct worker *w)
+{
+	resend_drop(w, w->resend.len, w->calls, w->kept);
+	w->sync_mark = 0;	/* a "synced" still to come says nothing more */
+}
+
+static void resend_synced(struct worker *w, long n)
+{
+	if (!w->sync_mark || n != w->sync_n)
+		return;
+	resend_drop(w, w->sync_mark, w->calls_mark, w->kept_mark);
+	w->sync_mark = 0;
+}
+
+/* Ask the daemon to commit what it was sent so far (answered "synced", w_handle()). */
+static void w_sync(struct worker *w)
+{
+	json_t *m;
+
+	if (!w->adopt_path || w->sync_mark || !w->resend.len || w->broken)
+		return;
+	w->sync_mark = w->resend.len;
+	w->calls_mark = w->calls;
+	w->kept_mark = w->kept;
+	m = lev_proto_request("sync");
+	json_object_set_new(m, "n", json_integer(++w->sync_n));
+	if (lev_proto_send(w->fd, m, NULL) < 0)
+		link_lost(w);
+	json_decref(m);
+}
+
+/* How much the worker holds for a new daemon before it asks for a commit. */
+#define W_RESEND_SYNC ((size_t)16 << 10)
+
+/*
+ * Send the frames held back, as one write.  A worker that can be adopted
+ * keeps them until the daemon has committed them: a new daemon is sent
+ * them again (the journal takes a call or a turn again at its place).
+ */
 static void w_flush(struct worker *w)
 {
-	if (w->out.len && !w->broken &&
-	    lev_proto_send_frames(w->fd, w->out.buf, w->out.len, NULL) < 0)
-		link_lost(w);
+	if (w->out.len && !w->broken) {
+		/* (a frame it could not keep: the journal could miss it, so no adoption) */
+		if (w->adopt_path && lev_buf_add(&w->resend, w->out.buf, w->out.len) < 0)
+			w->adopt_path = NULL;
+		if (lev_proto_send_frames(w->fd, w->out.buf, w->out.len, NULL) < 0)
+			link_lost(w);	/* adopted: resend went to the new daemon */
+		if (w->resend.len >= W_RESEND_SYNC)
+			w_sync(w);
+	}
 	lev_buf_reset(&w->out);
 }
 
 /* Send MSG (taken), after whatever is held back. */
 static void w_send(struct worker *w, json_t *msg)
 {
+	size_t n;
+	char *f;
+
 	msg = lev_secrets_redact_take(msg);	/* what lev.db, the log, followers get */
+	f = lev_proto_frame(msg, &n);
+	if (f)
+		lev_buf_add(&w->out, f, n);
+	else
+		w->broken = true;
+	free(f);
+	json_decref(msg);
 	w_flush(w);
+}
+
+/*
+ * Send request MSG (taken), which a reply answers: a new daemon that
+ * adopts the worker while it waits is sent it again.
+ */
+static void w_request(struct worker *w, json_t *msg)
+{
+	msg = lev_secrets_redact_take(msg);
+	w_flush(w);
+	json_decref(w->pending);
+	w->pending = msg;
 	if (!w->broken && lev_proto_send(w->fd, msg, NULL) < 0)
 		link_lost(w);
-	json_decref(msg);
+}
+
+static void w_request_done(struct worker *w)
+{
+	json_decref(w->pending);
+	w->pending = NULL;
+}
+
+/*
+ * How long a worker whose daemon died waits for a new one to adopt it;
+ * then the run stops as cancelled, and a new daemon resumes it from its
+ * record.
+ */
+#define W_ADOPT_WAIT_MS (600 * 1000)
+
+static bool secret_eq(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+	unsigned char diff = 0;
+
+	if (!a || strlen(a) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		diff |= (unsigned char)(a[i] ^ b[i]);
+	return diff == 0;
+}
+
+/* A daemon on CFD: it runs as our uid and its hello proves it has the run's secret. */
+static bool adopt_hello(const struct worker *w, int cfd)
+{
+	struct timeval tv = { 2, 0 };
+	json_t *m = NULL;
+	uid_t uid;
+	pid_t pid;
+	bool ok;
+
+	if (!lev_sock_peer_ok(cfd, &uid, &pid))
+		return false;
+	(void)setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (lev_proto_recv(cfd, &m, NULL) < 0 || !m)
+		return false;
+	ok = lev_streq(lev_json_str(m, "op"), "adopt") &&
+	     secret_eq(lev_json_str(m, "secret"), w->adopt_secret);
+	json_decref(m);
+	tv.tv_sec = 0;
+	(void)setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return ok;
+}
+
+/*
+ * To the new daemon: where the journal stood at the last commit the worker
+ * heard of, every frame sent since (the dead daemon may have lost them), and
+ * the request a reply is waited for.
+ */
+static int adopt_resend(struct worker *w)
+{
+	json_t *m = lev_proto_request("adopted");
+	int r;
+
+	json_object_set_new(m, "pid", json_integer(getpid()));
+	json_object_set_new(m, "calls", json_integer(w->calls_synced));
+	json_object_set_new(m, "kept", json_boolean(w->kept_synced));
+	r = lev_proto_send(w->fd, m, NULL);
+	json_decref(m);
+	if (r == 0)
+		r = lev_proto_send_frames(w->fd, w->resend.buf, w->resend.len, NULL);
+	if (r == 0 && w->pending)
+		r = lev_proto_send(w->fd, w->pending, NULL);
+	w->sync_mark = 0;
+	return r;
+}
+
+/*
+ * The daemon's link is lost.  When the daemon itself is gone (the worker's
+ * parent changed; a daemon that only closed the link is still its parent),
+ * the worker listens on its adoption socket (the daemon's private
+ * directory, named in its start frame) until a new daemon of our uid
+ * proves it has the run's secret, and goes on with it.  0 once adopted.
+ */
+static int w_adopt(struct worker *w)
+{
+	uint64_t end;
+
+	if (w->adopt_fd < 0 || !w->adopt_secret || w_cancel)
+		return -1;
+	/* a dying daemon closes its fds a moment before its children are moved */
+	for (int i = 0; i < 200 && getppid() == w->daemon; i++)
+		usleep(1000);
+	if (getppid() == w->daemon)
+		return -1;
+	end = lev_monotonic_ns() / 1000000 + W_ADOPT_WAIT_MS;
+	while (!w_cancel) {
+		struct pollfd p[2] = { { .fd = w->adopt_fd, .events = POLLIN },
+				       { .fd = w_pipe[0], .events = POLLIN } };
+		uint64_t t = lev_monotonic_ns() / 1000000;
+		int cfd;
+
+		if (t >= end || (poll(p, 2, (int)(end - t)) < 0 && errno != EINTR))
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		cfd = accept4(w->adopt_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		if (!adopt_hello(w, cfd) || dup3(cfd, w->fd, O_CLOEXEC) < 0) {
+			close(cfd);
+			continue;
+		}
+		close(cfd);
+		/* (it goes on listening: the new daemon may die too) */
+		return adopt_resend(w) < 0 ? -1 : 0;
+	}
+	return -1;
+}
+
+/* Listen where a new daemon looks for the worker (adopt.h); without it, it cannot be adopted. */
+static void adopt_listen(struct worker *w, const json_t *start)
+{
+	w->adopt_path = lev_json_str(start, "adopt_path");
+	w->adopt_secret = lev_json_str(start, "adopt_secret");
+	if (w->adopt_path && w->adopt_secret &&
+	    lev_sock_listen(w->adopt_path, &w->adopt_fd, NULL) < 0)
+		w->adopt_fd = -1;
+	if (w->adopt_fd < 0)
+		w->adopt_path = NULL;	/* nothing kept for a daemon that cannot come */
+}
+
+static void adopt_close(struct worker *w)
+{
+	if (w->adopt_fd < 0)
+		return;
+	(void)unlink(w->adopt_path);
+	close(w->adopt_fd);
+	w->adopt_fd = -1;
 }
 
 /* Wait for a reply with op OP; NULL on timeout, cancel or a broken link. */
@@ -126,8 +367,8 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
 		if (r <= 0 || w_cancel)
 			return NULL;
 		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
-			link_lost(w);
-			return NULL;
+			link_lost(w);	/* adopted: wait on the new daemon */
+			continue;
 		}
 		if (lev_streq(lev_json_str(m, "op"), op))
 			return m;
@@ -144,6 +385,7 @@ static json_t *w_wait(struct worker *w, const char *op, int timeout_ms)
  */
 static json_t *w_wait_person(struct worker *w, const char *op, int timeout_ms)
 {
+	w_sync(w);	/* the held frames go once committed ("synced") */
 	malloc_trim(0);
 	return w_wait(w, op, timeout_ms);
 }
@@ -163,22 +405,23 @@ static void w_checkpoint(struct worker *w)
 			break;
 		if (lev_proto_recv(w->fd, &m, NULL) < 0 || !m) {
 			link_lost(w);
-			break;
+			continue;
 		}
 		w_handle(w, m);
 		json_decref(m);
 	}
 	if (!w->paused || w->broken || w_cancel)
 		return;
-	w_send(w, lev_proto_request("paused"));
+	w_request(w, lev_proto_request("paused"));
 	while (w->paused) {
 		json_t *m = w_wait_person(w, "resume", -1);
 
 		if (!m)
-			return;
+			break;
 		w->paused = false;
 		json_decref(m);
 	}
+	w_request_done(w);
 }
 
 static char *hook_boundary(void *data)
@@ -261,6 +504,21 @@ static bool deferrable(const json_t *ev)
 	return lev_streq(name, "tool_call") || lev_streq(name, "tool_result");
 }
 
+/* The journal's count of calls, as the daemon keeps it (daemon.c journal_event()). */
+static void count_call(struct worker *w, const json_t *ev)
+{
+	const char *name = lev_json_str(ev, "event"), *replayed = lev_json_str(ev, "replayed");
+
+	if (!lev_json_str(ev, "id"))
+		return;
+	if (lev_streq(name, "tool_call")) {
+		w->calls++;
+		w->kept = lev_streq(replayed, "done") || lev_streq(replayed, "denied");
+	} else if (lev_streq(name, "tool_result") && w->calls) {
+		w->kept = true;
+	}
+}
+
 static void hook_event(void *data, const json_t *ev, const char *line)
 {
 	struct worker *w = data;
@@ -286,8 +544,13 @@ static void hook_event(void *data, const json_t *ev, const char *line)
 	json_decref(cut);
 	lev_buf_addch(&w->out, '}');
 	lev_proto_put_len(w->out.buf + at, w->out.len - at - 4);
+	count_call(w, ev);
 	if (ack) {
-		json_decref(w_wait(w, "ack", -1));
+		json_t *a = w_wait(w, "ack", -1);
+
+		if (a)
+			resend_acked(w);	/* committed, and all before it */
+		json_decref(a);
 		w_checkpoint(w);	/* before the call runs: never inside it */
 	} else if (!deferrable(ev) || w->out.len >= W_OUT_MAX) {
 		w_flush(w);
@@ -452,8 +715,9 @@ static enum lev_ask_answer hook_ask(void *data, const struct lev_ask *q)
 		json_object_set_new(m, "stage_label", json_string(q->stage_label));
 	if (q->run_label)
 		json_object_set_new(m, "run_label", json_string(q->run_label));
-	w_send(w, m);
+	w_request(w, m);
 	reply = w_wait_person(w, "answer", w->timeout_ms);
+	w_request_done(w);
 	s = lev_json_str(reply, "answer");
 	/* the daemon sends lev_ask_answer_name()'s words */
 	for (size_t i = 0; s && i < sizeof(answers) / sizeof(answers[0]); i++)
@@ -483,8 +747,9 @@ static int hook_question(void *data, const struct lev_question *q, char **answer
 	/* an interaction point's: the run shows Leviath's "waiting: checkpoint" */
 	if (q->point)
 		json_object_set_new(m, "point", json_true());
-	w_send(w, m);
+	w_request(w, m);
 	reply = w_wait_person(w, "answer", w->timeout_ms);
+	w_request_done(w);
 	t = lev_json_str(reply, "text");
 	if (!t) {
 		json_decref(reply);
@@ -602,8 +867,9 @@ static void hook_thinking(void *data, bool on)
 		w->infer_held = false;
 		return;
 	}
-	w_send(w, lev_proto_request("infer"));
+	w_request(w, lev_proto_request("infer"));
 	m = w_wait(w, "infer_go", -1);
+	w_request_done(w);
 	w->infer_held = m != NULL;
 	json_decref(m);
 }
@@ -789,9 +1055,21 @@ static void send_end(struct worker *w, struct lev_agent *agent, const json_t *re
 		  msg ? msg : why);
 }
 
+/* What the worker W holds of its own. */
+static void w_release(struct worker *w)
+{
+	lev_replay_free(w->replay);
+	lev_strv_free(w->msgs);
+	lev_buf_release(&w->out);
+	adopt_close(w);
+	lev_buf_release(&w->resend);
+	json_decref(w->pending);
+}
+
 int lev_worker_main(int fd, struct lev_err *err)
 {
-	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT };
+	struct worker w = { .fd = fd, .timeout_ms = -1, .out = LEV_BUF_INIT,
+			    .resend = LEV_BUF_INIT, .adopt_fd = -1 };
 	struct lev_agent_opts o = { .cancel_fd = -1 };
 	struct lev_blueprint *bp = NULL;
 	struct lev_agent *agent = NULL;
@@ -816,6 +1094,8 @@ int lev_worker_main(int fd, struct lev_err *err)
 		return lev_err_set(err, LEV_EPARSE, "the daemon sent no run");
 	}
 	req = json_object_get(start, "request");
+	w.daemon = getppid();
+	adopt_listen(&w, start);
 	path = lev_json_str(req, "blueprint");
 	workdir = lev_json_str(req, "workdir");
 	if (!path || !workdir) {
@@ -902,9 +1182,7 @@ out:
 	lev_strv_free(allow);
 	lev_strv_free(inputs);
 	lev_strv_free(env);
-	lev_replay_free(w.replay);
-	lev_strv_free(w.msgs);
-	lev_buf_release(&w.out);
+	w_release(&w);
 	json_decref(start);
 	return 0;
 }

@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -84,8 +83,11 @@ static int recv_hdr(int ctl, struct zhdr *h, int *fd)
 static int child_setup(int ctl, int fd, char *env, size_t len, uint64_t limit, pid_t daemon,
 		       struct lev_err *err)
 {
-	/* the daemon gone, the run is cancelled (as an exec'd worker) */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != daemon)
+	/*
+	 * The daemon's child (CLONE_PARENT), which outlives it: a new daemon
+	 * adopts it (worker.c w_adopt()), as an exec'd worker
+	 */
+	if (getppid() != daemon)
 		return lev_err_set(err, -ESRCH, "the daemon is gone");
 	setsid();
 	if (dup2(fd, LEV_WORKER_FD) < 0)
