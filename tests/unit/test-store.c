@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "liblev/base/buf.h"
+#include "liblev/base/secrets.h"
 #include "liblev/base/util.h"
 #include "liblev/daemon/proto.h"
 #include "liblev/daemon/store.h"
@@ -269,6 +270,62 @@ static void test_summaries_follow_every_write(void **state)
 	free(path);
 }
 
+/* What holds_needle() looks for in a page's summaries (DATA: a bool set when one holds it). */
+static const char *needle;
+
+static int holds_needle(void *data, const char *id, const char *text, size_t len)
+{
+	(void)id;
+	if (memmem(text, len, needle, strlen(needle)))
+		*(bool *)data = true;
+	return 0;
+}
+
+/*
+ * A secret in a run's error (straddling the cut at LEV_SUMMARY_ERROR_MAX)
+ * and in its title reaches neither lev.db's summary nor one made in
+ * memory: the summary is redacted before the error is cut.  The benign
+ * twin: the same text without the secret is kept, up to the cut.
+ */
+static void test_summary_holds_no_secret(void **state)
+{
+	static const char secret[] = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+	char *path = lev_path_join(dir, "secret.db");
+	struct lev_store *st = NULL;
+	struct lev_err err = LEV_ERR_INIT;
+	char pad[LEV_SUMMARY_ERROR_MAX - 10 + 1], *text;
+	bool seen = false;
+	json_t *doc;
+
+	(void)state;
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = 0;
+	lev_secrets_add(secret);
+	assert_int_equal(lev_store_open(path, &st, &err), 0);
+	doc = json_pack("{s:s, s:s, s:s, s:f, s:f, s:s}", "id", "run-s", "status", "error",
+			"agent", "a", "created", 1.0, "updated", 2.0, "task", secret);
+	json_object_set_new(doc, "error", json_sprintf("%s%s then more", pad, secret));
+	assert_int_equal(lev_store_run_put(st, doc, &err), 0);
+	text = lev_run_summary(doc);
+	assert_non_null(text);
+	assert_null(strstr(text, "sk-test-9f8e"));	/* nor the part before the cut */
+	free(text);
+	needle = "sk-test-9f8e";
+	assert_int_equal(lev_store_runs_page(st, statuses, NULL, 1000, holds_needle, &seen, &err), 0);
+	assert_false(seen);
+	/* the twin: ordinary text stays, cut where it was */
+	json_object_set_new(doc, "error", json_sprintf("%sordinary-words then more", pad));
+	json_object_set_new(doc, "task", json_string("ordinary-words"));
+	assert_int_equal(lev_store_run_put(st, doc, &err), 0);
+	needle = "ordinary-w";
+	assert_int_equal(lev_store_runs_page(st, statuses, NULL, 1000, holds_needle, &seen, &err), 0);
+	assert_true(seen);
+	json_decref(doc);
+	st = lev_store_close(st);
+	lev_secrets_wipe();
+	free(path);
+}
+
 /*
  * A lev.db from before summaries were kept: it gets the column, and a
  * page makes each missing summary from the doc (the same text).  The
@@ -506,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_refuses_a_symlink),
 		cmocka_unit_test(test_summaries_follow_every_write),
 		cmocka_unit_test(test_summaries_of_an_old_db),
+		cmocka_unit_test(test_summary_holds_no_secret),
 		cmocka_unit_test(test_replay_log),
 		cmocka_unit_test(test_migrates_an_old_journal),
 		cmocka_unit_test(test_kept_statements_answer_as_fresh_ones),

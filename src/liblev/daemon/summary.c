@@ -1,6 +1,7 @@
 /*
  * summary.c - what `lev ps` shows of a run (see summary.h).
  */
+#include "liblev/base/secrets.h"
 #include "liblev/daemon/meta.h"
 #include "liblev/daemon/summary.h"
 
@@ -22,7 +23,9 @@ static void leviath_names(json_t *sum)
 
 char *lev_run_summary(const json_t *doc)
 {
-	json_t *sum = json_copy((json_t *)doc), *e = json_object_get(sum, "error");
+	/* redacted whole, as lev.db's doc is, before the error is cut: a cut secret matches nothing */
+	json_t *sum = lev_secrets_redact_take(json_copy((json_t *)doc));
+	json_t *e = json_object_get(sum, "error");
 	char *text;
 
 	json_object_del(sum, "result");
