@@ -27,6 +27,11 @@ burst() {
 	done
 }
 
+# acked DIR K: at least K spawns of DIR acknowledged so far (read at each call)
+acked() {
+	test "$(cat "$1"/* 2>/dev/null | wc -l)" -ge "$2"
+}
+
 # listed DIR: each acknowledged id of DIR listed once, with its agent and task's title
 listed() {
 	"$LEV" ps --all --json >ps.json &&
@@ -59,7 +64,7 @@ test_expect_success 'a burst with no kill: every spawn acknowledged, each listed
 
 test_expect_success 'kill -9 mid-burst: no acknowledged spawn is lost' '
 	burst storm &&
-	wait_for test "$(cat storm/* | wc -l)" -ge 4 &&
+	wait_for acked storm 4 &&
 	kill -9 "$(daemon_pid)" &&
 	wait &&
 	"$LEV" daemon start >/dev/null &&
