@@ -63,6 +63,13 @@ import json, sys
 assert [q for q in json.load(sys.stdin) if q["run"] == sys.argv[1] and q["prompt"] == sys.argv[2]]
 ' "$1" "$2"
 }
+# ask_shown TEXT: i pressed, and the answer view shows TEXT.  The dash
+# learns of a run's next question at its next poll, which can come after
+# lev respond --json already lists it (the run's status reads the same
+# before and after), so wait_for presses i again until it shows.
+ask_shown() {
+	keys i && sleep 0.2 && on_screen "$1"
+}
 test_no_session() {
 	! tm has-session -t dash 2>/dev/null
 }
@@ -276,10 +283,10 @@ test_expect_success 'the agent'"'"'s questions: typed text, a choice by number, 
 	keys t && keys -l "dark blue" && wait_for on_screen "answer> dark blue" &&
 	keys Enter && wait_for on_screen "answered (text)" &&
 	wait_for field_has_request "$(cat id7)" "Which branch?" &&
-	keys i && wait_for on_screen "    1) dev" &&
+	wait_for ask_shown "    1) dev" &&
 	keys 1 && wait_for on_screen "answered (choice)" &&
 	wait_for field_has_request "$(cat id7)" "Push it?" &&
-	keys i && wait_for on_screen "the agent asks: Push it?" &&
+	wait_for ask_shown "the agent asks: Push it?" &&
 	keys y && wait_for status_is "$(cat id7)" complete &&
 	"$LEV" logs "$(cat id7)" | python3 -c "
 import json, sys
