@@ -108,20 +108,27 @@ static json_t *ledger(const json_t *events)
 	return rows;
 }
 
-/* The prompt and output tokens of EVENTS' model responses, as {prompt_tokens, output_tokens}. */
-static json_t *tokens_of(const json_t *events)
+/* The prompt and output tokens of ROWS (a ledger), as {prompt_tokens, output_tokens}. */
+static json_t *rows_total(const json_t *rows)
 {
 	json_int_t tp = 0, to = 0;
-	json_t *ev;
+	json_t *r;
 	size_t i;
 
-	json_array_foreach(events, i, ev)
-		if (lev_streq(lev_json_str(ev, "event"), "model_response")) {
-			tp += json_integer_value(json_object_get(ev, "prompt_tokens"));
-			to += json_integer_value(json_object_get(ev, "completion_tokens"));
-		}
-	return json_pack("{s:I,s:I}", "prompt_tokens", (json_int_t)tp, "output_tokens",
-			 (json_int_t)to);
+	json_array_foreach(rows, i, r) {
+		tp += json_integer_value(json_object_get(r, "prompt_tokens"));
+		to += json_integer_value(json_object_get(r, "output_tokens"));
+	}
+	return json_pack("{s:I,s:I}", "prompt_tokens", tp, "output_tokens", to);
+}
+
+/* The tokens of EVENTS: its ledger's total, as `lev stages` shows it. */
+static json_t *tokens_of(const json_t *events)
+{
+	json_t *rows = ledger(events), *t = rows_total(rows);
+
+	json_decref(rows);
+	return t;
 }
 
 /* The sub-agents EVENTS started, by their child_started / child_finished events: a new array. */
@@ -246,8 +253,7 @@ int cmd_stages(int argc, char **argv, struct lev_ctx *ctx)
 {
 	const char *run = NULL;
 	bool json = false, regions = false, tree = false;
-	json_int_t tp = 0, to = 0;
-	json_t *events = NULL, *rows, *r;
+	json_t *events = NULL, *rows, *r, *total;
 	size_t i;
 	int rc;
 
@@ -277,14 +283,10 @@ int cmd_stages(int argc, char **argv, struct lev_ctx *ctx)
 	}
 	rows = ledger(events);
 	json_decref(events);
-	json_array_foreach(rows, i, r) {
-		tp += json_integer_value(json_object_get(r, "prompt_tokens"));
-		to += json_integer_value(json_object_get(r, "output_tokens"));
-	}
+	total = rows_total(rows);
 	if (json) {
-		lev_report_print_json(json_pack("{s:s, s:o, s:{s:I, s:I}}", "run", run, "stages",
-						rows, "total", "prompt_tokens", (json_int_t)tp,
-						"output_tokens", (json_int_t)to));
+		lev_report_print_json(json_pack("{s:s, s:o, s:o}", "run", run, "stages", rows,
+						"total", total));
 		return LEV_EXIT_OK;
 	}
 	printf("%-20s %-14s %10s %10s %10s %10s%s\n", "STAGE", "STATUS", "PROMPT", "OUTPUT",
@@ -299,7 +301,10 @@ int cmd_stages(int argc, char **argv, struct lev_ctx *ctx)
 						 json_object_get(r, "context_high_water")));
 		putchar('\n');
 	}
-	printf("%-20s %-14s %10lld %10lld\n", "TOTAL", "", (long long)tp, (long long)to);
+	printf("%-20s %-14s %10lld %10lld\n", "TOTAL", "",
+	       (long long)json_integer_value(json_object_get(total, "prompt_tokens")),
+	       (long long)json_integer_value(json_object_get(total, "output_tokens")));
+	json_decref(total);
 	json_decref(rows);
 	return LEV_EXIT_OK;
 }
